@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+# strobe's build. `make` builds build/strobe; `make check` runs every test; `make demo` runs the
+# main job; `make bench` runs the benchmarks against the peers; `make fuzz` fuzzes for longer.
+# Sources are found by wildcard: a new lib/*.c, cli/cmd_*.c, tests/unit/test_*.c or
+# tests/fuzz/fuzz_*.c is built without touching this file.
+
+CC       ?= cc
+CLANG    ?= clang
+B        := build
+PKGS     := libprotobuf-c zlib jansson
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson) -lm
+
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
+
+LIB_SRC  := $(wildcard lib/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+GEN_SRC  := $(B)/gen/profile.pb-c.c
+GEN_HDR  := $(B)/gen/profile.pb-c.h
+
+LIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRC)) $(B)/obj/gen/profile.pb-c.o
+CLI_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRC))
+SLIB_OBJ := $(patsubst %.c,$(B)/san/%.o,$(LIB_SRC)) $(B)/san/gen/profile.pb-c.o
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/test/%,$(UNIT_SRC))
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+
+.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe
+all: $(B)/strobe
+
+deps:
+	@bash scripts/deps.sh build
+check-deps:
+	@bash scripts/deps.sh check
+
+$(GEN_SRC) $(GEN_HDR): proto/profile.proto
+	@mkdir -p $(B)/gen
+	protoc-c --proto_path=proto --c_out=$(B)/gen proto/profile.proto
+
+$(B)/obj/%.o: %.c $(GEN_HDR) $(wildcard include/strobe/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(B)/obj/gen/profile.pb-c.o: $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -O2 -g -std=c17 -c -o $@ $<
+
+$(B)/libstrobe.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/strobe: $(CLI_OBJ) $(B)/libstrobe.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libstrobe.a $(LDLIBS)
+
+# ---- sanitized builds for tests ---------------------------------------------------------------
+$(B)/san/%.o: %.c $(GEN_HDR) $(wildcard include/strobe/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -c -o $@ $<
+$(B)/san/gen/profile.pb-c.o: $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) -std=c17 -O1 -g $(SAN) -c -o $@ $<
+$(B)/libstrobe-san.a: $(SLIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+# The CLI built with ASan+UBSan: golden and end-to-end tests run this one.
+$(B)/strobe-san: $(patsubst %.c,$(B)/san/%.o,$(CLI_SRC)) $(B)/libstrobe-san.a
+	$(CLANG) $(TESTCFLAGS) -o $@ $^ $(LDLIBS)
+san-strobe: $(B)/strobe-san
+
+$(B)/test/%: tests/unit/%.c $(B)/libstrobe-san.a
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
+
+$(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(B)/fuzzobj/gen/profile.pb-c.o
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+$(B)/fuzzobj/%.o: %.c $(GEN_HDR) $(wildcard include/strobe/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+$(B)/fuzzobj/gen/profile.pb-c.o: $(GEN_SRC)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) -std=c17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+# ---- the two commands of the README -----------------------------------------------------------
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo.sh
+
+check: check-deps
+	@$(MAKE) --no-print-directory all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN)
+	@bash tests/run.sh
+
+unit: $(UNIT_BIN)
+	@bash tests/run.sh unit
+golden: $(B)/strobe-san
+	@bash tests/run.sh golden
+e2e: $(B)/strobe $(B)/strobe-san
+	@bash tests/run.sh e2e
+fuzz-smoke: $(FUZZ_BIN)
+	@bash tests/run.sh fuzz
+fuzz: $(FUZZ_BIN)
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-300} bash tests/run.sh fuzz
+
+bench:
+	@bash scripts/deps.sh bench
+	@$(MAKE) --no-print-directory all
+	@bash bench/run.sh
+
+clean:
+	rm -rf $(B)

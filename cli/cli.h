@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the subcommands share: the command table's entry points, reading and merging inputs with
+ * the pprof-style transform options, and writing an output file atomically (a temp file renamed
+ * into place on success, removed on failure), so a failed command never leaves a partial file.
+ *
+ * Exit codes, for every command: 0 success, 1 a negative verdict (gate), 2 bad usage or input.
+ */
+#ifndef STROBE_CLI_H
+#define STROBE_CLI_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "strobe/codec.h"
+#include "strobe/transform.h"
+
+int cmd_collapse(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
+
+/* Options every profile-reading command takes (pprof's names). */
+typedef struct cli_profile_opts {
+	const char *sample_index; /* name or index; NULL = pprof default */
+	strobe_filter filter;
+	strobe_granularity gran;
+} cli_profile_opts;
+
+enum {
+	OPT_SAMPLE_INDEX = 1000, OPT_FOCUS, OPT_IGNORE, OPT_HIDE, OPT_SHOW, OPT_TAGFOCUS,
+	OPT_TAGIGNORE, OPT_PRUNE, OPT_GRAN, OPT_CMD_BASE = 1100,
+};
+
+#define CLI_PROFILE_LONGOPTS                                                                      \
+	{"sample-index", required_argument, 0, OPT_SAMPLE_INDEX},                                 \
+	{"focus", required_argument, 0, OPT_FOCUS}, {"ignore", required_argument, 0, OPT_IGNORE}, \
+	{"hide", required_argument, 0, OPT_HIDE}, {"show", required_argument, 0, OPT_SHOW},       \
+	{"tagfocus", required_argument, 0, OPT_TAGFOCUS},                                         \
+	{"tagignore", required_argument, 0, OPT_TAGIGNORE},                                       \
+	{"prune", required_argument, 0, OPT_PRUNE},                                               \
+	{"granularity", required_argument, 0, OPT_GRAN}
+
+#define CLI_PROFILE_HELP                                                                          \
+	"  --sample-index NAME|N  value to use (default: the profile's default, else the last)\n" \
+	"  --focus RE             keep only samples with a frame matching RE\n"                   \
+	"  --ignore RE            drop samples with a frame matching RE\n"                        \
+	"  --hide RE              remove frames matching RE from stacks\n"                        \
+	"  --show RE              keep only frames matching RE in stacks\n"                       \
+	"  --tagfocus KEY=RE      keep only samples with a label KEY matching RE\n"               \
+	"  --tagignore KEY=RE     drop samples with a label KEY matching RE\n"                    \
+	"  --prune FRACTION       drop call-tree nodes below FRACTION of the total (e.g. 0.005)\n" \
+	"  --granularity G        functions (default), lines or addresses\n"
+
+/* Handles one of the CLI_PROFILE_LONGOPTS; returns 1 if handled, 0 if not ours, -1 on a bad
+ * value (message printed). */
+int cli_profile_opt(const char *cmd, int opt, const char *arg, cli_profile_opts *o);
+
+/* Reads every file, merges them into one profile and applies the transforms. On success *type
+ * is the selected value index. Errors are printed as "strobe CMD: message". */
+int cli_load(const char *cmd, char **files, int nfiles, const cli_profile_opts *o,
+	     strobe_profile **out, int *type);
+/* Reads and merges only (no transforms, no type selection). */
+int cli_load_merged(const char *cmd, char **files, int nfiles, strobe_profile **out);
+/* Resolves --sample-index for p; prints an error naming the available types when unknown. */
+int cli_type(const char *cmd, const strobe_profile *p, const char *sample_index);
+
+/* Output: path NULL or "-" is stdout. cli_out_close commits (rename) when ok, else discards. */
+typedef struct cli_out {
+	FILE *f;
+	char *path, *tmp;
+} cli_out;
+int cli_out_open(const char *cmd, const char *path, cli_out *o);
+int cli_out_close(const char *cmd, cli_out *o, bool ok);
+
+/* Writes p as fmt (pprof: every type; folded, json, speedscope, svg: value `type`) to path
+ * (NULL or "-" = stdout), atomically. Returns 0 or -1 after printing an error. */
+int cli_write_as(const char *cmd, strobe_profile *p, strobe_format fmt, int type,
+		 strobe_granularity g, const char *path);
+/* The format an output path's extension implies (.pb.gz/.pprof/.pb: pprof, .folded/.txt,
+ * .svg, .json, .speedscope.json), else UNKNOWN. */
+strobe_format cli_format_for_path(const char *path);
+
+void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parses a number with checking; prints an error and returns -1 when bad. */
+int cli_double(const char *cmd, const char *opt, const char *arg, double *out);
+int cli_int(const char *cmd, const char *opt, const char *arg, long lo, long hi, long *out);
+
+#endif

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe diff: what changed between two profiles. A differential flame graph (red grew, blue
+ * shrank), a ranking of functions by change, or two-count folded stacks (difffolded.pl's form).
+ * BASE is scaled to NEW's total first unless --no-normalize, so more traffic is not a regression.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "strobe/render.h"
+
+static const char usage_text[] =
+	"usage: strobe diff [-t svg|top|folded|json] [-o OUT] [--no-normalize] [options] BASE NEW\n\n"
+	"Compares two profiles. Frames that grew are red, shrank blue; frames only in BASE still\n"
+	"appear. BASE is scaled to NEW's total first (normalised) unless --no-normalize.\n\n"
+	"  -t, --to FORMAT        svg (default), top (functions ranked by change), folded (two\n"
+	"                         counts per stack: base new), json (tree with base and new)\n"
+	"  -o, --output OUT       output file (default stdout)\n"
+	"  -n, --nodes N          top: at most N rows\n"
+	"  --no-normalize         compare raw values\n"
+	"  --title TEXT           svg title\n" CLI_PROFILE_HELP;
+
+enum { O_NONORM = OPT_CMD_BASE, O_TITLE };
+
+static int cmp_delta(const void *a, const void *b)
+{
+	const strobe_fncmp *x = a, *y = b;
+	int64_t dx = llabs(x->flat[0] - x->flat[1]), dy = llabs(y->flat[0] - y->flat[1]);
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	int64_t cx = llabs(x->cum[0] - x->cum[1]), cy = llabs(y->cum[0] - y->cum[1]);
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int diff_top(FILE *f, strobe_profile *base, int bt, strobe_profile *cur, int ct,
+		    strobe_granularity g, bool norm, long limit)
+{
+	strobe_fncmp *c;
+	size_t n;
+	int64_t tot[2];
+	int r = strobe_fncompare(base, bt, cur, ct, g, norm, &c, &n, tot);
+	if (r < 0)
+		return r;
+	qsort(c, n, sizeof(*c), cmp_delta);
+	const char *unit = strobe_str(cur, cur->types[ct].unit);
+	char a[32], b[32], d[32];
+	strobe_format_value(a, sizeof(a), tot[1], unit);
+	strobe_format_value(b, sizeof(b), tot[0], unit);
+	fprintf(f, "Type: %s\nTotal: base %s%s, new %s\n", strobe_str(cur, cur->types[ct].type), a,
+		norm ? " (normalised)" : "", b);
+	fprintf(f, "%10s %10s %10s %8s %10s  %s\n", "base flat", "new flat", "delta", "delta%",
+		"cum delta", "name");
+	for (size_t i = 0; i < n && (!limit || i < (size_t)limit); i++) {
+		int64_t delta = c[i].flat[0] - c[i].flat[1];
+		if (!delta && c[i].cum[0] == c[i].cum[1])
+			continue;
+		double pp = (tot[0] ? 100.0 * (double)c[i].flat[0] / (double)tot[0] : 0) -
+			    (tot[1] ? 100.0 * (double)c[i].flat[1] / (double)tot[1] : 0);
+		strobe_format_value(a, sizeof(a), c[i].flat[1], unit);
+		strobe_format_value(b, sizeof(b), c[i].flat[0], unit);
+		strobe_format_value(d, sizeof(d), delta, unit);
+		char cd[32];
+		strobe_format_value(cd, sizeof(cd), c[i].cum[0] - c[i].cum[1], unit);
+		fprintf(f, "%10s %10s %s%9s %+7.2f%% %10s  %s\n", a, b, delta > 0 ? "+" : " ", d, pp,
+			cd, c[i].name);
+	}
+	strobe_fncmp_free(c, n);
+	return ferror(f) ? -EIO : 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, 0, 'h'}, {"to", required_argument, 0, 't'},
+		{"output", required_argument, 0, 'o'}, {"nodes", required_argument, 0, 'n'},
+		{"no-normalize", no_argument, 0, O_NONORM}, {"title", required_argument, 0, O_TITLE},
+		CLI_PROFILE_LONGOPTS, {0, 0, 0, 0}};
+	const char *cmd = "diff", *output = NULL, *to = "svg", *title = NULL;
+	cli_profile_opts po = {0};
+	bool norm = true;
+	long limit = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "ht:o:n:", longopts, NULL)) != -1) {
+		int h = cli_profile_opt(cmd, c, optarg, &po);
+		if (h < 0)
+			return 2;
+		if (h)
+			continue;
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 't': to = optarg; break;
+		case 'o': output = optarg; break;
+		case 'n':
+			if (cli_int(cmd, "-n", optarg, 0, 1L << 30, &limit) < 0)
+				return 2;
+			break;
+		case O_NONORM: norm = false; break;
+		case O_TITLE: title = optarg; break;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (strcmp(to, "svg") && strcmp(to, "top") && strcmp(to, "folded") && strcmp(to, "json")) {
+		cli_err(cmd, "-t: '%s' is not svg, top, folded or json", to);
+		return 2;
+	}
+	if (argc - optind != 2) {
+		cli_err(cmd, "need exactly two profiles, BASE and NEW (got %d)", argc - optind);
+		return 2;
+	}
+	strobe_profile *base = NULL, *cur = NULL;
+	int bt, ct, rc = 2;
+	if (cli_load(cmd, argv + optind, 1, &po, &base, &bt) < 0 ||
+	    cli_load(cmd, argv + optind + 1, 1, &po, &cur, &ct) < 0)
+		goto out;
+	cli_out out;
+	if (cli_out_open(cmd, output, &out) < 0)
+		goto out;
+	int r;
+	if (strcmp(to, "top") == 0) {
+		r = diff_top(out.f, base, bt, cur, ct, po.gran, norm, limit);
+	} else {
+		int64_t btot = strobe_total(base, bt), ctot = strobe_total(cur, ct);
+		double scale = norm && btot ? (double)ctot / (double)btot : 1.0;
+		strobe_tree *t = strobe_tree_new();
+		r = t ? 0 : -ENOMEM;
+		if (!r)
+			r = strobe_tree_add(t, cur, ct, po.gran, 0, 1.0, 0);
+		if (!r)
+			r = strobe_tree_add(t, base, bt, po.gran, 1, scale, 0);
+		if (!r)
+			r = strobe_tree_sort(t);
+		if (!r) {
+			t->diff = true;
+			if (strcmp(to, "svg") == 0) {
+				const char *unit = strobe_str(cur, cur->types[ct].unit);
+				strobe_svg_opts so = {
+					.title = title,
+					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
+				r = strobe_svg_write(out.f, t, &so);
+			} else if (strcmp(to, "json") == 0) {
+				r = strobe_json_tree_write(out.f, t,
+							   strobe_str(cur, cur->types[ct].type),
+							   strobe_str(cur, cur->types[ct].unit));
+			} else {
+				r = 0;
+				/* Two counts per stack (base new), leaf nodes and self values:
+				 * difffolded.pl's output, which flamegraph.pl and strobe read back. */
+				char **names = NULL;
+				size_t depth_cap = 0;
+				for (uint32_t i = 1; i < t->n && !r; i++) {
+					const strobe_tree_node *nd = &t->nodes[i];
+					if (!nd->self[0] && !nd->self[1])
+						continue;
+					size_t d = 0;
+					for (uint32_t k = i; k; k = t->nodes[k].parent)
+						d++;
+					if (d > depth_cap) {
+						depth_cap = d * 2;
+						char **nn = realloc(names, depth_cap * sizeof(*nn));
+						if (!nn) {
+							r = -ENOMEM;
+							break;
+						}
+						names = nn;
+					}
+					size_t j = d;
+					for (uint32_t k = i; k; k = t->nodes[k].parent)
+						names[--j] = (char *)strobe_tree_name(t, k);
+					for (j = 0; j < d; j++)
+						fprintf(out.f, "%s%s", j ? ";" : "", names[j]);
+					fprintf(out.f, " %" PRId64 " %" PRId64 "\n", nd->self[1],
+						nd->self[0]);
+				}
+				free(names);
+			}
+		}
+		strobe_tree_free(t);
+	}
+	if (r < 0)
+		cli_err(cmd, "writing output: %s", strerror(-r));
+	rc = cli_out_close(cmd, &out, r == 0) < 0 || r < 0 ? 2 : 0;
+out:
+	strobe_profile_free(base);
+	strobe_profile_free(cur);
+	return rc;
+}

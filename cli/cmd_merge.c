@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe merge: many profiles into one (same stack and labels sum). Sample types must match.
+ */
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: strobe merge -o OUT [-t FORMAT] FILE...\n\n"
+	"Merges profiles: samples with the same stack and labels are summed. All inputs must have\n"
+	"the same sample types. Output is pprof unless -t or OUT's extension says otherwise.\n\n"
+	"  -o, --output OUT       output file ('-' = stdout); written atomically\n"
+	"  -t, --to FORMAT        pprof (default), folded, json, speedscope, svg\n";
+
+int cmd_merge(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
+						 {"output", required_argument, 0, 'o'},
+						 {"to", required_argument, 0, 't'},
+						 {0, 0, 0, 0}};
+	const char *cmd = "merge", *output = NULL, *to = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "ho:t:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 'o': output = optarg; break;
+		case 't': to = optarg; break;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (!output) {
+		cli_err(cmd, "-o OUT is required ('-' for stdout)");
+		return 2;
+	}
+	if (optind >= argc) {
+		cli_err(cmd, "no input files");
+		return 2;
+	}
+	strobe_format fmt = to ? strobe_format_parse(to) : cli_format_for_path(output);
+	if (fmt == STROBE_FMT_UNKNOWN)
+		fmt = STROBE_FMT_PPROF;
+	strobe_profile *p;
+	if (cli_load_merged(cmd, argv + optind, argc - optind, &p) < 0)
+		return 2;
+	int type = cli_type(cmd, p, NULL);
+	int r = type < 0 ? -1 : cli_write_as(cmd, p, fmt, type, STROBE_GRAN_FUNCTIONS, output);
+	strobe_profile_free(p);
+	return r < 0 ? 2 : 0;
+}

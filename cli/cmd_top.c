@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe top: functions ranked by flat (or cumulative) value, the table `go tool pprof -top`
+ * prints, from any profile.
+ */
+#include <stdlib.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: strobe top [-n N] [--cum] [options] FILE...\n\n"
+	"Ranks functions by flat value (samples where the function is the leaf), or by cumulative\n"
+	"value with --cum, like `go tool pprof -top`.\n\n"
+	"  -n, --nodes N          show at most N rows (default all)\n"
+	"  --cum                  sort by cumulative value\n" CLI_PROFILE_HELP;
+
+int cmd_top(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
+						 {"nodes", required_argument, 0, 'n'},
+						 {"cum", no_argument, 0, 'c'},
+						 CLI_PROFILE_LONGOPTS,
+						 {0, 0, 0, 0}};
+	const char *cmd = "top";
+	cli_profile_opts po = {0};
+	long limit = 0;
+	bool cum = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+		int h = cli_profile_opt(cmd, c, optarg, &po);
+		if (h < 0)
+			return 2;
+		if (h)
+			continue;
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 'n':
+			if (cli_int(cmd, "-n", optarg, 0, 1L << 30, &limit) < 0)
+				return 2;
+			break;
+		case 'c': cum = true; break;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	strobe_profile *p;
+	int type;
+	if (cli_load(cmd, argv + optind, argc - optind, &po, &p, &type) < 0)
+		return 2;
+	int r = strobe_top_write(stdout, p, type, po.gran, (size_t)limit, cum);
+	strobe_profile_free(p);
+	if (r < 0 || fflush(stdout) != 0) {
+		cli_err(cmd, "writing output failed");
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reading and writing profiles: pprof (profile.proto), folded stacks, `perf script` text,
+ * speedscope and a JSON tree. Input formats are detected from content and gzip is undone
+ * transparently, so every command takes any supported file (or "-" for stdin).
+ *
+ * Decoders take a buffer and a name (the file name, for messages) and never trust the input:
+ * every length and id is checked, every buffer grown from input has a cap, and errors come back
+ * as -EINVAL with a message naming the input and the line or byte offset.
+ */
+#ifndef STROBE_CODEC_H
+#define STROBE_CODEC_H
+
+#include <stdio.h>
+
+#include "strobe/profile.h"
+#include "strobe/tree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Caps on untrusted input. */
+#define STROBE_MAX_INPUT     ((size_t)4 << 30)  /* 4 GiB after decompression */
+#define STROBE_MAX_NAME      (64u << 10)        /* a frame/function name, bytes */
+#define STROBE_MAX_DEPTH     4096u              /* frames in one stack */
+
+typedef enum strobe_format {
+	STROBE_FMT_UNKNOWN = 0,
+	STROBE_FMT_PPROF,
+	STROBE_FMT_FOLDED,
+	STROBE_FMT_PERF_SCRIPT,
+	STROBE_FMT_SPEEDSCOPE,
+	STROBE_FMT_JSON,
+	STROBE_FMT_SVG,
+} strobe_format;
+
+/* Guesses the format of an (already decompressed) buffer. */
+strobe_format strobe_detect(const uint8_t *buf, size_t len);
+const char *strobe_format_name(strobe_format f);
+/* "pprof", "folded", "json", "speedscope", "svg", "perf" -> format; UNKNOWN otherwise. */
+strobe_format strobe_format_parse(const char *name);
+
+/* Reads a whole file ("-" = stdin), gunzipping if it starts with the gzip magic. *out is
+ * malloc'd and NUL-terminated (not counted in *len). */
+int strobe_slurp(const char *path, uint8_t **out, size_t *len, strobe_err *err);
+/* gunzip of a whole buffer, capped at STROBE_MAX_INPUT. */
+int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err);
+int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen);
+
+/* Reads any supported profile file into a new profile. */
+int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err);
+/* The same for a buffer already in memory; `name` is used in messages. */
+int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
+			  strobe_err *err);
+
+/* pprof. decode takes the serialized protobuf (not gzipped); encode produces gzipped bytes. */
+int strobe_pprof_decode(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
+			strobe_err *err);
+int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *len);
+
+/* Folded stacks: "a;b;c 12" per line; also the two-count "a;b;c 10 12" of difffolded.pl, whose
+ * first count goes to sample type "base" and second to "new" (profile has two types then). */
+int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
+			 strobe_err *err);
+/* One line per (stack) with the value of column `type`, sorted by stack text, zero values left
+ * out. */
+int strobe_folded_write(FILE *out, strobe_profile *p, int type, strobe_granularity g);
+
+/* `perf script` text into a profile of one type "samples/count" (same rules as collapse with no
+ * options, labels `comm` kept per sample). */
+int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
+			      strobe_err *err);
+
+/* JSON outputs of a tree. */
+int strobe_json_tree_write(FILE *out, const strobe_tree *t, const char *type, const char *unit);
+int strobe_speedscope_write(FILE *out, strobe_profile *p, int type, strobe_granularity g,
+			    const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

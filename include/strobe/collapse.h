@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `perf script` text -> folded stacks, with exactly the output of FlameGraph's
+ * stackcollapse-perf.pl (same names, same annotations, same sort order), so strobe can replace it
+ * in existing pipelines byte for byte.
+ */
+#ifndef STROBE_COLLAPSE_H
+#define STROBE_COLLAPSE_H
+
+#include <stdio.h>
+
+#include "strobe/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct strobe_collapse_opts {
+	bool pid;    /* --pid: "comm-PID" as the root frame */
+	bool tid;    /* --tid: "comm-PID/TID" */
+	bool kernel; /* --kernel: annotate kernel frames with _[k] */
+	bool jit;    /* --jit: annotate JIT frames with _[j] */
+	bool all;    /* --all: kernel + jit (and inline annotations where perl has them) */
+	bool addrs;  /* --addrs: unknown symbols as their address */
+	bool inline_; /* --inline: expand inlined frames (needs addr2line; perl's option) */
+	bool context; /* --context: keep source context (perl's option, with --inline) */
+	const char *event_filter; /* --event-filter NAME: only samples of this event */
+} strobe_collapse_opts;
+
+/* Calls emit(stack, len, count, ctx) once per distinct folded stack in stackcollapse-perf.pl's
+ * output order (sorted by stack string). stack is "root;...;leaf" without the count. */
+typedef int (*strobe_collapse_emit)(const char *stack, size_t len, uint64_t count, void *ctx);
+int strobe_collapse(const char *buf, size_t len, const char *name, const strobe_collapse_opts *o,
+		    strobe_collapse_emit emit, void *ctx, strobe_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Transforms on a profile, as `go tool pprof` users know them: focus, ignore, hide, tag focus and
+ * tag ignore by regular expression, and pruning of call-tree nodes below a fraction of the total;
+ * and per-function statistics (flat and cumulative), the numbers behind `top`, `diff -t top` and
+ * `gate`.
+ *
+ * Regular expressions are POSIX extended (regcomp), which covers the RE2 subset pprof users
+ * write in practice (alternation, classes, anchors, repetition).
+ */
+#ifndef STROBE_TRANSFORM_H
+#define STROBE_TRANSFORM_H
+
+#include "strobe/profile.h"
+#include <stdio.h>
+
+#include "strobe/tree.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct strobe_filter {
+	const char *focus;     /* keep samples with a frame whose function matches */
+	const char *ignore;    /* drop samples with a frame whose function matches */
+	const char *hide;      /* remove matching frames from stacks, keep the samples */
+	const char *show;      /* keep only matching frames in stacks */
+	const char *tagfocus;  /* "key=RE" or "RE": keep samples with a matching label value */
+	const char *tagignore; /* likewise, drop */
+	double prune;          /* drop call-tree nodes whose total is below this fraction of the
+				  total (0 = off); their value goes to the nearest kept caller */
+} strobe_filter;
+
+/* Applies the filter in place. `type` is the value column pruning measures. Bad regexes are
+ * -EINVAL with a message naming the option. */
+int strobe_profile_filter(strobe_profile *p, const strobe_filter *f, int type, strobe_err *err);
+
+typedef struct strobe_fnstat {
+	const char *name; /* points into the profile's string table */
+	int64_t flat, cum;
+} strobe_fnstat;
+
+/* Flat (leaf) and cumulative (anywhere on the stack, once per sample) value of every frame name
+ * at granularity g, unsorted. *out is malloc'd. */
+int strobe_fnstats(strobe_profile *p, int type, strobe_granularity g, strobe_fnstat **out,
+		   size_t *n);
+
+/* One function in a comparison of two profiles; column 0 = new, 1 = base (already scaled when
+ * normalised). */
+typedef struct strobe_fncmp {
+	char *name;
+	int64_t flat[2], cum[2];
+} strobe_fncmp;
+
+/* Per-function flat/cum of both profiles matched by frame name. With normalize, base values are
+ * scaled by total(new)/total(base) first. totals[0] = new total, totals[1] = base total (scaled).
+ * Free with strobe_fncmp_free. */
+int strobe_fncompare(strobe_profile *base, int btype, strobe_profile *cur, int ctype,
+		     strobe_granularity g, bool normalize, strobe_fncmp **out, size_t *n,
+		     int64_t totals[2]);
+void strobe_fncmp_free(strobe_fncmp *c, size_t n);
+
+/* Writes a table like `go tool pprof -top`: header lines, then flat, flat%, sum%, cum, cum% and
+ * name per function, sorted by flat (or cum when by_cum), at most `limit` rows (0 = all). */
+int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity g, size_t limit,
+		     bool by_cum);
+
+/* Formats a value of unit `unit` as pprof does ("1.50s", "12ms", "3.20MB", "42"). */
+void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Folded stacks, the flattest text form of a profile and FlameGraph's lingua franca: one line per
+ * stack, frames root first separated by ';', then a space and a count ("main;work;hash 42").
+ * Also reads the two-count form difffolded.pl writes ("stack base new"), as a profile with the
+ * sample types base and new.
+ *
+ * Written by hand: the format is a line split, and speed matters (it is the input of the
+ * flame graph benchmark). Strict where FlameGraph is lax, since silently skipping a malformed
+ * line loses samples: a line without a count is an error naming the line.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strobe/codec.h"
+
+typedef struct fold_ctx {
+	strobe_profile *p;
+	uint32_t *loc_of_str; /* string id -> location id, UINT32_MAX = not yet */
+	size_t nmap;
+} fold_ctx;
+
+static uint32_t frame_location(fold_ctx *c, const char *s, size_t len)
+{
+	uint32_t sid = strobe_str_intern(c->p, s, len);
+	if (sid == UINT32_MAX)
+		return UINT32_MAX;
+	if (sid >= c->nmap) {
+		size_t nn = c->nmap ? c->nmap * 2 : 1024;
+		while (nn <= sid)
+			nn *= 2;
+		uint32_t *m = realloc(c->loc_of_str, nn * sizeof(*m));
+		if (!m)
+			return UINT32_MAX;
+		memset(m + c->nmap, 0xff, (nn - c->nmap) * sizeof(*m));
+		c->loc_of_str = m;
+		c->nmap = nn;
+	}
+	if (c->loc_of_str[sid] == UINT32_MAX)
+		c->loc_of_str[sid] = strobe_location_for_name(c->p, s, len);
+	return c->loc_of_str[sid];
+}
+
+/* Parses a trailing " <integer>" of [s, *end); on success moves *end before the space. */
+static bool take_count(const char *s, const char **end, int64_t *out)
+{
+	const char *e = *end, *d = e;
+	while (d > s && d[-1] >= '0' && d[-1] <= '9')
+		d--;
+	if (d == e || e - d > 18)
+		return false;
+	const char *sign = d;
+	if (sign > s && sign[-1] == '-')
+		sign--;
+	if (sign == s || (sign[-1] != ' ' && sign[-1] != '\t'))
+		return false;
+	int64_t v = 0;
+	for (const char *q = d; q < e; q++)
+		v = v * 10 + (*q - '0');
+	*out = sign < d ? -v : v;
+	*end = sign - 1;
+	return true;
+}
+
+int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
+			 strobe_err *err)
+{
+	fold_ctx c = {0};
+	int r = -ENOMEM;
+	int ncounts = 0; /* 1 or 2, fixed by the first data line */
+	size_t lineno = 0, nlines = 0;
+	if (!(c.p = strobe_profile_new()))
+		return -ENOMEM;
+	const char *p = buf, *end = buf + len;
+	while (p < end) {
+		lineno++;
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end, *next = nl ? nl + 1 : end;
+		while (le > p && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
+			le--;
+		if (le == p || *p == '#') { /* blank lines and comments */
+			p = next;
+			continue;
+		}
+		int64_t v[2];
+		const char *e = le;
+		if (!take_count(p, &e, &v[1])) {
+			r = strobe_errf(err, -EINVAL,
+					"%s:%zu: folded line has no count (expected \"frame;frame;... "
+					"COUNT\")",
+					name, lineno);
+			goto fail;
+		}
+		int n = take_count(p, &e, &v[0]) ? 2 : 1;
+		if (!ncounts) {
+			ncounts = n;
+			if ((r = n == 2 ? strobe_profile_add_type(c.p, "base", "count")
+				 : strobe_profile_add_type(c.p, "samples", "count")) < 0 ||
+			    (n == 2 && (r = strobe_profile_add_type(c.p, "new", "count")) < 0))
+				goto fail;
+		} else if (n != ncounts) {
+			/* One count where two were expected means the "count" was part of a frame
+			 * name; in two-count files every line has both. */
+			if (ncounts == 2) {
+				r = strobe_errf(err, -EINVAL,
+						"%s:%zu: expected two counts (base new) as on the "
+						"lines before",
+						name, lineno);
+				goto fail;
+			}
+			/* A one-count file whose stack ends in a number-named frame. */
+			e = le;
+			take_count(p, &e, &v[1]);
+		}
+		if (ncounts == 1)
+			v[0] = v[1];
+		uint32_t stack = 0, depth = 0;
+		const char *f = p;
+		while (f <= e) {
+			const char *semi = memchr(f, ';', (size_t)(e - f));
+			const char *fe = semi ? semi : e;
+			if (fe - f > (ptrdiff_t)STROBE_MAX_NAME) {
+				r = strobe_errf(err, -EINVAL,
+						"%s:%zu: frame name of %zu bytes exceeds the %u-byte "
+						"limit",
+						name, lineno, (size_t)(fe - f), STROBE_MAX_NAME);
+				goto fail;
+			}
+			if (++depth > STROBE_MAX_DEPTH) {
+				r = strobe_errf(err, -EINVAL,
+						"%s:%zu: stack deeper than %u frames", name, lineno,
+						STROBE_MAX_DEPTH);
+				goto fail;
+			}
+			uint32_t loc = frame_location(&c, f, (size_t)(fe - f));
+			if (loc == UINT32_MAX || (stack = strobe_stack_push(c.p, stack, loc)) ==
+						       UINT32_MAX) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			if (!semi)
+				break;
+			f = semi + 1;
+		}
+		if ((r = strobe_sample_add(c.p, stack, 0, v)) < 0)
+			goto fail;
+		nlines++;
+		p = next;
+	}
+	if (!nlines) {
+		r = strobe_errf(err, -EINVAL, "%s: no stacks in folded input", name);
+		goto fail;
+	}
+	free(c.loc_of_str);
+	*out = c.p;
+	return 0;
+fail:
+	if (r == -ENOMEM)
+		strobe_errf(err, r, "%s: out of memory", name);
+	free(c.loc_of_str);
+	strobe_profile_free(c.p);
+	return r;
+}
+
+typedef struct fline {
+	char *text;
+	size_t len;
+	int64_t value;
+} fline;
+
+static int fline_cmp(const void *a, const void *b)
+{
+	const fline *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->text, y->text, n);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+int strobe_folded_write(FILE *out, strobe_profile *p, int type, strobe_granularity g)
+{
+	if (type < 0 || (uint32_t)type >= p->ntypes)
+		return -EINVAL;
+	/* Different samples can print the same line (labels differ, or addresses fold into one
+	 * function): sum them by their frame-name sequence first. */
+	strobe_itab keys = {0};
+	int64_t *sums = NULL;
+	size_t scap = 0;
+	uint32_t *frames = NULL;
+	size_t fcap = 0, nf;
+	fline *lines = NULL;
+	int r = -ENOMEM;
+	for (uint32_t s = 1; s <= strobe_nsamples(p); s++) {
+		int64_t v = strobe_sample_values(p, s)[type];
+		if (!v)
+			continue;
+		if ((r = strobe_stack_frames(p, strobe_sample(p, s)->stack, g, &frames, &fcap, &nf)) < 0)
+			goto out;
+		uint32_t id;
+		bool added;
+		if ((r = strobe_itab_intern(&keys, frames, nf * sizeof(*frames), &id, &added)) < 0)
+			goto out;
+		if (id >= scap) {
+			scap = scap ? scap * 2 : 1024;
+			int64_t *ns = realloc(sums, scap * sizeof(*ns));
+			if (!ns) {
+				r = -ENOMEM;
+				goto out;
+			}
+			sums = ns;
+		}
+		sums[id] = added ? v : sums[id] + v;
+	}
+	lines = calloc(keys.n ? keys.n : 1, sizeof(*lines));
+	if (!lines)
+		goto out;
+	for (uint32_t k = 0; k < keys.n; k++) {
+		size_t klen;
+		const uint32_t *ids = strobe_itab_get(&keys, k, &klen);
+		size_t n = klen / sizeof(uint32_t), tl = 0;
+		for (size_t i = 0; i < n; i++)
+			tl += strobe_str_len(p, ids[i]) + 1;
+		char *t = malloc(tl + 1);
+		if (!t) {
+			r = -ENOMEM;
+			goto out;
+		}
+		size_t o = 0;
+		for (size_t i = 0; i < n; i++) {
+			size_t l = strobe_str_len(p, ids[i]);
+			if (i)
+				t[o++] = ';';
+			memcpy(t + o, strobe_str(p, ids[i]), l);
+			o += l;
+		}
+		t[o] = 0;
+		lines[k] = (fline){t, o, sums[k]};
+	}
+	qsort(lines, keys.n, sizeof(*lines), fline_cmp);
+	for (uint32_t k = 0; k < keys.n; k++) {
+		fwrite(lines[k].text, 1, lines[k].len, out);
+		fprintf(out, " %lld\n", (long long)lines[k].value);
+	}
+	r = ferror(out) ? -EIO : 0;
+out:
+	if (lines)
+		for (uint32_t k = 0; k < keys.n; k++)
+			free(lines[k].text);
+	free(lines);
+	free(sums);
+	free(frames);
+	strobe_itab_free(&keys);
+	return r;
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Getting profile bytes in and out: reading a file or stdin whole, gzip in both directions
+ * (zlib), format detection from content, and the one entry point that turns any supported file
+ * into a profile. Every command reads its inputs through strobe_read_profile(), so they all take
+ * the same formats, gzip or not, and "-" for stdin.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "strobe/codec.h"
+
+static const char *const format_names[] = {
+	[STROBE_FMT_UNKNOWN] = "unknown",   [STROBE_FMT_PPROF] = "pprof",
+	[STROBE_FMT_FOLDED] = "folded",     [STROBE_FMT_PERF_SCRIPT] = "perf",
+	[STROBE_FMT_SPEEDSCOPE] = "speedscope", [STROBE_FMT_JSON] = "json",
+	[STROBE_FMT_SVG] = "svg",
+};
+
+const char *strobe_format_name(strobe_format f)
+{
+	return (unsigned)f < sizeof(format_names) / sizeof(*format_names) ? format_names[f]
+									   : "unknown";
+}
+
+strobe_format strobe_format_parse(const char *name)
+{
+	for (unsigned f = 1; f < sizeof(format_names) / sizeof(*format_names); f++)
+		if (strcmp(name, format_names[f]) == 0)
+			return (strobe_format)f;
+	if (strcmp(name, "perf-script") == 0)
+		return STROBE_FMT_PERF_SCRIPT;
+	return STROBE_FMT_UNKNOWN;
+}
+
+int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err)
+{
+	z_stream z = {0};
+	/* 15 + 32: zlib or gzip header, detected. */
+	if (inflateInit2(&z, 15 + 32) != Z_OK)
+		return -ENOMEM;
+	size_t cap = inlen * 4 + 4096, len = 0;
+	uint8_t *buf = malloc(cap + 1);
+	int r = 0;
+	if (!buf) {
+		inflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)in;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= STROBE_MAX_INPUT) {
+				r = strobe_errf(err, -EFBIG,
+						"decompressed size exceeds the %zu MiB limit",
+						STROBE_MAX_INPUT >> 20);
+				break;
+			}
+			cap = cap * 2 > STROBE_MAX_INPUT ? STROBE_MAX_INPUT : cap * 2;
+			uint8_t *nb = realloc(buf, cap + 1);
+			if (!nb) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		/* zlib's counters are 32-bit: feed at most 1 GiB at a time. */
+		size_t in_left = inlen - (size_t)(z.next_in - in);
+		z.avail_in = (uInt)(in_left > (1u << 30) ? (1u << 30) : in_left);
+		size_t room = cap - len;
+		z.avail_out = (uInt)(room > (1u << 30) ? (1u << 30) : room);
+		z.next_out = buf + len;
+		int zr = inflate(&z, Z_NO_FLUSH);
+		len = (size_t)(z.next_out - buf);
+		if (zr == Z_STREAM_END) {
+			/* Concatenated gzip members (as `cat a.gz b.gz` makes) are one stream. */
+			size_t used = (size_t)(z.next_in - in);
+			if (used < inlen && in[used] == 0x1f) {
+				inflateReset(&z);
+				continue;
+			}
+			break;
+		}
+		if (zr == Z_BUF_ERROR && z.avail_in == 0 && (size_t)(z.next_in - in) == inlen) {
+			r = strobe_errf(err, -EINVAL,
+					"truncated gzip data (input ends at byte %zu before the end of "
+					"the compressed stream)",
+					inlen);
+			break;
+		}
+		if (zr != Z_OK && zr != Z_BUF_ERROR) {
+			r = strobe_errf(err, -EINVAL, "corrupt gzip data near byte %zu: %s",
+					(size_t)(z.next_in - in), z.msg ? z.msg : "inflate failed");
+			break;
+		}
+	}
+	inflateEnd(&z);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	buf[len] = 0;
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
+{
+	z_stream z = {0};
+	/* Level 6 is zlib's default and what Go's pprof writer uses in spirit: good ratio, fast. */
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	size_t cap = deflateBound(&z, (uLong)inlen) + 64;
+	uint8_t *buf = malloc(cap);
+	if (!buf) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)inlen;
+	z.next_out = buf;
+	z.avail_out = (uInt)cap;
+	int zr = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (zr != Z_STREAM_END) {
+		free(buf);
+		return -EIO;
+	}
+	*out = buf;
+	*outlen = z.total_out;
+	return 0;
+}
+
+int strobe_slurp(const char *path, uint8_t **out, size_t *outlen, strobe_err *err)
+{
+	bool is_stdin = strcmp(path, "-") == 0;
+	const char *shown = is_stdin ? "<stdin>" : path;
+	int fd = is_stdin ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return strobe_errf(err, -errno, "%s: %s", shown, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (!is_stdin)
+			close(fd);
+		return strobe_errf(err, -EISDIR, "%s: is a directory", shown);
+	}
+	size_t cap = (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+			     ? (size_t)st.st_size + 1
+			     : 65536;
+	size_t len = 0;
+	uint8_t *buf = malloc(cap + 1);
+	int r = 0;
+	while (buf) {
+		if (len == cap) {
+			if (cap >= STROBE_MAX_INPUT) {
+				r = strobe_errf(err, -EFBIG, "%s: larger than the %zu MiB limit",
+						shown, STROBE_MAX_INPUT >> 20);
+				break;
+			}
+			uint8_t *nb = realloc(buf, cap * 2 + 1);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = strobe_errf(err, -errno, "%s: read: %s", shown, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!is_stdin)
+		close(fd);
+	if (!buf)
+		return strobe_errf(err, -ENOMEM, "%s: out of memory", shown);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
+		uint8_t *plain;
+		size_t plen;
+		strobe_err gz = {{0}};
+		r = strobe_gunzip(buf, len, &plain, &plen, &gz);
+		free(buf);
+		if (r < 0)
+			return strobe_errf(err, r, "%s: %s", shown, gz.msg[0] ? gz.msg : strerror(-r));
+		*out = plain;
+		*outlen = plen;
+		return 0;
+	}
+	buf[len] = 0;
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+/* A line that looks like a `perf script` stack frame: whitespace, hex address, space. */
+static bool perf_frame_line(const uint8_t *s, const uint8_t *end)
+{
+	if (s >= end || (*s != '\t' && *s != ' '))
+		return false;
+	while (s < end && (*s == '\t' || *s == ' '))
+		s++;
+	const uint8_t *h = s;
+	while (s < end && ((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+		s++;
+	return s > h && s < end && *s == ' ';
+}
+
+strobe_format strobe_detect(const uint8_t *buf, size_t len)
+{
+	size_t i = 0;
+	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+		i++;
+	if (i == len)
+		return STROBE_FMT_UNKNOWN;
+	/* Text formats have no control bytes besides whitespace in their first KiB; a protobuf
+	 * nearly always does (tags and lengths). */
+	size_t probe = len < 1024 ? len : 1024;
+	bool binary = false;
+	for (size_t k = 0; k < probe; k++)
+		if (buf[k] < 0x20 && buf[k] != '\n' && buf[k] != '\r' && buf[k] != '\t')
+			binary = true;
+	if (binary)
+		return STROBE_FMT_PPROF;
+	if (buf[i] == '{') {
+		return memmem(buf, probe, "speedscope", 10) ? STROBE_FMT_SPEEDSCOPE : STROBE_FMT_JSON;
+	}
+	if (buf[i] == '<')
+		return STROBE_FMT_SVG;
+	/* perf script: some line in the first 64 KiB is a stack frame line. A folded file's lines
+	 * never start with whitespace followed by a hex address and a space. */
+	size_t scan = len < 65536 ? len : 65536;
+	const uint8_t *p = buf, *end = buf + scan;
+	while (p < end) {
+		const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
+		const uint8_t *le = nl ? nl : end;
+		if (perf_frame_line(p, le))
+			return STROBE_FMT_PERF_SCRIPT;
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	/* A perf script whose samples have no call chains still has "comm pid ... :" lines; those
+	 * are handled by the perf decoder only when asked for explicitly. */
+	if (buf[0] == '#')
+		return STROBE_FMT_PERF_SCRIPT;
+	return STROBE_FMT_FOLDED;
+}
+
+int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
+			  strobe_err *err)
+{
+	strobe_format f = strobe_detect(buf, len);
+	switch (f) {
+	case STROBE_FMT_PPROF:
+		return strobe_pprof_decode(buf, len, name, out, err);
+	case STROBE_FMT_FOLDED:
+		return strobe_folded_decode((const char *)buf, len, name, out, err);
+	case STROBE_FMT_PERF_SCRIPT:
+		return strobe_perf_script_decode((const char *)buf, len, name, out, err);
+	case STROBE_FMT_UNKNOWN:
+		return strobe_errf(err, -EINVAL, "%s: empty input (no profile data)", name);
+	default:
+		return strobe_errf(err, -EINVAL,
+				   "%s: %s is an output format; give pprof, folded stacks or perf "
+				   "script text",
+				   name, strobe_format_name(f));
+	}
+}
+
+int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err)
+{
+	uint8_t *buf;
+	size_t len;
+	int r = strobe_slurp(path, &buf, &len, err);
+	if (r < 0)
+		return r;
+	r = strobe_decode_profile(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, out, err);
+	free(buf);
+	return r;
+}

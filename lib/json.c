@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * JSON outputs, built with jansson: a nested call tree ({"name","self","total","children"}) for
+ * programs and the web UI, and speedscope's file format ("sampled" profile: shared frame table,
+ * one stack of frame indices per sample, weights) so profiles open at speedscope.app.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strobe/codec.h"
+
+/* jansson takes only valid UTF-8; frame names come from binaries and text files and may not be.
+ * Invalid bytes are replaced by '?' so a name never vanishes from the output. */
+static json_t *jstr(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *c = strdup(s);
+	if (!c)
+		return NULL;
+	for (unsigned char *q = (unsigned char *)c; *q; q++)
+		if (*q >= 0x80)
+			*q = '?';
+	j = json_string(c);
+	free(c);
+	return j;
+}
+
+static json_t *tree_node_json(const strobe_tree *t, uint32_t n, int depth)
+{
+	const strobe_tree_node *nd = &t->nodes[n];
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "name", jstr(n ? strobe_tree_name(t, n) : "total"));
+	json_object_set_new(o, "self", json_integer(nd->self[0]));
+	json_object_set_new(o, "total", json_integer(nd->total[0]));
+	if (t->diff) {
+		json_object_set_new(o, "base_self", json_integer(nd->self[1]));
+		json_object_set_new(o, "base_total", json_integer(nd->total[1]));
+	}
+	if (nd->first_child && depth < (int)STROBE_MAX_DEPTH) {
+		json_t *kids = json_array();
+		for (uint32_t c = nd->first_child; c; c = t->nodes[c].next_sibling)
+			json_array_append_new(kids, tree_node_json(t, c, depth + 1));
+		json_object_set_new(o, "children", kids);
+	}
+	return o;
+}
+
+int strobe_json_tree_write(FILE *out, const strobe_tree *t, const char *type, const char *unit)
+{
+	json_t *root = json_object();
+	if (!root)
+		return -ENOMEM;
+	json_object_set_new(root, "type", json_string(type));
+	json_object_set_new(root, "unit", json_string(unit));
+	json_object_set_new(root, "diff", json_boolean(t->diff));
+	json_object_set_new(root, "root", tree_node_json(t, 0, 0));
+	int r = json_dumpf(root, out, JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ? -EIO : 0;
+	fputc('\n', out);
+	json_decref(root);
+	return r;
+}
+
+static const char *speedscope_unit(const char *unit)
+{
+	/* speedscope knows none, nanoseconds, microseconds, milliseconds, seconds, bytes. */
+	static const char *const known[] = {"nanoseconds", "microseconds", "milliseconds",
+					    "seconds", "bytes"};
+	for (size_t i = 0; i < sizeof(known) / sizeof(*known); i++)
+		if (strcmp(unit, known[i]) == 0)
+			return known[i];
+	return "none";
+}
+
+int strobe_speedscope_write(FILE *out, strobe_profile *p, int type, strobe_granularity g,
+			    const char *name)
+{
+	if (type < 0 || (uint32_t)type >= p->ntypes)
+		return -EINVAL;
+	json_t *root = json_object(), *frames = json_array(), *samples = json_array(),
+	       *weights = json_array();
+	/* Frame index per profile string id, assigned on first use. */
+	size_t cap = p->strings.n;
+	int64_t *idx = malloc(cap * sizeof(*idx));
+	uint32_t *fr = NULL;
+	size_t fcap = 0, nf;
+	int64_t total = 0, nframes = 0;
+	int r = -ENOMEM;
+	if (!root || !frames || !samples || !weights || !idx)
+		goto out;
+	for (size_t i = 0; i < cap; i++)
+		idx[i] = -1;
+	for (uint32_t s = 1; s <= strobe_nsamples(p); s++) {
+		int64_t v = strobe_sample_values(p, s)[type];
+		if (!v)
+			continue;
+		if ((r = strobe_stack_frames(p, strobe_sample(p, s)->stack, g, &fr, &fcap, &nf)) < 0)
+			goto out;
+		if (p->strings.n > cap) {
+			int64_t *n2 = realloc(idx, p->strings.n * sizeof(*n2));
+			if (!n2) {
+				r = -ENOMEM;
+				goto out;
+			}
+			for (size_t i = cap; i < p->strings.n; i++)
+				n2[i] = -1;
+			idx = n2;
+			cap = p->strings.n;
+		}
+		json_t *stack = json_array();
+		for (size_t i = 0; i < nf; i++) {
+			if (idx[fr[i]] < 0) {
+				idx[fr[i]] = nframes++;
+				json_t *f = json_object();
+				json_object_set_new(f, "name", jstr(strobe_str(p, fr[i])));
+				json_array_append_new(frames, f);
+			}
+			json_array_append_new(stack, json_integer(idx[fr[i]]));
+		}
+		json_array_append_new(samples, stack);
+		json_array_append_new(weights, json_integer(v));
+		total += v;
+	}
+	json_object_set_new(root, "$schema",
+			    json_string("https://www.speedscope.app/file-format-schema.json"));
+	json_t *shared = json_object();
+	json_object_set_new(shared, "frames", frames);
+	frames = NULL;
+	json_object_set_new(root, "shared", shared);
+	json_t *prof = json_object();
+	json_object_set_new(prof, "type", json_string("sampled"));
+	json_object_set_new(prof, "name", jstr(name ? name : "strobe"));
+	json_object_set_new(prof, "unit",
+			    json_string(speedscope_unit(strobe_str(p, p->types[type].unit))));
+	json_object_set_new(prof, "startValue", json_integer(0));
+	json_object_set_new(prof, "endValue", json_integer(total));
+	json_object_set_new(prof, "samples", samples);
+	json_object_set_new(prof, "weights", weights);
+	samples = weights = NULL;
+	json_t *profs = json_array();
+	json_array_append_new(profs, prof);
+	json_object_set_new(root, "profiles", profs);
+	json_object_set_new(root, "name", jstr(name ? name : "strobe"));
+	json_object_set_new(root, "activeProfileIndex", json_integer(0));
+	json_object_set_new(root, "exporter", json_string("strobe"));
+	r = json_dumpf(root, out, JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ? -EIO : 0;
+	fputc('\n', out);
+out:
+	json_decref(root);
+	json_decref(frames);
+	json_decref(samples);
+	json_decref(weights);
+	free(idx);
+	free(fr);
+	return r;
+}

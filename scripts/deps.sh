@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs the Debian packages strobe needs to build, test and benchmark, and only those that are
+# missing, so `make demo` and `make check` work on a fresh Debian 12 machine run as root.
+# Usage: scripts/deps.sh [build|check|bench]   (each level includes the ones before it)
+set -euo pipefail
+level=${1:-build}
+
+build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev)
+check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl)
+bench_pkgs=(linux-perf hyperfine time)
+
+want=("${build_pkgs[@]}")
+case "$level" in
+  build) ;;
+  check) want+=("${check_pkgs[@]}") ;;
+  bench) want+=("${check_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "deps.sh: unknown level '$level' (build, check or bench)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing packages: ${missing[*]}; run as root or install them with apt-get" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
