@@ -65,12 +65,45 @@ static int diff_top(FILE *f, strobe_profile *base, int bt, strobe_profile *cur, 
 		strobe_format_value(a, sizeof(a), c[i].flat[1], unit);
 		strobe_format_value(b, sizeof(b), c[i].flat[0], unit);
 		strobe_format_value(d, sizeof(d), delta, unit);
-		char cd[32];
-		strobe_format_value(cd, sizeof(cd), c[i].cum[0] - c[i].cum[1], unit);
-		fprintf(f, "%10s %10s %s%9s %+7.2f%% %10s  %s\n", a, b, delta > 0 ? "+" : " ", d, pp,
-			cd, c[i].name);
+		char cd[32], ds[40], cds[40];
+		int64_t cdelta = c[i].cum[0] - c[i].cum[1];
+		strobe_format_value(cd, sizeof(cd), cdelta, unit);
+		snprintf(ds, sizeof(ds), "%s%s", delta > 0 ? "+" : "", d);
+		snprintf(cds, sizeof(cds), "%s%s", cdelta > 0 ? "+" : "", cd);
+		fprintf(f, "%10s %10s %10s %+7.2f%% %10s  %s\n", a, b, ds, pp, cds, c[i].name);
 	}
 	strobe_fncmp_free(c, n);
+	return ferror(f) ? -EIO : 0;
+}
+
+static int write_two_count(FILE *f, const strobe_tree *t)
+{
+	/* path[d] = node at depth d of the current DFS position. */
+	uint32_t *path = malloc((STROBE_MAX_DEPTH * 2 + 2) * sizeof(*path));
+	if (!path)
+		return -ENOMEM;
+	size_t depth = 0;
+	uint32_t n = t->nodes[0].first_child;
+	while (n) {
+		path[depth++] = n;
+		const strobe_tree_node *nd = &t->nodes[n];
+		if (nd->self[0] || nd->self[1]) {
+			for (size_t j = 0; j < depth; j++)
+				fprintf(f, "%s%s", j ? ";" : "", strobe_tree_name(t, path[j]));
+			fprintf(f, " %" PRId64 " %" PRId64 "\n", nd->self[1], nd->self[0]);
+		}
+		if (nd->first_child && depth < STROBE_MAX_DEPTH * 2) {
+			n = nd->first_child;
+			continue;
+		}
+		/* Next sibling, climbing up while there is none. */
+		while (depth && !t->nodes[path[depth - 1]].next_sibling)
+			depth--;
+		if (!depth)
+			break;
+		n = t->nodes[path[--depth]].next_sibling;
+	}
+	free(path);
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -149,35 +182,10 @@ int cmd_diff(int argc, char **argv)
 							   strobe_str(cur, cur->types[ct].unit));
 			} else {
 				r = 0;
-				/* Two counts per stack (base new), leaf nodes and self values:
-				 * difffolded.pl's output, which flamegraph.pl and strobe read back. */
-				char **names = NULL;
-				size_t depth_cap = 0;
-				for (uint32_t i = 1; i < t->n && !r; i++) {
-					const strobe_tree_node *nd = &t->nodes[i];
-					if (!nd->self[0] && !nd->self[1])
-						continue;
-					size_t d = 0;
-					for (uint32_t k = i; k; k = t->nodes[k].parent)
-						d++;
-					if (d > depth_cap) {
-						depth_cap = d * 2;
-						char **nn = realloc(names, depth_cap * sizeof(*nn));
-						if (!nn) {
-							r = -ENOMEM;
-							break;
-						}
-						names = nn;
-					}
-					size_t j = d;
-					for (uint32_t k = i; k; k = t->nodes[k].parent)
-						names[--j] = (char *)strobe_tree_name(t, k);
-					for (j = 0; j < d; j++)
-						fprintf(out.f, "%s%s", j ? ";" : "", names[j]);
-					fprintf(out.f, " %" PRId64 " %" PRId64 "\n", nd->self[1],
-						nd->self[0]);
-				}
-				free(names);
+				/* Two counts per stack (base new), self values, in depth-first order
+				 * of the sorted tree: difffolded.pl's output, which flamegraph.pl
+				 * and strobe read back. */
+				r = write_two_count(out.f, t);
 			}
 		}
 		strobe_tree_free(t);

@@ -126,7 +126,7 @@ int strobe_itab_intern(strobe_itab *t, const void *key, size_t len, uint32_t *id
 		t->ncap = nc;
 	}
 	size_t need = t->len + ((len + 7) & ~(size_t)7);
-	if (need > t->cap) {
+	if (need > t->cap || !t->data) { /* always an arena, so empty keys have an address */
 		size_t nc = t->cap ? t->cap : 4096;
 		while (nc < need)
 			nc *= 2;

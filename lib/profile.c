@@ -40,7 +40,7 @@ strobe_profile *strobe_profile_new(void)
 		return NULL;
 	p->default_type = -1;
 	/* The reserved id-0 entries: each table's "none". */
-	static const uint8_t zero[sizeof(strobe_location)];
+	static const uint8_t zero[64]; /* larger than any fixed entity */
 	strobe_stack_node root = {0, 0};
 	strobe_sample_key none = {0, 0};
 	if (intern_or_max(&p->strings, "", 1) != 0 ||
