@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs strobe's test suites and prints one verdict line per test, then a summary line
+# "N passed, N failed, N skipped". Exit status is non-zero when anything failed.
+#
+#   tests/run.sh [unit|golden|e2e|fuzz]...   (default: all of them)
+#
+# Suites:
+#   unit    build/test/test_*      cmocka binaries built with ASan+UBSan
+#   golden  tests/golden/*.sh      text cases compared byte for byte
+#   e2e     tests/e2e/*.sh         real binaries end to end (peers such as go tool pprof)
+#   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15) over its
+#                                  corpus in tests/fuzz/corpus/<name>/
+# Script protocol (golden, e2e): env STROBE (ASan CLI), STROBE_FAST (optimised CLI), TESTDATA
+# (absolute path of ../shared/testdata), TMPDIR (a fresh directory); the script prints
+# "ok NAME", "FAIL NAME: why" or "SKIP NAME: why" per case and exits non-zero on any failure.
+set -u
+cd "$(dirname "$0")/.."
+root=$(pwd)
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e fuzz)
+
+export STROBE="$root/build/strobe-san" STROBE_FAST="$root/build/strobe"
+export TESTDATA="${TESTDATA:-$(cd "$root/../shared/testdata" 2>/dev/null && pwd)}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+pass=0 fail=0 skip=0
+failed=()
+
+tally() { # reads verdict lines on stdin, echoes them, counts them
+  local line
+  while IFS= read -r line; do
+    case "$line" in
+      "ok "*) pass=$((pass+1)); echo "  $line" ;;
+      "FAIL "*) fail=$((fail+1)); failed+=("${line#FAIL }"); echo "  $line" ;;
+      "SKIP "*) skip=$((skip+1)); echo "  $line" ;;
+      *) echo "    $line" ;;
+    esac
+  done
+}
+
+run_unit() {
+  echo "== unit"
+  local t
+  for t in build/test/test_*; do
+    [ -x "$t" ] || continue
+    local name out rc
+    name=$(basename "$t")
+    out=$(cd "$root" && "$t" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then
+      tally <<<"ok $name ($(grep -o '[0-9]* test(s) run' <<<"$out" | head -1 || true))"
+    else
+      printf '%s\n' "$out" | tail -40 | sed 's/^/    /'
+      tally <<<"FAIL $name: exit $rc"
+    fi
+  done
+}
+
+run_scripts() { # $1 = folder
+  echo "== $1"
+  local s
+  for s in tests/$1/*.sh; do
+    [ -f "$s" ] || continue
+    local tmp rc
+    tmp=$(mktemp -d)
+    { TMPDIR=$tmp bash "$s" 2>&1; echo "__rc=$?"; } > "$tmp.log"
+    rc=$(sed -n 's/^__rc=//p' "$tmp.log")
+    tally < <(grep -v '^__rc=' "$tmp.log")
+    if [ "$rc" != 0 ] && ! grep -q '^FAIL ' "$tmp.log"; then
+      tally <<<"FAIL $(basename "$s"): exited $rc without naming a failed case"
+    fi
+    rm -rf "$tmp" "$tmp.log"
+  done
+}
+
+run_fuzz() {
+  echo "== fuzz (${FUZZ_SECONDS:-15} s each)"
+  local f
+  for f in build/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    local name corpus work rc
+    name=$(basename "$f")
+    corpus="tests/fuzz/corpus/$name"
+    work=$(mktemp -d)
+    [ -d "$corpus" ] && cp -r "$corpus/." "$work/" 2>/dev/null
+    mkdir -p build/fuzz-crashes
+    "$f" -artifact_prefix=build/fuzz-crashes/ -max_total_time="${FUZZ_SECONDS:-15}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=0 "$work" > "$work.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      tally <<<"ok $name ($(grep -o 'DONE.*' "$work.log" | head -1 || echo "ran ${FUZZ_SECONDS:-15}s"))"
+    else
+      grep -A30 -m1 'ERROR\|==ERROR\|runtime error' "$work.log" | sed 's/^/    /' | head -40
+      tally <<<"FAIL $name: fuzzer found a failure (exit $rc; inputs in build/fuzz-crashes/)"
+    fi
+    rm -rf "$work" "$work.log"
+  done
+}
+
+for s in "${suites[@]}"; do
+  case "$s" in
+    unit) run_unit ;;
+    golden|e2e) run_scripts "$s" ;;
+    fuzz) run_fuzz ;;
+    *) echo "tests/run.sh: unknown suite '$s'" >&2; exit 2 ;;
+  esac
+done < /dev/null
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed:"; printf '  %s\n' "${failed[@]}"
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the profile model: interning, samples summing by (stack, labels), merging with
+ * remapping and type checks, scaling, cloning, default sample type, and the folded codec and
+ * call tree built on it.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "strobe/codec.h"
+#include "strobe/transform.h"
+#include "strobe/tree.h"
+
+static strobe_profile *folded(const char *text)
+{
+	strobe_profile *p = NULL;
+	strobe_err err = {{0}};
+	int r = strobe_folded_decode(text, strlen(text), "t", &p, &err);
+	if (r < 0)
+		fail_msg("decode failed: %s", err.msg);
+	return p;
+}
+
+static char *folded_text(strobe_profile *p, int type)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(strobe_folded_write(f, p, type, STROBE_GRAN_FUNCTIONS), 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_itab_dense_ids(void **state)
+{
+	(void)state;
+	strobe_itab t = {0};
+	uint32_t id;
+	bool added;
+	char key[16];
+	for (int i = 0; i < 10000; i++) {
+		int n = snprintf(key, sizeof(key), "k%d", i);
+		assert_int_equal(strobe_itab_intern(&t, key, (size_t)n, &id, &added), 0);
+		assert_true(added);
+		assert_int_equal(id, (uint32_t)i);
+	}
+	assert_int_equal(strobe_itab_intern(&t, "k4242", 5, &id, &added), 0);
+	assert_false(added);
+	assert_int_equal(id, 4242);
+	assert_int_equal(strobe_itab_find(&t, "k9999", 5), 9999);
+	assert_int_equal(strobe_itab_find(&t, "nope", 4), UINT32_MAX);
+	size_t len;
+	assert_memory_equal(strobe_itab_get(&t, 77, &len), "k77", 3);
+	assert_int_equal(len, 3);
+	strobe_itab_free(&t);
+}
+
+static void test_reserved_zero_ids(void **state)
+{
+	(void)state;
+	strobe_profile *p = strobe_profile_new();
+	assert_non_null(p);
+	assert_string_equal(strobe_str(p, 0), "");
+	assert_int_equal(strobe_str_intern0(p, ""), 0);
+	assert_int_equal(strobe_nsamples(p), 0);
+	assert_int_equal(strobe_stack_depth(p, 0), 0);
+	assert_int_equal(strobe_labelset_intern(p, NULL, 0), 0);
+	strobe_profile_free(p);
+}
+
+static void test_samples_sum_by_stack_and_labels(void **state)
+{
+	(void)state;
+	strobe_profile *p = strobe_profile_new();
+	assert_int_equal(strobe_profile_add_type(p, "samples", "count"), 0);
+	assert_int_equal(strobe_profile_add_type(p, "cpu", "nanoseconds"), 0);
+	uint32_t a = strobe_location_for_name(p, "a", 1), b = strobe_location_for_name(p, "b", 1);
+	assert_int_equal(strobe_location_for_name(p, "a", 1), a);
+	uint32_t s = strobe_stack_push(p, strobe_stack_push(p, 0, a), b);
+	assert_int_equal(strobe_stack_depth(p, s), 2);
+	strobe_label l1[2] = {{.key = strobe_str_intern0(p, "k"), .str = strobe_str_intern0(p, "v")},
+			      {.key = strobe_str_intern0(p, "bytes"), .num = 64}};
+	strobe_label l2[2] = {l1[1], l1[0]}; /* same set, other order */
+	uint32_t ls1 = strobe_labelset_intern(p, l1, 2), ls2 = strobe_labelset_intern(p, l2, 2);
+	assert_int_equal(ls1, ls2);
+	int64_t v[2] = {1, 10000000};
+	assert_int_equal(strobe_sample_add(p, s, ls1, v), 0);
+	assert_int_equal(strobe_sample_add(p, s, ls2, v), 0);
+	assert_int_equal(strobe_sample_add(p, s, 0, v), 0);
+	assert_int_equal(strobe_nsamples(p), 2);
+	assert_int_equal(strobe_total(p, 0), 3);
+	assert_int_equal(strobe_total(p, 1), 30000000);
+	assert_int_equal(strobe_type_index(p, "cpu"), 1);
+	assert_int_equal(strobe_type_index(p, "0"), 0);
+	assert_int_equal(strobe_type_index(p, "wall"), -1);
+	assert_int_equal(strobe_default_type_index(p), 1); /* the last, as pprof */
+	p->default_type = 0;
+	assert_int_equal(strobe_default_type_index(p), 0);
+	/* Types are fixed once samples exist. */
+	assert_int_equal(strobe_profile_add_type(p, "x", "y"), -EBUSY);
+	strobe_profile_free(p);
+}
+
+static void test_merge_sums_and_remaps(void **state)
+{
+	(void)state;
+	strobe_profile *a = folded("main;x;y 3\nmain;z 1\n");
+	strobe_profile *b = folded("other 5\nmain;z 2\nmain;x;y 1\n");
+	assert_int_equal(strobe_profile_merge(a, b, NULL), 0);
+	char *t = folded_text(a, 0);
+	assert_string_equal(t, "main;x;y 4\nmain;z 3\nother 5\n");
+	free(t);
+	/* The source is untouched. */
+	assert_int_equal(strobe_total(b, 0), 8);
+	strobe_profile_free(a);
+	strobe_profile_free(b);
+}
+
+static void test_merge_type_mismatch_names_both(void **state)
+{
+	(void)state;
+	strobe_profile *a = folded("a 1\n");
+	strobe_profile *b = strobe_profile_new();
+	strobe_profile_add_type(b, "alloc_space", "bytes");
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_profile_merge(a, b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "samples/count"));
+	assert_non_null(strstr(err.msg, "alloc_space/bytes"));
+	strobe_profile_free(a);
+	strobe_profile_free(b);
+}
+
+static void test_scale_and_clone(void **state)
+{
+	(void)state;
+	strobe_profile *a = folded("a;b 10\nc 3\n");
+	strobe_profile *c = strobe_profile_clone(a);
+	strobe_profile_scale(a, 0.5);
+	char *t = folded_text(a, 0);
+	assert_string_equal(t, "a;b 5\nc 2\n"); /* 1.5 rounds to 2 */
+	free(t);
+	t = folded_text(c, 0);
+	assert_string_equal(t, "a;b 10\nc 3\n");
+	free(t);
+	strobe_profile_free(a);
+	strobe_profile_free(c);
+}
+
+static void test_folded_errors(void **state)
+{
+	(void)state;
+	strobe_profile *p = NULL;
+	strobe_err err = {{0}};
+	const char *nocount = "a;b 1\na;b;c\n";
+	assert_int_equal(strobe_folded_decode(nocount, strlen(nocount), "x.folded", &p, &err),
+			 -EINVAL);
+	assert_non_null(strstr(err.msg, "x.folded:2:"));
+	assert_null(p);
+	assert_int_equal(strobe_folded_decode("", 0, "e", &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "no stacks"));
+	size_t big = 10u << 20;
+	char *huge = malloc(big + 8);
+	memset(huge, 'f', big);
+	memcpy(huge + big, " 1\n", 4);
+	assert_int_equal(strobe_folded_decode(huge, big + 3, "h", &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "h:1:"));
+	assert_non_null(strstr(err.msg, "limit"));
+	free(huge);
+}
+
+static void test_folded_two_counts_and_comments(void **state)
+{
+	(void)state;
+	strobe_profile *p = folded("# comment\n\na;b 3 5\na;c 2 0\n");
+	assert_int_equal(p->ntypes, 2);
+	assert_string_equal(strobe_str(p, p->types[0].type), "base");
+	assert_int_equal(strobe_total(p, 0), 5);
+	assert_int_equal(strobe_total(p, 1), 5);
+	char *t = folded_text(p, 1);
+	assert_string_equal(t, "a;b 5\n"); /* zero values are left out */
+	free(t);
+	strobe_profile_free(p);
+	/* A frame named like a number, in a one-count file. */
+	p = folded("a 1\nb;42 7\n");
+	t = folded_text(p, 0);
+	assert_string_equal(t, "a 1\nb;42 7\n");
+	free(t);
+	strobe_profile_free(p);
+}
+
+static void test_tree_totals_and_diff_columns(void **state)
+{
+	(void)state;
+	strobe_profile *base = folded("m;a 10\nm;b 10\n");
+	strobe_profile *cur = folded("m;a 30\nm;c 10\n");
+	strobe_tree *t = strobe_tree_new();
+	assert_int_equal(strobe_tree_add(t, cur, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0), 0);
+	assert_int_equal(strobe_tree_add(t, base, 0, STROBE_GRAN_FUNCTIONS, 1, 2.0, 0), 0);
+	assert_int_equal(strobe_tree_sort(t), 0);
+	assert_int_equal(t->nodes[0].total[0], 40);
+	assert_int_equal(t->nodes[0].total[1], 40);
+	uint32_t m = t->nodes[0].first_child;
+	assert_string_equal(strobe_tree_name(t, m), "m");
+	const char *want[] = {"a", "b", "c"};
+	int64_t newv[] = {30, 0, 10}, basev[] = {20, 20, 0};
+	int i = 0;
+	for (uint32_t c = t->nodes[m].first_child; c; c = t->nodes[c].next_sibling, i++) {
+		assert_string_equal(strobe_tree_name(t, c), want[i]);
+		assert_int_equal(t->nodes[c].self[0], newv[i]);
+		assert_int_equal(t->nodes[c].self[1], basev[i]);
+	}
+	assert_int_equal(i, 3);
+	strobe_tree_free(t);
+	strobe_profile_free(base);
+	strobe_profile_free(cur);
+}
+
+static void test_gunzip_truncated_and_detect(void **state)
+{
+	(void)state;
+	const char *text = "main;f 1\n";
+	uint8_t *gz, *out;
+	size_t gzlen, outlen;
+	assert_int_equal(strobe_gzip((const uint8_t *)text, strlen(text), &gz, &gzlen), 0);
+	assert_int_equal(strobe_gunzip(gz, gzlen, &out, &outlen, NULL), 0);
+	assert_int_equal(outlen, strlen(text));
+	assert_memory_equal(out, text, outlen);
+	free(out);
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_gunzip(gz, gzlen - 6, &out, &outlen, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "truncated"));
+	free(gz);
+	assert_int_equal(strobe_detect((const uint8_t *)text, strlen(text)), STROBE_FMT_FOLDED);
+	const char *perf = "prog 12 1.0: cpu-clock:\n\t4005d0 main+0x10 (/bin/prog)\n\n";
+	assert_int_equal(strobe_detect((const uint8_t *)perf, strlen(perf)), STROBE_FMT_PERF_SCRIPT);
+	const uint8_t pb[] = {0x0a, 0x04, 0x08, 0x01, 0x10, 0x02};
+	assert_int_equal(strobe_detect(pb, sizeof(pb)), STROBE_FMT_PPROF);
+	assert_int_equal(strobe_detect((const uint8_t *)"  \n", 3), STROBE_FMT_UNKNOWN);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_itab_dense_ids),
+		cmocka_unit_test(test_reserved_zero_ids),
+		cmocka_unit_test(test_samples_sum_by_stack_and_labels),
+		cmocka_unit_test(test_merge_sums_and_remaps),
+		cmocka_unit_test(test_merge_type_mismatch_names_both),
+		cmocka_unit_test(test_scale_and_clone),
+		cmocka_unit_test(test_folded_errors),
+		cmocka_unit_test(test_folded_two_counts_and_comments),
+		cmocka_unit_test(test_tree_totals_and_diff_columns),
+		cmocka_unit_test(test_gunzip_truncated_and_detect),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
