@@ -109,7 +109,12 @@ fuzz: $(FUZZ_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof
 	@bash bench/run.sh
 
 clean:
 	rm -rf $(B)
+
+$(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)

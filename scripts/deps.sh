@@ -7,7 +7,7 @@ set -euo pipefail
 level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev)
-check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl)
+check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils)
 bench_pkgs=(linux-perf hyperfine time)
 
 want=("${build_pkgs[@]}")
