@@ -1,0 +1,1 @@
+top --sample-index cpu base.folded

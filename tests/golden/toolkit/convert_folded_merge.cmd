@@ -1,0 +1,1 @@
+convert -t folded base.folded new.folded

@@ -1,0 +1,1 @@
+convert -t folded --hide "^(parse|run)$" new.folded

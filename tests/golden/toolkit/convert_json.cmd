@@ -1,0 +1,1 @@
+convert -t json base.folded

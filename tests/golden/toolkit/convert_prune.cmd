@@ -1,0 +1,1 @@
+convert -t folded --prune 0.12 base.folded

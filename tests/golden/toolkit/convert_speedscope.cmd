@@ -1,0 +1,1 @@
+convert -t speedscope base.folded

@@ -1,0 +1,1 @@
+diff -t folded base.folded new.folded

@@ -1,0 +1,1 @@
+diff -t top base.folded new.folded

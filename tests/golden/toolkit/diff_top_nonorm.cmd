@@ -1,0 +1,1 @@
+diff -t top --no-normalize base.folded new.folded

@@ -1,0 +1,1 @@
+top --focus "(" base.folded

@@ -1,0 +1,1 @@
+top does-not-exist.pb.gz

@@ -1,0 +1,1 @@
+convert -t xml base.folded

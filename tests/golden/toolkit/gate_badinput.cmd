@@ -1,0 +1,1 @@
+gate --max-growth 1 base.folded nocount.folded

@@ -1,0 +1,1 @@
+gate --max-growth 5 base.folded new.folded

@@ -1,0 +1,1 @@
+gate base.folded new.folded

@@ -1,0 +1,1 @@
+gate --max-growth 30 base.folded new.folded

@@ -1,0 +1,1 @@
+gate --max-growth 0 base.folded base.folded

@@ -1,0 +1,1 @@
+top --focus "^alloc$" base.folded

@@ -1,0 +1,1 @@
+top -n 3 --cum base.folded

@@ -1,0 +1,1 @@
+convert -t folded --sample-index new two.folded
