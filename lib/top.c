@@ -84,33 +84,54 @@ out:
 	return r;
 }
 
-void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit)
+static const struct scale {
+	const char *unit, *suffix;
+	double factor;
+} scales[] = {
+	{"nanoseconds", "hrs", 3600e9}, {"nanoseconds", "mins", 60e9},
+	{"nanoseconds", "s", 1e9},      {"nanoseconds", "ms", 1e6},
+	{"nanoseconds", "us", 1e3},     {"nanoseconds", "ns", 1},
+	{"bytes", "TB", 1099511627776.0}, {"bytes", "GB", 1073741824.0},
+	{"bytes", "MB", 1048576.0},     {"bytes", "kB", 1024.0},
+	{"bytes", "B", 1},
+};
+
+/* The largest scale of `unit` in which |v| is at least 1 (the smallest for v = 0); -1 when the
+ * unit has no scales (counts). */
+static int pick_scale(int64_t v, const char *unit)
 {
-	static const struct {
-		const char *unit, *suffix;
-		double scale;
-	} scales[] = {
-		{"nanoseconds", "hrs", 3600e9}, {"nanoseconds", "mins", 60e9},
-		{"nanoseconds", "s", 1e9},      {"nanoseconds", "ms", 1e6},
-		{"nanoseconds", "us", 1e3},     {"nanoseconds", "ns", 1},
-		{"bytes", "TB", 1099511627776.0}, {"bytes", "GB", 1073741824.0},
-		{"bytes", "MB", 1048576.0},     {"bytes", "kB", 1024.0},
-		{"bytes", "B", 1},
-	};
 	double a = fabs((double)v);
-	for (size_t i = 0; i < sizeof(scales) / sizeof(*scales); i++) {
+	int last = -1;
+	for (int i = 0; i < (int)(sizeof(scales) / sizeof(*scales)); i++) {
 		if (strcmp(unit, scales[i].unit) != 0)
 			continue;
-		if (a < scales[i].scale && scales[i].scale != 1)
-			continue;
-		int n = snprintf(buf, cap, "%.2f", (double)v / scales[i].scale);
-		/* "12.00" -> "12", as pprof prints whole values. */
-		if (n > 3 && (size_t)n < cap && strcmp(buf + n - 3, ".00") == 0)
-			buf[n - 3] = 0;
-		strncat(buf, scales[i].suffix, cap - strlen(buf) - 1);
+		if (a >= scales[i].factor)
+			return i;
+		last = i;
+	}
+	return last;
+}
+
+static void format_scaled(char *buf, size_t cap, int64_t v, int scale)
+{
+	if (scale < 0) {
+		snprintf(buf, cap, "%" PRId64, v);
 		return;
 	}
-	snprintf(buf, cap, "%" PRId64, v);
+	int n = snprintf(buf, cap, "%.2f", (double)v / scales[scale].factor);
+	/* As pprof prints them: "12.00" -> "12", and a zero has no unit. */
+	if (n > 3 && (size_t)n < cap && strcmp(buf + n - 3, ".00") == 0)
+		buf[n -= 3] = 0;
+	if (strcmp(buf, "0") == 0 || strcmp(buf, "-0") == 0) {
+		snprintf(buf, cap, "0");
+		return;
+	}
+	strncat(buf, scales[scale].suffix, cap - strlen(buf) - 1);
+}
+
+void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit)
+{
+	format_scaled(buf, cap, v, pick_scale(v, unit));
 }
 
 static int by_flat(const void *a, const void *b)
@@ -148,11 +169,25 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 	int64_t shown_flat = 0;
 	for (size_t i = 0; i < shown; i++)
 		shown_flat += st[i].flat;
+	/* One unit for the whole table, as pprof's default "minimum": the scale of the smallest
+	 * non-zero value shown (flat, else cum), so columns line up and compare at a glance. */
+	int64_t minv = 0;
+	for (size_t i = 0; i < shown; i++) {
+		int64_t v = llabs(st[i].flat) ? llabs(st[i].flat) : llabs(st[i].cum);
+		if (v && (!minv || v < minv))
+			minv = v;
+	}
+	int sc = pick_scale(minv ? minv : total, unit);
 	char a[32], b[32], c[32];
 	double pct = total ? 100.0 * (double)shown_flat / (double)total : 0;
-	strobe_format_value(a, sizeof(a), shown_flat, unit);
-	strobe_format_value(b, sizeof(b), total, unit);
+	format_scaled(a, sizeof(a), shown_flat, sc);
+	format_scaled(b, sizeof(b), total, sc);
 	fprintf(out, "Type: %s\n", strobe_str(p, p->types[type].type));
+	if (p->duration_nanos) {
+		format_scaled(c, sizeof(c), p->duration_nanos, pick_scale(p->duration_nanos,
+									"nanoseconds"));
+		fprintf(out, "Duration: %s\n", c);
+	}
 	fprintf(out, "Showing nodes accounting for %s, %.2f%% of %s total\n", a, pct, b);
 	if (shown < n)
 		fprintf(out, "Showing top %zu nodes out of %zu\n", shown, n);
@@ -162,8 +197,8 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 		double fp = total ? 100.0 * (double)st[i].flat / (double)total : 0;
 		double cp = total ? 100.0 * (double)st[i].cum / (double)total : 0;
 		sum += fp;
-		strobe_format_value(a, sizeof(a), st[i].flat, unit);
-		strobe_format_value(c, sizeof(c), st[i].cum, unit);
+		format_scaled(a, sizeof(a), st[i].flat, sc);
+		format_scaled(c, sizeof(c), st[i].cum, sc);
 		fprintf(out, "%10s %5.2f%% %5.2f%% %10s %5.2f%%  %s\n", a, fp, sum, c, cp, st[i].name);
 	}
 	free(st);
