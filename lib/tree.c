@@ -179,58 +179,121 @@ int strobe_tree_add_stack(strobe_tree *t, const char *const *names, const size_t
 	return 0;
 }
 
+/* Tree name id of profile string sid, through the lazily filled map (grown as p's string
+ * table grows while naming frames). */
+static int tree_name_of(strobe_tree *t, const strobe_profile *p, uint32_t sid, uint32_t **map,
+			size_t *map_n, uint32_t *out)
+{
+	if (sid >= *map_n) {
+		size_t nn = p->strings.n > sid ? p->strings.n : sid + 1;
+		uint32_t *m2 = realloc(*map, nn * sizeof(*m2));
+		if (!m2)
+			return -ENOMEM;
+		memset(m2 + *map_n, 0xff, (nn - *map_n) * sizeof(*m2));
+		*map = m2;
+		*map_n = nn;
+	}
+	if ((*map)[sid] == UINT32_MAX) {
+		size_t len;
+		const char *str = strobe_itab_get(&p->strings, sid, &len);
+		int r = strobe_itab_intern(&t->names, str, len, &(*map)[sid], NULL);
+		if (r < 0)
+			return r;
+	}
+	*out = (*map)[sid];
+	return 0;
+}
+
+/* Recomputes total[column] from self[column]: a node's id is always larger than its parent's,
+ * so one backward pass adds every subtree into its parent. */
+static void tree_totals(strobe_tree *t, int column)
+{
+	for (uint32_t n = 0; n < t->n; n++)
+		t->nodes[n].total[column] = t->nodes[n].self[column];
+	for (uint32_t n = t->n - 1; n > 0; n--)
+		t->nodes[t->nodes[n].parent].total[column] += t->nodes[n].total[column];
+}
+
 int strobe_tree_add(strobe_tree *t, strobe_profile *p, int type, strobe_granularity g, int column,
 		    double scale, unsigned flags)
 {
 	if (type < 0 || (uint32_t)type >= p->ntypes)
 		return -EINVAL;
-	/* Profile string id -> tree name id, filled lazily (strings interned later by
-	 * strobe_stack_frames get ids past the initial size, hence the growth). */
-	size_t map_n = p->strings.n;
-	uint32_t *map = malloc(map_n * sizeof(*map));
-	uint32_t *frames = NULL;
-	size_t fcap = 0, nf;
+	size_t map_n = 0;
+	uint32_t *map = NULL, *frames = NULL, *path = NULL;
+	size_t fcap = 0, nf, path_cap = 0;
+	bool reverse = flags & STROBE_TREE_REVERSE;
+	/* Stacks are a tree already: the tree node of stack s is its parent stack's node plus the
+	 * frames of s's leaf location. Memoising that per stack id makes building O(stack nodes)
+	 * rather than O(samples x depth). Reversed stacks share no such structure. */
+	uint32_t *memo = reverse ? NULL : malloc(p->stacks.n * sizeof(*memo));
 	int r = -ENOMEM;
-	if (!map)
-		return -ENOMEM;
-	memset(map, 0xff, map_n * sizeof(*map));
+	if (!reverse && !memo)
+		goto out;
+	if (memo) {
+		memset(memo, 0xff, p->stacks.n * sizeof(*memo));
+		memo[0] = 0;
+	}
 	for (uint32_t s = 1; s <= strobe_nsamples(p); s++) {
 		int64_t v = strobe_sample_values(p, s)[type];
 		if (!v)
 			continue;
 		if (scale != 1.0)
 			v = (int64_t)((double)v * scale + (v < 0 ? -0.5 : 0.5));
-		if ((r = strobe_stack_frames(p, strobe_sample(p, s)->stack, g, &frames, &fcap, &nf)) <
-		    0)
-			goto out;
-		if (p->strings.n > map_n) {
-			uint32_t *m2 = realloc(map, p->strings.n * sizeof(*m2));
-			if (!m2) {
-				r = -ENOMEM;
+		uint32_t stack = strobe_sample(p, s)->stack, node = 0;
+		if (reverse) {
+			if ((r = strobe_stack_frames(p, stack, g, &frames, &fcap, &nf)) < 0)
 				goto out;
-			}
-			memset(m2 + map_n, 0xff, (p->strings.n - map_n) * sizeof(*m2));
-			map = m2;
-			map_n = p->strings.n;
-		}
-		uint32_t node = 0;
-		for (size_t i = 0; i < nf; i++) {
-			uint32_t sid = frames[(flags & STROBE_TREE_REVERSE) ? nf - 1 - i : i];
-			if (map[sid] == UINT32_MAX) {
-				size_t len;
-				const char *str = strobe_itab_get(&p->strings, sid, &len);
-				if ((r = strobe_itab_intern(&t->names, str, len, &map[sid], NULL)) < 0)
+			for (size_t i = nf; i-- > 0;) {
+				uint32_t nm;
+				if ((r = tree_name_of(t, p, frames[i], &map, &map_n, &nm)) < 0 ||
+				    (r = tree_child(t, node, nm, &node)) < 0)
 					goto out;
 			}
-			if ((r = tree_child(t, node, map[sid], &node)) < 0)
-				goto out;
+		} else {
+			/* Climb to the nearest memoised ancestor, then come back down. */
+			size_t depth = 0;
+			for (uint32_t a = stack; memo[a] == UINT32_MAX; a = strobe_stack_get(p, a)->parent) {
+				if (depth == path_cap) {
+					path_cap = path_cap ? path_cap * 2 : 64;
+					uint32_t *np = realloc(path, path_cap * sizeof(*np));
+					if (!np) {
+						r = -ENOMEM;
+						goto out;
+					}
+					path = np;
+				}
+				path[depth++] = a;
+			}
+			while (depth) {
+				uint32_t a = path[--depth];
+				const strobe_stack_node *sn = strobe_stack_get(p, a);
+				node = memo[sn->parent];
+				const strobe_location *l = strobe_location_get(p, sn->location);
+				uint32_t nl = l->nline ? l->nline : 1;
+				for (uint32_t j = nl; j-- > 0;) { /* outermost inlined frame first */
+					uint32_t sid = line_name(p, l, l->nline ? &l->line[j] : NULL, g), nm;
+					if (sid == UINT32_MAX) {
+						r = -ENOMEM;
+						goto out;
+					}
+					if ((r = tree_name_of(t, p, sid, &map, &map_n, &nm)) < 0 ||
+					    (r = tree_child(t, node, nm, &node)) < 0)
+						goto out;
+				}
+				memo[a] = node;
+			}
+			node = memo[stack];
 		}
-		tree_credit(t, node, column, v);
+		t->nodes[node].self[column] += v;
 	}
+	tree_totals(t, column);
 	r = 0;
 out:
 	free(map);
 	free(frames);
+	free(memo);
+	free(path);
 	return r;
 }
 

@@ -51,7 +51,7 @@ typedef struct strobe_itab {
 	uint64_t *off;   /* off[id]: offset of key id in data */
 	uint32_t *klen;  /* klen[id]: key length */
 	uint32_t n, ncap;
-	uint32_t *slots; /* open addressing: id+1, 0 = empty */
+	uint64_t *slots; /* open addressing: hash << 32 | (id + 1), 0 = empty */
 	uint32_t *hashes;/* hash of each id, for cheap rehash and compare */
 	uint32_t nslots;
 } strobe_itab;
