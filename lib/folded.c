@@ -20,6 +20,11 @@ typedef struct fold_ctx {
 	strobe_profile *p;
 	uint32_t *loc_of_str; /* string id -> location id, UINT32_MAX = not yet */
 	size_t nmap;
+	/* The previous line: its start, and per frame the end offset and stack id. */
+	const char *prev;
+	uint32_t prev_depth;
+	size_t *prev_end;     /* STROBE_MAX_DEPTH entries */
+	uint32_t *prev_stack; /* STROBE_MAX_DEPTH entries */
 } fold_ctx;
 
 static uint32_t frame_location(fold_ctx *c, const char *s, size_t len)
@@ -69,10 +74,12 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 {
 	fold_ctx c = {0};
 	int r = -ENOMEM;
+	c.prev_end = malloc(STROBE_MAX_DEPTH * sizeof(*c.prev_end));
+	c.prev_stack = malloc(STROBE_MAX_DEPTH * sizeof(*c.prev_stack));
 	int ncounts = 0; /* 1 or 2, fixed by the first data line */
 	size_t lineno = 0, nlines = 0;
-	if (!(c.p = strobe_profile_new()))
-		return -ENOMEM;
+	if (!c.prev_end || !c.prev_stack || !(c.p = strobe_profile_new()))
+		goto fail;
 	const char *p = buf, *end = buf + len;
 	while (p < end) {
 		lineno++;
@@ -117,6 +124,10 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 		if (ncounts == 1)
 			v[0] = v[1];
 		uint32_t stack = 0, depth = 0;
+		/* Folded files are usually sorted, so a line mostly repeats the previous one's
+		 * leading frames: while the bytes up to a frame's end match the previous line's,
+		 * that frame's stack id is reused instead of hashed again. */
+		bool same = true;
 		const char *f = p;
 		while (f <= e) {
 			const char *semi = memchr(f, ';', (size_t)(e - f));
@@ -128,22 +139,34 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 						name, lineno, (size_t)(fe - f), STROBE_MAX_NAME);
 				goto fail;
 			}
-			if (++depth > STROBE_MAX_DEPTH) {
+			if (depth == STROBE_MAX_DEPTH) {
 				r = strobe_errf(err, -EINVAL,
 						"%s:%zu: stack deeper than %u frames", name, lineno,
 						STROBE_MAX_DEPTH);
 				goto fail;
 			}
-			uint32_t loc = frame_location(&c, f, (size_t)(fe - f));
-			if (loc == UINT32_MAX || (stack = strobe_stack_push(c.p, stack, loc)) ==
-						       UINT32_MAX) {
-				r = -ENOMEM;
-				goto fail;
+			size_t end = (size_t)(fe - p);
+			same = same && depth < c.prev_depth && c.prev_end[depth] == end &&
+			       memcmp(f, c.prev + (f - p), (size_t)(fe - f)) == 0;
+			if (same) {
+				stack = c.prev_stack[depth];
+			} else {
+				uint32_t loc = frame_location(&c, f, (size_t)(fe - f));
+				if (loc == UINT32_MAX ||
+				    (stack = strobe_stack_push(c.p, stack, loc)) == UINT32_MAX) {
+					r = -ENOMEM;
+					goto fail;
+				}
+				c.prev_end[depth] = end;
+				c.prev_stack[depth] = stack;
 			}
+			depth++;
 			if (!semi)
 				break;
 			f = semi + 1;
 		}
+		c.prev = p;
+		c.prev_depth = depth;
 		if ((r = strobe_sample_add(c.p, stack, 0, v)) < 0)
 			goto fail;
 		nlines++;
@@ -154,12 +177,16 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 		goto fail;
 	}
 	free(c.loc_of_str);
+	free(c.prev_end);
+	free(c.prev_stack);
 	*out = c.p;
 	return 0;
 fail:
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);
 	free(c.loc_of_str);
+	free(c.prev_end);
+	free(c.prev_stack);
 	strobe_profile_free(c.p);
 	return r;
 }
