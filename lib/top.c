@@ -84,54 +84,101 @@ out:
 	return r;
 }
 
-static const struct scale {
-	const char *unit, *suffix;
-	double factor;
-} scales[] = {
-	{"nanoseconds", "hrs", 3600e9}, {"nanoseconds", "mins", 60e9},
-	{"nanoseconds", "s", 1e9},      {"nanoseconds", "ms", 1e6},
-	{"nanoseconds", "us", 1e3},     {"nanoseconds", "ns", 1},
-	{"bytes", "TB", 1099511627776.0}, {"bytes", "GB", 1073741824.0},
-	{"bytes", "MB", 1048576.0},     {"bytes", "kB", 1024.0},
-	{"bytes", "B", 1},
+/* Units as pprof knows them (internal/measurement): a value in the profile's unit is converted
+ * to the base unit of its kind (bytes, nanoseconds) by `from`, then shown in the largest unit
+ * of the kind in which it is at least 1. */
+typedef struct unit {
+	const char *name; /* shown suffix */
+	int kind;         /* 1 = memory, 2 = time */
+	double factor;    /* in base units */
+} unit;
+
+static const unit units[] = {
+	{"B", 1, 1}, {"kB", 1, 1024.0}, {"MB", 1, 1048576.0}, {"GB", 1, 1073741824.0},
+	{"TB", 1, 1099511627776.0}, {"PB", 1, 1125899906842624.0},
+	{"ns", 2, 1}, {"us", 2, 1e3}, {"ms", 2, 1e6}, {"s", 2, 1e9}, {"hrs", 2, 3600e9},
 };
 
-/* The largest scale of `unit` in which |v| is at least 1 (the smallest for v = 0); -1 when the
- * unit has no scales (counts). */
-static int pick_scale(int64_t v, const char *unit)
+/* The unit a sample type's unit string names (pprof's sniffing: lower case, a plural "s"
+ * dropped), or NULL for counts and unknown units. */
+static const unit *sniff_unit(const char *name)
 {
-	double a = fabs((double)v);
-	int last = -1;
-	for (int i = 0; i < (int)(sizeof(scales) / sizeof(*scales)); i++) {
-		if (strcmp(unit, scales[i].unit) != 0)
-			continue;
-		if (a >= scales[i].factor)
-			return i;
-		last = i;
-	}
-	return last;
+	static const struct {
+		const char *alias;
+		int idx;
+	} aliases[] = {
+		{"b", 0},          {"byte", 0},        {"kb", 1},     {"kbyte", 1},
+		{"kilobyte", 1},   {"mb", 2},          {"mbyte", 2},  {"megabyte", 2},
+		{"gb", 3},         {"gbyte", 3},       {"gigabyte", 3}, {"tb", 4},
+		{"terabyte", 4},   {"pb", 5},          {"petabyte", 5}, {"ns", 6},
+		{"nanosecond", 6}, {"us", 7},          {"microsecond", 7}, {"ms", 8},
+		{"millisecond", 8}, {"s", 9},          {"sec", 9},    {"second", 9},
+		{"hour", 10},      {"hr", 10},
+	};
+	char low[32];
+	size_t n = strlen(name);
+	if (n >= sizeof(low))
+		return NULL;
+	for (size_t i = 0; i <= n; i++)
+		low[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
+	if (n > 2 && low[n - 1] == 's')
+		low[n - 1] = 0;
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(*aliases); i++)
+		if (strcmp(low, aliases[i].alias) == 0)
+			return &units[aliases[i].idx];
+	return NULL;
 }
 
-static void format_scaled(char *buf, size_t cap, int64_t v, int scale)
+/* Largest unit of from's kind in which |v| (in `from`) is at least 1; the kind's default
+ * (B, s) for zero. NULL when `from` is no known unit. */
+static const unit *auto_unit(int64_t v, const unit *from)
 {
-	if (scale < 0) {
+	if (!from)
+		return NULL;
+	double base = fabs((double)v) * from->factor;
+	const unit *best = NULL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(*units); i++)
+		if (units[i].kind == from->kind && base / units[i].factor >= 1.0 &&
+		    (!best || units[i].factor >= best->factor))
+			best = &units[i];
+	if (!best)
+		best = from->kind == 1 ? &units[0] : &units[9];
+	return best;
+}
+
+static void format_in(char *buf, size_t cap, int64_t v, const unit *from, const unit *to)
+{
+	if (!from || !to) {
 		snprintf(buf, cap, "%" PRId64, v);
 		return;
 	}
-	int n = snprintf(buf, cap, "%.2f", (double)v / scales[scale].factor);
+	int n = snprintf(buf, cap, "%.2f", (double)v * from->factor / to->factor);
 	/* As pprof prints them: "12.00" -> "12", and a zero has no unit. */
 	if (n > 3 && (size_t)n < cap && strcmp(buf + n - 3, ".00") == 0)
-		buf[n -= 3] = 0;
+		buf[n - 3] = 0;
 	if (strcmp(buf, "0") == 0 || strcmp(buf, "-0") == 0) {
 		snprintf(buf, cap, "0");
 		return;
 	}
-	strncat(buf, scales[scale].suffix, cap - strlen(buf) - 1);
+	strncat(buf, to->name, cap - strlen(buf) - 1);
 }
 
-void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit)
+void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit_name)
 {
-	format_scaled(buf, cap, v, pick_scale(v, unit));
+	const unit *from = sniff_unit(unit_name);
+	format_in(buf, cap, v, from, auto_unit(v, from));
+}
+
+/* pprof's percentage column: "  100%", "12.34%", or two significant digits below 1%. */
+static void format_pct(char *buf, size_t cap, int64_t v, int64_t total)
+{
+	double r = total ? fabs((double)v / (double)total) * 100 : 0;
+	if (r >= 99.95 && r <= 100.05)
+		snprintf(buf, cap, "  100%%");
+	else if (r >= 1.0)
+		snprintf(buf, cap, "%5.2f%%", r);
+	else
+		snprintf(buf, cap, "%5.2g%%", r);
 }
 
 static int by_flat(const void *a, const void *b)
@@ -161,7 +208,7 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 	if (r < 0)
 		return r;
 	qsort(st, n, sizeof(*st), cum_order ? by_cum : by_flat);
-	const char *unit = strobe_str(p, p->types[type].unit);
+	const char *unit_name = strobe_str(p, p->types[type].unit);
 	int64_t total = 0;
 	for (uint32_t s = 1; s <= strobe_nsamples(p); s++)
 		total += llabs(strobe_sample_values(p, s)[type]);
@@ -169,37 +216,44 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 	int64_t shown_flat = 0;
 	for (size_t i = 0; i < shown; i++)
 		shown_flat += st[i].flat;
-	/* One unit for the whole table, as pprof's default "minimum": the scale of the smallest
-	 * non-zero value shown (flat, else cum), so columns line up and compare at a glance. */
+	/* One unit for the whole table, chosen as pprof's default ("minimum") does: the unit of
+	 * the smallest non-zero value shown (flat, else cum), or of 100 times it when the total
+	 * needs a larger unit, so columns line up and compare at a glance. */
+	const unit *from = sniff_unit(unit_name);
 	int64_t minv = 0;
 	for (size_t i = 0; i < shown; i++) {
 		int64_t v = llabs(st[i].flat) ? llabs(st[i].flat) : llabs(st[i].cum);
 		if (v && (!minv || v < minv))
 			minv = v;
 	}
-	int sc = pick_scale(minv ? minv : total, unit);
-	char a[32], b[32], c[32];
-	double pct = total ? 100.0 * (double)shown_flat / (double)total : 0;
-	format_scaled(a, sizeof(a), shown_flat, sc);
-	format_scaled(b, sizeof(b), total, sc);
+	if (!minv)
+		minv = total;
+	const unit *to = auto_unit(minv, from);
+	if (to && to != auto_unit(total, from) && minv * 100 < total)
+		to = auto_unit(100 * minv, from);
+	char a[32], b[32], c[32], pf[16], ps[16], pc[16];
+	format_in(a, sizeof(a), shown_flat, from, to);
+	format_in(b, sizeof(b), total, from, to);
+	format_pct(pf, sizeof(pf), shown_flat, total);
 	fprintf(out, "Type: %s\n", strobe_str(p, p->types[type].type));
 	if (p->duration_nanos) {
-		format_scaled(c, sizeof(c), p->duration_nanos, pick_scale(p->duration_nanos,
-									"nanoseconds"));
+		strobe_format_value(c, sizeof(c), p->duration_nanos, "nanoseconds");
 		fprintf(out, "Duration: %s\n", c);
 	}
-	fprintf(out, "Showing nodes accounting for %s, %.2f%% of %s total\n", a, pct, b);
+	fprintf(out, "Showing nodes accounting for %s, %s of %s total\n", a,
+		pf + strspn(pf, " "), b);
 	if (shown < n)
 		fprintf(out, "Showing top %zu nodes out of %zu\n", shown, n);
 	fprintf(out, "%10s %6s %6s %10s %6s\n", "flat", "flat%", "sum%", "cum", "cum%");
-	double sum = 0;
+	int64_t sum = 0;
 	for (size_t i = 0; i < shown; i++) {
-		double fp = total ? 100.0 * (double)st[i].flat / (double)total : 0;
-		double cp = total ? 100.0 * (double)st[i].cum / (double)total : 0;
-		sum += fp;
-		format_scaled(a, sizeof(a), st[i].flat, sc);
-		format_scaled(c, sizeof(c), st[i].cum, sc);
-		fprintf(out, "%10s %5.2f%% %5.2f%% %10s %5.2f%%  %s\n", a, fp, sum, c, cp, st[i].name);
+		sum += st[i].flat;
+		format_in(a, sizeof(a), st[i].flat, from, to);
+		format_in(c, sizeof(c), st[i].cum, from, to);
+		format_pct(pf, sizeof(pf), st[i].flat, total);
+		format_pct(ps, sizeof(ps), sum, total);
+		format_pct(pc, sizeof(pc), st[i].cum, total);
+		fprintf(out, "%10s %s %s %10s %s  %s\n", a, pf, ps, c, pc, st[i].name);
 	}
 	free(st);
 	return ferror(out) ? -EIO : 0;

@@ -12,7 +12,7 @@ st=0
 rows() { # keep "name flat% cum%" rows of a -top table, sorted by name
   awk '/^ *flat *flat%/ {t=1; next} t && NF >= 6 {
          name = $6; for (i = 7; i <= NF; i++) name = name " " $i
-         sub(/ \(inline\)$/, "", name); print name "\t" $2 "\t" $5 }' | LC_ALL=C sort
+         sub(/ \((partial-)?inline\)$/, "", name); print name "\t" $2 "\t" $5 }' | LC_ALL=C sort
 }
 for f in "$TESTDATA"/pprof/*.pb.gz; do
   base=$(basename "$f" .pb.gz)
