@@ -145,8 +145,8 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 						STROBE_MAX_DEPTH);
 				goto fail;
 			}
-			size_t end = (size_t)(fe - p);
-			same = same && depth < c.prev_depth && c.prev_end[depth] == end &&
+			size_t fend = (size_t)(fe - p);
+			same = same && depth < c.prev_depth && c.prev_end[depth] == fend &&
 			       memcmp(f, c.prev + (f - p), (size_t)(fe - f)) == 0;
 			if (same) {
 				stack = c.prev_stack[depth];
@@ -157,7 +157,7 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 					r = -ENOMEM;
 					goto fail;
 				}
-				c.prev_end[depth] = end;
+				c.prev_end[depth] = fend;
 				c.prev_stack[depth] = stack;
 			}
 			depth++;
