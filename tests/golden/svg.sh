@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Flame graphs from every input format and option are well-formed XML (xmllint) and hold the
+# frames and numbers they should: the known 60/30/10 split, totals of real profiles, diff titles.
+set -u
+st=0
+if ! command -v xmllint >/dev/null; then echo "SKIP svg: xmllint (libxml2-utils) not installed"; exit 0; fi
+printf 'main;hot 60\nmain;warm 30\nmain;cold 10\n' > "$TMPDIR/k.folded"
+printf 'main;hot 30\nmain;warm 30\nmain;gone 40\n' > "$TMPDIR/b.folded"
+perf=$(dirname "$0")/collapse/header.perf
+cases=(
+  "folded|flamegraph $TMPDIR/k.folded|<title>hot (60 samples, 60.00%)"
+  "options|flamegraph --title T --subtitle S --width 800 --height 20 --fontsize 10 --colors mem --hash --countname bytes $TMPDIR/k.folded|<title>warm (30 bytes, 30.00%)"
+  "inverted|flamegraph --inverted $TMPDIR/k.folded|>Icicle Graph<"
+  "reverse|flamegraph --reverse $TMPDIR/k.folded|<title>main (10 samples, 10.00%)"
+  "perf-script|flamegraph $perf|<title>app (20,202,020 samples, 100.00%)"
+  "pprof|flamegraph --sample-index cpu $TESTDATA/pprof/go_cpu.pb.gz|<title>all (3,700,000,000 nanoseconds, 100.00%)"
+  "focus|flamegraph --focus ^warm\$ $TMPDIR/k.folded|<title>all (30 samples, 100.00%)"
+  "diff|diff $TMPDIR/b.folded $TMPDIR/k.folded|<title>gone (total: base 40, new 0, delta -40 samples"
+  "diff-java-palette|flamegraph --colors java $TMPDIR/k.folded|<title>cold (10 samples"
+)
+for c in "${cases[@]}"; do
+  IFS='|' read -r name args want <<<"$c"
+  if ! "$STROBE" $args > "$TMPDIR/out.svg" 2> "$TMPDIR/err"; then
+    echo "FAIL svg/$name: strobe $args failed: $(head -2 "$TMPDIR/err")"; st=1; continue
+  fi
+  if ! xmllint --noout "$TMPDIR/out.svg" 2> "$TMPDIR/xml"; then
+    echo "FAIL svg/$name: not well-formed XML: $(head -3 "$TMPDIR/xml")"; st=1; continue
+  fi
+  if ! grep -qF -- "$want" "$TMPDIR/out.svg"; then
+    echo "FAIL svg/$name: '$want' not in the SVG"; st=1; continue
+  fi
+  echo "ok svg/$name"
+done
+# -o writes the file atomically; bad option values are errors.
+"$STROBE" flamegraph -o "$TMPDIR/o.svg" "$TMPDIR/k.folded" && xmllint --noout "$TMPDIR/o.svg" \
+  && echo "ok svg/output-file" || { echo "FAIL svg/output-file"; st=1; }
+if "$STROBE" flamegraph --width nope "$TMPDIR/k.folded" > /dev/null 2> "$TMPDIR/err"; then
+  echo "FAIL svg/bad-width: accepted"; st=1
+elif grep -q "width: 'nope' is not a whole number" "$TMPDIR/err"; then echo "ok svg/bad-width"
+else echo "FAIL svg/bad-width: message: $(cat "$TMPDIR/err")"; st=1; fi
+exit $st
