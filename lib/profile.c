@@ -39,14 +39,19 @@ strobe_profile *strobe_profile_new(void)
 	if (!p)
 		return NULL;
 	p->default_type = -1;
-	/* The reserved id-0 entries: each table's "none". */
-	static const uint8_t zero[64]; /* larger than any fixed entity */
+	/* The reserved id-0 entries: each table's "none". Their padding bytes are set, which no
+	 * interned entity has (interning zeroes padding), so an all-zero function, mapping or
+	 * location from the input can never collide with "none"; likewise a sample with an empty
+	 * stack and no labels is an ordinary sample, not the reserved key. */
+	strobe_function fn0 = {.pad_ = UINT32_MAX};
+	strobe_mapping map0 = {.pad_ = UINT32_MAX};
+	strobe_location loc0 = {.pad_ = {0xff}};
 	strobe_stack_node root = {0, 0};
-	strobe_sample_key none = {0, 0};
+	strobe_sample_key none = STROBE_SAMPLE_NONE;
 	if (intern_or_max(&p->strings, "", 1) != 0 ||
-	    intern_or_max(&p->functions, zero, sizeof(strobe_function)) != 0 ||
-	    intern_or_max(&p->mappings, zero, sizeof(strobe_mapping)) != 0 ||
-	    intern_or_max(&p->locations, zero, sizeof(strobe_location)) != 0 ||
+	    intern_or_max(&p->functions, &fn0, sizeof(fn0)) != 0 ||
+	    intern_or_max(&p->mappings, &map0, sizeof(map0)) != 0 ||
+	    intern_or_max(&p->locations, &loc0, sizeof(loc0)) != 0 ||
 	    intern_or_max(&p->stacks, &root, sizeof(root)) != 0 ||
 	    intern_or_max(&p->labelsets, "", 0) != 0 ||
 	    intern_or_max(&p->samples, &none, sizeof(none)) != 0) {

@@ -145,7 +145,7 @@ int strobe_profile_filter(strobe_profile *p, const strobe_filter *f, int type, s
 	p->values = NULL;
 	p->values_cap = 0;
 	swapped = true;
-	strobe_sample_key none = {0, 0};
+	strobe_sample_key none = STROBE_SAMPLE_NONE;
 	uint32_t id0;
 	if ((r = strobe_itab_intern(&p->samples, &none, sizeof(none), &id0, NULL)) < 0)
 		goto out;

@@ -115,6 +115,8 @@ typedef struct strobe_stack_node {
 typedef struct strobe_sample_key {
 	uint32_t stack, labels; /* stack id, label set id */
 } strobe_sample_key;
+/* The key of the reserved sample id 0 (no real sample has stack UINT32_MAX). */
+#define STROBE_SAMPLE_NONE ((strobe_sample_key){UINT32_MAX, UINT32_MAX})
 
 typedef struct strobe_profile {
 	strobe_itab strings;    /* id 0 = "" */

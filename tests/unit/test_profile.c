@@ -109,6 +109,25 @@ static void test_samples_sum_by_stack_and_labels(void **state)
 	strobe_profile_free(p);
 }
 
+static void test_empty_stack_and_zero_location_are_real(void **state)
+{
+	(void)state;
+	/* Regression (found by fuzz_pprof): an all-zero location or an empty-stack sample must
+	 * not collide with the reserved id-0 entries. */
+	strobe_profile *p = strobe_profile_new();
+	strobe_profile_add_type(p, "samples", "count");
+	uint32_t loc = strobe_location_intern(p, 0, 0, NULL, 0, false);
+	assert_int_not_equal(loc, 0);
+	int64_t v = 3;
+	assert_int_equal(strobe_sample_add(p, 0, 0, &v), 0);
+	assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, 0, loc), 0, &v), 0);
+	assert_int_equal(strobe_nsamples(p), 2);
+	assert_int_equal(strobe_total(p, 0), 6);
+	strobe_function f = {0};
+	assert_int_not_equal(strobe_function_intern(p, &f), 0);
+	strobe_profile_free(p);
+}
+
 static void test_merge_sums_and_remaps(void **state)
 {
 	(void)state;
@@ -252,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_itab_dense_ids),
 		cmocka_unit_test(test_reserved_zero_ids),
 		cmocka_unit_test(test_samples_sum_by_stack_and_labels),
+		cmocka_unit_test(test_empty_stack_and_zero_location_are_real),
 		cmocka_unit_test(test_merge_sums_and_remaps),
 		cmocka_unit_test(test_merge_type_mismatch_names_both),
 		cmocka_unit_test(test_scale_and_clone),
