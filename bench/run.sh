@@ -83,11 +83,7 @@ fi
 folded=$work/synthetic.folded
 if [ ! -s "$folded" ]; then
   note "generating 200,000 unique folded stacks (seed 42)"
-  awk 'BEGIN { srand(42); n = 0
-    while (n < 200000) {
-      d = 6 + int(rand() * 30); s = "main"
-      for (i = 0; i < d; i++) s = s ";" (i < 3 ? "svc" int(rand() * 4) : "pkg" int(rand() * 40) "::fn" int(rand() * 300))
-      if (!(s in seen)) { seen[s] = 1; print s, 1 + int(rand() * 100); n++ } } }' > "$folded"
+  awk -v seed=42 -v nstacks=200000 -f bench/gen_folded.awk | LC_ALL=C sort > "$folded"
 fi
 pprof=$work/synthetic.pb.gz
 [ -s "$pprof" ] || "$root/build/bench/gen_pprof" "$pprof" 200000 42
