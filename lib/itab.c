@@ -87,6 +87,38 @@ static uint32_t itab_lookup(const strobe_itab *t, const void *key, size_t len, u
 	}
 }
 
+int strobe_itab_reserve(strobe_itab *t, uint32_t n, size_t key_bytes)
+{
+	/* Grow everything once to its final size, so a decoder that knows its counts up front
+	 * pays neither the rehashes nor the copies of doubling. */
+	if (n > t->ncap) {
+		uint64_t *off = realloc(t->off, n * sizeof(*off));
+		if (!off)
+			return -ENOMEM;
+		t->off = off;
+		uint32_t *kl = realloc(t->klen, n * sizeof(*kl));
+		if (!kl)
+			return -ENOMEM;
+		t->klen = kl;
+		uint32_t *hs = realloc(t->hashes, n * sizeof(*hs));
+		if (!hs)
+			return -ENOMEM;
+		t->hashes = hs;
+		t->ncap = n;
+	}
+	if (key_bytes > t->cap) {
+		uint8_t *d = realloc(t->data, key_bytes);
+		if (!d)
+			return -ENOMEM;
+		t->data = d;
+		t->cap = key_bytes;
+	}
+	uint32_t want = 64;
+	while (want < (uint64_t)n * 2 + 2 && want < (1u << 31))
+		want *= 2;
+	return want > t->nslots ? itab_rehash(t, want) : 0;
+}
+
 uint32_t strobe_itab_find(const strobe_itab *t, const void *key, size_t len)
 {
 	if (!t->nslots)

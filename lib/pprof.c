@@ -329,6 +329,17 @@ int strobe_pprof_decode(const uint8_t *buf, size_t len, const char *name, strobe
 	d.p->period = pb->period;
 	d.p->time_nanos = pb->time_nanos;
 	d.p->duration_nanos = pb->duration_nanos;
+	/* Reserve the sample and stack tables once: at most one stack node per location id. */
+	size_t nodes = 1;
+	for (size_t i = 0; i < pb->n_sample; i++)
+		nodes += pb->sample[i]->n_location_id;
+	if (nodes < UINT32_MAX / 2 && pb->n_sample < UINT32_MAX / 2 &&
+	    (strobe_itab_reserve(&d.p->stacks, (uint32_t)nodes, nodes * 8) < 0 ||
+	     strobe_itab_reserve(&d.p->samples, (uint32_t)pb->n_sample + 1,
+				 (pb->n_sample + 1) * 8) < 0)) {
+		r = -ENOMEM;
+		goto out;
+	}
 	r = decode_samples(&d);
 out:
 	if (r == -ENOMEM)

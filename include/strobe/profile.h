@@ -59,6 +59,8 @@ typedef struct strobe_itab {
 void strobe_itab_free(strobe_itab *t);
 /* Finds or adds key; *id receives its id; *added (may be NULL) whether it was new. */
 int strobe_itab_intern(strobe_itab *t, const void *key, size_t len, uint32_t *id, bool *added);
+/* Makes room for n entries with key_bytes of keys in all, so no growth happens until then. */
+int strobe_itab_reserve(strobe_itab *t, uint32_t n, size_t key_bytes);
 /* -1 (as uint32) when absent. */
 uint32_t strobe_itab_find(const strobe_itab *t, const void *key, size_t len);
 static inline const void *strobe_itab_get(const strobe_itab *t, uint32_t id, size_t *len)
