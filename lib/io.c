@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -281,14 +282,58 @@ int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, stro
 	}
 }
 
-int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err)
+int strobe_input_open(const char *path, strobe_input *in, strobe_err *err)
 {
+	memset(in, 0, sizeof(*in));
+	if (strcmp(path, "-") != 0) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 2 &&
+		    (uint64_t)st.st_size <= STROBE_MAX_INPUT) {
+			void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
+				       fd, 0);
+			close(fd);
+			if (m != MAP_FAILED) {
+				const uint8_t *b = m;
+				if (!(b[0] == 0x1f && b[1] == 0x8b)) {
+					in->data = b;
+					in->len = in->map_len = (size_t)st.st_size;
+					return 0;
+				}
+				munmap(m, (size_t)st.st_size);
+			}
+		} else if (fd >= 0) {
+			close(fd);
+		}
+	}
+	/* stdin, pipes, small and gzipped files: read whole (and gunzip) */
 	uint8_t *buf;
 	size_t len;
 	int r = strobe_slurp(path, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = strobe_decode_profile(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, out, err);
-	free(buf);
+	in->data = buf;
+	in->len = len;
+	in->owned = buf;
+	return 0;
+}
+
+void strobe_input_close(strobe_input *in)
+{
+	if (in->map_len)
+		munmap((void *)in->data, in->map_len);
+	free(in->owned);
+	memset(in, 0, sizeof(*in));
+}
+
+int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err)
+{
+	strobe_input in;
+	int r = strobe_input_open(path, &in, err);
+	if (r < 0)
+		return r;
+	r = strobe_decode_profile(in.data, in.len, strcmp(path, "-") == 0 ? "<stdin>" : path, out,
+				  err);
+	strobe_input_close(&in);
 	return r;
 }

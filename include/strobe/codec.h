@@ -44,6 +44,18 @@ strobe_format strobe_format_parse(const char *name);
 /* Reads a whole file ("-" = stdin), gunzipping if it starts with the gzip magic. *out is
  * malloc'd and NUL-terminated (not counted in *len). */
 int strobe_slurp(const char *path, uint8_t **out, size_t *len, strobe_err *err);
+/* An input file's bytes: mapped read-only when it is a regular uncompressed file (no copy, no
+ * zeroed pages: most of the cost of reading a big file on a VM), else read (and gunzipped)
+ * into memory. Not NUL-terminated when mapped: decoders go by len. */
+typedef struct strobe_input {
+	const uint8_t *data;
+	size_t len;
+	void *owned;      /* malloc'd buffer to free, or NULL */
+	size_t map_len;   /* mapped length, or 0 */
+} strobe_input;
+int strobe_input_open(const char *path, strobe_input *in, strobe_err *err);
+void strobe_input_close(strobe_input *in);
+
 /* gunzip of a whole buffer, capped at STROBE_MAX_INPUT. */
 int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err);
 int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen);
