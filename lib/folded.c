@@ -280,3 +280,204 @@ out:
 	strobe_itab_free(&keys);
 	return r;
 }
+
+/* ---- folded text straight to a call tree -------------------------------------------------- */
+
+typedef struct fline_ref {
+	const char *p;   /* line start */
+	size_t len;      /* length of the frames part */
+	int64_t value;
+} fline_ref;
+
+static int fref_cmp(const void *a, const void *b)
+{
+	const fline_ref *x = a, *y = b;
+	int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const char *name,
+			    double min_fraction, strobe_err *err)
+{
+	fline_ref *lines = NULL;
+	size_t n = 0, cap = 0, lineno = 0;
+	int64_t total = 0;
+	bool sorted = true;
+	int r = 0;
+	/* Pass 1: the lines, their counts, the total, and whether they are sorted already. */
+	for (const char *p = buf, *end = buf + len; p < end;) {
+		lineno++;
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end, *next = nl ? nl + 1 : end;
+		while (le > p && (le[-1] == '\r' || le[-1] == ' ' || le[-1] == '\t'))
+			le--;
+		if (le == p || *p == '#') {
+			p = next;
+			continue;
+		}
+		int64_t v, v2;
+		const char *e = le;
+		if (!take_count(p, &e, &v)) {
+			r = strobe_errf(err, -EINVAL,
+					"%s:%zu: folded line has no count (expected \"frame;frame;... "
+					"COUNT\")",
+					name, lineno);
+			goto out;
+		}
+		const char *e2 = e;
+		if (take_count(p, &e2, &v2)) {
+			r = -ENOTSUP; /* two counts (difffolded): the caller takes the profile path */
+			goto out;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			fline_ref *nl2 = realloc(lines, cap * sizeof(*nl2));
+			if (!nl2) {
+				r = -ENOMEM;
+				goto out;
+			}
+			lines = nl2;
+		}
+		lines[n] = (fline_ref){p, (size_t)(e - p), v};
+		if (n && sorted && fref_cmp(&lines[n - 1], &lines[n]) > 0)
+			sorted = false;
+		n++;
+		total += v < 0 ? -v : v;
+		p = next;
+	}
+	if (!n) {
+		r = strobe_errf(err, -EINVAL, "%s: no stacks in folded input", name);
+		goto out;
+	}
+	if (!sorted)
+		qsort(lines, n, sizeof(*lines), fref_cmp);
+	/* Pass 2: walk the sorted lines keeping the open path; a line shares its leading frames
+	 * with the previous one, so only the frames past the shared prefix are closed and opened.
+	 * A frame whose total is below the threshold when it closes is dropped with its subtree
+	 * (the newest nodes, so the node array is just cut back); its value stays in its
+	 * ancestors' totals, which is all a flame graph draws of it. */
+	double min_total = min_fraction * (double)total;
+	size_t pcap = STROBE_MAX_DEPTH + 1;
+	uint32_t *node = malloc(pcap * sizeof(*node)), *prev_sib = malloc(pcap * sizeof(*prev_sib));
+	uint32_t *last_child = malloc(pcap * sizeof(*last_child));
+	size_t *fend = malloc(pcap * sizeof(*fend));
+	if (!node || !prev_sib || !last_child || !fend) {
+		free(node);
+		free(prev_sib);
+		free(last_child);
+		free(fend);
+		r = -ENOMEM;
+		goto out;
+	}
+	size_t depth = 0; /* open frames below the root */
+	node[0] = 0;
+	last_child[0] = 0;
+	const fline_ref *prev = NULL;
+	for (size_t i = 0; i < n && !r; i++) {
+		const fline_ref *l = &lines[i];
+		/* Frames shared with the previous line: equal bytes up to a frame end that is a
+		 * frame end in both. */
+		size_t common = 0;
+		if (prev) {
+			size_t m = prev->len < l->len ? prev->len : l->len, d = 0;
+			while (d < m && prev->p[d] == l->p[d])
+				d++;
+			while (common < depth && fend[common + 1] <= d &&
+			       (fend[common + 1] == l->len || l->p[fend[common + 1]] == ';'))
+				common++;
+		}
+		/* Close frames past the shared prefix, deepest first. */
+		for (size_t k = depth; k > common; k--) {
+			uint32_t id = node[k];
+			if ((double)llabs(t->nodes[id].total[0]) < min_total) {
+				uint32_t par = node[k - 1];
+				t->n = id; /* the subtree is ids [id, n) */
+				if (prev_sib[k])
+					t->nodes[prev_sib[k]].next_sibling = 0;
+				else
+					t->nodes[par].first_child = 0;
+				last_child[k - 1] = prev_sib[k];
+			}
+		}
+		depth = common;
+		/* Open the rest of this line's frames. */
+		size_t off = common ? fend[common] + 1 : 0;
+		while (off <= l->len) {
+			const char *f = l->p + off;
+			const char *semi = memchr(f, ';', l->len - off);
+			size_t flen = semi ? (size_t)(semi - f) : l->len - off;
+			if (flen > STROBE_MAX_NAME || depth + 1 >= pcap) {
+				r = strobe_errf(err, -EINVAL, "%s: stack \"%.40s...\" has a frame name over "
+						"%u bytes or is deeper than %u frames", name, l->p,
+						STROBE_MAX_NAME, STROBE_MAX_DEPTH);
+				break;
+			}
+			char small[256];
+			char *k = flen < sizeof(small) ? small : malloc(flen + 1);
+			uint32_t nm;
+			if (!k) {
+				r = -ENOMEM;
+				break;
+			}
+			memcpy(k, f, flen);
+			k[flen] = 0;
+			r = strobe_itab_intern(&t->names, k, flen + 1, &nm, NULL);
+			if (k != small)
+				free(k);
+			if (r < 0)
+				break;
+			if (t->n == t->cap) {
+				strobe_tree_node *nn = realloc(t->nodes, t->cap * 2 * sizeof(*nn));
+				if (!nn) {
+					r = -ENOMEM;
+					break;
+				}
+				t->nodes = nn;
+				t->cap *= 2;
+			}
+			uint32_t id = t->n++, par = node[depth];
+			memset(&t->nodes[id], 0, sizeof(t->nodes[id]));
+			t->nodes[id].name = nm;
+			t->nodes[id].parent = par;
+			depth++;
+			prev_sib[depth] = last_child[depth - 1];
+			if (prev_sib[depth])
+				t->nodes[prev_sib[depth]].next_sibling = id;
+			else
+				t->nodes[par].first_child = id;
+			last_child[depth - 1] = id;
+			last_child[depth] = 0;
+			node[depth] = id;
+			fend[depth] = off + flen;
+			if (!semi)
+				break;
+			off += flen + 1;
+		}
+		if (r)
+			break;
+		for (size_t k = 0; k <= depth; k++)
+			t->nodes[node[k]].total[0] += l->value;
+		t->nodes[node[depth]].self[0] += l->value;
+		prev = l;
+	}
+	/* Close what is still open. */
+	for (size_t k = depth; k > 0 && !r; k--) {
+		uint32_t id = node[k];
+		if ((double)llabs(t->nodes[id].total[0]) < min_total) {
+			t->n = id;
+			if (prev_sib[k])
+				t->nodes[prev_sib[k]].next_sibling = 0;
+			else
+				t->nodes[node[k - 1]].first_child = 0;
+		}
+	}
+	free(node);
+	free(prev_sib);
+	free(last_child);
+	free(fend);
+out:
+	if (r == -ENOMEM)
+		strobe_errf(err, r, "%s: out of memory", name);
+	free(lines);
+	return r;
+}

@@ -19,8 +19,8 @@ static int to_folded(const char *stack, size_t len, uint64_t count, void *ctx)
 	return ferror(f) ? -EIO : 0;
 }
 
-int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
-			      strobe_err *err)
+int strobe_perf_script_fold(const char *buf, size_t len, const char *name, char **out,
+			    size_t *outlen, strobe_err *err)
 {
 	char *text = NULL;
 	size_t tlen = 0;
@@ -34,8 +34,24 @@ int strobe_perf_script_decode(const char *buf, size_t len, const char *name, str
 	if (r == 0 && tlen == 0)
 		r = strobe_errf(err, -EINVAL, "%s: no samples with call stacks in perf script input",
 				name);
-	if (r == 0)
+	if (r < 0) {
+		free(text);
+		return r;
+	}
+	*out = text;
+	*outlen = tlen;
+	return 0;
+}
+
+int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
+			      strobe_err *err)
+{
+	char *text;
+	size_t tlen;
+	int r = strobe_perf_script_fold(buf, len, name, &text, &tlen, err);
+	if (r == 0) {
 		r = strobe_folded_decode(text, tlen, name, out, err);
-	free(text);
+		free(text);
+	}
 	return r;
 }

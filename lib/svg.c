@@ -333,13 +333,23 @@ static const char script[] =
 	"})();\n"
 	"]]></script>\n";
 
+enum { SVG_XPAD = 10 };
+
+double strobe_svg_min_fraction(const strobe_svg_opts *o)
+{
+	int width = o->width > 0 ? o->width : 1200;
+	double minwidth = o->minwidth > 0 ? o->minwidth : 0.1;
+	/* A little under the renderer's own cut, so rounding never drops a frame it would draw. */
+	return 0.999 * minwidth / (width - 2.0 * SVG_XPAD);
+}
+
 int strobe_svg_write(FILE *out, const strobe_tree *t, const strobe_svg_opts *o)
 {
 	layout L = {.t = t, .o = o, .out = out};
 	L.width = o->width > 0 ? o->width : 1200;
 	L.fh = o->frame_height > 0 ? o->frame_height : 16;
 	L.fs = o->font_size > 0 ? o->font_size : 12;
-	L.xpad = 10;
+	L.xpad = SVG_XPAD;
 	L.ypad1 = L.fs * 3 + (o->subtitle ? L.fs * 2 : 0);
 	L.ypad2 = L.fs * 2 + 10;
 	double minwidth = o->minwidth > 0 ? o->minwidth : 0.1;

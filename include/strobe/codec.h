@@ -79,8 +79,20 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
  * out. */
 int strobe_folded_write(FILE *out, strobe_profile *p, int type, strobe_granularity g);
 
+/* Folded text straight into an empty tree (column 0), without a profile in between: the fast
+ * path of `flamegraph` for one folded input with no transforms. Nodes whose total is below
+ * min_fraction of the whole are left out (their value stays in their ancestors); children are
+ * in the byte order of the lines, as flamegraph.pl draws them. Returns -ENOTSUP for the
+ * two-count form. The tree cannot be added to afterwards. */
+int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const char *name,
+			    double min_fraction, strobe_err *err);
+
 /* `perf script` text into a profile of one type "samples/count" (same rules as collapse with no
  * options, labels `comm` kept per sample). */
+/* `perf script` text collapsed to folded text (sorted, as stackcollapse-perf.pl prints it);
+ * *out is malloc'd. */
+int strobe_perf_script_fold(const char *buf, size_t len, const char *name, char **out,
+			    size_t *outlen, strobe_err *err);
 int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
 			      strobe_err *err);
 

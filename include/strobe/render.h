@@ -32,6 +32,10 @@ typedef struct strobe_svg_opts {
 	bool diff_negate;      /* diff: swap which direction is red */
 } strobe_svg_opts;
 
+/* The smallest share of the total a frame needs to be drawn with these options (minwidth over
+ * the drawable width), for builders that can leave smaller frames out up front. */
+double strobe_svg_min_fraction(const strobe_svg_opts *o);
+
 /* Writes a complete, standalone SVG document. A tree with t->diff set is drawn as a differential
  * flame graph (red grew, blue shrank, grey unchanged; widths from column 0). */
 int strobe_svg_write(FILE *out, const strobe_tree *t, const strobe_svg_opts *o);

@@ -39,4 +39,13 @@ if "$STROBE" flamegraph --width nope "$TMPDIR/k.folded" > /dev/null 2> "$TMPDIR/
   echo "FAIL svg/bad-width: accepted"; st=1
 elif grep -q "width: 'nope' is not a whole number" "$TMPDIR/err"; then echo "ok svg/bad-width"
 else echo "FAIL svg/bad-width: message: $(cat "$TMPDIR/err")"; st=1; fi
+# The fast path (folded text straight to a tree) draws the same frames as the profile path
+# (forced here with a --focus that keeps everything): same names, depths and widths.
+frames() { grep -o 'data-w="[^"]*" data-d="[^"]*"><title>[^<]*' | sort; }
+for f in "$TESTDATA"/flamegraph-perf/expected/*-collapsed-all.txt "$TMPDIR/k.folded"; do
+  a=$("$STROBE" flamegraph "$f" | frames | md5sum)
+  b=$("$STROBE" flamegraph --focus . "$f" | frames | md5sum)
+  if [ "$a" = "$b" ]; then echo "ok svg/fast-path-same-frames/$(basename "$f")"; else
+    echo "FAIL svg/fast-path-same-frames/$(basename "$f"): the two paths draw different frames"; st=1; fi
+done
 exit $st
