@@ -1,0 +1,1 @@
+top --bogus base.folded

@@ -1,0 +1,1 @@
+collapse --help
