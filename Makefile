@@ -92,7 +92,7 @@ demo: deps
 	@bash scripts/demo.sh
 
 check: check-deps
-	@$(MAKE) --no-print-directory all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN)
+	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN)
 	@bash tests/run.sh
 
 unit: $(UNIT_BIN)

@@ -19,6 +19,8 @@
 
 /* FNV-1a folded over 8-byte words, then mixed: fast on short keys, good enough spread for linear
  * probing once finalised. */
+/* Fixed-size tables (stacks, samples, functions, mappings) keep no per-id offset or length:
+ * id * stride is the key, which saves 12 bytes and a cache miss per entry. */
 uint32_t strobe_hash(const void *key, size_t len)
 {
 	const uint8_t *p = key;
@@ -80,18 +82,20 @@ static uint32_t itab_lookup(const strobe_itab *t, const void *key, size_t len, u
 			return UINT32_MAX;
 		}
 		uint32_t id = (uint32_t)s - 1;
-		if ((uint32_t)(s >> 32) == h && t->klen[id] == len &&
-		    memcmp(t->data + t->off[id], key, len) == 0)
+		if ((uint32_t)(s >> 32) == h &&
+		    (t->fixed ? memcmp(t->data + (size_t)id * ((t->fixed + 7) & ~7u), key, len) == 0
+			      : t->klen[id] == len && memcmp(t->data + t->off[id], key, len) == 0))
 			return id;
 		i = (i + 1) & mask;
 	}
 }
 
-int strobe_itab_reserve(strobe_itab *t, uint32_t n, size_t key_bytes)
+/* Room for n ids in the per-id arrays (offsets and lengths only for variable-size keys). */
+static int grow_ids(strobe_itab *t, uint32_t n)
 {
-	/* Grow everything once to its final size, so a decoder that knows its counts up front
-	 * pays neither the rehashes nor the copies of doubling. */
-	if (n > t->ncap) {
+	if (n <= t->ncap)
+		return 0;
+	if (!t->fixed) {
 		uint64_t *off = realloc(t->off, n * sizeof(*off));
 		if (!off)
 			return -ENOMEM;
@@ -100,12 +104,22 @@ int strobe_itab_reserve(strobe_itab *t, uint32_t n, size_t key_bytes)
 		if (!kl)
 			return -ENOMEM;
 		t->klen = kl;
-		uint32_t *hs = realloc(t->hashes, n * sizeof(*hs));
-		if (!hs)
-			return -ENOMEM;
-		t->hashes = hs;
-		t->ncap = n;
 	}
+	uint32_t *hs = realloc(t->hashes, n * sizeof(*hs));
+	if (!hs)
+		return -ENOMEM;
+	t->hashes = hs;
+	t->ncap = n;
+	return 0;
+}
+
+int strobe_itab_reserve(strobe_itab *t, uint32_t n, size_t key_bytes)
+{
+	/* Grow everything once to its final size, so a decoder that knows its counts up front
+	 * pays neither the rehashes nor the copies of doubling. */
+	int r = grow_ids(t, n);
+	if (r < 0)
+		return r;
 	if (key_bytes > t->cap) {
 		uint8_t *d = realloc(t->data, key_bytes);
 		if (!d)
@@ -143,21 +157,12 @@ int strobe_itab_intern(strobe_itab *t, const void *key, size_t len, uint32_t *id
 	}
 	if (t->n == UINT32_MAX - 1)
 		return -EOVERFLOW;
+	if (t->fixed && len != t->fixed)
+		return -EINVAL;
 	if (t->n == t->ncap) {
-		uint32_t nc = t->ncap ? t->ncap * 2 : 64;
-		uint64_t *off = realloc(t->off, nc * sizeof(*off));
-		if (!off)
-			return -ENOMEM;
-		t->off = off;
-		uint32_t *kl = realloc(t->klen, nc * sizeof(*kl));
-		if (!kl)
-			return -ENOMEM;
-		t->klen = kl;
-		uint32_t *hs = realloc(t->hashes, nc * sizeof(*hs));
-		if (!hs)
-			return -ENOMEM;
-		t->hashes = hs;
-		t->ncap = nc;
+		int r = grow_ids(t, t->ncap ? t->ncap * 2 : 64);
+		if (r < 0)
+			return r;
 	}
 	size_t need = t->len + ((len + 7) & ~(size_t)7);
 	if (need > t->cap || !t->data) { /* always an arena, so empty keys have an address */
@@ -175,8 +180,10 @@ int strobe_itab_intern(strobe_itab *t, const void *key, size_t len, uint32_t *id
 		memcpy(t->data + t->len, key, len);
 	memset(t->data + t->len + len, 0, need - t->len - len);
 	uint32_t nid = t->n++;
-	t->off[nid] = t->len;
-	t->klen[nid] = (uint32_t)len;
+	if (!t->fixed) {
+		t->off[nid] = t->len;
+		t->klen[nid] = (uint32_t)len;
+	}
 	t->hashes[nid] = h;
 	t->len = need;
 	t->slots[slot] = (uint64_t)h << 32 | (nid + 1);

@@ -48,6 +48,10 @@ strobe_profile *strobe_profile_new(void)
 	strobe_location loc0 = {.pad_ = {0xff}};
 	strobe_stack_node root = {0, 0};
 	strobe_sample_key none = STROBE_SAMPLE_NONE;
+	p->functions.fixed = sizeof(strobe_function);
+	p->mappings.fixed = sizeof(strobe_mapping);
+	p->stacks.fixed = sizeof(strobe_stack_node);
+	p->samples.fixed = sizeof(strobe_sample_key);
 	if (intern_or_max(&p->strings, "", 1) != 0 ||
 	    intern_or_max(&p->functions, &fn0, sizeof(fn0)) != 0 ||
 	    intern_or_max(&p->mappings, &map0, sizeof(map0)) != 0 ||

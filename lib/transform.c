@@ -142,6 +142,7 @@ int strobe_profile_filter(strobe_profile *p, const strobe_filter *f, int type, s
 	}
 	/* Fresh sample table; the stack/location tables are kept and only grow. */
 	memset(&p->samples, 0, sizeof(p->samples));
+	p->samples.fixed = sizeof(strobe_sample_key);
 	p->values = NULL;
 	p->values_cap = 0;
 	swapped = true;

@@ -97,6 +97,7 @@ strobe_tree *strobe_tree_new(void)
 	if (!t)
 		return NULL;
 	uint32_t id;
+	t->edges.fixed = 2 * sizeof(uint32_t);
 	t->cap = 1024;
 	t->nodes = calloc(t->cap, sizeof(*t->nodes));
 	if (!t->nodes || strobe_itab_intern(&t->names, "", 1, &id, NULL) < 0) {

@@ -48,8 +48,9 @@ int strobe_errf(strobe_err *err, int code, const char *fmt, ...)
 typedef struct strobe_itab {
 	uint8_t *data;   /* arena of keys, each 8-byte aligned */
 	size_t len, cap;
-	uint64_t *off;   /* off[id]: offset of key id in data */
-	uint32_t *klen;  /* klen[id]: key length */
+	uint64_t *off;   /* off[id]: offset of key id in data (variable-size keys only) */
+	uint32_t *klen;  /* klen[id]: key length (variable-size keys only) */
+	uint32_t fixed;  /* every key has this size (set before the first insert), or 0 */
 	uint32_t n, ncap;
 	uint64_t *slots; /* open addressing: hash << 32 | (id + 1), 0 = empty */
 	uint32_t *hashes;/* hash of each id, for cheap rehash and compare */
@@ -65,6 +66,11 @@ int strobe_itab_reserve(strobe_itab *t, uint32_t n, size_t key_bytes);
 uint32_t strobe_itab_find(const strobe_itab *t, const void *key, size_t len);
 static inline const void *strobe_itab_get(const strobe_itab *t, uint32_t id, size_t *len)
 {
+	if (t->fixed) {
+		if (len)
+			*len = t->fixed;
+		return t->data + (size_t)id * ((t->fixed + 7) & ~7u);
+	}
 	if (len)
 		*len = t->klen[id];
 	return t->data + t->off[id];
