@@ -26,7 +26,8 @@ static const char usage_text[] =
 	"  --hash                 colour by name hash (stable across graphs)\n"
 	"  --inverted             icicle graph (root at the top)\n"
 	"  --reverse              reverse stacks (leaf at the root)\n"
-	"  --minwidth PX          omit frames narrower than PX (default 0.1)\n"
+	"  --minwidth PX|PCT%     omit frames narrower than PX pixels (default 0.1) or than PCT\n"
+	"                         percent of the total; 0 draws every frame\n"
 	"  --countname NAME       what a count is (default: the sample type's unit)\n"
 	"  --nametype TEXT        label of a frame in the details line (default \"Function:\")\n"
 	CLI_PROFILE_HELP;
@@ -137,10 +138,26 @@ int cmd_flamegraph(int argc, char **argv)
 		case O_HASH: so.hash = true; break;
 		case O_INV: so.inverted = true; break;
 		case O_REV: flags |= STROBE_TREE_REVERSE; break;
-		case O_MINW:
-			if (cli_double(cmd, "--minwidth", optarg, &so.minwidth) < 0)
+		case O_MINW: {
+			/* "0.5" pixels, or "0.1%" of the total as flamegraph.pl takes it; 0 = draw
+			 * every frame that has a value. */
+			char num[64];
+			size_t len = strlen(optarg);
+			bool pct = len && optarg[len - 1] == '%';
+			snprintf(num, sizeof(num), "%.*s", (int)(pct ? len - 1 : len), optarg);
+			double mw;
+			if (cli_double(cmd, "--minwidth", num, &mw) < 0)
 				return 2;
+			if (mw < 0) {
+				cli_err(cmd, "--minwidth: '%s' must not be negative", optarg);
+				return 2;
+			}
+			if (pct)
+				so.minwidth_pct = mw;
+			else
+				so.minwidth = mw > 0 ? mw : -1;
 			break;
+		}
 		case O_COUNT: so.countname = optarg; break;
 		case O_NAMETYPE: so.nametype = optarg; break;
 		default: fputs(usage_text, stderr); return 2;

@@ -8,6 +8,8 @@ level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev)
 check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils)
+# node and npm for the browser tests (jsdom from the npm registry, into node_modules/)
+command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)
 bench_pkgs=(linux-perf hyperfine time)
 
 want=("${build_pkgs[@]}")
@@ -22,7 +24,14 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+npm_deps() { # the npm packages of package.json, once
+  [ "$level" = build ] && return 0
+  [ -d node_modules/jsdom ] && return 0
+  echo "deps.sh: npm install (jsdom, for the browser tests)" >&2
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+}
+cd "$(dirname "$0")/.."
+if [ ${#missing[@]} -eq 0 ]; then npm_deps; exit 0; fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "deps.sh: missing packages: ${missing[*]}; run as root or install them with apt-get" >&2
@@ -32,3 +41,4 @@ echo "deps.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_deps

@@ -9,16 +9,17 @@
 #   unit    build/test/test_*      cmocka binaries built with ASan+UBSan
 #   golden  tests/golden/*.sh      text cases compared byte for byte
 #   e2e     tests/e2e/*.sh         real binaries end to end (peers such as go tool pprof)
+#   browser tests/browser/*.sh     the SVG's script driven in a DOM (jsdom under node)
 #   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15) over its
 #                                  corpus in tests/fuzz/corpus/<name>/
-# Script protocol (golden, e2e): env STROBE (ASan CLI), STROBE_FAST (optimised CLI), TESTDATA
+# Script protocol (golden, e2e, browser): env STROBE (ASan CLI), STROBE_FAST (optimised CLI), TESTDATA
 # (absolute path of ../shared/testdata), TMPDIR (a fresh directory); the script prints
 # "ok NAME", "FAIL NAME: why" or "SKIP NAME: why" per case and exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e fuzz)
+[ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e browser fuzz)
 
 export STROBE="$root/build/strobe-san" STROBE_FAST="$root/build/strobe"
 export TESTDATA="${TESTDATA:-$(cd "$root/../shared/testdata" 2>/dev/null && pwd)}"
@@ -100,7 +101,7 @@ run_fuzz() {
 for s in "${suites[@]}"; do
   case "$s" in
     unit) run_unit ;;
-    golden|e2e) run_scripts "$s" ;;
+    golden|e2e|browser) run_scripts "$s" ;;
     fuzz) run_fuzz ;;
     *) echo "tests/run.sh: unknown suite '$s'" >&2; exit 2 ;;
   esac

@@ -26,7 +26,9 @@ typedef struct strobe_svg_opts {
 	int width;             /* default 1200 */
 	int frame_height;      /* default 16 */
 	int font_size;         /* default 12 */
-	double minwidth;       /* pixels; default 0.1 */
+	double minwidth;       /* pixels; 0 = default 0.1, < 0 = draw every frame with a value */
+	double minwidth_pct;   /* > 0: also omit frames under this percentage of the total
+				  (flamegraph.pl's --minwidth N%) */
 	bool hash;             /* colour by a hash of the name (stable across graphs) */
 	bool inverted;         /* icicle: root at the top */
 	bool diff_negate;      /* diff: swap which direction is red */
@@ -37,7 +39,8 @@ typedef struct strobe_svg_opts {
 double strobe_svg_min_fraction(const strobe_svg_opts *o);
 
 /* Writes a complete, standalone SVG document. A tree with t->diff set is drawn as a differential
- * flame graph (red grew, blue shrank, grey unchanged; widths from column 0). */
+ * flame graph (red grew, blue shrank, grey unchanged by the change of each frame's total;
+ * a frame is as wide as the larger of its base and new self value plus its children). */
 int strobe_svg_write(FILE *out, const strobe_tree *t, const strobe_svg_opts *o);
 
 #ifdef __cplusplus

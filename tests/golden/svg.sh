@@ -7,6 +7,11 @@ st=0
 if ! command -v xmllint >/dev/null; then echo "SKIP svg: xmllint (libxml2-utils) not installed"; exit 0; fi
 printf 'main;hot 60\nmain;warm 30\nmain;cold 10\n' > "$TMPDIR/k.folded"
 printf 'main;hot 30\nmain;warm 30\nmain;gone 40\n' > "$TMPDIR/b.folded"
+# Names no XML document may hold raw: markup, control bytes, invalid and overlong UTF-8, a
+# surrogate, U+FFFF, "]]>", plus a valid multi-byte name that must pass through. (After 1 KiB
+# of plain lines: format detection takes control bytes at the start for a binary pprof.)
+for i in $(seq 100); do echo "main;pad$i 1"; done | sort > "$TMPDIR/odd.folded"
+printf 'main;<a&b>"c\x27;x]]>y 3\nmain;bad\x01\x1b\x7f\xff\xc0\x80\xed\xa0\x80\xef\xbf\xbf 2\nmain;caf\xc3\xa9_[k] 500\n' >> "$TMPDIR/odd.folded"
 perf=$(dirname "$0")/collapse/header.perf
 cases=(
   "folded|flamegraph $TMPDIR/k.folded|<title>hot (60 samples, 60.00%)"
@@ -18,6 +23,11 @@ cases=(
   "focus|flamegraph --focus ^warm\$ $TMPDIR/k.folded|<title>all (30 samples, 100.00%)"
   "diff|diff $TMPDIR/b.folded $TMPDIR/k.folded|<title>gone (total: base 40, new 0, delta -40 samples"
   "diff-java-palette|flamegraph --colors java $TMPDIR/k.folded|<title>cold (10 samples"
+  "odd-names|flamegraph $TMPDIR/odd.folded|<title>x]]&gt;y (3 samples"
+  "odd-names-utf8|flamegraph --width 4000 $TMPDIR/odd.folded|>café</text>"
+  "diff-svg|diff -t svg $TMPDIR/b.folded $TMPDIR/k.folded|>Differential Flame Graph<"
+  "nametype|flamegraph --nametype Frame: $TMPDIR/k.folded|data-nt=\"Frame:\""
+  "minwidth|flamegraph --minwidth 200 $TMPDIR/k.folded|<title>warm (30 samples"
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name args want <<<"$c"
