@@ -3,15 +3,29 @@
  * `perf script` text -> folded stacks, reproducing FlameGraph's stackcollapse-perf.pl exactly:
  * the same frame names, the same tidying (offsets stripped, C++ arguments cut, quotes dropped,
  * Java's leading L), the same annotations (_[k], _[j], _[i]), the same event filtering (the
- * first event type seen, unless one is given) and the same byte-order sort of the output.
+ * first event type seen, unless one is given), the same --srcline handling and the same
+ * byte-order sort of the output.
  *
  * The perl script's behaviour is defined by three regular expressions with Perl's backtracking
  * semantics; they are matched here by hand (event_line, event_period, stack_line), each written
  * to pick the same match Perl would, including on odd input, because the contract is byte-for-
- * byte equality. One pass over the buffer, no allocation per line; stacks are summed in an
- * interning table and sorted once at the end.
+ * byte equality.
  *
- * Not supported: --inline/--context (they run addr2line per frame) and --srcline.
+ * Speed comes from never doing the same work twice. A recording repeats the same few thousand
+ * stack lines ("\t7f.. func+0x1a (/lib/x.so)") millions of times, and a line's frames depend
+ * only on its text (and on whether the process is "java"), so each distinct line is parsed and
+ * tidied once and remembered as a list of frame-name ids; a sample is then a short array of
+ * ids, summed in an interning table keyed by those ids. Text is only built at the end, once per
+ * distinct stack, for the sort. One pass over the buffer, no allocation per line.
+ *
+ * Limits, chosen as errors rather than silent truncation because a profile that is quietly
+ * different from perl's is worse than none: a symbol longer than STROBE_MAX_NAME bytes or a
+ * sample deeper than STROBE_MAX_DEPTH frames fails the whole input with "NAME:LINE: ...".
+ * Counts are summed in 64 bits, saturating (perl would switch to floating point past 2^64).
+ *
+ * Not supported: --inline (it runs addr2line on every frame's binary, which a library that only
+ * reads buffers cannot do); strobe_collapse returns -ENOTSUP for it. --context alone changes
+ * nothing in perl either (it only refines --inline) and is accepted.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +49,9 @@ typedef struct span {
 	const char *p;
 	size_t n;
 } span;
+
+/* Perl truth of a string: "" and "0" are false. */
+static inline bool perl_true(span s) { return !(s.n == 0 || (s.n == 1 && s.p[0] == '0')); }
 
 /* Perl's /^(\S.+?)\s+(\d+)\/ *(\d+)*\s+/ (space added to keep this comment closed): the shortest comm (two characters or more) followed by
  * whitespace, a pid, optional slashes and tid, and whitespace. Once comm's end is fixed the rest
@@ -192,9 +209,9 @@ typedef struct buf {
 
 static int buf_put(buf *b, const void *s, size_t n)
 {
-	if (b->n + n + 1 > b->cap) {
+	if (n > b->cap - b->n || !b->p) { /* always allocated: empty names still have an address */
 		size_t nc = b->cap ? b->cap * 2 : 4096;
-		while (nc < b->n + n + 1)
+		while (nc - b->n < n)
 			nc *= 2;
 		char *np = realloc(b->p, nc);
 		if (!np)
@@ -202,65 +219,179 @@ static int buf_put(buf *b, const void *s, size_t n)
 		b->p = np;
 		b->cap = nc;
 	}
-	memcpy(b->p + b->n, s, n);
+	if (n)
+		memcpy(b->p + b->n, s, n);
 	b->n += n;
 	return 0;
 }
 
-typedef struct frame {
-	size_t off, len; /* in the frames buffer */
-} frame;
+/* A growable array of uint32 (frame ids). */
+typedef struct vec {
+	uint32_t *p;
+	size_t n, cap;
+} vec;
 
-typedef struct collapse {
-	const strobe_collapse_opts *o;
-	bool kernel, jit;
-	buf frames;       /* names of the current sample's frames */
-	frame *fr;        /* per frame, in the order the lines gave them (leaf first) */
-	size_t *group;    /* index in fr where each stack line's group starts */
-	size_t nfr, frcap, ngroup, groupcap;
-	buf pname, key, tmp;
-	bool have_pname;
-	bool pname_java;
-	uint64_t period;
-	char event[256];
-	size_t event_len;
-	bool event_set;
-	strobe_itab stacks;
-	uint64_t *counts;
-	size_t counts_cap;
-} collapse;
-
-static int push_frame(collapse *c, const char *s, size_t n)
+static int vec_grow(vec *v, size_t more)
 {
-	if (c->nfr == c->frcap) {
-		size_t nc = c->frcap ? c->frcap * 2 : 256;
-		frame *f = realloc(c->fr, nc * sizeof(*f));
-		if (!f)
-			return -ENOMEM;
-		c->fr = f;
-		c->frcap = nc;
-	}
-	c->fr[c->nfr++] = (frame){c->frames.n, n};
-	return buf_put(&c->frames, s, n);
-}
-
-static int push_group(collapse *c)
-{
-	if (c->ngroup == c->groupcap) {
-		size_t nc = c->groupcap ? c->groupcap * 2 : 64;
-		size_t *g = realloc(c->group, nc * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		c->group = g;
-		c->groupcap = nc;
-	}
-	c->group[c->ngroup++] = c->nfr;
+	if (more <= v->cap - v->n)
+		return 0;
+	size_t nc = v->cap ? v->cap * 2 : 256;
+	while (nc - v->n < more)
+		nc *= 2;
+	uint32_t *np = realloc(v->p, nc * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	v->p = np;
+	v->cap = nc;
 	return 0;
 }
 
-/* One "func" of a stack line (a part of the symbol split on "->"), tidied and annotated into
- * c->tmp, then pushed as a frame. */
-static int add_func(collapse *c, span f, span pc, span mod, bool inlined)
+static inline int vec_push(vec *v, uint32_t x)
+{
+	if (v->n == v->cap && vec_grow(v, 1) < 0)
+		return -ENOMEM;
+	v->p[v->n++] = x;
+	return 0;
+}
+
+/* The line cache: one entry per distinct stack line (its text from the first non-blank) and
+ * what it turned into: lfr[off] frames, ids lfr[off + 1 ...]. Entries sit in the open-
+ * addressing table itself (16 bytes: page faults are a real share of the run time) and their
+ * texts are copied into one dense arena, so a hit costs a table load and a compare against
+ * memory that stays in cache. The java bit is part of the key: java processes tidy names
+ * differently. Past 4 GiB of distinct line text, new lines are parsed without being cached. */
+typedef struct line_ent {
+	uint32_t key;  /* offset of the text in the key arena + 1; 0: empty slot */
+	uint32_t hash;
+	uint32_t len;  /* length | java << 31 */
+	uint32_t off;
+} line_ent;
+
+/* memcmp for short keys without the call and its length dispatch. */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+	for (; n >= 8; a += 8, b += 8, n -= 8) {
+		uint64_t x, y;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y)
+			return false;
+	}
+	for (; n; a++, b++, n--)
+		if (*a != *b)
+			return false;
+	return true;
+}
+
+/* Two independent multiply lanes over 16 bytes a step: lines are hashed a million times,
+ * so the hash's throughput matters more than anything else here. */
+static inline uint32_t line_hash(const char *p, size_t n, bool java)
+{
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ n ^ ((uint64_t)java << 63), b = 0xc2b2ae3d27d4eb4full;
+	while (n >= 16) {
+		uint64_t w1, w2;
+		memcpy(&w1, p, 8);
+		memcpy(&w2, p + 8, 8);
+		a = (a ^ w1) * 0xff51afd7ed558ccdull;
+		b = (b ^ w2) * 0xc4ceb9fe1a85ec53ull;
+		a ^= a >> 31;
+		b ^= b >> 29;
+		p += 16;
+		n -= 16;
+	}
+	uint64_t w1 = 0, w2 = 0;
+	if (n > 8) {
+		memcpy(&w1, p, 8);
+		memcpy(&w2, p + 8, n - 8);
+	} else {
+		memcpy(&w1, p, n);
+	}
+	a = (a ^ w1) * 0xff51afd7ed558ccdull;
+	b = (b ^ w2) * 0xc4ceb9fe1a85ec53ull;
+	uint64_t h = a ^ (b >> 32) ^ (b << 32);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+struct strobe_collapser {
+	strobe_collapse_opts o;
+	bool kernel, jit;
+	char *name;
+	strobe_err *err;       /* of the current call */
+	int rc;                /* first error, sticky */
+	size_t lineno;
+	buf carry;             /* a line split between two fed pieces */
+
+	strobe_itab names;     /* tidied frame names and process names -> id */
+	line_ent *lt;          /* the line cache, lt_mask + 1 slots, at most half full */
+	buf lt_keys;           /* its texts */
+	size_t lt_mask, lt_n;
+	vec lfr;               /* frame counts and ids of all cached lines */
+	vec nocache;           /* the same for one line, once the cache is full */
+
+	vec cur_fr;            /* the current sample's frames, line after line, leaf first */
+	vec grp;               /* where each line's frames start in cur_fr */
+	vec key;               /* process name id, then frames root first */
+	buf tmp;               /* one frame name being tidied */
+	buf event;             /* the event type kept (once event_set) */
+	bool event_set;
+	bool have_pname;
+	bool pname_java;
+	uint32_t pname;        /* name id */
+	uint64_t period;
+
+	strobe_itab stacks;    /* key arrays -> id */
+	uint64_t *counts;
+	size_t counts_cap;
+
+	/* --srcline: the frames of the last stack line wait for the lines after it. The first
+	 * pend_need of its pend_ids.n frames each take one line (their tidied names are in
+	 * pend_txt, starting at pend_off[i]); the rest are interned already. */
+	vec pend_ids, pend_off;
+	buf pend_txt;
+	size_t pend_need, pend_next;
+};
+typedef struct strobe_collapser collapse;
+
+/* The line that --srcline reads after a frame: perl takes the next line whatever it is, removes
+ * every shortest "[...]", trims blanks at both ends and appends ":" and the rest to the frame
+ * unless it is empty. At the end of input perl's <> gives undef, which appends nothing. */
+static int append_srcline(collapse *c, const char *l, size_t n)
+{
+	size_t at = c->tmp.n;
+	int r = buf_put(&c->tmp, ":", 1);
+	for (size_t i = 0; i < n && !r; i++) {
+		if (l[i] == '[') {
+			const char *close = memchr(l + i + 1, ']', n - i - 1);
+			if (close) {
+				i = (size_t)(close - l);
+				continue;
+			}
+		}
+		r = buf_put(&c->tmp, l + i, 1);
+	}
+	if (r)
+		return r;
+	size_t s = at + 1, e = c->tmp.n;
+	while (s < e && is_ws(c->tmp.p[s]))
+		s++;
+	while (e > s && is_ws(c->tmp.p[e - 1]))
+		e--;
+	if (s == e) {
+		c->tmp.n = at;
+		return 0;
+	}
+	memmove(c->tmp.p + at + 1, c->tmp.p + s, e - s);
+	c->tmp.n = at + 1 + (e - s);
+	return 0;
+}
+
+/* One "->" part of a symbol, tidied and annotated as perl's loop body does, interned; its id
+ * goes to out. *unknown is perl's $is_unknown, which stays set for the rest of the line. */
+static int add_func(collapse *c, span f, span pc, span mod, bool inlined, bool java,
+		    bool *unknown, vec *out)
 {
 	buf *t = &c->tmp;
 	t->n = 0;
@@ -277,10 +408,11 @@ static int add_func(collapse *c, span f, span pc, span mod, bool inlined)
 			name = slash ? (span){slash + 1, (size_t)(mod.p + mod.n - slash - 1)} : mod;
 		} else {
 			name = (span){"unknown", 7};
+			*unknown = true;
 		}
 		if ((r = buf_put(t, "[", 1)) || (r = buf_put(t, name.p, name.n)))
 			return r;
-		if (c->o->addrs && ((r = buf_put(t, " <", 2)) || (r = buf_put(t, pc.p, pc.n)) ||
+		if (c->o.addrs && ((r = buf_put(t, " <", 2)) || (r = buf_put(t, pc.p, pc.n)) ||
 				    (r = buf_put(t, ">", 1))))
 			return r;
 		if ((r = buf_put(t, "]", 1)))
@@ -288,12 +420,11 @@ static int add_func(collapse *c, span f, span pc, span mod, bool inlined)
 	} else if ((r = buf_put(t, f.p, f.n))) {
 		return r;
 	}
-	/* tidy_generic */
-	for (size_t i = 0; i < t->n; i++)
-		if (t->p[i] == ';')
-			t->p[i] = ':';
+	/* tidy_generic: s/;/:/g */
+	for (char *s = t->p, *e = t->p + t->n; (s = memchr(s, ';', (size_t)(e - s)));)
+		*s++ = ':';
 	bool go_method = false;
-	char *open = memmem(t->p, t->n, ".(", 2);
+	char *open = t->n ? memmem(t->p, t->n, ".(", 2) : NULL;
 	if (open) {
 		/* m/\.\(.*\)\./ : a ")." at or after two characters past the ".(" */
 		for (size_t j = (size_t)(open - t->p) + 2; j + 1 < t->n; j++)
@@ -303,27 +434,30 @@ static int add_func(collapse *c, span f, span pc, span mod, bool inlined)
 			}
 	}
 	if (!go_method) {
-		/* s/\((?!anonymous namespace\)).* // (cut from the first paren that does not open
-		 * "(anonymous namespace)") */
+		/* s/\((?!anonymous namespace\)).* // : cut from the first paren that does not open
+		 * "(anonymous namespace)" */
 		static const char anon[] = "anonymous namespace)";
-		for (size_t i = 0; i < t->n; i++) {
-			if (t->p[i] != '(')
-				continue;
+		for (char *s = t->p, *e = t->p + t->n; (s = memchr(s, '(', (size_t)(e - s)));) {
+			size_t i = (size_t)(s - t->p);
 			if (t->n - i - 1 >= sizeof(anon) - 1 &&
-			    memcmp(t->p + i + 1, anon, sizeof(anon) - 1) == 0)
+			    memcmp(t->p + i + 1, anon, sizeof(anon) - 1) == 0) {
+				s++;
 				continue;
+			}
 			t->n = i;
 			break;
 		}
 	}
-	size_t w = 0; /* tr/"'//d */
-	for (size_t i = 0; i < t->n; i++)
-		if (t->p[i] != '"' && t->p[i] != '\'')
-			t->p[w++] = t->p[i];
-	t->n = w;
+	if (memchr(t->p, '"', t->n) || memchr(t->p, '\'', t->n)) { /* tr/"'//d */
+		size_t w = 0;
+		for (size_t i = 0; i < t->n; i++)
+			if (t->p[i] != '"' && t->p[i] != '\'')
+				t->p[w++] = t->p[i];
+		t->n = w;
+	}
 	/* tidy_java: s/^L// if the name has a slash, for java processes */
 	size_t skip = 0;
-	if (c->pname_java && t->n && t->p[0] == 'L' && memchr(t->p, '/', t->n))
+	if (java && t->n && t->p[0] == 'L' && memchr(t->p, '/', t->n))
 		skip = 1;
 	span name = {t->p + skip, t->n - skip};
 	if (inlined) {
@@ -338,17 +472,26 @@ static int add_func(collapse *c, span f, span pc, span mod, bool inlined)
 		if (!span_has(name, "_[j]") && (r = buf_put(t, "_[j]", 4)))
 			return r;
 	}
-	return push_frame(c, t->p + skip, t->n - skip);
+	if (c->o.srcline && !*unknown) { /* waits for the next line */
+		if ((r = vec_push(&c->pend_off, (uint32_t)c->pend_txt.n)) < 0 ||
+		    (r = buf_put(&c->pend_txt, t->p + skip, t->n - skip)) < 0)
+			return r;
+		c->pend_need++;
+		return vec_push(out, 0);
+	}
+	uint32_t id;
+	if ((r = strobe_itab_intern(&c->names, t->p + skip, t->n - skip, &id, NULL)) < 0)
+		return r;
+	return vec_push(out, id);
 }
 
-static int on_stack_line(collapse *c, const char *l, size_t n, size_t lineno, const char *name,
-			 strobe_err *err)
+/* A stack line's frames (leaf-most part first, as the line lists them) appended to out; none
+ * for lines perl ignores. */
+static int parse_stack_line(collapse *c, const char *l, size_t n, bool java, vec *out)
 {
 	span pc, func, mod;
 	if (!stack_line(l, n, &pc, &func, &mod))
 		return 0; /* perl warns "Unrecognized line" and goes on */
-	if (!c->have_pname)
-		return 0;
 	/* s/\+0x[\da-f]+$// */
 	size_t k = func.n;
 	while (k > 0 && (is_digit(func.p[k - 1]) || (func.p[k - 1] >= 'a' && func.p[k - 1] <= 'f')))
@@ -358,87 +501,228 @@ static int on_stack_line(collapse *c, const char *l, size_t n, size_t lineno, co
 	if (func.n && func.p[0] == '(')
 		return 0; /* process names */
 	if (func.n > STROBE_MAX_NAME)
-		return strobe_errf(err, -EINVAL, "%s:%zu: frame name of %zu bytes exceeds the %u-byte "
-				   "limit", name, lineno, func.n, STROBE_MAX_NAME);
-	/* split /\->/, with Perl's dropping of trailing empty fields: strip trailing "->"s */
+		return strobe_errf(c->err, -EINVAL, "%s:%zu: frame name of %zu bytes exceeds the "
+				   "%u-byte limit", c->name, c->lineno, func.n, STROBE_MAX_NAME);
+	/* split /\->/ drops trailing empty fields: strip trailing "->"s */
 	while (func.n >= 2 && memcmp(func.p + func.n - 2, "->", 2) == 0)
 		func.n -= 2;
 	if (!func.n)
 		return 0;
-	int r = push_group(c);
 	const char *p = func.p, *end = func.p + func.n;
-	for (bool first = true; !r; first = false) {
+	bool unknown = false;
+	size_t lineno = c->lineno, parts = 0;
+	for (bool first = true;; first = false) {
 		const char *a = memmem(p, (size_t)(end - p), "->", 2);
-		if (c->nfr >= STROBE_MAX_DEPTH)
-			return strobe_errf(err, -EINVAL, "%s:%zu: stack deeper than %u frames", name,
-					   lineno, STROBE_MAX_DEPTH);
-		r = add_func(c, (span){p, (size_t)((a ? a : end) - p)}, pc, mod, !first);
+		if (++parts > STROBE_MAX_DEPTH)
+			return strobe_errf(c->err, -EINVAL, "%s:%zu: stack deeper than %u frames",
+					   c->name, lineno, STROBE_MAX_DEPTH);
+		int r = add_func(c, (span){p, (size_t)((a ? a : end) - p)}, pc, mod, !first, java,
+				 &unknown, out);
+		if (r < 0)
+			return r;
 		if (!a)
-			break;
+			return 0;
 		p = a + 2;
 	}
+}
+
+static int lt_grow(collapse *c)
+{
+	size_t ns = c->lt ? (c->lt_mask + 1) * 2 : 4096;
+	line_ent *t = calloc(ns, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; c->lt && i <= c->lt_mask; i++) {
+		if (!c->lt[i].key)
+			continue;
+		size_t j = c->lt[i].hash & (ns - 1);
+		while (t[j].key)
+			j = (j + 1) & (ns - 1);
+		t[j] = c->lt[i];
+	}
+	free(c->lt);
+	c->lt = t;
+	c->lt_mask = ns - 1;
+	return 0;
+}
+
+/* The frames of stack line l: *fr points at the count, then the ids (parsed now if new). */
+static int line_lookup(collapse *c, const char *l, size_t n, const uint32_t **fr)
+{
+	if (n > UINT32_MAX >> 1)
+		return strobe_errf(c->err, -EINVAL, "%s:%zu: line of %zu bytes", c->name,
+				   c->lineno, n);
+	bool java = c->pname_java;
+	uint32_t h = line_hash(l, n, java), len = (uint32_t)n | (uint32_t)java << 31;
+	size_t i = h & c->lt_mask;
+	for (line_ent *e; (e = &c->lt[i])->key; i = (i + 1) & c->lt_mask)
+		if (e->hash == h && e->len == len && same_bytes(c->lt_keys.p + e->key - 1, l, n)) {
+			*fr = c->lfr.p + e->off;
+			return 0;
+		}
+	bool cache = c->lt_keys.n + n < UINT32_MAX && c->lfr.n < UINT32_MAX - STROBE_MAX_DEPTH;
+	vec *out = cache ? &c->lfr : &c->nocache;
+	if (!cache)
+		out->n = 0;
+	size_t off = out->n;
+	int r;
+	if ((r = vec_push(out, 0)) < 0 || (r = parse_stack_line(c, l, n, java, out)) < 0)
+		return r;
+	out->p[off] = (uint32_t)(out->n - off - 1);
+	*fr = out->p + off;
+	if (!cache)
+		return 0;
+	uint32_t key = (uint32_t)c->lt_keys.n + 1;
+	if ((r = buf_put(&c->lt_keys, l, n)) < 0)
+		return r;
+	c->lt[i] = (line_ent){key, h, len, (uint32_t)off};
+	if (++c->lt_n * 2 > c->lt_mask + 1)
+		return lt_grow(c);
+	return 0;
+}
+
+/* The pending frames of a --srcline stack line join the sample. */
+static int pend_flush(collapse *c)
+{
+	size_t n = c->pend_ids.n;
+	c->pend_ids.n = c->pend_need = c->pend_next = 0;
+	if (n == 0)
+		return 0;
+	if (c->cur_fr.n + n > STROBE_MAX_DEPTH)
+		return strobe_errf(c->err, -EINVAL, "%s:%zu: stack deeper than %u frames", c->name,
+				   c->lineno, STROBE_MAX_DEPTH);
+	int r = vec_grow(&c->cur_fr, n);
+	if (r < 0)
+		return r;
+	memcpy(c->cur_fr.p + c->cur_fr.n, c->pend_ids.p, n * sizeof(uint32_t));
+	c->cur_fr.n += n;
+	return 0;
+}
+
+/* A line read by --srcline for the next pending frame, whatever the line is. */
+static int on_srcline(collapse *c, const char *l, size_t n)
+{
+	size_t i = c->pend_next++;
+	size_t from = c->pend_off.p[i],
+	       to = i + 1 < c->pend_off.n ? c->pend_off.p[i + 1] : c->pend_txt.n;
+	c->tmp.n = 0;
+	int r;
+	uint32_t id;
+	if ((r = buf_put(&c->tmp, c->pend_txt.p + from, to - from)) < 0 ||
+	    (r = append_srcline(c, l, n)) < 0 ||
+	    (r = strobe_itab_intern(&c->names, c->tmp.p, c->tmp.n, &id, NULL)) < 0)
+		return r;
+	c->pend_ids.p[i] = id;
+	return c->pend_next == c->pend_need ? pend_flush(c) : 0;
+}
+
+static int on_stack_line(collapse *c, const char *l, size_t n)
+{
+	if (!c->have_pname)
+		return 0; /* perl: "ignore filtered samples" */
+	int r;
+	if ((r = vec_push(&c->grp, (uint32_t)c->cur_fr.n)) < 0)
+		return r;
+	if (c->o.srcline) { /* reads the lines after: nothing to cache */
+		c->pend_ids.n = c->pend_off.n = c->pend_txt.n = c->pend_need = c->pend_next = 0;
+		if ((r = parse_stack_line(c, l, n, c->pname_java, &c->pend_ids)) < 0)
+			return r;
+		if (c->pend_need == 0)
+			r = pend_flush(c);
+	} else {
+		/* Leading blanks never change what the line means (\s* before the pc): leave
+		 * them out of the cache key, so lines indented differently share an entry. */
+		while (n && is_ws(*l))
+			l++, n--;
+		const uint32_t *fr = NULL;
+		if ((r = line_lookup(c, l, n, &fr)) < 0)
+			return r;
+		uint32_t nf = fr[0];
+		if (nf == 0)
+			return 0; /* a line perl ignores */
+		if (c->cur_fr.n + nf > STROBE_MAX_DEPTH)
+			return strobe_errf(c->err, -EINVAL, "%s:%zu: stack deeper than %u frames",
+					   c->name, c->lineno, STROBE_MAX_DEPTH);
+		if ((r = vec_grow(&c->cur_fr, nf)) < 0)
+			return r;
+		uint32_t *to = c->cur_fr.p + c->cur_fr.n;
+		for (uint32_t i = 0; i < nf; i++) /* mostly one frame: no memcpy call */
+			to[i] = fr[i + 1];
+		c->cur_fr.n += nf;
+	}
+	if (r == 0 && c->cur_fr.n > STROBE_MAX_DEPTH)
+		return strobe_errf(c->err, -EINVAL, "%s:%zu: stack deeper than %u frames", c->name,
+				   c->lineno, STROBE_MAX_DEPTH);
 	return r;
 }
 
 static int on_event_line(collapse *c, span comm, span pid, span tid, const char *l, size_t n)
 {
 	span period, event;
-	uint64_t per = 0;
+	uint64_t per = 1; /* perl: `if (not $period) { $period = 1 }` */
 	if (event_period(l, n, &period, &event)) {
-		for (size_t i = 0; i < period.n; i++)
-			per = per * 10 + (uint64_t)(period.p[i] - '0');
+		if (perl_true(period)) {
+			per = 0; /* "00" is true in perl, and counts 0 */
+			for (size_t i = 0; i < period.n; i++) {
+				unsigned d = (unsigned)(period.p[i] - '0');
+				per = per > (UINT64_MAX - d) / 10 ? UINT64_MAX : per * 10 + d;
+			}
+		}
 		if (!c->event_set) {
-			c->event_len = event.n < sizeof(c->event) ? event.n : sizeof(c->event);
-			memcpy(c->event, event.p, c->event_len);
+			if (buf_put(&c->event, event.p, event.n) < 0)
+				return -ENOMEM;
 			c->event_set = true;
-		} else if (event.n != c->event_len || memcmp(event.p, c->event, event.n) != 0) {
-			return 0; /* another event type: filtered out */
+		} else if (event.n != c->event.n || memcmp(event.p, c->event.p, event.n) != 0) {
+			return 0; /* another event type: filtered out, the previous name stays */
 		}
 	}
-	c->period = per ? per : 1; /* perl: `if (not $period) { $period = 1 }` */
-	buf *b = &c->pname;
+	c->period = per;
+	/* perl: `if (not $tid) { $tid = $pid; $pid = "?" }`, so "swapper 0/0" is pid "?" */
+	bool has_tid = perl_true(tid);
+	span spid = has_tid ? pid : (span){"?", 1}, stid = has_tid ? tid : pid;
+	buf *b = &c->tmp;
 	b->n = 0;
 	int r = buf_put(b, comm.p, comm.n);
-	span spid = tid.n ? pid : (span){"?", 1}, stid = tid.n ? tid : pid;
-	if (!r && c->o->tid)
+	if (!r && c->o.tid)
 		r = buf_put(b, "-", 1) || buf_put(b, spid.p, spid.n) || buf_put(b, "/", 1) ||
 		    buf_put(b, stid.p, stid.n);
-	else if (!r && c->o->pid)
+	else if (!r && c->o.pid)
 		r = buf_put(b, "-", 1) || buf_put(b, spid.p, spid.n);
 	if (r)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->n; i++)
-		if (b->p[i] == ' ')
-			b->p[i] = '_';
-	/* Perl truth: "" and "0" are false, and a false pname drops the sample. */
-	c->have_pname = !(b->n == 0 || (b->n == 1 && b->p[0] == '0'));
-	/* FlameGraph's test vectors (the contract) were made when the script tidied Java names
-	 * only for a process named exactly "java": with --pid/--tid they keep the leading L. Its
-	 * newer /^java/ differs from its own expected files; the expected files win. */
-	c->pname_java = b->n == 4 && memcmp(b->p, "java", 4) == 0;
-	return 0;
+	for (char *s = b->p, *e = b->p + b->n; (s = memchr(s, ' ', (size_t)(e - s)));)
+		*s++ = '_';
+	/* A false pname drops the sample (it cannot happen: comm has two characters at least). */
+	c->have_pname = perl_true((span){b->p, b->n});
+	/* Java names are tidied when the process name matches /^java/ (the script since 2017).
+	 * FlameGraph's test vectors, our contract, were made just before that, when it took
+	 * `eq "java"`, which --pid and --tid ("java-PID") never matched: so with those two the
+	 * vectors keep the leading L, and so do we. Everywhere else this is today's script. */
+	c->pname_java = !c->o.pid && !c->o.tid && b->n >= 4 && memcmp(b->p, "java", 4) == 0;
+	return strobe_itab_intern(&c->names, b->p, b->n, &c->pname, NULL);
 }
 
 static int end_of_stack(collapse *c)
 {
 	int r = 0;
 	if (c->have_pname) {
-		buf *k = &c->key;
+		vec *k = &c->key;
 		k->n = 0;
-		r = buf_put(k, c->pname.p, c->pname.n);
-		/* Groups were unshifted one by one: the last line's group comes first, each group
-		 * in its own order. */
-		for (size_t g = c->ngroup; g-- > 0 && !r;) {
-			size_t from = c->group[g], to = g + 1 < c->ngroup ? c->group[g + 1] : c->nfr;
-			for (size_t i = from; i < to && !r; i++)
-				r = buf_put(k, ";", 1) ||
-				    buf_put(k, c->frames.p + c->fr[i].off, c->fr[i].len);
+		if ((r = vec_grow(k, c->cur_fr.n + 1)) < 0)
+			return r;
+		k->p[k->n++] = c->pname;
+		/* perl unshifts each line's frames in turn: the last line's come first (it is
+		 * the root end), each line's own frames in their order. */
+		for (size_t g = c->grp.n; g-- > 0;) {
+			size_t from = c->grp.p[g], to = g + 1 < c->grp.n ? c->grp.p[g + 1] : c->cur_fr.n;
+			if (to > from)
+				memcpy(k->p + k->n, c->cur_fr.p + from, (to - from) * sizeof(uint32_t));
+			k->n += to - from;
 		}
-		if (r)
-			return -ENOMEM;
 		uint32_t id;
 		bool added;
-		if ((r = strobe_itab_intern(&c->stacks, k->p, k->n, &id, &added)) < 0)
+		if ((r = strobe_itab_intern(&c->stacks, k->p, k->n * sizeof(uint32_t), &id,
+					    &added)) < 0)
 			return r;
 		if (id >= c->counts_cap) {
 			size_t nc = c->counts_cap ? c->counts_cap * 2 : 1024;
@@ -448,84 +732,206 @@ static int end_of_stack(collapse *c)
 			c->counts = cn;
 			c->counts_cap = nc;
 		}
-		c->counts[id] = (added ? 0 : c->counts[id]) + c->period;
+		uint64_t prev = added ? 0 : c->counts[id];
+		c->counts[id] = prev > UINT64_MAX - c->period ? UINT64_MAX : prev + c->period;
 	}
-	c->nfr = c->ngroup = 0;
-	c->frames.n = 0;
+	c->cur_fr.n = c->grp.n = 0;
 	c->have_pname = false;
 	return r;
 }
 
-static const strobe_itab *sort_tab;
-static int key_cmp(const void *a, const void *b)
+typedef struct text {
+	const char *p;
+	size_t n;
+	uint32_t id;
+} text;
+
+static int text_cmp(const void *a, const void *b)
 {
-	size_t la, lb;
-	const void *ka = strobe_itab_get(sort_tab, *(const uint32_t *)a, &la);
-	const void *kb = strobe_itab_get(sort_tab, *(const uint32_t *)b, &lb);
-	int r = memcmp(ka, kb, la < lb ? la : lb);
-	return r ? r : (la > lb) - (la < lb);
+	const text *x = a, *y = b;
+	int r = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+	return r ? r : (x->n > y->n) - (x->n < y->n);
+}
+
+static inline size_t names_len(const collapse *c, uint32_t id)
+{
+	size_t n;
+	strobe_itab_get(&c->names, id, &n);
+	return n;
+}
+
+/* The distinct stacks as text, sorted as perl's `sort { $a cmp $b }` (bytes), emitted. */
+static int emit_sorted(collapse *c, strobe_collapse_emit emit, void *ctx)
+{
+	uint32_t ns = c->stacks.n;
+	size_t total = 0;
+	for (uint32_t s = 0; s < ns; s++) {
+		size_t kl;
+		const uint32_t *k = strobe_itab_get(&c->stacks, s, &kl);
+		kl /= sizeof(uint32_t);
+		for (size_t i = 0; i < kl; i++)
+			total += names_len(c, k[i]) + 1;
+	}
+	char *arena = malloc(total ? total : 1);
+	text *t = malloc((ns ? ns : 1) * sizeof(*t));
+	int r = 0;
+	if (!arena || !t) {
+		r = -ENOMEM;
+		goto out;
+	}
+	char *w = arena;
+	for (uint32_t s = 0; s < ns; s++) {
+		size_t kl;
+		const uint32_t *k = strobe_itab_get(&c->stacks, s, &kl);
+		kl /= sizeof(uint32_t);
+		t[s] = (text){w, 0, s};
+		for (size_t i = 0; i < kl; i++) {
+			size_t nl;
+			const void *nm = strobe_itab_get(&c->names, k[i], &nl);
+			if (i)
+				*w++ = ';';
+			memcpy(w, nm, nl);
+			w += nl;
+		}
+		t[s].n = (size_t)(w - t[s].p);
+	}
+	qsort(t, ns, sizeof(*t), text_cmp);
+	for (uint32_t s = 0; s < ns && !r; s++)
+		r = emit(t[s].p, t[s].n, c->counts[t[s].id], ctx);
+out:
+	free(arena);
+	free(t);
+	return r;
+}
+
+static int on_line(collapse *c, const char *l, size_t n)
+{
+	c->lineno++;
+	if (c->pend_need)
+		return on_srcline(c, l, n);
+	if (n == 0)
+		return end_of_stack(c);
+	if (l[0] == '#')
+		return 0; /* comments, --header lines */
+	span comm, pid, tid;
+	if (!is_ws(l[0]) && event_line(l, n, &comm, &pid, &tid))
+		return on_event_line(c, comm, pid, tid, l, n);
+	return on_stack_line(c, l, n);
+}
+
+strobe_collapser *strobe_collapser_new(const char *name, const strobe_collapse_opts *o)
+{
+	collapse *c = calloc(1, sizeof(*c));
+	if (!c || !(c->name = strdup(name ? name : "<input>")) || lt_grow(c) < 0) {
+		strobe_collapser_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->o = *o;
+	c->o.event_filter = NULL; /* copied below: the caller's string need not outlive us */
+	c->kernel = o->kernel || o->all;
+	c->jit = o->jit || o->all;
+	if (o->event_filter && *o->event_filter) {
+		if (buf_put(&c->event, o->event_filter, strlen(o->event_filter)) < 0) {
+			strobe_collapser_free(c);
+			errno = ENOMEM;
+			return NULL;
+		}
+		c->event_set = true;
+	}
+	return c;
+}
+
+static int fail(collapse *c, int r)
+{
+	if (r == -ENOMEM)
+		strobe_errf(c->err, r, "%s: out of memory", c->name);
+	return c->rc = r;
+}
+
+int strobe_collapser_feed(strobe_collapser *c, const char *in, size_t len, strobe_err *err)
+{
+	if (c->rc)
+		return c->rc;
+	c->err = err;
+	if (c->o.inline_)
+		return c->rc = strobe_errf(err, -ENOTSUP, "%s: --inline (addr2line on every frame) "
+					   "is not supported", c->name);
+	const char *p = in, *end = in + len;
+	int r = 0;
+	if (c->carry.n && len) { /* finish the line the last piece left open */
+		const char *nl = memchr(p, '\n', len);
+		if ((r = buf_put(&c->carry, p, (size_t)((nl ? nl : end) - p))) < 0)
+			return fail(c, r);
+		if (!nl)
+			return 0;
+		r = on_line(c, c->carry.p, c->carry.n);
+		c->carry.n = 0;
+		p = nl + 1;
+	}
+	while (p < end && !r) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) {
+			r = buf_put(&c->carry, p, (size_t)(end - p));
+			break;
+		}
+		r = on_line(c, p, (size_t)(nl - p));
+		p = nl + 1;
+	}
+	return r < 0 ? fail(c, r) : 0;
+}
+
+int strobe_collapser_finish(strobe_collapser *c, strobe_collapse_emit emit, void *ctx,
+			    strobe_err *err)
+{
+	if (c->rc)
+		return c->rc;
+	c->err = err;
+	int r = 0;
+	if (c->carry.n) { /* a last line without a newline is still a line */
+		r = on_line(c, c->carry.p, c->carry.n);
+		c->carry.n = 0;
+	}
+	/* Like the perl script, a sample not followed by a blank line is not counted (nor are
+	 * --srcline frames still waiting for their line). */
+	if (!r)
+		r = emit_sorted(c, emit, ctx);
+	return r < 0 ? fail(c, r) : 0;
+}
+
+void strobe_collapser_free(strobe_collapser *c)
+{
+	if (!c)
+		return;
+	free(c->name);
+	free(c->carry.p);
+	free(c->lt);
+	free(c->lt_keys.p);
+	free(c->lfr.p);
+	free(c->nocache.p);
+	free(c->cur_fr.p);
+	free(c->grp.p);
+	free(c->key.p);
+	free(c->tmp.p);
+	free(c->event.p);
+	free(c->counts);
+	free(c->pend_ids.p);
+	free(c->pend_off.p);
+	free(c->pend_txt.p);
+	strobe_itab_free(&c->names);
+	strobe_itab_free(&c->stacks);
+	free(c);
 }
 
 int strobe_collapse(const char *in, size_t len, const char *name, const strobe_collapse_opts *o,
 		    strobe_collapse_emit emit, void *ctx, strobe_err *err)
 {
-	collapse c = {.o = o, .kernel = o->kernel || o->all, .jit = o->jit || o->all};
-	int r = 0;
-	if (o->inline_ || o->context)
-		return strobe_errf(err, -ENOTSUP,
-				   "--inline and --context (addr2line per frame) are not supported");
-	if (o->event_filter && *o->event_filter) {
-		c.event_len = strlen(o->event_filter);
-		if (c.event_len >= sizeof(c.event))
-			return strobe_errf(err, -EINVAL, "--event-filter: name too long");
-		memcpy(c.event, o->event_filter, c.event_len);
-		c.event_set = true;
-	}
-	const char *p = in, *end = in + len;
-	size_t lineno = 0;
-	while (p < end && !r) {
-		lineno++;
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = (size_t)((nl ? nl : end) - p);
-		const char *l = p;
-		p = nl ? nl + 1 : end;
-		if (n && l[0] == '#')
-			continue;
-		if (n == 0) {
-			r = end_of_stack(&c);
-			continue;
-		}
-		span comm, pid, tid;
-		if (event_line(l, n, &comm, &pid, &tid))
-			r = on_event_line(&c, comm, pid, tid, l, n);
-		else
-			r = on_stack_line(&c, l, n, lineno, name, err);
-	}
-	/* Like the perl script, a sample not followed by a blank line is not counted. */
-	uint32_t *order = NULL;
-	if (!r && !(order = malloc((c.stacks.n ? c.stacks.n : 1) * sizeof(*order))))
-		r = -ENOMEM;
-	if (!r) {
-		for (uint32_t i = 0; i < c.stacks.n; i++)
-			order[i] = i;
-		sort_tab = &c.stacks;
-		qsort(order, c.stacks.n, sizeof(*order), key_cmp);
-		for (uint32_t i = 0; i < c.stacks.n && !r; i++) {
-			size_t kl;
-			const char *k = strobe_itab_get(&c.stacks, order[i], &kl);
-			r = emit(k, kl, c.counts[order[i]], ctx);
-		}
-	}
-	if (r == -ENOMEM)
-		strobe_errf(err, r, "%s: out of memory", name);
-	free(order);
-	free(c.frames.p);
-	free(c.fr);
-	free(c.group);
-	free(c.pname.p);
-	free(c.key.p);
-	free(c.tmp.p);
-	free(c.counts);
-	strobe_itab_free(&c.stacks);
+	strobe_collapser *c = strobe_collapser_new(name, o);
+	if (!c)
+		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
+	int r = strobe_collapser_feed(c, in, len, err);
+	if (!r)
+		r = strobe_collapser_finish(c, emit, ctx, err);
+	strobe_collapser_free(c);
 	return r;
 }

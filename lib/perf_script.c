@@ -1,57 +1,131 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * `perf script` text as a profile: collapsed exactly as stackcollapse-perf.pl does (process name
- * as the root frame, kernel and user frames), then read as folded stacks, so every command that
- * takes a profile takes perf's output directly.
+ * `perf script` text as a profile, or as folded text, so every command that takes a profile
+ * takes perf's output directly. The stacks are exactly those of `strobe collapse` with no options (process name as
+ * the root frame, then kernel and user frames, root first), built straight into the model: one
+ * sample type samples/count, each distinct stack one sample, labelled comm=<process name>.
+ *
+ * The collapser hands over each stack as "comm;root;...;leaf" text; its frames are split on ';'
+ * as any reader of folded stacks would (frame names have had their ';' turned into ':', so only
+ * a process name can hold one, and it splits the same way in flamegraph.pl).
  */
 #include <errno.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "strobe/codec.h"
 #include "strobe/collapse.h"
 
-static int to_folded(const char *stack, size_t len, uint64_t count, void *ctx)
+typedef struct build {
+	strobe_profile *p;
+	uint32_t comm_key; /* string id of "comm" */
+	size_t nsamples;
+} build;
+
+static int add_stack(const char *stack, size_t len, uint64_t count, void *ctx)
 {
-	FILE *f = ctx;
-	fwrite(stack, 1, len, f);
-	fprintf(f, " %llu\n", (unsigned long long)count);
-	return ferror(f) ? -EIO : 0;
+	build *b = ctx;
+	strobe_profile *p = b->p;
+	uint32_t node = 0, labels = 0;
+	const char *f = stack, *end = stack + len;
+	for (bool first = true;; first = false) {
+		const char *semi = memchr(f, ';', (size_t)(end - f));
+		const char *fe = semi ? semi : end;
+		uint32_t loc = strobe_location_for_name(p, f, (size_t)(fe - f));
+		if (loc == UINT32_MAX || (node = strobe_stack_push(p, node, loc)) == UINT32_MAX)
+			return -ENOMEM;
+		if (first && fe > f) {
+			strobe_label l = {.key = b->comm_key, .str = strobe_str_intern(p, f,
+										   (size_t)(fe - f))};
+			if (l.str == UINT32_MAX ||
+			    (labels = strobe_labelset_intern(p, &l, 1)) == UINT32_MAX)
+				return -ENOMEM;
+		}
+		if (!semi)
+			break;
+		f = semi + 1;
+	}
+	int64_t v = count > INT64_MAX ? INT64_MAX : (int64_t)count;
+	b->nsamples++;
+	return strobe_sample_add(p, node, labels, &v);
+}
+
+typedef struct text {
+	char *p;
+	size_t n, cap;
+} text;
+
+/* "stack count\n" appended, without stdio: this is the flamegraph fast path. */
+static int add_line(const char *stack, size_t len, uint64_t count, void *ctx)
+{
+	text *t = ctx;
+	if (len + 32 > t->cap - t->n) {
+		size_t nc = t->cap ? t->cap * 2 : 1 << 16;
+		while (nc - t->n < len + 32)
+			nc *= 2;
+		char *np = realloc(t->p, nc);
+		if (!np)
+			return -ENOMEM;
+		t->p = np;
+		t->cap = nc;
+	}
+	memcpy(t->p + t->n, stack, len);
+	t->n += len;
+	char num[24];
+	size_t i = sizeof(num);
+	do
+		num[--i] = (char)('0' + count % 10);
+	while ((count /= 10) != 0);
+	t->p[t->n++] = ' ';
+	memcpy(t->p + t->n, num + i, sizeof(num) - i);
+	t->n += sizeof(num) - i;
+	t->p[t->n++] = '\n';
+	return 0;
 }
 
 int strobe_perf_script_fold(const char *buf, size_t len, const char *name, char **out,
 			    size_t *outlen, strobe_err *err)
 {
-	char *text = NULL;
-	size_t tlen = 0;
-	FILE *f = open_memstream(&text, &tlen);
-	if (!f)
-		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
+	text t = {0};
 	strobe_collapse_opts o = {0};
-	int r = strobe_collapse(buf, len, name, &o, to_folded, f, err);
-	if (fclose(f) != 0 && r == 0)
-		r = strobe_errf(err, -ENOMEM, "%s: out of memory", name);
-	if (r == 0 && tlen == 0)
+	int r = strobe_collapse(buf, len, name, &o, add_line, &t, err);
+	if (r == -ENOMEM)
+		strobe_errf(err, r, "%s: out of memory", name);
+	else if (r == 0 && t.n == 0)
 		r = strobe_errf(err, -EINVAL, "%s: no samples with call stacks in perf script input",
 				name);
 	if (r < 0) {
-		free(text);
+		free(t.p);
 		return r;
 	}
-	*out = text;
-	*outlen = tlen;
+	*out = t.p;
+	*outlen = t.n;
 	return 0;
 }
 
 int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
 			      strobe_err *err)
 {
-	char *text;
-	size_t tlen;
-	int r = strobe_perf_script_fold(buf, len, name, &text, &tlen, err);
-	if (r == 0) {
-		r = strobe_folded_decode(text, tlen, name, out, err);
-		free(text);
+	build b = {0};
+	int r;
+	if (!(b.p = strobe_profile_new()) ||
+	    (r = strobe_profile_add_type(b.p, "samples", "count")) < 0 ||
+	    (b.comm_key = strobe_str_intern0(b.p, "comm")) == UINT32_MAX) {
+		strobe_profile_free(b.p);
+		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
 	}
-	return r;
+	strobe_collapse_opts o = {0};
+	r = strobe_collapse(buf, len, name, &o, add_stack, &b, err);
+	if (r == -ENOMEM)
+		strobe_errf(err, r, "%s: out of memory", name);
+	else if (r == 0 && b.nsamples == 0)
+		r = strobe_errf(err, -EINVAL, "%s: no samples with call stacks in perf script input",
+				name);
+	if (r < 0) {
+		strobe_profile_free(b.p);
+		return r;
+	}
+	*out = b.p;
+	return 0;
 }

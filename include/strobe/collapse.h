@@ -24,6 +24,8 @@ typedef struct strobe_collapse_opts {
 	bool addrs;  /* --addrs: unknown symbols as their address */
 	bool inline_; /* --inline: expand inlined frames (needs addr2line; perl's option) */
 	bool context; /* --context: keep source context (perl's option, with --inline) */
+	bool srcline; /* --srcline: input is `perf script -F+srcline`; append each frame's
+		       * source line as perl does */
 	const char *event_filter; /* --event-filter NAME: only samples of this event */
 } strobe_collapse_opts;
 
@@ -32,6 +34,17 @@ typedef struct strobe_collapse_opts {
 typedef int (*strobe_collapse_emit)(const char *stack, size_t len, uint64_t count, void *ctx);
 int strobe_collapse(const char *buf, size_t len, const char *name, const strobe_collapse_opts *o,
 		    strobe_collapse_emit emit, void *ctx, strobe_err *err);
+
+/* The same in pieces, for input read as it comes (a pipe, or a big file read in chunks, which
+ * is cheaper than holding it all): feed the text in pieces of any size (a line may span two),
+ * then finish, which emits as above. strobe_collapse is new + feed + finish + free. After an
+ * error, feed and finish return it again. new copies name and opts; NULL and errno on ENOMEM. */
+typedef struct strobe_collapser strobe_collapser;
+strobe_collapser *strobe_collapser_new(const char *name, const strobe_collapse_opts *o);
+int strobe_collapser_feed(strobe_collapser *c, const char *buf, size_t len, strobe_err *err);
+int strobe_collapser_finish(strobe_collapser *c, strobe_collapse_emit emit, void *ctx,
+			    strobe_err *err);
+void strobe_collapser_free(strobe_collapser *c);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
 # strobe collapse against stackcollapse-perf.pl's own test vectors: for every perf script input of
 # FlameGraph's test suite ($TESTDATA/flamegraph-perf) and every option, the output must equal the
 # expected file byte for byte (the FlameGraph runner compares with diff -u). Then strobe's own
-# cases in tests/golden/collapse/NAME.perf with NAME.OPT.folded expected outputs.
+# cases in tests/golden/collapse/NAME.perf with NAME.OPT.folded expected outputs (OPT "none" for
+# no option; "event-filter=EV" becomes --event-filter=EV), made with stackcollapse-perf.pl.
 set -u
 st=0
 check() { # name input opt expected
@@ -44,4 +45,13 @@ if [ $rc = 2 ] && grep -q 'empty.perf: empty input' "$TMPDIR/err" && [ ! -s "$TM
 "$STROBE" collapse "$TMPDIR/huge.perf" > "$TMPDIR/out" 2> "$TMPDIR/err"; rc=$?
 if [ $rc = 2 ] && grep -q 'huge.perf:2: frame name of 10485760 bytes exceeds' "$TMPDIR/err" && [ "$(wc -l < "$TMPDIR/err")" = 1 ]; then
   echo "ok collapse/bad/10MB-frame"; else echo "FAIL collapse/bad/10MB-frame: exit $rc, stderr: $(head -c 300 "$TMPDIR/err")"; st=1; fi
+# Binary garbage: whatever perl would ignore is ignored; never a crash or a sanitizer report.
+head -c 300000 /dev/urandom > "$TMPDIR/garbage.perf"
+"$STROBE" collapse --all --srcline "$TMPDIR/garbage.perf" > "$TMPDIR/out" 2> "$TMPDIR/err"; rc=$?
+if { [ $rc = 0 ] || [ $rc = 2 ]; } && ! grep -q Sanitizer "$TMPDIR/err"; then
+  echo "ok collapse/bad/garbage"; else echo "FAIL collapse/bad/garbage: exit $rc: $(head -c 300 "$TMPDIR/err")"; st=1; fi
+# stdin, in pieces through a pipe, gives what the file gives.
+f=$dir/perf-vertx-stacks-01.txt
+if cat "$f" | "$STROBE" collapse --tid - | cmp -s - "$dir/expected/perf-vertx-stacks-01-collapsed-tid.txt"; then
+  echo "ok collapse/stdin-pipe"; else echo "FAIL collapse/stdin-pipe: output differs from the file's"; st=1; fi
 exit $st
