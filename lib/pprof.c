@@ -4,13 +4,22 @@
  *
  * Decoding trusts nothing: every string index, every id a sample or location names, and every
  * value count is checked, and a violation is an error that says which entity and which id, so a
- * corrupt upload is rejected with a reason rather than half-read. pprof ids are arbitrary
- * uint64s; they are mapped to the model's dense ids through an interning table keyed by the id.
+ * corrupt upload is rejected with a reason rather than half-read. The rules are those of the
+ * reference reader (github.com/google/pprof/profile: postDecode + CheckValid), made stricter
+ * where it silently drops a dangling reference: a profile strobe accepts is one `go tool pprof`
+ * accepts, and so is everything strobe writes from it. pprof ids are arbitrary uint64s; they are
+ * mapped to the model's dense ids through an interning table keyed by the id.
  *
  * Encoding writes the model's tables as they are: model ids become pprof ids (dense, from 1),
  * the string table is the model's in id order (index 0 is ""), location lists are leaf first.
+ *
+ * Strings are carried with their exact length both ways (protobuf-c itself hands strings out as
+ * NUL-terminated C strings, which would cut a label value with a NUL byte in it short), so a
+ * profile read and written again keeps every byte of every string.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,164 +28,278 @@
 
 typedef Perftools__Profiles__Profile PbProfile;
 
+/* Profile.string_table is field 6, length-delimited: tag (6 << 3) | 2. */
+#define STRING_TABLE_TAG 0x32u
+
+typedef struct span {
+	const uint8_t *p;
+	size_t len;
+} span;
+
+/* pprof ids of one table -> model ids. Writers number their entities 1..n in table order (Go's
+ * runtime and strobe both do), and then the pb index is id - 1 with no lookup at all: that is
+ * half the hashing of a decode, one lookup per frame of every sample. Any other numbering goes
+ * through the interning table. */
+typedef struct idmap {
+	strobe_itab ids;   /* pprof id -> index in the pb array */
+	uint32_t *model;   /* index in the pb array -> model id */
+	size_t n;          /* entities registered so far */
+	bool dense;        /* so far, entity i has id i + 1 */
+} idmap;
+
 typedef struct dec {
 	const PbProfile *pb;
 	strobe_profile *p;
 	const char *name;
 	strobe_err *err;
 	uint32_t *str;        /* pprof string index -> model string id */
-	strobe_itab fn_ids, map_ids, loc_ids; /* pprof id -> index in the pb array */
-	uint32_t *fn, *map, *loc; /* index in the pb array -> model id */
+	idmap fn, map, loc;
 } dec;
 
-static int bad(dec *d, const char *fmt, const char *what, size_t idx, uint64_t v)
+/* -EINVAL with "<name>: invalid pprof: <what>". */
+__attribute__((format(printf, 2, 3))) static int bad(dec *d, const char *fmt, ...)
 {
-	char msg[200];
-	snprintf(msg, sizeof(msg), fmt, what, idx, (unsigned long long)v);
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	return strobe_errf(d->err, -EINVAL, "%s: invalid pprof: %s", d->name, msg);
 }
 
 /* A string index as a model string id, or UINT32_MAX (after setting the error) when out of
- * range. */
-static uint32_t sref(dec *d, int64_t idx, const char *what, size_t which)
+ * range. `what` and `which` name the entity for the message, `field` its field. */
+static uint32_t sref(dec *d, int64_t idx, const char *what, size_t which, const char *field)
 {
 	if (idx < 0 || (uint64_t)idx >= d->pb->n_string_table) {
-		bad(d, "%s %zu refers to string %lld, outside the string table",
-		    what, which, (uint64_t)idx);
+		bad(d, "%s %zu refers to string %lld (%s), outside the string table of %zu", what,
+		    which, (long long)idx, field, d->pb->n_string_table);
 		return UINT32_MAX;
 	}
 	return d->str[idx];
 }
 
 /* Model id of the entity with pprof id `id` (0 = none), or UINT32_MAX after an error. */
-static uint32_t idref(dec *d, const strobe_itab *t, const uint32_t *model, uint64_t id,
-		      const char *what, size_t which, const char *target)
+static uint32_t idref(dec *d, const idmap *m, uint64_t id, const char *what, size_t which,
+		      const char *target)
 {
 	if (id == 0)
 		return 0;
-	uint32_t i = strobe_itab_find(t, &id, sizeof(id));
+	uint32_t i;
+	if (m->dense)
+		i = id <= m->n ? (uint32_t)(id - 1) : UINT32_MAX;
+	else
+		i = strobe_itab_find(&m->ids, &id, sizeof(id));
 	if (i == UINT32_MAX) {
-		strobe_errf(d->err, -EINVAL,
-			    "%s: invalid pprof: %s %zu refers to %s id %llu that does not exist",
-			    d->name, what, which, target, (unsigned long long)id);
+		bad(d, "%s %zu refers to %s id %llu that does not exist", what, which, target,
+		    (unsigned long long)id);
 		return UINT32_MAX;
 	}
-	return model[i];
+	return m->model[i];
 }
 
-/* Strings, functions, mappings and locations, in dependency order. */
+/* Registers the pprof id of entity i (registered in order) of a table; ids must be non-zero
+ * and unique. The interning table is filled only once the numbering stops being dense. */
+static int add_id(dec *d, idmap *m, uint64_t id, const char *what, size_t i)
+{
+	uint32_t got;
+	bool added;
+	if (id == 0)
+		return bad(d, "%s %zu has id 0 (ids start at 1)", what, i);
+	if (m->dense && id == i + 1) {
+		m->n = i + 1;
+		return 0;
+	}
+	if (m->dense) { /* first id out of line: the ones before it go into the table now */
+		m->dense = false;
+		for (uint64_t k = 1; k <= i; k++) {
+			int r = strobe_itab_intern(&m->ids, &k, sizeof(k), &got, NULL);
+			if (r < 0)
+				return r;
+		}
+	}
+	int r = strobe_itab_intern(&m->ids, &id, sizeof(id), &got, &added);
+	if (r < 0)
+		return r;
+	if (!added)
+		return bad(d, "%s %zu repeats id %llu", what, i, (unsigned long long)id);
+	m->n = i + 1;
+	return 0;
+}
+
+/* ---- the string table with exact lengths ---------------------------------------------------- */
+
+static int varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
+{
+	uint64_t x = 0;
+	for (unsigned shift = 0; shift < 64 && *pos < len; shift += 7) {
+		uint8_t c = b[(*pos)++];
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Finds the n string_table entries among the message's top-level fields. Runs only on a buffer
+ * protobuf-c has already accepted, so a walk that disagrees with it (-EINVAL) means "use what
+ * protobuf-c gave", never a rejection. */
+static int string_spans(const uint8_t *b, size_t len, span *out, size_t n)
+{
+	size_t pos = 0, k = 0;
+	while (pos < len) {
+		uint64_t key, v;
+		if (varint(b, len, &pos, &key) < 0)
+			return -EINVAL;
+		switch (key & 7) {
+		case 0:
+			if (varint(b, len, &pos, &v) < 0)
+				return -EINVAL;
+			break;
+		case 1:
+			if (len - pos < 8)
+				return -EINVAL;
+			pos += 8;
+			break;
+		case 5:
+			if (len - pos < 4)
+				return -EINVAL;
+			pos += 4;
+			break;
+		case 2:
+			if (varint(b, len, &pos, &v) < 0 || v > len - pos)
+				return -EINVAL;
+			if (key == STRING_TABLE_TAG) {
+				if (k == n)
+					return -EINVAL;
+				out[k++] = (span){b + pos, (size_t)v};
+			}
+			pos += (size_t)v;
+			break;
+		default: /* groups: not in profile.proto */
+			return -EINVAL;
+		}
+	}
+	return k == n ? 0 : -EINVAL;
+}
+
+/* ---- decoding ------------------------------------------------------------------------------- */
+
+static int decode_strings(dec *d, const uint8_t *buf, size_t len)
+{
+	const PbProfile *pb = d->pb;
+	/* Go's reader refuses a profile without the leading "", and every profile refers to
+	 * string 0 (drop_frames and friends default to it), so an empty table is no profile. */
+	if (!pb->n_string_table)
+		return bad(d, "the string table is empty (string_table[0] must be the empty string)");
+	span *sp = malloc(pb->n_string_table * sizeof(*sp));
+	if (!sp)
+		return -ENOMEM;
+	if (string_spans(buf, len, sp, pb->n_string_table) < 0)
+		for (size_t i = 0; i < pb->n_string_table; i++)
+			sp[i] = (span){(const uint8_t *)pb->string_table[i],
+				       strlen(pb->string_table[i])};
+	if (sp[0].len != 0) {
+		free(sp);
+		return bad(d, "string_table[0] must be the empty string");
+	}
+	int r = 0;
+	for (size_t i = 0; i < pb->n_string_table; i++) {
+		if (sp[i].len > STROBE_MAX_INPUT) { /* cannot happen; keeps the cast honest */
+			r = -EINVAL;
+			break;
+		}
+		d->str[i] = strobe_str_intern(d->p, (const char *)sp[i].p, sp[i].len);
+		if (d->str[i] == UINT32_MAX) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+	free(sp);
+	return r;
+}
+
+/* Functions, mappings and locations, in dependency order. */
 static int decode_tables(dec *d)
 {
 	const PbProfile *pb = d->pb;
 	strobe_profile *p = d->p;
 	int r;
-	if (pb->n_string_table && pb->string_table[0][0] != '\0')
-		return strobe_errf(d->err, -EINVAL,
-				   "%s: invalid pprof: string_table[0] must be the empty string",
-				   d->name);
-	d->str = malloc((pb->n_string_table + 1) * sizeof(*d->str));
-	d->fn = malloc((pb->n_function + 1) * sizeof(*d->fn));
-	d->map = malloc((pb->n_mapping + 1) * sizeof(*d->map));
-	d->loc = malloc((pb->n_location + 1) * sizeof(*d->loc));
-	if (!d->str || !d->fn || !d->map || !d->loc)
-		return -ENOMEM;
-	for (size_t i = 0; i < pb->n_string_table; i++) {
-		const char *s = pb->string_table[i];
-		if ((d->str[i] = strobe_str_intern(p, s, strlen(s))) == UINT32_MAX)
-			return -ENOMEM;
-	}
-	/* Functions. */
 	for (size_t i = 0; i < pb->n_function; i++) {
-		uint64_t id = pb->function[i]->id;
-		uint32_t got;
-		bool added;
-		if (id == 0)
-			return bad(d, "%s %zu has id %llu (ids start at 1)", "function", i, id);
-		if ((r = strobe_itab_intern(&d->fn_ids, &id, sizeof(id), &got, &added)) < 0)
-			return r;
-		if (!added)
-			return bad(d, "%s %zu repeats id %llu", "function", i, id);
 		const Perftools__Profiles__Function *f = pb->function[i];
+		if ((r = add_id(d, &d->fn, f->id, "function", i)) < 0)
+			return r;
 		strobe_function m = {0};
-		if ((m.name = sref(d, f->name, "function", i)) == UINT32_MAX ||
-		    (m.system_name = sref(d, f->system_name, "function", i)) == UINT32_MAX ||
-		    (m.filename = sref(d, f->filename, "function", i)) == UINT32_MAX)
+		if ((m.name = sref(d, f->name, "function", i, "name")) == UINT32_MAX ||
+		    (m.system_name = sref(d, f->system_name, "function", i, "system_name")) ==
+			    UINT32_MAX ||
+		    (m.filename = sref(d, f->filename, "function", i, "filename")) == UINT32_MAX)
 			return -EINVAL;
 		m.start_line = f->start_line;
-		if ((d->fn[i] = strobe_function_intern(p, &m)) == UINT32_MAX)
+		if ((d->fn.model[i] = strobe_function_intern(p, &m)) == UINT32_MAX)
 			return -ENOMEM;
 	}
-	/* Mappings. */
 	for (size_t i = 0; i < pb->n_mapping; i++) {
 		const Perftools__Profiles__Mapping *mp = pb->mapping[i];
-		uint64_t id = mp->id;
-		uint32_t got;
-		bool added;
-		if (id == 0)
-			return bad(d, "%s %zu has id %llu (ids start at 1)", "mapping", i, id);
-		if ((r = strobe_itab_intern(&d->map_ids, &id, sizeof(id), &got, &added)) < 0)
+		if ((r = add_id(d, &d->map, mp->id, "mapping", i)) < 0)
 			return r;
-		if (!added)
-			return bad(d, "%s %zu repeats id %llu", "mapping", i, id);
 		strobe_mapping m = {.start = mp->memory_start, .limit = mp->memory_limit,
 				    .offset = mp->file_offset,
 				    .has_functions = mp->has_functions != 0,
 				    .has_filenames = mp->has_filenames != 0,
 				    .has_line_numbers = mp->has_line_numbers != 0,
 				    .has_inline_frames = mp->has_inline_frames != 0};
-		if ((m.filename = sref(d, mp->filename, "mapping", i)) == UINT32_MAX ||
-		    (m.build_id = sref(d, mp->build_id, "mapping", i)) == UINT32_MAX)
+		if ((m.filename = sref(d, mp->filename, "mapping", i, "filename")) == UINT32_MAX ||
+		    (m.build_id = sref(d, mp->build_id, "mapping", i, "build_id")) == UINT32_MAX)
 			return -EINVAL;
-		if ((d->map[i] = strobe_mapping_intern(p, &m)) == UINT32_MAX)
+		if ((d->map.model[i] = strobe_mapping_intern(p, &m)) == UINT32_MAX)
 			return -ENOMEM;
 	}
-	/* Locations. */
-	strobe_line *lines = NULL;
-	size_t lines_cap = 0;
+	/* Locations. Their lines go through one buffer sized for the largest. */
+	size_t maxline = 0;
+	for (size_t i = 0; i < pb->n_location; i++)
+		if (pb->location[i]->n_line > maxline)
+			maxline = pb->location[i]->n_line;
+	if (maxline > STROBE_MAX_DEPTH)
+		maxline = STROBE_MAX_DEPTH; /* a longer one is rejected below */
+	strobe_line *lines = malloc((maxline + 1) * sizeof(*lines));
+	if (!lines)
+		return -ENOMEM;
 	r = 0;
 	for (size_t i = 0; i < pb->n_location && !r; i++) {
 		const Perftools__Profiles__Location *l = pb->location[i];
-		uint64_t id = l->id;
-		uint32_t got, mapping;
-		bool added;
-		if (id == 0) {
-			r = bad(d, "%s %zu has id %llu (ids start at 1)", "location", i, id);
+		uint32_t mapping;
+		if ((r = add_id(d, &d->loc, l->id, "location", i)) < 0)
 			break;
-		}
-		if ((r = strobe_itab_intern(&d->loc_ids, &id, sizeof(id), &got, &added)) < 0)
-			break;
-		if (!added) {
-			r = bad(d, "%s %zu repeats id %llu", "location", i, id);
-			break;
-		}
-		if ((mapping = idref(d, &d->map_ids, d->map, l->mapping_id, "location", i,
+		if ((mapping = idref(d, &d->map, l->mapping_id, "location", i,
 				     "mapping")) == UINT32_MAX) {
 			r = -EINVAL;
 			break;
 		}
 		if (l->n_line > STROBE_MAX_DEPTH) {
-			r = bad(d, "%s %zu has %llu lines (inlined frames)", "location", i,
-				l->n_line);
+			r = bad(d, "location %zu has %zu lines (inlined frames; limit %u)", i,
+				l->n_line, STROBE_MAX_DEPTH);
 			break;
-		}
-		if (l->n_line > lines_cap) {
-			lines_cap = l->n_line * 2;
-			free(lines);
-			if (!(lines = malloc(lines_cap * sizeof(*lines)))) {
-				r = -ENOMEM;
-				break;
-			}
 		}
 		for (size_t j = 0; j < l->n_line && !r; j++) {
 			memset(&lines[j], 0, sizeof(lines[j]));
-			lines[j].function = idref(d, &d->fn_ids, d->fn, l->line[j]->function_id,
+			/* A line without a function is one Go's reader rejects ("a line with nil
+			 * function"): refuse it here rather than write it out again. */
+			if (l->line[j]->function_id == 0) {
+				r = bad(d, "location %zu line %zu has no function (function id 0)", i,
+					j);
+				break;
+			}
+			lines[j].function = idref(d, &d->fn, l->line[j]->function_id,
 						  "location", i, "function");
 			if (lines[j].function == UINT32_MAX)
 				r = -EINVAL;
 			lines[j].line = l->line[j]->line;
 			lines[j].column = l->line[j]->column;
 		}
-		if (!r && (d->loc[i] = strobe_location_intern(p, mapping, l->address, lines,
+		if (!r && (d->loc.model[i] = strobe_location_intern(p, mapping, l->address, lines,
 							       (uint32_t)l->n_line,
 							       l->is_folded)) == UINT32_MAX)
 			r = -ENOMEM;
@@ -191,41 +314,54 @@ static int decode_samples(dec *d)
 	strobe_profile *p = d->p;
 	strobe_label *labels = NULL;
 	size_t labels_cap = 0;
+	/* The previous sample's frames root first and the stack id of each prefix: consecutive
+	 * samples mostly share their outer frames (main, the thread's entry, the runtime), and a
+	 * shared prefix needs no lookup in the stack table, the costliest step of a decode. */
+	uint32_t *prev_loc = malloc(2 * STROBE_MAX_DEPTH * sizeof(*prev_loc));
+	uint32_t *prev_stack = prev_loc + STROBE_MAX_DEPTH;
+	size_t prev_depth = 0;
+	if (!prev_loc)
+		return -ENOMEM;
 	int r = 0;
 	for (size_t i = 0; i < pb->n_sample && !r; i++) {
 		const Perftools__Profiles__Sample *s = pb->sample[i];
 		if (s->n_value != p->ntypes) {
-			r = strobe_errf(d->err, -EINVAL,
-					"%s: invalid pprof: sample %zu has %zu values for %u sample "
-					"types",
-					d->name, i, s->n_value, p->ntypes);
+			r = bad(d, "sample %zu has %zu values for %u sample types", i, s->n_value,
+				p->ntypes);
 			break;
 		}
 		if (s->n_location_id > STROBE_MAX_DEPTH) {
-			r = strobe_errf(d->err, -EINVAL,
-					"%s: invalid pprof: sample %zu is %zu frames deep (limit %u)",
-					d->name, i, s->n_location_id, STROBE_MAX_DEPTH);
+			r = bad(d, "sample %zu is %zu frames deep (limit %u)", i, s->n_location_id,
+				STROBE_MAX_DEPTH);
 			break;
 		}
+		/* pprof lists the leaf first; the stack tree is built from the root down. */
 		uint32_t stack = 0;
-		for (size_t j = s->n_location_id; j-- > 0;) { /* leaf first in pprof */
+		bool shared = true;
+		for (size_t j = s->n_location_id, k = 0; j-- > 0; k++) {
 			uint64_t id = s->location_id[j];
 			if (id == 0) {
-				r = strobe_errf(d->err, -EINVAL,
-						"%s: invalid pprof: sample %zu refers to location id 0",
-						d->name, i);
+				r = bad(d, "sample %zu refers to location id 0", i);
 				break;
 			}
-			uint32_t loc = idref(d, &d->loc_ids, d->loc, id, "sample", i, "location");
+			uint32_t loc = idref(d, &d->loc, id, "sample", i, "location");
 			if (loc == UINT32_MAX) {
 				r = -EINVAL;
 				break;
 			}
+			if (shared && k < prev_depth && prev_loc[k] == loc) {
+				stack = prev_stack[k];
+				continue;
+			}
+			shared = false;
 			if ((stack = strobe_stack_push(p, stack, loc)) == UINT32_MAX) {
 				r = -ENOMEM;
 				break;
 			}
+			prev_loc[k] = loc;
+			prev_stack[k] = stack;
 		}
+		prev_depth = r ? 0 : s->n_location_id;
 		if (r)
 			break;
 		if (s->n_label > labels_cap) {
@@ -239,12 +375,12 @@ static int decode_samples(dec *d)
 		for (size_t j = 0; j < s->n_label; j++) {
 			const Perftools__Profiles__Label *l = s->label[j];
 			memset(&labels[j], 0, sizeof(labels[j]));
-			if ((labels[j].key = sref(d, l->key, "sample label of sample", i)) ==
+			if ((labels[j].key = sref(d, l->key, "sample", i, "label key")) ==
 				    UINT32_MAX ||
-			    (labels[j].str = sref(d, l->str, "sample label of sample", i)) ==
+			    (labels[j].str = sref(d, l->str, "sample", i, "label str")) ==
 				    UINT32_MAX ||
-			    (labels[j].num_unit = sref(d, l->num_unit, "sample label of sample", i)) ==
-				    UINT32_MAX) {
+			    (labels[j].num_unit = sref(d, l->num_unit, "sample", i,
+						       "label num_unit")) == UINT32_MAX) {
 				r = -EINVAL;
 				break;
 			}
@@ -259,77 +395,95 @@ static int decode_samples(dec *d)
 		}
 		r = strobe_sample_add(p, stack, ls, s->value);
 	}
+	free(prev_loc);
 	free(labels);
 	return r;
+}
+
+/* Sample types, period, comments and the other scalars of the Profile message. */
+static int decode_header(dec *d)
+{
+	const PbProfile *pb = d->pb;
+	strobe_profile *p = d->p;
+	if (pb->n_sample && !pb->n_sample_type)
+		return bad(d, "%zu samples but no sample types", pb->n_sample);
+	if (pb->n_sample_type > UINT32_MAX / 2)
+		return bad(d, "%zu sample types", pb->n_sample_type);
+	strobe_value_type *vt = malloc((pb->n_sample_type + 1) * sizeof(*vt));
+	if (!vt)
+		return -ENOMEM;
+	for (size_t i = 0; i < pb->n_sample_type; i++)
+		if ((vt[i].type = sref(d, pb->sample_type[i]->type, "sample_type", i, "type")) ==
+			    UINT32_MAX ||
+		    (vt[i].unit = sref(d, pb->sample_type[i]->unit, "sample_type", i, "unit")) ==
+			    UINT32_MAX) {
+			free(vt);
+			return -EINVAL;
+		}
+	int r = strobe_profile_set_types(p, vt, (uint32_t)pb->n_sample_type);
+	free(vt);
+	if (r < 0)
+		return r;
+	if (pb->period_type &&
+	    ((p->period_type.type = sref(d, pb->period_type->type, "period_type", 0, "type")) ==
+		     UINT32_MAX ||
+	     (p->period_type.unit = sref(d, pb->period_type->unit, "period_type", 0, "unit")) ==
+		     UINT32_MAX))
+		return -EINVAL;
+	uint32_t dst;
+	if ((p->drop_frames = sref(d, pb->drop_frames, "profile", 0, "drop_frames")) ==
+		    UINT32_MAX ||
+	    (p->keep_frames = sref(d, pb->keep_frames, "profile", 0, "keep_frames")) ==
+		    UINT32_MAX ||
+	    (dst = sref(d, pb->default_sample_type, "profile", 0, "default_sample_type")) ==
+		    UINT32_MAX)
+		return -EINVAL;
+	/* Stored as an index into types; a name no type has is as good as none (pprof falls
+	 * back to the last type then too). */
+	p->default_type = -1;
+	if (dst)
+		for (uint32_t t = 0; t < p->ntypes; t++)
+			if (p->types[t].type == dst) {
+				p->default_type = (int32_t)t;
+				break;
+			}
+	if (pb->n_comment) {
+		if (!(p->comments = malloc(pb->n_comment * sizeof(*p->comments))))
+			return -ENOMEM;
+		for (size_t i = 0; i < pb->n_comment; i++) {
+			if ((p->comments[i] = sref(d, pb->comment[i], "comment", i, "text")) ==
+			    UINT32_MAX)
+				return -EINVAL;
+			p->ncomments++;
+		}
+	}
+	p->period = pb->period;
+	p->time_nanos = pb->time_nanos;
+	p->duration_nanos = pb->duration_nanos;
+	return 0;
 }
 
 int strobe_pprof_decode(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
 			strobe_err *err)
 {
-	dec d = {.name = name, .err = err};
+	dec d = {.name = name, .err = err, .fn.dense = true, .map.dense = true, .loc.dense = true};
+	*out = NULL;
 	PbProfile *pb = perftools__profiles__profile__unpack(NULL, len, buf);
 	if (!pb)
 		return strobe_errf(err, -EINVAL,
 				   "%s: not a valid pprof profile (protobuf decode failed)", name);
 	d.pb = pb;
 	int r = -ENOMEM;
-	if (!(d.p = strobe_profile_new()))
+	d.str = malloc((pb->n_string_table + 1) * sizeof(*d.str));
+	d.fn.model = malloc((pb->n_function + 1) * sizeof(*d.fn.model));
+	d.map.model = malloc((pb->n_mapping + 1) * sizeof(*d.map.model));
+	d.loc.model = malloc((pb->n_location + 1) * sizeof(*d.loc.model));
+	if (!d.str || !d.fn.model || !d.map.model || !d.loc.model || !(d.p = strobe_profile_new()))
 		goto out;
-	if ((r = decode_tables(&d)) < 0)
+	if ((r = decode_strings(&d, buf, len)) < 0 || (r = decode_header(&d)) < 0 ||
+	    (r = decode_tables(&d)) < 0)
 		goto out;
-	for (size_t i = 0; i < pb->n_sample_type; i++) {
-		strobe_value_type vt;
-		if ((vt.type = sref(&d, pb->sample_type[i]->type, "sample_type", i)) == UINT32_MAX ||
-		    (vt.unit = sref(&d, pb->sample_type[i]->unit, "sample_type", i)) == UINT32_MAX) {
-			r = -EINVAL;
-			goto out;
-		}
-		strobe_value_type *t = realloc(d.p->types, (d.p->ntypes + 1) * sizeof(*t));
-		if (!t) {
-			r = -ENOMEM;
-			goto out;
-		}
-		t[d.p->ntypes++] = vt;
-		d.p->types = t;
-	}
-	if (pb->period_type &&
-	    ((d.p->period_type.type = sref(&d, pb->period_type->type, "period_type", 0)) ==
-		     UINT32_MAX ||
-	     (d.p->period_type.unit = sref(&d, pb->period_type->unit, "period_type", 0)) ==
-		     UINT32_MAX)) {
-		r = -EINVAL;
-		goto out;
-	}
-	uint32_t dst = 0;
-	if ((d.p->drop_frames = sref(&d, pb->drop_frames, "drop_frames", 0)) == UINT32_MAX ||
-	    (d.p->keep_frames = sref(&d, pb->keep_frames, "keep_frames", 0)) == UINT32_MAX ||
-	    (dst = sref(&d, pb->default_sample_type, "default_sample_type", 0)) == UINT32_MAX) {
-		r = -EINVAL;
-		goto out;
-	}
-	if (dst)
-		for (uint32_t t = 0; t < d.p->ntypes; t++)
-			if (d.p->types[t].type == dst) {
-				d.p->default_type = (int32_t)t;
-				break;
-			}
-	if (pb->n_comment) {
-		if (!(d.p->comments = malloc(pb->n_comment * sizeof(*d.p->comments)))) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < pb->n_comment; i++) {
-			if ((d.p->comments[i] = sref(&d, pb->comment[i], "comment", i)) == UINT32_MAX) {
-				r = -EINVAL;
-				goto out;
-			}
-			d.p->ncomments++;
-		}
-	}
-	d.p->period = pb->period;
-	d.p->time_nanos = pb->time_nanos;
-	d.p->duration_nanos = pb->duration_nanos;
-	/* Reserve the sample and stack tables once: at most one stack node per location id. */
+	/* Size the stack and sample tables once: at most one stack node per location id. */
 	size_t nodes = 1;
 	for (size_t i = 0; i < pb->n_sample; i++)
 		nodes += pb->sample[i]->n_location_id;
@@ -346,12 +500,12 @@ out:
 		strobe_errf(err, r, "%s: out of memory", name);
 	perftools__profiles__profile__free_unpacked(pb, NULL);
 	free(d.str);
-	free(d.fn);
-	free(d.map);
-	free(d.loc);
-	strobe_itab_free(&d.fn_ids);
-	strobe_itab_free(&d.map_ids);
-	strobe_itab_free(&d.loc_ids);
+	free(d.fn.model);
+	free(d.map.model);
+	free(d.loc.model);
+	strobe_itab_free(&d.fn.ids);
+	strobe_itab_free(&d.map.ids);
+	strobe_itab_free(&d.loc.ids);
 	if (r < 0) {
 		strobe_profile_free(d.p);
 		return r;
@@ -361,6 +515,53 @@ out:
 }
 
 /* ---- encoding ---------------------------------------------------------------------------- */
+
+static size_t varint_size(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *put_varint(uint8_t *o, uint64_t v)
+{
+	while (v >= 0x80) {
+		*o++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (uint8_t)v;
+	return o;
+}
+
+/* The protobuf-c message (all but the string table), packed, followed by the string table
+ * written by hand with each string's exact length. Field order is free in protobuf, and every
+ * reader (Go's included) resolves string indices after the whole message is read. */
+static int pack_with_strings(const strobe_profile *p, const PbProfile *pb, uint8_t **out,
+			     size_t *outlen)
+{
+	size_t len = perftools__profiles__profile__get_packed_size(pb);
+	for (uint32_t i = 0; i < p->strings.n; i++) {
+		size_t n = strobe_str_len(p, i);
+		len += 1 + varint_size(n) + n;
+	}
+	uint8_t *raw = malloc(len ? len : 1);
+	if (!raw)
+		return -ENOMEM;
+	uint8_t *o = raw + perftools__profiles__profile__pack(pb, raw);
+	for (uint32_t i = 0; i < p->strings.n; i++) {
+		size_t n = strobe_str_len(p, i);
+		*o++ = STRING_TABLE_TAG;
+		o = put_varint(o, n);
+		memcpy(o, strobe_str(p, i), n);
+		o += n;
+	}
+	*out = raw;
+	*outlen = (size_t)(o - raw);
+	return 0;
+}
 
 int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 {
@@ -376,12 +577,11 @@ int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 	uint64_t *loc_ids = NULL;
 	int64_t *comments = NULL;
 	uint8_t *raw = NULL;
+	size_t rawlen = 0;
 	int r = -ENOMEM;
 	uint32_t nfn = p->functions.n - 1, nmap = p->mappings.n - 1, nloc = p->locations.n - 1;
 	uint32_t nsamp = strobe_nsamples(p);
 
-	pb.n_string_table = p->strings.n;
-	pb.string_table = malloc(p->strings.n * sizeof(char *));
 	pb.n_sample_type = p->ntypes;
 	pb.sample_type = malloc((p->ntypes + 1) * sizeof(*pb.sample_type));
 	vts = calloc(p->ntypes + 1, sizeof(*vts));
@@ -393,11 +593,9 @@ int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 	locs = calloc(nloc + 1, sizeof(*locs));
 	pb.sample = malloc((nsamp + 1) * sizeof(*pb.sample));
 	samples = calloc(nsamp + 1, sizeof(*samples));
-	if (!pb.string_table || !pb.sample_type || !vts || !pb.function || !fns || !pb.mapping ||
-	    !maps || !pb.location || !locs || !pb.sample || !samples)
+	if (!pb.sample_type || !vts || !pb.function || !fns || !pb.mapping || !maps ||
+	    !pb.location || !locs || !pb.sample || !samples)
 		goto out;
-	for (uint32_t i = 0; i < p->strings.n; i++)
-		pb.string_table[i] = (char *)strobe_str(p, i);
 	for (uint32_t t = 0; t < p->ntypes; t++) {
 		perftools__profiles__value_type__init(&vts[t]);
 		vts[t].type = p->types[t].type;
@@ -451,14 +649,20 @@ int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 		locs[i].mapping_id = l->mapping;
 		locs[i].address = l->address;
 		locs[i].is_folded = l->is_folded;
-		locs[i].n_line = l->nline;
 		locs[i].line = &line_ptrs[li];
-		for (uint32_t j = 0; j < l->nline; j++, li++) {
+		for (uint32_t j = 0; j < l->nline; j++) {
+			/* Only an API caller can make a line without a function (the decoder
+			 * refuses one), and Go's reader rejects the whole profile for it: leave
+			 * the line out instead. */
+			if (!l->line[j].function)
+				continue;
 			perftools__profiles__line__init(&lines[li]);
 			lines[li].function_id = l->line[j].function;
 			lines[li].line = l->line[j].line;
 			lines[li].column = l->line[j].column;
 			line_ptrs[li] = &lines[li];
+			li++;
+			locs[i].n_line++;
 		}
 		pb.location[i] = &locs[i];
 	}
@@ -516,14 +720,11 @@ int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 	pb.period = p->period;
 	if (p->default_type >= 0 && (uint32_t)p->default_type < p->ntypes)
 		pb.default_sample_type = p->types[p->default_type].type;
-	size_t len = perftools__profiles__profile__get_packed_size(&pb);
-	if (!(raw = malloc(len ? len : 1)))
+	if ((r = pack_with_strings(p, &pb, &raw, &rawlen)) < 0)
 		goto out;
-	perftools__profiles__profile__pack(&pb, raw);
-	r = strobe_gzip(raw, len, out, outlen);
+	r = strobe_gzip(raw, rawlen, out, outlen);
 out:
 	free(raw);
-	free(pb.string_table);
 	free(pb.sample_type);
 	free(vts);
 	free(pb.function);

@@ -1,50 +1,89 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# pprof written by strobe, read by the peer: every real Go profile converted by strobe must give
-# `go tool pprof -raw` the same sample types and per-type totals as the original; a folded file
-# converted to pprof must show its known total in `go tool pprof -top`; and merging a profile
-# with itself must double every total as go tool pprof sees it.
+# pprof written by strobe, read by the peer. For every real Go profile and a hand-made one
+# (sparse ids, inlined lines, numeric labels with units, a NUL byte in a string), `strobe
+# convert -t pprof` must give `go tool pprof`:
+#   - the same sample types, per-type totals and sample count (-raw),
+#   - the same stacks, labels and values for every sample type (-traces -sample_index=N),
+#   - the very same -raw listing (locations, lines, mappings, labels, header): these inputs
+#     number their entities densely in table order, as strobe writes them, so nothing may move.
+# A folded file converted to pprof must show its known total and leaf in `go tool pprof -top`,
+# and merging a profile with itself must double every total as go tool pprof sees it.
 set -u
 if ! command -v go >/dev/null; then
   echo "SKIP pprof_go: go (golang-go) is not installed"; exit 0
 fi
 export PPROF_TMPDIR=$TMPDIR HOME=${HOME:-$TMPDIR}
+here=$(cd "$(dirname "$0")" && pwd)
 st=0
-totals() { # "type/unit=total ..." from go tool pprof -raw
+fail() { echo "FAIL pprof_go/$1: $2"; st=1; }
+
+totals() { # "N samples; type/unit=total ..." from go tool pprof -raw
   go tool pprof -raw "$1" 2>/dev/null | awk '
     /^Samples:/ { getline; n = split($0, types, " "); s = 1; next }
     /^Locations/ { s = 0 }
-    s && /:/ { sub(/:.*/, ""); k = split($0, v, " "); for (i = 1; i <= k; i++) t[i] += v[i] }
-    END { for (i = 1; i <= n; i++) printf "%s=%.0f ", types[i], t[i]; print "" }'
+    s && /^ *-?[0-9]+( +-?[0-9]+)*: / { ns++; sub(/:.*/, ""); k = split($0, v, " "); for (i = 1; i <= k; i++) t[i] += v[i] }
+    END { if (n) { printf "%d samples;", ns; for (i = 1; i <= n; i++) printf " %s=%.0f", types[i], t[i]; print "" } }'
 }
-for f in "$TESTDATA"/pprof/*.pb.gz; do
-  base=$(basename "$f" .pb.gz)
-  if ! "$STROBE" convert -t pprof -o "$TMPDIR/$base.pb.gz" "$f" 2>"$TMPDIR/err"; then
-    echo "FAIL pprof_go/$base: strobe convert failed: $(head -2 "$TMPDIR/err")"; st=1; continue
+ntypes() { go tool pprof -raw "$1" 2>/dev/null | awk '/^Samples:/ { getline; print NF; exit }'; }
+
+compare() { # $1 = case name, $2 = input profile
+  local name=$1 in=$2 out=$TMPDIR/$1.pb.gz
+  if ! "$STROBE" convert -t pprof -o "$out" "$in" 2>"$TMPDIR/err"; then
+    fail "$name" "strobe convert failed: $(head -2 "$TMPDIR/err")"; return
   fi
-  want=$(totals "$f"); got=$(totals "$TMPDIR/$base.pb.gz")
+  local want got
+  want=$(totals "$in"); got=$(totals "$out")
   if [ -z "$want" ] || [ "$want" != "$got" ]; then
-    echo "FAIL pprof_go/$base: go tool pprof totals differ: original '$want', strobe '$got'"; st=1
-  else
-    echo "ok pprof_go/$base ($want)"
+    fail "$name" "go tool pprof totals differ: original '$want', strobe '$got'"; return
   fi
+  local n i
+  n=$(ntypes "$in")
+  for ((i = 0; i < n; i++)); do
+    go tool pprof -traces -sample_index=$i "$in" >"$TMPDIR/a" 2>&1
+    go tool pprof -traces -sample_index=$i "$out" >"$TMPDIR/b" 2>&1
+    if ! cmp -s "$TMPDIR/a" "$TMPDIR/b"; then
+      fail "$name" "go tool pprof -traces -sample_index=$i differs (< original, > strobe):"
+      diff "$TMPDIR/a" "$TMPDIR/b" | head -10; return
+    fi
+  done
+  go tool pprof -raw "$in" >"$TMPDIR/a" 2>&1
+  go tool pprof -raw "$out" >"$TMPDIR/b" 2>&1
+  if ! cmp -s "$TMPDIR/a" "$TMPDIR/b"; then
+    fail "$name" "go tool pprof -raw differs (< original, > strobe):"
+    diff -a "$TMPDIR/a" "$TMPDIR/b" | head -10; return
+  fi
+  echo "ok pprof_go/$name ($want)"
+}
+
+for f in "$TESTDATA"/pprof/*.pb.gz; do
+  compare "$(basename "$f" .pb.gz)" "$f"
 done
+# Hand-made, uncompressed (go tool pprof and strobe both take raw protobuf too).
+compare handmade-everything "$here/../fuzz/corpus/fuzz_pprof/handmade-everything.pb"
 
 # merge doubles
 f=$TESTDATA/pprof/go_cpu.pb.gz
-"$STROBE" merge -o "$TMPDIR/double.pb.gz" "$f" "$f"
-want=$(totals "$f" | awk '{ for (i = 1; i <= NF; i++) { split($i, a, "="); printf "%s=%.0f ", a[1], a[2] * 2 } print "" }')
-got=$(totals "$TMPDIR/double.pb.gz")
-if [ "$want" = "$got" ]; then echo "ok pprof_go/merge-doubles ($got)"; else
-  echo "FAIL pprof_go/merge-doubles: want '$want', got '$got'"; st=1; fi
-
-# folded -> pprof -> go tool pprof -top
-printf 'main;work;hash 60\nmain;work;sort 30\nmain;idle 10\n' > "$TMPDIR/k.folded"
-"$STROBE" convert -t pprof -o "$TMPDIR/k.pb.gz" "$TMPDIR/k.folded"
-top=$(go tool pprof -top "$TMPDIR/k.pb.gz" 2>/dev/null)
-if grep -q 'of 100 total' <<<"$top" && grep -qE '^ +60 +60\.00% .* hash$' <<<"$top"; then
-  echo "ok pprof_go/folded-to-pprof"
+if "$STROBE" merge -o "$TMPDIR/double.pb.gz" "$f" "$f" 2>"$TMPDIR/err"; then
+  want=$(totals "$f" | awk '{ printf "%d samples;", $1; for (i = 3; i <= NF; i++) { split($i, a, "="); printf " %s=%.0f", a[1], a[2] * 2 } print "" }')
+  got=$(totals "$TMPDIR/double.pb.gz")
+  if [ "$want" = "$got" ]; then echo "ok pprof_go/merge-doubles ($got)"; else
+    fail merge-doubles "want '$want', got '$got'"; fi
 else
-  echo "FAIL pprof_go/folded-to-pprof: go tool pprof -top printed:"; head -12 <<<"$top"; st=1
+  fail merge-doubles "strobe merge failed: $(head -2 "$TMPDIR/err")"
+fi
+
+# folded -> pprof -> go tool pprof -top: 100 in all, hash is the heaviest leaf with 60.
+printf 'main;work;hash 60\nmain;work;sort 30\nmain;idle 10\n' > "$TMPDIR/k.folded"
+if "$STROBE" convert -t pprof -o "$TMPDIR/k.pb.gz" "$TMPDIR/k.folded" 2>"$TMPDIR/err"; then
+  top=$(go tool pprof -top "$TMPDIR/k.pb.gz" 2>&1)
+  if grep -q 'of 100 total' <<<"$top" && grep -qE '^ +60 +60\.00% +60\.00% +60 +60\.00% +hash$' <<<"$top" &&
+     grep -qE '^ +0 +0% +100% +100 +100% +main$' <<<"$top"; then
+    echo "ok pprof_go/folded-to-pprof"
+  else
+    fail folded-to-pprof "go tool pprof -top printed:"; head -12 <<<"$top"
+  fi
+else
+  fail folded-to-pprof "strobe convert failed: $(head -2 "$TMPDIR/err")"
 fi
 exit $st

@@ -1,33 +1,83 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target for the pprof decoder: any input either decodes or is rejected with a
- * message; what decodes must encode, decode again, and keep its totals.
+ * libFuzzer target for the pprof codec. Any input either decodes or is rejected with a message.
+ * What decodes must encode, and that encoding must decode again to the very same model (every
+ * table entry, every value, the header: strobe writes its tables as they are and reads them
+ * back in the same order) and encode to the very same bytes: a reader and a writer that agree
+ * on everything the model holds.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "strobe/codec.h"
+
+static int same_table(const strobe_itab *a, const strobe_itab *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (uint32_t i = 0; i < a->n; i++) {
+		size_t la, lb;
+		const void *x = strobe_itab_get(a, i, &la), *y = strobe_itab_get(b, i, &lb);
+		if (la != lb || memcmp(x, y, la) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int same_profile(const strobe_profile *p, const strobe_profile *q)
+{
+	if (!same_table(&p->strings, &q->strings) || !same_table(&p->functions, &q->functions) ||
+	    !same_table(&p->mappings, &q->mappings) || !same_table(&p->locations, &q->locations) ||
+	    !same_table(&p->stacks, &q->stacks) || !same_table(&p->labelsets, &q->labelsets) ||
+	    !same_table(&p->samples, &q->samples) || p->ntypes != q->ntypes)
+		return 0;
+	if (p->ntypes && memcmp(p->types, q->types, p->ntypes * sizeof(*p->types)) != 0)
+		return 0;
+	for (uint32_t s = 1; s <= strobe_nsamples(p); s++)
+		if (memcmp(strobe_sample_values(p, s), strobe_sample_values(q, s),
+			   p->ntypes * sizeof(int64_t)) != 0)
+			return 0;
+	if (p->ncomments != q->ncomments ||
+	    (p->ncomments &&
+	     memcmp(p->comments, q->comments, p->ncomments * sizeof(*p->comments)) != 0))
+		return 0;
+	return p->default_type == q->default_type && p->period == q->period &&
+	       p->time_nanos == q->time_nanos && p->duration_nanos == q->duration_nanos &&
+	       p->period_type.type == q->period_type.type &&
+	       p->period_type.unit == q->period_type.unit && p->drop_frames == q->drop_frames &&
+	       p->keep_frames == q->keep_frames;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	strobe_profile *p = NULL, *q = NULL;
 	strobe_err err = {{0}};
 	if (strobe_pprof_decode(data, size, "fuzz", &p, &err) < 0) {
-		if (!err.msg[0])
-			abort(); /* every rejection says why */
+		if (!err.msg[0] || p)
+			abort(); /* every rejection says why, and leaves nothing behind */
 		return 0;
 	}
-	uint8_t *gz, *raw;
-	size_t gzlen, rawlen;
+	uint8_t *gz, *gz2, *raw;
+	size_t gzlen, gzlen2, rawlen;
 	if (strobe_pprof_encode(p, &gz, &gzlen) < 0)
 		abort();
 	if (strobe_gunzip(gz, gzlen, &raw, &rawlen, NULL) < 0 ||
-	    strobe_pprof_decode(raw, rawlen, "re", &q, &err) < 0)
+	    strobe_pprof_decode(raw, rawlen, "re", &q, &err) < 0) {
+		fprintf(stderr, "re-decoding strobe's own output failed: %s\n", err.msg);
 		abort();
-	for (uint32_t t = 0; t < p->ntypes; t++)
-		if (strobe_total(p, (int)t) != strobe_total(q, (int)t))
-			abort();
+	}
+	if (!same_profile(p, q)) {
+		fprintf(stderr, "decode(encode(p)) != p\n");
+		abort();
+	}
+	if (strobe_pprof_encode(q, &gz2, &gzlen2) < 0 || gzlen2 != gzlen ||
+	    memcmp(gz, gz2, gzlen) != 0) {
+		fprintf(stderr, "encode(decode(encode(p))) != encode(p)\n");
+		abort();
+	}
 	free(gz);
+	free(gz2);
 	free(raw);
 	strobe_profile_free(p);
 	strobe_profile_free(q);
