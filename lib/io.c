@@ -123,18 +123,27 @@ int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
 		deflateEnd(&z);
 		return -ENOMEM;
 	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)inlen;
-	z.next_out = buf;
-	z.avail_out = (uInt)cap;
-	int zr = deflate(&z, Z_FINISH);
+	/* zlib's counters are 32-bit: feed and drain in pieces of at most 1 GiB. */
+	size_t in_off = 0, out_off = 0;
+	int zr;
+	do {
+		size_t in_left = inlen - in_off, out_left = cap - out_off;
+		z.next_in = (Bytef *)in + in_off;
+		z.avail_in = (uInt)(in_left > (1u << 30) ? (1u << 30) : in_left);
+		z.next_out = buf + out_off;
+		z.avail_out = (uInt)(out_left > (1u << 30) ? (1u << 30) : out_left);
+		uInt ai = z.avail_in, ao = z.avail_out;
+		zr = deflate(&z, in_off + ai == inlen ? Z_FINISH : Z_NO_FLUSH);
+		in_off += ai - z.avail_in;
+		out_off += ao - z.avail_out;
+	} while (zr == Z_OK || (zr == Z_BUF_ERROR && out_off < cap));
 	deflateEnd(&z);
 	if (zr != Z_STREAM_END) {
 		free(buf);
 		return -EIO;
 	}
 	*out = buf;
-	*outlen = z.total_out;
+	*outlen = out_off;
 	return 0;
 }
 
