@@ -207,11 +207,22 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 	int r = strobe_fnstats(p, type, g, &st, &n);
 	if (r < 0)
 		return r;
-	qsort(st, n, sizeof(*st), cum_order ? by_cum : by_flat);
-	const char *unit_name = strobe_str(p, p->types[type].unit);
 	int64_t total = 0;
 	for (uint32_t s = 1; s <= strobe_nsamples(p); s++)
 		total += llabs(strobe_sample_values(p, s)[type]);
+	strobe_top_info info = {strobe_str(p, p->types[type].type),
+				strobe_str(p, p->types[type].unit), total, p->duration_nanos};
+	r = strobe_top_print(out, st, n, &info, limit, cum_order);
+	free(st);
+	return r;
+}
+
+int strobe_top_print(FILE *out, strobe_fnstat *st, size_t n, const strobe_top_info *info,
+		     size_t limit, bool cum_order)
+{
+	qsort(st, n, sizeof(*st), cum_order ? by_cum : by_flat);
+	const char *unit_name = info->unit;
+	int64_t total = info->total;
 	size_t shown = limit && limit < n ? limit : n;
 	int64_t shown_flat = 0;
 	for (size_t i = 0; i < shown; i++)
@@ -235,9 +246,9 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 	format_in(a, sizeof(a), shown_flat, from, to);
 	format_in(b, sizeof(b), total, from, to);
 	format_pct(pf, sizeof(pf), shown_flat, total);
-	fprintf(out, "Type: %s\n", strobe_str(p, p->types[type].type));
-	if (p->duration_nanos) {
-		strobe_format_value(c, sizeof(c), p->duration_nanos, "nanoseconds");
+	fprintf(out, "Type: %s\n", info->type);
+	if (info->duration_nanos) {
+		strobe_format_value(c, sizeof(c), info->duration_nanos, "nanoseconds");
 		fprintf(out, "Duration: %s\n", c);
 	}
 	fprintf(out, "Showing nodes accounting for %s, %s of %s total\n", a,
@@ -255,7 +266,6 @@ int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity 
 		format_pct(pc, sizeof(pc), st[i].cum, total);
 		fprintf(out, "%10s %s %s %10s %s  %s\n", a, pf, ps, c, pc, st[i].name);
 	}
-	free(st);
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -19,6 +19,15 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
+size_t strobe_unnamed_frame(char *buf, size_t cap, const char *file, uint64_t address,
+			    uint64_t map_start, uint64_t map_offset)
+{
+	int n = file && *file ? snprintf(buf, cap, "[%s+0x%" PRIx64 "]", basename_of(file),
+					 address - map_start + map_offset)
+			      : snprintf(buf, cap, "0x%" PRIx64, address);
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 /* Name of one line of a location at a granularity, as a string id of p. */
 static uint32_t line_name(strobe_profile *p, const strobe_location *loc, const strobe_line *ln,
 			  strobe_granularity g)
@@ -30,13 +39,10 @@ static uint32_t line_name(strobe_profile *p, const strobe_location *loc, const s
 	if (!name) {
 		/* Unnamed: keep where it came from so it can be told apart and symbolized later. */
 		const strobe_mapping *m = strobe_mapping_get(p, loc->mapping);
-		if (loc->mapping && m->filename)
-			n = snprintf(buf, sizeof(buf), "[%s+0x%" PRIx64 "]",
-				     basename_of(strobe_str(p, m->filename)),
-				     loc->address - m->start + m->offset);
-		else
-			n = snprintf(buf, sizeof(buf), "0x%" PRIx64, loc->address);
-		return strobe_str_intern(p, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+		size_t len = strobe_unnamed_frame(buf, sizeof(buf),
+						  loc->mapping ? strobe_str(p, m->filename) : NULL,
+						  loc->address, m->start, m->offset);
+		return strobe_str_intern(p, buf, len);
 	}
 	if (g == STROBE_GRAN_FUNCTIONS)
 		return name;

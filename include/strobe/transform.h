@@ -65,6 +65,24 @@ void strobe_fncmp_free(strobe_fncmp *c, size_t n);
 int strobe_top_write(FILE *out, strobe_profile *p, int type, strobe_granularity g, size_t limit,
 		     bool by_cum);
 
+/* The top table from statistics already computed (sorts st in place). */
+typedef struct strobe_top_info {
+	const char *type, *unit; /* the sample type shown */
+	int64_t total;           /* sum of |value| over all samples */
+	int64_t duration_nanos;  /* 0 = not shown */
+} strobe_top_info;
+int strobe_top_print(FILE *out, strobe_fnstat *st, size_t n, const strobe_top_info *info,
+		     size_t limit, bool cum_order);
+
+/* Per-function statistics straight from serialized pprof bytes (not gzipped), without building
+ * a profile: one pass for the tables, one over the samples, memory for the tables only. For
+ * `top` on big profiles. `sample_index` is a type name or number, NULL for pprof's default.
+ * -EINVAL on anything malformed and -ENOENT for an unknown sample type (the caller then takes
+ * the validating path, which says what is wrong); on success *out, and *arena holding every
+ * name *out and *info point to, are malloc'd. */
+int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_index,
+			 strobe_fnstat **out, size_t *n, char **arena, strobe_top_info *info);
+
 /* Formats a value of unit `unit` as pprof does ("1.50s", "12ms", "3.20MB", "42"). */
 void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit);
 

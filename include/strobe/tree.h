@@ -31,6 +31,11 @@ typedef enum strobe_granularity {
 int strobe_stack_frames(strobe_profile *p, uint32_t stack, strobe_granularity g, uint32_t **buf,
 			size_t *cap, size_t *n);
 
+/* The name of a frame without a function name: "[file-basename+0xOFFSET]" when its mapping has
+ * a file, else "0xADDRESS". Writes at most cap bytes (NUL included); returns the length. */
+size_t strobe_unnamed_frame(char *buf, size_t cap, const char *file, uint64_t address,
+			    uint64_t map_start, uint64_t map_offset);
+
 typedef struct strobe_tree_node {
 	uint32_t name;         /* id in tree->names (a NUL-terminated string) */
 	uint32_t parent;       /* node id; the root (node 0) is its own parent */

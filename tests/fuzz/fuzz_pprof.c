@@ -5,12 +5,17 @@
  * table entry, every value, the header: strobe writes its tables as they are and reads them
  * back in the same order) and encode to the very same bytes: a reader and a writer that agree
  * on everything the model holds.
+ *
+ * The streaming reader behind `top` (strobe_pprof_fnstats) is fuzzed on the same input: it must
+ * never crash, and when both it and the full decoder accept the input they must agree on every
+ * function's flat and cumulative value.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strobe/codec.h"
+#include "strobe/transform.h"
 
 static int same_table(const strobe_itab *a, const strobe_itab *b)
 {
@@ -49,15 +54,59 @@ static int same_profile(const strobe_profile *p, const strobe_profile *q)
 	       p->keep_frames == q->keep_frames;
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const strobe_fnstat *)a)->name, ((const strobe_fnstat *)b)->name);
+}
+
+/* The streaming statistics against the model's, for the default sample type. */
+static void check_fnstats(const uint8_t *data, size_t size, strobe_profile *p)
+{
+	strobe_fnstat *a, *b;
+	size_t na, nb;
+	char *arena;
+	strobe_top_info info;
+	int r = strobe_pprof_fnstats(data, size, NULL, &a, &na, &arena, &info);
+	if (r < 0)
+		return;
+	if (!p) { /* the full decoder refused it: nothing to compare with */
+		free(a);
+		free(arena);
+		return;
+	}
+	int t = strobe_default_type_index(p);
+	if (t < 0 || strobe_fnstats(p, t, STROBE_GRAN_FUNCTIONS, &b, &nb) < 0)
+		abort();
+	/* Names the model could not keep apart (a name with a NUL byte) are not comparable. */
+	bool comparable = true;
+	for (uint32_t i = 1; i < p->strings.n; i++)
+		if (strlen(strobe_str(p, i)) != strobe_str_len(p, i))
+			comparable = false;
+	if (comparable) {
+		qsort(a, na, sizeof(*a), by_name);
+		qsort(b, nb, sizeof(*b), by_name);
+		if (na != nb || info.total != strobe_total(p, t))
+			abort();
+		for (size_t i = 0; i < na; i++)
+			if (strcmp(a[i].name, b[i].name) || a[i].flat != b[i].flat || a[i].cum != b[i].cum)
+				abort();
+	}
+	free(a);
+	free(b);
+	free(arena);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	strobe_profile *p = NULL, *q = NULL;
 	strobe_err err = {{0}};
 	if (strobe_pprof_decode(data, size, "fuzz", &p, &err) < 0) {
+		check_fnstats(data, size, NULL);
 		if (!err.msg[0] || p)
 			abort(); /* every rejection says why, and leaves nothing behind */
 		return 0;
 	}
+	check_fnstats(data, size, p);
 	uint8_t *gz, *gz2, *raw;
 	size_t gzlen, gzlen2, rawlen;
 	if (strobe_pprof_encode(p, &gz, &gzlen) < 0)
