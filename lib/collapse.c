@@ -923,6 +923,12 @@ void strobe_collapser_free(strobe_collapser *c)
 	free(c);
 }
 
+const char *strobe_collapser_event(const strobe_collapser *c, size_t *len)
+{
+	*len = c->event_set ? c->event.n : 0;
+	return c->event_set ? c->event.p : NULL;
+}
+
 int strobe_collapse(const char *in, size_t len, const char *name, const strobe_collapse_opts *o,
 		    strobe_collapse_emit emit, void *ctx, strobe_err *err)
 {

@@ -104,6 +104,30 @@ int strobe_perf_script_fold(const char *buf, size_t len, const char *name, char 
 	return 0;
 }
 
+/* The value type after the event the samples are of: the periods of cpu-clock and task-clock
+ * are nanoseconds on the CPU; any other event's are counts of that event ("cycles"). */
+static int name_type(strobe_profile *p, const strobe_collapser *c)
+{
+	size_t n;
+	const char *ev = strobe_collapser_event(c, &n);
+	if (!ev || !n)
+		return 0;
+	size_t base = 0; /* "cpu-clock:pppH" -> "cpu-clock" */
+	while (base < n && ev[base] != ':')
+		base++;
+	bool clock = (base == 9 && memcmp(ev, "cpu-clock", 9) == 0) ||
+		     (base == 10 && memcmp(ev, "task-clock", 10) == 0);
+	uint32_t type = clock ? strobe_str_intern0(p, "cpu") : strobe_str_intern(p, ev, base);
+	uint32_t unit = strobe_str_intern0(p, clock ? "nanoseconds" : "count");
+	if (type == UINT32_MAX || unit == UINT32_MAX)
+		return -ENOMEM;
+	/* Renaming the one value column changes no sample. */
+	p->types[0] = (strobe_value_type){type, unit};
+	if (clock)
+		p->period_type = p->types[0];
+	return 0;
+}
+
 int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
 			      strobe_err *err)
 {
@@ -116,7 +140,17 @@ int strobe_perf_script_decode(const char *buf, size_t len, const char *name, str
 		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
 	}
 	strobe_collapse_opts o = {0};
-	r = strobe_collapse(buf, len, name, &o, add_stack, &b, err);
+	strobe_collapser *c = strobe_collapser_new(name, &o);
+	if (!c) {
+		strobe_profile_free(b.p);
+		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
+	}
+	r = strobe_collapser_feed(c, buf, len, err);
+	if (!r)
+		r = strobe_collapser_finish(c, add_stack, &b, err);
+	if (!r)
+		r = name_type(b.p, c);
+	strobe_collapser_free(c);
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);
 	else if (r == 0 && b.nsamples == 0)

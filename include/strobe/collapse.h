@@ -45,6 +45,9 @@ int strobe_collapser_feed(strobe_collapser *c, const char *buf, size_t len, stro
 int strobe_collapser_finish(strobe_collapser *c, strobe_collapse_emit emit, void *ctx,
 			    strobe_err *err);
 void strobe_collapser_free(strobe_collapser *c);
+/* The event type the samples kept are of (the first seen, or --event-filter's), as perf
+ * names it ("cpu-clock:pppH", "cycles"), with its length; NULL before any event line. */
+const char *strobe_collapser_event(const strobe_collapser *c, size_t *len);
 
 #ifdef __cplusplus
 }

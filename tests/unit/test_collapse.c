@@ -221,9 +221,27 @@ static void test_perf_script_decode(void **state)
 	assert_non_null(strstr(err.msg, "g: no samples"));
 }
 
+static void test_perf_script_type_named_after_event(void **state)
+{
+	(void)state;
+	const char *clk = "ab 1 1.0: 250000 cpu-clock:pppH:\n\t1 f (/x)\n\n";
+	const char *cyc = "ab 1 1.0: 7 cycles:\n\t1 f (/x)\n\n";
+	strobe_profile *p = NULL;
+	assert_int_equal(strobe_perf_script_decode(clk, strlen(clk), "c", &p, NULL), 0);
+	assert_string_equal(strobe_str(p, p->types[0].type), "cpu");
+	assert_string_equal(strobe_str(p, p->types[0].unit), "nanoseconds");
+	assert_int_equal(strobe_total(p, 0), 250000);
+	strobe_profile_free(p);
+	assert_int_equal(strobe_perf_script_decode(cyc, strlen(cyc), "c", &p, NULL), 0);
+	assert_string_equal(strobe_str(p, p->types[0].type), "cycles");
+	assert_string_equal(strobe_str(p, p->types[0].unit), "count");
+	strobe_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_perf_script_type_named_after_event),
 		cmocka_unit_test(test_comm_with_spaces_and_tid),
 		cmocka_unit_test(test_first_event_type_only),
 		cmocka_unit_test(test_names_tidied_and_annotated),
