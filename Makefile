@@ -7,17 +7,18 @@
 CC       ?= cc
 CLANG    ?= clang
 B        := build
-PKGS     := libprotobuf-c zlib jansson
+PKGS     := libprotobuf-c zlib jansson libdw libelf
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson) -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf) -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
 
-LIB_SRC  := $(wildcard lib/*.c)
+LIB_SRC  := $(wildcard lib/*.c symbolize/*.c agent/*.c)
+HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h cli/*.h)
 CLI_SRC  := $(wildcard cli/*.c)
 GEN_SRC  := $(B)/gen/profile.pb-c.c
 GEN_HDR  := $(B)/gen/profile.pb-c.h
@@ -30,8 +31,11 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/test/%,$(UNIT_SRC))
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+# Workloads with known answers for the recorder's truth tests: frame pointers kept, debug info on.
+WL_SRC   := $(wildcard tests/workloads/*.c)
+WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 
-.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe
+.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads
 all: $(B)/strobe
 
 deps:
@@ -43,7 +47,7 @@ $(GEN_SRC) $(GEN_HDR): proto/profile.proto
 	@mkdir -p $(B)/gen
 	protoc-c --proto_path=proto --c_out=$(B)/gen proto/profile.proto
 
-$(B)/obj/%.o: %.c $(GEN_HDR) $(wildcard include/strobe/*.h)
+$(B)/obj/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 $(B)/obj/gen/profile.pb-c.o: $(GEN_SRC)
@@ -58,7 +62,7 @@ $(B)/strobe: $(CLI_OBJ) $(B)/libstrobe.a
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libstrobe.a $(LDLIBS)
 
 # ---- sanitized builds for tests ---------------------------------------------------------------
-$(B)/san/%.o: %.c $(GEN_HDR) $(wildcard include/strobe/*.h)
+$(B)/san/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -c -o $@ $<
 $(B)/san/gen/profile.pb-c.o: $(GEN_SRC)
@@ -79,12 +83,17 @@ $(B)/test/%: tests/unit/%.c $(B)/libstrobe-san.a
 $(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(B)/fuzzobj/gen/profile.pb-c.o
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
-$(B)/fuzzobj/%.o: %.c $(GEN_HDR) $(wildcard include/strobe/*.h)
+$(B)/fuzzobj/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 $(B)/fuzzobj/gen/profile.pb-c.o: $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+$(B)/workloads/%: tests/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread -o $@ $< -lm
+workloads: $(WL_BIN)
 
 # ---- the two commands of the README -----------------------------------------------------------
 demo: deps
@@ -92,14 +101,14 @@ demo: deps
 	@bash scripts/demo.sh
 
 check: check-deps
-	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN)
+	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN)
 	@bash tests/run.sh
 
 unit: $(UNIT_BIN)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san
+e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz

@@ -6,7 +6,8 @@
 set -euo pipefail
 level=${1:-build}
 
-build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev)
+build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
+            libdw-dev libelf-dev)
 check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time)
 # node and npm for the browser tests (jsdom from the npm registry, into node_modules/)
 command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)

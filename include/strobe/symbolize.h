@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The symbolizer: machine addresses to function, file and line, with inlined frames expanded.
+ *
+ * Binaries are identified by build ID, not by process: the symbol tables and DWARF of libc are
+ * loaded once however many processes map it, and a binary that has exited or been replaced on
+ * disk is still named from the copy first opened. An object is found from what the sampler
+ * knows of a mapping (its path, the device and inode, the build ID the kernel reported in its
+ * MMAP2 record); the lookup key is the file offset (address - mapping start + mapping pgoff),
+ * which is the same in every process whatever the load address (PIE, ASLR, shared libraries).
+ *
+ * Sources, best first: DWARF (.debug_info/.debug_line, inlined subroutines) from the binary or
+ * from a separate debug file found by build ID (/usr/lib/debug/.build-id/xx/yyyy.debug, and
+ * every directory in opts.debug_dirs) or by .gnu_debuglink; ELF .symtab, MiniDebugInfo
+ * (.gnu_debugdata), .dynsym. The kernel from /proc/kallsyms (modules included, as
+ * "[module]"-named objects). JIT code from /tmp/perf-PID.map.
+ *
+ * Ownership. Every string a lookup returns belongs to the symbolizer and lives until
+ * strobe_symbolizer_free. Objects likewise. Not thread-safe: one symbolizer per thread.
+ *
+ * Errors. Functions return 0/-errno (or a count); a missing or unreadable file is not an error
+ * for a lookup: it gives 0 frames, and the caller keeps the mapping and address.
+ */
+#ifndef STROBE_SYMBOLIZE_H
+#define STROBE_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STROBE_BUILD_ID_MAX 20 /* bytes; GNU build IDs are 20 (sha1), sometimes 16 or 8 */
+
+typedef struct strobe_symbolizer strobe_symbolizer;
+typedef struct strobe_sym_object strobe_sym_object;
+
+typedef struct strobe_sym_opts {
+	/* Extra directories searched for debug files, each laid out like /usr/lib/debug (a
+	 * .build-id/xx/yyyy.debug tree and/or a mirror of the binary's path). NULL-terminated,
+	 * may be NULL. /usr/lib/debug is always searched last. */
+	const char *const *debug_dirs;
+	/* Prefix prepended to absolute paths the symbolizer opens itself (/proc/kallsyms,
+	 * /usr/lib/debug, /tmp/perf-PID.map); NULL for "/". Lets tests supply fixtures. */
+	const char *sysroot;
+	bool no_dwarf;   /* symbol tables only (faster, no lines or inlines) */
+	bool no_kernel;  /* do not read /proc/kallsyms */
+} strobe_sym_opts;
+
+/* One frame. Strings are NULL when unknown. */
+typedef struct strobe_sym_frame {
+	const char *function;  /* as the symbol table or DWARF spells it (not demangled) */
+	const char *file;      /* source file, as DWARF names it */
+	int64_t line, column;  /* 0 when unknown */
+	int64_t start_line;    /* line of the function's declaration, 0 when unknown */
+} strobe_sym_frame;
+
+strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts); /* NULL + errno */
+void strobe_symbolizer_free(strobe_symbolizer *s);
+
+/* ---- user-space objects ---------------------------------------------------------------------- */
+
+/*
+ * The object behind a mapping, opened (once per build ID; once per (dev, inode, path) when the
+ * build ID is unknown) and cached. path: the file as the process named it. pid: when > 0 and
+ * path cannot be opened directly, /proc/PID/root/PATH and /proc/PID/map_files are tried (for
+ * containers and deleted files). build_id/build_id_len: from the kernel's MMAP2 record when
+ * known (len 0 otherwise; then it is read from the file). Returns 0 and *out, or -errno when
+ * the file cannot be opened or is not ELF (the caller then keeps raw addresses).
+ */
+int strobe_sym_object_get(strobe_symbolizer *s, const char *path, pid_t pid, dev_t dev, ino_t ino,
+			  const uint8_t *build_id, size_t build_id_len, strobe_sym_object **out);
+
+/* The object's build ID (as bytes; *len 0 when it has none) and the path it was opened as. */
+const uint8_t *strobe_sym_object_build_id(const strobe_sym_object *o, size_t *len);
+const char *strobe_sym_object_path(const strobe_sym_object *o);
+/* Which sources it has: symbol table, DWARF lines, a separate debug file (its path, or NULL). */
+bool strobe_sym_object_has_symbols(const strobe_sym_object *o);
+bool strobe_sym_object_has_lines(const strobe_sym_object *o);
+const char *strobe_sym_object_debug_file(const strobe_sym_object *o);
+
+/*
+ * Names the code at file offset `offset` of object o. Fills out[0..n) leaf-first: out[0] is
+ * the innermost inlined function, out[n-1] the function that physically contains the address
+ * (pprof's Location.line order). Returns n (0 when nothing names the address; at most max), or
+ * -errno. With max frames the outermost are kept when the inline chain is longer.
+ */
+int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offset,
+		      strobe_sym_frame *out, int max);
+
+/* ---- kernel and JIT -------------------------------------------------------------------------- */
+
+/* A kernel address: *out gets the symbol (file/line unknown), *module the module name
+ * ("[kernel.kallsyms]" for the core kernel, else e.g. "[ext4]"). Returns 1 when named, 0 when
+ * not (then *module is still set when the address is in a known range, else NULL). */
+int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out,
+		      const char **module);
+
+/* An address in anonymous executable memory of process pid, from /tmp/perf-PID.map (read once,
+ * re-read when the file changed and an address is not found). Returns 1 when named, else 0. */
+int strobe_sym_perfmap(strobe_symbolizer *s, pid_t pid, uint64_t addr, strobe_sym_frame *out);
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+/* Reads the GNU build ID note of an ELF file. Returns its length (> 0), 0 when it has none, or
+ * -errno. */
+int strobe_elf_build_id(const char *path, uint8_t *out, size_t cap);
+/* Lower-case hex of a build ID into buf (2*len+1 bytes). Returns buf. */
+char *strobe_build_id_hex(const uint8_t *id, size_t len, char *buf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
