@@ -16,6 +16,7 @@ static const struct command {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
+	{"record", cmd_record, "sample call stacks of a command, processes or the host"},
 	{"collapse", cmd_collapse, "perf script text -> folded stacks (stackcollapse-perf.pl)"},
 	{"flamegraph", cmd_flamegraph, "interactive SVG flame graph of any profile"},
 	{"top", cmd_top, "functions ranked by flat or cumulative value (pprof -top)"},

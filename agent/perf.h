@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The kernel's perf_event interface, the part the sampler needs: opening events, the mmap'ed
+ * ring buffer each CPU's events write into, and tracepoint ids and field offsets from tracefs.
+ * Private to agent/.
+ */
+#ifndef STROBE_AGENT_PERF_H
+#define STROBE_AGENT_PERF_H
+
+#include <linux/perf_event.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strobe/profile.h"
+
+int strobe_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags);
+
+/* A one-line explanation of an open() failure: privilege, missing feature, no such process. */
+int strobe_perf_open_err(strobe_err *err, int code, const char *what, pid_t pid);
+
+/* One mmap'ed ring: a control page and 2^n data pages. */
+typedef struct strobe_ring {
+	int fd;
+	struct perf_event_mmap_page *meta;
+	uint8_t *data;
+	size_t size;   /* data bytes, a power of two */
+	uint8_t *tmp;  /* a record that wraps around the end is copied here (max 64 KiB) */
+} strobe_ring;
+
+int strobe_ring_map(strobe_ring *r, int fd, unsigned pages);
+void strobe_ring_unmap(strobe_ring *r);
+/* Calls fn for every complete record from tail to head, then moves the tail. fn's record stays
+ * valid only during the call. Stops (returning fn's value) when fn returns non-zero. */
+int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx),
+		     void *ctx);
+
+/* Number of possible CPUs and whether cpu i is online (events can only be opened there). */
+int strobe_cpu_count(void);
+bool strobe_cpu_online(int cpu);
+
+/* The id of tracepoint sys:name (for attr.config), finding (or, as root, mounting) tracefs. */
+int strobe_tracepoint_id(const char *sys, const char *name, strobe_err *err);
+/* Byte offset and size of a field in the tracepoint's raw record. */
+int strobe_tracepoint_field(const char *sys, const char *name, const char *field, int *offset,
+			    int *size, strobe_err *err);
+
+#endif

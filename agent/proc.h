@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process tracker: what every process and thread the sampler has seen looks like, built
+ * from /proc (for processes that existed before recording) and kept current from the kernel's
+ * own side-band records (MMAP2, COMM, FORK, EXIT), so that exec'd and exited processes are still
+ * attributed and symbolized. Only executable mappings are kept. Private to agent/.
+ *
+ * Mappings are interned: one strobe_map per distinct (file, range, offset, inode, build ID), so
+ * the children of a fork share their parent's entries and frame ids stay small.
+ */
+#ifndef STROBE_AGENT_PROC_H
+#define STROBE_AGENT_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strobe/profile.h"
+#include "strobe/symbolize.h"
+
+#define STROBE_MAP_NONE 0u   /* an address in no known mapping */
+#define STROBE_MAP_KERNEL 1u /* every kernel address */
+
+typedef struct strobe_map {
+	uint64_t start, end, pgoff;
+	uint64_t dev, ino;
+	uint32_t path;      /* string id in the tracker's string table */
+	int32_t pid;        /* for anonymous (JIT) mappings only, else 0 */
+	uint8_t build_id[STROBE_BUILD_ID_MAX];
+	uint8_t build_id_len;
+	uint8_t anon;       /* anonymous executable memory: JIT code, named by perf-PID.map */
+	uint8_t pad_[2];
+} strobe_map;
+
+typedef struct strobe_vma {
+	uint64_t start, end;
+	uint32_t map;
+} strobe_vma;
+
+typedef struct strobe_proc {
+	int32_t pid;
+	char comm[16];
+	bool exited, maps_read;
+	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
+	strobe_vma *vma;        /* sorted by start, non-overlapping */
+	uint32_t nvma, cvma;
+} strobe_proc;
+
+typedef struct strobe_thread {
+	int32_t tid, pid;
+	char comm[16];
+	/* Off-CPU state: the interval open since the thread last left the CPU. */
+	int64_t out_ns, wake_ns;
+	bool out, blocked;
+	uint32_t *stack, nstack; /* frame ids at switch-out, leaf first */
+} strobe_thread;
+
+typedef struct strobe_tracker {
+	strobe_itab strings;
+	strobe_itab maps;      /* strobe_map, fixed size; ids 0 and 1 reserved */
+	strobe_itab pids;      /* int32 pid -> index into procs */
+	strobe_proc *procs;
+	uint32_t cprocs;
+	strobe_itab tids;      /* int32 tid -> index into threads */
+	strobe_thread *threads;
+	uint32_t cthreads;
+	const char *proc_root; /* "/proc", or a fixture directory in tests */
+} strobe_tracker;
+
+int strobe_tracker_init(strobe_tracker *t);
+void strobe_tracker_free(strobe_tracker *t);
+
+/* The process / thread, created when absent (create) or NULL. Pointers are valid until the
+ * next call that creates one. */
+strobe_proc *strobe_tracker_proc(strobe_tracker *t, int32_t pid, bool create);
+strobe_thread *strobe_tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create);
+
+/* Reads /proc/PID/maps (replacing what is known) and the process's name. 0/-errno. */
+int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns);
+
+/* Side-band records. */
+int strobe_tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
+			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
+			uint8_t build_id_len, const char *path);
+void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
+int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid);
+void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid);
+
+/* The mapping id of addr in process pid (STROBE_MAP_NONE when none). */
+uint32_t strobe_tracker_find(const strobe_proc *p, uint64_t addr);
+
+static inline const strobe_map *strobe_tracker_map(const strobe_tracker *t, uint32_t id)
+{
+	return (const strobe_map *)strobe_itab_get(&t->maps, id, NULL);
+}
+static inline const char *strobe_tracker_str(const strobe_tracker *t, uint32_t id)
+{
+	return (const char *)strobe_itab_get(&t->strings, id, NULL);
+}
+
+#endif

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The process tracker (see proc.h): processes, threads and their executable mappings, from
+ * /proc/PID/maps and from the kernel's MMAP2/COMM/FORK/EXIT records.
+ *
+ * A process's mappings are a sorted array of non-overlapping ranges: a new mapping replaces
+ * whatever it overlaps (as mmap(MAP_FIXED) does in the kernel), which keeps dlopen/dlclose and
+ * exec correct without tracking munmap (the kernel reports no unmaps).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include "proc.h"
+
+#define MAX_VMAS 65536 /* per process; /proc/PID/maps of a huge JVM stays well under */
+
+static uint32_t intern_str(strobe_tracker *t, const char *s)
+{
+	uint32_t id;
+	if (strobe_itab_intern(&t->strings, s, strlen(s) + 1, &id, NULL) < 0)
+		return 0;
+	return id;
+}
+
+int strobe_tracker_init(strobe_tracker *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->maps.fixed = sizeof(strobe_map);
+	t->pids.fixed = sizeof(int32_t);
+	t->tids.fixed = sizeof(int32_t);
+	t->proc_root = "/proc";
+	uint32_t id;
+	if (strobe_itab_intern(&t->strings, "", 1, &id, NULL) < 0)
+		return -ENOMEM;
+	/* Reserved map ids: 0 none, 1 the kernel. */
+	strobe_map m = {0};
+	if (strobe_itab_intern(&t->maps, &m, sizeof(m), &id, NULL) < 0)
+		return -ENOMEM;
+	m.path = intern_str(t, "[kernel.kallsyms]");
+	m.end = UINT64_MAX;
+	if (strobe_itab_intern(&t->maps, &m, sizeof(m), &id, NULL) < 0 || id != STROBE_MAP_KERNEL)
+		return -ENOMEM;
+	return 0;
+}
+
+void strobe_tracker_free(strobe_tracker *t)
+{
+	for (uint32_t i = 0; i < t->pids.n; i++)
+		free(t->procs[i].vma);
+	for (uint32_t i = 0; i < t->tids.n; i++)
+		free(t->threads[i].stack);
+	free(t->procs);
+	free(t->threads);
+	strobe_itab_free(&t->strings);
+	strobe_itab_free(&t->maps);
+	strobe_itab_free(&t->pids);
+	strobe_itab_free(&t->tids);
+	memset(t, 0, sizeof(*t));
+}
+
+strobe_proc *strobe_tracker_proc(strobe_tracker *t, int32_t pid, bool create)
+{
+	if (!create) {
+		uint32_t i = strobe_itab_find(&t->pids, &pid, sizeof(pid));
+		return i >= t->cprocs ? NULL : &t->procs[i]; /* also UINT32_MAX: absent */
+	}
+	/* Room first, so an interned pid always has an initialised slot. */
+	if (t->pids.n + 1 > t->cprocs) {
+		uint32_t nc = t->cprocs ? t->cprocs * 2 : 64;
+		strobe_proc *np = realloc(t->procs, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		t->procs = np;
+		t->cprocs = nc;
+	}
+	uint32_t i;
+	bool added;
+	if (strobe_itab_intern(&t->pids, &pid, sizeof(pid), &i, &added) < 0)
+		return NULL;
+	if (added) {
+		memset(&t->procs[i], 0, sizeof(t->procs[i]));
+		t->procs[i].pid = pid;
+	}
+	return &t->procs[i];
+}
+
+strobe_thread *strobe_tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create)
+{
+	if (!create) {
+		uint32_t i = strobe_itab_find(&t->tids, &tid, sizeof(tid));
+		return i >= t->cthreads ? NULL : &t->threads[i];
+	}
+	if (t->tids.n + 1 > t->cthreads) {
+		uint32_t nc = t->cthreads ? t->cthreads * 2 : 64;
+		strobe_thread *nt = realloc(t->threads, nc * sizeof(*nt));
+		if (!nt)
+			return NULL;
+		t->threads = nt;
+		t->cthreads = nc;
+	}
+	uint32_t i;
+	bool added;
+	if (strobe_itab_intern(&t->tids, &tid, sizeof(tid), &i, &added) < 0)
+		return NULL;
+	if (added) {
+		memset(&t->threads[i], 0, sizeof(t->threads[i]));
+		t->threads[i].tid = tid;
+		t->threads[i].pid = pid;
+	}
+	if (pid > 0)
+		t->threads[i].pid = pid;
+	return &t->threads[i];
+}
+
+/* Inserts [start, end) -> map into p, cutting away whatever it overlaps. */
+static int vma_insert(strobe_proc *p, uint64_t start, uint64_t end, uint32_t map)
+{
+	if (end <= start)
+		return 0;
+	/* Trim or split overlapping entries. At most one entry can be split in two. */
+	strobe_vma split = {0};
+	bool have_split = false;
+	uint32_t w = 0;
+	for (uint32_t r = 0; r < p->nvma; r++) {
+		strobe_vma v = p->vma[r];
+		if (v.end <= start || v.start >= end) {
+			p->vma[w++] = v;
+			continue;
+		}
+		if (v.start < start && v.end > end) {
+			split = (strobe_vma){end, v.end, v.map};
+			have_split = true;
+			v.end = start;
+			p->vma[w++] = v;
+		} else if (v.start < start) {
+			v.end = start;
+			p->vma[w++] = v;
+		} else if (v.end > end) {
+			v.start = end;
+			p->vma[w++] = v;
+		} /* else fully covered: dropped */
+	}
+	p->nvma = w;
+	uint32_t need = p->nvma + 1 + have_split;
+	if (need > MAX_VMAS)
+		return -E2BIG;
+	if (need > p->cvma) {
+		uint32_t nc = p->cvma ? p->cvma * 2 : 16;
+		while (nc < need)
+			nc *= 2;
+		strobe_vma *nv = realloc(p->vma, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		p->vma = nv;
+		p->cvma = nc;
+	}
+	strobe_vma add[2] = {{start, end, map}, split};
+	for (int k = 0; k < 1 + have_split; k++) {
+		uint32_t pos = p->nvma;
+		while (pos > 0 && p->vma[pos - 1].start > add[k].start) {
+			p->vma[pos] = p->vma[pos - 1];
+			pos--;
+		}
+		p->vma[pos] = add[k];
+		p->nvma++;
+	}
+	return 0;
+}
+
+static bool is_anon_path(const char *path)
+{
+	return !*path || strcmp(path, "//anon") == 0 || strncmp(path, "[anon", 5) == 0 ||
+	       strncmp(path, "/memfd:", 7) == 0 || strcmp(path, "[heap]") == 0 ||
+	       strcmp(path, "[stack]") == 0;
+}
+
+int strobe_tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
+			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
+			uint8_t build_id_len, const char *path)
+{
+	strobe_proc *p = strobe_tracker_proc(t, pid, true);
+	if (!p)
+		return -ENOMEM;
+	strobe_map m;
+	memset(&m, 0, sizeof(m));
+	m.start = start;
+	m.end = start + len;
+	m.pgoff = pgoff;
+	m.dev = dev;
+	m.ino = ino;
+	m.anon = is_anon_path(path);
+	if (m.anon) {
+		/* JIT code: named per process from perf-PID.map; the range is what identifies it. */
+		m.pid = pid;
+		m.pgoff = 0;
+		m.path = intern_str(t, *path ? path : "//anon");
+	} else {
+		m.path = intern_str(t, path);
+	}
+	if (build_id_len > STROBE_BUILD_ID_MAX)
+		build_id_len = STROBE_BUILD_ID_MAX;
+	if (build_id_len)
+		memcpy(m.build_id, build_id, build_id_len);
+	m.build_id_len = build_id_len;
+	uint32_t id;
+	if (strobe_itab_intern(&t->maps, &m, sizeof(m), &id, NULL) < 0)
+		return -ENOMEM;
+	return vma_insert(p, m.start, m.end, id);
+}
+
+void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec)
+{
+	strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
+	if (th)
+		snprintf(th->comm, sizeof(th->comm), "%s", comm);
+	strobe_proc *p = strobe_tracker_proc(t, pid, true);
+	if (!p)
+		return;
+	if (exec) {
+		/* A new image: the old mappings are gone, the new ones follow as MMAP2 records. */
+		p->nvma = 0;
+		p->maps_read = true; /* what follows is complete; no /proc read needed */
+	}
+	if (pid == tid || exec)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+}
+
+int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
+{
+	if (pid == ppid) { /* a new thread */
+		strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
+		strobe_proc *p = strobe_tracker_proc(t, pid, false);
+		if (th && p && !th->comm[0])
+			memcpy(th->comm, p->comm, sizeof(th->comm));
+		return th ? 0 : -ENOMEM;
+	}
+	strobe_proc *parent = strobe_tracker_proc(t, ppid, false);
+	strobe_proc *child = strobe_tracker_proc(t, pid, true);
+	if (!child)
+		return -ENOMEM;
+	parent = strobe_tracker_proc(t, ppid, false); /* the create may have moved it */
+	child->nvma = 0;
+	child->exited = false;
+	if (parent && parent->nvma) {
+		child->vma = realloc(child->vma, parent->nvma * sizeof(strobe_vma));
+		if (!child->vma) {
+			child->cvma = 0;
+			return -ENOMEM;
+		}
+		memcpy(child->vma, parent->vma, parent->nvma * sizeof(strobe_vma));
+		child->nvma = child->cvma = parent->nvma;
+		child->maps_read = parent->maps_read;
+		memcpy(child->comm, parent->comm, sizeof(child->comm));
+	}
+	strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
+	if (th)
+		memcpy(th->comm, child->comm, sizeof(th->comm));
+	return 0;
+}
+
+void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
+{
+	strobe_thread *th = strobe_tracker_thread(t, tid, pid, false);
+	if (th) {
+		th->out = false;
+		free(th->stack);
+		th->stack = NULL;
+		th->nstack = 0;
+	}
+	if (pid == tid) {
+		strobe_proc *p = strobe_tracker_proc(t, pid, false);
+		if (p)
+			p->exited = true;
+	}
+}
+
+uint32_t strobe_tracker_find(const strobe_proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->nvma;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (p->vma[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nvma && p->vma[lo].start <= addr && addr < p->vma[lo].end)
+		return p->vma[lo].map;
+	return STROBE_MAP_NONE;
+}
+
+static void read_comm(const char *path, char *comm, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(comm, (int)cap, f))
+		comm[strcspn(comm, "\n")] = 0;
+	fclose(f);
+}
+
+int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%s/%d/maps", t->proc_root, (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	strobe_proc *p = strobe_tracker_proc(t, pid, true);
+	if (!p) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	p->nvma = 0;
+	p->maps_read = true;
+	p->rescan_ns = now_ns;
+	char line[4096 + 256];
+	int rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* "start-end perms offset maj:min inode   path" */
+		uint64_t start, end, off, ino;
+		unsigned maj, mn;
+		char perms[8];
+		int n = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
+			   &end, perms, &off, &maj, &mn, &ino, &n) < 7)
+			continue;
+		if (perms[2] != 'x')
+			continue;
+		char *name = line + n;
+		name[strcspn(name, "\n")] = 0;
+		/* "(deleted)" files are still named by the copy we can reach via map_files. */
+		rc = strobe_tracker_mmap(t, pid, start, end - start, off, makedev(maj, mn), ino, NULL, 0,
+					 name);
+		if (rc < 0)
+			break;
+		p = strobe_tracker_proc(t, pid, false);
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/%d/comm", t->proc_root, (int)pid);
+	p = strobe_tracker_proc(t, pid, false);
+	if (p && !p->comm[0])
+		read_comm(path, p->comm, sizeof(p->comm));
+	return rc;
+}

@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The sampler (see strobe/sampler.h): opens the perf events for a set of targets, reads the
+ * per-CPU rings, orders the records by time, keeps the process tracker current and aggregates
+ * stacks with their on-CPU and off-CPU values.
+ *
+ * Events, per CPU ring:
+ *   cpu-clock        on-CPU samples, fixed period 1e9/HZ ns (so cpu ns = samples x period),
+ *                    with the kernel+user call chain; carries the side-band records (mmap2,
+ *                    comm, fork/exit, and for per-task targets context switches).
+ *   sched:sched_switch  one sample per switch-out of a traced thread, with its call chain (the
+ *                    stack it blocked in) and the raw record's prev_state (blocked or preempted)
+ *                    and next_pid (the thread switching in, used in system-wide mode).
+ *   sched:sched_wakeup  cpu-wide, no call chain: when a blocked thread became runnable, which
+ *                    splits its off-CPU time into blocked and run-queue parts.
+ * Per-task targets (-p, a command) open each event per (thread, CPU) with inherit, so threads
+ * and children created later are followed by the kernel; system-wide targets per CPU.
+ *
+ * Ordering: each round reads every ring, then processes only records older than the previous
+ * round's start (minus a margin): any such record was written before this round's reads began,
+ * so nothing older can still be waiting in another CPU's ring. This is perf's "finished round"
+ * rule, and it is what lets a sample be resolved against the mappings its process had then.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler_impl.h"
+
+#define MARGIN_NS 2000000  /* a record is written within this long after its timestamp */
+#define MAX_PENDING (256u << 20) /* bytes of held records before processing is forced */
+
+int64_t strobe_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- opening --------------------------------------------------------------------------------- */
+
+static int add_fd(strobe_sampler *s, int fd)
+{
+	if (s->nfds == s->cfds) {
+		unsigned nc = s->cfds ? s->cfds * 2 : 64;
+		int *n = realloc(s->fds, nc * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		s->fds = n;
+		s->cfds = nc;
+	}
+	s->fds[s->nfds++] = fd;
+	return 0;
+}
+
+static int add_id(strobe_sampler *s, int fd, int kind)
+{
+	uint64_t id;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+		return -errno;
+	/* Inherited child events report the id of the event they were inherited from. */
+	if (s->nids == s->cids) {
+		unsigned nc = s->cids ? s->cids * 2 : 64;
+		void *n = realloc(s->ids, nc * sizeof(*s->ids));
+		if (!n)
+			return -ENOMEM;
+		s->ids = n;
+		s->cids = nc;
+	}
+	s->ids[s->nids].id = id;
+	s->ids[s->nids].kind = kind;
+	s->nids++;
+	return 0;
+}
+
+static int kind_of(const strobe_sampler *s, uint64_t id)
+{
+	for (unsigned i = 0; i < s->nids; i++)
+		if (s->ids[i].id == id)
+			return s->ids[i].kind;
+	return 0;
+}
+
+static unsigned ring_pages(const strobe_sampler_opts *o)
+{
+	unsigned p = o->ring_pages ? o->ring_pages : (o->events & STROBE_EV_OFFCPU) ? 256 : 64;
+	unsigned r = 1;
+	while (r < p && r < (1u << 16))
+		r <<= 1;
+	return r;
+}
+
+/* The events' attributes. `sideband`: this event also reports mmaps, comms, forks, exits. */
+static void make_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind, bool sideband,
+		      bool per_task, int tp_id)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->disabled = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->inherit = per_task;
+	a->enable_on_exec = s->o.enable_on_exec;
+	a->sample_type = s->sample_type[kind];
+	a->exclude_callchain_kernel = !s->o.kernel || s->kernel_excluded;
+	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : 127);
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(ring_pages(&s->o) * (size_t)sysconf(_SC_PAGESIZE) / 4);
+	switch (kind) {
+	case EVK_CLOCK:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_CPU_CLOCK;
+		a->sample_period = (uint64_t)s->period_ns;
+		a->exclude_kernel = s->kernel_excluded;
+		break;
+	default:
+		a->type = PERF_TYPE_TRACEPOINT;
+		a->config = (uint64_t)tp_id;
+		a->sample_period = 1;
+		if (!per_task && s->o.enable_on_exec) {
+			/* A cpu-wide event never sees the exec: on now (wake-ups of threads we
+			 * do not trace are ignored anyway). */
+			a->enable_on_exec = 0;
+			a->disabled = 0;
+		}
+		break;
+	}
+	if (sideband) {
+		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
+		a->build_id = 1;
+		a->context_switch = per_task && (s->o.events & STROBE_EV_OFFCPU);
+	}
+}
+
+/* Opens one event on (pid, cpu), hooking it to that CPU's ring (mapping the ring on first use). */
+static int open_one(strobe_sampler *s, int kind, bool sideband, bool per_task, int tp_id, pid_t pid,
+		    int cpu, unsigned ring, strobe_err *err)
+{
+	struct perf_event_attr a;
+	make_attr(s, &a, kind, sideband, per_task, tp_id);
+	int fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd == -EINVAL && sideband) { /* kernels before 5.12 have no build IDs in mmap2 */
+		a.build_id = 0;
+		fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	}
+	if (fd < 0) {
+		static const char *const what[] = {"", "the cpu-clock event", "sched:sched_switch",
+						   "sched:sched_wakeup"};
+		return strobe_perf_open_err(err, fd, what[kind], pid);
+	}
+	int rc = add_fd(s, fd);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	if ((rc = add_id(s, fd, kind)) < 0)
+		return strobe_errf(err, rc, "PERF_EVENT_IOC_ID: %s", strerror(-rc));
+	strobe_ring *r = &s->rings[ring];
+	if (r->fd < 0) {
+		rc = strobe_ring_map(r, fd, ring_pages(&s->o));
+		if (rc < 0)
+			return strobe_errf(err, rc,
+					   "cannot map the ring buffer of CPU %d (%u pages): %s%s", cpu,
+					   ring_pages(&s->o), strerror(-rc),
+					   rc == -EPERM ? " (raise kernel.perf_event_mlock_kb)" : "");
+		s->pfd[ring].fd = fd;
+		s->pfd[ring].events = POLLIN;
+	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
+		return strobe_errf(err, -errno, "PERF_EVENT_IOC_SET_OUTPUT: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/* The events of one target (a thread, or -1 for the whole CPU) on one CPU. */
+static int open_set(strobe_sampler *s, pid_t pid, int cpu, unsigned ring, int tp_switch,
+		    strobe_err *err)
+{
+	bool per_task = pid != -1;
+	bool sb = true;
+	int rc;
+	if (s->o.events & STROBE_EV_CPU) {
+		rc = open_one(s, EVK_CLOCK, sb, per_task, 0, pid, cpu, ring, err);
+		if (rc < 0)
+			return rc;
+		sb = false;
+	}
+	if (s->o.events & STROBE_EV_OFFCPU) {
+		rc = open_one(s, EVK_SWITCH, sb, per_task, tp_switch, pid, cpu, ring, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Thread ids of a process from /proc/PID/task. */
+static int list_tids(pid_t pid, pid_t **out, unsigned *n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	unsigned cap = 16, cnt = 0;
+	pid_t *v = malloc(cap * sizeof(*v));
+	struct dirent *e;
+	while (v && (e = readdir(d))) {
+		char *end;
+		long t = strtol(e->d_name, &end, 10);
+		if (*end || t <= 0)
+			continue;
+		if (cnt == cap) {
+			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+			if (!nv) {
+				free(v);
+				v = NULL;
+				break;
+			}
+			v = nv;
+		}
+		v[cnt++] = (pid_t)t;
+	}
+	closedir(d);
+	if (!v)
+		return -ENOMEM;
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static bool in_list(const pid_t *v, unsigned n, pid_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+/* Opens events for every thread of pid, rescanning until no thread appeared meanwhile (a thread
+ * created before its creator's event existed is not inherited). */
+static int open_process(strobe_sampler *s, pid_t pid, int ncpu, const int *cpus, int tp_switch,
+			strobe_err *err)
+{
+	pid_t *done = NULL;
+	unsigned ndone = 0, cdone = 0;
+	int rc = 0;
+	for (int round = 0; round < 20; round++) {
+		pid_t *tids = NULL;
+		unsigned nt = 0;
+		if (s->o.enable_on_exec) { /* a forked child waiting to exec: one thread */
+			tids = malloc(sizeof(*tids));
+			if (!tids)
+				return -ENOMEM;
+			tids[0] = pid;
+			nt = 1;
+		} else if ((rc = list_tids(pid, &tids, &nt)) < 0) {
+			free(done);
+			return strobe_errf(err, rc == -ENOENT ? -ESRCH : rc, "no process %d",
+					   (int)pid);
+		}
+		unsigned added = 0;
+		for (unsigned i = 0; i < nt && rc == 0; i++) {
+			if (in_list(done, ndone, tids[i]))
+				continue;
+			for (int c = 0; c < ncpu && rc == 0; c++) {
+				rc = open_set(s, tids[i], cpus[c], (unsigned)c, tp_switch, err);
+				if (rc == -ESRCH) /* the thread exited meanwhile: fine */
+					rc = 1;
+			}
+			if (rc == 1) {
+				rc = 0;
+				continue;
+			}
+			if (ndone == cdone) {
+				cdone = cdone ? cdone * 2 : 16;
+				pid_t *nd = realloc(done, cdone * sizeof(*nd));
+				if (!nd) {
+					rc = -ENOMEM;
+					break;
+				}
+				done = nd;
+			}
+			done[ndone++] = tids[i];
+			added++;
+		}
+		free(tids);
+		if (rc < 0 || added == 0 || s->o.enable_on_exec)
+			break;
+	}
+	if (rc == 0 && ndone == 0)
+		rc = strobe_errf(err, -ESRCH, "no process %d", (int)pid);
+	free(done);
+	return rc;
+}
+
+int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err)
+{
+	*out = NULL;
+	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
+		return strobe_errf(err, -EINVAL, "no event selected");
+	if (!o->all && o->npids == 0)
+		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
+	strobe_sampler *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->o = *o;
+	if (!s->o.freq)
+		s->o.freq = 99;
+	if (s->o.freq > 100000)
+		s->o.freq = 100000;
+	if (!s->o.max_stack || s->o.max_stack > 127)
+		s->o.max_stack = 127;
+	s->period_ns = 1000000000 / s->o.freq;
+	s->frames.fixed = sizeof(strobe_frame_key);
+	int rc = strobe_tracker_init(&s->tr);
+	uint32_t fid;
+	strobe_frame_key none = {0};
+	if (rc == 0)
+		rc = strobe_itab_intern(&s->frames, &none, sizeof(none), &fid, NULL); /* id 0 */
+	if (rc == 0 && o->npids) {
+		s->pids = malloc(o->npids * sizeof(*s->pids));
+		if (!s->pids)
+			rc = -ENOMEM;
+		else
+			memcpy(s->pids, o->pids, o->npids * sizeof(*s->pids));
+		s->o.pids = s->pids;
+	}
+	const uint64_t common = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+				PERF_SAMPLE_CPU;
+	s->sample_type[EVK_CLOCK] = common | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
+	s->sample_type[EVK_SWITCH] = common | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD |
+				     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
+	s->sample_type[EVK_WAKEUP] = common | PERF_SAMPLE_RAW;
+	s->cpu_wide = o->all;
+
+	int tp_switch = 0, tp_wakeup = 0, size;
+	if (rc == 0 && (o->events & STROBE_EV_OFFCPU)) {
+		tp_switch = strobe_tracepoint_id("sched", "sched_switch", err);
+		if (tp_switch < 0)
+			rc = tp_switch;
+		if (rc == 0)
+			rc = strobe_tracepoint_field("sched", "sched_switch", "prev_state",
+						     &s->f_prev_state, &s->f_prev_state_size, err);
+		if (rc == 0)
+			rc = strobe_tracepoint_field("sched", "sched_switch", "next_pid",
+						     &s->f_next_pid, &size, err);
+		if (rc == 0) {
+			tp_wakeup = strobe_tracepoint_id("sched", "sched_wakeup", err);
+			if (tp_wakeup < 0 ||
+			    strobe_tracepoint_field("sched", "sched_wakeup", "pid", &s->f_wake_pid,
+						    &size, err) < 0)
+				s->no_wakeups = true;
+			if (err)
+				err->msg[0] = 0;
+		}
+	}
+
+	int ncpu = strobe_cpu_count(), nonline = 0;
+	int *cpus = malloc((size_t)ncpu * sizeof(*cpus));
+	s->rings = calloc((size_t)ncpu, sizeof(*s->rings));
+	s->pfd = calloc((size_t)ncpu, sizeof(*s->pfd));
+	if (rc == 0 && (!cpus || !s->rings || !s->pfd))
+		rc = -ENOMEM;
+	for (int c = 0; rc == 0 && c < ncpu; c++)
+		if (strobe_cpu_online(c))
+			cpus[nonline++] = c;
+	s->nrings = (unsigned)nonline;
+	for (unsigned i = 0; s->rings && i < (unsigned)ncpu; i++)
+		s->rings[i].fd = -1;
+	s->st.cpus = (uint32_t)nonline;
+
+	if (rc == 0 && o->all) {
+		for (int c = 0; rc == 0 && c < nonline; c++)
+			rc = open_set(s, -1, cpus[c], (unsigned)c, tp_switch, err);
+	} else if (rc == 0) {
+		/* Kernel frames of other users' processes need privilege; fall back to user-only
+		 * the way perf does, and say so in the stats. */
+		for (unsigned i = 0; rc == 0 && i < o->npids; i++) {
+			rc = open_process(s, o->pids[i], nonline, cpus, tp_switch, err);
+			if ((rc == -EACCES || rc == -EPERM) && o->kernel && !s->kernel_excluded &&
+			    s->nfds == 0 && !(o->events & STROBE_EV_OFFCPU)) {
+				s->kernel_excluded = true;
+				rc = open_process(s, o->pids[i], nonline, cpus, tp_switch, err);
+			}
+		}
+	}
+	if (rc == 0 && (o->events & STROBE_EV_OFFCPU) && !s->no_wakeups) {
+		strobe_err werr;
+		for (int c = 0; c < nonline; c++) {
+			if (open_one(s, EVK_WAKEUP, false, false, tp_wakeup, -1, cpus[c], (unsigned)c,
+				     &werr) < 0) {
+				s->no_wakeups = true; /* blocked time then includes run-queue time */
+				break;
+			}
+		}
+	}
+	free(cpus);
+	if (rc < 0) {
+		strobe_sampler_close(s);
+		return rc;
+	}
+	s->st.fds = s->nfds;
+	/* The targets' mappings now; what changes later arrives as records. */
+	int64_t now = strobe_mono_ns();
+	for (unsigned i = 0; i < o->npids && !o->enable_on_exec; i++)
+		strobe_tracker_read_proc(&s->tr, o->pids[i], now);
+	s->start_ns = s->prev_round_ns = s->horizon_ns = now;
+	s->start_real_ns = real_ns();
+	*out = s;
+	return 0;
+}
+
+void strobe_sampler_close(strobe_sampler *s)
+{
+	if (!s)
+		return;
+	for (unsigned i = 0; s->rings && i < s->nrings; i++)
+		if (s->rings[i].meta)
+			strobe_ring_unmap(&s->rings[i]);
+	for (unsigned i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
+	free(s->fds);
+	free(s->ids);
+	free(s->rings);
+	free(s->pfd);
+	free(s->pids);
+	free(s->arena);
+	free(s->pend);
+	strobe_tracker_free(&s->tr);
+	strobe_itab_free(&s->frames);
+	strobe_itab_free(&s->agg);
+	free(s->vals);
+	free(s->scratch);
+	free(s);
+}
+
+static int ioctl_all(strobe_sampler *s, unsigned long req)
+{
+	int rc = 0;
+	for (unsigned i = 0; i < s->nfds; i++)
+		if (ioctl(s->fds[i], req, 0) < 0 && errno != ESRCH)
+			rc = -errno;
+	return rc;
+}
+
+int strobe_sampler_enable(strobe_sampler *s, strobe_err *err)
+{
+	if (s->o.enable_on_exec)
+		return 0; /* the kernel enables them at exec */
+	int rc = ioctl_all(s, PERF_EVENT_IOC_ENABLE);
+	return rc < 0 ? strobe_errf(err, rc, "cannot enable the events: %s", strerror(-rc)) : 0;
+}
+
+int strobe_sampler_disable(strobe_sampler *s)
+{
+	return ioctl_all(s, PERF_EVENT_IOC_DISABLE);
+}
+
+/* ---- parsing --------------------------------------------------------------------------------- */
+
+typedef struct sample {
+	uint64_t id, ip, time, period, nr;
+	uint32_t pid, tid, cpu, raw_size;
+	const uint64_t *ips;
+	const uint8_t *raw;
+} sample;
+
+/* Walks a PERF_RECORD_SAMPLE's fields in the order the kernel writes them. */
+static bool parse_sample(const struct perf_event_header *h, uint64_t type, sample *sm)
+{
+	const uint8_t *p = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
+	memset(sm, 0, sizeof(*sm));
+#define TAKE(dst, n)                                                                              \
+	do {                                                                                      \
+		if ((size_t)(end - p) < (n))                                                      \
+			return false;                                                             \
+		memcpy((dst), p, (n));                                                            \
+		p += (n);                                                                         \
+	} while (0)
+	uint32_t two[2];
+	if (type & PERF_SAMPLE_IDENTIFIER)
+		TAKE(&sm->id, 8);
+	if (type & PERF_SAMPLE_IP)
+		TAKE(&sm->ip, 8);
+	if (type & PERF_SAMPLE_TID) {
+		TAKE(two, 8);
+		sm->pid = two[0];
+		sm->tid = two[1];
+	}
+	if (type & PERF_SAMPLE_TIME)
+		TAKE(&sm->time, 8);
+	if (type & PERF_SAMPLE_CPU) {
+		TAKE(two, 8);
+		sm->cpu = two[0];
+	}
+	if (type & PERF_SAMPLE_PERIOD)
+		TAKE(&sm->period, 8);
+	if (type & PERF_SAMPLE_CALLCHAIN) {
+		TAKE(&sm->nr, 8);
+		if (sm->nr > (size_t)(end - p) / 8)
+			return false;
+		sm->ips = (const uint64_t *)p;
+		p += sm->nr * 8;
+	}
+	if (type & PERF_SAMPLE_RAW) {
+		TAKE(&sm->raw_size, 4);
+		if (sm->raw_size > (size_t)(end - p))
+			return false;
+		sm->raw = p;
+	}
+#undef TAKE
+	return true;
+}
+
+/* The sample_id_all trailer of a non-sample record: pid, tid, time, cpu, identifier. */
+typedef struct trailer {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu, res;
+	uint64_t id;
+} trailer;
+
+static bool get_trailer(const struct perf_event_header *h, trailer *t)
+{
+	if (h->size < sizeof(*h) + sizeof(*t))
+		return false;
+	memcpy(t, (const uint8_t *)h + h->size - sizeof(*t), sizeof(*t));
+	return true;
+}
+
+static uint64_t raw_u(const sample *sm, int off, int size)
+{
+	if (off < 0 || size <= 0 || size > 8 || (uint32_t)(off + size) > sm->raw_size)
+		return 0;
+	uint64_t v = 0;
+	memcpy(&v, sm->raw + off, (size_t)size); /* little-endian hosts only (x86, arm64) */
+	return v;
+}
+
+/* ---- aggregation ----------------------------------------------------------------------------- */
+
+static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames, uint32_t n,
+		   const int64_t v[NV])
+{
+	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
+	uint8_t buf[sizeof(strobe_agg_key) + 256 * sizeof(uint32_t)];
+	if (n > 256)
+		return -E2BIG;
+	strobe_agg_key *k = (strobe_agg_key *)buf;
+	k->pid = pid;
+	k->tid = tid;
+	k->n = n;
+	k->pad_ = 0;
+	memcpy(k->frame, frames, n * sizeof(uint32_t));
+	uint32_t id;
+	bool added;
+	int rc = strobe_itab_intern(&s->agg, k, len, &id, &added);
+	if (rc < 0)
+		return rc;
+	if (id >= s->cvals) {
+		size_t nc = s->cvals ? s->cvals * 2 : 1024;
+		while (nc <= id)
+			nc *= 2;
+		int64_t *nv = realloc(s->vals, nc * NV * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		memset(nv + s->cvals * NV, 0, (nc - s->cvals) * NV * sizeof(*nv));
+		s->vals = nv;
+		s->cvals = nc;
+	}
+	for (int i = 0; i < NV; i++)
+		s->vals[(size_t)id * NV + i] += v[i];
+	return 0;
+}
+
+/* The process, its mappings read from /proc when first seen. */
+static strobe_proc *proc_for(strobe_sampler *s, int32_t pid)
+{
+	strobe_proc *p = strobe_tracker_proc(&s->tr, pid, true);
+	if (p && !p->maps_read && !p->exited) {
+		if (strobe_tracker_read_proc(&s->tr, pid, strobe_mono_ns()) < 0)
+			s->st.unknown_pid++;
+		p = strobe_tracker_proc(&s->tr, pid, false);
+		if (p)
+			p->maps_read = true;
+	}
+	return p;
+}
+
+/* Resolves a call chain into frame ids (leaf first) in s->scratch; returns the count. */
+static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
+{
+	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+		return 0;
+	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
+	strobe_proc *p = NULL;
+	bool first = true, rescanned = false;
+	uint32_t n = 0;
+	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
+		uint64_t ip = sm->ips[i];
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? CTX_KERNEL
+			      : ip == (uint64_t)PERF_CONTEXT_USER ? CTX_USER
+								 : CTX_OTHER;
+			continue;
+		}
+		if (ctx == CTX_OTHER || ip == 0)
+			continue;
+		strobe_frame_key k = {.addr = ip, .call = !first};
+		first = false;
+		if (ctx == CTX_KERNEL) {
+			if (!s->o.kernel)
+				continue;
+			k.map = STROBE_MAP_KERNEL;
+		} else {
+			if (!p)
+				p = proc_for(s, pid);
+			k.map = p ? strobe_tracker_find(p, ip) : STROBE_MAP_NONE;
+			if (k.map == STROBE_MAP_NONE && p && !p->exited && !rescanned) {
+				/* Mapped after we last looked and reported by no record we have
+				 * (a process that predates recording): look again, at most once a
+				 * second per process. */
+				int64_t now = strobe_mono_ns();
+				rescanned = true;
+				if (now - p->rescan_ns > 1000000000 &&
+				    strobe_tracker_read_proc(&s->tr, pid, now) == 0) {
+					p = strobe_tracker_proc(&s->tr, pid, false);
+					k.map = p ? strobe_tracker_find(p, ip) : STROBE_MAP_NONE;
+				}
+			}
+		}
+		uint32_t id;
+		if (strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) < 0)
+			break;
+		s->scratch[n++] = id;
+	}
+	return n;
+}
+
+/* Makes sure a thread and its process have names: from the records seen, else from /proc. */
+static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
+{
+	strobe_proc *p = strobe_tracker_proc(&s->tr, pid, true);
+	if (p && !p->comm[0]) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(p->comm, sizeof(p->comm), f))
+				p->comm[strcspn(p->comm, "\n")] = 0;
+			fclose(f);
+		}
+		if (!p->comm[0])
+			p->comm[0] = '?', p->comm[1] = 0;
+	}
+	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, pid, true);
+	if (th && !th->comm[0]) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+		FILE *f = fopen(path, "r");
+		if (f) {
+			if (fgets(th->comm, sizeof(th->comm), f))
+				th->comm[strcspn(th->comm, "\n")] = 0;
+			fclose(f);
+		}
+		if (!th->comm[0])
+			th->comm[0] = '?', th->comm[1] = 0; /* do not look again */
+	}
+	return th;
+}
+
+static void on_clock(strobe_sampler *s, const sample *sm)
+{
+	if (sm->tid == 0 && !s->o.keep_idle) {
+		s->st.idle++;
+		return;
+	}
+	s->st.samples++;
+	uint32_t n = resolve(s, (int32_t)sm->pid, sm);
+	thread_for(s, (int32_t)sm->tid, (int32_t)sm->pid);
+	int64_t v[NV] = {0};
+	v[V_SAMPLES] = 1;
+	v[V_CPU_NS] = sm->period ? (int64_t)sm->period : s->period_ns;
+	agg_add(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
+}
+
+/* Closes (or, with partial, counts so far) a thread's off-CPU interval up to `t`. */
+static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool partial)
+{
+	int64_t total = t - th->out_ns;
+	if (total < 0)
+		total = 0;
+	if (partial && total < s->o.min_block_ns)
+		return; /* not long enough yet to count; stays open */
+	int64_t bl = 0;
+	if (th->blocked)
+		bl = th->wake_ns > th->out_ns && th->wake_ns <= t ? th->wake_ns - th->out_ns : total;
+	if (partial) {
+		/* Counted up to t; the rest continues from t (run-queue if woken already). */
+		if (th->wake_ns && th->wake_ns <= t)
+			th->blocked = false;
+		th->wake_ns = 0;
+		th->out_ns = t;
+	} else {
+		th->out = false;
+	}
+	if (!partial && total < s->o.min_block_ns) {
+		s->st.short_blocks++;
+		return;
+	}
+	int64_t v[NV] = {0};
+	v[V_OFF_NS] = total;
+	v[V_BLOCKED_NS] = bl;
+	v[V_RUNQ_NS] = total - bl;
+	v[V_SWITCHES] = partial ? 0 : 1;
+	if (!partial)
+		s->st.switches++;
+	agg_add(s, th->pid, th->tid, th->stack, th->nstack, v);
+}
+
+static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
+{
+	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
+	if (th && th->out)
+		close_interval(s, th, t, false);
+}
+
+static void on_switch(strobe_sampler *s, const sample *sm)
+{
+	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
+	if (tid != 0) {
+		uint32_t n = resolve(s, pid, sm);
+		strobe_thread *th = thread_for(s, tid, pid);
+		if (th) {
+			if (th->out) /* a switch-in we never saw (lost): do not count the gap */
+				th->out = false;
+			uint32_t *st = realloc(th->stack, (n ? n : 1) * sizeof(uint32_t));
+			if (st) {
+				memcpy(st, s->scratch, n * sizeof(uint32_t));
+				th->stack = st;
+				th->nstack = n;
+				th->out = true;
+				th->out_ns = (int64_t)sm->time;
+				th->wake_ns = 0;
+				/* prev_state: 0 = still runnable (yield), TASK_REPORT_MAX (0x100
+				 * and up) = preempted, low bits = a sleeping state. */
+				uint64_t state = raw_u(sm, s->f_prev_state, s->f_prev_state_size);
+				th->blocked = (state & 0xff) != 0;
+			}
+		}
+	}
+	if (s->cpu_wide) {
+		int32_t next = (int32_t)raw_u(sm, s->f_next_pid, 4);
+		if (next)
+			switch_in(s, next, (int64_t)sm->time);
+	}
+}
+
+static void on_wakeup(strobe_sampler *s, const sample *sm)
+{
+	int32_t tid = (int32_t)raw_u(sm, s->f_wake_pid, 4);
+	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
+	if (th && th->out && th->blocked && !th->wake_ns)
+		th->wake_ns = (int64_t)sm->time;
+}
+
+static void process(strobe_sampler *s, const struct perf_event_header *h)
+{
+	const uint8_t *b = (const uint8_t *)(h + 1);
+	size_t blen = h->size - sizeof(*h);
+	trailer tr;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE: {
+		uint64_t id;
+		if (blen < 8)
+			return;
+		memcpy(&id, b, 8);
+		int kind = kind_of(s, id);
+		sample sm;
+		if (!kind || !parse_sample(h, s->sample_type[kind], &sm))
+			return;
+		if (kind == EVK_CLOCK)
+			on_clock(s, &sm);
+		else if (kind == EVK_SWITCH)
+			on_switch(s, &sm);
+		else
+			on_wakeup(s, &sm);
+		return;
+	}
+	case PERF_RECORD_MMAP2: {
+		/* pid, tid, addr, len, pgoff, {maj, min, ino, ino_generation | build id}, prot,
+		 * flags, filename */
+		if (blen < 8 + 24 + 24 + 8 + 1 + sizeof(tr))
+			return;
+		uint32_t pt[2], prot;
+		uint64_t a[3], ino;
+		uint32_t mm[2];
+		memcpy(pt, b, 8);
+		memcpy(a, b + 8, 24);
+		memcpy(&prot, b + 56, 4);
+		if (!(prot & 4 /* PROT_EXEC */))
+			return;
+		const char *name = (const char *)(b + 64);
+		size_t maxlen = blen - 64 - sizeof(tr);
+		if (!memchr(name, 0, maxlen))
+			return;
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			uint8_t bl = b[32];
+			strobe_tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2], 0, 0, b + 36,
+					    bl > STROBE_BUILD_ID_MAX ? STROBE_BUILD_ID_MAX : bl, name);
+		} else {
+			memcpy(mm, b + 32, 8);
+			memcpy(&ino, b + 40, 8);
+			strobe_tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2],
+					    makedev(mm[0], mm[1]), ino, NULL, 0, name);
+		}
+		return;
+	}
+	case PERF_RECORD_COMM: {
+		if (blen < 8 + 1 + sizeof(tr))
+			return;
+		uint32_t pt[2];
+		memcpy(pt, b, 8);
+		char comm[16];
+		size_t n = strnlen((const char *)b + 8, blen - 8 - sizeof(tr));
+		if (n >= sizeof(comm))
+			n = sizeof(comm) - 1;
+		memcpy(comm, b + 8, n);
+		comm[n] = 0;
+		strobe_tracker_comm(&s->tr, (int32_t)pt[0], (int32_t)pt[1], comm,
+				    h->misc & PERF_RECORD_MISC_COMM_EXEC);
+		return;
+	}
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT: {
+		uint32_t v[4]; /* pid, ppid, tid, ptid */
+		if (blen < 16)
+			return;
+		memcpy(v, b, 16);
+		if (h->type == PERF_RECORD_FORK)
+			strobe_tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
+		else
+			strobe_tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
+		return;
+	}
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT) && get_trailer(h, &tr))
+			switch_in(s, (int32_t)tr.tid, (int64_t)tr.time);
+		return;
+	default:
+		return;
+	}
+}
+
+/* ---- reading and ordering -------------------------------------------------------------------- */
+
+static int64_t record_time(const strobe_sampler *s, const struct perf_event_header *h)
+{
+	if (h->type == PERF_RECORD_SAMPLE) {
+		uint64_t id;
+		if (h->size < sizeof(*h) + 8)
+			return 0;
+		memcpy(&id, h + 1, 8);
+		int kind = kind_of(s, id);
+		sample sm;
+		if (!kind || !parse_sample(h, s->sample_type[kind], &sm))
+			return 0;
+		return (int64_t)sm.time;
+	}
+	trailer t;
+	return get_trailer(h, &t) ? (int64_t)t.time : 0;
+}
+
+static int take(const struct perf_event_header *h, void *ctx)
+{
+	strobe_sampler *s = ctx;
+	switch (h->type) { /* counters need no ordering */
+	case PERF_RECORD_LOST:
+		if (h->size >= sizeof(*h) + 16) {
+			uint64_t lost;
+			memcpy(&lost, (const uint8_t *)(h + 1) + 8, 8);
+			s->st.lost += lost;
+		}
+		return 0;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (h->size >= sizeof(*h) + 8) {
+			uint64_t lost;
+			memcpy(&lost, h + 1, 8);
+			s->st.lost += lost;
+		}
+		return 0;
+	case PERF_RECORD_THROTTLE:
+		s->st.throttled++;
+		return 0;
+	case PERF_RECORD_SAMPLE:
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		break;
+	default:
+		return 0;
+	}
+	if (s->alen + h->size > s->acap) {
+		size_t nc = s->acap ? s->acap * 2 : 1 << 20;
+		while (nc < s->alen + h->size)
+			nc *= 2;
+		uint8_t *na = realloc(s->arena, nc);
+		if (!na)
+			return -ENOMEM;
+		s->arena = na;
+		s->acap = nc;
+	}
+	if (s->npend == s->cpend) {
+		size_t nc = s->cpend ? s->cpend * 2 : 4096;
+		strobe_pending *np = realloc(s->pend, nc * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		s->pend = np;
+		s->cpend = nc;
+	}
+	memcpy(s->arena + s->alen, h, h->size);
+	s->pend[s->npend++] = (strobe_pending){record_time(s, h), s->seq++, s->alen, h->size};
+	s->alen += h->size;
+	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const strobe_pending *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Processes held records older than cutoff, in time order; keeps the rest. */
+static void process_until(strobe_sampler *s, int64_t cutoff)
+{
+	if (!s->npend) {
+		if (cutoff > s->horizon_ns)
+			s->horizon_ns = cutoff;
+		return;
+	}
+	qsort(s->pend, s->npend, sizeof(*s->pend), by_time);
+	size_t i = 0;
+	for (; i < s->npend && s->pend[i].time < cutoff; i++)
+		process(s, (const struct perf_event_header *)(s->arena + s->pend[i].off));
+	if (cutoff > s->horizon_ns)
+		s->horizon_ns = cutoff;
+	if (i == 0)
+		return;
+	/* Compact what is left (few records: the last few milliseconds). */
+	size_t w = 0;
+	size_t alen = 0;
+	for (size_t r = i; r < s->npend; r++) {
+		strobe_pending pd = s->pend[r];
+		memmove(s->arena + alen, s->arena + pd.off, pd.len);
+		pd.off = alen;
+		alen += pd.len;
+		s->pend[w++] = pd;
+	}
+	s->npend = w;
+	s->alen = alen;
+}
+
+static int read_rings(strobe_sampler *s)
+{
+	for (unsigned i = 0; i < s->nrings; i++) {
+		int rc = strobe_ring_read(&s->rings[i], take, s);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
+{
+	if (timeout_ms > 0 && poll(s->pfd, s->nrings, timeout_ms) < 0 && errno != EINTR)
+		return strobe_errf(err, -errno, "poll: %s", strerror(errno));
+	int64_t now = strobe_mono_ns();
+	int rc = read_rings(s);
+	if (rc < 0)
+		return strobe_errf(err, rc, "reading the ring buffers: %s", strerror(-rc));
+	int64_t cutoff = s->prev_round_ns;
+	if (cutoff > now - MARGIN_NS)
+		cutoff = now - MARGIN_NS;
+	if (s->alen > MAX_PENDING) /* rather than grow without bound */
+		cutoff = now;
+	process_until(s, cutoff);
+	s->prev_round_ns = now;
+	return 0;
+}
+
+int strobe_sampler_drain(strobe_sampler *s, strobe_err *err)
+{
+	int rc = read_rings(s);
+	if (rc < 0)
+		return strobe_errf(err, rc, "reading the ring buffers: %s", strerror(-rc));
+	int64_t now = strobe_mono_ns();
+	process_until(s, now);
+	s->horizon_ns = now;
+	return 0;
+}
+
+void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
+{
+	*st = s->st;
+	st->processes = s->tr.pids.n;
+	st->threads = s->tr.tids.n;
+}
+
+unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
+{
+	unsigned n = 0;
+	for (uint32_t id = 0; id < s->agg.n; id++) {
+		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
+		if (!in_list(out, n, k->pid) && n < cap)
+			out[n++] = k->pid;
+	}
+	return n;
+}
+
+/* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
+void strobe_sampler_flush_open(strobe_sampler *s)
+{
+	for (uint32_t i = 0; i < s->tr.tids.n; i++) {
+		strobe_thread *th = &s->tr.threads[i];
+		if (th->out && th->tid)
+			close_interval(s, th, s->horizon_ns, true);
+	}
+}
+
+void strobe_sampler_reset_agg(strobe_sampler *s)
+{
+	strobe_itab_free(&s->agg);
+	memset(s->vals, 0, s->cvals * NV * sizeof(*s->vals));
+	s->start_ns = s->horizon_ns;
+	s->start_real_ns = real_ns();
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sampler's state, shared by sampler.c (collection and aggregation) and sampler_profile.c
+ * (turning the aggregate into a symbolized pprof). Private to agent/.
+ *
+ * The aggregate is keyed by (pid, tid, frames) where frames are ids into a table of
+ * (mapping, address) pairs, leaf first: the raw material, symbolized only when a profile is
+ * asked for, so each distinct address is named once however often it was sampled.
+ */
+#ifndef STROBE_AGENT_SAMPLER_IMPL_H
+#define STROBE_AGENT_SAMPLER_IMPL_H
+
+#include <poll.h>
+
+#include "perf.h"
+#include "proc.h"
+#include "strobe/sampler.h"
+
+/* Value slots of the aggregate (the profile's sample types are chosen from these). */
+enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, NV };
+
+/* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
+ * which is inside the call instruction, so the caller's line and inline chain are right). */
+typedef struct strobe_frame_key {
+	uint64_t addr;
+	uint32_t map, call;
+} strobe_frame_key;
+
+typedef struct strobe_agg_key {
+	int32_t pid, tid;
+	uint32_t n, pad_;
+	uint32_t frame[]; /* n frame ids, leaf first */
+} strobe_agg_key;
+
+enum { EVK_CLOCK = 1, EVK_SWITCH, EVK_WAKEUP };
+
+typedef struct strobe_pending {
+	int64_t time;
+	uint64_t seq;
+	size_t off;
+	uint32_t len;
+} strobe_pending;
+
+struct strobe_sampler {
+	strobe_sampler_opts o;
+	pid_t *pids;
+	strobe_ring *rings;
+	struct pollfd *pfd;
+	unsigned nrings;
+	int *fds;
+	unsigned nfds, cfds;
+	struct {
+		uint64_t id;
+		int kind;
+	} *ids;
+	unsigned nids, cids;
+	uint64_t sample_type[4]; /* per EVK_* */
+	int f_prev_state, f_prev_state_size, f_next_pid, f_wake_pid;
+	bool cpu_wide;           /* -a: switch-ins from the tracepoint's next_pid */
+	bool kernel_excluded;    /* fell back to user-only (no privilege for kernel frames) */
+	bool no_wakeups;         /* could not open sched_wakeup: no blocked/run-queue split */
+
+	/* Records read from the rings, held until every ring has been read past their time. */
+	uint8_t *arena;
+	size_t alen, acap;
+	strobe_pending *pend;
+	size_t npend, cpend;
+	uint64_t seq;
+	int64_t prev_round_ns, horizon_ns;
+
+	strobe_tracker tr;
+	strobe_itab frames;      /* strobe_frame_key, fixed size */
+	strobe_itab agg;         /* strobe_agg_key, variable size */
+	int64_t *vals;           /* vals[id * NV + slot] */
+	size_t cvals;
+	uint32_t *scratch;       /* frame ids of the stack being resolved */
+	int64_t period_ns;
+	int64_t start_ns, start_real_ns; /* of the current aggregation period */
+	strobe_sampler_stats st;
+};
+
+int64_t strobe_mono_ns(void);
+/* Counts the off-CPU intervals still open up to the horizon (before a profile is built). */
+void strobe_sampler_flush_open(strobe_sampler *s);
+/* Starts a new aggregation period (frame and mapping tables are kept). */
+void strobe_sampler_reset_agg(strobe_sampler *s);
+
+#endif

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * From the sampler's aggregate to a pprof profile: sample types chosen by what was collected,
+ * frames symbolized once per distinct (mapping, address), mappings with file, offset and build
+ * ID, and the labels pid, process, tid, thread plus the caller's own.
+ *
+ * A frame the symbolizer cannot name keeps its mapping and address (pprof tools, and strobe's own
+ * renderers, then show it as [file+0xoffset]), so it can be symbolized later from its build ID.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler_impl.h"
+
+typedef struct builder {
+	strobe_sampler *s;
+	strobe_profile *p;
+	strobe_symbolizer *sym;
+	uint32_t *loc_of_frame;     /* per frame id, 0 = not yet */
+	uint32_t *mapping_of_map;   /* per map id: pprof mapping id, 0 = not yet */
+	strobe_sym_object **obj;    /* per map id */
+	uint8_t *obj_tried;
+	uint32_t kernel_mapping_cache[64]; /* by a small hash of the module name */
+	strobe_sym_frame fr[32];
+} builder;
+
+static uint32_t str(strobe_profile *p, const char *s)
+{
+	return s ? strobe_str_intern0(p, s) : 0;
+}
+
+static strobe_sym_object *object_of(builder *b, uint32_t map_id)
+{
+	if (!b->sym)
+		return NULL;
+	if (!b->obj_tried[map_id]) {
+		const strobe_map *m = strobe_tracker_map(&b->s->tr, map_id);
+		b->obj_tried[map_id] = 1;
+		strobe_sym_object *o = NULL;
+		if (strobe_sym_object_get(b->sym, strobe_tracker_str(&b->s->tr, m->path), m->pid, m->dev,
+					  m->ino, m->build_id, m->build_id_len, &o) == 0)
+			b->obj[map_id] = o;
+	}
+	return b->obj[map_id];
+}
+
+static uint32_t user_mapping(builder *b, uint32_t map_id)
+{
+	if (b->mapping_of_map[map_id])
+		return b->mapping_of_map[map_id];
+	const strobe_map *m = strobe_tracker_map(&b->s->tr, map_id);
+	strobe_mapping pm = {0};
+	pm.start = m->start;
+	pm.limit = m->end;
+	pm.offset = m->pgoff;
+	pm.filename = str(b->p, strobe_tracker_str(&b->s->tr, m->path));
+	char hex[2 * STROBE_BUILD_ID_MAX + 1] = "";
+	if (m->build_id_len) {
+		strobe_build_id_hex(m->build_id, m->build_id_len, hex);
+	} else if (!m->anon) {
+		strobe_sym_object *o = object_of(b, map_id);
+		size_t n = 0;
+		const uint8_t *id = o ? strobe_sym_object_build_id(o, &n) : NULL;
+		if (id && n)
+			strobe_build_id_hex(id, n, hex);
+	}
+	pm.build_id = str(b->p, hex);
+	strobe_sym_object *o = m->anon ? NULL : object_of(b, map_id);
+	if (o) {
+		pm.has_functions = strobe_sym_object_has_symbols(o);
+		pm.has_filenames = pm.has_line_numbers = pm.has_inline_frames =
+			strobe_sym_object_has_lines(o);
+	} else if (m->anon && b->sym) {
+		pm.has_functions = 1; /* perf map names what it can */
+	}
+	return b->mapping_of_map[map_id] = strobe_mapping_intern(b->p, &pm);
+}
+
+static uint32_t kernel_mapping(builder *b, const char *module)
+{
+	if (!module)
+		module = "[kernel.kallsyms]";
+	uint32_t h = strobe_hash(module, strlen(module)) % 64;
+	strobe_mapping pm = {0};
+	pm.filename = str(b->p, module);
+	uint32_t c = b->kernel_mapping_cache[h];
+	if (c && strobe_mapping_get(b->p, c)->filename == pm.filename)
+		return c;
+	pm.has_functions = b->sym != NULL;
+	return b->kernel_mapping_cache[h] = strobe_mapping_intern(b->p, &pm);
+}
+
+/* pprof lines (leaf first) from symbolizer frames. */
+static uint32_t location_of(builder *b, const strobe_frame_key *k, uint32_t mapping, int n)
+{
+	strobe_line lines[32];
+	if (n > 32)
+		n = 32;
+	for (int i = 0; i < n; i++) {
+		strobe_function f = {0};
+		f.name = f.system_name = str(b->p, b->fr[i].function);
+		f.filename = str(b->p, b->fr[i].file);
+		f.start_line = b->fr[i].start_line;
+		lines[i] = (strobe_line){.function = strobe_function_intern(b->p, &f),
+					 .line = b->fr[i].line,
+					 .column = b->fr[i].column};
+	}
+	return strobe_location_intern(b->p, mapping, k->addr, lines, (uint32_t)n, false);
+}
+
+static uint32_t frame_location(builder *b, uint32_t frame_id)
+{
+	if (b->loc_of_frame[frame_id])
+		return b->loc_of_frame[frame_id];
+	const strobe_frame_key *k = strobe_itab_get(&b->s->frames, frame_id, NULL);
+	uint64_t look = k->call ? k->addr - 1 : k->addr;
+	uint32_t mapping = 0;
+	int n = 0;
+	if (k->map == STROBE_MAP_KERNEL) {
+		const char *module = NULL;
+		if (b->sym)
+			n = strobe_sym_kernel(b->sym, look, &b->fr[0], &module) > 0;
+		mapping = kernel_mapping(b, module);
+	} else if (k->map != STROBE_MAP_NONE) {
+		const strobe_map *m = strobe_tracker_map(&b->s->tr, k->map);
+		mapping = user_mapping(b, k->map);
+		if (m->anon) {
+			if (b->sym)
+				n = strobe_sym_perfmap(b->sym, m->pid, look, &b->fr[0]) > 0;
+		} else {
+			strobe_sym_object *o = object_of(b, k->map);
+			if (o) {
+				n = strobe_sym_lookup(b->sym, o, look - m->start + m->pgoff, b->fr, 32);
+				if (n < 0)
+					n = 0;
+			}
+		}
+	}
+	return b->loc_of_frame[frame_id] = location_of(b, k, mapping, n);
+}
+
+static int add_label(strobe_profile *p, strobe_label *l, unsigned *n, const char *key,
+		     const char *val)
+{
+	l[*n] = (strobe_label){.key = str(p, key), .str = str(p, val && *val ? val : "?")};
+	(*n)++;
+	return 0;
+}
+
+strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_profile_opts *o,
+				       strobe_err *err)
+{
+	strobe_sampler_flush_open(s);
+	strobe_profile *p = strobe_profile_new();
+	builder b = {.s = s, .p = p, .sym = o->sym};
+	if (!p)
+		return NULL;
+	b.loc_of_frame = calloc(s->frames.n + 1, sizeof(uint32_t));
+	b.mapping_of_map = calloc(s->tr.maps.n + 1, sizeof(uint32_t));
+	b.obj = calloc(s->tr.maps.n + 1, sizeof(*b.obj));
+	b.obj_tried = calloc(s->tr.maps.n + 1, 1);
+	int rc = (b.loc_of_frame && b.mapping_of_map && b.obj && b.obj_tried) ? 0 : -ENOMEM;
+
+	/* Sample types, from the value slots collected. */
+	static const struct {
+		int slot;
+		const char *type, *unit;
+	} all[] = {
+		{V_SAMPLES, "samples", "count"},      {V_CPU_NS, "cpu", "nanoseconds"},
+		{V_OFF_NS, "off_cpu", "nanoseconds"}, {V_BLOCKED_NS, "blocked", "nanoseconds"},
+		{V_RUNQ_NS, "runqueue", "nanoseconds"}, {V_SWITCHES, "switches", "count"},
+		{-1, "wall", "nanoseconds"},
+	};
+	bool cpu = s->o.events & STROBE_EV_CPU, off = s->o.events & STROBE_EV_OFFCPU;
+	int slot[8], nt = 0;
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all) && rc == 0; i++) {
+		bool want = all[i].slot == V_SAMPLES || all[i].slot == V_CPU_NS ? cpu
+			    : all[i].slot < 0				       ? cpu && off
+									       : off;
+		if (!want)
+			continue;
+		rc = strobe_profile_add_type(p, all[i].type, all[i].unit);
+		slot[nt++] = all[i].slot;
+	}
+	if (rc == 0) {
+		p->default_type = cpu && off ? nt - 1 : cpu ? 1 : 0; /* wall, cpu or off_cpu */
+		p->period_type.type = str(p, cpu ? "cpu" : "off_cpu");
+		p->period_type.unit = str(p, "nanoseconds");
+		p->period = cpu ? s->period_ns : 1;
+		p->time_nanos = s->start_real_ns;
+		p->duration_nanos = s->horizon_ns - s->start_ns;
+	}
+
+	strobe_label *labels = calloc(4 + o->nlabels, sizeof(*labels));
+	if (!labels)
+		rc = -ENOMEM;
+	for (uint32_t id = 0; rc == 0 && id < s->agg.n; id++) {
+		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
+		const int64_t *v = s->vals + (size_t)id * NV;
+		if (o->only_pid && k->pid != o->only_pid)
+			continue;
+		int64_t vals[8];
+		bool any = false;
+		for (int t = 0; t < nt; t++) {
+			vals[t] = slot[t] >= 0 ? v[slot[t]] : v[V_CPU_NS] + v[V_OFF_NS];
+			any |= vals[t] != 0;
+		}
+		if (!any)
+			continue;
+		/* The stack, root first: frame[n-1] is the outermost caller. */
+		uint32_t stack = 0;
+		for (uint32_t f = k->n; f-- > 0;) {
+			uint32_t loc = frame_location(&b, k->frame[f]);
+			if (loc == UINT32_MAX || (stack = strobe_stack_push(p, stack, loc)) == UINT32_MAX) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		if (rc < 0)
+			break;
+		unsigned nl = 0;
+		char num[16];
+		const strobe_proc *pr = strobe_tracker_proc(&s->tr, k->pid, false);
+		snprintf(num, sizeof(num), "%d", (int)k->pid);
+		add_label(p, labels, &nl, "pid", num);
+		add_label(p, labels, &nl, "process", pr ? pr->comm : NULL);
+		if (o->per_thread) {
+			const strobe_thread *th = strobe_tracker_thread(&s->tr, k->tid, 0, false);
+			snprintf(num, sizeof(num), "%d", (int)k->tid);
+			add_label(p, labels, &nl, "tid", num);
+			add_label(p, labels, &nl, "thread", th ? th->comm : NULL);
+		}
+		for (unsigned i = 0; i < o->nlabels; i++) {
+			const char *eq = strchr(o->labels[i], '=');
+			if (!eq)
+				continue;
+			labels[nl++] = (strobe_label){
+				.key = strobe_str_intern(p, o->labels[i], (size_t)(eq - o->labels[i])),
+				.str = str(p, eq + 1)};
+		}
+		uint32_t ls = strobe_labelset_intern(p, labels, nl);
+		if (ls == UINT32_MAX)
+			rc = -ENOMEM;
+		else
+			rc = strobe_sample_add(p, stack, ls, vals);
+	}
+	free(labels);
+	free(b.loc_of_frame);
+	free(b.mapping_of_map);
+	free(b.obj);
+	free(b.obj_tried);
+	if (rc < 0) {
+		strobe_errf(err, rc, "building the profile: %s", strerror(-rc));
+		strobe_profile_free(p);
+		errno = -rc;
+		return NULL;
+	}
+	if (o->reset)
+		strobe_sampler_reset_agg(s);
+	return p;
+}

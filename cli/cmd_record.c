@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe record: samples a command, running processes or the whole host with perf_event and
+ * writes a symbolized profile (pprof by default; SVG, folded, JSON by the output's extension).
+ *
+ * A command is started stopped at a pipe: the events are opened on the child with
+ * enable_on_exec, so counting starts exactly at its exec and covers every thread and child it
+ * creates. Recording ends on -d, when the command (or every -p process) exits, or on
+ * SIGINT/SIGTERM; the profile is written in every case.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "strobe/sampler.h"
+
+static const char usage_text[] =
+	"usage: strobe record [options] -a\n"
+	"       strobe record [options] -p PID[,PID...]\n"
+	"       strobe record [options] [--] COMMAND [ARGS...]\n\n"
+	"Samples call stacks (kernel and user, from frame pointers) and writes a symbolized profile.\n"
+	"Ends after -d, when the command or processes exit, or on Ctrl-C; the output is always\n"
+	"written. Needs root, CAP_PERFMON, or kernel.perf_event_paranoid low enough.\n\n"
+	"  -e, --event EVENT      cpu (on-CPU samples, default), offcpu (time blocked or waiting\n"
+	"                         to run, from sched_switch), or wall (both in one profile)\n"
+	"  -F, --freq HZ          on-CPU samples per second (default 99)\n"
+	"  -a, --all-cpus         every process on the host\n"
+	"  -p, --pid PID[,PID]    these running processes, all threads and later children\n"
+	"  -d, --duration SECONDS stop after this long\n"
+	"  -o, --output FILE      default strobe.pb.gz (pprof); .svg, .folded, .json and\n"
+	"                         .speedscope.json write that format instead\n"
+	"  --label KEY=VALUE      a label on every sample (repeatable)\n"
+	"  --min-block DURATION   drop off-CPU intervals shorter than this (e.g. 500us, 2ms)\n"
+	"  --user                 user frames only (no kernel frames)\n"
+	"  --no-threads           label samples by process only (no tid and thread labels)\n"
+	"  --no-symbolize         keep raw addresses, mappings and build IDs (name them later)\n"
+	"  --debug-dir DIR        also look for debug files under DIR (repeatable)\n"
+	"  --idle                 keep samples of idle CPUs (-a)\n"
+	"  -m, --mmap-pages N     ring buffer pages per CPU (a power of two)\n"
+	"  -q, --quiet            no summary on stderr\n\n"
+	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
+	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+/* "2ms", "500us", "1.5s", "100ns"; 0 needs no unit. */
+static int parse_duration(const char *cmd, const char *opt, const char *arg, int64_t *ns)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	static const struct { const char *u; double mul; } units[] = {
+		{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+	if (end != arg && v >= 0) {
+		if (*end == 0 && v == 0) {
+			*ns = 0;
+			return 0;
+		}
+		for (size_t i = 0; i < 4; i++)
+			if (strcmp(end, units[i].u) == 0) {
+				*ns = (int64_t)(v * units[i].mul);
+				return 0;
+			}
+	}
+	cli_err(cmd, "%s: '%s' is not a duration (a number with ns, us, ms or s, e.g. 2ms)", opt,
+		arg);
+	return -1;
+}
+
+static int parse_pids(const char *cmd, const char *arg, pid_t **pids, unsigned *n)
+{
+	char *dup = strdup(arg), *save = NULL;
+	if (!dup)
+		return -1;
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long v = strtol(t, &end, 10);
+		if (*end || v <= 0 || v > 0x7fffffff) {
+			cli_err(cmd, "-p: '%s' is not a process id", t);
+			free(dup);
+			return -1;
+		}
+		if (kill((pid_t)v, 0) < 0 && errno == ESRCH) {
+			cli_err(cmd, "-p: no process %ld", v);
+			free(dup);
+			return -1;
+		}
+		pid_t *np = realloc(*pids, (*n + 1) * sizeof(*np));
+		if (!np) {
+			free(dup);
+			return -1;
+		}
+		*pids = np;
+		(*pids)[(*n)++] = (pid_t)v;
+	}
+	free(dup);
+	return 0;
+}
+
+/* Starts argv stopped before exec; *go is the pipe end that lets it run, *status the end that
+ * reports a failed exec (errno) or closes on success. */
+static pid_t spawn(char **argv, int *go, int *status)
+{
+	int gp[2], sp[2];
+	if (pipe2(gp, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(sp, O_CLOEXEC) < 0) {
+		close(gp[0]);
+		close(gp[1]);
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(gp[1]);
+		close(sp[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		char c;
+		if (read(gp[0], &c, 1) != 1)
+			_exit(127); /* the recorder gave up */
+		execvp(argv[0], argv);
+		int e = errno;
+		if (write(sp[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(gp[0]);
+	close(sp[1]);
+	if (pid < 0) {
+		close(gp[1]);
+		close(sp[0]);
+		return -1;
+	}
+	*go = gp[1];
+	*status = sp[0];
+	return pid;
+}
+
+static bool any_alive(const pid_t *pids, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (kill(pids[i], 0) == 0 || errno == EPERM)
+			return true;
+	return false;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE };
+	static const struct option longopts[] = {
+		{"help", no_argument, 0, 'h'},	       {"event", required_argument, 0, 'e'},
+		{"freq", required_argument, 0, 'F'},   {"all-cpus", no_argument, 0, 'a'},
+		{"pid", required_argument, 0, 'p'},    {"duration", required_argument, 0, 'd'},
+		{"output", required_argument, 0, 'o'}, {"mmap-pages", required_argument, 0, 'm'},
+		{"quiet", no_argument, 0, 'q'},	       {"label", required_argument, 0, O_LABEL},
+		{"min-block", required_argument, 0, O_MINBLOCK},
+		{"user", no_argument, 0, O_USER},      {"no-threads", no_argument, 0, O_NOTHREADS},
+		{"no-symbolize", no_argument, 0, O_NOSYM},
+		{"debug-dir", required_argument, 0, O_DEBUGDIR},
+		{"idle", no_argument, 0, O_IDLE},      {0, 0, 0, 0}};
+	const char *cmd = "record", *output = "strobe.pb.gz";
+	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true};
+	double duration = 0;
+	bool quiet = false, per_thread = true, symbolize = true;
+	pid_t *pids = NULL;
+	unsigned npids = 0;
+	const char **labels = NULL, **debug_dirs = NULL;
+	unsigned nlabels = 0, ndebug = 0;
+	int rc = 2, c;
+	long v;
+	while ((c = getopt_long(argc, argv, "+he:F:ap:d:o:m:q", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
+		case 'e':
+			if (strcmp(optarg, "cpu") == 0 || strcmp(optarg, "cpu-clock") == 0)
+				so.events = STROBE_EV_CPU;
+			else if (strcmp(optarg, "offcpu") == 0 || strcmp(optarg, "off-cpu") == 0)
+				so.events = STROBE_EV_OFFCPU;
+			else if (strcmp(optarg, "wall") == 0)
+				so.events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
+			else {
+				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu or wall)%s", optarg,
+					strcmp(optarg, "cycles") == 0
+						? "; this machine's CPU counters are not used yet"
+						: "");
+				goto out;
+			}
+			break;
+		case 'F':
+			if (cli_int(cmd, "-F", optarg, 1, 100000, &v) < 0)
+				goto out;
+			so.freq = (unsigned)v;
+			break;
+		case 'a': so.all = true; break;
+		case 'p':
+			if (parse_pids(cmd, optarg, &pids, &npids) < 0)
+				goto out;
+			break;
+		case 'd':
+			if (cli_double(cmd, "-d", optarg, &duration) < 0)
+				goto out;
+			if (duration <= 0) {
+				cli_err(cmd, "-d: the duration must be positive, not '%s'", optarg);
+				goto out;
+			}
+			break;
+		case 'o': output = optarg; break;
+		case 'm':
+			if (cli_int(cmd, "-m", optarg, 1, 65536, &v) < 0)
+				goto out;
+			if (v & (v - 1)) {
+				cli_err(cmd, "-m: %ld is not a power of two", v);
+				goto out;
+			}
+			so.ring_pages = (unsigned)v;
+			break;
+		case 'q': quiet = true; break;
+		case O_LABEL: {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg) {
+				cli_err(cmd, "--label: '%s' is not KEY=VALUE", optarg);
+				goto out;
+			}
+			const char **nl = realloc(labels, (nlabels + 1) * sizeof(*nl));
+			if (!nl)
+				goto out;
+			labels = nl;
+			labels[nlabels++] = optarg;
+			break;
+		}
+		case O_MINBLOCK:
+			if (parse_duration(cmd, "--min-block", optarg, &so.min_block_ns) < 0)
+				goto out;
+			break;
+		case O_USER: so.kernel = false; break;
+		case O_NOTHREADS: per_thread = false; break;
+		case O_NOSYM: symbolize = false; break;
+		case O_DEBUGDIR: {
+			const char **nd = realloc(debug_dirs, (ndebug + 2) * sizeof(*nd));
+			if (!nd)
+				goto out;
+			debug_dirs = nd;
+			debug_dirs[ndebug++] = optarg;
+			debug_dirs[ndebug] = NULL;
+			break;
+		}
+		case O_IDLE: so.keep_idle = true; break;
+		default: fputs(usage_text, stderr); goto out;
+		}
+	}
+	char **command = argv + optind;
+	int ncommand = argc - optind;
+	int ntargets = (so.all ? 1 : 0) + (npids ? 1 : 0) + (ncommand ? 1 : 0);
+	if (ntargets != 1) {
+		cli_err(cmd, ntargets ? "give one target: -a, -p PID or a command, not several"
+				      : "nothing to record: give -a, -p PID or a command (see --help)");
+		goto out;
+	}
+	strobe_format fmt = cli_format_for_path(output);
+	if (fmt == STROBE_FMT_UNKNOWN || fmt == STROBE_FMT_PERF_SCRIPT) {
+		cli_err(cmd, "-o %s: unknown output format (use .pb.gz, .svg, .folded, .json or "
+			     ".speedscope.json)", output);
+		goto out;
+	}
+
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	pid_t child = -1;
+	int go = -1, status_fd = -1;
+	if (ncommand) {
+		child = spawn(command, &go, &status_fd);
+		if (child < 0) {
+			cli_err(cmd, "cannot start '%s': %s", command[0], strerror(errno));
+			goto out;
+		}
+		so.pids = &child;
+		so.npids = 1;
+		so.enable_on_exec = true;
+	} else if (npids) {
+		so.pids = pids;
+		so.npids = npids;
+	}
+
+	strobe_err err = {{0}};
+	strobe_sampler *s = NULL;
+	int orc = strobe_sampler_open(&so, &s, &err);
+	if (orc < 0) {
+		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
+		if (child > 0) {
+			close(go); /* the child reads EOF and exits */
+			waitpid(child, NULL, 0);
+		}
+		goto out;
+	}
+	if (child > 0) {
+		int e = 0;
+		if (write(go, "x", 1) != 1 || read(status_fd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+			cli_err(cmd, "cannot run '%s': %s", command[0], strerror(e ? e : EPIPE));
+			waitpid(child, NULL, 0);
+			strobe_sampler_close(s);
+			goto out;
+		}
+		close(go);
+		close(status_fd);
+	} else if (strobe_sampler_enable(s, &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
+		strobe_sampler_close(s);
+		goto out;
+	}
+
+	int64_t t0 = mono_ns(), last_check = t0;
+	int child_status = 0;
+	bool child_done = false;
+	const char *why = "";
+	for (;;) {
+		if (strobe_sampler_poll(s, 100, &err) < 0) {
+			cli_err(cmd, "%s", err.msg);
+			break;
+		}
+		int64_t now = mono_ns();
+		if (stop_signal) {
+			why = stop_signal == SIGINT ? "interrupted" : "terminated";
+			break;
+		}
+		if (duration > 0 && (double)(now - t0) >= duration * 1e9) {
+			why = "duration reached";
+			break;
+		}
+		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
+			child_done = true;
+			why = "command exited";
+			break;
+		}
+		if (npids && now - last_check > 500000000) {
+			last_check = now;
+			if (!any_alive(pids, npids)) {
+				why = "processes exited";
+				break;
+			}
+		}
+	}
+	strobe_sampler_disable(s);
+	if (child > 0 && !child_done) /* the command does not outlive its recording */
+		kill(child, stop_signal ? stop_signal : SIGTERM);
+	if (strobe_sampler_drain(s, &err) < 0)
+		cli_err(cmd, "%s", err.msg);
+
+	strobe_symbolizer *sym = NULL;
+	if (symbolize) {
+		strobe_sym_opts syo = {.debug_dirs = debug_dirs, .no_kernel = !so.kernel};
+		sym = strobe_symbolizer_new(&syo);
+		if (!sym)
+			cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
+				strerror(errno));
+	}
+	strobe_sampler_profile_opts po = {.sym = sym, .per_thread = per_thread,
+					  .labels = labels, .nlabels = nlabels};
+	strobe_profile *p = strobe_sampler_profile(s, &po, &err);
+	strobe_sampler_stats st;
+	strobe_sampler_get_stats(s, &st);
+	strobe_sampler_close(s);
+	strobe_symbolizer_free(sym);
+	if (!p) {
+		cli_err(cmd, "%s", err.msg);
+		goto reap;
+	}
+	int type = strobe_default_type_index(p);
+	if (cli_write_as(cmd, p, fmt, type, STROBE_GRAN_FUNCTIONS, output) < 0) {
+		strobe_profile_free(p);
+		goto reap;
+	}
+	if (!quiet) {
+		double secs = (double)p->duration_nanos / 1e9;
+		fprintf(stderr, "strobe record: %s after %.1f s: ", why, secs);
+		if (so.events & STROBE_EV_CPU)
+			fprintf(stderr, "%" PRIu64 " samples, ", st.samples);
+		if (so.events & STROBE_EV_OFFCPU)
+			fprintf(stderr, "%" PRIu64 " off-CPU intervals, ", st.switches);
+		fprintf(stderr, "%" PRIu64 " lost, %u process%s, %u thread%s; wrote %s\n", st.lost,
+			st.processes, st.processes == 1 ? "" : "es", st.threads,
+			st.threads == 1 ? "" : "s", output);
+		if (st.lost)
+			fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
+					"buffer full): use a larger -m or a lower -F\n", st.lost);
+	}
+	strobe_profile_free(p);
+	rc = 0;
+reap:
+	if (child > 0 && !child_done) {
+		for (int i = 0; i < 20 && waitpid(child, &child_status, WNOHANG) == 0; i++)
+			usleep(50000);
+	}
+out:
+	free(pids);
+	free(labels);
+	free(debug_dirs);
+	return rc;
+}

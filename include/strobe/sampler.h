@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sampler: call stacks of running threads from the kernel's perf_event interface, on-CPU
+ * (cpu-clock samples), off-CPU (sched_switch + context-switch records + wake-ups) or both
+ * ("wall"), aggregated in memory and turned into a symbolized pprof profile on demand.
+ *
+ * `strobe record` and `strobe agent` share it. The sampler owns one ring buffer per CPU; the
+ * caller drives it with strobe_sampler_poll() from one thread (it blocks at most timeout_ms) and
+ * asks for strobe_sampler_profile() whenever it wants the data so far (the agent every interval,
+ * with reset, the recorder once at the end).
+ *
+ * Events are processed in timestamp order across CPUs (records are held back until every ring
+ * has been read past their time), so a sample is always attributed to the mappings its process
+ * had at that instant, even across exec, and processes that have exited are still named.
+ *
+ * Errors. Functions return 0/-errno and fill a strobe_err with a one-line message naming the
+ * cause (for EACCES/EPERM: perf_event_paranoid and CAP_PERFMON).
+ */
+#ifndef STROBE_SAMPLER_H
+#define STROBE_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strobe/profile.h"
+#include "strobe/symbolize.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+	STROBE_EV_CPU = 1u << 0,    /* on-CPU samples */
+	STROBE_EV_OFFCPU = 1u << 1, /* off-CPU intervals */
+};
+
+typedef struct strobe_sampler_opts {
+	unsigned events;        /* STROBE_EV_* (both = wall-clock) */
+	unsigned freq;          /* on-CPU samples per second per thread/CPU, default 99 */
+	/* Targets: all, or pids (each with all its threads, and children created later), or
+	 * one pid that is about to exec (enable_on_exec: counting starts at its exec). */
+	bool all;
+	const pid_t *pids;
+	unsigned npids;
+	bool enable_on_exec;
+	bool kernel;            /* kernel frames too (default on in the CLI) */
+	bool keep_idle;         /* keep samples of the idle task (pid 0); dropped by default */
+	int64_t min_block_ns;   /* off-CPU intervals shorter than this are not recorded */
+	unsigned ring_pages;    /* data pages per CPU ring (power of two); 0 = a default */
+	unsigned max_stack;     /* frames per stack, at most 127; 0 = 127 */
+} strobe_sampler_opts;
+
+typedef struct strobe_sampler_stats {
+	uint64_t samples;       /* on-CPU samples taken */
+	uint64_t switches;      /* off-CPU intervals recorded */
+	uint64_t short_blocks;  /* off-CPU intervals below min_block, not recorded */
+	uint64_t lost;          /* records the kernel dropped (ring full): PERF_RECORD_LOST */
+	uint64_t throttled;     /* times the kernel throttled sampling */
+	uint64_t idle;          /* samples of the idle task, dropped */
+	uint64_t unknown_pid;   /* samples of processes whose maps could not be read */
+	uint32_t processes, threads, cpus, fds;
+} strobe_sampler_stats;
+
+typedef struct strobe_sampler strobe_sampler;
+
+/* Opens every event (disabled unless enable_on_exec, which the kernel enables at exec). */
+int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err);
+void strobe_sampler_close(strobe_sampler *s);
+int strobe_sampler_enable(strobe_sampler *s, strobe_err *err);
+int strobe_sampler_disable(strobe_sampler *s);
+/* Waits up to timeout_ms for data, then reads every ring. Returns 0 or -errno. */
+int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err);
+/* Processes everything still held (call after disable, before the last profile). */
+int strobe_sampler_drain(strobe_sampler *s, strobe_err *err);
+void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st);
+
+typedef struct strobe_sampler_profile_opts {
+	strobe_symbolizer *sym;  /* NULL: raw addresses with mappings and build IDs only */
+	bool per_thread;         /* tid and thread labels (else pid and process only) */
+	bool reset;              /* start a new aggregation period afterwards */
+	/* Extra labels added to every sample, "key=value" each. */
+	const char *const *labels;
+	unsigned nlabels;
+	/* Only samples of this pid (0 = all); for the agent's per-process profiles. */
+	pid_t only_pid;
+} strobe_sampler_profile_opts;
+
+/*
+ * The profile of everything aggregated since open (or the last reset). Off-CPU intervals still
+ * open (a thread off CPU right now) are counted up to the current time. NULL + errno on error.
+ */
+strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_profile_opts *o,
+				       strobe_err *err);
+
+/* The pids with samples in the current aggregation period, for per-process export. Returns the
+ * count written (at most cap). */
+unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
