@@ -64,7 +64,7 @@ typedef struct strobe_tracker {
 	strobe_itab tids;      /* int32 tid -> index into threads */
 	strobe_thread *threads;
 	uint32_t cthreads;
-	const char *proc_root; /* "/proc", or a fixture directory in tests */
+	const char *proc_root; /* "/proc"; NULL: never read (records only) */
 } strobe_tracker;
 
 int strobe_tracker_init(strobe_tracker *t);

@@ -306,6 +306,8 @@ static void read_comm(const char *path, char *comm, size_t cap)
 int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 {
 	char path[64];
+	if (!t->proc_root)
+		return -ENOENT;
 	snprintf(path, sizeof(path), "%s/%d/maps", t->proc_root, (int)pid);
 	FILE *f = fopen(path, "r");
 	if (!f)

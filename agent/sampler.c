@@ -307,16 +307,12 @@ static int open_process(strobe_sampler *s, pid_t pid, int ncpu, const int *cpus,
 	return rc;
 }
 
-int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err)
+/* The state every sampler has, events or not. */
+static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 {
-	*out = NULL;
-	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
-		return strobe_errf(err, -EINVAL, "no event selected");
-	if (!o->all && o->npids == 0)
-		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
 	strobe_sampler *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return NULL;
 	s->o = *o;
 	if (!s->o.freq)
 		s->o.freq = 99;
@@ -346,6 +342,24 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 				     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
 	s->sample_type[EVK_WAKEUP] = common | PERF_SAMPLE_RAW;
 	s->cpu_wide = o->all;
+	if (rc < 0) {
+		strobe_sampler_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err)
+{
+	*out = NULL;
+	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
+		return strobe_errf(err, -EINVAL, "no event selected");
+	if (!o->all && o->npids == 0)
+		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
+	strobe_sampler *s = sampler_alloc(o);
+	if (!s)
+		return strobe_errf(err, -ENOMEM, "out of memory");
+	int rc = 0;
 
 	int tp_switch = 0, tp_wakeup = 0, size;
 	if (rc == 0 && (o->events & STROBE_EV_OFFCPU)) {
@@ -655,7 +669,7 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
 static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 {
 	strobe_proc *p = strobe_tracker_proc(&s->tr, pid, true);
-	if (p && !p->comm[0]) {
+	if (p && !p->comm[0] && !s->offline) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 		FILE *f = fopen(path, "r");
@@ -668,7 +682,7 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 			p->comm[0] = '?', p->comm[1] = 0;
 	}
 	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, pid, true);
-	if (th && !th->comm[0]) {
+	if (th && !th->comm[0] && !s->offline) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
 		FILE *f = fopen(path, "r");
@@ -1016,6 +1030,70 @@ int strobe_sampler_drain(strobe_sampler *s, strobe_err *err)
 	int64_t now = strobe_mono_ns();
 	process_until(s, now);
 	s->horizon_ns = now;
+	return 0;
+}
+
+int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampler_layout *l,
+				strobe_sampler **out)
+{
+	*out = NULL;
+	strobe_sampler *s = sampler_alloc(o);
+	if (!s)
+		return -ENOMEM;
+	s->offline = true;
+	s->tr.proc_root = NULL;
+	s->f_prev_state = l->prev_state_offset;
+	s->f_prev_state_size = l->prev_state_size;
+	s->f_next_pid = l->next_pid_offset;
+	s->f_wake_pid = l->wakeup_pid_offset;
+	static const int kinds[] = {EVK_CLOCK, EVK_SWITCH, EVK_WAKEUP};
+	for (int i = 0; i < 3; i++) {
+		if (s->nids == s->cids) {
+			s->cids = 4;
+			s->ids = calloc(s->cids, sizeof(*s->ids));
+			if (!s->ids) {
+				strobe_sampler_close(s);
+				return -ENOMEM;
+			}
+		}
+		s->ids[s->nids].id = l->id[i];
+		s->ids[s->nids++].kind = kinds[i];
+	}
+	s->start_ns = s->horizon_ns = -1;
+	*out = s;
+	return 0;
+}
+
+int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	int64_t first = INT64_MAX, last = INT64_MIN;
+	while (len >= sizeof(struct perf_event_header)) {
+		struct perf_event_header h;
+		memcpy(&h, p, sizeof(h));
+		if (h.size < sizeof(h) || h.size > len || h.size % 8)
+			return -EINVAL;
+		/* Records are 8-byte aligned in the ring; copy so the parser may assume it. */
+		uint64_t rec[65536 / 8];
+		memcpy(rec, p, h.size);
+		const struct perf_event_header *hp = (const void *)rec;
+		int rc = take(hp, s);
+		if (rc < 0)
+			return rc;
+		int64_t t = record_time(s, hp);
+		first = t < first ? t : first;
+		last = t > last ? t : last;
+		p += h.size;
+		len -= h.size;
+	}
+	if (len)
+		return -EINVAL;
+	if (last == INT64_MIN)
+		return 0;
+	if (s->start_ns < 0)
+		s->start_ns = first;
+	process_until(s, last + 1);
+	s->horizon_ns = last; /* "now" is the newest record fed */
 	return 0;
 }
 

@@ -59,6 +59,7 @@ struct strobe_sampler {
 	bool cpu_wide;           /* -a: switch-ins from the tracepoint's next_pid */
 	bool kernel_excluded;    /* fell back to user-only (no privilege for kernel frames) */
 	bool no_wakeups;         /* could not open sched_wakeup: no blocked/run-queue split */
+	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
 
 	/* Records read from the rings, held until every ring has been read past their time. */
 	uint8_t *arena;

@@ -97,6 +97,25 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
  * count written (at most cap). */
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 
+/* ---- offline use (tests, fuzzing, replay) ------------------------------------------------------ */
+
+/* What the kernel's records look like: the sample ids of the three events and the raw
+ * tracepoint field offsets (from tracefs on a live system). */
+typedef struct strobe_sampler_layout {
+	uint64_t id[3]; /* PERF_SAMPLE_IDENTIFIER of cpu-clock, sched_switch, sched_wakeup */
+	int prev_state_offset, prev_state_size, next_pid_offset, wakeup_pid_offset;
+} strobe_sampler_layout;
+
+/* A sampler with no events: records are given to it with strobe_sampler_feed, and /proc is
+ * never read. Sample formats are those strobe_sampler_open requests (IDENTIFIER, IP, TID, TIME,
+ * CPU, PERIOD, CALLCHAIN, RAW for sched_switch; IDENTIFIER, TID, TIME, CPU, RAW for
+ * sched_wakeup; sample_id_all trailers of TID, TIME, CPU, IDENTIFIER). */
+int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampler_layout *l,
+				strobe_sampler **out);
+/* Feeds concatenated perf records (each 8-byte aligned, at most 64 KiB) and processes them in
+ * time order. -EINVAL on a malformed buffer (records before the bad one are kept). */
+int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

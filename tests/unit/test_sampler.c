@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the sampler's record processing, fed synthetic kernel records through the
+ * offline interface: on-CPU aggregation, off-CPU intervals split into blocked and run-queue
+ * time, the --min-block threshold, time ordering across rings, exec and fork in the process
+ * tracker, lost-record accounting and malformed input.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <linux/perf_event.h>
+
+#include "strobe/codec.h"
+#include "strobe/sampler.h"
+
+/* The layout strobe requests on a 6.x kernel. */
+static const strobe_sampler_layout L = {
+	.id = {11, 22, 33},
+	.prev_state_offset = 32, .prev_state_size = 8, .next_pid_offset = 56, .wakeup_pid_offset = 24};
+
+/* ---- a record writer ------------------------------------------------------------------------- */
+
+typedef struct buf {
+	uint8_t b[1 << 16];
+	size_t len, start;
+} buf;
+
+static void put(buf *w, const void *p, size_t n)
+{
+	memcpy(w->b + w->len, p, n);
+	w->len += n;
+}
+static void u64(buf *w, uint64_t v) { put(w, &v, 8); }
+static void u32x2(buf *w, uint32_t a, uint32_t b)
+{
+	uint32_t v[2] = {a, b};
+	put(w, v, 8);
+}
+static void begin(buf *w, uint32_t type, uint16_t misc)
+{
+	w->start = w->len;
+	struct perf_event_header h = {.type = type, .misc = misc, .size = 0};
+	put(w, &h, sizeof(h));
+}
+static void end(buf *w)
+{
+	while (w->len % 8)
+		w->b[w->len++] = 0;
+	struct perf_event_header *h = (void *)(w->b + w->start);
+	h->size = (uint16_t)(w->len - w->start);
+}
+/* sample_id_all trailer: pid, tid, time, cpu, identifier */
+static void trailer(buf *w, uint32_t pid, uint32_t tid, uint64_t t)
+{
+	u32x2(w, pid, tid);
+	u64(w, t);
+	u32x2(w, 0, 0);
+	u64(w, L.id[0]);
+}
+
+static void mmap2(buf *w, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		  const char *path, uint64_t t)
+{
+	begin(w, PERF_RECORD_MMAP2, 0);
+	u32x2(w, pid, pid);
+	u64(w, start);
+	u64(w, len);
+	u64(w, pgoff);
+	u32x2(w, 8, 1); /* maj, min */
+	u64(w, 1234);   /* ino */
+	u64(w, 0);      /* ino generation */
+	u32x2(w, 5 /* PROT_READ|PROT_EXEC */, 2);
+	size_t n = strlen(path) + 1;
+	put(w, path, n);
+	while ((w->len - w->start) % 8)
+		w->b[w->len++] = 0;
+	trailer(w, pid, pid, t);
+	end(w);
+}
+
+static void comm(buf *w, uint32_t pid, uint32_t tid, const char *name, bool exec, uint64_t t)
+{
+	begin(w, PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
+	u32x2(w, pid, tid);
+	char c[16] = {0};
+	snprintf(c, sizeof(c), "%s", name);
+	put(w, c, 16);
+	trailer(w, pid, tid, t);
+	end(w);
+}
+
+static void fork_rec(buf *w, uint32_t pid, uint32_t ppid, uint32_t tid, uint64_t t)
+{
+	begin(w, PERF_RECORD_FORK, 0);
+	u32x2(w, pid, ppid);
+	u32x2(w, tid, ppid);
+	u64(w, t);
+	trailer(w, pid, tid, t);
+	end(w);
+}
+
+/* A sample of event `ev` (0 clock, 1 switch, 2 wakeup); ips are user addresses, leaf first. */
+static void sample(buf *w, int ev, uint32_t pid, uint32_t tid, uint64_t t, const uint64_t *ips,
+		   int n, const uint8_t *raw, uint32_t rawlen)
+{
+	begin(w, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
+	u64(w, L.id[ev]);
+	if (ev != 2)
+		u64(w, n ? ips[0] : 0); /* ip */
+	u32x2(w, pid, tid);
+	u64(w, t);
+	u32x2(w, 0, 0);
+	if (ev != 2) {
+		u64(w, 10000000); /* period: 10 ms */
+		u64(w, (uint64_t)n + 1);
+		u64(w, (uint64_t)PERF_CONTEXT_USER);
+		for (int i = 0; i < n; i++)
+			u64(w, ips[i]);
+	}
+	if (ev != 0) {
+		uint32_t sz = rawlen;
+		put(w, &sz, 4);
+		put(w, raw, rawlen);
+	}
+	end(w);
+}
+
+static void sched_switch(buf *w, uint32_t pid, uint32_t tid, uint64_t t, uint64_t state,
+			 uint32_t next, const uint64_t *ips, int n)
+{
+	uint8_t raw[68] = {0};
+	memcpy(raw + 24, &tid, 4);
+	memcpy(raw + 32, &state, 8);
+	memcpy(raw + 56, &next, 4);
+	sample(w, 1, pid, tid, t, ips, n, raw, sizeof(raw));
+}
+
+static void wakeup(buf *w, uint32_t wakee, uint64_t t)
+{
+	uint8_t raw[36] = {0};
+	memcpy(raw + 24, &wakee, 4);
+	sample(w, 2, 0, 0, t, NULL, 0, raw, sizeof(raw));
+}
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+/* Feeds w to s; with STROBE_SEED_DIR set, also saves it as a seed for fuzz_perf_records (whose
+ * first byte selects events and mode). */
+static int feed(strobe_sampler *s, const buf *w, unsigned events, bool all)
+{
+	const char *dir = getenv("STROBE_SEED_DIR");
+	if (dir) {
+		static int n;
+		char path[512];
+		snprintf(path, sizeof(path), "%s/seed-%d", dir, n++);
+		FILE *f = fopen(path, "wb");
+		if (f) {
+			uint8_t mode = (uint8_t)(events | (all ? 4 : 0) | 16);
+			fwrite(&mode, 1, 1, f);
+			fwrite(w->b, 1, w->len, f);
+			fclose(f);
+		}
+	}
+	return strobe_sampler_feed(s, w->b, w->len);
+}
+
+static strobe_sampler *offline(unsigned events, bool all, int64_t min_block)
+{
+	strobe_sampler_opts o = {.events = events, .freq = 100, .all = all, .kernel = true,
+				 .min_block_ns = min_block};
+	strobe_sampler *s;
+	assert_int_equal(strobe_sampler_open_offline(&o, &L, &s), 0);
+	return s;
+}
+
+static strobe_profile *profile(strobe_sampler *s)
+{
+	strobe_sampler_profile_opts po = {.per_thread = true};
+	strobe_err err;
+	strobe_profile *p = strobe_sampler_profile(s, &po, &err);
+	assert_non_null(p);
+	return p;
+}
+
+/* Folded text of one sample type (stacks named [file+0xoffset] without a symbolizer). */
+static char *folded(strobe_profile *p, const char *type)
+{
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+	int t = strobe_type_index(p, type);
+	assert_true(t >= 0);
+	assert_int_equal(strobe_folded_write(f, p, t, STROBE_GRAN_FUNCTIONS), 0);
+	fclose(f);
+	return out;
+}
+
+static int64_t total(strobe_profile *p, const char *type)
+{
+	int t = strobe_type_index(p, type);
+	assert_true(t >= 0);
+	return strobe_total(p, t);
+}
+
+/* ---- tests ----------------------------------------------------------------------------------- */
+
+static void test_cpu_samples(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	mmap2(w, 100, 0x400000, 0x2000, 0x1000, "/bin/app", 1);
+	comm(w, 100, 100, "app", false, 2);
+	uint64_t st[] = {0x400100, 0x400800};
+	for (int i = 0; i < 3; i++)
+		sample(w, 0, 100, 100, 10 + (uint64_t)i, st, 2, NULL, 0);
+	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
+	strobe_profile *p = profile(s);
+	assert_int_equal(p->ntypes, 2);
+	assert_int_equal(total(p, "samples"), 3);
+	assert_int_equal(total(p, "cpu"), 30000000);
+	assert_int_equal(p->period, 10000000);
+	char *f = folded(p, "samples");
+	/* root first; offsets are address - start + pgoff */
+	assert_string_equal(f, "[app+0x1800];[app+0x1100] 3\n");
+	free(f);
+	/* labels */
+	uint32_t n;
+	const strobe_label *l = strobe_labelset_get(p, strobe_sample(p, 1)->labels, &n);
+	assert_int_equal(n, 4);
+	bool saw_process = false;
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(strobe_str(p, l[i].key), "process") == 0)
+			saw_process = strcmp(strobe_str(p, l[i].str), "app") == 0;
+	assert_true(saw_process);
+	strobe_sampler_stats stt;
+	strobe_sampler_get_stats(s, &stt);
+	assert_int_equal(stt.samples, 3);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
+static void test_offcpu_split(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_OFFCPU, true, 0);
+	mmap2(w, 7, 0x1000, 0x1000, 0, "/bin/srv", 1);
+	uint64_t blk[] = {0x1100}, pre[] = {0x1200};
+	/* tid 8 blocks at 1000, is woken at 1500, runs again at 1600 */
+	sched_switch(w, 7, 8, 1000, 1 /* S */, 0, blk, 1);
+	wakeup(w, 8, 1500);
+	sched_switch(w, 0, 0, 1600, 0, 8, NULL, 0); /* idle -> 8 */
+	/* then it is preempted at 2000 and runs at 2300: all run-queue */
+	sched_switch(w, 7, 8, 2000, 0x100 /* preempted */, 9, pre, 1);
+	sched_switch(w, 9, 9, 2300, 0, 8, NULL, 0);
+	assert_int_equal(feed(s, w, STROBE_EV_OFFCPU, true), 0);
+	strobe_profile *p = profile(s);
+	assert_int_equal(total(p, "off_cpu"), 600 + 300);
+	assert_int_equal(total(p, "blocked"), 500);
+	assert_int_equal(total(p, "runqueue"), 100 + 300);
+	assert_int_equal(total(p, "switches"), 2);
+	char *f = folded(p, "off_cpu");
+	assert_non_null(strstr(f, "[srv+0x100] 600\n"));
+	assert_non_null(strstr(f, "[srv+0x200] 300\n"));
+	free(f);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
+static void test_min_block_and_open_interval(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_OFFCPU, true, 100);
+	uint64_t a[] = {0x10};
+	sched_switch(w, 5, 5, 1000, 2 /* D */, 0, a, 1);
+	sched_switch(w, 0, 0, 1050, 0, 5, NULL, 0); /* 50 ns: below 100, dropped */
+	sched_switch(w, 5, 5, 2000, 1, 0, a, 1);    /* never switched back in */
+	sched_switch(w, 6, 6, 2500, 0x100, 0, a, 1); /* the last record: horizon 2500 */
+	assert_int_equal(feed(s, w, STROBE_EV_OFFCPU, true), 0);
+	strobe_profile *p = profile(s);
+	/* the open interval of tid 5 counts up to the horizon (500); tid 6's 0 ns is short */
+	assert_int_equal(total(p, "off_cpu"), 500);
+	strobe_sampler_stats st;
+	strobe_sampler_get_stats(s, &st);
+	assert_int_equal(st.short_blocks, 1);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
+/* Records from different CPUs arrive out of order; processing must follow their timestamps. */
+static void test_time_order_exec(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	uint64_t ip[] = {0x400100};
+	/* in buffer order: sample after exec, exec, new mmap, old mmap, sample before exec */
+	sample(w, 0, 50, 50, 40, ip, 1, NULL, 0);
+	comm(w, 50, 50, "new", true, 20);
+	mmap2(w, 50, 0x400000, 0x1000, 0, "/bin/new", 21);
+	mmap2(w, 50, 0x400000, 0x1000, 0, "/bin/old", 1);
+	comm(w, 50, 50, "old", false, 2);
+	sample(w, 0, 50, 50, 10, ip, 1, NULL, 0);
+	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
+	strobe_profile *p = profile(s);
+	char *f = folded(p, "samples");
+	assert_non_null(strstr(f, "[old+0x100] 1\n"));
+	assert_non_null(strstr(f, "[new+0x100] 1\n"));
+	free(f);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
+static void test_fork_inherits_maps(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	uint64_t ip[] = {0x7000};
+	mmap2(w, 60, 0x6000, 0x2000, 0, "/usr/lib/libx.so", 1);
+	fork_rec(w, 61, 60, 61, 5);
+	sample(w, 0, 61, 61, 6, ip, 1, NULL, 0);
+	/* an address in no mapping keeps its address */
+	uint64_t bad[] = {0x9999};
+	sample(w, 0, 61, 61, 7, bad, 1, NULL, 0);
+	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
+	strobe_profile *p = profile(s);
+	char *f = folded(p, "samples");
+	assert_non_null(strstr(f, "[libx.so+0x1000] 1\n"));
+	assert_non_null(strstr(f, "0x9999 1\n"));
+	free(f);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
+static void test_lost_and_malformed(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	begin(w, PERF_RECORD_LOST, 0);
+	u64(w, L.id[0]);
+	u64(w, 17);
+	trailer(w, 0, 0, 3);
+	end(w);
+	assert_int_equal(strobe_sampler_feed(s, w->b, w->len), 0);
+	strobe_sampler_stats st;
+	strobe_sampler_get_stats(s, &st);
+	assert_int_equal(st.lost, 17);
+	/* a record claiming more bytes than there are, a zero size, a truncated callchain */
+	uint8_t bad[16] = {0};
+	struct perf_event_header h = {.type = PERF_RECORD_SAMPLE, .size = 64};
+	memcpy(bad, &h, sizeof(h));
+	assert_int_equal(strobe_sampler_feed(s, bad, sizeof(bad)), -EINVAL);
+	h.size = 0;
+	memcpy(bad, &h, sizeof(h));
+	assert_int_equal(strobe_sampler_feed(s, bad, sizeof(bad)), -EINVAL);
+	w->len = 0;
+	uint64_t ip[] = {1, 2, 3};
+	sample(w, 0, 1, 1, 9, ip, 3, NULL, 0);
+	uint64_t huge = 1000; /* nr: more frames than the record holds */
+	memcpy(w->b + 8 + 8 + 8 + 8 + 8 + 8 + 8, &huge, 8);
+	assert_int_equal(strobe_sampler_feed(s, w->b, w->len), 0); /* ignored, not a crash */
+	strobe_sampler_get_stats(s, &st);
+	assert_int_equal(st.samples, 0);
+	strobe_sampler_close(s);
+	free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cpu_samples),
+		cmocka_unit_test(test_offcpu_split),
+		cmocka_unit_test(test_min_block_and_open_interval),
+		cmocka_unit_test(test_time_order_exec),
+		cmocka_unit_test(test_fork_inherits_maps),
+		cmocka_unit_test(test_lost_and_malformed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
