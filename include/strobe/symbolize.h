@@ -50,7 +50,8 @@ typedef struct strobe_sym_opts {
 	bool no_kernel;  /* do not read /proc/kallsyms */
 } strobe_sym_opts;
 
-/* One frame. Strings are NULL when unknown. */
+/* One frame. Strings are NULL when unknown (function too, in the rare case where only a line
+ * table covers the address). */
 typedef struct strobe_sym_frame {
 	const char *function;  /* as the symbol table or DWARF spells it (not demangled) */
 	const char *file;      /* source file, as DWARF names it */
@@ -66,10 +67,14 @@ void strobe_symbolizer_free(strobe_symbolizer *s);
 /*
  * The object behind a mapping, opened (once per build ID; once per (dev, inode, path) when the
  * build ID is unknown) and cached. path: the file as the process named it. pid: when > 0 and
- * path cannot be opened directly, /proc/PID/root/PATH and /proc/PID/map_files are tried (for
- * containers and deleted files). build_id/build_id_len: from the kernel's MMAP2 record when
- * known (len 0 otherwise; then it is read from the file). Returns 0 and *out, or -errno when
- * the file cannot be opened or is not ELF (the caller then keeps raw addresses).
+ * path cannot be opened directly, /proc/PID/root/PATH and then the /proc/PID/map_files links
+ * whose target is PATH (or "PATH (deleted)") are tried (for containers and deleted files).
+ * dev/ino: 0/0 when unknown (then the file's own are used). build_id/build_id_len: from the
+ * kernel's MMAP2 record when known (len 0 otherwise; then it is read from the file). Returns 0
+ * and *out, or -errno: the file cannot be opened (-ENOENT, -EACCES...), is not an ELF
+ * executable or shared object (-ENOEXEC), or has a different build ID than the one given
+ * (-ESTALE: the file was replaced after the process mapped it). The caller then keeps raw
+ * addresses. Failures other than a missing file are cached like objects.
  */
 int strobe_sym_object_get(strobe_symbolizer *s, const char *path, pid_t pid, dev_t dev, ino_t ino,
 			  const uint8_t *build_id, size_t build_id_len, strobe_sym_object **out);
@@ -77,7 +82,9 @@ int strobe_sym_object_get(strobe_symbolizer *s, const char *path, pid_t pid, dev
 /* The object's build ID (as bytes; *len 0 when it has none) and the path it was opened as. */
 const uint8_t *strobe_sym_object_build_id(const strobe_sym_object *o, size_t *len);
 const char *strobe_sym_object_path(const strobe_sym_object *o);
-/* Which sources it has: symbol table, DWARF lines, a separate debug file (its path, or NULL). */
+/* Which sources it has: function symbols, DWARF lines (always false with no_dwarf), a separate
+ * debug file (its path, or NULL when there is none or the binary carries its own DWARF). The
+ * symbol table and DWARF are loaded on the first lookup; these load them if needed. */
 bool strobe_sym_object_has_symbols(const strobe_sym_object *o);
 bool strobe_sym_object_has_lines(const strobe_sym_object *o);
 const char *strobe_sym_object_debug_file(const strobe_sym_object *o);
@@ -100,13 +107,17 @@ int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out
 		      const char **module);
 
 /* An address in anonymous executable memory of process pid, from /tmp/perf-PID.map (read once,
- * re-read when the file changed and an address is not found). Returns 1 when named, else 0. */
+ * re-read when the file changed and an address is not found, checked at most every 100 ms).
+ * Returns 1 when named, else 0. */
 int strobe_sym_perfmap(strobe_symbolizer *s, pid_t pid, uint64_t addr, strobe_sym_frame *out);
+/* Drops what is held for process pid (its perf map), e.g. when it has exited and its samples
+ * are named. Strings already returned stay valid. */
+void strobe_sym_forget_pid(strobe_symbolizer *s, pid_t pid);
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
 /* Reads the GNU build ID note of an ELF file. Returns its length (> 0), 0 when it has none, or
- * -errno. */
+ * -errno (-ENOEXEC: not ELF; -ENOBUFS: longer than cap). */
 int strobe_elf_build_id(const char *path, uint8_t *out, size_t cap);
 /* Lower-case hex of a build ID into buf (2*len+1 bytes). Returns buf. */
 char *strobe_build_id_hex(const uint8_t *id, size_t len, char *buf);

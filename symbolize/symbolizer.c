@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The symbolizer itself: options, the object cache and the lookup entry point.
+ *
+ * Objects are cached by build ID first, because that is the identity that survives everything
+ * a profiler sees happen to a binary: the same libc mapped by a thousand processes, reached
+ * through different paths (a container's root, a bind mount, a hard link), or replaced on disk
+ * after the process started. When the build ID is unknown (stripped of its note, or the kernel
+ * did not report one), (device, inode, path) is the key, and failures are cached under it too,
+ * so a sampler asking again for an unreadable file costs a hash lookup, not an open().
+ *
+ * Lookups go through a small direct-mapped cache of (object, offset) -> frames: a profile
+ * names the same hot addresses over and over, and a hit costs a hash and a copy where a miss
+ * walks symbol tables and DWARF.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <elfutils/libdwelf.h>
+
+#include "internal.h"
+
+#define CACHE_SETS 1024u     /* two entries each; a power of two */
+#define CACHE_FRAMES 4       /* deeper inline chains are not cached */
+
+struct sym_cache_entry {
+	const strobe_sym_object *obj; /* NULL: empty */
+	uint64_t offset;
+	uint32_t used;                /* the symbolizer's clock at the last hit */
+	int n;
+	strobe_sym_frame f[CACHE_FRAMES];
+};
+
+typedef struct sym_bid_key {
+	uint8_t len;
+	uint8_t id[STROBE_BUILD_ID_MAX];
+	uint8_t pad[3];
+} sym_bid_key;
+
+typedef struct sym_path_key_head {
+	uint64_t dev, ino;
+} sym_path_key_head;
+
+char *sym_rooted(const strobe_symbolizer *s, const char *path)
+{
+	size_t a = strlen(s->sysroot), b = strlen(path);
+	char *r = malloc(a + b + 1);
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(r, s->sysroot, a);
+	memcpy(r + a, path, b + 1);
+	return r;
+}
+
+strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts)
+{
+	static const strobe_sym_opts none;
+	if (!opts)
+		opts = &none;
+	/* libelf refuses every call until a version is agreed; doing it here keeps callers from
+	 * having to know that. */
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	strobe_symbolizer *s = calloc(1, sizeof(*s));
+	if (!s)
+		goto nomem;
+	s->no_dwarf = opts->no_dwarf;
+	s->no_kernel = opts->no_kernel;
+	s->by_build_id.fixed = sizeof(sym_bid_key);
+	const char *root = opts->sysroot ? opts->sysroot : "";
+	size_t rl = strlen(root);
+	while (rl > 0 && root[rl - 1] == '/') /* "/" and "/x/" mean "" and "/x" */
+		rl--;
+	s->sysroot = strndup(root, rl);
+	if (!s->sysroot)
+		goto nomem;
+	size_t nd = 0;
+	while (opts->debug_dirs && opts->debug_dirs[nd])
+		nd++;
+	s->debug_dirs = calloc(nd + 1, sizeof(*s->debug_dirs));
+	if (!s->debug_dirs)
+		goto nomem;
+	for (size_t i = 0; i < nd; i++)
+		if (!(s->debug_dirs[i] = strdup(opts->debug_dirs[i])))
+			goto nomem;
+	return s;
+nomem:
+	strobe_symbolizer_free(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void strobe_symbolizer_free(strobe_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nobjs; i++) {
+		sym_object_close(s->objs[i]);
+		free(s->objs[i]);
+	}
+	free(s->objs);
+	for (char **d = s->debug_dirs; d && *d; d++)
+		free(*d);
+	free(s->debug_dirs);
+	free(s->sysroot);
+	strobe_itab_free(&s->by_build_id);
+	strobe_itab_free(&s->by_path);
+	free(s->bid_obj);
+	free(s->path_obj);
+	free(s->path_err);
+	free(s->cache);
+	sym_kernel_free(s->kernel);
+	sym_perfmaps_free(s->perfmaps);
+	sym_strpool_free(&s->strings);
+	free(s);
+}
+
+/* ---- object cache ---------------------------------------------------------------------------- */
+
+static sym_bid_key bid_key(const uint8_t *id, size_t len)
+{
+	sym_bid_key k;
+	memset(&k, 0, sizeof(k));
+	/* Longer IDs are cut to what the kernel reports in MMAP2, so both spellings meet. */
+	k.len = (uint8_t)(len > STROBE_BUILD_ID_MAX ? STROBE_BUILD_ID_MAX : len);
+	memcpy(k.id, id, k.len);
+	return k;
+}
+
+static strobe_sym_object *find_by_bid(strobe_symbolizer *s, const uint8_t *id, size_t len)
+{
+	sym_bid_key k = bid_key(id, len);
+	uint32_t i = strobe_itab_find(&s->by_build_id, &k, sizeof(k));
+	return i == UINT32_MAX ? NULL : s->bid_obj[i];
+}
+
+static int add_bid(strobe_symbolizer *s, strobe_sym_object *o)
+{
+	sym_bid_key k = bid_key(o->build_id, o->build_id_len);
+	uint32_t i;
+	int r = strobe_itab_intern(&s->by_build_id, &k, sizeof(k), &i, NULL);
+	if (r < 0)
+		return r;
+	if (i >= s->cbid) {
+		uint32_t nc = s->cbid ? s->cbid * 2 : 64;
+		strobe_sym_object **v = realloc(s->bid_obj, nc * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->bid_obj = v;
+		s->cbid = nc;
+	}
+	s->bid_obj[i] = o;
+	return 0;
+}
+
+/* Path keys are built in a small buffer: dev, ino, then the path bytes. */
+static void *path_key(const char *path, dev_t dev, ino_t ino, size_t *len)
+{
+	size_t pl = strlen(path);
+	uint8_t *k = malloc(sizeof(sym_path_key_head) + pl);
+	if (!k)
+		return NULL;
+	sym_path_key_head h = {(uint64_t)dev, (uint64_t)ino};
+	memcpy(k, &h, sizeof(h));
+	memcpy(k + sizeof(h), path, pl);
+	*len = sizeof(h) + pl;
+	return k;
+}
+
+/* 1 and *o / *err when the key is known, 0 when not. */
+static int find_by_path(strobe_symbolizer *s, const char *path, dev_t dev, ino_t ino,
+			strobe_sym_object **o, int *err)
+{
+	size_t len;
+	void *k = path_key(path, dev, ino, &len);
+	if (!k)
+		return 0;
+	uint32_t i = strobe_itab_find(&s->by_path, k, len);
+	free(k);
+	if (i == UINT32_MAX)
+		return 0;
+	*o = s->path_obj[i];
+	*err = s->path_err[i];
+	return 1;
+}
+
+static int add_path(strobe_symbolizer *s, const char *path, dev_t dev, ino_t ino,
+		    strobe_sym_object *o, int err)
+{
+	size_t len;
+	void *k = path_key(path, dev, ino, &len);
+	if (!k)
+		return -ENOMEM;
+	uint32_t i;
+	int r = strobe_itab_intern(&s->by_path, k, len, &i, NULL);
+	free(k);
+	if (r < 0)
+		return r;
+	if (i >= s->cpath) {
+		uint32_t nc = s->cpath ? s->cpath * 2 : 64;
+		strobe_sym_object **v = realloc(s->path_obj, nc * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->path_obj = v;
+		int *e = realloc(s->path_err, nc * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		s->path_err = e;
+		s->cpath = nc;
+	}
+	s->path_obj[i] = o;
+	s->path_err[i] = err;
+	return 0;
+}
+
+/* A deleted file is still reachable through the process's map_files links, whose targets read
+ * as the original path with " (deleted)". Scanning them costs a readdir, paid only when the
+ * path itself cannot be opened. */
+static int open_map_files(strobe_symbolizer *s, const char *path, pid_t pid, dev_t dev,
+			  ino_t ino)
+{
+	char rel[64];
+	snprintf(rel, sizeof(rel), "/proc/%d/map_files", (int)pid);
+	char *dir = sym_rooted(s, rel);
+	if (!dir)
+		return -ENOMEM;
+	DIR *d = opendir(dir);
+	if (!d) {
+		int r = -errno;
+		free(dir);
+		return r;
+	}
+	int fd = -ENOENT;
+	size_t pl = strlen(path);
+	const char *del = " (deleted)";
+	if (pl > strlen(del) && strcmp(path + pl - strlen(del), del) == 0)
+		pl -= strlen(del);
+	struct dirent *e;
+	char link[PATH_MAX], target[PATH_MAX];
+	while (fd < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (snprintf(link, sizeof(link), "%s/%s", dir, e->d_name) >= (int)sizeof(link))
+			continue;
+		ssize_t tl = readlink(link, target, sizeof(target) - 1);
+		if (tl < 0)
+			continue;
+		target[tl] = 0;
+		if ((size_t)tl < pl || memcmp(target, path, pl) != 0 ||
+		    (target[pl] && strcmp(target + pl, del) != 0))
+			continue;
+		int f = open(link, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (f < 0)
+			continue;
+		if ((dev || ino) && (fstat(f, &st) < 0 || st.st_ino != ino)) {
+			close(f);
+			continue;
+		}
+		fd = f;
+	}
+	closedir(d);
+	free(dir);
+	return fd;
+}
+
+/* The file behind a mapping: the path itself, then the process's view of it. */
+static int open_object_file(strobe_symbolizer *s, const char *path, pid_t pid, dev_t dev,
+			    ino_t ino, char **opened_as)
+{
+	*opened_as = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || pid <= 0)
+		return fd >= 0 ? fd : -errno;
+	int err = -errno;
+	if (path[0] == '/') {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "/proc/%d/root", (int)pid);
+		char *root = sym_rooted(s, rel);
+		if (!root)
+			return -ENOMEM;
+		size_t a = strlen(root);
+		char *p = realloc(root, a + strlen(path) + 1);
+		if (!p) {
+			free(root);
+			return -ENOMEM;
+		}
+		strcpy(p + a, path);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			*opened_as = p;
+			return fd;
+		}
+		free(p);
+	}
+	fd = open_map_files(s, path, pid, dev, ino);
+	return fd >= 0 ? fd : err;
+}
+
+int sym_elf_build_id(Elf *elf, const uint8_t **id)
+{
+	const void *p = NULL;
+	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
+	if (n <= 0 || !p)
+		return 0;
+	*id = p;
+	return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* Reads what identifies the file (is it ELF we can use, its build ID) without building
+ * anything, so a cache hit by build ID costs one mmap of the headers. */
+static int probe_elf(int fd, uint8_t *id, size_t *idlen)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -ENOEXEC;
+	int r = 0;
+	GElf_Ehdr eh;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
+	    (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
+		r = -ENOEXEC;
+	} else {
+		const uint8_t *p = NULL;
+		int n = sym_elf_build_id(elf, &p);
+		*idlen = (size_t)n > STROBE_BUILD_ID_MAX ? STROBE_BUILD_ID_MAX : (size_t)n;
+		if (*idlen)
+			memcpy(id, p, *idlen);
+	}
+	elf_end(elf);
+	return r;
+}
+
+int strobe_sym_object_get(strobe_symbolizer *s, const char *path, pid_t pid, dev_t dev, ino_t ino,
+			  const uint8_t *build_id, size_t build_id_len, strobe_sym_object **out)
+{
+	if (!s || !path || !*path || !out || (build_id_len && !build_id))
+		return -EINVAL;
+	*out = NULL;
+	if (build_id_len) {
+		strobe_sym_object *o = find_by_bid(s, build_id, build_id_len);
+		if (o) {
+			*out = o;
+			return 0;
+		}
+	}
+	strobe_sym_object *o;
+	int err;
+	if ((dev || ino) && find_by_path(s, path, dev, ino, &o, &err)) {
+		*out = o;
+		return o ? 0 : err;
+	}
+	char *opened_as;
+	int fd = open_object_file(s, path, pid, dev, ino, &opened_as);
+	if (fd < 0)
+		return fd; /* not cached: the file may appear (a mount, a container) */
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int r = -ENOEXEC;
+		if (fstat(fd, &st) < 0)
+			r = -errno;
+		else if (S_ISDIR(st.st_mode))
+			r = -EISDIR;
+		close(fd);
+		free(opened_as);
+		return r;
+	}
+	if (!dev && !ino) {
+		dev = st.st_dev;
+		ino = st.st_ino;
+		if (find_by_path(s, path, dev, ino, &o, &err)) {
+			close(fd);
+			free(opened_as);
+			*out = o;
+			return o ? 0 : err;
+		}
+	}
+	uint8_t id[STROBE_BUILD_ID_MAX];
+	size_t idlen = 0;
+	int r = probe_elf(fd, id, &idlen);
+	if (r < 0) {
+		close(fd);
+		free(opened_as);
+		return add_path(s, path, dev, ino, NULL, r) < 0 ? -ENOMEM : r;
+	}
+	if (build_id_len) {
+		sym_bid_key want = bid_key(build_id, build_id_len), got = bid_key(id, idlen);
+		if (memcmp(&want, &got, sizeof(want)) != 0) {
+			/* The file on disk is not what the process mapped (replaced since): naming
+			 * addresses from it would be wrong, which is worse than not naming them. */
+			close(fd);
+			free(opened_as);
+			return -ESTALE;
+		}
+	}
+	if (idlen && !build_id_len && (o = find_by_bid(s, id, idlen))) {
+		close(fd);
+		free(opened_as);
+		if (add_path(s, path, dev, ino, o, 0) < 0)
+			return -ENOMEM;
+		*out = o;
+		return 0;
+	}
+	if (s->nobjs == s->cobjs) {
+		size_t nc = s->cobjs ? s->cobjs * 2 : 16;
+		strobe_sym_object **v = realloc(s->objs, nc * sizeof(*v));
+		if (!v) {
+			close(fd);
+			free(opened_as);
+			return -ENOMEM;
+		}
+		s->objs = v;
+		s->cobjs = nc;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o || !(o->path = strdup(path))) {
+		free(o);
+		close(fd);
+		free(opened_as);
+		return -ENOMEM;
+	}
+	o->dev = dev;
+	o->ino = ino;
+	memcpy(o->build_id, id, idlen);
+	o->build_id_len = idlen;
+	r = sym_object_open(s, o, fd, opened_as ? opened_as : path);
+	free(opened_as);
+	if (r < 0) {
+		sym_object_close(o);
+		free(o);
+		return add_path(s, path, dev, ino, NULL, r) < 0 ? -ENOMEM : r;
+	}
+	s->objs[s->nobjs++] = o;
+	if ((idlen && add_bid(s, o) < 0) || add_path(s, path, dev, ino, o, 0) < 0)
+		return -ENOMEM; /* o stays owned by s->objs */
+	*out = o;
+	return 0;
+}
+
+const uint8_t *strobe_sym_object_build_id(const strobe_sym_object *o, size_t *len)
+{
+	if (len)
+		*len = o ? o->build_id_len : 0;
+	return o ? o->build_id : NULL;
+}
+
+const char *strobe_sym_object_path(const strobe_sym_object *o)
+{
+	return o ? o->path : NULL;
+}
+
+/* The "has" questions are answered from the loaded tables; loading is a cache fill that does
+ * not change what the object is, hence the const in the signature. */
+bool strobe_sym_object_has_symbols(const strobe_sym_object *o)
+{
+	if (!o)
+		return false;
+	sym_object_load_symbols((strobe_sym_object *)o);
+	return o->nsyms > 0;
+}
+
+bool strobe_sym_object_has_lines(const strobe_sym_object *o)
+{
+	if (!o)
+		return false;
+	sym_dwarf_load((strobe_sym_object *)o);
+	return o->dw != NULL;
+}
+
+const char *strobe_sym_object_debug_file(const strobe_sym_object *o)
+{
+	if (!o || !o->mod)
+		return NULL;
+	/* Finding the debug file is what loading the symbol table or DWARF does; ask for both
+	 * (the symbol table alone does not look when the binary has a .symtab). */
+	dwfl_module_getsymtab(o->mod);
+	sym_dwarf_load((strobe_sym_object *)o);
+	const char *main_file = NULL, *debug_file = NULL;
+	dwfl_module_info(o->mod, NULL, NULL, NULL, NULL, NULL, &main_file, &debug_file);
+	if (debug_file && main_file && strcmp(debug_file, main_file) == 0)
+		return NULL;
+	return debug_file;
+}
+
+/* ---- lookups --------------------------------------------------------------------------------- */
+
+/* Two-way set associative: with one way, two hot addresses that share a slot would evict each
+ * other on every sample. Returns the entry holding (o, offset), or the one to replace. */
+static sym_cache_entry *cache_slot(strobe_symbolizer *s, const strobe_sym_object *o,
+				   uint64_t offset, bool *hit)
+{
+	*hit = false;
+	if (!s->cache && !(s->cache = calloc(2 * CACHE_SETS, sizeof(*s->cache))))
+		return NULL;
+	uint64_t h = (uint64_t)(uintptr_t)o * 0x9e3779b97f4a7c15ull ^ offset * 0xff51afd7ed558ccdull;
+	h ^= h >> 29;
+	sym_cache_entry *e = &s->cache[2 * (h & (CACHE_SETS - 1))];
+	s->clock++;
+	for (int i = 0; i < 2; i++)
+		if (e[i].obj == o && e[i].offset == offset) {
+			e[i].used = s->clock;
+			*hit = true;
+			return &e[i];
+		}
+	return e[0].used <= e[1].used ? &e[0] : &e[1];
+}
+
+/* Copies n frames into out[0..max), keeping the outermost when there are more. */
+static int copy_out(const strobe_sym_frame *f, int n, strobe_sym_frame *out, int max)
+{
+	int skip = n > max ? n - max : 0;
+	memcpy(out, f + skip, (size_t)(n - skip) * sizeof(*f));
+	return n - skip;
+}
+
+int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offset,
+		      strobe_sym_frame *out, int max)
+{
+	if (!s || !o || max < 0 || (max && !out))
+		return -EINVAL;
+	if (!max)
+		return 0;
+	bool hit;
+	sym_cache_entry *c = cache_slot(s, o, offset, &hit);
+	if (hit)
+		return copy_out(c->f, c->n, out, max);
+
+	strobe_sym_frame f[SYM_MAX_INLINE];
+	int n = 0;
+	uint64_t addr;
+	if (o->mod && sym_object_offset_to_addr(o, offset, &addr)) {
+		sym_object_load_symbols(o);
+		const sym_range *sym = sym_object_symbol(o, addr);
+		if (!s->no_dwarf) {
+			sym_dwarf_load(o);
+			n = sym_dwarf_frames(o, addr, f, SYM_MAX_INLINE);
+		}
+		if (n == 0 && sym) {
+			memset(&f[0], 0, sizeof(f[0]));
+			f[0].function = sym->name;
+			n = 1;
+		} else if (n > 0 && !f[n - 1].function && sym) {
+			f[n - 1].function = sym->name;
+		}
+	}
+	if (c && n <= CACHE_FRAMES) {
+		c->obj = o;
+		c->offset = offset;
+		c->n = n;
+		c->used = s->clock;
+		memcpy(c->f, f, (size_t)n * sizeof(*f));
+	}
+	return copy_out(f, n, out, max);
+}
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+int strobe_elf_build_id(const char *path, uint8_t *out, size_t cap)
+{
+	if (!path || (cap && !out))
+		return -EINVAL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int r;
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		r = -ENOEXEC;
+	} else {
+		const uint8_t *id;
+		r = sym_elf_build_id(elf, &id);
+		if ((size_t)r > cap)
+			r = -ENOBUFS;
+		else if (r > 0)
+			memcpy(out, id, (size_t)r);
+	}
+	elf_end(elf);
+	close(fd);
+	return r;
+}
+
+char *strobe_build_id_hex(const uint8_t *id, size_t len, char *buf)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < len; i++) {
+		buf[2 * i] = hex[id[i] >> 4];
+		buf[2 * i + 1] = hex[id[i] & 15];
+	}
+	buf[2 * len] = 0;
+	return buf;
+}
