@@ -90,7 +90,7 @@ $(B)/fuzzobj/gen/profile.pb-c.o: $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
-$(B)/workloads/%: tests/workloads/%.c
+$(B)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread -o $@ $< -lm
 workloads: $(WL_BIN)

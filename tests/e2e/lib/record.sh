@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# Sourced by tests/e2e/record_*.sh, the truth tests of `strobe record`: the workloads in
+# build/workloads (tests/workloads/*.c) measure what they really did and write it to a truth
+# file; these helpers run the recorder, fold its profile and report verdict lines.
+#
+#   need_workloads W...          exits with a FAIL line when a workload is not built
+#   rec NAME TIMEOUT ARGS...     $STROBE_FAST record ARGS under a time limit; status also in $rc,
+#                                stderr in $TMPDIR/NAME.err (recerr NAME prints its start)
+#   fold PPROF OUT INDEX [convert options]  folded stacks of one sample type (stderr in OUT.err)
+#   ok/fail/skip NAME TEXT       verdict lines; fail sets st=1 (exit status of the script)
+#   errof FILE                   the first lines of FILE, on one line, for a FAIL message
+#   truth_share TRUTH FN         100 * FN / process_cpu_ns from a truth file
+#   perf_cpu_folded OUT ARGS...  perf record -e cpu-clock -F 999 -g -- ARGS, collapsed by strobe
+#   perf_offcpu_folded OUT ARGS...  perf sched_switch + switch events -- ARGS, folded ns (perf_offcpu.awk)
+_rec_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=shares.sh
+. "$_rec_lib/shares.sh"
+ROOT=$(cd "$_rec_lib/../../.." && pwd)
+WL=$ROOT/build/workloads
+STROBE_FAST=${STROBE_FAST:-$ROOT/build/strobe}
+STROBE=${STROBE:-$ROOT/build/strobe-san}
+st=0
+
+ok() { echo "ok $1${2:+ ($2)}"; }
+fail() { echo "FAIL $1: $2"; st=1; }
+skip() { echo "SKIP $1: $2"; }
+errof() { [ -s "$1" ] && head -3 "$1" | cut -c1-200 | tr '\n' ' ' || echo "(no message)"; }
+_fname() { tr '/ ' '__' <<<"$1"; }
+
+need_workloads() {
+	local w
+	for w in "$@"; do
+		if [ ! -x "$WL/$w" ]; then
+			echo "FAIL $(basename "$0" .sh): $WL/$w is missing (make workloads)"
+			exit 1
+		fi
+	done
+}
+
+rec() { # NAME TIMEOUT ARGS...: status of strobe record, also in $rc (124: ran past TIMEOUT s)
+	local name=$1 limit=$2 f
+	shift 2
+	f=$(_fname "$name")
+	timeout -k 5 "$limit" "$STROBE_FAST" record "$@" >"$TMPDIR/$f.out" 2>"$TMPDIR/$f.err"
+	rc=$?
+	return $rc
+}
+recerr() { errof "$TMPDIR/$(_fname "$1").err"; }
+
+fold() { # PPROF OUT INDEX [convert options...]
+	local in=$1 out=$2 idx=$3
+	shift 3
+	"$STROBE_FAST" convert -t folded --sample-index "$idx" -o "$out" "$@" "$in" 2>"$out.err"
+}
+
+truth_share() {
+	local v t
+	v=$(truth "$1" "$2") && t=$(truth "$1" process_cpu_ns) || return 1
+	ratio_pct "$v" "$t"
+}
+
+perf_cpu_folded() { # OUT CMD...
+	local out=$1
+	shift
+	perf record -q -e cpu-clock -F 999 -g -o "$out.data" -- "$@" >"$out.log" 2>&1 || return 1
+	perf script -i "$out.data" 2>>"$out.log" | "$STROBE_FAST" collapse >"$out" 2>>"$out.log"
+}
+
+perf_offcpu_folded() { # OUT CMD...
+	local out=$1
+	shift
+	perf record -q -g -e sched:sched_switch --switch-events -o "$out.data" -- "$@" >"$out.log" 2>&1 || return 1
+	perf script -i "$out.data" --ns --show-switch-events -F comm,tid,time,event,trace,ip,sym 2>>"$out.log" |
+		awk -f "$_rec_lib/perf_offcpu.awk" >"$out"
+}

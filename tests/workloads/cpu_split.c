@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+/* cpu_split: a CPU workload whose profile is known in advance. Every round, each burner thread
+ * spins in burn_60 until it has used 6 ms of its own CPU (CLOCK_THREAD_CPUTIME_ID), then in burn_30
+ * for 3 ms and burn_10 for 1 ms, so the three functions take 60/30/10% of the process's CPU. The
+ * truth file records the CPU each function really used, measured with the same thread CPU clock:
+ *
+ *   cpu_split [-t THREADS] [-o TRUTH] [-r READY] SECONDS
+ *
+ *   pid N, threads N, rounds N, burn_60 NS, burn_30 NS, burn_10 NS (summed over threads),
+ *   process_cpu_ns NS (CLOCK_PROCESS_CPUTIME_ID at exit: everything the process used),
+ *   share_burn_60 F ... (each function's CPU over process_cpu_ns, 0..1)
+ *
+ * With -t 0 the main thread burns itself (stacks main;run_rounds;burn_NN, for tests that want
+ * main named); otherwise THREADS threads "burner-N" burn (default 1) while main waits.
+ * READY, when given, is created once every burner thread is running (for tests that attach with
+ * -p and need the threads to exist first). The burners are leaf functions of ours, compiled with
+ * frame pointers, so a sampled stack is thread_main;run_rounds;burn_NN with nothing skipped. */
+#include "wl_common.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+struct burner {
+	pthread_t th;
+	int index;
+	int64_t deadline;
+	int64_t ns[3];
+	long rounds;
+};
+
+
+/* Each burner spins in its own body (WL_SPIN_CHUNK is inlined), reading its thread CPU clock every
+ * chunk, so its samples land on burn_NN itself and not on a shared helper. */
+static __attribute__((noinline)) int64_t burn_60(int64_t want)
+{
+	uint64_t acc = (uint64_t)want;
+	int64_t t0 = wl_thread_cpu_ns(), t;
+	do
+		WL_SPIN_CHUNK(acc);
+	while ((t = wl_thread_cpu_ns()) - t0 < want);
+	return t - t0;
+}
+
+static __attribute__((noinline)) int64_t burn_30(int64_t want)
+{
+	uint64_t acc = (uint64_t)want + 1;
+	int64_t t0 = wl_thread_cpu_ns(), t;
+	do
+		WL_SPIN_CHUNK(acc);
+	while ((t = wl_thread_cpu_ns()) - t0 < want);
+	return t - t0;
+}
+
+static __attribute__((noinline)) int64_t burn_10(int64_t want)
+{
+	uint64_t acc = (uint64_t)want + 2;
+	int64_t t0 = wl_thread_cpu_ns(), t;
+	do
+		WL_SPIN_CHUNK(acc);
+	while ((t = wl_thread_cpu_ns()) - t0 < want);
+	return t - t0;
+}
+
+static __attribute__((noinline)) void run_rounds(struct burner *b)
+{
+	while (wl_mono_ns() < b->deadline) {
+		b->ns[0] += burn_60(6000000);
+		b->ns[1] += burn_30(3000000);
+		b->ns[2] += burn_10(1000000);
+		b->rounds++;
+	}
+}
+
+static __attribute__((noinline)) void *thread_main(void *arg)
+{
+	struct burner *b = arg;
+	char name[16];
+	snprintf(name, sizeof(name), "burner-%d", b->index);
+	pthread_setname_np(pthread_self(), name);
+	run_rounds(b);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *truth = NULL, *ready = NULL;
+	int nthreads = 1, c;
+	while ((c = getopt(argc, argv, "t:o:r:")) != -1) {
+		switch (c) {
+		case 't': nthreads = atoi(optarg); break;
+		case 'o': truth = optarg; break;
+		case 'r': ready = optarg; break;
+		default: goto usage;
+		}
+	}
+	if (optind != argc - 1 || nthreads < 0 || nthreads > 64)
+		goto usage;
+	double secs = wl_parse_seconds(argv[optind], "cpu_split");
+	FILE *tf = wl_truth_open(truth, "cpu_split");
+
+	int inmain = nthreads == 0;
+	if (inmain)
+		nthreads = 1;
+	struct burner *b = calloc((size_t)nthreads, sizeof(*b));
+	if (!b)
+		return 1;
+	int64_t deadline = wl_mono_ns() + (int64_t)(secs * 1e9);
+	for (int i = 0; i < nthreads && !inmain; i++) {
+		b[i].index = i;
+		b[i].deadline = deadline;
+		if (pthread_create(&b[i].th, NULL, thread_main, &b[i])) {
+			fprintf(stderr, "cpu_split: pthread_create failed\n");
+			return 1;
+		}
+	}
+	if (ready) {
+		FILE *rf = fopen(ready, "w");
+		if (rf) {
+			fprintf(rf, "%d\n", (int)getpid());
+			fclose(rf);
+		}
+	}
+	if (inmain) {
+		b[0].deadline = deadline;
+		run_rounds(&b[0]);
+	}
+	int64_t ns[3] = { 0, 0, 0 };
+	long rounds = 0;
+	for (int i = 0; i < nthreads; i++) {
+		if (!inmain)
+			pthread_join(b[i].th, NULL);
+		for (int k = 0; k < 3; k++)
+			ns[k] += b[i].ns[k];
+		rounds += b[i].rounds;
+	}
+	int64_t total = wl_process_cpu_ns();
+	if (tf) {
+		static const char *const fn[3] = { "burn_60", "burn_30", "burn_10" };
+		fprintf(tf, "pid %d\nthreads %d\nrounds %ld\n", (int)getpid(), inmain ? 0 : nthreads, rounds);
+		for (int k = 0; k < 3; k++)
+			fprintf(tf, "%s %lld\n", fn[k], (long long)ns[k]);
+		fprintf(tf, "process_cpu_ns %lld\n", (long long)total);
+		for (int k = 0; k < 3; k++)
+			fprintf(tf, "share_%s %.4f\n", fn[k], total ? (double)ns[k] / (double)total : 0);
+	}
+	wl_truth_close(tf, truth, "cpu_split");
+	free(b);
+	return 0;
+usage:
+	fprintf(stderr, "usage: cpu_split [-t THREADS] [-o TRUTH] [-r READY] SECONDS\n");
+	return 2;
+}
