@@ -123,9 +123,16 @@ static void make_attr(const strobe_sampler *s, struct perf_event_attr *a, int ki
 	a->wakeup_watermark = (uint32_t)(ring_pages(&s->o) * (size_t)sysconf(_SC_PAGESIZE) / 4);
 	switch (kind) {
 	case EVK_CLOCK:
-		a->type = PERF_TYPE_SOFTWARE;
-		a->config = PERF_COUNT_SW_CPU_CLOCK;
-		a->sample_period = (uint64_t)s->period_ns;
+		if (s->o.cycles) {
+			a->type = PERF_TYPE_HARDWARE;
+			a->config = PERF_COUNT_HW_CPU_CYCLES;
+			a->freq = 1;
+			a->sample_freq = s->o.freq;
+		} else {
+			a->type = PERF_TYPE_SOFTWARE;
+			a->config = PERF_COUNT_SW_CPU_CLOCK;
+			a->sample_period = (uint64_t)s->period_ns;
+		}
 		a->exclude_kernel = s->kernel_excluded;
 		break;
 	default:
@@ -161,7 +168,15 @@ static int open_one(strobe_sampler *s, int kind, bool sideband, bool per_task, i
 	if (fd < 0) {
 		static const char *const what[] = {"", "the cpu-clock event", "sched:sched_switch",
 						   "sched:sched_wakeup"};
-		return strobe_perf_open_err(err, fd, what[kind], pid);
+		if (kind == EVK_CLOCK && s->o.cycles && (fd == -ENOENT || fd == -EOPNOTSUPP))
+			return strobe_errf(err, fd,
+					   "this machine has no hardware cycle counter (a virtual "
+					   "machine without a virtual PMU?): use -e cpu, the cpu-clock "
+					   "timer");
+		return strobe_perf_open_err(err, fd,
+					    kind == EVK_CLOCK && s->o.cycles ? "the cycles event"
+									     : what[kind],
+					    pid);
 	}
 	int rc = add_fd(s, fd);
 	if (rc < 0) {
@@ -751,6 +766,8 @@ static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
 	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
 	if (th && th->out)
 		close_interval(s, th, t, false);
+	else if (th && th->stack)
+		s->st.orphan_in++;
 }
 
 static void on_switch(strobe_sampler *s, const sample *sm)
@@ -760,8 +777,10 @@ static void on_switch(strobe_sampler *s, const sample *sm)
 		uint32_t n = resolve(s, pid, sm);
 		strobe_thread *th = thread_for(s, tid, pid);
 		if (th) {
-			if (th->out) /* a switch-in we never saw (lost): do not count the gap */
+			if (th->out) { /* a switch-in we never saw (lost): do not count the gap */
 				th->out = false;
+				s->st.unmatched++;
+			}
 			uint32_t *st = realloc(th->stack, (n ? n : 1) * sizeof(uint32_t));
 			if (st) {
 				memcpy(st, s->scratch, n * sizeof(uint32_t));
@@ -964,6 +983,12 @@ static int by_time(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static int by_offset(const void *a, const void *b)
+{
+	const strobe_pending *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
 /* Processes held records older than cutoff, in time order; keeps the rest. */
 static void process_until(strobe_sampler *s, int64_t cutoff)
 {
@@ -974,13 +999,18 @@ static void process_until(strobe_sampler *s, int64_t cutoff)
 	}
 	qsort(s->pend, s->npend, sizeof(*s->pend), by_time);
 	size_t i = 0;
-	for (; i < s->npend && s->pend[i].time < cutoff; i++)
+	for (; i < s->npend && s->pend[i].time < cutoff; i++) {
+		if (s->pend[i].time < s->horizon_ns)
+			s->st.late++; /* arrived after its turn: processed out of order */
 		process(s, (const struct perf_event_header *)(s->arena + s->pend[i].off));
+	}
 	if (cutoff > s->horizon_ns)
 		s->horizon_ns = cutoff;
 	if (i == 0)
 		return;
-	/* Compact what is left (few records: the last few milliseconds). */
+	/* Compact what is left (few records: the last few milliseconds), in arena order so
+	 * that every move goes to a lower address than any record still to be moved. */
+	qsort(s->pend + i, s->npend - i, sizeof(*s->pend), by_offset);
 	size_t w = 0;
 	size_t alen = 0;
 	for (size_t r = i; r < s->npend; r++) {
@@ -1064,7 +1094,7 @@ int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampl
 	return 0;
 }
 
-int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len)
+int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t until)
 {
 	const uint8_t *p = buf;
 	int64_t first = INT64_MAX, last = INT64_MIN;
@@ -1092,6 +1122,10 @@ int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len)
 		return 0;
 	if (s->start_ns < 0)
 		s->start_ns = first;
+	if (until != INT64_MAX) {
+		process_until(s, until); /* the rest waits, as it would for a later ring read */
+		return 0;
+	}
 	process_until(s, last + 1);
 	s->horizon_ns = last; /* "now" is the newest record fed */
 	return 0;

@@ -181,14 +181,17 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 									       : off;
 		if (!want)
 			continue;
-		rc = strobe_profile_add_type(p, all[i].type, all[i].unit);
+		if (all[i].slot == V_CPU_NS && s->o.cycles)
+			rc = strobe_profile_add_type(p, "cycles", "count");
+		else
+			rc = strobe_profile_add_type(p, all[i].type, all[i].unit);
 		slot[nt++] = all[i].slot;
 	}
 	if (rc == 0) {
 		p->default_type = cpu && off ? nt - 1 : cpu ? 1 : 0; /* wall, cpu or off_cpu */
-		p->period_type.type = str(p, cpu ? "cpu" : "off_cpu");
-		p->period_type.unit = str(p, "nanoseconds");
-		p->period = cpu ? s->period_ns : 1;
+		p->period_type.type = str(p, !cpu ? "off_cpu" : s->o.cycles ? "cycles" : "cpu");
+		p->period_type.unit = str(p, cpu && s->o.cycles ? "count" : "nanoseconds");
+		p->period = cpu && !s->o.cycles ? s->period_ns : 1;
 		p->time_nanos = s->start_real_ns;
 		p->duration_nanos = s->horizon_ns - s->start_ns;
 	}

@@ -30,7 +30,8 @@ static const char usage_text[] =
 	"Ends after -d, when the command or processes exit, or on Ctrl-C; the output is always\n"
 	"written. Needs root, CAP_PERFMON, or kernel.perf_event_paranoid low enough.\n\n"
 	"  -e, --event EVENT      cpu (on-CPU samples, default), offcpu (time blocked or waiting\n"
-	"                         to run, from sched_switch), or wall (both in one profile)\n"
+	"                         to run, from sched_switch), wall (both in one profile), or\n"
+	"                         cycles (on-CPU from the hardware cycle counter, where there is one)\n"
 	"  -F, --freq HZ          on-CPU samples per second (default 99)\n"
 	"  -a, --all-cpus         every process on the host\n"
 	"  -p, --pid PID[,PID]    these running processes, all threads and later children\n"
@@ -193,11 +194,11 @@ int cmd_record(int argc, char **argv)
 				so.events = STROBE_EV_OFFCPU;
 			else if (strcmp(optarg, "wall") == 0)
 				so.events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
+			else if (strcmp(optarg, "cycles") == 0)
+				so.events = STROBE_EV_CPU, so.cycles = true;
 			else {
-				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu or wall)%s", optarg,
-					strcmp(optarg, "cycles") == 0
-						? "; this machine's CPU counters are not used yet"
-						: "");
+				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall or cycles)",
+					optarg);
 				goto out;
 			}
 			break;
@@ -383,6 +384,16 @@ int cmd_record(int argc, char **argv)
 		cli_err(cmd, "%s", err.msg);
 		goto reap;
 	}
+	/* Say in the profile itself how it was taken and what it is missing. */
+	char note[512];
+	int nn = snprintf(note, sizeof(note), "strobe record");
+	for (int i = 1; i < argc && nn < (int)sizeof(note) - 1; i++)
+		nn += snprintf(note + nn, sizeof(note) - (size_t)nn, " %s", argv[i]);
+	strobe_profile_add_comment(p, note);
+	if (st.lost) {
+		snprintf(note, sizeof(note), "lost records: %" PRIu64 " (ring buffer full)", st.lost);
+		strobe_profile_add_comment(p, note);
+	}
 	int type = strobe_default_type_index(p);
 	if (cli_write_as(cmd, p, fmt, type, STROBE_GRAN_FUNCTIONS, output) < 0) {
 		strobe_profile_free(p);
@@ -398,6 +409,10 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "%" PRIu64 " lost, %u process%s, %u thread%s; wrote %s\n", st.lost,
 			st.processes, st.processes == 1 ? "" : "es", st.threads,
 			st.threads == 1 ? "" : "s", output);
+		if (getenv("STROBE_DEBUG"))
+			fprintf(stderr, "strobe record: orphan-in %" PRIu64 " unmatched %" PRIu64 " late %" PRIu64 " throttled %" PRIu64
+					" short %" PRIu64 " unknown-pid %" PRIu64 "\n",
+				st.orphan_in, st.unmatched, st.late, st.throttled, st.short_blocks, st.unknown_pid);
 		if (st.lost)
 			fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
 					"buffer full): use a larger -m or a lower -F\n", st.lost);

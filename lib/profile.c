@@ -234,6 +234,18 @@ uint32_t strobe_labelset_intern(strobe_profile *p, const strobe_label *labels, u
 	return id;
 }
 
+int strobe_profile_add_comment(strobe_profile *p, const char *text)
+{
+	uint32_t id = strobe_str_intern0(p, text);
+	uint32_t *cm = id == UINT32_MAX ? NULL
+					: realloc(p->comments, (p->ncomments + 1) * sizeof(*cm));
+	if (!cm)
+		return -ENOMEM;
+	p->comments = cm;
+	cm[p->ncomments++] = id;
+	return 0;
+}
+
 int strobe_sample_add(strobe_profile *p, uint32_t stack, uint32_t labels, const int64_t *values)
 {
 	strobe_sample_key k = {stack, labels};

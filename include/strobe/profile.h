@@ -185,6 +185,9 @@ uint32_t strobe_stack_push(strobe_profile *p, uint32_t parent, uint32_t location
 /* Labels need not be sorted; they are sorted (stably by key) into the canonical order. */
 uint32_t strobe_labelset_intern(strobe_profile *p, const strobe_label *labels, uint32_t n);
 
+/* Appends a comment (pprof's Profile.comment). Returns 0/-ENOMEM. */
+int strobe_profile_add_comment(strobe_profile *p, const char *text);
+
 /* Adds values (ntypes of them) to the sample (stack, labels), creating it if new. */
 int strobe_sample_add(strobe_profile *p, uint32_t stack, uint32_t labels, const int64_t *values);
 

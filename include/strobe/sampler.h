@@ -38,6 +38,8 @@ enum {
 typedef struct strobe_sampler_opts {
 	unsigned events;        /* STROBE_EV_* (both = wall-clock) */
 	unsigned freq;          /* on-CPU samples per second per thread/CPU, default 99 */
+	bool cycles;            /* on-CPU from the hardware cycle counter (frequency mode)
+				   instead of the cpu-clock timer; values are then cycles */
 	/* Targets: all, or pids (each with all its threads, and children created later), or
 	 * one pid that is about to exec (enable_on_exec: counting starts at its exec). */
 	bool all;
@@ -59,6 +61,9 @@ typedef struct strobe_sampler_stats {
 	uint64_t throttled;     /* times the kernel throttled sampling */
 	uint64_t idle;          /* samples of the idle task, dropped */
 	uint64_t unknown_pid;   /* samples of processes whose maps could not be read */
+	uint64_t unmatched;     /* switch-outs with no switch-in between them (a lost record) */
+	uint64_t orphan_in;     /* switch-ins of a thread not known to be off CPU */
+	uint64_t late;          /* records that arrived after later ones had been processed */
 	uint32_t processes, threads, cpus, fds;
 } strobe_sampler_stats;
 
@@ -112,9 +117,11 @@ typedef struct strobe_sampler_layout {
  * sched_wakeup; sample_id_all trailers of TID, TIME, CPU, IDENTIFIER). */
 int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampler_layout *l,
 				strobe_sampler **out);
-/* Feeds concatenated perf records (each 8-byte aligned, at most 64 KiB) and processes them in
- * time order. -EINVAL on a malformed buffer (records before the bad one are kept). */
-int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len);
+/* Feeds concatenated perf records (each 8-byte aligned, at most 64 KiB) and processes, in time
+ * order, those older than `until` with any held from earlier feeds; the rest are held (as after
+ * a ring read). until = INT64_MAX processes everything and makes the newest record "now".
+ * -EINVAL on a malformed buffer (records before the bad one are kept). */
+int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t until);
 
 #ifdef __cplusplus
 }

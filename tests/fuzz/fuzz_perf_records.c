@@ -29,7 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t *copy = malloc(size - 1 + 8);
 	if (copy) {
 		memcpy(copy, data + 1, size - 1);
-		strobe_sampler_feed(s, copy, size - 1);
+		/* Two rounds, split by time, so held records are compacted and re-sorted. */
+		strobe_sampler_feed(s, copy, size - 1, (data[0] & 32) ? 2000 : INT64_MAX);
+		strobe_sampler_feed(s, copy, 0, INT64_MAX);
 		free(copy);
 	}
 	strobe_sampler_profile_opts po = {.per_thread = data[0] & 16};
