@@ -124,6 +124,7 @@ struct strobe_symbolizer {
 	uint32_t clock;
 	sym_kernel *kernel;
 	sym_perfmaps *perfmaps;
+	int vdso_fd;            /* a memfd holding this process's vDSO image; -1 = not yet, -2 = none */
 };
 
 /* sysroot + path into a malloc'd string (path absolute). NULL + ENOMEM. */

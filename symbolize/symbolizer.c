@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,6 +78,7 @@ strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts)
 	strobe_symbolizer *s = calloc(1, sizeof(*s));
 	if (!s)
 		goto nomem;
+	s->vdso_fd = -1; /* before any goto nomem: free closes it */
 	s->no_dwarf = opts->no_dwarf;
 	s->no_kernel = opts->no_kernel;
 	s->by_build_id.fixed = sizeof(sym_bid_key);
@@ -111,6 +114,8 @@ void strobe_symbolizer_free(strobe_symbolizer *s)
 		free(s->objs[i]);
 	}
 	free(s->objs);
+	if (s->vdso_fd >= 0)
+		close(s->vdso_fd);
 	for (char **d = s->debug_dirs; d && *d; d++)
 		free(*d);
 	free(s->debug_dirs);
@@ -342,12 +347,55 @@ static int probe_elf(int fd, uint8_t *id, size_t *idlen)
 	return r;
 }
 
+/*
+ * The vDSO is no file: the kernel maps the same image into every process of an architecture, so
+ * our own copy (found through the auxiliary vector) names the frames of every 64-bit process on
+ * this kernel. It is copied into a memfd once so it opens like any other object.
+ */
+static int vdso_path(strobe_symbolizer *s, char *buf, size_t cap)
+{
+	if (s->vdso_fd == -1) {
+		s->vdso_fd = -2;
+		const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+		size_t size = 0;
+		FILE *f = base ? fopen("/proc/self/maps", "r") : NULL;
+		char line[512];
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long lo, hi;
+			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+			    lo == (unsigned long)base)
+				size = hi - lo;
+		}
+		if (f)
+			fclose(f);
+		int fd = size ? memfd_create("strobe-vdso", MFD_CLOEXEC) : -1;
+		if (fd >= 0 && write(fd, base, size) == (ssize_t)size)
+			s->vdso_fd = fd;
+		else if (fd >= 0)
+			close(fd);
+	}
+	if (s->vdso_fd < 0)
+		return -ENOENT;
+	snprintf(buf, cap, "/proc/self/fd/%d", s->vdso_fd);
+	return 0;
+}
+
 int strobe_sym_object_get(strobe_symbolizer *s, const char *path, pid_t pid, dev_t dev, ino_t ino,
 			  const uint8_t *build_id, size_t build_id_len, strobe_sym_object **out)
 {
 	if (!s || !path || !*path || !out || (build_id_len && !build_id))
 		return -EINVAL;
 	*out = NULL;
+	char vdso[64];
+	if (strcmp(path, "[vdso]") == 0) {
+		int r = vdso_path(s, vdso, sizeof(vdso));
+		if (r < 0)
+			return r;
+		path = vdso;
+		pid = 0;
+		dev = 0;
+		ino = 0;
+	}
 	if (build_id_len) {
 		strobe_sym_object *o = find_by_bid(s, build_id, build_id_len);
 		if (o) {
