@@ -214,6 +214,16 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			continue;
 		/* The stack, root first: frame[n-1] is the outermost caller. */
 		uint32_t stack = 0;
+		const strobe_proc *pr = strobe_tracker_proc(&s->tr, k->pid, false);
+		if (o->process_frames) {
+			const char *name = pr && pr->comm[0] ? pr->comm : "?";
+			uint32_t loc = strobe_location_for_name(p, name, strlen(name));
+			stack = loc == UINT32_MAX ? UINT32_MAX : strobe_stack_push(p, 0, loc);
+			if (stack == UINT32_MAX) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
 		for (uint32_t f = k->n; f-- > 0;) {
 			uint32_t loc = frame_location(&b, k->frame[f]);
 			if (loc == UINT32_MAX || (stack = strobe_stack_push(p, stack, loc)) == UINT32_MAX) {
@@ -225,7 +235,6 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			break;
 		unsigned nl = 0;
 		char num[16];
-		const strobe_proc *pr = strobe_tracker_proc(&s->tr, k->pid, false);
 		snprintf(num, sizeof(num), "%d", (int)k->pid);
 		add_label(p, labels, &nl, "pid", num);
 		add_label(p, labels, &nl, "process", pr ? pr->comm : NULL);

@@ -373,8 +373,11 @@ int cmd_record(int argc, char **argv)
 			cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
 				strerror(errno));
 	}
-	strobe_sampler_profile_opts po = {.sym = sym, .per_thread = per_thread,
-					  .labels = labels, .nlabels = nlabels};
+	pid_t two[2];
+	strobe_sampler_profile_opts po = {
+		.sym = sym, .per_thread = per_thread, .labels = labels, .nlabels = nlabels,
+		/* a flame graph or folded file of several processes is rooted at their names */
+		.process_frames = fmt != STROBE_FMT_PPROF && strobe_sampler_pids(s, two, 2) > 1};
 	strobe_profile *p = strobe_sampler_profile(s, &po, &err);
 	strobe_sampler_stats st;
 	strobe_sampler_get_stats(s, &st);

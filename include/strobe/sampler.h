@@ -87,6 +87,10 @@ typedef struct strobe_sampler_profile_opts {
 	/* Extra labels added to every sample, "key=value" each. */
 	const char *const *labels;
 	unsigned nlabels;
+	/* A root frame named after each sample's process (as stackcollapse-perf.pl does), so a
+	 * flame graph of many processes keeps them apart. For text and pictures: pprof readers
+	 * expect real frames only. */
+	bool process_frames;
 	/* Only samples of this pid (0 = all); for the agent's per-process profiles. */
 	pid_t only_pid;
 } strobe_sampler_profile_opts;
