@@ -63,14 +63,14 @@ truth_share() {
 perf_cpu_folded() { # OUT CMD...
 	local out=$1
 	shift
-	perf record -q -e cpu-clock -F 999 -g -o "$out.data" -- "$@" >"$out.log" 2>&1 || return 1
+	perf record -q -B -e cpu-clock -F 999 -g -o "$out.data" -- "$@" >"$out.log" 2>&1 || return 1
 	perf script -i "$out.data" 2>>"$out.log" | "$STROBE_FAST" collapse >"$out" 2>>"$out.log"
 }
 
 perf_offcpu_folded() { # OUT CMD...
 	local out=$1
 	shift
-	perf record -q -g -e sched:sched_switch --switch-events -o "$out.data" -- "$@" >"$out.log" 2>&1 || return 1
+	perf record -q -B -g -e sched:sched_switch --switch-events -o "$out.data" -- "$@" >"$out.log" 2>&1 || return 1
 	perf script -i "$out.data" --ns --show-switch-events -F comm,tid,time,event,trace,ip,sym 2>>"$out.log" |
 		awk -f "$_rec_lib/perf_offcpu.awk" >"$out"
 }
