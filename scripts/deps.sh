@@ -8,10 +8,10 @@ level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
             libdw-dev libelf-dev)
-check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time)
+check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf)
 # node and npm for the browser tests (jsdom from the npm registry, into node_modules/)
 command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)
-bench_pkgs=(linux-perf)
+bench_pkgs=()
 
 want=("${build_pkgs[@]}")
 case "$level" in

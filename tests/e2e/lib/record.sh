@@ -4,7 +4,8 @@
 # build/workloads (tests/workloads/*.c) measure what they really did and write it to a truth
 # file; these helpers run the recorder, fold its profile and report verdict lines.
 #
-#   need_workloads W...          exits with a FAIL line when a workload is not built
+#   need_workloads W...          exits with a FAIL line when a workload is not built, and with a
+#                                SKIP line (and why) when perf_event cannot be used here
 #   rec NAME TIMEOUT ARGS...     $STROBE_FAST record ARGS under a time limit; status also in $rc,
 #                                stderr in $TMPDIR/NAME.err (recerr NAME prints its start)
 #   fold PPROF OUT INDEX [convert options]  folded stacks of one sample type (stderr in OUT.err)
@@ -29,6 +30,7 @@ errof() { [ -s "$1" ] && head -3 "$1" | cut -c1-200 | tr '\n' ' ' || echo "(no m
 _fname() { tr '/ ' '__' <<<"$1"; }
 
 need_workloads() {
+	need_perf_events
 	local w
 	for w in "$@"; do
 		if [ ! -x "$WL/$w" ]; then
@@ -36,6 +38,21 @@ need_workloads() {
 			exit 1
 		fi
 	done
+}
+
+# The recorder needs perf_event with kernel frames and the sched tracepoints: root (or
+# CAP_PERFMON) on a kernel that has them. Elsewhere the truth tests cannot run: say so and why.
+need_perf_events() {
+	local name
+	name=$(basename "$0" .sh)
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "SKIP $name: needs root (perf_event with kernel frames and sched tracepoints)"
+		exit 0
+	fi
+	if [ ! -e /proc/sys/kernel/perf_event_paranoid ]; then
+		echo "SKIP $name: this kernel has no perf_event support"
+		exit 0
+	fi
 }
 
 rec() { # NAME TIMEOUT ARGS...: status of strobe record, also in $rc (124: ran past TIMEOUT s)
