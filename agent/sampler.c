@@ -555,6 +555,13 @@ static bool parse_sample(const struct perf_event_header *h, uint64_t type, sampl
 	return true;
 }
 
+/* Kernel timestamps are u64 nanoseconds; kept as int64 so differences are plain arithmetic,
+ * clamped so that a corrupt record cannot make them overflow. */
+static int64_t ts(uint64_t t)
+{
+	return t > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)t;
+}
+
 /* The sample_id_all trailer of a non-sample record: pid, tid, time, cpu, identifier. */
 typedef struct trailer {
 	uint32_t pid, tid;
@@ -611,8 +618,11 @@ static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *
 		s->vals = nv;
 		s->cvals = nc;
 	}
-	for (int i = 0; i < NV; i++)
-		s->vals[(size_t)id * NV + i] += v[i];
+	for (int i = 0; i < NV; i++) {
+		int64_t *x = &s->vals[(size_t)id * NV + i];
+		if (__builtin_add_overflow(*x, v[i], x))
+			*x = INT64_MAX; /* only corrupt input gets here */
+	}
 	return 0;
 }
 
@@ -723,7 +733,7 @@ static void on_clock(strobe_sampler *s, const sample *sm)
 	thread_for(s, (int32_t)sm->tid, (int32_t)sm->pid);
 	int64_t v[NV] = {0};
 	v[V_SAMPLES] = 1;
-	v[V_CPU_NS] = sm->period ? (int64_t)sm->period : s->period_ns;
+	v[V_CPU_NS] = sm->period ? ts(sm->period) : s->period_ns;
 	agg_add(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
 }
 
@@ -787,7 +797,7 @@ static void on_switch(strobe_sampler *s, const sample *sm)
 				th->stack = st;
 				th->nstack = n;
 				th->out = true;
-				th->out_ns = (int64_t)sm->time;
+				th->out_ns = ts(sm->time);
 				th->wake_ns = 0;
 				/* prev_state: 0 = still runnable (yield), TASK_REPORT_MAX (0x100
 				 * and up) = preempted, low bits = a sleeping state. */
@@ -799,7 +809,7 @@ static void on_switch(strobe_sampler *s, const sample *sm)
 	if (s->cpu_wide) {
 		int32_t next = (int32_t)raw_u(sm, s->f_next_pid, 4);
 		if (next)
-			switch_in(s, next, (int64_t)sm->time);
+			switch_in(s, next, ts(sm->time));
 	}
 }
 
@@ -808,7 +818,7 @@ static void on_wakeup(strobe_sampler *s, const sample *sm)
 	int32_t tid = (int32_t)raw_u(sm, s->f_wake_pid, 4);
 	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
 	if (th && th->out && th->blocked && !th->wake_ns)
-		th->wake_ns = (int64_t)sm->time;
+		th->wake_ns = ts(sm->time);
 }
 
 static void process(strobe_sampler *s, const struct perf_event_header *h)
@@ -893,7 +903,7 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 	case PERF_RECORD_SWITCH:
 	case PERF_RECORD_SWITCH_CPU_WIDE:
 		if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT) && get_trailer(h, &tr))
-			switch_in(s, (int32_t)tr.tid, (int64_t)tr.time);
+			switch_in(s, (int32_t)tr.tid, ts(tr.time));
 		return;
 	default:
 		return;
@@ -913,10 +923,10 @@ static int64_t record_time(const strobe_sampler *s, const struct perf_event_head
 		sample sm;
 		if (!kind || !parse_sample(h, s->sample_type[kind], &sm))
 			return 0;
-		return (int64_t)sm.time;
+		return ts(sm.time);
 	}
 	trailer t;
-	return get_trailer(h, &t) ? (int64_t)t.time : 0;
+	return get_trailer(h, &t) ? ts(t.time) : 0;
 }
 
 static int take(const struct perf_event_header *h, void *ctx)
@@ -1126,7 +1136,7 @@ int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t 
 		process_until(s, until); /* the rest waits, as it would for a later ring read */
 		return 0;
 	}
-	process_until(s, last + 1);
+	process_until(s, last < INT64_MAX ? last + 1 : INT64_MAX);
 	s->horizon_ns = last; /* "now" is the newest record fed */
 	return 0;
 }

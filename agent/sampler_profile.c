@@ -193,7 +193,9 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		p->period_type.unit = str(p, cpu && s->o.cycles ? "count" : "nanoseconds");
 		p->period = cpu && !s->o.cycles ? s->period_ns : 1;
 		p->time_nanos = s->start_real_ns;
-		p->duration_nanos = s->horizon_ns - s->start_ns;
+		p->duration_nanos = s->start_ns >= 0 && s->horizon_ns > s->start_ns
+					    ? s->horizon_ns - s->start_ns
+					    : 0;
 	}
 
 	strobe_label *labels = calloc(4 + o->nlabels, sizeof(*labels));
@@ -207,7 +209,10 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		int64_t vals[8];
 		bool any = false;
 		for (int t = 0; t < nt; t++) {
-			vals[t] = slot[t] >= 0 ? v[slot[t]] : v[V_CPU_NS] + v[V_OFF_NS];
+			if (slot[t] >= 0)
+				vals[t] = v[slot[t]];
+			else if (__builtin_add_overflow(v[V_CPU_NS], v[V_OFF_NS], &vals[t]))
+				vals[t] = INT64_MAX;
 			any |= vals[t] != 0;
 		}
 		if (!any)

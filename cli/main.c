@@ -29,7 +29,8 @@ static const struct command {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strobe <command> [options] [args]\n\n"
-		   "strobe is a continuous profiler; these commands work on profile files.\n"
+		   "strobe is a continuous profiler: record samples call stacks, the other commands\n"
+		   "work on profile files.\n"
 		   "Inputs may be pprof (gzipped or not), folded stacks or `perf script` text;\n"
 		   "'-' reads stdin.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)

@@ -205,7 +205,8 @@ static void index_cu(cu_info *c)
 	range_vec rv = {0};
 	size_t steps = 0;
 	index_scope(&rv, &c->cudie, 0, &steps);
-	qsort(rv.v, rv.n, sizeof(*rv.v), cmp_range);
+	if (rv.n)
+		qsort(rv.v, rv.n, sizeof(*rv.v), cmp_range);
 	c->fns = rv.v;
 	c->nfns = rv.n;
 }

@@ -341,7 +341,8 @@ void sym_object_load_symbols(strobe_sym_object *o)
 				(bind == STB_GLOBAL ? 3 : bind == STB_WEAK ? 2 : 1),
 		};
 	}
-	qsort(v, k, sizeof(*v), cmp_raw);
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_raw);
 	sym_range *r = malloc((k ? k : 1) * sizeof(*r));
 	if (!r) {
 		free(v);

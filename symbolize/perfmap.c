@@ -138,7 +138,8 @@ static void perfmap_load(strobe_symbolizer *s, perfmap *m, const char *path)
 		return;
 	}
 	free(m->v);
-	qsort(ps.v, ps.n, sizeof(*ps.v), cmp_start);
+	if (ps.n) /* qsort wants a non-NULL base even for 0 elements */
+		qsort(ps.v, ps.n, sizeof(*ps.v), cmp_start);
 	/* Of several lines with one start, only the last written can be current. */
 	size_t k = 0;
 	for (size_t i = 0; i < ps.n; i++) {
