@@ -106,4 +106,19 @@ else
 		ok "$name" "$(head -1 "$TMPDIR/nr.err")"
 	fi
 fi
+# ---- -e cycles: works where there is a PMU, else one clear line and exit 2 ----------------------
+name=record_errors/cycles
+"$STROBE" record -e cycles -o "$TMPDIR/cy.pb.gz" -- "$WL/cpu_split" 1 >/dev/null 2>"$TMPDIR/cy.err"
+code=$?
+if [ $code -eq 0 ]; then
+	if "$STROBE" top --sample-index cycles "$TMPDIR/cy.pb.gz" 2>/dev/null | grep -q burn_60; then
+		ok "$name" "hardware cycles sampled; burn_60 in the cycles profile"
+	else
+		fail "$name" "exit 0 but no cycles profile naming burn_60"
+	fi
+elif [ $code -eq 2 ] && [ "$(wc -l < "$TMPDIR/cy.err")" -eq 1 ] && grep -q 'no hardware cycle counter' "$TMPDIR/cy.err"; then
+	ok "$name" "no PMU here: $(cat "$TMPDIR/cy.err")"
+else
+	fail "$name" "exit $code: $(errof "$TMPDIR/cy.err")"
+fi
 exit $st
