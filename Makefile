@@ -7,18 +7,18 @@
 CC       ?= cc
 CLANG    ?= clang
 B        := build
-PKGS     := libprotobuf-c zlib jansson libdw libelf
+PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd sqlite3 libzstd libcurl
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf) -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lsqlite3 -lzstd -lcurl) -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
 
-LIB_SRC  := $(wildcard lib/*.c symbolize/*.c agent/*.c)
-HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h cli/*.h)
+LIB_SRC  := $(wildcard lib/*.c symbolize/*.c agent/*.c store/*.c server/*.c)
+HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h server/*.h cli/*.h)
 CLI_SRC  := $(wildcard cli/*.c)
 GEN_SRC  := $(B)/gen/profile.pb-c.c
 GEN_HDR  := $(B)/gen/profile.pb-c.h
@@ -118,7 +118,7 @@ fuzz: $(FUZZ_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong
 	@bash bench/run.sh
 
 clean:
@@ -127,3 +127,7 @@ clean:
 $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
+# The recorder's overhead benchmarks (bench/record.sh): plain programs, no strobe code.
+$(B)/bench/cpu_work $(B)/bench/pingpong: $(B)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -O2 -g -pthread -o $@ $<
