@@ -149,6 +149,74 @@ static int add_label(strobe_profile *p, strobe_label *l, unsigned *n, const char
 	return 0;
 }
 
+typedef struct obj_frame {
+	strobe_sym_object *obj;
+	uint32_t frame;
+} obj_frame;
+
+static int by_object(const void *a, const void *b)
+{
+	const obj_frame *x = a, *y = b;
+	if (x->obj != y->obj)
+		return (uintptr_t)x->obj < (uintptr_t)y->obj ? -1 : 1;
+	return x->frame < y->frame ? -1 : x->frame > y->frame;
+}
+
+/* Names every user frame the profile will use, one object at a time, releasing each object's
+ * tables once its frames are named: the debug information of a busy host's binaries together
+ * is tens of megabytes, one at a time a few. */
+static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
+{
+	strobe_sampler *s = b->s;
+	uint8_t *need = calloc(s->frames.n + 1, 1);
+	obj_frame *v = NULL;
+	size_t n = 0, cap = 0;
+	if (!need)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < s->agg.n; id++) {
+		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
+		if (o->only_pid && k->pid != o->only_pid)
+			continue;
+		for (uint32_t i = 0; i < k->n; i++)
+			need[k->frame[i]] = 1;
+	}
+	int rc = 0;
+	for (uint32_t f = 1; f < s->frames.n && rc == 0; f++) {
+		if (!need[f])
+			continue;
+		const strobe_frame_key *fk = strobe_itab_get(&s->frames, f, NULL);
+		if (fk->map == STROBE_MAP_NONE || fk->map == STROBE_MAP_KERNEL ||
+		    strobe_tracker_map(&s->tr, fk->map)->anon)
+			continue;
+		strobe_sym_object *obj = object_of(b, fk->map);
+		if (!obj)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			obj_frame *nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = (obj_frame){obj, f};
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), by_object);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (frame_location(b, v[i].frame) == UINT32_MAX)
+			rc = -ENOMEM;
+		if (i + 1 == n || v[i + 1].obj != v[i].obj) {
+			/* the mapping's flags were read when its first frame was named */
+			strobe_sym_object_release(b->sym, v[i].obj);
+		}
+	}
+	free(v);
+	free(need);
+	return rc;
+}
+
 strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_profile_opts *o,
 				       strobe_err *err)
 {
@@ -198,6 +266,8 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 					    : 0;
 	}
 
+	if (rc == 0 && b.sym && o->release_objects)
+		rc = symbolize_by_object(&b, o);
 	strobe_label *labels = calloc(4 + o->nlabels, sizeof(*labels));
 	if (!labels)
 		rc = -ENOMEM;

@@ -376,6 +376,7 @@ int cmd_record(int argc, char **argv)
 	pid_t two[2];
 	strobe_sampler_profile_opts po = {
 		.sym = sym, .per_thread = per_thread, .labels = labels, .nlabels = nlabels,
+		.release_objects = true, /* one binary's debug info in memory at a time */
 		/* a flame graph or folded file of several processes is rooted at their names */
 		.process_frames = fmt != STROBE_FMT_PPROF && strobe_sampler_pids(s, two, 2) > 1};
 	strobe_profile *p = strobe_sampler_profile(s, &po, &err);

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,16 +246,57 @@ int sym_object_open(strobe_symbolizer *s, strobe_sym_object *o, int fd, const ch
 	return o->nseg ? 0 : -ENOEXEC;
 }
 
+/* Frees what an object loaded (libdw's DWARF, our indexes, the symbol array), keeping what
+ * identifies it. */
+static void object_unload(strobe_sym_object *o)
+{
+	if (o->dwfl)
+		dwfl_end(o->dwfl);
+	o->dwfl = NULL;
+	o->mod = NULL;
+	sym_dwarf_free(o->dw);
+	o->dw = NULL;
+	o->dwarf_loaded = false;
+	free(o->seg);
+	o->seg = NULL;
+	o->nseg = 0;
+	free(o->syms);
+	o->syms = NULL;
+	o->nsyms = 0;
+	o->syms_loaded = false;
+}
+
 void sym_object_close(strobe_sym_object *o)
 {
 	if (!o)
 		return;
-	if (o->dwfl)
-		dwfl_end(o->dwfl);
-	sym_dwarf_free(o->dw);
-	free(o->seg);
-	free(o->syms);
+	object_unload(o);
+	free(o->opened_as);
 	free(o->path);
+}
+
+void strobe_sym_object_release(strobe_symbolizer *s, strobe_sym_object *o)
+{
+	(void)s;
+	if (!o || o->released || !o->opened_as)
+		return;
+	object_unload(o);
+	o->released = true;
+	/* Give the freed debug information back to the system now: glibc keeps freed heap in its
+	 * arenas, and the point of releasing is the process's footprint. */
+	malloc_trim(0);
+}
+
+void sym_object_ensure(strobe_sym_object *o)
+{
+	if (!o || !o->released)
+		return;
+	o->released = false; /* once: a file gone since is not retried on every lookup */
+	int fd = open(o->opened_as, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (sym_object_open(o->owner, o, fd, o->opened_as) < 0)
+		object_unload(o);
 }
 
 bool sym_object_offset_to_addr(const strobe_sym_object *o, uint64_t offset, uint64_t *addr)

@@ -97,6 +97,8 @@ struct strobe_sym_object {
 	uint64_t bias;         /* module address = ELF vaddr + bias */
 	sym_segment *seg;
 	size_t nseg;
+	char *opened_as;       /* the file actually opened, to reopen after a release */
+	bool released;         /* tables freed by strobe_sym_object_release; reopened on use */
 	/* Loaded on first use. */
 	bool syms_loaded, dwarf_loaded;
 	sym_range *syms;       /* functions by module address */
@@ -126,6 +128,9 @@ struct strobe_symbolizer {
 	sym_perfmaps *perfmaps;
 	int vdso_fd;            /* a memfd holding this process's vDSO image; -1 = not yet, -2 = none */
 };
+
+/* Reopens an object whose tables were released (no-op otherwise). */
+void sym_object_ensure(strobe_sym_object *o);
 
 /* sysroot + path into a malloc'd string (path absolute). NULL + ENOMEM. */
 char *sym_rooted(const strobe_symbolizer *s, const char *path);

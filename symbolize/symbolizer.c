@@ -482,8 +482,8 @@ int strobe_sym_object_get(strobe_symbolizer *s, const char *path, pid_t pid, dev
 	o->ino = ino;
 	memcpy(o->build_id, id, idlen);
 	o->build_id_len = idlen;
-	r = sym_object_open(s, o, fd, opened_as ? opened_as : path);
-	free(opened_as);
+	o->opened_as = opened_as ? opened_as : strdup(path);
+	r = sym_object_open(s, o, fd, o->opened_as ? o->opened_as : path);
 	if (r < 0) {
 		sym_object_close(o);
 		free(o);
@@ -514,6 +514,7 @@ bool strobe_sym_object_has_symbols(const strobe_sym_object *o)
 {
 	if (!o)
 		return false;
+	sym_object_ensure((strobe_sym_object *)o);
 	sym_object_load_symbols((strobe_sym_object *)o);
 	return o->nsyms > 0;
 }
@@ -522,12 +523,14 @@ bool strobe_sym_object_has_lines(const strobe_sym_object *o)
 {
 	if (!o)
 		return false;
+	sym_object_ensure((strobe_sym_object *)o);
 	sym_dwarf_load((strobe_sym_object *)o);
 	return o->dw != NULL;
 }
 
 const char *strobe_sym_object_debug_file(const strobe_sym_object *o)
 {
+	sym_object_ensure((strobe_sym_object *)o);
 	if (!o || !o->mod)
 		return NULL;
 	/* Finding the debug file is what loading the symbol table or DWARF does; ask for both
@@ -587,6 +590,7 @@ int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offse
 	strobe_sym_frame f[SYM_MAX_INLINE];
 	int n = 0;
 	uint64_t addr;
+	sym_object_ensure(o);
 	if (o->mod && sym_object_offset_to_addr(o, offset, &addr)) {
 		sym_object_load_symbols(o);
 		const sym_range *sym = sym_object_symbol(o, addr);

@@ -91,6 +91,9 @@ typedef struct strobe_sampler_profile_opts {
 	 * flame graph of many processes keeps them apart. For text and pictures: pprof readers
 	 * expect real frames only. */
 	bool process_frames;
+	/* Name frames object by object and release each object's tables when done (peak memory
+	 * of one object's debug information; tables are reloaded next time). */
+	bool release_objects;
 	/* Only samples of this pid (0 = all); for the agent's per-process profiles. */
 	pid_t only_pid;
 } strobe_sampler_profile_opts;

@@ -98,6 +98,11 @@ const char *strobe_sym_object_debug_file(const strobe_sym_object *o);
 int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offset,
 		      strobe_sym_frame *out, int max);
 
+/* Frees the object's tables and debug information (the bulk of the symbolizer's memory),
+ * keeping what identifies it; the next lookup reopens the file. For callers that name all the
+ * frames of one object, then move on (strobe record), so peak memory is one object's, not all. */
+void strobe_sym_object_release(strobe_symbolizer *s, strobe_sym_object *o);
+
 /* ---- kernel and JIT -------------------------------------------------------------------------- */
 
 /* A kernel address: *out gets the symbol (file/line unknown), *module the module name
