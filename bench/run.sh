@@ -7,8 +7,12 @@
 # and `go tool pprof` on PATH. A missing peer is reported and its comparison skipped.
 # Inputs are generated here, never committed: a real `perf record -a -g` of a busy workload
 # (perf script text, >= 50 MB), synthetic folded stacks and a synthetic pprof from a fixed seed.
+# The recorder's benchmarks (overhead and memory of `strobe record` against `perf record`) are
+# bench/record.sh's; this script runs both parts and writes the report.
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
+#   BENCH_ONLY=toolkit|record bench/run.sh    one part; the other keeps its previous results
+#   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -19,122 +23,149 @@ mkdir -p "$work"
 results=$work/results.md
 : > "$results"
 note() { echo "bench: $*" >&2; }
+only=${BENCH_ONLY:-all}
+case $only in all | toolkit | record) ;; *) note "BENCH_ONLY is all, toolkit or record"; exit 2 ;; esac
+rm -f "$work/toolkit.md" "$work/record.md" "$work/notes"
 
-fg=${FLAMEGRAPH_DIR:-}
-if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && [ -f "$fg/flamegraph.pl" ]; then
-  have_fg=1
-else
-  have_fg=0
-  note "SKIP FlameGraph comparisons: set FLAMEGRAPH_DIR to a checkout of FlameGraph"
-fi
-if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then have_go=1; else
-  have_go=0; note "SKIP pprof comparison: go tool pprof not found"; fi
-
-# measure NAME CMD... : runs CMD $runs times (stdout to /dev/null), prints "median_s max_rss_kb"
-measure() {
-  local name=$1; shift
-  local times=() rss=0 i t m
-  for ((i = 0; i < runs; i++)); do
-    /usr/bin/time -f '%e %M' -o "$work/time.$$" "$@" > /dev/null
-    read -r t m < "$work/time.$$"
-    times+=("$t")
-    [ "$m" -gt "$rss" ] && rss=$m
-  done
-  local med
-  med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  note "$name: median ${med}s of $runs (${times[*]}), max RSS ${rss} KB"
-  echo "$med $rss"
-}
-
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.005; printf "%.1f", a / b }'; }
-mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-
-row() { # name input_bytes peer_med strobe_med strobe_rss_kb goal
-  local r="n/a" peer="skipped"
-  if [ "$3" != "-" ]; then r="$(ratio "$3" "$4")x"; peer="$3 s"; fi
-  local rss_ratio
-  rss_ratio=$(awk -v k="$5" -v b="$2" 'BEGIN { printf "%.2f", k * 1024 / b }')
-  printf '| %s | %s MB | %s | %s s | %s | %s MB (%s x input) | %s |\n' "$1" "$(mb "$2")" \
-    "$peer" "$4" "$r" "$(awk -v k="$5" 'BEGIN{printf "%.1f", k/1024}')" "$rss_ratio" "$6" \
-    >> "$results"
-}
-
-# ---- inputs ------------------------------------------------------------------------------------
-perf_txt=$work/perf-script.txt
-if [ ! -s "$perf_txt" ] || [ "$(stat -c %s "$perf_txt")" -lt 52428800 ]; then
-  note "recording a busy workload with perf record -a -g (about 40 s)"
-  busy() {
-    local end=$((SECONDS + 30))
-    while [ $SECONDS -lt $end ]; do
-      head -c 20000000 /dev/urandom | gzip -6 > /dev/null
-      find /usr/lib /usr/share -type f 2>/dev/null | head -3000 | xargs cat 2>/dev/null | sha256sum > /dev/null
-      seq 1 300000 | sort -R | sort -n > /dev/null
-    done
-  }
-  busy & busy & wait_pids=$(jobs -p)
-  perf record -q -a -g -F 999 -e cpu-clock -o "$work/perf.data" -- sleep 30 2>/dev/null
-  wait $wait_pids 2>/dev/null || true
-  perf script -i "$work/perf.data" > "$perf_txt" 2>/dev/null
-  # Grow to >= 50 MB by repeating the real recording (the same stacks, more samples).
-  while [ "$(stat -c %s "$perf_txt")" -lt 52428800 ]; do
-    cat "$perf_txt" "$perf_txt" > "$perf_txt.2" && mv "$perf_txt.2" "$perf_txt"
-  done
-fi
-folded=$work/synthetic.folded
-if [ ! -s "$folded" ]; then
-  note "generating 200,000 unique folded stacks (seed 42)"
-  awk -v seed=42 -v nstacks=200000 -f bench/gen_folded.awk | LC_ALL=C sort > "$folded"
-fi
-pprof=$work/synthetic.pb.gz
-[ -s "$pprof" ] || "$root/build/bench/gen_pprof" "$pprof" 200000 42
-
-# ---- runs --------------------------------------------------------------------------------------
-echo "| benchmark | input | peer (median) | strobe (median) | speed-up | strobe peak RSS | goal |" >> "$results"
-echo "|---|---|---|---|---|---|---|" >> "$results"
-
-psize=$(stat -c %s "$perf_txt")
-read -r s_med s_rss < <(measure "strobe collapse" "$strobe" collapse "$perf_txt")
-p_med=-
-if [ $have_fg = 1 ]; then
-  read -r p_med _ < <(measure "stackcollapse-perf.pl" perl "$fg/stackcollapse-perf.pl" "$perf_txt")
-  if ! cmp -s <("$strobe" collapse "$perf_txt") <(perl "$fg/stackcollapse-perf.pl" "$perf_txt"); then
-    note "WARNING: strobe collapse output differs from stackcollapse-perf.pl on the benchmark input"
-    echo "**collapse output differs from stackcollapse-perf.pl on this input**" >> "$work/notes"
+if [ "$only" != record ]; then # ---- the toolkit: collapse, flamegraph, top ----------------------
+  fg=${FLAMEGRAPH_DIR:-}
+  if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && [ -f "$fg/flamegraph.pl" ]; then
+    have_fg=1
+  else
+    have_fg=0
+    note "SKIP FlameGraph comparisons: set FLAMEGRAPH_DIR to a checkout of FlameGraph"
   fi
-fi
-row "collapse (perf script, real perf record -a -g)" "$psize" "$p_med" "$s_med" "$s_rss" ">= 25x"
+  if command -v go >/dev/null && go tool pprof -h >/dev/null 2>&1; then have_go=1; else
+    have_go=0; note "SKIP pprof comparison: go tool pprof not found"; fi
 
-fsize=$(stat -c %s "$folded")
-read -r s_med s_rss < <(measure "strobe flamegraph" "$strobe" flamegraph "$folded")
-p_med=-
-[ $have_fg = 1 ] && read -r p_med _ < <(measure "flamegraph.pl" perl "$fg/flamegraph.pl" "$folded")
-row "flamegraph (200,000 unique folded stacks)" "$fsize" "$p_med" "$s_med" "$s_rss" ">= 30x"
+  # measure NAME CMD... : runs CMD $runs times (stdout to /dev/null), prints "median_s max_rss_kb"
+  measure() {
+    local name=$1; shift
+    local times=() rss=0 i t m
+    for ((i = 0; i < runs; i++)); do
+      /usr/bin/time -f '%e %M' -o "$work/time.$$" "$@" > /dev/null
+      read -r t m < "$work/time.$$"
+      times+=("$t")
+      [ "$m" -gt "$rss" ] && rss=$m
+    done
+    local med
+    med=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    note "$name: median ${med}s of $runs (${times[*]}), max RSS ${rss} KB"
+    echo "$med $rss"
+  }
 
-gsize=$(stat -c %s "$pprof")
-usize=$(gzip -dc "$pprof" | wc -c)
-read -r s_med s_rss < <(measure "strobe top" "$strobe" top "$pprof")
-p_med=-
-if [ $have_go = 1 ]; then
-  export PPROF_TMPDIR=$work HOME=${HOME:-$work}
-  read -r p_med _ < <(measure "go tool pprof -top" go tool pprof -top "$pprof")
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) b = 0.005; printf "%.1f", a / b }'; }
+  mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+  row() { # name input_bytes peer_med strobe_med strobe_rss_kb goal
+    local r="n/a" peer="skipped"
+    if [ "$3" != "-" ]; then r="$(ratio "$3" "$4")x"; peer="$3 s"; fi
+    local rss_ratio
+    rss_ratio=$(awk -v k="$5" -v b="$2" 'BEGIN { printf "%.2f", k * 1024 / b }')
+    printf '| %s | %s MB | %s | %s s | %s | %s MB (%s x input) | %s |\n' "$1" "$(mb "$2")" \
+      "$peer" "$4" "$r" "$(awk -v k="$5" 'BEGIN{printf "%.1f", k/1024}')" "$rss_ratio" "$6" \
+      >> "$results"
+  }
+
+  # ---- inputs ------------------------------------------------------------------------------------
+  perf_txt=$work/perf-script.txt
+  if [ ! -s "$perf_txt" ] || [ "$(stat -c %s "$perf_txt")" -lt 52428800 ]; then
+    note "recording a busy workload with perf record -a -g (about 40 s)"
+    busy() {
+      local end=$((SECONDS + 30))
+      while [ $SECONDS -lt $end ]; do
+        head -c 20000000 /dev/urandom | gzip -6 > /dev/null
+        find /usr/lib /usr/share -type f 2>/dev/null | head -3000 | xargs cat 2>/dev/null | sha256sum > /dev/null
+        seq 1 300000 | sort -R | sort -n > /dev/null
+      done
+    }
+    busy & busy & wait_pids=$(jobs -p)
+    perf record -q -a -g -F 999 -e cpu-clock -o "$work/perf.data" -- sleep 30 2>/dev/null
+    wait $wait_pids 2>/dev/null || true
+    perf script -i "$work/perf.data" > "$perf_txt" 2>/dev/null
+    # Grow to >= 50 MB by repeating the real recording (the same stacks, more samples).
+    while [ "$(stat -c %s "$perf_txt")" -lt 52428800 ]; do
+      cat "$perf_txt" "$perf_txt" > "$perf_txt.2" && mv "$perf_txt.2" "$perf_txt"
+    done
+  fi
+  folded=$work/synthetic.folded
+  if [ ! -s "$folded" ]; then
+    note "generating 200,000 unique folded stacks (seed 42)"
+    awk -v seed=42 -v nstacks=200000 -f bench/gen_folded.awk | LC_ALL=C sort > "$folded"
+  fi
+  pprof=$work/synthetic.pb.gz
+  [ -s "$pprof" ] || "$root/build/bench/gen_pprof" "$pprof" 200000 42
+
+  # ---- runs --------------------------------------------------------------------------------------
+  echo "| benchmark | input | peer (median) | strobe (median) | speed-up | strobe peak RSS | goal |" >> "$results"
+  echo "|---|---|---|---|---|---|---|" >> "$results"
+
+  psize=$(stat -c %s "$perf_txt")
+  read -r s_med s_rss < <(measure "strobe collapse" "$strobe" collapse "$perf_txt")
+  p_med=-
+  if [ $have_fg = 1 ]; then
+    read -r p_med _ < <(measure "stackcollapse-perf.pl" perl "$fg/stackcollapse-perf.pl" "$perf_txt")
+    if ! cmp -s <("$strobe" collapse "$perf_txt") <(perl "$fg/stackcollapse-perf.pl" "$perf_txt"); then
+      note "WARNING: strobe collapse output differs from stackcollapse-perf.pl on the benchmark input"
+      echo "**collapse output differs from stackcollapse-perf.pl on this input**" >> "$work/notes"
+    fi
+  fi
+  row "collapse (perf script, real perf record -a -g)" "$psize" "$p_med" "$s_med" "$s_rss" ">= 25x"
+
+  fsize=$(stat -c %s "$folded")
+  read -r s_med s_rss < <(measure "strobe flamegraph" "$strobe" flamegraph "$folded")
+  p_med=-
+  [ $have_fg = 1 ] && read -r p_med _ < <(measure "flamegraph.pl" perl "$fg/flamegraph.pl" "$folded")
+  row "flamegraph (200,000 unique folded stacks)" "$fsize" "$p_med" "$s_med" "$s_rss" ">= 30x"
+
+  gsize=$(stat -c %s "$pprof")
+  usize=$(gzip -dc "$pprof" | wc -c)
+  read -r s_med s_rss < <(measure "strobe top" "$strobe" top "$pprof")
+  p_med=-
+  if [ $have_go = 1 ]; then
+    export PPROF_TMPDIR=$work HOME=${HOME:-$work}
+    read -r p_med _ < <(measure "go tool pprof -top" go tool pprof -top "$pprof")
+  fi
+  row "top (pprof, 200,000 unique stacks, $(mb "$gsize") MB gzipped)" "$usize" "$p_med" "$s_med" "$s_rss" ">= 20x"
+
+  {
+    echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $runs runs each, medians; RSS is the largest of the runs, against the uncompressed input."
+    echo
+    cat "$results"
+    [ -f "$work/notes" ] && { echo; cat "$work/notes"; }
+  } > "$work/toolkit.md"
 fi
-row "top (pprof, 200,000 unique stacks, $(mb "$gsize") MB gzipped)" "$usize" "$p_med" "$s_med" "$s_rss" ">= 20x"
+
+if [ "$only" != toolkit ]; then # ---- the recorder: overhead and memory of strobe record ---------
+  bash bench/record.sh "$work/record.md"
+fi
 
 # ---- report ------------------------------------------------------------------------------------
+# Each part sits between its own markers inside the results section; a part not run this time
+# (BENCH_ONLY) keeps its previous results.
 out=docs/BENCHMARKS.md
 mkdir -p docs
 [ -f "$out" ] || printf '# Benchmarks\n\n<!-- results:begin -->\n<!-- results:end -->\n' > "$out"
+part() { # NAME TITLE FILE: the part's markdown, this run's or the one already in $out
+  echo "### $2"
+  echo
+  echo "<!-- $1:begin -->"
+  if [ -f "$3" ]; then cat "$3"; else
+    awk -v b="<!-- $1:begin -->" -v e="<!-- $1:end -->" '$0 == e {p = 0} p {print; n++} $0 == b {p = 1}
+      END {if (!n) print "Not run yet."}' "$out"
+  fi
+  echo "<!-- $1:end -->"
+}
 {
   echo "<!-- results:begin -->"
-  echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); $runs runs each, medians; RSS is the largest of the runs, against the uncompressed input."
+  part toolkit "Toolkit: collapse, flamegraph, top" "$work/toolkit.md"
   echo
-  cat "$results"
-  [ -f "$work/notes" ] && { echo; cat "$work/notes"; }
+  part record "Recorder: strobe record" "$work/record.md"
   echo "<!-- results:end -->"
 } > "$work/section"
 awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-cat "$results"
+for f in "$work/toolkit.md" "$work/record.md"; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"
