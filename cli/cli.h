@@ -23,6 +23,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_server(int argc, char **argv);
 
 /* Options every profile-reading command takes (pprof's names). */
 typedef struct cli_profile_opts {

@@ -24,6 +24,7 @@ static const struct command {
 	{"merge", cmd_merge, "merge profiles into one"},
 	{"diff", cmd_diff, "differential flame graph / ranking of two profiles"},
 	{"gate", cmd_gate, "fail (exit 1) when a function's share grew too much (CI)"},
+	{"server", cmd_server, "profile server: store, push and query API over HTTP"},
 };
 
 static void usage(FILE *f)

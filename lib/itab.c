@@ -34,7 +34,8 @@ uint32_t strobe_hash(const void *key, size_t len)
 		len -= 8;
 	}
 	uint64_t w = 0;
-	memcpy(&w, p, len);
+	if (len) /* an empty key may come with a NULL pointer */
+		memcpy(&w, p, len);
 	h = (h ^ w) * 0x100000001b3ull;
 	h ^= h >> 32;
 	h *= 0xd6e8feb86659fd93ull;
@@ -84,7 +85,7 @@ static uint32_t itab_lookup(const strobe_itab *t, const void *key, size_t len, u
 		uint32_t id = (uint32_t)s - 1;
 		if ((uint32_t)(s >> 32) == h &&
 		    (t->fixed ? memcmp(t->data + (size_t)id * ((t->fixed + 7) & ~7u), key, len) == 0
-			      : t->klen[id] == len && memcmp(t->data + t->off[id], key, len) == 0))
+			      : t->klen[id] == len && (!len || memcmp(t->data + t->off[id], key, len) == 0)))
 			return id;
 		i = (i + 1) & mask;
 	}

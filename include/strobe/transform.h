@@ -83,6 +83,12 @@ int strobe_top_print(FILE *out, strobe_fnstat *st, size_t n, const strobe_top_in
 int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_index,
 			 strobe_fnstat **out, size_t *n, char **arena, strobe_top_info *info);
 
+/* A table of functions ranked by the change of their flat value from base to cur (then cum,
+ * then name): base flat, new flat, delta, delta of share in percentage points, cum delta. At
+ * most limit rows (0 = all); unchanged functions are left out. */
+int strobe_diff_top_write(FILE *f, strobe_profile *base, int bt, strobe_profile *cur, int ct,
+			  strobe_granularity g, bool norm, size_t limit);
+
 /* Formats a value of unit `unit` as pprof does ("1.50s", "12ms", "3.20MB", "42"). */
 void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit);
 

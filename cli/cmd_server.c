@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe server: the profile store and its HTTP API in one process. Opens (or creates) the
+ * embedded store in --data DIR, listens on loopback unless told otherwise, and runs compaction
+ * and retention every maintenance interval until SIGINT or SIGTERM.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "strobe/server.h"
+
+static const char usage_text[] =
+	"usage: strobe server --data DIR [--listen HOST:PORT] [--config FILE] [--retention D]\n\n"
+	"Runs the profile server: push profiles to POST /api/v1/push, query them with\n"
+	"GET /api/v1/query (docs/http-api.md). Settings in FILE (JSON, docs/server.md) are\n"
+	"overridden by the options given here.\n\n"
+	"  --data DIR          data directory (created if missing)\n"
+	"  --listen HOST:PORT  address to listen on (default 127.0.0.1:4100; port 0 = any free\n"
+	"                      port, printed on stderr)\n"
+	"  --config FILE       configuration file\n"
+	"  --retention D       keep profiles for D (e.g. 28d, 6h; 0 = forever)\n";
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec;
+}
+
+int cmd_server(int argc, char **argv)
+{
+	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION };
+	static const struct option longopts[] = {
+		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
+		{"listen", required_argument, 0, O_LISTEN},
+		{"config", required_argument, 0, O_CONFIG},
+		{"retention", required_argument, 0, O_RETENTION}, {0, 0, 0, 0}};
+	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); return 0;
+		case O_DATA: data = optarg; break;
+		case O_LISTEN: listen = optarg; break;
+		case O_CONFIG: config = optarg; break;
+		case O_RETENTION: ret = optarg; break;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		cli_err(cmd, "unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	strobe_server_config cfg;
+	strobe_server_config_init(&cfg);
+	strobe_err err = {{0}};
+	int rc = 2;
+	strobe_store *st = NULL;
+	strobe_server *srv = NULL;
+	if (config && strobe_server_config_load(&cfg, config, &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
+		goto out;
+	}
+	if (data) {
+		free(cfg.data_dir);
+		cfg.data_dir = strdup(data);
+	}
+	if (listen) {
+		free(cfg.listen);
+		cfg.listen = strdup(listen);
+	}
+	if (ret) {
+		if (strcmp(ret, "0") == 0)
+			cfg.retention_ns = 0;
+		else if (strobe_duration_parse(ret, &cfg.retention_ns, &err) < 0) {
+			cli_err(cmd, "--retention: %s", err.msg);
+			goto out;
+		}
+	}
+	if (!cfg.data_dir) {
+		cli_err(cmd, "--data DIR (or data_dir in the config) is required");
+		goto out;
+	}
+	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,
+				.max_series = cfg.max_series_per_tenant,
+				.sync_normal = cfg.sync_normal};
+	if (!(st = strobe_store_open(&so, &err))) {
+		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
+		goto out;
+	}
+	/* Retention first: a server restarted after a long pause should not serve what has
+	 * expired. */
+	if (strobe_store_retain(st, now_ns(), &err) < 0)
+		cli_err(cmd, "retention: %s", err.msg);
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!(srv = strobe_server_start(&cfg, st, &err))) {
+		cli_err(cmd, "%s", err.msg);
+		goto out;
+	}
+	const char *l = cfg.listen ? cfg.listen : "127.0.0.1:4100";
+	fprintf(stderr, "strobe server: listening on %.*s:%u (data in %s)\n",
+		(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
+	int64_t next = now_ns() + cfg.maintenance_interval_ns;
+	while (!stop) {
+		struct timespec ts = {0, 200 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		int64_t now = now_ns();
+		if (now < next)
+			continue;
+		next = now + cfg.maintenance_interval_ns;
+		err.msg[0] = 0;
+		if (strobe_store_compact(st, now, &err) < 0 || strobe_store_retain(st, now, &err) < 0)
+			cli_err(cmd, "maintenance: %s", err.msg);
+	}
+	rc = 0;
+out:
+	strobe_server_stop(srv);
+	strobe_store_close(st);
+	strobe_server_config_free(&cfg);
+	return rc;
+}

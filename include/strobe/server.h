@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The profile server: an HTTP API (libmicrohttpd) over a strobe_store, and the parsers it is
+ * built from, exported for the CLI, tests and fuzzers: Prometheus-style selectors, times and
+ * durations, and the server's configuration file. docs/http-api.md describes the endpoints,
+ * docs/server.md the configuration.
+ *
+ * Parsers take untrusted text with a length cap and return -EINVAL with a message naming the
+ * byte offset of the problem.
+ */
+#ifndef STROBE_SERVER_H
+#define STROBE_SERVER_H
+
+#include "strobe/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STROBE_SELECTOR_MAX     4096u /* bytes of selector text */
+#define STROBE_SELECTOR_MAX_M   64u   /* matchers in one selector */
+#define STROBE_LABEL_NAME_MAX   128u
+
+/* `type{name="value", name!="v", name=~"re", name!~"re"}`; the type and the braces are each
+ * optional (but not both absent), a trailing comma is allowed, values take "..." with Go/PromQL
+ * escapes, '...' or `...`. out is zeroed on error. */
+int strobe_selector_parse(const char *s, size_t len, strobe_selector *out, strobe_err *err);
+void strobe_selector_free(strobe_selector *s);
+
+/* A point in time: unix seconds, milliseconds, microseconds or nanoseconds (told apart by
+ * magnitude: up to 10 digits seconds, 13 ms, 16 us, else ns; "1700000000.25" is seconds),
+ * RFC 3339 ("2026-11-22T11:59:18.5Z", "...+02:00"), "now", or "now-1h30m" / "now+5m". */
+int strobe_time_parse(const char *s, int64_t now_ns, int64_t *out, strobe_err *err);
+/* "90s", "1h30m", "250ms", "7d", "2w", or a bare number of seconds. Must be > 0. */
+int strobe_duration_parse(const char *s, int64_t *out_ns, strobe_err *err);
+
+typedef struct strobe_tenant_cfg {
+	char *id, *token; /* token NULL = none needed */
+} strobe_tenant_cfg;
+
+typedef struct strobe_server_config {
+	char *listen;   /* "host:port", IPv4 or [IPv6]; default 127.0.0.1:4100 */
+	char *data_dir; /* required (the --data option or "data_dir") */
+	int64_t retention_ns;         /* default 28 days; 0 = forever */
+	int64_t maintenance_interval_ns; /* compaction + retention period; default 60 s */
+	bool sync_normal;             /* "sync": "normal" (default "full") */
+	size_t max_body_bytes;        /* request body as sent; default 16 MiB */
+	size_t max_decompressed_bytes;/* one profile after gunzip; default 256 MiB */
+	uint32_t max_labels, max_label_name_len, max_label_value_len;
+	uint32_t max_series_per_tenant, max_profiles_per_push, threads;
+	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
+	size_t ntenants;
+	char *scrape_json; /* the "scrape" section as JSON text, for the scraper; NULL = none */
+} strobe_server_config;
+
+void strobe_server_config_init(strobe_server_config *c);
+/* Reads a JSON configuration file over the current values (see docs/server.md). */
+int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err);
+void strobe_server_config_free(strobe_server_config *c);
+
+typedef struct strobe_server strobe_server;
+
+/* Starts listening and serving on threads of its own. The store must outlive the server. */
+strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *st,
+				   strobe_err *err);
+/* The bound port (useful with port 0). */
+uint16_t strobe_server_port(const strobe_server *s);
+void strobe_server_stop(strobe_server *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

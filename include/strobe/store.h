@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The profile store: what the server keeps and how it is asked for it. This header is the whole
+ * interface between the HTTP layer and storage, so that the embedded store (store/, SQLite in
+ * one directory) can later be joined by a distributed backend behind the same calls.
+ *
+ * Model. A series is (tenant, profile type, label set); a profile type is named as Parca and
+ * Pyroscope name it, <name>:<sample_type>:<unit>:<period_type>:<period_unit> (a Go CPU profile
+ * is process_cpu:cpu:nanoseconds:cpu:nanoseconds and process_cpu:samples:count:cpu:nanoseconds).
+ * One pushed pprof with N sample types becomes N series points. A point is a time and a list of
+ * (stack id, value) pairs; stacks, locations, functions, mappings and strings are stored once for
+ * the whole store and shared by every point, tenant and time.
+ *
+ * Merging over time. Gauge types (inuse_*, goroutine) are averaged per series over the window
+ * (a heap profile taken every 10 s is still one heap), then summed across series; every other
+ * type (counters, deltas: cpu, samples, alloc_*, contentions, delay) is summed.
+ *
+ * Threads. Every call takes the store's lock, so one store may be used from many threads.
+ *
+ * Errors. 0 or -errno; messages in strobe_err. -EINVAL: bad input; -EDQUOT: a limit was hit
+ * (the message names it); -ENOENT: nothing matched where something must.
+ */
+#ifndef STROBE_STORE_H
+#define STROBE_STORE_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strobe/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STROBE_NS_PER_S 1000000000LL
+
+/* ---- selectors (parsed by strobe_selector_parse in strobe/server.h) -------------------------- */
+
+typedef enum strobe_match_op {
+	STROBE_MATCH_EQ,  /* =  */
+	STROBE_MATCH_NEQ, /* != */
+	STROBE_MATCH_RE,  /* =~ (fully anchored, POSIX ERE) */
+	STROBE_MATCH_NRE, /* !~ */
+} strobe_match_op;
+
+typedef struct strobe_matcher {
+	char *name, *value;
+	strobe_match_op op;
+	bool has_re;
+	regex_t re; /* compiled "^(value)$" for RE/NRE */
+} strobe_matcher;
+
+/* `type{name="v", ...}`: type may be NULL (any type, for the label APIs). */
+typedef struct strobe_selector {
+	char *type;
+	strobe_matcher *m;
+	size_t n;
+} strobe_selector;
+
+/* A label set is matched with Prometheus's rules: an absent label has the value "". */
+typedef struct strobe_labelpair {
+	const char *name, *value;
+} strobe_labelpair;
+bool strobe_selector_match_labels(const strobe_selector *s, const strobe_labelpair *l, size_t n);
+
+/* ---- the store ------------------------------------------------------------------------------- */
+
+typedef struct strobe_store strobe_store;
+
+typedef struct strobe_store_opts {
+	const char *dir;          /* created if missing; the SQLite file is DIR/strobe.db */
+	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
+	uint32_t max_series;      /* per tenant; 0 = unlimited */
+	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
+} strobe_store_opts;
+
+strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err);
+void strobe_store_close(strobe_store *s);
+
+#define STROBE_TYPE_MAX 256 /* longest profile type name, NUL included */
+
+typedef struct strobe_push_item {
+	const strobe_profile *profile;
+	const char *name; /* profile name (process_cpu, memory, mutex...); NULL = guessed */
+	int64_t time_ns;  /* 0 = the profile's time_nanos, or now when it has none */
+} strobe_push_item;
+
+typedef struct strobe_push_req {
+	const char *tenant;
+	const strobe_labelpair *labels; /* series labels, validated by the caller */
+	size_t nlabels;
+	const strobe_push_item *items;
+	size_t nitems;
+	int64_t now_ns;
+} strobe_push_req;
+
+typedef struct strobe_push_accepted {
+	char type[STROBE_TYPE_MAX];
+	int64_t time_ns;
+	uint32_t stacks; /* distinct stacks with a non-zero value */
+	int64_t total;
+} strobe_push_accepted;
+
+typedef struct strobe_push_result {
+	strobe_push_accepted *acc; /* malloc'd; one per stored (item, sample type) */
+	size_t n;
+} strobe_push_result;
+
+/* Stores every item in one transaction, committed (durably) before it returns 0; on any error
+ * nothing is stored. */
+int strobe_store_push(strobe_store *s, const strobe_push_req *r, strobe_push_result *res,
+		      strobe_err *err);
+void strobe_push_result_free(strobe_push_result *r);
+
+/* The profile names strobe guesses for a pprof's sample types (index i -> names[i]) when the
+ * pusher names none: process_cpu, memory, mutex, block, goroutine, else the period type's name.
+ * Each names[i] has room for STROBE_TYPE_MAX bytes and receives the full type. Returns 0 or
+ * -EINVAL when a type name cannot be part of a profile type (':' in it, too long). */
+int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
+			      strobe_err *err);
+bool strobe_type_is_gauge(const char *full_type);
+
+typedef struct strobe_query {
+	const char *tenant;
+	const strobe_selector *sel; /* sel->type required for profile queries */
+	int64_t from_ns, to_ns;     /* [from, to) */
+} strobe_query;
+
+/* The merged profile of every matching series over the window: one sample type, labels none.
+ * An empty profile (no samples) when nothing matched. */
+int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **out,
+		       strobe_err *err);
+
+typedef struct strobe_range_group {
+	char *value;     /* the group_by label's value ("" when absent or no grouping) */
+	int64_t *values; /* nsteps values */
+} strobe_range_group;
+typedef struct strobe_range_result {
+	strobe_range_group *g;
+	size_t n, nsteps;
+} strobe_range_result;
+
+/* Totals per step [from + i*step, from + (i+1)*step) for each value of group_by (NULL = one
+ * group), counting only stacks that contain function `function` when given. */
+int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
+		       const char *group_by, const char *function, strobe_range_result *out,
+		       strobe_err *err);
+void strobe_range_result_free(strobe_range_result *r);
+
+/* Sorted, distinct label names / values / profile types of the tenant's series that have points
+ * in the window and match sel (NULL or a selector without type = any). *out is a malloc'd array
+ * of malloc'd strings; free with strobe_strv_free. */
+int strobe_store_label_names(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
+			     strobe_err *err);
+int strobe_store_label_values(strobe_store *s, const strobe_query *q, const char *name,
+			      char ***out, size_t *n, strobe_err *err);
+int strobe_store_profile_types(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
+			       strobe_err *err);
+void strobe_strv_free(char **v, size_t n);
+
+/* Maintenance, run periodically by the server (and by tests with chosen clocks). compact folds
+ * raw points of closed 1-minute and 1-hour buckets into roll-ups; retain deletes points older
+ * than the retention, then series left empty, then gives the freed pages back to the file
+ * system. Each returns the number of rows written or deleted, or -errno. */
+int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err);
+int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err);
+/* Roll-ups are used by queries unless this is off (tests compare both ways). */
+void strobe_store_use_rollups(strobe_store *s, bool on);
+
+typedef struct strobe_store_stats {
+	uint64_t series, points, rollups, stacks, locations, functions, mappings, strings;
+} strobe_store_stats;
+int strobe_store_stats_get(strobe_store *s, strobe_store_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The server's configuration file: JSON (jansson already parses the project's other JSON), every
+ * key documented in docs/server.md with an example in examples/server.json. Unknown keys are an
+ * error, so a typo does not silently leave a limit at its default.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strobe/server.h"
+
+void strobe_server_config_init(strobe_server_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->retention_ns = 28LL * 86400 * STROBE_NS_PER_S;
+	c->maintenance_interval_ns = 60 * STROBE_NS_PER_S;
+	c->max_body_bytes = 16u << 20;
+	c->max_decompressed_bytes = 256u << 20;
+	c->max_labels = 32;
+	c->max_label_name_len = 128;
+	c->max_label_value_len = 1024;
+	c->max_series_per_tenant = 100000;
+	c->max_profiles_per_push = 64;
+	c->threads = 4;
+}
+
+void strobe_server_config_free(strobe_server_config *c)
+{
+	free(c->listen);
+	free(c->data_dir);
+	for (size_t i = 0; i < c->ntenants; i++) {
+		free(c->tenants[i].id);
+		free(c->tenants[i].token);
+	}
+	free(c->tenants);
+	free(c->scrape_json);
+	memset(c, 0, sizeof(*c));
+}
+
+static int str_opt(json_t *v, const char *key, char **dst, strobe_err *err)
+{
+	if (!json_is_string(v))
+		return strobe_errf(err, -EINVAL, "config: \"%s\" must be a string", key);
+	char *s = strdup(json_string_value(v));
+	if (!s)
+		return -ENOMEM;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int dur_opt(json_t *v, const char *key, int64_t *dst, bool zero_ok, strobe_err *err)
+{
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*dst = json_integer_value(v) * STROBE_NS_PER_S;
+		return 0;
+	}
+	if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		if (zero_ok && (strcmp(s, "0") == 0 || strcmp(s, "forever") == 0)) {
+			*dst = 0;
+			return 0;
+		}
+		strobe_err e = {{0}};
+		if (strobe_duration_parse(s, dst, &e) == 0)
+			return 0;
+	}
+	return strobe_errf(err, -EINVAL, "config: \"%s\" must be a duration like \"28d\" or \"60s\"",
+			   key);
+}
+
+static int num_opt(json_t *v, const char *key, uint64_t max, uint64_t *dst, strobe_err *err)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return strobe_errf(err, -EINVAL, "config: \"%s\" must be an integer from 1 to %llu",
+				   key, (unsigned long long)max);
+	*dst = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
+{
+	if (!json_is_object(o))
+		return strobe_errf(err, -EINVAL, "config: \"limits\" must be an object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		uint64_t x;
+		int r;
+		if (strcmp(k, "max_body_bytes") == 0 &&
+		    (r = num_opt(v, k, 1ull << 32, &x, err)) == 0)
+			c->max_body_bytes = x;
+		else if (strcmp(k, "max_decompressed_bytes") == 0 &&
+			 (r = num_opt(v, k, 4ull << 30, &x, err)) == 0)
+			c->max_decompressed_bytes = x;
+		else if (strcmp(k, "max_labels") == 0 && (r = num_opt(v, k, 1024, &x, err)) == 0)
+			c->max_labels = (uint32_t)x;
+		else if (strcmp(k, "max_label_name_length") == 0 &&
+			 (r = num_opt(v, k, STROBE_LABEL_NAME_MAX, &x, err)) == 0)
+			c->max_label_name_len = (uint32_t)x;
+		else if (strcmp(k, "max_label_value_length") == 0 &&
+			 (r = num_opt(v, k, 65536, &x, err)) == 0)
+			c->max_label_value_len = (uint32_t)x;
+		else if (strcmp(k, "max_series_per_tenant") == 0 &&
+			 (r = num_opt(v, k, 100000000, &x, err)) == 0)
+			c->max_series_per_tenant = (uint32_t)x;
+		else if (strcmp(k, "max_profiles_per_push") == 0 &&
+			 (r = num_opt(v, k, 10000, &x, err)) == 0)
+			c->max_profiles_per_push = (uint32_t)x;
+		else if (err && err->msg[0])
+			return -EINVAL;
+		else
+			return strobe_errf(err, -EINVAL, "config: unknown limit \"%s\"", k);
+	}
+	return 0;
+}
+
+static int tenants(json_t *a, strobe_server_config *c, strobe_err *err)
+{
+	if (!json_is_array(a))
+		return strobe_errf(err, -EINVAL, "config: \"tenants\" must be an array");
+	size_t n = json_array_size(a);
+	strobe_tenant_cfg *t = calloc(n ? n : 1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = json_array_get(a, i), *id = json_object_get(e, "id"),
+		       *tok = json_object_get(e, "token");
+		if (!json_is_object(e) || !json_is_string(id) || (tok && !json_is_string(tok)) ||
+		    json_object_size(e) != 1u + (tok != NULL)) {
+			for (size_t k = 0; k < i; k++) {
+				free(t[k].id);
+				free(t[k].token);
+			}
+			free(t);
+			return strobe_errf(err, -EINVAL,
+					   "config: tenants[%zu] must be {\"id\": \"...\", "
+					   "\"token\": \"...\"}",
+					   i);
+		}
+		t[i].id = strdup(json_string_value(id));
+		t[i].token = tok ? strdup(json_string_value(tok)) : NULL;
+	}
+	for (size_t i = 0; i < c->ntenants; i++) {
+		free(c->tenants[i].id);
+		free(c->tenants[i].token);
+	}
+	free(c->tenants);
+	c->tenants = t;
+	c->ntenants = n;
+	return 0;
+}
+
+int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return strobe_errf(err, -EINVAL, "config %s:%d: %s", path, je.line, je.text);
+	int r = 0;
+	if (!json_is_object(root))
+		r = strobe_errf(err, -EINVAL, "config %s: must be a JSON object", path);
+	const char *k;
+	json_t *v;
+	if (r == 0)
+		json_object_foreach(root, k, v) {
+			if (strcmp(k, "listen") == 0)
+				r = str_opt(v, k, &c->listen, err);
+			else if (strcmp(k, "data_dir") == 0)
+				r = str_opt(v, k, &c->data_dir, err);
+			else if (strcmp(k, "retention") == 0)
+				r = dur_opt(v, k, &c->retention_ns, true, err);
+			else if (strcmp(k, "maintenance_interval") == 0)
+				r = dur_opt(v, k, &c->maintenance_interval_ns, false, err);
+			else if (strcmp(k, "sync") == 0) {
+				if (json_is_string(v) && (strcmp(json_string_value(v), "full") == 0 ||
+							 strcmp(json_string_value(v), "normal") == 0))
+					c->sync_normal = strcmp(json_string_value(v), "normal") == 0;
+				else
+					r = strobe_errf(err, -EINVAL,
+							"config: \"sync\" must be \"full\" or \"normal\"");
+			} else if (strcmp(k, "threads") == 0) {
+				uint64_t x;
+				if ((r = num_opt(v, k, 256, &x, err)) == 0)
+					c->threads = (uint32_t)x;
+			} else if (strcmp(k, "limits") == 0)
+				r = limits(v, c, err);
+			else if (strcmp(k, "tenants") == 0)
+				r = tenants(v, c, err);
+			else if (strcmp(k, "scrape") == 0) {
+				/* Parsed by the scraper; kept as text so it owns its schema. */
+				char *s = json_dumps(v, JSON_COMPACT);
+				if (!s)
+					r = -ENOMEM;
+				free(c->scrape_json);
+				c->scrape_json = s;
+			} else
+				r = strobe_errf(err, -EINVAL, "config %s: unknown key \"%s\"", path, k);
+			if (r < 0)
+				break;
+		}
+	json_decref(root);
+	return r;
+}

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The HTTP front of the server (libmicrohttpd): reading request bodies within the configured
+ * limit, resolving the tenant (X-Scope-OrgID, checked against the configured tokens), routing to
+ * the endpoint files, and writing replies. Every error is JSON {"error": "...", "status": N}.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "server_impl.h"
+
+typedef struct conn {
+	uint8_t *buf;
+	size_t len, cap;
+	bool too_big;
+} conn;
+
+const char *srv_arg(srv_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+void srv_reply(srv_req *r, unsigned status, const char *ctype, char *buf, size_t len)
+{
+	free(r->out);
+	r->status = status;
+	r->ctype = ctype;
+	r->out = buf;
+	r->outlen = len;
+}
+
+int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_t *j = json_pack("{s:s, s:i}", "error", msg, "status", (int)status);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (!s) {
+		/* The message was not valid UTF-8 (it quotes input): say so without it. */
+		s = strdup("{\"error\":\"invalid request (message not printable)\"}");
+	}
+	json_decref(j);
+	srv_reply(r, status, "application/json", s, s ? strlen(s) : 0);
+	return 0;
+}
+
+int srv_fail(srv_req *r, int code, const strobe_err *err)
+{
+	unsigned st = code == -EINVAL || code == -ERANGE ? 400
+		      : code == -EDQUOT			 ? 429
+		      : code == -EFBIG			 ? 413
+		      : code == -ENOENT			 ? 404
+							 : 500;
+	return srv_error(r, st, "%s", err->msg[0] ? err->msg : strerror(-code));
+}
+
+int srv_window(srv_req *r, const char *fname, const char *tname, int64_t *from, int64_t *to)
+{
+	const char *f = srv_arg(r, fname), *t = srv_arg(r, tname);
+	strobe_err err = {{0}};
+	*from = r->now_ns - 3600 * STROBE_NS_PER_S;
+	*to = r->now_ns;
+	if ((f && strobe_time_parse(f, r->now_ns, from, &err) < 0) ||
+	    (t && strobe_time_parse(t, r->now_ns, to, &err) < 0)) {
+		srv_error(r, 400, "%s: %s", f && err.msg[0] && !t ? fname : "from/to", err.msg);
+		return -1;
+	}
+	if (*to <= *from) {
+		srv_error(r, 400, "%s must be after %s", tname, fname);
+		return -1;
+	}
+	return 0;
+}
+
+int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *sel)
+{
+	const char *q = srv_arg(r, name);
+	memset(sel, 0, sizeof(*sel));
+	if (!q) {
+		if (required) {
+			srv_error(r, 400, "missing parameter '%s' (a selector like "
+					  "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\"})",
+				  name);
+			return -1;
+		}
+		return 0;
+	}
+	strobe_err err = {{0}};
+	if (strobe_selector_parse(q, strlen(q), sel, &err) < 0) {
+		srv_error(r, 400, "%s: %s", name, err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Tenant ids go into paths of future backends and into logs: keep them plain. */
+static bool tenant_ok(const char *t)
+{
+	size_t n = strlen(t);
+	if (!n || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = t[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* Compares without an early exit, so the time taken says nothing about the token. */
+static bool same_secret(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+	for (size_t i = 0; i < la; i++)
+		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+	return d == 0;
+}
+
+static int auth(srv_req *r)
+{
+	const char *t = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Scope-OrgID");
+	r->tenant = t ? t : "anonymous";
+	if (!tenant_ok(r->tenant)) {
+		srv_error(r, 400, "X-Scope-OrgID must be 1 to 64 of [A-Za-z0-9_.-]");
+		return -1;
+	}
+	const strobe_server_config *c = &r->srv->cfg;
+	if (!c->ntenants)
+		return 0;
+	for (size_t i = 0; i < c->ntenants; i++) {
+		if (strcmp(c->tenants[i].id, r->tenant) != 0)
+			continue;
+		if (!c->tenants[i].token)
+			return 0;
+		const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Authorization");
+		if (h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, c->tenants[i].token))
+			return 0;
+		srv_error(r, 401, "missing or wrong bearer token for tenant '%s'", r->tenant);
+		return -1;
+	}
+	srv_error(r, 401, "unknown tenant '%s'", r->tenant);
+	return -1;
+}
+
+static void route(srv_req *r)
+{
+	bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
+	const char *u = r->url;
+	if (get && (strcmp(u, "/ready") == 0 || strcmp(u, "/healthz") == 0)) {
+		char *ok = strdup("ok\n");
+		srv_reply(r, 200, "text/plain", ok, ok ? 3 : 0);
+		return;
+	}
+	if (auth(r) < 0)
+		return;
+	if (post && strcmp(u, "/api/v1/push") == 0) {
+		srv_push(r);
+	} else if (post && strcmp(u, "/ingest") == 0) {
+		strobe_pyroscope_ingest(r); /* Pyroscope's protocol: server/ingest.c */
+	} else if (get && strcmp(u, "/api/v1/query") == 0) {
+		srv_query(r);
+	} else if (get && strcmp(u, "/api/v1/diff") == 0) {
+		srv_diff(r);
+	} else if (get && strcmp(u, "/api/v1/range") == 0) {
+		srv_range(r);
+	} else if (get && strcmp(u, "/api/v1/labels") == 0) {
+		srv_labels(r);
+	} else if (get && strcmp(u, "/api/v1/profile_types") == 0) {
+		srv_profile_types(r);
+	} else if (get && strncmp(u, "/api/v1/label/", 14) == 0 && strlen(u) > 21 &&
+		   strcmp(u + strlen(u) - 7, "/values") == 0) {
+		size_t nl = strlen(u) - 21;
+		char name[STROBE_LABEL_NAME_MAX + 1];
+		if (nl > STROBE_LABEL_NAME_MAX) {
+			srv_error(r, 400, "label name longer than %u bytes", STROBE_LABEL_NAME_MAX);
+			return;
+		}
+		memcpy(name, u + 14, nl);
+		name[nl] = 0;
+		srv_label_values(r, name);
+	} else if (post && strcmp(u, "/api/v1/admin/compact") == 0) {
+		strobe_err err = {{0}};
+		int n = strobe_store_compact(r->srv->store, r->now_ns, &err);
+		int d = n < 0 ? 0 : strobe_store_retain(r->srv->store, r->now_ns, &err);
+		if (n < 0 || d < 0) {
+			srv_fail(r, n < 0 ? n : d, &err);
+			return;
+		}
+		char *s = NULL;
+		int len = asprintf(&s, "{\"buckets_compacted\":%d,\"rows_deleted\":%d}\n", n, d);
+		srv_reply(r, 200, "application/json", len < 0 ? NULL : s, len < 0 ? 0 : (size_t)len);
+	} else {
+		srv_error(r, 404, "no endpoint %s %s", r->method, u);
+	}
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	strobe_server *srv = cls;
+	conn *cn = *con_cls;
+	if (!cn) {
+		if (!(cn = calloc(1, sizeof(*cn))))
+			return MHD_NO;
+		*con_cls = cn;
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
+			cn->too_big = true;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		/* Past the limit the rest is read and dropped, so the client gets the 413. */
+		if (!cn->too_big && cn->len + *upload_size > srv->cfg.max_body_bytes)
+			cn->too_big = true;
+		if (!cn->too_big) {
+			if (cn->len + *upload_size > cn->cap) {
+				size_t nc = cn->cap ? cn->cap : 65536;
+				while (nc < cn->len + *upload_size)
+					nc *= 2;
+				uint8_t *nb = realloc(cn->buf, nc);
+				if (!nb)
+					return MHD_NO;
+				cn->buf = nb;
+				cn->cap = nc;
+			}
+			memcpy(cn->buf + cn->len, upload, *upload_size);
+			cn->len += *upload_size;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	srv_req r = {.srv = srv, .c = c, .url = url, .method = method, .body = cn->buf,
+		     .len = cn->len, .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
+	if (cn->too_big)
+		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
+			  srv->cfg.max_body_bytes);
+	else
+		route(&r);
+	if (!r.status)
+		srv_error(&r, 500, "internal error: no reply");
+	if (!r.out) /* out of memory while replying */
+		return MHD_NO;
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(r.outlen, r.out, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(r.out);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", r.ctype);
+	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	conn *cn = *con_cls;
+	if (cn) {
+		free(cn->buf);
+		free(cn);
+		*con_cls = NULL;
+	}
+}
+
+/* "host:port" or "[v6]:port" into a socket address. */
+static int parse_listen(const char *l, struct sockaddr_storage *ss, socklen_t *sl, bool *v6)
+{
+	char host[128];
+	const char *colon = strrchr(l, ':');
+	if (!colon || (size_t)(colon - l) >= sizeof(host))
+		return -EINVAL;
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || port > 65535 || colon[1] == 0)
+		return -EINVAL;
+	memcpy(host, l, (size_t)(colon - l));
+	host[colon - l] = 0;
+	memset(ss, 0, sizeof(*ss));
+	if (host[0] == '[') {
+		size_t hl = strlen(host);
+		if (hl < 2 || host[hl - 1] != ']')
+			return -EINVAL;
+		host[hl - 1] = 0;
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			return -EINVAL;
+		*sl = sizeof(*a);
+		*v6 = true;
+		return 0;
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		return -EINVAL;
+	*sl = sizeof(*a);
+	*v6 = false;
+	return 0;
+}
+
+strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *st,
+				   strobe_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	bool v6;
+	const char *listen = c->listen ? c->listen : "127.0.0.1:4100";
+	if (parse_listen(listen, &ss, &sl, &v6) < 0) {
+		strobe_errf(err, -EINVAL, "listen address '%s' is not host:port (IPv4 or [IPv6])",
+			    listen);
+		errno = EINVAL;
+		return NULL;
+	}
+	strobe_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->cfg = *c;
+	s->store = st;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG * 0;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
+				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+				(unsigned)(c->threads ? c->threads : 4),
+				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+	if (!s->d) {
+		int e = errno ? errno : EADDRINUSE;
+		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		free(s);
+		errno = e;
+		return NULL;
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = di ? di->port : 0;
+	return s;
+}
+
+uint16_t strobe_server_port(const strobe_server *s)
+{
+	return s->port;
+}
+
+void strobe_server_stop(strobe_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->d);
+	free(s);
+}

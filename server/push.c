@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * POST /api/v1/push: one pprof body (raw or gzip; folded text also works) or several as parts
+ * of a multipart/form-data body, with the series labels in the query (`service_name=` and/or
+ * `labels={k="v",...}`), an optional profile name (`name=`) and time (`time=`). Everything is
+ * validated and decoded before the store sees it, and the store commits all of it in one
+ * transaction, so a 200 means durable and an error means nothing was stored.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "server_impl.h"
+#include "strobe/codec.h"
+
+typedef struct part {
+	uint8_t *data;
+	size_t len;
+} part;
+
+typedef struct parts {
+	part *p;
+	size_t n;
+	size_t max_parts, max_bytes;
+	bool over;
+} parts;
+
+static enum MHD_Result part_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+			       const char *filename, const char *ctype, const char *enc,
+			       const char *data, uint64_t off, size_t size)
+{
+	parts *ps = cls;
+	if (off == 0 && !(ps->n && ps->p[ps->n - 1].len == 0)) {
+		if (ps->n >= ps->max_parts) {
+			ps->over = true;
+			return MHD_NO;
+		}
+		part *np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
+		if (!np)
+			return MHD_NO;
+		ps->p = np;
+		ps->p[ps->n++] = (part){0};
+	}
+	if (!ps->n || !size)
+		return MHD_YES;
+	part *p = &ps->p[ps->n - 1];
+	if (p->len + size > ps->max_bytes)
+		return MHD_NO;
+	uint8_t *nb = realloc(p->data, p->len + size);
+	if (!nb)
+		return MHD_NO;
+	memcpy(nb + p->len, data, size);
+	p->data = nb;
+	p->len += size;
+	return MHD_YES;
+}
+
+/* gunzip within the configured cap (the library's own cap is for files, far larger). */
+static int gunzip_capped(const uint8_t *in, size_t len, size_t cap, uint8_t **out, size_t *olen)
+{
+	z_stream z = {0};
+	if (inflateInit2(&z, 15 + 16) != Z_OK)
+		return -ENOMEM;
+	size_t bcap = len * 4 + 4096, n = 0;
+	if (bcap > cap)
+		bcap = cap;
+	uint8_t *buf = malloc(bcap + 1);
+	int r = buf ? 0 : -ENOMEM;
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	while (r == 0) {
+		if (n == bcap) {
+			if (bcap >= cap) {
+				r = -EFBIG;
+				break;
+			}
+			bcap = bcap * 2 > cap ? cap : bcap * 2;
+			uint8_t *nb = realloc(buf, bcap + 1);
+			if (!nb) {
+				r = -ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		z.next_out = buf + n;
+		z.avail_out = (uInt)(bcap - n);
+		int zr = inflate(&z, Z_NO_FLUSH);
+		n = bcap - z.avail_out;
+		if (zr == Z_STREAM_END)
+			break;
+		if (zr != Z_OK && !(zr == Z_BUF_ERROR && z.avail_out == 0))
+			r = -EINVAL;
+	}
+	inflateEnd(&z);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*out = buf;
+	*olen = n;
+	return 0;
+}
+
+static bool label_name_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (!n || n > max || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+			       s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.'))
+			return false;
+	}
+	return strncmp(s, "__", 2) != 0; /* reserved, as in Prometheus */
+}
+
+static int cmp_label(const void *a, const void *b)
+{
+	return strcmp(((const strobe_labelpair *)a)->name, ((const strobe_labelpair *)b)->name);
+}
+
+/* The series labels of the push; replies 400 and returns -1 when they break a rule. */
+static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out, size_t *n)
+{
+	const strobe_server_config *c = &r->srv->cfg;
+	const char *svc = srv_arg(r, "service_name");
+	const char *ls = srv_arg(r, "labels");
+	memset(sel, 0, sizeof(*sel));
+	if (ls) {
+		strobe_err err = {{0}};
+		if (strobe_selector_parse(ls, strlen(ls), sel, &err) < 0)
+			return srv_error(r, 400, "labels: %s", err.msg), -1;
+		if (sel->type)
+			return srv_error(r, 400, "labels: give {name=\"value\", ...} only"), -1;
+	}
+	size_t cnt = sel->n + (svc != NULL);
+	if (cnt > c->max_labels)
+		return srv_error(r, 400, "limit max_labels: %zu labels, at most %u", cnt,
+				 c->max_labels),
+		       -1;
+	strobe_labelpair *l = calloc(cnt ? cnt : 1, sizeof(*l));
+	if (!l)
+		return srv_error(r, 500, "out of memory"), -1;
+	size_t k = 0;
+	if (svc)
+		l[k++] = (strobe_labelpair){"service_name", svc};
+	for (size_t i = 0; i < sel->n; i++) {
+		if (sel->m[i].op != STROBE_MATCH_EQ) {
+			free(l);
+			return srv_error(r, 400, "labels: only name=\"value\" pairs, not matchers"), -1;
+		}
+		l[k++] = (strobe_labelpair){sel->m[i].name, sel->m[i].value};
+	}
+	qsort(l, k, sizeof(*l), cmp_label);
+	bool has_svc = false;
+	for (size_t i = 0; i < k; i++) {
+		const char *bad = NULL;
+		if (!label_name_ok(l[i].name, c->max_label_name_len))
+			bad = "is not a valid label name or is longer than max_label_name_length";
+		else if (strlen(l[i].value) > c->max_label_value_len)
+			bad = "has a value longer than max_label_value_length";
+		else if (!l[i].value[0])
+			bad = "has an empty value";
+		else if (i && strcmp(l[i].name, l[i - 1].name) == 0)
+			bad = "is given twice";
+		else {
+			json_t *js = json_string(l[i].value); /* NULL: not valid UTF-8 */
+			if (!js)
+				bad = "has a value that is not UTF-8";
+			json_decref(js);
+		}
+		if (bad) {
+			srv_error(r, 400, "label '%.128s' %s", l[i].name, bad);
+			free(l);
+			return -1;
+		}
+		has_svc |= strcmp(l[i].name, "service_name") == 0;
+	}
+	if (!has_svc) {
+		free(l);
+		return srv_error(r, 400, "the label service_name is required (service_name=NAME)"),
+		       -1;
+	}
+	*out = l;
+	*n = k;
+	return 0;
+}
+
+int srv_push(srv_req *r)
+{
+	const strobe_server_config *c = &r->srv->cfg;
+	strobe_selector sel;
+	strobe_labelpair *labels = NULL;
+	size_t nlabels = 0;
+	if (push_labels(r, &sel, &labels, &nlabels) < 0) {
+		strobe_selector_free(&sel);
+		return 0;
+	}
+	int64_t t = 0;
+	const char *ts = srv_arg(r, "time"), *name = srv_arg(r, "name");
+	strobe_err err = {{0}};
+	parts ps = {.max_parts = c->max_profiles_per_push, .max_bytes = c->max_body_bytes};
+	strobe_profile **profs = NULL;
+	strobe_push_item *items = NULL;
+	size_t nprof = 0;
+	if (ts && strobe_time_parse(ts, r->now_ns, &t, &err) < 0) {
+		srv_error(r, 400, "time: %s", err.msg);
+		goto out;
+	}
+	const char *ct = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Type");
+	if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
+		struct MHD_PostProcessor *pp = MHD_create_post_processor(r->c, 65536, part_cb, &ps);
+		if (!pp) {
+			srv_error(r, 400, "multipart body without a boundary");
+			goto out;
+		}
+		enum MHD_Result ok = MHD_post_process(pp, (const char *)r->body, r->len);
+		MHD_destroy_post_processor(pp);
+		if (ps.over) {
+			srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",
+				  c->max_profiles_per_push);
+			goto out;
+		}
+		if (ok != MHD_YES || !ps.n) {
+			srv_error(r, 400, "malformed multipart body (or no parts)");
+			goto out;
+		}
+	} else {
+		if (!r->len) {
+			srv_error(r, 400, "empty body: send a pprof profile");
+			goto out;
+		}
+		if (!(ps.p = calloc(1, sizeof(*ps.p))))
+			goto oom;
+		if (!(ps.p[0].data = malloc(r->len)))
+			goto oom;
+		memcpy(ps.p[0].data, r->body, r->len);
+		ps.p[0].len = r->len;
+		ps.n = 1;
+	}
+	profs = calloc(ps.n, sizeof(*profs));
+	items = calloc(ps.n, sizeof(*items));
+	if (!profs || !items)
+		goto oom;
+	for (size_t i = 0; i < ps.n; i++) {
+		const uint8_t *d = ps.p[i].data;
+		size_t len = ps.p[i].len;
+		uint8_t *raw = NULL;
+		if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+			int gr = gunzip_capped(d, len, c->max_decompressed_bytes, &raw, &len);
+			if (gr == -EFBIG) {
+				srv_error(r, 413, "limit max_decompressed_bytes: profile %zu is larger "
+						  "than %zu bytes decompressed",
+					  i + 1, c->max_decompressed_bytes);
+				goto out;
+			}
+			if (gr < 0) {
+				srv_error(r, 400, "profile %zu: bad gzip data", i + 1);
+				goto out;
+			}
+			d = raw;
+		}
+		char nm[32];
+		snprintf(nm, sizeof(nm), "profile %zu", i + 1);
+		int dr = strobe_decode_profile(d, len, nm, &profs[i], &err);
+		free(raw);
+		if (dr < 0) {
+			srv_fail(r, dr, &err);
+			goto out;
+		}
+		nprof++;
+		items[i] = (strobe_push_item){profs[i], name, t};
+	}
+	strobe_push_req rq = {r->tenant, labels, nlabels, items, nprof, r->now_ns};
+	strobe_push_result res;
+	int pr = strobe_store_push(r->srv->store, &rq, &res, &err);
+	if (pr < 0) {
+		srv_fail(r, pr, &err);
+		goto out;
+	}
+	json_t *acc = json_array();
+	for (size_t i = 0; acc && i < res.n; i++)
+		json_array_append_new(acc, json_pack("{s:s, s:I, s:i, s:I}", "type", res.acc[i].type,
+						     "time", (json_int_t)res.acc[i].time_ns,
+						     "stacks", (int)res.acc[i].stacks, "total",
+						     (json_int_t)res.acc[i].total));
+	strobe_push_result_free(&res);
+	json_t *j = acc ? json_pack("{s:i, s:o}", "profiles", (int)nprof, "accepted", acc) : NULL;
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!s)
+		goto oom;
+	srv_reply(r, 200, "application/json", s, strlen(s));
+	goto out;
+oom:
+	srv_error(r, 500, "out of memory");
+out:
+	for (size_t i = 0; i < ps.n; i++) {
+		free(ps.p[i].data);
+		if (profs)
+			strobe_profile_free(profs[i]);
+	}
+	free(ps.p);
+	free(profs);
+	free(items);
+	free(labels);
+	strobe_selector_free(&sel);
+	return 0;
+}

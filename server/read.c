@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The read endpoints over merged profiles: /api/v1/query (one window, any output format),
+ * /api/v1/diff (two windows or selectors, normalised as `strobe diff` does) and /api/v1/range
+ * (totals per step and group, for timelines). Rendering uses the same library calls as the CLI.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_impl.h"
+#include "strobe/codec.h"
+#include "strobe/render.h"
+#include "strobe/transform.h"
+
+static int cmp_desc(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x > y ? -1 : x < y;
+}
+
+/* Keeps roughly the max_nodes heaviest call-tree nodes: prunes below the total of the
+ * max_nodes-th heaviest, as a fraction of the whole (pprof's -nodecount, approximately). */
+static int trim(strobe_profile *p, size_t max_nodes, strobe_err *err)
+{
+	strobe_tree *t = strobe_tree_new();
+	if (!t)
+		return -ENOMEM;
+	int r = strobe_tree_add(t, p, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0);
+	if (r == 0 && t->n > max_nodes + 1 && t->nodes[0].total[0] > 0) {
+		int64_t *v = malloc((t->n - 1) * sizeof(*v));
+		if (!v) {
+			r = -ENOMEM;
+		} else {
+			for (uint32_t i = 1; i < t->n; i++)
+				v[i - 1] = llabs(t->nodes[i].total[0]);
+			qsort(v, t->n - 1, sizeof(*v), cmp_desc);
+			double frac = (double)v[max_nodes - 1] / (double)llabs(t->nodes[0].total[0]);
+			free(v);
+			strobe_filter f = {.prune = frac};
+			r = strobe_profile_filter(p, &f, 0, err);
+		}
+	}
+	strobe_tree_free(t);
+	return r;
+}
+
+static int query_one(srv_req *r, const char *qname, const char *fname, const char *tname,
+		     strobe_profile **out)
+{
+	strobe_selector sel;
+	int64_t from, to;
+	if (srv_selector(r, qname, true, &sel) < 0)
+		return -1;
+	if (!sel.type) {
+		srv_error(r, 400, "%s: the selector needs a profile type (see /api/v1/profile_types)",
+			  qname);
+		strobe_selector_free(&sel);
+		return -1;
+	}
+	if (srv_window(r, fname, tname, &from, &to) < 0) {
+		strobe_selector_free(&sel);
+		return -1;
+	}
+	strobe_query q = {r->tenant, &sel, from, to};
+	strobe_err err = {{0}};
+	int rc = strobe_store_query(r->srv->store, &q, out, &err);
+	strobe_selector_free(&sel);
+	if (rc < 0) {
+		srv_fail(r, rc, &err);
+		return -1;
+	}
+	return 0;
+}
+
+static int max_nodes(srv_req *r, size_t *out)
+{
+	const char *m = srv_arg(r, "max_nodes");
+	*out = 0;
+	if (!m)
+		return 0;
+	char *end;
+	unsigned long long v = strtoull(m, &end, 10);
+	if (*end || !*m || v < 1 || v > 1000000) {
+		srv_error(r, 400, "max_nodes must be an integer from 1 to 1000000");
+		return -1;
+	}
+	*out = (size_t)v;
+	return 0;
+}
+
+int srv_query(srv_req *r)
+{
+	const char *fmt = srv_arg(r, "format");
+	if (!fmt)
+		fmt = "json";
+	if (strcmp(fmt, "pprof") && strcmp(fmt, "folded") && strcmp(fmt, "json") &&
+	    strcmp(fmt, "svg") && strcmp(fmt, "top"))
+		return srv_error(r, 400, "format must be pprof, folded, json, svg or top");
+	size_t mn;
+	strobe_profile *p = NULL;
+	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p) < 0)
+		return 0;
+	strobe_err err = {{0}};
+	int rc = mn && strcmp(fmt, "top") ? trim(p, mn, &err) : 0;
+	char *buf = NULL;
+	size_t len = 0;
+	const char *ctype = "text/plain; charset=utf-8";
+	if (rc == 0 && strcmp(fmt, "pprof") == 0) {
+		uint8_t *b;
+		rc = strobe_pprof_encode(p, &b, &len);
+		buf = (char *)b;
+		ctype = "application/octet-stream";
+	} else if (rc == 0) {
+		FILE *f = open_memstream(&buf, &len);
+		if (!f) {
+			rc = -ENOMEM;
+		} else if (strcmp(fmt, "folded") == 0) {
+			rc = strobe_folded_write(f, p, 0, STROBE_GRAN_FUNCTIONS);
+		} else if (strcmp(fmt, "top") == 0) {
+			rc = strobe_top_write(f, p, 0, STROBE_GRAN_FUNCTIONS, mn, false);
+		} else {
+			strobe_tree *t = strobe_tree_new();
+			rc = t ? strobe_tree_add(t, p, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0) : -ENOMEM;
+			if (rc == 0)
+				rc = strobe_tree_sort(t);
+			const char *unit = strobe_str(p, p->types[0].unit);
+			if (rc == 0 && strcmp(fmt, "json") == 0) {
+				rc = strobe_json_tree_write(f, t, strobe_str(p, p->types[0].type), unit);
+				ctype = "application/json";
+			} else if (rc == 0) {
+				strobe_svg_opts so = {
+					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
+				rc = strobe_svg_write(f, t, &so);
+				ctype = "image/svg+xml";
+			}
+			strobe_tree_free(t);
+		}
+		if (f)
+			fclose(f);
+	}
+	strobe_profile_free(p);
+	if (rc < 0) {
+		free(buf);
+		return srv_fail(r, rc, &err);
+	}
+	srv_reply(r, 200, ctype, buf, len);
+	return 0;
+}
+
+int srv_diff(srv_req *r)
+{
+	const char *fmt = srv_arg(r, "format");
+	if (!fmt)
+		fmt = "svg";
+	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "top"))
+		return srv_error(r, 400, "format must be svg, json or top");
+	const char *nn = srv_arg(r, "normalize");
+	bool norm = !nn || strcmp(nn, "false") != 0;
+	size_t mn;
+	strobe_profile *base = NULL, *cur = NULL;
+	if (max_nodes(r, &mn) < 0 || query_one(r, "base", "base_from", "base_to", &base) < 0)
+		return 0;
+	if (query_one(r, "new", "new_from", "new_to", &cur) < 0) {
+		strobe_profile_free(base);
+		return 0;
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	const char *ctype = "text/plain; charset=utf-8";
+	FILE *f = open_memstream(&buf, &len);
+	int rc = f ? 0 : -ENOMEM;
+	if (rc == 0 && strcmp(fmt, "top") == 0) {
+		rc = strobe_diff_top_write(f, base, 0, cur, 0, STROBE_GRAN_FUNCTIONS, norm, mn);
+	} else if (rc == 0) {
+		/* As `strobe diff`: base scaled to the new total, so more traffic is not a
+		 * regression. */
+		int64_t bt = strobe_total(base, 0), ct = strobe_total(cur, 0);
+		double scale = norm && bt ? (double)ct / (double)bt : 1.0;
+		strobe_tree *t = strobe_tree_new();
+		rc = t ? strobe_tree_add(t, cur, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0) : -ENOMEM;
+		if (rc == 0)
+			rc = strobe_tree_add(t, base, 0, STROBE_GRAN_FUNCTIONS, 1, scale, 0);
+		if (rc == 0)
+			rc = strobe_tree_sort(t);
+		if (rc == 0) {
+			t->diff = true;
+			const char *unit = strobe_str(cur, cur->types[0].unit);
+			if (strcmp(fmt, "json") == 0) {
+				rc = strobe_json_tree_write(f, t, strobe_str(cur, cur->types[0].type),
+							    unit);
+				ctype = "application/json";
+			} else {
+				strobe_svg_opts so = {
+					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
+				rc = strobe_svg_write(f, t, &so);
+				ctype = "image/svg+xml";
+			}
+		}
+		strobe_tree_free(t);
+	}
+	if (f)
+		fclose(f);
+	strobe_profile_free(base);
+	strobe_profile_free(cur);
+	if (rc < 0) {
+		free(buf);
+		strobe_err err = {{0}};
+		return srv_fail(r, rc, &err);
+	}
+	srv_reply(r, 200, ctype, buf, len);
+	return 0;
+}
+
+int srv_range(srv_req *r)
+{
+	strobe_selector sel;
+	int64_t from, to, step;
+	strobe_err err = {{0}};
+	if (srv_selector(r, "query", true, &sel) < 0)
+		return 0;
+	if (!sel.type) {
+		strobe_selector_free(&sel);
+		return srv_error(r, 400, "query: the selector needs a profile type");
+	}
+	if (srv_window(r, "from", "to", &from, &to) < 0) {
+		strobe_selector_free(&sel);
+		return 0;
+	}
+	const char *st = srv_arg(r, "step");
+	if (!st || strobe_duration_parse(st, &step, &err) < 0) {
+		strobe_selector_free(&sel);
+		return srv_error(r, 400, "step: %s", st ? err.msg : "missing (e.g. step=15s)");
+	}
+	const char *gb = srv_arg(r, "group_by"), *fn = srv_arg(r, "function");
+	strobe_query q = {r->tenant, &sel, from, to};
+	strobe_range_result res;
+	int rc = strobe_store_range(r->srv->store, &q, step, gb, fn, &res, &err);
+	if (rc < 0) {
+		strobe_selector_free(&sel);
+		return srv_fail(r, rc, &err);
+	}
+	json_t *series = json_array();
+	for (size_t i = 0; series && i < res.n; i++) {
+		json_t *pts = json_array(), *grp = json_object();
+		for (size_t k = 0; pts && k < res.nsteps; k++)
+			json_array_append_new(pts, json_pack("[I, I]",
+						     (json_int_t)((from + (int64_t)k * step) / 1000000),
+						     (json_int_t)res.g[i].values[k]));
+		if (gb && grp)
+			json_object_set_new(grp, gb, json_string(res.g[i].value));
+		json_array_append_new(series, json_pack("{s:o?, s:o?}", "group", grp, "points", pts));
+	}
+	json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:o?}", "type", sel.type,
+			      "from_ms", (json_int_t)(from / 1000000), "to_ms",
+			      (json_int_t)(to / 1000000), "step_ms", (json_int_t)(step / 1000000),
+			      "series", series);
+	strobe_range_result_free(&res);
+	strobe_selector_free(&sel);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!s)
+		return srv_error(r, 500, "out of memory");
+	srv_reply(r, 200, "application/json", s, strlen(s));
+	return 0;
+}

@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Reading the store: which series a selector matches (through the inverted label index), which
+ * rows cover a window (roll-ups for the whole buckets inside it, raw points at its edges), and
+ * the merged profile, per-step totals and label listings built from them.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_impl.h"
+
+/* ---- selectors and series -------------------------------------------------------------------- */
+
+static const char *label_value(const strobe_labelpair *l, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(l[i].name, name) == 0)
+			return l[i].value;
+	return "";
+}
+
+bool strobe_selector_match_labels(const strobe_selector *s, const strobe_labelpair *l, size_t n)
+{
+	for (size_t i = 0; s && i < s->n; i++) {
+		const strobe_matcher *m = &s->m[i];
+		const char *v = label_value(l, n, m->name);
+		bool ok;
+		switch (m->op) {
+		case STROBE_MATCH_EQ: ok = strcmp(v, m->value) == 0; break;
+		case STROBE_MATCH_NEQ: ok = strcmp(v, m->value) != 0; break;
+		case STROBE_MATCH_RE: ok = m->has_re && regexec(&m->re, v, 0, NULL, 0) == 0; break;
+		default: ok = m->has_re && regexec(&m->re, v, 0, NULL, 0) != 0; break;
+		}
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static bool series_ok(const store_series *se, const char *tenant, const strobe_selector *sel)
+{
+	return !se->dead && strcmp(se->tenant, tenant) == 0 &&
+	       (!sel || !sel->type || strcmp(sel->type, se->type) == 0) &&
+	       strobe_selector_match_labels(sel, se->labels, se->nlabels);
+}
+
+int store_match_series(strobe_store *s, const char *tenant, const strobe_selector *sel,
+		       size_t **out, size_t *n, strobe_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	size_t cap = 0;
+	/* An equality matcher with a value narrows the candidates through the inverted index
+	 * (label name, value) -> series; the other matchers are checked on those. */
+	const strobe_matcher *eq = NULL;
+	for (size_t i = 0; sel && i < sel->n; i++)
+		if (sel->m[i].op == STROBE_MATCH_EQ && sel->m[i].value[0]) {
+			eq = &sel->m[i];
+			break;
+		}
+	sqlite3_stmt *st = NULL;
+	if (eq) {
+		if (sqlite3_prepare_v2(s->db,
+				       "SELECT series FROM series_labels WHERE name=? AND value=?",
+				       -1, &st, NULL) != SQLITE_OK)
+			return store_sqlerr(s, err, "label index");
+		sqlite3_bind_text(st, 1, eq->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, eq->value, -1, SQLITE_STATIC);
+	}
+	size_t i = 0;
+	for (;;) {
+		size_t idx;
+		if (st) {
+			int rc = sqlite3_step(st);
+			if (rc == SQLITE_DONE)
+				break;
+			if (rc != SQLITE_ROW) {
+				sqlite3_finalize(st);
+				free(*out);
+				*out = NULL;
+				return store_sqlerr(s, err, "label index");
+			}
+			int64_t id = sqlite3_column_int64(st, 0);
+			if (id < 1 || (size_t)id > s->nseries)
+				continue;
+			idx = (size_t)id - 1;
+		} else {
+			if (i >= s->nseries)
+				break;
+			idx = i++;
+		}
+		if (!series_ok(&s->series[idx], tenant, sel))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			size_t *no = realloc(*out, cap * sizeof(*no));
+			if (!no) {
+				sqlite3_finalize(st);
+				free(*out);
+				*out = NULL;
+				return -ENOMEM;
+			}
+			*out = no;
+		}
+		(*out)[(*n)++] = idx;
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* ---- planning and scanning ------------------------------------------------------------------- */
+
+typedef struct seg {
+	int64_t a, b;
+	int level;
+} seg;
+
+static int64_t floordiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* Splits [a, b) into the whole buckets of `level` it contains and, recursively, finer pieces
+ * at its edges. Raw rows not yet folded into a used roll-up are read beside it. */
+static void plan(int64_t a, int64_t b, int level, seg *out, size_t *n)
+{
+	if (a >= b)
+		return;
+	if (level == 0) {
+		out[(*n)++] = (seg){a, b, 0};
+		return;
+	}
+	int64_t w = store_level_width[level];
+	int64_t a2 = -floordiv(-a, w) * w, b2 = floordiv(b, w) * w;
+	if (a2 >= b2) {
+		plan(a, b, level - 1, out, n);
+		return;
+	}
+	plan(a, a2, level - 1, out, n);
+	out[(*n)++] = (seg){a2, b2, level};
+	plan(b2, b, level - 1, out, n);
+}
+
+typedef struct scanner {
+	strobe_store *s;
+	sqlite3_stmt *st;
+	store_pair *pairs;
+	size_t cap;
+} scanner;
+
+typedef int (*row_fn)(void *ctx, int64_t n, const store_pair *p, size_t np);
+
+static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t b, int mask,
+		     row_fn fn, void *ctx, strobe_err *err)
+{
+	sqlite3_stmt *st = sc->st;
+	sqlite3_bind_int64(st, 1, series);
+	sqlite3_bind_int(st, 2, level);
+	sqlite3_bind_int64(st, 3, a);
+	sqlite3_bind_int64(st, 4, b);
+	sqlite3_bind_int(st, 5, mask);
+	int rc, r = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t np;
+		r = store_blob_decode(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+				      sc->s->sym->stacks.n, &sc->pairs, &sc->cap, &np);
+		if (r < 0) {
+			r = strobe_errf(err, -EIO, "store: a stored point of series %lld is corrupt",
+					(long long)series);
+			break;
+		}
+		if ((r = fn(ctx, sqlite3_column_int64(st, 0), sc->pairs, np)) < 0)
+			break;
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_sqlerr(sc->s, err, "reading points");
+	sqlite3_reset(st);
+	return r;
+}
+
+/* Every row of one series that together cover [a, b) exactly once. */
+static int scan_window(scanner *sc, int64_t series, int64_t a, int64_t b, row_fn fn, void *ctx,
+		       strobe_err *err)
+{
+	seg segs[2 * STORE_LEVELS + 1];
+	size_t ns = 0;
+	plan(a, b, sc->s->use_rollups ? STORE_LEVELS - 1 : 0, segs, &ns);
+	for (size_t i = 0; i < ns; i++) {
+		int r;
+		if (segs[i].level == 0) {
+			r = scan_rows(sc, series, 0, segs[i].a, segs[i].b, 0, fn, ctx, err);
+		} else {
+			r = scan_rows(sc, series, segs[i].level, segs[i].a, segs[i].b, 0, fn, ctx, err);
+			if (r == 0)
+				r = scan_rows(sc, series, 0, segs[i].a, segs[i].b,
+					      1 << (segs[i].level - 1), fn, ctx, err);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int scanner_init(scanner *sc, strobe_store *s, strobe_err *err)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->s = s;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT n, data FROM points WHERE series=?1 AND level=?2 AND "
+			       "time>=?3 AND time<?4 AND (rolled & ?5)=0",
+			       -1, &sc->st, NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "reading points");
+	return 0;
+}
+
+static void scanner_free(scanner *sc)
+{
+	sqlite3_finalize(sc->st);
+	free(sc->pairs);
+}
+
+/* ---- merged profile -------------------------------------------------------------------------- */
+
+/* A dense accumulator over stack ids that remembers which it touched. */
+typedef struct acc {
+	int64_t *v;
+	uint8_t *seen;
+	uint32_t *touched;
+	size_t nt;
+} acc;
+
+static int acc_init(acc *a, size_t n)
+{
+	a->v = calloc(n, sizeof(*a->v));
+	a->seen = calloc(n, 1);
+	a->touched = malloc(n * sizeof(*a->touched));
+	a->nt = 0;
+	return a->v && a->seen && a->touched ? 0 : -ENOMEM;
+}
+
+static void acc_free(acc *a)
+{
+	free(a->v);
+	free(a->seen);
+	free(a->touched);
+}
+
+static inline void acc_add(acc *a, uint32_t stack, int64_t v)
+{
+	if (!a->seen[stack]) {
+		a->seen[stack] = 1;
+		a->touched[a->nt++] = stack;
+	}
+	a->v[stack] += v;
+}
+
+static void acc_clear(acc *a)
+{
+	for (size_t i = 0; i < a->nt; i++) {
+		a->v[a->touched[i]] = 0;
+		a->seen[a->touched[i]] = 0;
+	}
+	a->nt = 0;
+}
+
+/* The mean of a gauge over `count` points, rounded half away from zero. */
+static int64_t mean(int64_t sum, int64_t count)
+{
+	return count ? (int64_t)llround((double)sum / (double)count) : 0;
+}
+
+typedef struct qctx {
+	acc *dst;
+	int64_t count;
+} qctx;
+
+static int q_row(void *ctx, int64_t n, const store_pair *p, size_t np)
+{
+	qctx *q = ctx;
+	q->count += n;
+	for (size_t i = 0; i < np; i++)
+		acc_add(q->dst, p[i].stack, p[i].value);
+	return 0;
+}
+
+/* "name:st:su:pt:pu" -> its five parts in buf. */
+static int split_type(const char *type, char *buf, size_t cap, const char *part[5])
+{
+	snprintf(buf, cap, "%s", type);
+	char *p = buf;
+	for (int i = 0; i < 5; i++) {
+		part[i] = p;
+		char *c = strchr(p, ':');
+		if (i < 4 && !c)
+			return -EINVAL;
+		if (c && i < 4) {
+			*c = 0;
+			p = c + 1;
+		}
+	}
+	return strchr(part[4], ':') ? -EINVAL : 0;
+}
+
+int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **out,
+		       strobe_err *err)
+{
+	*out = NULL;
+	if (!q->sel || !q->sel->type)
+		return strobe_errf(err, -EINVAL,
+				   "the query needs a profile type, e.g. "
+				   "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"x\"}");
+	char tb[STROBE_TYPE_MAX];
+	const char *part[5];
+	if (strlen(q->sel->type) >= STROBE_TYPE_MAX || split_type(q->sel->type, tb, sizeof(tb), part) < 0)
+		return strobe_errf(err, -EINVAL,
+				   "profile type '%.100s' is not name:sample_type:unit:period_type:"
+				   "period_unit",
+				   q->sel->type);
+	strobe_profile *p = strobe_profile_new();
+	if (!p)
+		return -ENOMEM;
+	int r = strobe_profile_add_type(p, part[1], part[2]);
+	if (r < 0) {
+		strobe_profile_free(p);
+		return r;
+	}
+	p->period_type.type = strobe_str_intern0(p, part[3]);
+	p->period_type.unit = strobe_str_intern0(p, part[4]);
+	p->time_nanos = q->from_ns;
+	p->duration_nanos = q->to_ns - q->from_ns;
+	p->default_type = 0;
+
+	pthread_mutex_lock(&s->mu);
+	size_t *idx = NULL, nidx = 0;
+	acc tot = {0}, ser = {0};
+	scanner sc = {0};
+	store_remap m = {0};
+	r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
+	if (r == 0)
+		r = scanner_init(&sc, s, err);
+	if (r == 0 && (acc_init(&tot, s->sym->stacks.n) < 0 || acc_init(&ser, s->sym->stacks.n) < 0))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < nidx; i++) {
+		store_series *se = &s->series[idx[i]];
+		if (se->period > p->period)
+			p->period = se->period;
+		/* Counters go straight into the total; a gauge is summed per series first and
+		 * its mean over the window added. */
+		qctx c = {se->gauge ? &ser : &tot, 0};
+		r = scan_window(&sc, se->id, q->from_ns, q->to_ns, q_row, &c, err);
+		if (r == 0 && se->gauge) {
+			for (size_t k = 0; k < ser.nt; k++)
+				acc_add(&tot, ser.touched[k], mean(ser.v[ser.touched[k]], c.count));
+			acc_clear(&ser);
+		}
+	}
+	if (r == 0 && store_remap_init(&m, s->sym) < 0)
+		r = -ENOMEM;
+	for (size_t k = 0; r == 0 && k < tot.nt; k++) {
+		uint32_t st = tot.touched[k];
+		int64_t v = tot.v[st];
+		if (!v)
+			continue;
+		uint32_t os = store_map_stack(p, s->sym, &m, st);
+		if (os == UINT32_MAX)
+			r = -ENOMEM;
+		else
+			r = strobe_sample_add(p, os, 0, &v);
+	}
+	store_remap_free(&m);
+	scanner_free(&sc);
+	acc_free(&tot);
+	acc_free(&ser);
+	free(idx);
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0) {
+		strobe_profile_free(p);
+		if (r == -ENOMEM && err && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+/* ---- totals per step ------------------------------------------------------------------------- */
+
+#define RANGE_MAX_STEPS 11000 /* Prometheus's limit on points per series */
+
+typedef struct rctx {
+	int64_t sum, count;
+	const int8_t *has; /* per stack: contains the function (1) or not (0); NULL = all */
+} rctx;
+
+static int r_row(void *ctx, int64_t n, const store_pair *p, size_t np)
+{
+	rctx *c = ctx;
+	c->count += n;
+	for (size_t i = 0; i < np; i++)
+		if (!c->has || c->has[p[i].stack])
+			c->sum += p[i].value;
+	return 0;
+}
+
+/* has[stack] = whether any frame of the stack (inlined ones included) is function `name`. */
+static int8_t *stacks_with_function(const strobe_profile *p, const char *name)
+{
+	uint32_t sid = strobe_itab_find(&p->strings, name, strlen(name) + 1);
+	uint8_t *fn = calloc(p->functions.n, 1);
+	uint8_t *loc = calloc(p->locations.n, 1);
+	int8_t *has = calloc(p->stacks.n, 1);
+	if (!fn || !loc || !has) {
+		free(fn);
+		free(loc);
+		free(has);
+		return NULL;
+	}
+	if (sid != UINT32_MAX) {
+		for (uint32_t i = 1; i < p->functions.n; i++)
+			fn[i] = strobe_function_get(p, i)->name == sid;
+		for (uint32_t i = 1; i < p->locations.n; i++) {
+			const strobe_location *l = strobe_location_get(p, i);
+			for (uint32_t k = 0; k < l->nline && !loc[i]; k++)
+				loc[i] = fn[l->line[k].function];
+		}
+		/* A parent's id is always smaller than its child's, so one pass in id order
+		 * settles every stack. */
+		for (uint32_t i = 1; i < p->stacks.n; i++) {
+			const strobe_stack_node *n = strobe_stack_get(p, i);
+			has[i] = (int8_t)(loc[n->location] || has[n->parent]);
+		}
+	}
+	free(fn);
+	free(loc);
+	return has;
+}
+
+int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
+		       const char *group_by, const char *function, strobe_range_result *out,
+		       strobe_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (step_ns <= 0)
+		return strobe_errf(err, -EINVAL, "step must be positive");
+	if (q->to_ns <= q->from_ns)
+		return strobe_errf(err, -EINVAL, "the window is empty (to <= from)");
+	int64_t nsteps = (q->to_ns - q->from_ns + step_ns - 1) / step_ns;
+	if (nsteps > RANGE_MAX_STEPS)
+		return strobe_errf(err, -EDQUOT,
+				   "limit max_steps: %lld steps asked, at most %d; use a larger "
+				   "step",
+				   (long long)nsteps, RANGE_MAX_STEPS);
+	out->nsteps = (size_t)nsteps;
+	pthread_mutex_lock(&s->mu);
+	size_t *idx = NULL, nidx = 0;
+	scanner sc = {0};
+	int8_t *has = NULL;
+	strobe_itab groups = {0};
+	int r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
+	if (r == 0)
+		r = scanner_init(&sc, s, err);
+	if (r == 0 && function && !(has = stacks_with_function(s->sym, function)))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < nidx; i++) {
+		store_series *se = &s->series[idx[i]];
+		const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
+		uint32_t g;
+		bool added;
+		if ((r = strobe_itab_intern(&groups, gv, strlen(gv) + 1, &g, &added)) < 0)
+			break;
+		if (added) {
+			strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
+			int64_t *vals = calloc(out->nsteps, sizeof(*vals));
+			char *v = strdup(gv);
+			if (ng)
+				out->g = ng;
+			if (!ng || !vals || !v) {
+				free(vals);
+				free(v);
+				r = -ENOMEM;
+				break;
+			}
+			out->g[out->n++] = (strobe_range_group){v, vals};
+		}
+		for (int64_t k = 0; r == 0 && k < nsteps; k++) {
+			int64_t a = q->from_ns + k * step_ns, b = a + step_ns;
+			if (b > q->to_ns)
+				b = q->to_ns;
+			rctx c = {0, 0, has};
+			r = scan_window(&sc, se->id, a, b, r_row, &c, err);
+			out->g[g].values[k] += se->gauge ? mean(c.sum, c.count) : c.sum;
+		}
+	}
+	scanner_free(&sc);
+	free(has);
+	free(idx);
+	strobe_itab_free(&groups);
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0)
+		strobe_range_result_free(out);
+	return r;
+}
+
+void strobe_range_result_free(strobe_range_result *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->g[i].value);
+		free(r->g[i].values);
+	}
+	free(r->g);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- label listings -------------------------------------------------------------------------- */
+
+typedef struct strv {
+	char **v;
+	size_t n, cap;
+} strv;
+
+static int strv_add(strv *s, const char *x)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 16;
+		char **nv = realloc(s->v, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = nc;
+	}
+	if (!(s->v[s->n] = strdup(x)))
+		return -ENOMEM;
+	s->n++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_sort_uniq(strv *s)
+{
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+	size_t w = 1;
+	for (size_t i = 1; i < s->n; i++) {
+		if (strcmp(s->v[i], s->v[w - 1]) == 0)
+			free(s->v[i]);
+		else
+			s->v[w++] = s->v[i];
+	}
+	s->n = w;
+}
+
+void strobe_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+enum { L_NAMES, L_VALUES, L_TYPES };
+
+static int listing(strobe_store *s, const strobe_query *q, int what, const char *name,
+		   char ***out, size_t *n, strobe_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	strv v = {0};
+	pthread_mutex_lock(&s->mu);
+	size_t *idx = NULL, nidx = 0;
+	sqlite3_stmt *st = NULL;
+	int r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
+	if (r == 0 && sqlite3_prepare_v2(s->db,
+					 "SELECT 1 FROM points WHERE series=? AND level=0 AND "
+					 "time>=? AND time<? UNION ALL SELECT 1 FROM points WHERE "
+					 "series=?1 AND level>0 AND time>=?2 AND time<?3 LIMIT 1",
+					 -1, &st, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "listing");
+	for (size_t i = 0; r == 0 && i < nidx; i++) {
+		store_series *se = &s->series[idx[i]];
+		sqlite3_bind_int64(st, 1, se->id);
+		sqlite3_bind_int64(st, 2, q->from_ns);
+		sqlite3_bind_int64(st, 3, q->to_ns);
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc == SQLITE_DONE)
+			continue;
+		if (rc != SQLITE_ROW) {
+			r = store_sqlerr(s, err, "listing");
+			break;
+		}
+		if (what == L_TYPES) {
+			r = strv_add(&v, se->type);
+			continue;
+		}
+		for (uint32_t k = 0; r == 0 && k < se->nlabels; k++) {
+			if (what == L_NAMES)
+				r = strv_add(&v, se->labels[k].name);
+			else if (strcmp(se->labels[k].name, name) == 0)
+				r = strv_add(&v, se->labels[k].value);
+		}
+	}
+	sqlite3_finalize(st);
+	free(idx);
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0) {
+		strobe_strv_free(v.v, v.n);
+		return r;
+	}
+	strv_sort_uniq(&v);
+	*out = v.v;
+	*n = v.n;
+	return 0;
+}
+
+int strobe_store_label_names(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
+			     strobe_err *err)
+{
+	return listing(s, q, L_NAMES, NULL, out, n, err);
+}
+
+int strobe_store_label_values(strobe_store *s, const strobe_query *q, const char *name,
+			      char ***out, size_t *n, strobe_err *err)
+{
+	return listing(s, q, L_VALUES, name, out, n, err);
+}
+
+int strobe_store_profile_types(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
+			       strobe_err *err)
+{
+	return listing(s, q, L_TYPES, NULL, out, n, err);
+}

@@ -1,0 +1,857 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The embedded store: one SQLite database in the data directory, holding the symbol tables
+ * (strings, functions, mappings, locations, stacks: each entity once for the whole store), the
+ * series with an inverted label index, and the points (series, time, zstd blob of (stack id,
+ * value) pairs) with their roll-ups. This file opens and loads it and ingests pushes; queries
+ * are in query.c, compaction and retention in maint.c.
+ *
+ * The symbol tables are mirrored in memory as a strobe_profile whose ids are the row ids, so
+ * ingest deduplicates stacks and frames with the profile model's hash tables and writes only the
+ * rows that are new: no SELECT per frame.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "store_impl.h"
+
+const int64_t store_level_width[STORE_LEVELS] = {0, 60 * STROBE_NS_PER_S,
+						 3600 * STROBE_NS_PER_S};
+
+/* auto_vacuum must be chosen before the first table exists; INCREMENTAL lets retention hand
+ * pages back without rewriting the whole file (a full VACUUM would copy it). */
+static const char schema[] =
+	"PRAGMA auto_vacuum=INCREMENTAL;"
+	"CREATE TABLE IF NOT EXISTS strings(id INTEGER PRIMARY KEY, s BLOB NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS functions(id INTEGER PRIMARY KEY, name INT, system_name INT,"
+	" filename INT, start_line INT);"
+	"CREATE TABLE IF NOT EXISTS mappings(id INTEGER PRIMARY KEY, start INT, lim INT, off INT,"
+	" filename INT, build_id INT, flags INT);"
+	"CREATE TABLE IF NOT EXISTS locations(id INTEGER PRIMARY KEY, mapping INT, address INT,"
+	" folded INT, lines BLOB);"
+	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, parent INT, location INT);"
+	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL,"
+	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT);"
+	"CREATE TABLE IF NOT EXISTS series_labels(name TEXT, value TEXT, series INT,"
+	" PRIMARY KEY(name, value, series)) WITHOUT ROWID;"
+	"CREATE TABLE IF NOT EXISTS points(series INT NOT NULL, level INT NOT NULL,"
+	" time INT NOT NULL, n INT NOT NULL, rolled INT NOT NULL DEFAULT 0, data BLOB NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS points_by_series ON points(series, level, time);"
+	"CREATE INDEX IF NOT EXISTS points_by_time ON points(level, time);";
+
+int store_sqlerr(strobe_store *s, strobe_err *err, const char *what)
+{
+	int code = sqlite3_errcode(s->db);
+	return strobe_errf(err, code == SQLITE_FULL ? -ENOSPC : -EIO, "store: %s: %s", what,
+			   sqlite3_errmsg(s->db));
+}
+
+int store_exec(strobe_store *s, const char *sql, strobe_err *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		int r = strobe_errf(err, -EIO, "store: %s", msg ? msg : "sqlite error");
+		sqlite3_free(msg);
+		return r;
+	}
+	return 0;
+}
+
+/* ---- series ---------------------------------------------------------------------------------- */
+
+static int series_key(const char *tenant, const char *type, const strobe_labelpair *l, size_t n,
+		      char **out, size_t *len)
+{
+	size_t sz = strlen(tenant) + strlen(type) + 2;
+	for (size_t i = 0; i < n; i++)
+		sz += strlen(l[i].name) + strlen(l[i].value) + 2;
+	char *k = malloc(sz), *p = k;
+	if (!k)
+		return -ENOMEM;
+	p = stpcpy(p, tenant) + 1;
+	p = stpcpy(p, type) + 1;
+	for (size_t i = 0; i < n; i++) {
+		p = stpcpy(p, l[i].name) + 1;
+		p = stpcpy(p, l[i].value) + 1;
+	}
+	*out = k;
+	*len = sz;
+	return 0;
+}
+
+/* Fills a series entry (labels sorted) from its key. */
+static int series_from_key(store_series *se, const char *key, size_t len)
+{
+	const char *end = key + len;
+	const char *tenant = key, *type = tenant + strlen(tenant) + 1;
+	const char *l = type + strlen(type) + 1;
+	uint32_t n = 0;
+	for (const char *q = l; q < end; q += strlen(q) + 1)
+		n++;
+	n /= 2;
+	char *mem = malloc(n * sizeof(strobe_labelpair) + len);
+	if (!mem)
+		return -ENOMEM;
+	se->labels = (strobe_labelpair *)mem;
+	char *str = mem + n * sizeof(strobe_labelpair);
+	memcpy(str, key, len);
+	se->tenant = str;
+	se->type = str + (type - key);
+	char *q = str + (l - key);
+	for (uint32_t i = 0; i < n; i++) {
+		se->labels[i].name = q;
+		q += strlen(q) + 1;
+		se->labels[i].value = q;
+		q += strlen(q) + 1;
+	}
+	se->nlabels = n;
+	se->gauge = strobe_type_is_gauge(se->type);
+	return 0;
+}
+
+static int series_add_mem(strobe_store *s, const char *key, size_t len, size_t *idx)
+{
+	uint32_t id;
+	bool added;
+	if (strobe_itab_intern(&s->series_key, key, len, &id, &added) < 0)
+		return -ENOMEM;
+	if (!added) {
+		*idx = id;
+		return 0;
+	}
+	if (s->nseries == s->capseries) {
+		size_t nc = s->capseries ? s->capseries * 2 : 64;
+		store_series *ns = realloc(s->series, nc * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		s->series = ns;
+		s->capseries = nc;
+	}
+	store_series *se = &s->series[s->nseries];
+	memset(se, 0, sizeof(*se));
+	if (series_from_key(se, key, len) < 0)
+		return -ENOMEM;
+	se->id = (int64_t)s->nseries + 1;
+	se->dead = true; /* live once its row is written */
+	*idx = s->nseries++;
+	return 0;
+}
+
+static int series_write(strobe_store *s, store_series *se, strobe_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	size_t blen = 0;
+	for (uint32_t i = 0; i < se->nlabels; i++)
+		blen += strlen(se->labels[i].name) + strlen(se->labels[i].value) + 2;
+	const char *blob = se->nlabels ? se->labels[0].name : "";
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period) "
+			       "VALUES(?,?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "series");
+	sqlite3_bind_int64(st, 1, se->id);
+	sqlite3_bind_text(st, 2, se->tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, se->type, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 4, blob, (int)blen, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, se->period);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return store_sqlerr(s, err, "series");
+	if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO series_labels VALUES(?,?,?)", -1, &st,
+			       NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "series_labels");
+	for (uint32_t i = 0; i < se->nlabels; i++) {
+		sqlite3_bind_text(st, 1, se->labels[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, se->labels[i].value, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, se->id);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE) {
+			sqlite3_finalize(st);
+			return store_sqlerr(s, err, "series_labels");
+		}
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* ---- open and load --------------------------------------------------------------------------- */
+
+static int load_symbols(strobe_store *s, strobe_err *err)
+{
+	static const char *const q[NTABS] = {
+		"SELECT id, s FROM strings ORDER BY id",
+		"SELECT id, name, system_name, filename, start_line FROM functions ORDER BY id",
+		"SELECT id, start, lim, off, filename, build_id, flags FROM mappings ORDER BY id",
+		"SELECT id, mapping, address, folded, lines FROM locations ORDER BY id",
+		"SELECT id, parent, location FROM stacks ORDER BY id",
+	};
+	strobe_profile *p = s->sym;
+	for (int t = 0; t < NTABS; t++) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(s->db, q[t], -1, &st, NULL) != SQLITE_OK)
+			return store_sqlerr(s, err, "loading symbols");
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			int64_t id = sqlite3_column_int64(st, 0);
+			uint32_t got = UINT32_MAX;
+			switch (t) {
+			case TAB_STRINGS:
+				got = strobe_str_intern(p, sqlite3_column_blob(st, 1),
+							(size_t)sqlite3_column_bytes(st, 1));
+				break;
+			case TAB_FUNCTIONS: {
+				strobe_function f = {
+					.name = (uint32_t)sqlite3_column_int64(st, 1),
+					.system_name = (uint32_t)sqlite3_column_int64(st, 2),
+					.filename = (uint32_t)sqlite3_column_int64(st, 3),
+					.start_line = sqlite3_column_int64(st, 4)};
+				got = strobe_function_intern(p, &f);
+				break;
+			}
+			case TAB_MAPPINGS: {
+				int64_t fl = sqlite3_column_int64(st, 6);
+				strobe_mapping m = {
+					.start = (uint64_t)sqlite3_column_int64(st, 1),
+					.limit = (uint64_t)sqlite3_column_int64(st, 2),
+					.offset = (uint64_t)sqlite3_column_int64(st, 3),
+					.filename = (uint32_t)sqlite3_column_int64(st, 4),
+					.build_id = (uint32_t)sqlite3_column_int64(st, 5),
+					.has_functions = fl & 1, .has_filenames = (fl >> 1) & 1,
+					.has_line_numbers = (fl >> 2) & 1,
+					.has_inline_frames = (fl >> 3) & 1};
+				got = strobe_mapping_intern(p, &m);
+				break;
+			}
+			case TAB_LOCATIONS: {
+				size_t bl = (size_t)sqlite3_column_bytes(st, 4);
+				if (bl % sizeof(strobe_line))
+					break;
+				/* Copy: the blob is not aligned for strobe_line. */
+				strobe_line *lines = malloc(bl ? bl : 1);
+				if (!lines)
+					break;
+				if (bl)
+					memcpy(lines, sqlite3_column_blob(st, 4), bl);
+				got = strobe_location_intern(
+					p, (uint32_t)sqlite3_column_int64(st, 1),
+					(uint64_t)sqlite3_column_int64(st, 2), lines,
+					(uint32_t)(bl / sizeof(strobe_line)),
+					sqlite3_column_int64(st, 3) != 0);
+				free(lines);
+				break;
+			}
+			case TAB_STACKS:
+				got = strobe_stack_push(p, (uint32_t)sqlite3_column_int64(st, 1),
+							(uint32_t)sqlite3_column_int64(st, 2));
+				break;
+			}
+			if ((int64_t)got != id) {
+				sqlite3_finalize(st);
+				return strobe_errf(err, -EIO,
+						   "store: symbol table %d is inconsistent at row %lld",
+						   t, (long long)id);
+			}
+		}
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE)
+			return store_sqlerr(s, err, "loading symbols");
+		s->saved[t] = tab_n(p, t);
+	}
+	return 0;
+}
+
+static int load_series(strobe_store *s, strobe_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period FROM series ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "loading series");
+	int rc, r = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		const char *tenant = (const char *)sqlite3_column_text(st, 1);
+		const char *type = (const char *)sqlite3_column_text(st, 2);
+		size_t tl = strlen(tenant), yl = strlen(type), bl = (size_t)sqlite3_column_bytes(st, 3);
+		char *key = malloc(tl + yl + 2 + bl);
+		if (!key) {
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(key, tenant, tl + 1);
+		memcpy(key + tl + 1, type, yl + 1);
+		if (bl)
+			memcpy(key + tl + yl + 2, sqlite3_column_blob(st, 3), bl);
+		/* Dead series keep their slot (ids are never reused), so fill the gaps. */
+		while ((int64_t)s->nseries + 1 < id) {
+			char gap[40];
+			int gl = snprintf(gap, sizeof(gap) - 1, "\001gap%zu", s->nseries);
+			gap[gl + 1] = 0; /* empty type */
+			size_t idx;
+			if ((r = series_add_mem(s, gap, (size_t)gl + 2, &idx)) < 0)
+				break;
+		}
+		size_t idx;
+		if (r == 0)
+			r = series_add_mem(s, key, tl + yl + 2 + bl, &idx);
+		free(key);
+		if (r < 0)
+			break;
+		if ((int64_t)idx + 1 != id) {
+			r = strobe_errf(err, -EIO, "store: duplicate series row %lld", (long long)id);
+			break;
+		}
+		s->series[idx].dead = false;
+		s->series[idx].period = sqlite3_column_int64(st, 4);
+	}
+	sqlite3_finalize(st);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_sqlerr(s, err, "loading series");
+	return r;
+}
+
+strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
+{
+	if (mkdir(o->dir, 0750) < 0 && errno != EEXIST) {
+		int e = errno;
+		strobe_errf(err, -e, "store: cannot create %s: %s", o->dir, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	strobe_store *s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->o = *o;
+	s->use_rollups = true;
+	pthread_mutex_init(&s->mu, NULL);
+	s->sym = strobe_profile_new();
+	size_t pl = strlen(o->dir) + 16;
+	char *path = malloc(pl);
+	int r = (!s->sym || !path) ? -ENOMEM : 0;
+	if (r == 0) {
+		snprintf(path, pl, "%s/strobe.db", o->dir);
+		if (sqlite3_open_v2(path, &s->db,
+				    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+				    NULL) != SQLITE_OK)
+			r = strobe_errf(err, -EIO, "store: cannot open %s: %s", path,
+					s->db ? sqlite3_errmsg(s->db) : "out of memory");
+	}
+	free(path);
+	if (r == 0) {
+		sqlite3_busy_timeout(s->db, 5000);
+		/* WAL: a commit appends to the log instead of rewriting pages, and readers do not
+		 * block the writer. synchronous=FULL fsyncs the log at every commit, so an
+		 * acknowledged push survives power loss as well as kill -9. NORMAL in WAL mode
+		 * survives kill -9 (the log is in the page cache) but may lose the last commits on
+		 * power loss, so it is only an opt-in for hosts where that trade is wanted. */
+		r = store_exec(s, "PRAGMA journal_mode=WAL;", err);
+		if (r == 0)
+			r = store_exec(s, o->sync_normal ? "PRAGMA synchronous=NORMAL;"
+							 : "PRAGMA synchronous=FULL;",
+				       err);
+		if (r == 0)
+			r = store_exec(s, schema, err);
+		if (r == 0)
+			r = load_symbols(s, err);
+		if (r == 0)
+			r = load_series(s, err);
+	}
+	if (r < 0) {
+		strobe_store_close(s);
+		errno = -r;
+		return NULL;
+	}
+	return s;
+}
+
+void strobe_store_close(strobe_store *s)
+{
+	if (!s)
+		return;
+	if (s->db)
+		sqlite3_close(s->db);
+	strobe_profile_free(s->sym);
+	for (size_t i = 0; i < s->nseries; i++)
+		free(s->series[i].labels);
+	free(s->series);
+	strobe_itab_free(&s->series_key);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+void strobe_store_use_rollups(strobe_store *s, bool on)
+{
+	pthread_mutex_lock(&s->mu);
+	s->use_rollups = on;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- profile types --------------------------------------------------------------------------- */
+
+static bool type_part_ok(const char *s)
+{
+	if (!*s || strlen(s) > 60)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p <= ' ' || *p >= 0x7f || strchr(":{}\",=!~'`", *p))
+			return false;
+	return true;
+}
+
+static bool has_type(const strobe_profile *p, const char *name)
+{
+	for (uint32_t i = 0; i < p->ntypes; i++)
+		if (strcmp(strobe_str(p, p->types[i].type), name) == 0)
+			return true;
+	return false;
+}
+
+/* Go's mutex and block profiles have the same sample types; a mutex profile's stacks end in
+ * the unlock that released the contended lock, a block profile's in the blocking call. */
+static bool leaf_is_unlock(const strobe_profile *p)
+{
+	for (uint32_t i = 1; i <= strobe_nsamples(p); i++) {
+		const strobe_stack_node *sn = strobe_stack_get(p, strobe_sample(p, i)->stack);
+		if (!sn->location)
+			continue;
+		const strobe_location *l = strobe_location_get(p, sn->location);
+		if (!l->nline || !l->line[0].function)
+			continue;
+		const char *f = strobe_str(p, strobe_function_get(p, l->line[0].function)->name);
+		if (strstr(f, "Mutex).Unlock") || strstr(f, "Mutex).RUnlock"))
+			return true;
+	}
+	return false;
+}
+
+int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
+			      strobe_err *err)
+{
+	const char *st = strobe_str(p, p->types[i].type), *su = strobe_str(p, p->types[i].unit);
+	const char *pt = strobe_str(p, p->period_type.type), *pu = strobe_str(p, p->period_type.unit);
+	if (!*pt) {
+		pt = st;
+		pu = su;
+	}
+	if (!*pu)
+		pu = "count";
+	if (!*su)
+		su = "count";
+	if (!name) {
+		if (strcmp(pt, "cpu") == 0 || has_type(p, "cpu"))
+			name = "process_cpu";
+		else if (has_type(p, "inuse_space") || has_type(p, "alloc_space") ||
+			 has_type(p, "inuse_objects") || has_type(p, "alloc_objects"))
+			name = "memory";
+		else if (has_type(p, "contentions") || has_type(p, "delay"))
+			name = leaf_is_unlock(p) ? "mutex" : "block";
+		else if (has_type(p, "goroutine") || has_type(p, "goroutines"))
+			name = "goroutine";
+		else
+			name = pt;
+	}
+	const char *parts[5] = {name, st, su, pt, pu};
+	for (int k = 0; k < 5; k++)
+		if (!type_part_ok(parts[k]))
+			return strobe_errf(err, -EINVAL,
+					   "profile type part '%.60s' is empty, too long or has a "
+					   "character not allowed in a type name",
+					   parts[k]);
+	snprintf(out, STROBE_TYPE_MAX, "%s:%s:%s:%s:%s", name, st, su, pt, pu);
+	return 0;
+}
+
+bool strobe_type_is_gauge(const char *t)
+{
+	const char *st = strchr(t, ':');
+	if (!st)
+		return false;
+	st++;
+	return strncmp(st, "inuse_", 6) == 0 || strncmp(st, "goroutine:", 10) == 0 ||
+	       strncmp(st, "goroutines:", 11) == 0;
+}
+
+/* ---- ingest ---------------------------------------------------------------------------------- */
+
+/* Maps of one pushed profile's ids to the store's, filled lazily; 0 = not yet mapped (id 0 is
+ * always 0). */
+static uint32_t map_str(strobe_profile *dst, const strobe_profile *p, store_remap *m, uint32_t id)
+{
+	if (!id || m->str[id])
+		return m->str[id];
+	return m->str[id] = strobe_str_intern(dst, strobe_str(p, id), strobe_str_len(p, id));
+}
+
+static uint32_t map_loc(strobe_profile *dst, const strobe_profile *p, store_remap *m, uint32_t id)
+{
+	if (!id || m->loc[id])
+		return m->loc[id];
+	const strobe_location *l = strobe_location_get(p, id);
+	uint32_t mp = 0;
+	if (l->mapping && !(mp = m->map[l->mapping])) {
+		strobe_mapping mm = *strobe_mapping_get(p, l->mapping);
+		mm.filename = map_str(dst, p, m, mm.filename);
+		mm.build_id = map_str(dst, p, m, mm.build_id);
+		mp = m->map[l->mapping] = strobe_mapping_intern(dst, &mm);
+		if (mp == UINT32_MAX)
+			return UINT32_MAX;
+	}
+	if (l->nline > m->lcap) {
+		strobe_line *nl = realloc(m->lines, l->nline * sizeof(*nl));
+		if (!nl)
+			return UINT32_MAX;
+		m->lines = nl;
+		m->lcap = l->nline;
+	}
+	for (uint32_t i = 0; i < l->nline; i++) {
+		m->lines[i] = l->line[i];
+		uint32_t f = l->line[i].function;
+		if (f && !m->fn[f]) {
+			strobe_function ff = *strobe_function_get(p, f);
+			ff.name = map_str(dst, p, m, ff.name);
+			ff.system_name = map_str(dst, p, m, ff.system_name);
+			ff.filename = map_str(dst, p, m, ff.filename);
+			if ((m->fn[f] = strobe_function_intern(dst, &ff)) == UINT32_MAX)
+				return UINT32_MAX;
+		}
+		m->lines[i].function = f ? m->fn[f] : 0;
+	}
+	return m->loc[id] = strobe_location_intern(dst, mp, l->address, m->lines, l->nline,
+						   l->is_folded);
+}
+
+uint32_t store_map_stack(strobe_profile *dst, const strobe_profile *p, store_remap *m, uint32_t id)
+{
+	if (!id || m->stack[id])
+		return m->stack[id];
+	/* Climb to the nearest mapped ancestor, then push back down: no recursion on deep
+	 * stacks. */
+	size_t n = 0, cap = 64;
+	uint32_t *chain = malloc(cap * sizeof(*chain)), cur = id;
+	if (!chain)
+		return UINT32_MAX;
+	while (cur && !m->stack[cur]) {
+		if (n == cap) {
+			uint32_t *nc = realloc(chain, (cap *= 2) * sizeof(*nc));
+			if (!nc) {
+				free(chain);
+				return UINT32_MAX;
+			}
+			chain = nc;
+		}
+		chain[n++] = cur;
+		cur = strobe_stack_get(p, cur)->parent;
+	}
+	uint32_t parent = cur ? m->stack[cur] : 0;
+	while (n) {
+		uint32_t sid = chain[--n];
+		uint32_t loc = map_loc(dst, p, m, strobe_stack_get(p, sid)->location);
+		if (loc == UINT32_MAX || (parent = strobe_stack_push(dst, parent, loc)) ==
+						 UINT32_MAX) {
+			free(chain);
+			return UINT32_MAX;
+		}
+		m->stack[sid] = parent;
+	}
+	free(chain);
+	return parent;
+}
+
+int store_remap_init(store_remap *m, const strobe_profile *src)
+{
+	memset(m, 0, sizeof(*m));
+	m->str = calloc(src->strings.n, sizeof(uint32_t));
+	m->fn = calloc(src->functions.n, sizeof(uint32_t));
+	m->map = calloc(src->mappings.n, sizeof(uint32_t));
+	m->loc = calloc(src->locations.n, sizeof(uint32_t));
+	m->stack = calloc(src->stacks.n, sizeof(uint32_t));
+	return m->str && m->fn && m->map && m->loc && m->stack ? 0 : -ENOMEM;
+}
+
+void store_remap_free(store_remap *m)
+{
+	free(m->str);
+	free(m->fn);
+	free(m->map);
+	free(m->loc);
+	free(m->stack);
+	free(m->lines);
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const store_pair *x = a, *y = b;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Writes the symbol rows interned since the last successful commit. */
+static int save_symbols(strobe_store *s, strobe_err *err)
+{
+	static const char *const q[NTABS] = {
+		"INSERT OR REPLACE INTO strings VALUES(?,?)",
+		"INSERT OR REPLACE INTO functions VALUES(?,?,?,?,?)",
+		"INSERT OR REPLACE INTO mappings VALUES(?,?,?,?,?,?,?)",
+		"INSERT OR REPLACE INTO locations VALUES(?,?,?,?,?)",
+		"INSERT OR REPLACE INTO stacks VALUES(?,?,?)",
+	};
+	strobe_profile *p = s->sym;
+	for (int t = 0; t < NTABS; t++) {
+		uint32_t n = tab_n(p, t);
+		if (s->saved[t] >= n)
+			continue;
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(s->db, q[t], -1, &st, NULL) != SQLITE_OK)
+			return store_sqlerr(s, err, "saving symbols");
+		for (uint32_t id = s->saved[t]; id < n; id++) {
+			sqlite3_bind_int64(st, 1, id);
+			switch (t) {
+			case TAB_STRINGS:
+				sqlite3_bind_blob(st, 2, strobe_str(p, id), (int)strobe_str_len(p, id),
+						  SQLITE_STATIC);
+				break;
+			case TAB_FUNCTIONS: {
+				const strobe_function *f = strobe_function_get(p, id);
+				sqlite3_bind_int64(st, 2, f->name);
+				sqlite3_bind_int64(st, 3, f->system_name);
+				sqlite3_bind_int64(st, 4, f->filename);
+				sqlite3_bind_int64(st, 5, f->start_line);
+				break;
+			}
+			case TAB_MAPPINGS: {
+				const strobe_mapping *m = strobe_mapping_get(p, id);
+				sqlite3_bind_int64(st, 2, (int64_t)m->start);
+				sqlite3_bind_int64(st, 3, (int64_t)m->limit);
+				sqlite3_bind_int64(st, 4, (int64_t)m->offset);
+				sqlite3_bind_int64(st, 5, m->filename);
+				sqlite3_bind_int64(st, 6, m->build_id);
+				sqlite3_bind_int64(st, 7,
+						   m->has_functions | m->has_filenames << 1 |
+							   m->has_line_numbers << 2 |
+							   m->has_inline_frames << 3);
+				break;
+			}
+			case TAB_LOCATIONS: {
+				const strobe_location *l = strobe_location_get(p, id);
+				sqlite3_bind_int64(st, 2, l->mapping);
+				sqlite3_bind_int64(st, 3, (int64_t)l->address);
+				sqlite3_bind_int64(st, 4, l->is_folded);
+				sqlite3_bind_blob(st, 5, l->line, (int)(l->nline * sizeof(strobe_line)),
+						  SQLITE_STATIC);
+				break;
+			}
+			case TAB_STACKS: {
+				const strobe_stack_node *sn = strobe_stack_get(p, id);
+				sqlite3_bind_int64(st, 2, sn->parent);
+				sqlite3_bind_int64(st, 3, sn->location);
+				break;
+			}
+			}
+			int rc = sqlite3_step(st);
+			sqlite3_reset(st);
+			if (rc != SQLITE_DONE) {
+				sqlite3_finalize(st);
+				return store_sqlerr(s, err, "saving symbols");
+			}
+		}
+		sqlite3_finalize(st);
+	}
+	return 0;
+}
+
+static size_t tenant_series(const strobe_store *s, const char *tenant)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->nseries; i++)
+		n += !s->series[i].dead && strcmp(s->series[i].tenant, tenant) == 0;
+	return n;
+}
+
+static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_push_item *it,
+		     store_remap *m, strobe_push_result *res, size_t **revived, size_t *nrev,
+		     sqlite3_stmt *ins, strobe_err *err)
+{
+	const strobe_profile *p = it->profile;
+	int64_t t = it->time_ns ? it->time_ns : p->time_nanos ? p->time_nanos : rq->now_ns;
+	if (s->o.retention_ns && t < rq->now_ns - s->o.retention_ns)
+		return strobe_errf(err, -EDQUOT,
+				   "limit retention: the profile's time is older than the "
+				   "retention period; give a later time");
+	if (p->ntypes == 0)
+		return strobe_errf(err, -EINVAL, "the profile has no sample types");
+	/* Stack ids of every sample, mapped once for all its types. */
+	uint32_t ns = strobe_nsamples(p);
+	uint32_t *gst = malloc(((size_t)ns + 1) * sizeof(*gst));
+	store_pair *pairs = malloc(((size_t)ns + 1) * sizeof(*pairs));
+	int r = (!gst || !pairs) ? -ENOMEM : 0;
+	for (uint32_t i = 1; r == 0 && i <= ns; i++)
+		if ((gst[i] = store_map_stack(s->sym, p, m, strobe_sample(p, i)->stack)) == UINT32_MAX)
+			r = -ENOMEM;
+	for (uint32_t ty = 0; r == 0 && ty < p->ntypes; ty++) {
+		char type[STROBE_TYPE_MAX];
+		if ((r = strobe_profile_type_names(p, it->name, ty, type, err)) < 0)
+			break;
+		char *key;
+		size_t klen, idx;
+		if ((r = series_key(rq->tenant, type, rq->labels, rq->nlabels, &key, &klen)) < 0)
+			break;
+		r = series_add_mem(s, key, klen, &idx);
+		free(key);
+		if (r < 0)
+			break;
+		store_series *se = &s->series[idx];
+		if (se->dead) {
+			if (s->o.max_series && tenant_series(s, rq->tenant) >= s->o.max_series) {
+				r = strobe_errf(err, -EDQUOT,
+						"limit max_series_per_tenant: tenant '%s' has %u "
+						"series already",
+						rq->tenant, s->o.max_series);
+				break;
+			}
+			se->period = p->period;
+			if ((r = series_write(s, se, err)) < 0)
+				break;
+			se->dead = false;
+			size_t *nr = realloc(*revived, (*nrev + 1) * sizeof(*nr));
+			if (!nr) {
+				r = -ENOMEM;
+				break;
+			}
+			*revived = nr;
+			nr[(*nrev)++] = idx;
+		}
+		size_t np = 0;
+		int64_t total = 0;
+		for (uint32_t i = 1; i <= ns; i++) {
+			int64_t v = strobe_sample_values(p, i)[ty];
+			if (v)
+				pairs[np++] = (store_pair){gst[i], v};
+		}
+		qsort(pairs, np, sizeof(*pairs), cmp_pair);
+		size_t w = 0;
+		for (size_t i = 0; i < np; i++) {
+			total += pairs[i].value;
+			if (w && pairs[w - 1].stack == pairs[i].stack)
+				pairs[w - 1].value += pairs[i].value;
+			else
+				pairs[w++] = pairs[i];
+		}
+		np = w;
+		uint8_t *blob;
+		size_t blen;
+		if ((r = store_blob_encode(pairs, np, &blob, &blen)) < 0)
+			break;
+		sqlite3_bind_int64(ins, 1, se->id);
+		sqlite3_bind_int64(ins, 2, t);
+		sqlite3_bind_blob(ins, 3, blob, (int)blen, free);
+		int rc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (rc != SQLITE_DONE) {
+			r = store_sqlerr(s, err, "inserting a point");
+			break;
+		}
+		strobe_push_accepted *na = realloc(res->acc, (res->n + 1) * sizeof(*na));
+		if (!na) {
+			r = -ENOMEM;
+			break;
+		}
+		res->acc = na;
+		strobe_push_accepted *a = &na[res->n++];
+		snprintf(a->type, sizeof(a->type), "%s", type);
+		a->time_ns = t;
+		a->stacks = (uint32_t)np;
+		a->total = total;
+	}
+	free(gst);
+	free(pairs);
+	return r;
+}
+
+int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_result *res,
+		      strobe_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	pthread_mutex_lock(&s->mu);
+	size_t *revived = NULL, nrev = 0;
+	sqlite3_stmt *ins = NULL;
+	int r = store_exec(s, "BEGIN IMMEDIATE", err);
+	if (r < 0)
+		goto out;
+	if (sqlite3_prepare_v2(s->db, "INSERT INTO points(series, level, time, n, data) "
+				      "VALUES(?, 0, ?, 1, ?)",
+			       -1, &ins, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "points");
+	for (size_t i = 0; r == 0 && i < rq->nitems; i++) {
+		const strobe_profile *p = rq->items[i].profile;
+		store_remap m;
+		if (store_remap_init(&m, p) < 0)
+			r = -ENOMEM;
+		else
+			r = push_item(s, rq, &rq->items[i], &m, res, &revived, &nrev, ins, err);
+		store_remap_free(&m);
+	}
+	sqlite3_finalize(ins);
+	if (r == 0)
+		r = save_symbols(s, err);
+	if (r == 0)
+		r = store_exec(s, "COMMIT", err);
+	if (r == 0) {
+		for (int t = 0; t < NTABS; t++)
+			s->saved[t] = tab_n(s->sym, t);
+	} else {
+		/* Nothing of this push is in the database; the symbols it interned stay in memory
+		 * and are written by the next push that commits (saved[] did not move). */
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		for (size_t i = 0; i < nrev; i++)
+			s->series[revived[i]].dead = true;
+		strobe_push_result_free(res);
+		if (r == -ENOMEM && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+	}
+out:
+	free(revived);
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+void strobe_push_result_free(strobe_push_result *r)
+{
+	free(r->acc);
+	r->acc = NULL;
+	r->n = 0;
+}
+
+int strobe_store_stats_get(strobe_store *s, strobe_store_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < s->nseries; i++)
+		st->series += !s->series[i].dead;
+	st->strings = s->sym->strings.n - 1;
+	st->functions = s->sym->functions.n - 1;
+	st->mappings = s->sym->mappings.n - 1;
+	st->locations = s->sym->locations.n - 1;
+	st->stacks = s->sym->stacks.n - 1;
+	sqlite3_stmt *q;
+	int r = 0;
+	if (sqlite3_prepare_v2(s->db, "SELECT level = 0, count(*) FROM points GROUP BY level = 0", -1,
+			       &q, NULL) == SQLITE_OK) {
+		while (sqlite3_step(q) == SQLITE_ROW) {
+			if (sqlite3_column_int(q, 0))
+				st->points = (uint64_t)sqlite3_column_int64(q, 1);
+			else
+				st->rollups = (uint64_t)sqlite3_column_int64(q, 1);
+		}
+		sqlite3_finalize(q);
+	} else {
+		r = -EIO;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
