@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * POST /ingest, the Pyroscope protocol: the HTTP side of server/pyroscope.c. The request's query
+ * parameters, Content-Type and body (gunzipped first when Content-Encoding says gzip) go to the
+ * parser, which returns one single-type profile per sample type with its labels; they are stored
+ * in one transaction through the same strobe_store_push as the native API, so durability, limits
+ * and tenants are the same, and a refused upload stores nothing.
+ *
+ * Naming: the store names the series from the profile's own sample and period types, with the
+ * profile name the parser derived (process_cpu, memory, mutex, ...), so a profile pushed here
+ * and the same profile pushed to /api/v1/push land in the same series.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "pyroscope.h"
+#include "server_impl.h"
+
+typedef struct kv_vec {
+	strobe_kv *v;
+	size_t n, cap;
+	bool oom;
+} kv_vec;
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	(void)kind;
+	kv_vec *a = cls;
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 16;
+		if (nc > 1024) /* a cap on what a request can make us hold */
+			return MHD_NO;
+		strobe_kv *nv = realloc(a->v, nc * sizeof(*nv));
+		if (!nv) {
+			a->oom = true;
+			return MHD_NO;
+		}
+		a->v = nv;
+		a->cap = nc;
+	}
+	a->v[a->n++] = (strobe_kv){key, value ? value : ""};
+	return MHD_YES;
+}
+
+int strobe_pyroscope_ingest(srv_req *r)
+{
+	const strobe_server_config *c = &r->srv->cfg;
+	kv_vec args = {0};
+	MHD_get_connection_values(r->c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+	if (args.oom)
+		return srv_error(r, 500, "out of memory");
+	const char *ctype = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Type");
+	const char *cenc = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Encoding");
+	const uint8_t *body = r->body;
+	size_t len = r->len;
+	uint8_t *plain = NULL;
+	strobe_err err = {{0}};
+	if (cenc && strcmp(cenc, "gzip") == 0) {
+		int gr = strobe_gunzip_capped(body, len, c->max_decompressed_bytes, &plain, &len,
+					      "the body", &err);
+		if (gr < 0) {
+			free(args.v);
+			return gr == -EFBIG ? srv_error(r, 413,
+							"limit max_decompressed_bytes: the body is "
+							"larger than %zu bytes decompressed",
+							c->max_decompressed_bytes)
+					    : srv_error(r, 400, "Content-Encoding gzip: %s", err.msg);
+		}
+		body = plain;
+	}
+	strobe_pyro_limits lim = {
+		.max_body = c->max_body_bytes,
+		.max_decompressed = c->max_decompressed_bytes,
+		.max_labels = c->max_labels,
+		.max_label_name = c->max_label_name_len,
+		.max_label_value = c->max_label_value_len,
+	};
+	strobe_pyro_request rq = {
+		.params = args.v, .nparams = args.n, .content_type = ctype, .body = body,
+		.body_len = len, .now_ns = r->now_ns, .limits = &lim};
+	strobe_pyro_batch b = {0};
+	int status = 0;
+	int pr = strobe_pyro_parse(&rq, &b, &status, &err);
+	free(args.v);
+	free(plain);
+	if (pr < 0)
+		return srv_error(r, status ? (unsigned)status : 400, "%s", err.msg);
+
+	/* One push per label set (every item of one upload has the same labels; the loop is
+	 * general anyway), all in the store's single transaction per call. */
+	strobe_push_item *items = calloc(b.nitems ? b.nitems : 1, sizeof(*items));
+	char (*names)[STROBE_PTYPE_MAX] = calloc(b.nitems ? b.nitems : 1, sizeof(*names));
+	strobe_labelpair *labels = NULL;
+	int rc = 0;
+	if (!items || !names) {
+		rc = srv_error(r, 500, "out of memory");
+		goto out;
+	}
+	size_t nitems = 0;
+	for (size_t i = 0; i < b.nitems; i++) {
+		const strobe_pyro_item *it = &b.items[i];
+		if (!it->profile)
+			continue;
+		size_t plen = strcspn(it->type, ":");
+		memcpy(names[i], it->type, plen);
+		names[i][plen] = 0;
+		items[nitems++] = (strobe_push_item){it->profile, names[i], it->from_ns};
+	}
+	json_t *acc = json_array();
+	if (nitems) {
+		const strobe_pyro_item *first = &b.items[0];
+		labels = calloc(first->nlabels ? first->nlabels : 1, sizeof(*labels));
+		if (!labels) {
+			json_decref(acc);
+			rc = srv_error(r, 500, "out of memory");
+			goto out;
+		}
+		for (uint32_t l = 0; l < first->nlabels; l++)
+			labels[l] = (strobe_labelpair){first->labels[l].name, first->labels[l].value};
+		strobe_push_req prq = {r->tenant, labels, first->nlabels, items, nitems, r->now_ns};
+		strobe_push_result res;
+		int sr = strobe_store_push(r->srv->store, &prq, &res, &err);
+		if (sr < 0) {
+			json_decref(acc);
+			rc = srv_fail(r, sr, &err);
+			goto out;
+		}
+		for (size_t i = 0; acc && i < res.n; i++)
+			json_array_append_new(acc, json_pack("{s:s, s:I, s:I}", "type",
+							     res.acc[i].type, "time",
+							     (json_int_t)res.acc[i].time_ns, "total",
+							     (json_int_t)res.acc[i].total));
+		strobe_push_result_free(&res);
+	}
+	json_t *j = acc ? json_pack("{s:o}", "accepted", acc) : NULL;
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!s)
+		rc = srv_error(r, 500, "out of memory");
+	else
+		srv_reply(r, 200, "application/json", s, strlen(s));
+out:
+	free(items);
+	free(names);
+	free(labels);
+	strobe_pyro_batch_free(&b);
+	return rc;
+}
