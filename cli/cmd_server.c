@@ -32,6 +32,11 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+static void scrape_log(const char *msg)
+{
+	fprintf(stderr, "strobe server: scrape: %s\n", msg);
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -69,6 +74,7 @@ int cmd_server(int argc, char **argv)
 	int rc = 2;
 	strobe_store *st = NULL;
 	strobe_server *srv = NULL;
+	strobe_server_scraper *scraper = NULL;
 	if (config && strobe_server_config_load(&cfg, config, &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
 		goto out;
@@ -112,6 +118,11 @@ int cmd_server(int argc, char **argv)
 		cli_err(cmd, "%s", err.msg);
 		goto out;
 	}
+	scraper = strobe_server_scrape_start(&cfg, st, scrape_log, &err);
+	if (!scraper && err.msg[0]) {
+		cli_err(cmd, "%s", err.msg);
+		goto out;
+	}
 	const char *l = cfg.listen ? cfg.listen : "127.0.0.1:4100";
 	fprintf(stderr, "strobe server: listening on %.*s:%u (data in %s)\n",
 		(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
@@ -129,6 +140,7 @@ int cmd_server(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	strobe_server_scrape_stop(scraper);
 	strobe_server_stop(srv);
 	strobe_store_close(st);
 	strobe_server_config_free(&cfg);

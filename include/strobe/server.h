@@ -67,6 +67,14 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 uint16_t strobe_server_port(const strobe_server *s);
 void strobe_server_stop(strobe_server *s);
 
+/* Pull scraping of the config's "scrape" targets into the store, on threads of its own (see
+ * server/scrape_targets.c for the schema). NULL with err->msg empty when there are no targets,
+ * NULL with a message on a bad section. log gets one line per failed scrape (may be NULL). */
+typedef struct strobe_server_scraper strobe_server_scraper;
+strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c, strobe_store *st,
+						  void (*log)(const char *msg), strobe_err *err);
+void strobe_server_scrape_stop(strobe_server_scraper *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Pull scraping inside `strobe server`: the config's "scrape" section turned into the scraper's
+ * targets (server/scrape.c), and what the scraper fetches stored through strobe_store_push like
+ * any push, so a scraped profile is named, deduplicated and kept exactly as a pushed one.
+ *
+ *   "scrape": [
+ *     {"url": "http://10.0.0.5:6060", "labels": {"service_name": "checkout", "env": "prod"},
+ *      "interval": "15s", "profiles": ["cpu", "allocs", "heap", "mutex", "block", "goroutine"],
+ *      "cpu_seconds": 10, "tenant": "team-a"}
+ *   ]
+ *
+ * Cumulative profiles (allocs, mutex, block) arrive as deltas between scrapes; the first scrape
+ * of one only sets the baseline.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "scrape.h"
+#include "server_impl.h"
+
+#define MAX_TARGETS 4096
+#define MAX_TARGET_LABELS 32
+
+struct strobe_server_scraper {
+	strobe_scraper *sc;
+	strobe_scrape_target *targets;
+	strobe_kv **labels;  /* per target, owned strings */
+	size_t ntargets;
+	strobe_store *store;
+	json_t *root;        /* keeps the strings the targets point at */
+	void (*log)(const char *msg);
+};
+
+/* The scraper calls this from its threads; the store serialises writers itself. */
+static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t nlabels,
+		  strobe_profile *p, int64_t t_ns, int64_t dur_ns)
+{
+	struct strobe_server_scraper *s = ctxp;
+	(void)dur_ns;
+	const char *tenant = "anonymous";
+	/* The tenant rides along as a label the scraper never sees: "__tenant__" is stripped. */
+	strobe_labelpair lp[MAX_TARGET_LABELS + 2];
+	size_t n = 0;
+	for (size_t i = 0; i < nlabels && n < MAX_TARGET_LABELS + 2; i++) {
+		if (strcmp(labels[i].key, "__tenant__") == 0)
+			tenant = labels[i].value;
+		else
+			lp[n++] = (strobe_labelpair){labels[i].key, labels[i].value};
+	}
+	strobe_push_item item = {p, hint, t_ns};
+	strobe_push_req rq = {tenant, lp, n, &item, 1, 0};
+	strobe_push_result res;
+	strobe_err err = {{0}};
+	int rc = strobe_store_push(s->store, &rq, &res, &err);
+	if (rc == 0)
+		strobe_push_result_free(&res);
+	else if (s->log)
+		s->log(err.msg);
+	strobe_profile_free(p); /* the callee owns it */
+	return rc;
+}
+
+static void log_line(void *ctx, const char *msg)
+{
+	struct strobe_server_scraper *s = ctx;
+	if (s->log)
+		s->log(msg);
+}
+
+static uint32_t profile_bit(const char *name)
+{
+	static const struct {
+		const char *name;
+		uint32_t bit;
+	} t[] = {{"cpu", STROBE_SCRAPE_CPU},	     {"heap", STROBE_SCRAPE_HEAP},
+		 {"allocs", STROBE_SCRAPE_ALLOCS},   {"mutex", STROBE_SCRAPE_MUTEX},
+		 {"block", STROBE_SCRAPE_BLOCK},     {"goroutine", STROBE_SCRAPE_GOROUTINE}};
+	for (size_t i = 0; i < sizeof(t) / sizeof(*t); i++)
+		if (strcmp(name, t[i].name) == 0)
+			return t[i].bit;
+	return 0;
+}
+
+void strobe_server_scrape_stop(strobe_server_scraper *s)
+{
+	if (!s)
+		return;
+	if (s->sc) {
+		strobe_scraper_stop(s->sc);
+		strobe_scraper_free(s->sc);
+	}
+	for (size_t i = 0; i < s->ntargets; i++)
+		free(s->labels ? s->labels[i] : NULL);
+	free(s->labels);
+	free(s->targets);
+	json_decref(s->root);
+	free(s);
+}
+
+strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c, strobe_store *st,
+						  void (*log)(const char *msg), strobe_err *err)
+{
+	if (err)
+		err->msg[0] = 0;
+	if (!c->scrape_json)
+		return NULL;
+	json_error_t je;
+	json_t *root = json_loads(c->scrape_json, 0, &je);
+	if (!root || !json_is_array(root)) {
+		strobe_errf(err, -EINVAL, "config: \"scrape\" must be a list of targets%s%s",
+			    root ? "" : ": ", root ? "" : je.text);
+		json_decref(root);
+		return NULL;
+	}
+	size_t n = json_array_size(root);
+	if (n == 0) {
+		json_decref(root);
+		return NULL;
+	}
+	if (n > MAX_TARGETS) {
+		strobe_errf(err, -E2BIG, "config: more than %d scrape targets", MAX_TARGETS);
+		json_decref(root);
+		return NULL;
+	}
+	struct strobe_server_scraper *s = calloc(1, sizeof(*s));
+	if (!s || !(s->targets = calloc(n, sizeof(*s->targets))) ||
+	    !(s->labels = calloc(n, sizeof(*s->labels)))) {
+		strobe_errf(err, -ENOMEM, "out of memory");
+		json_decref(root);
+		strobe_server_scrape_stop(s);
+		return NULL;
+	}
+	s->root = root;
+	s->ntargets = n;
+	s->store = st;
+	s->log = log;
+	for (size_t i = 0; i < n; i++) {
+		json_t *t = json_array_get(root, i), *v;
+		strobe_scrape_target *tg = &s->targets[i];
+		const char *url = json_string_value(json_object_get(t, "url"));
+		if (!json_is_object(t) || !url) {
+			strobe_errf(err, -EINVAL, "config: scrape target %zu has no \"url\"", i + 1);
+			goto bad;
+		}
+		tg->url = url;
+		json_t *labels = json_object_get(t, "labels");
+		size_t nl = labels ? json_object_size(labels) : 0;
+		if (nl > MAX_TARGET_LABELS) {
+			strobe_errf(err, -E2BIG, "config: scrape target %zu has more than %d labels",
+				    i + 1, MAX_TARGET_LABELS);
+			goto bad;
+		}
+		strobe_kv *kv = calloc(nl + 1, sizeof(*kv));
+		if (!kv) {
+			strobe_errf(err, -ENOMEM, "out of memory");
+			goto bad;
+		}
+		s->labels[i] = kv;
+		const char *key;
+		size_t k = 0;
+		json_object_foreach(labels, key, v)
+		{
+			if (!json_is_string(v)) {
+				strobe_errf(err, -EINVAL,
+					    "config: scrape target %zu: label %s is not a string", i + 1,
+					    key);
+				goto bad;
+			}
+			kv[k++] = (strobe_kv){key, json_string_value(v)};
+		}
+		const char *tenant = json_string_value(json_object_get(t, "tenant"));
+		if (tenant)
+			kv[k++] = (strobe_kv){"__tenant__", tenant};
+		tg->labels = kv;
+		tg->nlabels = k;
+		const char *iv = json_string_value(json_object_get(t, "interval"));
+		if (iv && strobe_duration_parse(iv, &tg->interval_ns, err) < 0)
+			goto bad;
+		json_t *profs = json_object_get(t, "profiles");
+		size_t pi;
+		json_array_foreach(profs, pi, v)
+		{
+			uint32_t bit = json_is_string(v) ? profile_bit(json_string_value(v)) : 0;
+			if (!bit) {
+				strobe_errf(err, -EINVAL,
+					    "config: scrape target %zu: unknown profile %s (cpu, heap, "
+					    "allocs, mutex, block, goroutine)",
+					    i + 1, json_is_string(v) ? json_string_value(v) : "?");
+				goto bad;
+			}
+			tg->profiles |= bit;
+		}
+		json_int_t secs = json_integer_value(json_object_get(t, "cpu_seconds"));
+		if (secs < 0 || secs > 3600) {
+			strobe_errf(err, -EINVAL, "config: scrape target %zu: cpu_seconds out of range",
+				    i + 1);
+			goto bad;
+		}
+		tg->cpu_seconds = (uint32_t)secs;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	strobe_scrape_config sc = {.targets = s->targets, .ntargets = n, .ingest = ingest, .ctx = s,
+				   .log = log_line};
+	if (!(s->sc = strobe_scraper_new(&sc, err)) || strobe_scraper_start(s->sc) < 0) {
+		if (err && !err->msg[0])
+			strobe_errf(err, -EINVAL, "cannot start the scraper");
+		goto bad;
+	}
+	return s;
+bad:
+	strobe_server_scrape_stop(s);
+	return NULL;
+}
