@@ -23,6 +23,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1139,6 +1140,23 @@ int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t 
 	process_until(s, last < INT64_MAX ? last + 1 : INT64_MAX);
 	s->horizon_ns = last; /* "now" is the newest record fed */
 	return 0;
+}
+
+void strobe_sampler_trim(strobe_sampler *s)
+{
+	/* Held records: none are left after a drain. */
+	free(s->arena);
+	free(s->pend);
+	s->arena = NULL;
+	s->pend = NULL;
+	s->alen = s->acap = s->npend = s->cpend = 0;
+	/* Address ranges of every process seen: frames already name their mapping. */
+	for (uint32_t i = 0; i < s->tr.pids.n; i++) {
+		free(s->tr.procs[i].vma);
+		s->tr.procs[i].vma = NULL;
+		s->tr.procs[i].nvma = s->tr.procs[i].cvma = 0;
+	}
+	malloc_trim(0);
 }
 
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)

@@ -23,6 +23,8 @@ int cmd_merge(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_push(int argc, char **argv);
+int cmd_query(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 
 /* Options every profile-reading command takes (pprof's names). */
@@ -85,6 +87,19 @@ int cli_write_as(const char *cmd, strobe_profile *p, strobe_format fmt, int type
 /* The format an output path's extension implies (.pb.gz/.pprof/.pb: pprof, .folded/.txt,
  * .svg, .json, .speedscope.json), else UNKNOWN. */
 strobe_format cli_format_for_path(const char *path);
+
+/* One HTTP request to a strobe server (push, query). The body is returned NUL-terminated;
+ * errors (connection, non-200 with the server's JSON message) are printed and give -1. */
+typedef struct cli_http_req {
+	const char *url;
+	const void *body; /* NULL: GET */
+	size_t len;
+	const char *tenant, *token; /* X-Scope-OrgID, Authorization: Bearer; NULL = none */
+	long timeout_s;
+} cli_http_req;
+int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len);
+/* A malloc'd percent-encoded copy of s for a URL query, NULL on ENOMEM. */
+char *cli_url_escape(const char *s);
 
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a number with checking; prints an error and returns -1 when bad. */

@@ -364,6 +364,7 @@ int cmd_record(int argc, char **argv)
 		kill(child, stop_signal ? stop_signal : SIGTERM);
 	if (strobe_sampler_drain(s, &err) < 0)
 		cli_err(cmd, "%s", err.msg);
+	strobe_sampler_trim(s); /* recording is over: make room for the symbolizer */
 
 	strobe_symbolizer *sym = NULL;
 	if (symbolize) {

@@ -31,7 +31,8 @@ int strobe_diff_top_write(FILE *f, strobe_profile *base, int bt, strobe_profile 
 	int r = strobe_fncompare(base, bt, cur, ct, g, norm, &c, &n, tot);
 	if (r < 0)
 		return r;
-	qsort(c, n, sizeof(*c), cmp_delta);
+	if (n) /* qsort wants a non-NULL base even for 0 elements */
+		qsort(c, n, sizeof(*c), cmp_delta);
 	const char *unit = strobe_str(cur, cur->types[ct].unit);
 	char a[32], b[32], d[32];
 	strobe_format_value(a, sizeof(a), tot[1], unit);

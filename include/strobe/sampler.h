@@ -79,6 +79,10 @@ int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err);
 /* Processes everything still held (call after disable, before the last profile). */
 int strobe_sampler_drain(strobe_sampler *s, strobe_err *err);
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st);
+/* After the last drain (disabled, nothing more to read): frees what only collection needs (the
+ * held-record buffers, every process's address ranges), keeping what profiles are built from, so
+ * symbolizing at the end does not stack on top of it. No more polling afterwards. */
+void strobe_sampler_trim(strobe_sampler *s);
 
 typedef struct strobe_sampler_profile_opts {
 	strobe_symbolizer *sym;  /* NULL: raw addresses with mappings and build IDs only */

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe push: sends profile files to a strobe server's push API. pprof files go as they are
+ * (gzipped or not); folded stacks and `perf script` text are converted to pprof first, so the
+ * server stores every input the same way.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: strobe push --server URL [options] FILE...\n\n"
+	"Sends profiles (pprof, folded or perf script; '-' is stdin) to a strobe server's\n"
+	"POST /api/v1/push. Every file is one push; the server's answer is printed.\n\n"
+	"  -s, --server URL       the server, e.g. http://127.0.0.1:4100\n"
+	"  --service NAME         service_name of the series (or --label service_name=NAME)\n"
+	"  -l, --label KEY=VALUE  a series label (repeatable)\n"
+	"  --name NAME            profile name (process_cpu, memory, ...); default: guessed\n"
+	"  --time T               when it was taken (unix time, RFC 3339, now-1h); default: the\n"
+	"                         profile's own time, else now\n"
+	"  --tenant ID            X-Scope-OrgID\n"
+	"  --token TOKEN          Authorization: Bearer TOKEN\n";
+
+/* Appends to a growing string; returns false on ENOMEM. */
+static bool cat(char **s, size_t *len, size_t *cap, const char *add)
+{
+	size_t n = strlen(add);
+	if (*len + n + 1 > *cap) {
+		size_t nc = (*cap ? *cap * 2 : 256) + n;
+		char *ns = realloc(*s, nc);
+		if (!ns)
+			return false;
+		*s = ns;
+		*cap = nc;
+	}
+	memcpy(*s + *len, add, n + 1);
+	*len += n;
+	return true;
+}
+
+/* A label value in the selector syntax the server parses: quotes and backslashes escaped. */
+static bool cat_quoted(char **s, size_t *len, size_t *cap, const char *v)
+{
+	if (!cat(s, len, cap, "\""))
+		return false;
+	for (; *v; v++) {
+		char c[3] = {*v, 0, 0};
+		if (*v == '"' || *v == '\\')
+			c[0] = '\\', c[1] = *v;
+		if (!cat(s, len, cap, c))
+			return false;
+	}
+	return cat(s, len, cap, "\"");
+}
+
+int cmd_push(int argc, char **argv)
+{
+	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN };
+	static const struct option longopts[] = {
+		{"help", no_argument, 0, 'h'},	    {"server", required_argument, 0, 's'},
+		{"label", required_argument, 0, 'l'}, {"service", required_argument, 0, O_SERVICE},
+		{"name", required_argument, 0, O_NAME}, {"time", required_argument, 0, O_TIME},
+		{"tenant", required_argument, 0, O_TENANT},
+		{"token", required_argument, 0, O_TOKEN}, {0, 0, 0, 0}};
+	const char *cmd = "push", *server = NULL, *service = NULL, *name = NULL, *when = NULL;
+	const char *tenant = NULL, *token = NULL;
+	char *labels = NULL;
+	size_t llen = 0, lcap = 0;
+	int c, rc = 2;
+	bool first = true;
+	while ((c = getopt_long(argc, argv, "hs:l:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
+		case 's': server = optarg; break;
+		case 'l': {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || eq == optarg) {
+				cli_err(cmd, "--label: '%s' is not KEY=VALUE", optarg);
+				goto out;
+			}
+			if (strncmp(optarg, "service_name=", 13) == 0) {
+				service = eq + 1;
+				break;
+			}
+			char key[256];
+			snprintf(key, sizeof(key), "%.*s=", (int)(eq - optarg), optarg);
+			if (!cat(&labels, &llen, &lcap, first ? "{" : ",") ||
+			    !cat(&labels, &llen, &lcap, key) || !cat_quoted(&labels, &llen, &lcap, eq + 1))
+				goto oom;
+			first = false;
+			break;
+		}
+		case O_SERVICE: service = optarg; break;
+		case O_NAME: name = optarg; break;
+		case O_TIME: when = optarg; break;
+		case O_TENANT: tenant = optarg; break;
+		case O_TOKEN: token = optarg; break;
+		default: fputs(usage_text, stderr); goto out;
+		}
+	}
+	if (!server) {
+		cli_err(cmd, "--server URL is required");
+		goto out;
+	}
+	if (!service) {
+		cli_err(cmd, "--service NAME (or --label service_name=NAME) is required");
+		goto out;
+	}
+	if (optind >= argc) {
+		cli_err(cmd, "no profile files (use '-' for stdin)");
+		goto out;
+	}
+	if (!first && !cat(&labels, &llen, &lcap, "}"))
+		goto oom;
+	char *url = NULL;
+	size_t ulen = 0, ucap = 0;
+	char *e_service = cli_url_escape(service), *e_labels = labels ? cli_url_escape(labels) : NULL;
+	char *e_name = name ? cli_url_escape(name) : NULL, *e_time = when ? cli_url_escape(when) : NULL;
+	bool ok = e_service && cat(&url, &ulen, &ucap, server) &&
+		  cat(&url, &ulen, &ucap, server[strlen(server) - 1] == '/' ? "" : "/") &&
+		  cat(&url, &ulen, &ucap, "api/v1/push?service_name=") &&
+		  cat(&url, &ulen, &ucap, e_service) &&
+		  (!e_labels || (cat(&url, &ulen, &ucap, "&labels=") && cat(&url, &ulen, &ucap, e_labels))) &&
+		  (!e_name || (cat(&url, &ulen, &ucap, "&name=") && cat(&url, &ulen, &ucap, e_name))) &&
+		  (!e_time || (cat(&url, &ulen, &ucap, "&time=") && cat(&url, &ulen, &ucap, e_time)));
+	free(e_service);
+	free(e_labels);
+	free(e_name);
+	free(e_time);
+	if (!ok) {
+		free(url);
+		goto oom;
+	}
+	rc = 0;
+	for (int i = optind; i < argc; i++) {
+		/* Everything goes as pprof: the decoder already knows every input format. */
+		strobe_profile *p;
+		strobe_err err = {{0}};
+		if (strobe_read_profile(argv[i], &p, &err) < 0) {
+			cli_err(cmd, "%s", err.msg);
+			rc = 2;
+			continue;
+		}
+		uint8_t *pb = NULL;
+		size_t pblen = 0;
+		int er = strobe_pprof_encode(p, &pb, &pblen);
+		strobe_profile_free(p);
+		if (er < 0) {
+			cli_err(cmd, "%s: cannot encode as pprof", argv[i]);
+			rc = 2;
+			continue;
+		}
+		cli_http_req rq = {.url = url, .body = pb, .len = pblen, .tenant = tenant,
+				   .token = token};
+		char *resp;
+		size_t rlen;
+		if (cli_http(cmd, &rq, &resp, &rlen) < 0) {
+			rc = 1;
+		} else {
+			printf("%s: %s\n", argv[i], resp);
+			free(resp);
+		}
+		free(pb);
+	}
+	free(url);
+	goto out;
+oom:
+	cli_err(cmd, "out of memory");
+	rc = 2;
+out:
+	free(labels);
+	return rc;
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe query: asks a strobe server for the merged profile of a selector over a time window
+ * (GET /api/v1/query), or with --diff for the normalised difference of two (GET /api/v1/diff),
+ * and writes what it answers: pprof, folded, JSON, SVG or a top table.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+	"usage: strobe query --server URL [options] SELECTOR\n"
+	"       strobe query --server URL --diff BASE_SELECTOR [options] SELECTOR\n\n"
+	"SELECTOR is a profile type and label matchers, as Prometheus writes them:\n"
+	"  'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\",env=~\"prod.*\"}'\n\n"
+	"  -s, --server URL       the server, e.g. http://127.0.0.1:4100\n"
+	"  --from T, --to T       the window (unix time, RFC 3339, now, now-1h); default the\n"
+	"                         last hour\n"
+	"  -t, --to-format F      pprof, folded, json, svg or top (default: from -o's extension,\n"
+	"                         else top)\n"
+	"  -o, --output FILE      write there (atomically) instead of stdout\n"
+	"  --diff BASE            compare BASE (the baseline selector) with SELECTOR\n"
+	"  --base-from T, --base-to T  the baseline's window (default: the same window)\n"
+	"  --max-nodes N          trim frames below the N-th heaviest\n"
+	"  --tenant ID            X-Scope-OrgID\n"
+	"  --token TOKEN          Authorization: Bearer TOKEN\n";
+
+typedef struct qbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+} qbuf;
+
+static void add(qbuf *q, const char *k, const char *v)
+{
+	if (!v || q->oom)
+		return;
+	char *e = cli_url_escape(v);
+	size_t need = q->len + strlen(k) + (e ? strlen(e) : 0) + 3;
+	if (!e || (need > q->cap && !(q->s = realloc(q->s, q->cap = need * 2)))) {
+		q->oom = true;
+		free(e);
+		return;
+	}
+	q->len += (size_t)sprintf(q->s + q->len, "%s%s=%s", q->len && q->s[q->len - 1] != '?' ? "&" : "", k, e);
+	free(e);
+}
+
+int cmd_query(int argc, char **argv)
+{
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN };
+	static const struct option longopts[] = {
+		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
+		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
+		{"to-format", required_argument, 0, 't'}, {"output", required_argument, 0, 'o'},
+		{"diff", required_argument, 0, O_DIFF}, {"base-from", required_argument, 0, O_BFROM},
+		{"base-to", required_argument, 0, O_BTO},
+		{"max-nodes", required_argument, 0, O_MAXN},
+		{"tenant", required_argument, 0, O_TENANT},
+		{"token", required_argument, 0, O_TOKEN}, {0, 0, 0, 0}};
+	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
+	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
+	const char *tenant = NULL, *token = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "hs:t:o:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); return 0;
+		case 's': server = optarg; break;
+		case O_FROM: from = optarg; break;
+		case O_TO: to = optarg; break;
+		case 't': fmt = optarg; break;
+		case 'o': out = optarg; break;
+		case O_DIFF: base = optarg; break;
+		case O_BFROM: bfrom = optarg; break;
+		case O_BTO: bto = optarg; break;
+		case O_MAXN: maxn = optarg; break;
+		case O_TENANT: tenant = optarg; break;
+		case O_TOKEN: token = optarg; break;
+		default: fputs(usage_text, stderr); return 2;
+		}
+	}
+	if (!server) {
+		cli_err(cmd, "--server URL is required");
+		return 2;
+	}
+	if (optind + 1 != argc) {
+		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
+		return 2;
+	}
+	if (!fmt && out) {
+		strobe_format f = cli_format_for_path(out);
+		fmt = f == STROBE_FMT_PPROF ? "pprof" : f == STROBE_FMT_FOLDED ? "folded"
+		      : f == STROBE_FMT_SVG ? "svg" : f == STROBE_FMT_JSON ? "json" : NULL;
+	}
+	if (!fmt)
+		fmt = "top";
+	static const char *const formats[] = {"pprof", "folded", "json", "svg", "top"};
+	bool known = false;
+	for (size_t i = 0; i < 5; i++)
+		known |= strcmp(fmt, formats[i]) == 0;
+	if (!known || (base && (!strcmp(fmt, "pprof") || !strcmp(fmt, "folded")))) {
+		cli_err(cmd, "-t: '%s' is not a format %s", fmt,
+			base ? "of a diff (svg, json, top)" : "(pprof, folded, json, svg, top)");
+		return 2;
+	}
+	qbuf q = {0};
+	size_t sl = strlen(server);
+	q.cap = sl + 64;
+	if (!(q.s = malloc(q.cap)))
+		return 2;
+	q.len = (size_t)sprintf(q.s, "%s%sapi/v1/%s?", server, server[sl - 1] == '/' ? "" : "/",
+				base ? "diff" : "query");
+	if (base) {
+		add(&q, "base", base);
+		add(&q, "new", argv[optind]);
+		add(&q, "new_from", from);
+		add(&q, "new_to", to);
+		add(&q, "base_from", bfrom ? bfrom : from);
+		add(&q, "base_to", bto ? bto : to);
+	} else {
+		add(&q, "query", argv[optind]);
+		add(&q, "from", from);
+		add(&q, "to", to);
+		add(&q, "max_nodes", maxn);
+	}
+	add(&q, "format", fmt);
+	if (q.oom) {
+		free(q.s);
+		cli_err(cmd, "out of memory");
+		return 2;
+	}
+	cli_http_req rq = {.url = q.s, .tenant = tenant, .token = token};
+	char *resp;
+	size_t len;
+	int r = cli_http(cmd, &rq, &resp, &len);
+	free(q.s);
+	if (r < 0)
+		return 1;
+	cli_out o;
+	if (cli_out_open(cmd, out, &o) < 0) {
+		free(resp);
+		return 2;
+	}
+	bool ok = fwrite(resp, 1, len, o.f) == len;
+	free(resp);
+	return cli_out_close(cmd, &o, ok) < 0 || !ok ? 2 : 0;
+}

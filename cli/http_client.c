@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The HTTP client side of the CLI (`strobe push`, `strobe query`): one request with libcurl,
+ * the response body collected in memory up to a cap, the server's JSON error message extracted
+ * so the user sees "strobe query: limit max_labels: ..." rather than a status code.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "cli.h"
+
+#define MAX_RESPONSE (1u << 30) /* a merged profile of a big window; more is a broken server */
+
+typedef struct sink {
+	char *buf;
+	size_t len, cap;
+	bool too_big;
+} sink;
+
+static size_t collect(char *p, size_t size, size_t n, void *ctx)
+{
+	sink *s = ctx;
+	size_t add = size * n;
+	if (s->len + add + 1 > MAX_RESPONSE) {
+		s->too_big = true;
+		return 0;
+	}
+	if (s->len + add + 1 > s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 65536;
+		while (nc < s->len + add + 1)
+			nc *= 2;
+		char *nb = realloc(s->buf, nc);
+		if (!nb)
+			return 0;
+		s->buf = nb;
+		s->cap = nc;
+	}
+	memcpy(s->buf + s->len, p, add);
+	s->len += add;
+	s->buf[s->len] = 0;
+	return add;
+}
+
+int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
+{
+	*body = NULL;
+	*len = 0;
+	static bool inited;
+	if (!inited) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		inited = true;
+	}
+	CURL *c = curl_easy_init();
+	if (!c) {
+		cli_err(cmd, "cannot start an HTTP client");
+		return -1;
+	}
+	sink s = {0};
+	struct curl_slist *h = NULL;
+	char line[512];
+	if (rq->tenant) {
+		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", rq->tenant);
+		h = curl_slist_append(h, line);
+	}
+	if (rq->token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", rq->token);
+		h = curl_slist_append(h, line);
+	}
+	h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before the body */
+	curl_easy_setopt(c, CURLOPT_URL, rq->url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->timeout_s > 0 ? rq->timeout_s : 120L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (rq->body) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)rq->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->len);
+	}
+	CURLcode cr = curl_easy_perform(c);
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	if (cr != CURLE_OK) {
+		cli_err(cmd, "%s: %s", rq->url,
+			s.too_big ? "the response is larger than 1 GiB" : curl_easy_strerror(cr));
+		free(s.buf);
+		return -1;
+	}
+	if (status != 200) {
+		/* The server's errors are {"error": "...", "status": N}. */
+		json_t *j = s.buf ? json_loadb(s.buf, s.len, 0, NULL) : NULL;
+		const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
+		cli_err(cmd, "%s: HTTP %ld: %s", rq->url, status,
+			msg ? msg : s.buf ? s.buf : "(no body)");
+		json_decref(j);
+		free(s.buf);
+		return -1;
+	}
+	*body = s.buf;
+	*len = s.len;
+	return 0;
+}
+
+char *cli_url_escape(const char *s)
+{
+	CURL *c = curl_easy_init();
+	char *e = c ? curl_easy_escape(c, s, 0) : NULL;
+	char *out = e ? strdup(e) : NULL;
+	curl_free(e);
+	if (c)
+		curl_easy_cleanup(c);
+	return out;
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The CLI clients of the server against the real thing: `strobe push` of a Go CPU profile and of
+# folded text, `strobe query` back in folded (identical to strobe convert of the input), pprof
+# (go tool pprof reads it) and top; `strobe query --diff`; errors from the server shown with its
+# message (exit 1); an unreachable server named (exit 1).
+set -u
+if ! command -v curl >/dev/null; then echo "SKIP server_cli: curl is not installed"; exit 0; fi
+export PPROF_TMPDIR=$TMPDIR HOME=${HOME:-$TMPDIR}
+st=0
+fail() { echo "FAIL server_cli/$1: $2"; st=1; }
+ok() { echo "ok server_cli/$1${2:+ ($2)}"; }
+pid=
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
+CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+cpu=$TESTDATA/pprof/go_cpu.pb.gz
+rm -rf "$TMPDIR/data"
+"$STROBE" server --data "$TMPDIR/data" --listen 127.0.0.1:0 2>"$TMPDIR/log" & pid=$!
+port=
+for ((i = 0; i < 300; i++)); do
+  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
+  [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.05
+done
+url=http://127.0.0.1:$port
+curl -sf "$url/ready" >/dev/null || { fail start "server did not come up: $(cat "$TMPDIR/log")"; exit 1; }
+
+# ---- push ---------------------------------------------------------------------------------------
+if "$STROBE" push --server "$url" --service api --label env=prod --time now "$cpu" > "$TMPDIR/push.out" 2>"$TMPDIR/push.err" &&
+   grep -q "$CPU" "$TMPDIR/push.out"; then
+  ok push "$(cut -c1-120 "$TMPDIR/push.out")"
+else fail push "exit $?: $(cat "$TMPDIR/push.err" "$TMPDIR/push.out" | head -3)"; fi
+printf 'main;work 7\nmain;idle 3\n' > "$TMPDIR/f.folded"
+if "$STROBE" push --server "$url" --service folded-app --name custom "$TMPDIR/f.folded" > "$TMPDIR/p2.out" 2>"$TMPDIR/p2.err"; then
+  ok push-folded "$(cut -c1-120 "$TMPDIR/p2.out")"
+else fail push-folded "$(cat "$TMPDIR/p2.err")"; fi
+
+# ---- query --------------------------------------------------------------------------------------
+"$STROBE" query --server "$url" --from now-5m -t folded "$CPU{service_name=\"api\",env=\"prod\"}" > "$TMPDIR/q.folded" 2>"$TMPDIR/q.err"
+"$STROBE_FAST" convert -t folded --sample-index cpu "$cpu" > "$TMPDIR/ref.folded"
+if [ -s "$TMPDIR/q.folded" ] && cmp -s "$TMPDIR/q.folded" "$TMPDIR/ref.folded"; then
+  ok query-folded "$(wc -l < "$TMPDIR/q.folded") stacks, identical to strobe convert of the input"
+else fail query-folded "differs from the input: $(cat "$TMPDIR/q.err") $(diff "$TMPDIR/q.folded" "$TMPDIR/ref.folded" | head -3)"; fi
+if "$STROBE" query --server "$url" --from now-5m -o "$TMPDIR/q.pb.gz" "$CPU{service_name=\"api\"}" 2>"$TMPDIR/q2.err"; then
+  if command -v go >/dev/null; then
+    if go tool pprof -top "$TMPDIR/q.pb.gz" 2>/dev/null | grep -q 'crypto/sha256.block'; then ok query-pprof "go tool pprof reads it"
+    else fail query-pprof "go tool pprof cannot read it or the hot frame is missing"; fi
+  else ok query-pprof "written ($(stat -c %s "$TMPDIR/q.pb.gz") bytes)"; fi
+else fail query-pprof "$(cat "$TMPDIR/q2.err")"; fi
+top=$("$STROBE" query --server "$url" --from now-5m "$CPU{service_name=\"api\"}" 2>&1)
+if grep -q 'flat%' <<<"$top"; then ok query-top; else fail query-top "${top:0:200}"; fi
+
+# ---- diff ---------------------------------------------------------------------------------------
+d=$("$STROBE" query --server "$url" --from now-5m --diff "$CPU{service_name=\"api\"}" -t top "$CPU{env=\"prod\"}" 2>&1)
+if [ $? -eq 0 ] && [ -n "$d" ]; then ok diff "$(head -1 <<<"$d" | cut -c1-80)"; else fail diff "${d:0:200}"; fi
+
+# ---- errors ---------------------------------------------------------------------------------------
+"$STROBE" query --server "$url" 'process_cpu{service_name=' > /dev/null 2>"$TMPDIR/e1"
+code=$?
+if [ $code = 1 ] && grep -q 'HTTP 400' "$TMPDIR/e1" && [ "$(wc -l < "$TMPDIR/e1")" = 1 ]; then ok bad-selector "$(cat "$TMPDIR/e1")"
+else fail bad-selector "exit $code: $(cat "$TMPDIR/e1")"; fi
+"$STROBE" query --server http://127.0.0.1:1 "$CPU" > /dev/null 2>"$TMPDIR/e2"
+code=$?
+if [ $code = 1 ] && grep -q '127.0.0.1:1' "$TMPDIR/e2"; then ok unreachable "$(cat "$TMPDIR/e2")"
+else fail unreachable "exit $code: $(cat "$TMPDIR/e2")"; fi
+"$STROBE" push --server "$url" "$cpu" > /dev/null 2>"$TMPDIR/e3"
+code=$?
+if [ $code = 2 ] && grep -q 'service' "$TMPDIR/e3"; then ok push-usage "$(cat "$TMPDIR/e3")"
+else fail push-usage "exit $code: $(cat "$TMPDIR/e3")"; fi
+kill $pid; wait $pid 2>/dev/null; pid=
+exit $st
