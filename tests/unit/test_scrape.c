@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -590,6 +592,12 @@ static bool go_start(gosrv *g, char *why, size_t cap)
 	snprintf(path, sizeof(path), "%s/srv", g->dir);
 	g->pid = fork();
 	if (g->pid == 0) {
+		/* Never outlive the test (a failed assertion skips go_stop), and never hold the
+		 * test runner's output pipe open: it waits for EOF on it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, 2);
 		dup2(pfd[1], 1);
 		close(pfd[0]);
 		close(pfd[1]);
@@ -618,6 +626,9 @@ static bool go_start(gosrv *g, char *why, size_t cap)
 	return true;
 }
 
+/* The Go program of the running test, for the teardown when an assertion ends it early. */
+static gosrv *running_go;
+
 static void go_stop(gosrv *g)
 {
 	kill(g->pid, SIGTERM);
@@ -626,6 +637,15 @@ static void go_stop(gosrv *g)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g->dir);
 	if (system(cmd) != 0)
 		print_message("could not remove %s\n", g->dir);
+}
+
+static int go_teardown(void **state)
+{
+	(void)state;
+	if (running_go && running_go->pid > 0)
+		go_stop(running_go);
+	running_go = NULL;
+	return 0;
 }
 
 static size_t discard(char *d, size_t s, size_t n, void *u) { return s * n; }
@@ -674,12 +694,13 @@ static void expect_names(const strobe_profile *p, const char *hint, const char *
 
 static void test_go_target(void **state)
 {
-	gosrv g;
+	gosrv g = {0};
 	char why[256];
 	if (!go_start(&g, why, sizeof(why))) {
 		print_message("SKIP test_go_target: %s\n", why);
 		skip();
 	}
+	running_go = &g;
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", g.port);
 	strobe_scrape_target t = {.url = url,
@@ -782,6 +803,7 @@ static void test_go_target(void **state)
 	strobe_profile_free(raw2);
 	strobe_profile_free(raw3);
 	go_stop(&g);
+	running_go = NULL;
 }
 
 int main(void)
@@ -793,7 +815,7 @@ int main(void)
 		cmocka_unit_test(test_canned_deltas),
 		cmocka_unit_test(test_http_errors),
 		cmocka_unit_test(test_stop_is_prompt),
-		cmocka_unit_test(test_go_target),
+		cmocka_unit_test_teardown(test_go_target, go_teardown),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();
