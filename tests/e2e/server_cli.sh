@@ -14,17 +14,9 @@ pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 cpu=$TESTDATA/pprof/go_cpu.pb.gz
-rm -rf "$TMPDIR/data"
-"$STROBE" server --data "$TMPDIR/data" --listen 127.0.0.1:0 2>"$TMPDIR/log" & pid=$!
-port=
-for ((i = 0; i < 300; i++)); do
-  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
-  [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.05
-done
-url=http://127.0.0.1:$port
-curl -sf "$url/ready" >/dev/null || { fail start "server did not come up: $(cat "$TMPDIR/log")"; exit 1; }
+# shellcheck source=lib/server.sh
+. "$(dirname "$0")/lib/server.sh"
+start_server
 
 # ---- push ---------------------------------------------------------------------------------------
 if "$STROBE" push --server "$url" --service api --label env=prod --time now "$cpu" > "$TMPDIR/push.out" 2>"$TMPDIR/push.err" &&

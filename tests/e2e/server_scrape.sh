@@ -20,8 +20,9 @@ if ! (cd "$TMPDIR/go" && GO111MODULE=off GOPROXY=off GOTOOLCHAIN=local GOFLAGS= 
       GOCACHE="$TMPDIR/gocache" go build -o pprofsrv main.go) > "$TMPDIR/gobuild.log" 2>&1; then
   fail build "go build: $(head -3 "$TMPDIR/gobuild.log" | tr '\n' ' ')"; exit 1
 fi
+rm -f "$TMPDIR/goport"
 "$TMPDIR/go/pprofsrv" > "$TMPDIR/goport" & pids+=($!)
-for ((i = 0; i < 100; i++)); do [ -s "$TMPDIR/goport" ] && break; sleep 0.05; done
+for ((i = 0; i < 200; i++)); do grep -q '^[0-9][0-9]*$' "$TMPDIR/goport" 2>/dev/null && break; sleep 0.05; done
 goport=$(head -1 "$TMPDIR/goport")
 [ -n "$goport" ] || { fail start "the Go service printed no port"; exit 1; }
 cat > "$TMPDIR/server.json" <<JSON
@@ -32,16 +33,10 @@ cat > "$TMPDIR/server.json" <<JSON
   ]
 }
 JSON
-rm -rf "$TMPDIR/data"
-"$STROBE" server --data "$TMPDIR/data" --listen 127.0.0.1:0 --config "$TMPDIR/server.json" 2>"$TMPDIR/log" & pids+=($!)
-port=
-for ((i = 0; i < 300; i++)); do
-  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
-  [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-  sleep 0.05
-done
-url=http://127.0.0.1:$port
-curl -sf "$url/ready" >/dev/null || { fail start "server did not come up: $(cat "$TMPDIR/log")"; exit 1; }
+# shellcheck source=lib/server.sh
+. "$here/lib/server.sh"
+start_server --config "$TMPDIR/server.json"
+pids+=("$pid")
 q() { curl -s -G "$url/api/v1/query" -H 'X-Scope-OrgID: team-go' --data-urlencode "query=$1" -d format=folded -d from=now-5m; }
 # Poll (at most 20 s) until both profiles have arrived: allocs needs two rounds (a baseline, then
 # a delta), the CPU profile one second of each round.
