@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -54,44 +53,6 @@ typedef struct kparse {
 	size_t n, cap;
 	int err;
 } kparse;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Up to 16 hex digits (an optional 0x first) at *p; false when there are none or more. */
-static bool parse_hex(const char **p, const char *e, uint64_t *out)
-{
-	const char *q = *p;
-	if (e - q > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && hexval(q[2]) >= 0)
-		q += 2;
-	uint64_t v = 0;
-	int nd = 0;
-	for (int h; q < e && (h = hexval(*q)) >= 0; q++) {
-		if (++nd > 16)
-			return false;
-		v = v << 4 | (uint64_t)h;
-	}
-	if (!nd)
-		return false;
-	*p = q;
-	*out = v;
-	return true;
-}
 
 /* The group of a module name ("[ext4]"), created when new. Names are pooled, so the pointer
  * is the key. */
@@ -137,7 +98,7 @@ static int kallsyms_line(void *arg, const char *l, size_t len)
 	kparse *ps = arg;
 	const char *p = l, *e = l + len;
 	uint64_t addr;
-	if (!parse_hex(&p, e, &addr) || p + 3 > e || p[0] != ' ' || p[2] != ' ')
+	if (!sym_parse_hex(&p, e, &addr) || p + 3 > e || p[0] != ' ' || p[2] != ' ')
 		return 0; /* malformed: skipped */
 	char type = p[1];
 	p += 3;
@@ -210,7 +171,7 @@ static int modules_line(void *arg, const char *l, size_t len)
 	while (last > p && last[-1] != ' ')
 		last--;
 	uint64_t base;
-	if (!parse_hex(&last, e, &base) || last != e || !base || !size || base + size < base)
+	if (!sym_parse_hex(&last, e, &base) || last != e || !base || !size || base + size < base)
 		return 0;
 	const char *iname = sym_intern(&ps->s->strings, name, nlen);
 	for (size_t g = 1; iname && g < k->ngroups; g++)
@@ -246,7 +207,7 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 {
 	kernel_clear(k);
 	k->loaded = true;
-	k->loaded_ns = now_ns();
+	k->loaded_ns = sym_now_ns();
 	kparse ps = {.s = s, .k = k};
 	uint32_t g;
 	const char *core = sym_intern(&s->strings, CORE_NAME, strlen(CORE_NAME));
@@ -331,7 +292,7 @@ int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out
 		kernel_load(s, k);
 	size_t below;
 	const sym_range *r = sym_ranges_find(k->v, k->n, addr, &below);
-	if (!r && now_ns() - k->loaded_ns >= RELOAD_NS) {
+	if (!r && sym_now_ns() - k->loaded_ns >= RELOAD_NS) {
 		kernel_load(s, k);
 		r = sym_ranges_find(k->v, k->n, addr, &below);
 	}

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -70,4 +71,41 @@ out:
 	free(buf);
 	close(fd);
 	return ret;
+}
+
+int64_t sym_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool sym_parse_hex(const char **p, const char *e, uint64_t *out)
+{
+	const char *q = *p;
+	if (e - q > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && hexval(q[2]) >= 0)
+		q += 2;
+	uint64_t v = 0;
+	int nd = 0;
+	for (int h; q < e && (h = hexval(*q)) >= 0; q++) {
+		if (++nd > 16)
+			return false;
+		v = v << 4 | (uint64_t)h;
+	}
+	if (!nd)
+		return false;
+	*p = q;
+	*out = v;
+	return true;
 }

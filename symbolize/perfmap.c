@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -45,54 +44,17 @@ typedef struct pparse {
 	int err;
 } pparse;
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static bool parse_hex(const char **p, const char *e, uint64_t *out)
-{
-	const char *q = *p;
-	if (e - q > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X') && hexval(q[2]) >= 0)
-		q += 2;
-	uint64_t v = 0;
-	int nd = 0;
-	for (int h; q < e && (h = hexval(*q)) >= 0; q++) {
-		if (++nd > 16)
-			return false;
-		v = v << 4 | (uint64_t)h;
-	}
-	if (!nd)
-		return false;
-	*p = q;
-	*out = v;
-	return true;
-}
-
 static int perfmap_line(void *arg, const char *l, size_t len)
 {
 	pparse *ps = arg;
 	ps->line++;
 	const char *p = l, *e = l + len;
 	uint64_t start, size;
-	if (!parse_hex(&p, e, &start) || p >= e || *p != ' ')
+	if (!sym_parse_hex(&p, e, &start) || p >= e || *p != ' ')
 		return 0;
 	while (p < e && *p == ' ')
 		p++;
-	if (!parse_hex(&p, e, &size) || p >= e || *p != ' ' || !size)
+	if (!sym_parse_hex(&p, e, &size) || p >= e || *p != ' ' || !size)
 		return 0;
 	while (p < e && *p == ' ')
 		p++;
@@ -230,11 +192,11 @@ int strobe_sym_perfmap(strobe_symbolizer *s, pid_t pid, uint64_t addr, strobe_sy
 		return 0;
 	const sym_range *r = m->n ? sym_ranges_find(m->v, m->n, addr, NULL) : NULL;
 	bool first = !m->checked_ns;
-	if (!r && (first || now_ns() - m->checked_ns >= RECHECK_NS)) {
+	if (!r && (first || sym_now_ns() - m->checked_ns >= RECHECK_NS)) {
 		char *path = perfmap_path(s, pid);
 		if (!path)
 			return 0;
-		m->checked_ns = now_ns() | 1;
+		m->checked_ns = sym_now_ns() | 1;
 		struct stat st;
 		bool exists = stat(path, &st) == 0;
 		if (first || stat_changed(m, exists, &st)) {
