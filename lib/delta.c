@@ -16,22 +16,6 @@
 
 #define ABSENT UINT32_MAX
 
-/* Same order as the canonical label-set order in lib/profile.c (key, str, num, unit), so a
- * translated label set can be looked up as it would have been interned. */
-static int label_cmp(const void *a, const void *b)
-{
-	const strobe_label *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	if (x->str != y->str)
-		return x->str < y->str ? -1 : 1;
-	if (x->num != y->num)
-		return x->num < y->num ? -1 : 1;
-	if (x->num_unit != y->num_unit)
-		return x->num_unit < y->num_unit ? -1 : 1;
-	return 0;
-}
-
 static bool same_types(const strobe_profile *a, const strobe_profile *b)
 {
 	if (a->ntypes != b->ntypes)
@@ -161,9 +145,7 @@ static int xlate_build(xlate *x, const strobe_profile *src, const strobe_profile
 			absent |= labs[j].key == ABSENT || labs[j].str == ABSENT ||
 				  labs[j].num_unit == ABSENT;
 		}
-		if (!absent && n)
-			qsort(labs, n, sizeof(*labs), label_cmp);
-		x->lab[i] = absent ? ABSENT : strobe_itab_find(&dst->labelsets, labs, n * sizeof(*labs));
+		x->lab[i] = absent ? ABSENT : strobe_labelset_find(dst, labs, n);
 	}
 	free(lines);
 	free(labs);

@@ -215,6 +215,16 @@ static int label_cmp(const void *a, const void *b)
 	return 0;
 }
 
+uint32_t strobe_labelset_find(const strobe_profile *p, strobe_label *labels, uint32_t n)
+{
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		labels[i].pad_ = 0;
+	qsort(labels, n, sizeof(*labels), label_cmp);
+	return strobe_itab_find(&p->labelsets, labels, n * sizeof(*labels));
+}
+
 uint32_t strobe_labelset_intern(strobe_profile *p, const strobe_label *labels, uint32_t n)
 {
 	if (!n)

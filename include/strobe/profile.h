@@ -188,6 +188,10 @@ uint32_t strobe_labelset_intern(strobe_profile *p, const strobe_label *labels, u
 /* Appends a comment (pprof's Profile.comment). Returns 0/-ENOMEM. */
 int strobe_profile_add_comment(strobe_profile *p, const char *text);
 
+/* The id of an existing label set, or UINT32_MAX when p has none like it. Sorts labels (the
+ * caller's array) into the canonical order first. */
+uint32_t strobe_labelset_find(const strobe_profile *p, strobe_label *labels, uint32_t n);
+
 /* Adds values (ntypes of them) to the sample (stack, labels), creating it if new. */
 int strobe_sample_add(strobe_profile *p, uint32_t stack, uint32_t labels, const int64_t *values);
 
