@@ -13,6 +13,12 @@
  * when the size is unknown (the core kernel's last symbol likewise), rather than swallowing
  * everything up to the next module.
  *
+ * The table is compact because it is large (about 120,000 text symbols) and its names are
+ * rarely asked for: 16 bytes per symbol (address, offset of its name, module) plus the names
+ * in one arena, about 5 MB for a whole kernel, against 11 MB as pooled strings and ranges.
+ * A symbol's end is worked out at lookup from its successor. Only a name actually returned
+ * is copied into the symbolizer's string pool, where it outlives reloads of the table.
+ *
  * Without CAP_SYSLOG (kptr_restrict) every address in the file reads as zero: the kernel is
  * then "unavailable" and addresses are left unnamed, not all named after one symbol.
  * Modules load after we read the file, so a miss re-reads it, at most once a minute.
@@ -27,18 +33,22 @@
 #define RELOAD_NS (60ll * 1000000000ll)
 #define CORE_NAME "[kernel.kallsyms]"
 
+/* One text symbol: 16 bytes. While parsing, rank orders symbols that share an address; after
+ * the table is built it is unused. */
 typedef struct ksym {
 	uint64_t addr;
-	const char *name;
-	uint32_t group;
-	int rank;
+	uint32_t name; /* offset in the name arena */
+	uint16_t group;
+	uint16_t rank;
 } ksym;
 
 struct sym_kernel {
 	bool loaded;
 	int64_t loaded_ns;
-	sym_range *v;
+	ksym *v; /* sorted by address, one symbol per address */
 	size_t n;
+	char *names; /* NUL-terminated names, back to back */
+	size_t nnames, cnames;
 	/* Groups: 0 is the core kernel, then one per module, with their address span. */
 	const char **group_name;
 	uint64_t *group_lo, *group_hi;
@@ -49,8 +59,7 @@ struct sym_kernel {
 typedef struct kparse {
 	strobe_symbolizer *s;
 	sym_kernel *k;
-	ksym *v;
-	size_t n, cap;
+	size_t cap;
 	int err;
 } kparse;
 
@@ -93,9 +102,38 @@ static int group_of(sym_kernel *k, const char *name, uint32_t *g)
 	return 0;
 }
 
+/* Appends name[0..len) and a NUL to the arena; its offset, or UINT32_MAX when out of memory.
+ * Names are cut like the string pool cuts them, so a name reads the same either way. */
+static uint32_t arena_add(sym_kernel *k, const char *name, size_t len)
+{
+	if (len > SYM_MAX_NAME) {
+		len = SYM_MAX_NAME;
+		while (len > 0 && ((unsigned char)name[len] & 0xc0) == 0x80)
+			len--;
+	}
+	if (k->nnames + len + 1 > k->cnames) {
+		size_t nc = k->cnames ? k->cnames * 2 : 64u << 10;
+		while (nc < k->nnames + len + 1)
+			nc *= 2;
+		if (nc > UINT32_MAX)
+			return UINT32_MAX;
+		char *v = realloc(k->names, nc);
+		if (!v)
+			return UINT32_MAX;
+		k->names = v;
+		k->cnames = nc;
+	}
+	uint32_t off = (uint32_t)k->nnames;
+	memcpy(k->names + off, name, len);
+	k->names[off + len] = 0;
+	k->nnames += len + 1;
+	return off;
+}
+
 static int kallsyms_line(void *arg, const char *l, size_t len)
 {
 	kparse *ps = arg;
+	sym_kernel *k = ps->k;
 	const char *p = l, *e = l + len;
 	uint64_t addr;
 	if (!sym_parse_hex(&p, e, &addr) || p + 3 > e || p[0] != ' ' || p[2] != ' ')
@@ -103,7 +141,7 @@ static int kallsyms_line(void *arg, const char *l, size_t len)
 	char type = p[1];
 	p += 3;
 	const char *name = p;
-	while (p < e && *p != '\t' && *p != ' ')
+	while (p < e && *p != '\t' && *p != ' ' && *p != 0)
 		p++;
 	size_t nlen = (size_t)(p - name);
 	if (!nlen || !strchr("tTwW", type) || !addr)
@@ -119,29 +157,28 @@ static int kallsyms_line(void *arg, const char *l, size_t len)
 		mod = p;
 		mlen = (size_t)(close - p) + 1;
 	}
-	if (ps->n == ps->cap) {
+	if (k->n == ps->cap) {
 		if (ps->cap >= SYM_MAX_ENTRIES)
 			return 1; /* stop: the cap is reached */
 		size_t nc = ps->cap ? ps->cap * 2 : 4096;
-		ksym *v = realloc(ps->v, nc * sizeof(*v));
+		ksym *v = realloc(k->v, nc * sizeof(*v));
 		if (!v) {
 			ps->err = -ENOMEM;
 			return 1;
 		}
-		ps->v = v;
+		k->v = v;
 		ps->cap = nc;
 	}
-	const char *iname = sym_intern(&ps->s->strings, name, nlen);
-	const char *imod = mod ? sym_intern(&ps->s->strings, mod, mlen) : ps->k->group_name[0];
-	uint32_t g = 0;
-	if (!iname || !imod || (mod && group_of(ps->k, imod, &g) < 0)) {
+	const char *imod = mod ? sym_intern(&ps->s->strings, mod, mlen) : k->group_name[0];
+	uint32_t g = 0, off = arena_add(k, name, nlen);
+	if (off == UINT32_MAX || !imod || (mod && group_of(k, imod, &g) < 0)) {
 		ps->err = -ENOMEM;
 		return 1;
 	}
-	ps->v[ps->n++] = (ksym){
+	k->v[k->n++] = (ksym){
 		.addr = addr,
-		.name = iname,
-		.group = g,
+		.name = off,
+		.group = (uint16_t)g,
 		.rank = type == 'T' ? 4 : type == 't' ? 3 : type == 'W' ? 2 : 1,
 	};
 	return 0;
@@ -183,14 +220,17 @@ static int modules_line(void *arg, const char *l, size_t len)
 	return 0;
 }
 
+/* qsort has no context argument: the arena being sorted against. */
+static const char *sort_names;
+
 static int cmp_ksym(const void *a, const void *b)
 {
 	const ksym *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->rank != y->rank)
-		return y->rank - x->rank;
-	return strcmp(x->name, y->name);
+		return (int)y->rank - (int)x->rank;
+	return strcmp(sort_names + x->name, sort_names + y->name);
 }
 
 static void kernel_clear(sym_kernel *k)
@@ -198,6 +238,9 @@ static void kernel_clear(sym_kernel *k)
 	free(k->v);
 	k->v = NULL;
 	k->n = 0;
+	free(k->names);
+	k->names = NULL;
+	k->nnames = k->cnames = 0;
 	k->ngroups = 0;
 	strobe_itab_free(&k->group_ix);
 	k->group_ix.fixed = sizeof(const char *);
@@ -218,13 +261,15 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 		return -ENOMEM;
 	int r = sym_read_lines(path, kallsyms_line, &ps);
 	free(path);
-	if (r < 0 || ps.err < 0 || !ps.n) { /* no file, or kptr_restrict zeroed every address */
-		free(ps.v);
+	if (r < 0 || ps.err < 0 || !k->n) { /* no file, or kptr_restrict zeroed every address */
+		kernel_clear(k);
 		return r < 0 ? r : ps.err < 0 ? ps.err : -ENOENT;
 	}
-	qsort(ps.v, ps.n, sizeof(*ps.v), cmp_ksym);
-	for (size_t i = 0; i < ps.n; i++) {
-		ksym *x = &ps.v[i];
+	sort_names = k->names;
+	qsort(k->v, k->n, sizeof(*k->v), cmp_ksym);
+	sort_names = NULL;
+	for (size_t i = 0; i < k->n; i++) {
+		const ksym *x = &k->v[i];
 		if (x->addr < k->group_lo[x->group])
 			k->group_lo[x->group] = x->addr;
 		uint64_t end = x->addr + LAST_SPAN < x->addr ? UINT64_MAX : x->addr + LAST_SPAN;
@@ -235,32 +280,21 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 		sym_read_lines(path, modules_line, &ps); /* optional: sizes only sharpen ends */
 		free(path);
 	}
-	sym_range *v = malloc(ps.n * sizeof(*v));
-	if (!v) {
-		free(ps.v);
-		return -ENOMEM;
-	}
+	/* One symbol per address: the first after sorting (T before t before W before w, then
+	 * by name) names it. */
 	size_t m = 0;
-	for (size_t i = 0; i < ps.n; i++) {
-		if (i && ps.v[i].addr == ps.v[i - 1].addr)
-			continue;
-		size_t j = i + 1;
-		while (j < ps.n && ps.v[j].addr == ps.v[i].addr)
-			j++;
-		uint32_t grp = ps.v[i].group;
-		/* The next symbol ends this one whichever module it is in: BPF programs sit
-		 * between modules, and no two pieces of code overlap. */
-		uint64_t end = k->group_hi[grp];
-		if (j < ps.n && ps.v[j].addr < end)
-			end = ps.v[j].addr;
-		if (end <= ps.v[i].addr)
-			end = ps.v[i].addr + 1;
-		v[m++] = (sym_range){.start = ps.v[i].addr, .end = end, .name = ps.v[i].name,
-				     .group = grp};
-	}
-	free(ps.v);
-	k->v = v;
+	for (size_t i = 0; i < k->n; i++)
+		if (!m || k->v[i].addr != k->v[m - 1].addr)
+			k->v[m++] = k->v[i];
 	k->n = m;
+	/* Give back the slack of doubling: the table lives as long as the symbolizer. */
+	ksym *v = realloc(k->v, m * sizeof(*v));
+	if (v)
+		k->v = v;
+	char *names = realloc(k->names, k->nnames);
+	if (names)
+		k->names = names;
+	k->cnames = k->nnames;
 	return 0;
 }
 
@@ -269,11 +303,37 @@ void sym_kernel_free(sym_kernel *k)
 	if (!k)
 		return;
 	free(k->v);
+	free(k->names);
 	free(k->group_name);
 	free(k->group_lo);
 	free(k->group_hi);
 	strobe_itab_free(&k->group_ix);
 	free(k);
+}
+
+/* The index of the last symbol at or before addr (SIZE_MAX when none), and whether addr lies
+ * inside it: a symbol ends at the next one, and never past the end of its module. */
+static size_t kernel_find(const sym_kernel *k, uint64_t addr, bool *inside)
+{
+	size_t lo = 0, hi = k->n; /* first index with addr > addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (k->v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*inside = false;
+	if (!lo)
+		return SIZE_MAX;
+	const ksym *x = &k->v[lo - 1];
+	uint64_t end = k->group_hi[x->group];
+	if (lo < k->n && k->v[lo].addr < end)
+		end = k->v[lo].addr;
+	if (end <= x->addr)
+		end = x->addr + 1;
+	*inside = addr < end;
+	return lo - 1;
 }
 
 int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out,
@@ -290,17 +350,23 @@ int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out
 	sym_kernel *k = s->kernel;
 	if (!k->loaded)
 		kernel_load(s, k);
-	size_t below;
-	const sym_range *r = sym_ranges_find(k->v, k->n, addr, &below);
-	if (!r && sym_now_ns() - k->loaded_ns >= RELOAD_NS) {
+	bool inside;
+	size_t below = kernel_find(k, addr, &inside);
+	if (!inside && sym_now_ns() - k->loaded_ns >= RELOAD_NS) {
 		kernel_load(s, k);
-		r = sym_ranges_find(k->v, k->n, addr, &below);
+		below = kernel_find(k, addr, &inside);
 	}
-	if (r) {
+	if (inside) {
+		const ksym *x = &k->v[below];
+		const char *name = k->names + x->name;
+		/* Pooled: the caller may hold it across a reload of the table. */
+		const char *pooled = sym_intern(&s->strings, name, strlen(name));
+		if (!pooled)
+			return 0;
 		if (out)
-			out->function = r->name;
+			out->function = pooled;
 		if (module)
-			*module = k->group_name[r->group];
+			*module = k->group_name[x->group];
 		return 1;
 	}
 	if (module && below != SIZE_MAX) {

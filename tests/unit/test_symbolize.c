@@ -883,6 +883,130 @@ static void test_kallsyms(void **state)
 	strobe_symbolizer_free(s);
 }
 
+/* A larger synthetic kallsyms (a core kernel and three modules, symbols sharing addresses with
+ * every type, data symbols among them, one module sized by /proc/modules) against a plain
+ * model of the rules written out here by linear scan: the last text symbol at or before the
+ * address, ties broken T, t, W, w then by name; it ends at the next address, or at its
+ * module's end (the /proc/modules size, else 4 KiB past its last symbol). */
+typedef struct model_sym {
+	uint64_t addr;
+	char type;
+	int group;
+	char name[24];
+} model_sym;
+
+static int model_rank(char t)
+{
+	return t == 'T' ? 4 : t == 't' ? 3 : t == 'W' ? 2 : t == 'w' ? 1 : 0;
+}
+
+static void model_expect(const model_sym *v, int n, const uint64_t *lo, const uint64_t *hi,
+			 const char *const *gname, uint64_t x, const char **fn, const char **mod)
+{
+	const model_sym *best = NULL;
+	for (int i = 0; i < n; i++) {
+		const model_sym *m = &v[i];
+		if (!model_rank(m->type) || m->addr > x)
+			continue;
+		if (!best || m->addr > best->addr ||
+		    (m->addr == best->addr &&
+		     (model_rank(m->type) > model_rank(best->type) ||
+		      (model_rank(m->type) == model_rank(best->type) &&
+		       strcmp(m->name, best->name) < 0))))
+			best = m;
+	}
+	*fn = *mod = NULL;
+	if (!best)
+		return;
+	uint64_t end = hi[best->group];
+	for (int i = 0; i < n; i++)
+		if (model_rank(v[i].type) && v[i].addr > best->addr && v[i].addr < end)
+			end = v[i].addr;
+	if (end <= best->addr)
+		end = best->addr + 1;
+	if (x < end) {
+		*fn = best->name;
+		*mod = gname[best->group];
+	} else if (x >= lo[best->group] && x < hi[best->group]) {
+		*mod = gname[best->group];
+	}
+}
+
+static void test_kallsyms_model(void **state)
+{
+	(void)state;
+	NEED_DIR();
+	enum { N = 3000, G = 4 };
+	static const char *const gname[G] = {"[kernel.kallsyms]", "[m_one]", "[m_two]", "[bpf]"};
+	static const uint64_t gbase[G] = {0xffffffff81000000ull, 0xffffffffc0100000ull,
+					  0xffffffffc0200000ull, 0xffffffffa0000000ull};
+	static const char types[] = "TtWwdDbr";
+	model_sym *v = calloc(N, sizeof(*v));
+	size_t cap = (size_t)N * 64;
+	char *text = malloc(cap);
+	assert_non_null(v);
+	assert_non_null(text);
+	uint64_t seed = 42;
+	size_t len = 0;
+	for (int i = 0; i < N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t r = (uint32_t)(seed >> 33);
+		model_sym *m = &v[i];
+		m->group = (int)(r % G);
+		/* every fifth symbol shares the address of an earlier one */
+		if (i > 0 && r % 5 == 0 && v[(r >> 8) % (uint32_t)i].group == m->group)
+			m->addr = v[(r >> 8) % (uint32_t)i].addr;
+		else
+			m->addr = gbase[m->group] + (r >> 4) % 0x40000;
+		m->type = types[(r >> 24) % 8];
+		snprintf(m->name, sizeof(m->name), "f%u_%d", (r >> 12) % 97, i);
+		len += (size_t)snprintf(text + len, cap - len, "%016llx %c %s%s%s\n",
+					(unsigned long long)m->addr, m->type, m->name,
+					m->group ? "\t" : "", m->group ? gname[m->group] : "");
+	}
+	/* m_one is sized by /proc/modules, cutting its last symbols short; the others are not. */
+	uint64_t lo[G], hi[G];
+	for (int g = 0; g < G; g++)
+		lo[g] = UINT64_MAX, hi[g] = 0;
+	for (int i = 0; i < N; i++)
+		if (model_rank(v[i].type)) {
+			if (v[i].addr < lo[v[i].group])
+				lo[v[i].group] = v[i].addr;
+			if (v[i].addr + 4096 > hi[v[i].group])
+				hi[v[i].group] = v[i].addr + 4096;
+		}
+	char modules[128];
+	snprintf(modules, sizeof(modules), "m_one %u 0 - Live 0x%llx\n", 0x30000u,
+		 (unsigned long long)gbase[1]);
+	if (gbase[1] < lo[1])
+		lo[1] = gbase[1];
+	hi[1] = gbase[1] + 0x30000;
+	make_root("kmodel", text, modules, NULL);
+	strobe_sym_opts o = {.sysroot = path_in("kmodel")};
+	strobe_symbolizer *s = strobe_symbolizer_new(&o);
+	assert_non_null(s);
+	int named = 0, unnamed = 0;
+	for (int i = 0; i < 4 * N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t r = (uint32_t)(seed >> 33);
+		const model_sym *m = &v[r % N];
+		/* at a symbol, just inside or before it, or anywhere up to 72 KiB past it */
+		uint64_t x = m->addr + (i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : (r >> 8) % 0x12000) -
+			     (i % 4 == 3 ? 1 : 0);
+		const char *fn, *mod;
+		model_expect(v, N, lo, hi, gname, x, &fn, &mod);
+		expect_kernel(s, x, fn, mod);
+		named += fn != NULL;
+		unnamed += fn == NULL;
+	}
+	/* both outcomes are covered */
+	assert_true(named > N);
+	assert_true(unnamed > 10);
+	strobe_symbolizer_free(s);
+	free(text);
+	free(v);
+}
+
 static void expect_jit(strobe_symbolizer *s, pid_t pid, uint64_t addr, const char *fn)
 {
 	strobe_sym_frame f;
@@ -1021,6 +1145,7 @@ int main(void)
 		cmocka_unit_test(test_build_id_cache),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_kallsyms),
+		cmocka_unit_test(test_kallsyms_model),
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_vdso),
 	};
