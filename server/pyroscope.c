@@ -790,12 +790,11 @@ static bool delimiter_line(const uint8_t *d, const uint8_t *end, bool *close, co
 	return false;
 }
 
-static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, form *f,
-			   strobe_err *err)
+int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
+			   strobe_part_fn fn, void *ctx, strobe_err *err)
 {
 	char boundary[80];
-	memset(f, 0, sizeof(*f));
-	if (!header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||
+	if (!ctype || !header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||
 	    !boundary[0])
 		return strobe_errf(err, -EINVAL,
 				   "multipart body: Content-Type has no boundary parameter (of at "
@@ -828,8 +827,8 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, f
 	if (close)
 		return 0;
 	for (unsigned part = 0;; part++) {
-		if (part >= MAX_PARTS)
-			return strobe_errf(err, -EINVAL, "multipart body: more than %u parts", MAX_PARTS);
+		if (part >= max_parts)
+			return strobe_errf(err, -E2BIG, "multipart body: more than %u parts", max_parts);
 		/* Headers up to an empty line. */
 		char name[64] = "";
 		size_t hbytes = 0;
@@ -871,16 +870,33 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, f
 		const uint8_t *ce = d;
 		if (ce > p && ce[-1] == '\r')
 			ce--;
-		span *dst = strcmp(name, "profile") == 0	   ? &f->profile
-			    : strcmp(name, "prev_profile") == 0	   ? &f->prev
-			    : strcmp(name, "sample_type_config") == 0 ? &f->stc
-								   : NULL;
-		if (dst && !dst->set) /* the first of a name counts */
-			*dst = (span){p, (size_t)(ce - p), true};
+		int r = fn(ctx, name, p, (size_t)(ce - p));
+		if (r < 0)
+			return r;
 		p = next;
 		if (close)
 			return 0;
 	}
+}
+
+static int form_part(void *ctx, const char *name, const uint8_t *data, size_t len)
+{
+	form *f = ctx;
+	span *dst = strcmp(name, "profile") == 0	       ? &f->profile
+		    : strcmp(name, "prev_profile") == 0	       ? &f->prev
+		    : strcmp(name, "sample_type_config") == 0 ? &f->stc
+							       : NULL;
+	if (dst && !dst->set) /* the first of a name counts */
+		*dst = (span){data, len, true};
+	return 0;
+}
+
+static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, form *f,
+			   strobe_err *err)
+{
+	memset(f, 0, sizeof(*f));
+	int r = strobe_multipart_parse(ctype, body, len, MAX_PARTS, form_part, f, err);
+	return r == -E2BIG ? -EINVAL : r;
 }
 
 /* ---- sample_type_config ------------------------------------------------------------------------ */

@@ -160,6 +160,24 @@ int strobe_store_profile_types(strobe_store *s, const strobe_query *q, char ***o
 			       strobe_err *err);
 void strobe_strv_free(char **v, size_t n);
 
+/* The series of the tenant that match any of sels (none = every series) and have points in
+ * [from, to): their types and label sets (labels sorted by name), sorted. More than max (0 =
+ * no cap) is -EDQUOT with a message naming the limit. Free with strobe_series_list_free. */
+typedef struct strobe_series_info {
+	const char *type;
+	const strobe_labelpair *labels;
+	size_t nlabels;
+	void *mem_; /* the one allocation holding the above */
+} strobe_series_info;
+typedef struct strobe_series_list {
+	strobe_series_info *v;
+	size_t n;
+} strobe_series_list;
+int strobe_store_series(strobe_store *s, const char *tenant, const strobe_selector *sels,
+			size_t nsel, int64_t from_ns, int64_t to_ns, size_t max,
+			strobe_series_list *out, strobe_err *err);
+void strobe_series_list_free(strobe_series_list *l);
+
 /* Maintenance, run periodically by the server (and by tests with chosen clocks). compact folds
  * raw points of closed 1-minute and 1-hour buckets into roll-ups; retain deletes points older
  * than the retention, then series left empty, then gives the freed pages back to the file
