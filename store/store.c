@@ -405,17 +405,9 @@ static bool type_part_ok(const char *s)
 	return true;
 }
 
-static bool has_type(const strobe_profile *p, const char *name)
-{
-	for (uint32_t i = 0; i < p->ntypes; i++)
-		if (strcmp(strobe_str(p, p->types[i].type), name) == 0)
-			return true;
-	return false;
-}
-
-/* Go's mutex and block profiles have the same sample types; a mutex profile's stacks end in
- * the unlock that released the contended lock, a block profile's in the blocking call. */
-static bool leaf_is_unlock(const strobe_profile *p)
+/* Go records mutex contention when the holder unlocks, so a mutex profile's leaves are Unlock
+ * frames; a block profile's are where goroutines waited (Lock, chan ops, select, Wait). */
+static bool leaves_unlock(const strobe_profile *p)
 {
 	for (uint32_t i = 1; i <= strobe_nsamples(p); i++) {
 		const strobe_stack_node *sn = strobe_stack_get(p, strobe_sample(p, i)->stack);
@@ -425,10 +417,57 @@ static bool leaf_is_unlock(const strobe_profile *p)
 		if (!l->nline || !l->line[0].function)
 			continue;
 		const char *f = strobe_str(p, strobe_function_get(p, l->line[0].function)->name);
-		if (strstr(f, "Mutex).Unlock") || strstr(f, "Mutex).RUnlock"))
+		if (strstr(f, "Unlock") || strstr(f, "unlock"))
 			return true;
 	}
 	return false;
+}
+
+/* Names a pusher may give for a profile, Go /debug/pprof endpoint names among them. */
+static const char *const name_aliases[][2] = {
+	{"cpu", "process_cpu"}, {"profile", "process_cpu"}, {"heap", "memory"},
+	{"allocs", "memory"},   {"goroutines", "goroutine"},
+};
+
+const char *strobe_profile_name(const strobe_profile *p, const char *hint,
+				const char *const *display)
+{
+	if (hint && *hint) {
+		for (size_t i = 0; i < sizeof(name_aliases) / sizeof(*name_aliases); i++)
+			if (strcmp(name_aliases[i][0], hint) == 0)
+				return name_aliases[i][1];
+		return hint;
+	}
+	for (uint32_t t = 0; t < p->ntypes; t++)
+		if (strcmp(strobe_str(p, p->types[t].type), "wall") == 0)
+			return "wall";
+	if (strcmp(strobe_str(p, p->period_type.type), "cpu") == 0)
+		return "process_cpu";
+	for (uint32_t t = 0; t < p->ntypes; t++) {
+		const char *st = strobe_str(p, p->types[t].type);
+		bool given = display && display[t] && display[t][0];
+		if (given)
+			st = display[t];
+		if (strstr(st, "cpu"))
+			return "process_cpu";
+		if (strstr(st, "alloc_") || strstr(st, "inuse_") || !strcmp(st, "space") ||
+		    !strcmp(st, "objects"))
+			return "memory";
+		if (strstr(st, "mutex_"))
+			return "mutex";
+		if (strstr(st, "block_"))
+			return "block";
+		/* Go's mutex and block profiles have the same sample types: the leaves tell. */
+		if (!given && (!strcmp(st, "contentions") || !strcmp(st, "delay")))
+			return leaves_unlock(p) ? "mutex" : "block";
+		if (strstr(st, "goroutine"))
+			return "goroutine";
+	}
+	const char *pt = strobe_str(p, p->period_type.type);
+	if (*pt)
+		return pt;
+	return p->ntypes && *strobe_str(p, p->types[0].type) ? strobe_str(p, p->types[0].type)
+							     : "unknown";
 }
 
 int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
@@ -444,19 +483,7 @@ int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_
 		pu = "count";
 	if (!*su)
 		su = "count";
-	if (!name) {
-		if (strcmp(pt, "cpu") == 0 || has_type(p, "cpu"))
-			name = "process_cpu";
-		else if (has_type(p, "inuse_space") || has_type(p, "alloc_space") ||
-			 has_type(p, "inuse_objects") || has_type(p, "alloc_objects"))
-			name = "memory";
-		else if (has_type(p, "contentions") || has_type(p, "delay"))
-			name = leaf_is_unlock(p) ? "mutex" : "block";
-		else if (has_type(p, "goroutine") || has_type(p, "goroutines"))
-			name = "goroutine";
-		else
-			name = pt;
-	}
+	name = strobe_profile_name(p, name, NULL);
 	const char *parts[5] = {name, st, su, pt, pu};
 	for (int k = 0; k < 5; k++)
 		if (!type_part_ok(parts[k]))
