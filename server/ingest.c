@@ -75,7 +75,8 @@ int strobe_pyroscope_ingest(srv_req *r)
 		size_t plen = strcspn(it->type, ":");
 		memcpy(names[i], it->type, plen);
 		names[i][plen] = 0;
-		items[nitems++] = (strobe_push_item){it->profile, names[i], it->from_ns};
+		items[nitems++] = (strobe_push_item){it->profile, names[i], it->from_ns,
+						     it->aggregation == STROBE_AGG_AVERAGE};
 	}
 	json_t *acc = json_array();
 	if (nitems) {

@@ -192,6 +192,12 @@ int srv_push(srv_req *r)
 		srv_error(r, 400, "time: %s", err.msg);
 		goto out;
 	}
+	const char *agg = srv_arg(r, "aggregation");
+	if (agg && strcmp(agg, "sum") && strcmp(agg, "average")) {
+		srv_error(r, 400, "aggregation must be sum or average");
+		goto out;
+	}
+	bool average = agg && strcmp(agg, "average") == 0;
 	const char *ct = srv_header(r, "Content-Type");
 	if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
 		int mr = strobe_multipart_parse(ct, r->body, r->len, c->max_profiles_per_push, add_part,
@@ -247,7 +253,7 @@ int srv_push(srv_req *r)
 			goto out;
 		}
 		nprof++;
-		items[i] = (strobe_push_item){profs[i], name, t};
+		items[i] = (strobe_push_item){profs[i], name, t, average};
 	}
 	strobe_push_req rq = {r->tenant, labels, nlabels, items, nprof, r->now_ns};
 	strobe_push_result res;

@@ -35,7 +35,7 @@ static const char schema[] =
 	" folded INT, lines BLOB);"
 	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, parent INT, location INT);"
 	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL,"
-	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT);"
+	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT, average INT NOT NULL DEFAULT 0);"
 	"CREATE TABLE IF NOT EXISTS series_labels(name TEXT, value TEXT, series INT,"
 	" PRIMARY KEY(name, value, series)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS points(series INT NOT NULL, level INT NOT NULL,"
@@ -149,8 +149,8 @@ static int series_write(strobe_store *s, store_series *se, strobe_err *err)
 		blen += strlen(se->labels[i].name) + strlen(se->labels[i].value) + 2;
 	const char *blob = se->nlabels ? se->labels[0].name : "";
 	if (sqlite3_prepare_v2(s->db,
-			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period) "
-			       "VALUES(?,?,?,?,?)",
+			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period, "
+			       "average) VALUES(?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "series");
 	sqlite3_bind_int64(st, 1, se->id);
@@ -158,6 +158,7 @@ static int series_write(strobe_store *s, store_series *se, strobe_err *err)
 	sqlite3_bind_text(st, 3, se->type, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 4, blob, (int)blen, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, se->period);
+	sqlite3_bind_int(st, 6, se->gauge && !strobe_type_is_gauge(se->type));
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -178,6 +179,23 @@ static int series_write(strobe_store *s, store_series *se, strobe_err *err)
 	}
 	sqlite3_finalize(st);
 	return 0;
+}
+
+/* Columns added since the first release of the schema, added to older databases. */
+static int migrate(strobe_store *s, strobe_err *err)
+{
+	sqlite3_stmt *st;
+	bool has_average = false;
+	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('series')", -1, &st,
+			       NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "schema");
+	while (sqlite3_step(st) == SQLITE_ROW)
+		has_average |= strcmp((const char *)sqlite3_column_text(st, 0), "average") == 0;
+	sqlite3_finalize(st);
+	return has_average ? 0
+			   : store_exec(s, "ALTER TABLE series ADD COLUMN average INT NOT NULL "
+					   "DEFAULT 0",
+					err);
 }
 
 /* ---- open and load --------------------------------------------------------------------------- */
@@ -269,7 +287,8 @@ static int load_symbols(strobe_store *s, strobe_err *err)
 static int load_series(strobe_store *s, strobe_err *err)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period FROM series ORDER BY id",
+	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period, average FROM series "
+			       "ORDER BY id",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "loading series");
 	int rc, r = 0;
@@ -308,6 +327,8 @@ static int load_series(strobe_store *s, strobe_err *err)
 		}
 		s->series[idx].dead = false;
 		s->series[idx].period = sqlite3_column_int64(st, 4);
+		if (sqlite3_column_int(st, 5))
+			s->series[idx].gauge = true;
 	}
 	sqlite3_finalize(st);
 	if (r == 0 && rc != SQLITE_DONE)
@@ -358,6 +379,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 				       err);
 		if (r == 0)
 			r = store_exec(s, schema, err);
+		if (r == 0)
+			r = migrate(s, err);
 		if (r == 0)
 			r = load_symbols(s, err);
 		if (r == 0)
@@ -742,6 +765,8 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 				break;
 			}
 			se->period = p->period;
+			/* Pyroscope's aggregationType=average: fixed when the series is made. */
+			se->gauge = strobe_type_is_gauge(se->type) || it->average;
 			if ((r = series_write(s, se, err)) < 0)
 				break;
 			se->dead = false;

@@ -85,6 +85,9 @@ typedef struct strobe_push_item {
 	const strobe_profile *profile;
 	const char *name; /* profile name (process_cpu, memory, mutex...); NULL = guessed */
 	int64_t time_ns;  /* 0 = the profile's time_nanos, or now when it has none */
+	bool average;     /* series this push creates merge over time by average, as gauges do
+			   * (Pyroscope's aggregationType=average); a series keeps the aggregation
+			   * it was created with */
 } strobe_push_item;
 
 typedef struct strobe_push_req {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Unit tests of the store's listing and housekeeping beyond ingest and query (test_store.c):
- * the series listing (several selectors, time bounds, tenant isolation, the listing cap).
+ * the series listing (several selectors, time bounds, tenant isolation, the listing cap), the
+ * average aggregation of Pyroscope pushes and the schema migration it needed.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "strobe/codec.h"
 #include "strobe/server.h"
@@ -66,7 +68,7 @@ static void push2(strobe_store *s, const char *tenant, const char *svc, const ch
 {
 	strobe_labelpair l[] = {{"env", env}, {"service_name", svc}};
 	strobe_profile *p = folded(text);
-	strobe_push_item it = {p, NULL, t};
+	strobe_push_item it = {.profile = p, .time_ns = t};
 	strobe_push_req rq = {tenant, l, env ? 2 : 0, &it, 1, NOW};
 	if (!env) {
 		rq.labels = &l[1];
@@ -151,10 +153,87 @@ static void test_series_listing(void **state)
 	strobe_store_close(s);
 }
 
+static int64_t total(strobe_store *s, const char *tenant, const char *text, int64_t from,
+		     int64_t to)
+{
+	strobe_selector se;
+	sel(text, &se);
+	strobe_query q = {tenant, &se, from, to};
+	strobe_profile *p;
+	strobe_err err = {{0}};
+	if (strobe_store_query(s, &q, &p, &err) < 0)
+		fail_msg("query: %s", err.msg);
+	int64_t t = strobe_total(p, 0);
+	strobe_profile_free(p);
+	strobe_selector_free(&se);
+	return t;
+}
+
+static void push_avg(strobe_store *s, const char *svc, const char *text, int64_t t, bool avg)
+{
+	strobe_labelpair l[] = {{"service_name", svc}};
+	strobe_profile *p = folded(text);
+	strobe_push_item it = {p, NULL, t, avg};
+	strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+	strobe_push_result res;
+	strobe_err err = {{0}};
+	if (strobe_store_push(s, &rq, &res, &err) < 0)
+		fail_msg("push: %s", err.msg);
+	strobe_push_result_free(&res);
+	strobe_profile_free(p);
+}
+
+/* aggregationType=average: a series made by an averaged push merges over time by mean, like a
+ * gauge, across roll-ups and a reopen; a counter series of the same type still sums. */
+static void test_average_aggregation(void **state)
+{
+	(void)state;
+	const int64_t S = STROBE_NS_PER_S;
+	strobe_store *s = open_store(0);
+	push_avg(s, "avg", "a;b 100\n", NOW - 200 * S, true);
+	push_avg(s, "avg", "a;b 300\na;c 60\n", NOW - 100 * S, false); /* keeps average */
+	push_avg(s, "sum", "a;b 100\n", NOW - 200 * S, false);
+	push_avg(s, "sum", "a;b 300\na;c 60\n", NOW - 100 * S, false);
+	assert_int_equal(total(s, "t", CPU "{service_name=\"avg\"}", 0, NOW), 230);
+	assert_int_equal(total(s, "t", CPU "{service_name=\"sum\"}", 0, NOW), 460);
+	assert_int_equal(total(s, "t", CPU, 0, NOW), 690);
+	strobe_err err = {{0}};
+	assert_true(strobe_store_compact(s, NOW + 7200 * S, &err) > 0);
+	assert_int_equal(total(s, "t", CPU "{service_name=\"avg\"}", 0, NOW), 230);
+	strobe_store_close(s);
+	s = open_store(0);
+	assert_int_equal(total(s, "t", CPU "{service_name=\"avg\"}", 0, NOW), 230);
+	assert_int_equal(total(s, "t", CPU "{service_name=\"sum\"}", 0, NOW), 460);
+	strobe_store_close(s);
+}
+
+/* A database made before the series table had its `average` column opens and gains it. */
+static void test_migrate_old_schema(void **state)
+{
+	(void)state;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/strobe.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "CREATE TABLE series(id INTEGER PRIMARY KEY, tenant TEXT NOT "
+				      "NULL, type TEXT NOT NULL, labels BLOB NOT NULL, period INT);",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	strobe_store *s = open_store(0);
+	push_avg(s, "avg", "a;b 100\n", NOW - 200 * STROBE_NS_PER_S, true);
+	push_avg(s, "avg", "a;b 300\n", NOW - 100 * STROBE_NS_PER_S, true);
+	assert_int_equal(total(s, "t", CPU, 0, NOW), 200);
+	strobe_store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_series_listing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_average_aggregation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_old_schema, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
