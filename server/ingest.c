@@ -15,47 +15,15 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <microhttpd.h>
 
 #include "pyroscope.h"
 #include "server_impl.h"
 
-typedef struct kv_vec {
-	strobe_kv *v;
-	size_t n, cap;
-	bool oom;
-} kv_vec;
-
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
-{
-	(void)kind;
-	kv_vec *a = cls;
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 16;
-		if (nc > 1024) /* a cap on what a request can make us hold */
-			return MHD_NO;
-		strobe_kv *nv = realloc(a->v, nc * sizeof(*nv));
-		if (!nv) {
-			a->oom = true;
-			return MHD_NO;
-		}
-		a->v = nv;
-		a->cap = nc;
-	}
-	a->v[a->n++] = (strobe_kv){key, value ? value : ""};
-	return MHD_YES;
-}
-
 int strobe_pyroscope_ingest(srv_req *r)
 {
 	const strobe_server_config *c = &r->srv->cfg;
-	kv_vec args = {0};
-	MHD_get_connection_values(r->c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-	if (args.oom)
-		return srv_error(r, 500, "out of memory");
-	const char *ctype = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Type");
-	const char *cenc = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Encoding");
+	const char *ctype = srv_header(r, "Content-Type");
+	const char *cenc = srv_header(r, "Content-Encoding");
 	const uint8_t *body = r->body;
 	size_t len = r->len;
 	uint8_t *plain = NULL;
@@ -64,7 +32,6 @@ int strobe_pyroscope_ingest(srv_req *r)
 		int gr = strobe_gunzip_capped(body, len, c->max_decompressed_bytes, &plain, &len,
 					      "the body", &err);
 		if (gr < 0) {
-			free(args.v);
 			return gr == -EFBIG ? srv_error(r, 413,
 							"limit max_decompressed_bytes: the body is "
 							"larger than %zu bytes decompressed",
@@ -81,12 +48,11 @@ int strobe_pyroscope_ingest(srv_req *r)
 		.max_label_value = c->max_label_value_len,
 	};
 	strobe_pyro_request rq = {
-		.params = args.v, .nparams = args.n, .content_type = ctype, .body = body,
+		.params = r->args, .nparams = r->nargs, .content_type = ctype, .body = body,
 		.body_len = len, .now_ns = r->now_ns, .limits = &lim};
 	strobe_pyro_batch b = {0};
 	int status = 0;
 	int pr = strobe_pyro_parse(&rq, &b, &status, &err);
-	free(args.v);
 	free(plain);
 	if (pr < 0)
 		return srv_error(r, status ? (unsigned)status : 400, "%s", err.msg);
@@ -109,7 +75,8 @@ int strobe_pyroscope_ingest(srv_req *r)
 		size_t plen = strcspn(it->type, ":");
 		memcpy(names[i], it->type, plen);
 		names[i][plen] = 0;
-		items[nitems++] = (strobe_push_item){it->profile, names[i], it->from_ns};
+		items[nitems++] = (strobe_push_item){it->profile, names[i], it->from_ns,
+						     it->aggregation == STROBE_AGG_AVERAGE};
 	}
 	json_t *acc = json_array();
 	if (nitems) {

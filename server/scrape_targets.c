@@ -52,7 +52,7 @@ static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t 
 		else
 			lp[n++] = (strobe_labelpair){labels[i].key, labels[i].value};
 	}
-	strobe_push_item item = {p, hint, t_ns};
+	strobe_push_item item = {.profile = p, .name = hint, .time_ns = t_ns};
 	strobe_push_req rq = {tenant, lp, n, &item, 1, 0};
 	strobe_push_result res;
 	strobe_err err = {{0}};

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 
+#include "pyroscope.h"
 #include "strobe/server.h"
 
 struct strobe_server {
@@ -19,10 +20,19 @@ struct strobe_server {
 	uint16_t port;
 };
 
+/* Caps on what one request may make the router hold. */
+#define SRV_MAX_ARGS    1024u /* query parameters */
+#define SRV_MAX_HEADERS 256u
+
+/* The request as the endpoints see it: no libmicrohttpd connection in it, so tests and fuzzers
+ * can build one by hand and hand it to srv_handle. */
 typedef struct srv_req {
 	strobe_server *srv;
-	struct MHD_Connection *c;
 	const char *url, *method, *tenant;
+	const strobe_kv *args; /* query parameters, percent-decoded, in request order */
+	size_t nargs;
+	const strobe_kv *hdrs; /* request headers */
+	size_t nhdrs;
 	const uint8_t *body;
 	size_t len;
 	int64_t now_ns;
@@ -33,8 +43,12 @@ typedef struct srv_req {
 	size_t outlen;
 } srv_req;
 
-/* A query argument, or NULL. */
+/* A query argument (the first when repeated), or NULL. */
 const char *srv_arg(srv_req *r, const char *name);
+/* A request header (name compared without case), or NULL. */
+const char *srv_header(srv_req *r, const char *name);
+/* Routes a request (auth, then the endpoint) and makes sure it has a reply. */
+void srv_handle(srv_req *r);
 /* A JSON error reply {"error": msg, "status": N}; returns 0 so endpoints can `return`. */
 int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -56,5 +70,6 @@ int srv_range(srv_req *r);
 int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);
 int srv_profile_types(srv_req *r);
+int srv_series(srv_req *r); /* GET /api/v1/series, server/labels.c */
 
 #endif

@@ -35,7 +35,7 @@ static const char schema[] =
 	" folded INT, lines BLOB);"
 	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, parent INT, location INT);"
 	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL,"
-	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT);"
+	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT, average INT NOT NULL DEFAULT 0);"
 	"CREATE TABLE IF NOT EXISTS series_labels(name TEXT, value TEXT, series INT,"
 	" PRIMARY KEY(name, value, series)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS points(series INT NOT NULL, level INT NOT NULL,"
@@ -149,8 +149,8 @@ static int series_write(strobe_store *s, store_series *se, strobe_err *err)
 		blen += strlen(se->labels[i].name) + strlen(se->labels[i].value) + 2;
 	const char *blob = se->nlabels ? se->labels[0].name : "";
 	if (sqlite3_prepare_v2(s->db,
-			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period) "
-			       "VALUES(?,?,?,?,?)",
+			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period, "
+			       "average) VALUES(?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "series");
 	sqlite3_bind_int64(st, 1, se->id);
@@ -158,6 +158,7 @@ static int series_write(strobe_store *s, store_series *se, strobe_err *err)
 	sqlite3_bind_text(st, 3, se->type, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 4, blob, (int)blen, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, se->period);
+	sqlite3_bind_int(st, 6, se->gauge && !strobe_type_is_gauge(se->type));
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -178,6 +179,23 @@ static int series_write(strobe_store *s, store_series *se, strobe_err *err)
 	}
 	sqlite3_finalize(st);
 	return 0;
+}
+
+/* Columns added since the first release of the schema, added to older databases. */
+static int migrate(strobe_store *s, strobe_err *err)
+{
+	sqlite3_stmt *st;
+	bool has_average = false;
+	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('series')", -1, &st,
+			       NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "schema");
+	while (sqlite3_step(st) == SQLITE_ROW)
+		has_average |= strcmp((const char *)sqlite3_column_text(st, 0), "average") == 0;
+	sqlite3_finalize(st);
+	return has_average ? 0
+			   : store_exec(s, "ALTER TABLE series ADD COLUMN average INT NOT NULL "
+					   "DEFAULT 0",
+					err);
 }
 
 /* ---- open and load --------------------------------------------------------------------------- */
@@ -269,7 +287,8 @@ static int load_symbols(strobe_store *s, strobe_err *err)
 static int load_series(strobe_store *s, strobe_err *err)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period FROM series ORDER BY id",
+	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period, average FROM series "
+			       "ORDER BY id",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "loading series");
 	int rc, r = 0;
@@ -308,6 +327,8 @@ static int load_series(strobe_store *s, strobe_err *err)
 		}
 		s->series[idx].dead = false;
 		s->series[idx].period = sqlite3_column_int64(st, 4);
+		if (sqlite3_column_int(st, 5))
+			s->series[idx].gauge = true;
 	}
 	sqlite3_finalize(st);
 	if (r == 0 && rc != SQLITE_DONE)
@@ -359,6 +380,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 		if (r == 0)
 			r = store_exec(s, schema, err);
 		if (r == 0)
+			r = migrate(s, err);
+		if (r == 0)
 			r = load_symbols(s, err);
 		if (r == 0)
 			r = load_series(s, err);
@@ -405,17 +428,9 @@ static bool type_part_ok(const char *s)
 	return true;
 }
 
-static bool has_type(const strobe_profile *p, const char *name)
-{
-	for (uint32_t i = 0; i < p->ntypes; i++)
-		if (strcmp(strobe_str(p, p->types[i].type), name) == 0)
-			return true;
-	return false;
-}
-
-/* Go's mutex and block profiles have the same sample types; a mutex profile's stacks end in
- * the unlock that released the contended lock, a block profile's in the blocking call. */
-static bool leaf_is_unlock(const strobe_profile *p)
+/* Go records mutex contention when the holder unlocks, so a mutex profile's leaves are Unlock
+ * frames; a block profile's are where goroutines waited (Lock, chan ops, select, Wait). */
+static bool leaves_unlock(const strobe_profile *p)
 {
 	for (uint32_t i = 1; i <= strobe_nsamples(p); i++) {
 		const strobe_stack_node *sn = strobe_stack_get(p, strobe_sample(p, i)->stack);
@@ -425,10 +440,57 @@ static bool leaf_is_unlock(const strobe_profile *p)
 		if (!l->nline || !l->line[0].function)
 			continue;
 		const char *f = strobe_str(p, strobe_function_get(p, l->line[0].function)->name);
-		if (strstr(f, "Mutex).Unlock") || strstr(f, "Mutex).RUnlock"))
+		if (strstr(f, "Unlock") || strstr(f, "unlock"))
 			return true;
 	}
 	return false;
+}
+
+/* Names a pusher may give for a profile, Go /debug/pprof endpoint names among them. */
+static const char *const name_aliases[][2] = {
+	{"cpu", "process_cpu"}, {"profile", "process_cpu"}, {"heap", "memory"},
+	{"allocs", "memory"},   {"goroutines", "goroutine"},
+};
+
+const char *strobe_profile_name(const strobe_profile *p, const char *hint,
+				const char *const *display)
+{
+	if (hint && *hint) {
+		for (size_t i = 0; i < sizeof(name_aliases) / sizeof(*name_aliases); i++)
+			if (strcmp(name_aliases[i][0], hint) == 0)
+				return name_aliases[i][1];
+		return hint;
+	}
+	for (uint32_t t = 0; t < p->ntypes; t++)
+		if (strcmp(strobe_str(p, p->types[t].type), "wall") == 0)
+			return "wall";
+	if (strcmp(strobe_str(p, p->period_type.type), "cpu") == 0)
+		return "process_cpu";
+	for (uint32_t t = 0; t < p->ntypes; t++) {
+		const char *st = strobe_str(p, p->types[t].type);
+		bool given = display && display[t] && display[t][0];
+		if (given)
+			st = display[t];
+		if (strstr(st, "cpu"))
+			return "process_cpu";
+		if (strstr(st, "alloc_") || strstr(st, "inuse_") || !strcmp(st, "space") ||
+		    !strcmp(st, "objects"))
+			return "memory";
+		if (strstr(st, "mutex_"))
+			return "mutex";
+		if (strstr(st, "block_"))
+			return "block";
+		/* Go's mutex and block profiles have the same sample types: the leaves tell. */
+		if (!given && (!strcmp(st, "contentions") || !strcmp(st, "delay")))
+			return leaves_unlock(p) ? "mutex" : "block";
+		if (strstr(st, "goroutine"))
+			return "goroutine";
+	}
+	const char *pt = strobe_str(p, p->period_type.type);
+	if (*pt)
+		return pt;
+	return p->ntypes && *strobe_str(p, p->types[0].type) ? strobe_str(p, p->types[0].type)
+							     : "unknown";
 }
 
 int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
@@ -444,19 +506,7 @@ int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_
 		pu = "count";
 	if (!*su)
 		su = "count";
-	if (!name) {
-		if (strcmp(pt, "cpu") == 0 || has_type(p, "cpu"))
-			name = "process_cpu";
-		else if (has_type(p, "inuse_space") || has_type(p, "alloc_space") ||
-			 has_type(p, "inuse_objects") || has_type(p, "alloc_objects"))
-			name = "memory";
-		else if (has_type(p, "contentions") || has_type(p, "delay"))
-			name = leaf_is_unlock(p) ? "mutex" : "block";
-		else if (has_type(p, "goroutine") || has_type(p, "goroutines"))
-			name = "goroutine";
-		else
-			name = pt;
-	}
+	name = strobe_profile_name(p, name, NULL);
 	const char *parts[5] = {name, st, su, pt, pu};
 	for (int k = 0; k < 5; k++)
 		if (!type_part_ok(parts[k]))
@@ -715,6 +765,8 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 				break;
 			}
 			se->period = p->period;
+			/* Pyroscope's aggregationType=average: fixed when the series is made. */
+			se->gauge = strobe_type_is_gauge(se->type) || it->average;
 			if ((r = series_write(s, se, err)) < 0)
 				break;
 			se->dead = false;

@@ -58,6 +58,12 @@ void strobe_server_config_init(strobe_server_config *c);
 int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err);
 void strobe_server_config_free(strobe_server_config *c);
 
+/* Whether a listen address ("host:port", NULL = the default) is a loopback one (127.0.0.0/8,
+ * ::1, localhost); false for anything else, unparsable included. */
+bool strobe_listen_is_loopback(const char *listen);
+/* Whether any configured tenant needs a bearer token. */
+bool strobe_server_config_has_tokens(const strobe_server_config *c);
+
 typedef struct strobe_server strobe_server;
 
 /* Starts listening and serving on threads of its own. The store must outlive the server. */
