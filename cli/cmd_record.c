@@ -44,11 +44,17 @@ static const char usage_text[] =
 	"  --no-threads           label samples by process only (no tid and thread labels)\n"
 	"  --no-symbolize         keep raw addresses, mappings and build IDs (name them later)\n"
 	"  --debug-dir DIR        also look for debug files under DIR (repeatable)\n"
+	"  --debug-budget MB      debug information held per binary while naming frames: one\n"
+	"                         whose DWARF is over half of it is named from its symbol table\n"
+	"                         (no lines or inlined frames); 0 = no limit (default: 12 with\n"
+	"                         -a, where it keeps the recorder small, else 0)\n"
 	"  --idle                 keep samples of idle CPUs (-a)\n"
 	"  -m, --mmap-pages N     ring buffer pages per CPU (a power of two)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
 	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
+
+#define DEFAULT_BUDGET_MB 12 /* --debug-budget with -a */
 
 static int64_t mono_ns(void)
 {
@@ -162,7 +168,8 @@ static bool any_alive(const pid_t *pids, unsigned n)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE };
+	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
+	       O_BUDGET };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"event", required_argument, 0, 'e'},
 		{"freq", required_argument, 0, 'F'},   {"all-cpus", no_argument, 0, 'a'},
@@ -173,10 +180,12 @@ int cmd_record(int argc, char **argv)
 		{"user", no_argument, 0, O_USER},      {"no-threads", no_argument, 0, O_NOTHREADS},
 		{"no-symbolize", no_argument, 0, O_NOSYM},
 		{"debug-dir", required_argument, 0, O_DEBUGDIR},
-		{"idle", no_argument, 0, O_IDLE},      {0, 0, 0, 0}};
+		{"idle", no_argument, 0, O_IDLE},
+		{"debug-budget", required_argument, 0, O_BUDGET}, {0, 0, 0, 0}};
 	const char *cmd = "record", *output = "strobe.pb.gz";
 	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true};
 	double duration = 0;
+	long budget_mb = -1; /* not given */
 	bool quiet = false, per_thread = true, symbolize = true;
 	pid_t *pids = NULL;
 	unsigned npids = 0;
@@ -261,6 +270,10 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		case O_IDLE: so.keep_idle = true; break;
+		case O_BUDGET:
+			if (cli_int(cmd, "--debug-budget", optarg, 0, 1 << 20, &budget_mb) < 0)
+				goto out;
+			break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
@@ -368,7 +381,13 @@ int cmd_record(int argc, char **argv)
 
 	strobe_symbolizer *sym = NULL;
 	if (symbolize) {
-		strobe_sym_opts syo = {.debug_dirs = debug_dirs, .no_kernel = !so.kernel};
+		/* Whole-host recordings meet every binary on the host, libc's full debug
+		 * information among them (libc6-dbg: 10 MB decompressed, as much again in line
+		 * tables): bounded by default there, so the recorder stays small. */
+		if (budget_mb < 0)
+			budget_mb = so.all ? DEFAULT_BUDGET_MB : 0;
+		strobe_sym_opts syo = {.debug_dirs = debug_dirs, .no_kernel = !so.kernel,
+				       .max_debug_bytes = (uint64_t)budget_mb << 20};
 		sym = strobe_symbolizer_new(&syo);
 		if (!sym)
 			cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
@@ -384,6 +403,7 @@ int cmd_record(int argc, char **argv)
 	strobe_sampler_stats st;
 	strobe_sampler_get_stats(s, &st);
 	strobe_sampler_close(s);
+	size_t over_budget = strobe_symbolizer_over_budget(sym);
 	strobe_symbolizer_free(sym);
 	if (!p) {
 		cli_err(cmd, "%s", err.msg);
@@ -397,6 +417,12 @@ int cmd_record(int argc, char **argv)
 	strobe_profile_add_comment(p, note);
 	if (st.lost) {
 		snprintf(note, sizeof(note), "lost records: %" PRIu64 " (ring buffer full)", st.lost);
+		strobe_profile_add_comment(p, note);
+	}
+	if (over_budget) {
+		snprintf(note, sizeof(note), "named from symbol tables only (debug information over "
+			 "the %ld MB budget): %zu binar%s", budget_mb, over_budget,
+			 over_budget == 1 ? "y" : "ies");
 		strobe_profile_add_comment(p, note);
 	}
 	int type = strobe_default_type_index(p);
@@ -418,6 +444,11 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "strobe record: orphan-in %" PRIu64 " unmatched %" PRIu64 " late %" PRIu64 " throttled %" PRIu64
 					" short %" PRIu64 " unknown-pid %" PRIu64 "\n",
 				st.orphan_in, st.unmatched, st.late, st.throttled, st.short_blocks, st.unknown_pid);
+		if (over_budget)
+			fprintf(stderr, "strobe record: %zu binar%s named without line numbers or "
+					"inlined frames: debug information over --debug-budget %ld "
+					"(MB; 0 = no limit)\n", over_budget,
+				over_budget == 1 ? "y" : "ies", budget_mb);
 		if (st.lost)
 			fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
 					"buffer full): use a larger -m or a lower -F\n", st.lost);

@@ -419,6 +419,49 @@ static void test_no_dwarf(void **state)
 	strobe_symbolizer_free(s);
 }
 
+/* A debug-information budget: over half of it, the object is named from its symbol table (and
+ * counted once); under it, lookups give the full answer however often the budget makes the
+ * symbolizer drop and reload the DWARF. Names handed out stay valid after a release (ASan
+ * would see them freed otherwise). */
+static void test_debug_budget(void **state)
+{
+	(void)state;
+	NEED_FIXTURES();
+	bool over_seen = false, full_seen = false;
+	for (uint64_t b = 256; b <= (1u << 20); b = b * 9 / 8) { /* fine steps: some reload */
+		strobe_sym_opts o = {.sysroot = path_in("empty"), .no_kernel = true,
+				     .max_debug_bytes = b};
+		strobe_symbolizer *s = strobe_symbolizer_new(&o);
+		assert_non_null(s);
+		strobe_sym_object *obj = get(s, "fix");
+		strobe_sym_frame f[8];
+		int n = strobe_sym_lookup(s, obj, fx.inl.offset, f, 8);
+		if (strobe_symbolizer_over_budget(s)) {
+			over_seen = true;
+			assert_int_equal(n, 1);
+			expect_frame(&f[0], "outer_fn", NULL, 0);
+			assert_null(f[0].file);
+			assert_false(strobe_sym_object_has_lines(obj));
+			assert_int_equal(strobe_sym_lookup(s, obj, fx.hidden.offset, f, 8), 1);
+			expect_frame(&f[0], "hidden_static", NULL, 0);
+			assert_int_equal(strobe_symbolizer_over_budget(s), 1); /* counted once */
+		} else {
+			full_seen = true;
+			for (int i = 0; i < 3; i++)
+				expect_full(s, obj);
+			strobe_sym_frame keep[8];
+			assert_int_equal(strobe_sym_lookup(s, obj, fx.inl.offset, keep, 8), 2);
+			strobe_sym_object_release(s, obj);
+			expect_frame(&keep[0], "inl_leaf", "fix.c", fx.l_leaf);
+			expect_frame(&keep[1], "outer_fn", "fix.c", fx.l_call);
+			expect_full(s, obj);
+		}
+		strobe_symbolizer_free(s);
+	}
+	assert_true(over_seen);
+	assert_true(full_seen);
+}
+
 /* addr2line -a -f -i output for many addresses, split per address: "fn\nfile:line\n" pairs. */
 typedef struct a2l_frame {
 	char fn[256], file[256];
@@ -1135,6 +1178,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dwarf_inline),
 		cmocka_unit_test(test_no_dwarf),
+		cmocka_unit_test(test_debug_budget),
 		cmocka_unit_test(test_addr2line_agrees),
 		cmocka_unit_test(test_debug_dir_by_build_id),
 		cmocka_unit_test(test_debug_dir_wrong_build_id),
