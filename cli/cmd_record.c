@@ -65,6 +65,14 @@ static int64_t mono_ns(void)
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
+/* Only there to interrupt poll() when the command exits; waitpid() does the rest. */
+static void on_child(int sig) { (void)sig; }
+
+/* The longest wait for records between two rounds. Each round costs a poll() wake-up, a read
+ * of every ring and a sort: at 99 Hz the rings take more than a second to reach their
+ * wake-up mark, and ten rounds a second were a third of the recorder's own CPU on a virtual
+ * machine, where a system call is dear. Signals and the command's exit interrupt the wait. */
+#define ROUND_MS 1000
 
 /* "2ms", "500us", "1.5s", "100ns"; 0 needs no unit. */
 static int parse_duration(const char *cmd, const char *opt, const char *arg, int64_t *ns)
@@ -297,6 +305,9 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction sc = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
+	sigemptyset(&sc.sa_mask);
+	sigaction(SIGCHLD, &sc, NULL);
 
 	pid_t child = -1;
 	int go = -1, status_fd = -1;
@@ -346,7 +357,15 @@ int cmd_record(int argc, char **argv)
 	bool child_done = false;
 	const char *why = "";
 	for (;;) {
-		if (strobe_sampler_poll(s, 100, &err) < 0) {
+		int wait_ms = ROUND_MS;
+		if (duration > 0) { /* wake up when the duration is reached, not after */
+			double left = duration * 1e3 - (double)(mono_ns() - t0) / 1e6;
+			if (left < wait_ms)
+				wait_ms = left < 1 ? 1 : (int)left + 1;
+		}
+		if (npids && wait_ms > 500)
+			wait_ms = 500; /* -p: notice within half a second that they exited */
+		if (strobe_sampler_poll(s, wait_ms, &err) < 0) {
 			cli_err(cmd, "%s", err.msg);
 			break;
 		}
