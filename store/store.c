@@ -736,12 +736,35 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 	if (p->ntypes == 0)
 		return strobe_errf(err, -EINVAL, "the profile has no sample types");
 	/* Stack ids of every sample, mapped once for all its types. */
-	uint32_t ns = strobe_nsamples(p);
+	uint32_t ns = it->samples ? it->nsamples : strobe_nsamples(p);
 	uint32_t *gst = malloc(((size_t)ns + 1) * sizeof(*gst));
 	store_pair *pairs = malloc(((size_t)ns + 1) * sizeof(*pairs));
+	/* The series labels: the request's and the item's (per-sample labels), merged by name. */
+	const strobe_labelpair *labels = rq->labels;
+	size_t nlabels = rq->nlabels;
+	strobe_labelpair *merged = NULL;
 	int r = (!gst || !pairs) ? -ENOMEM : 0;
+	if (r == 0 && it->nlabels) {
+		if (!(merged = malloc((rq->nlabels + it->nlabels) * sizeof(*merged)))) {
+			r = -ENOMEM;
+		} else {
+			size_t a = 0, b = 0;
+			nlabels = 0;
+			while (a < rq->nlabels || b < it->nlabels)
+				merged[nlabels++] =
+					b == it->nlabels || (a < rq->nlabels &&
+							     strcmp(rq->labels[a].name,
+								    it->labels[b].name) < 0)
+						? rq->labels[a++]
+						: it->labels[b++];
+			labels = merged;
+		}
+	}
+	/* Sample i of this item is sample sid(i) of the profile. */
+#define sid(i) (it->samples ? it->samples[(i) - 1] : (i))
 	for (uint32_t i = 1; r == 0 && i <= ns; i++)
-		if ((gst[i] = store_map_stack(s->sym, p, m, strobe_sample(p, i)->stack)) == UINT32_MAX)
+		if ((gst[i] = store_map_stack(s->sym, p, m, strobe_sample(p, sid(i))->stack)) ==
+		    UINT32_MAX)
 			r = -ENOMEM;
 	for (uint32_t ty = 0; r == 0 && ty < p->ntypes; ty++) {
 		char type[STROBE_TYPE_MAX];
@@ -749,7 +772,7 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 			break;
 		char *key;
 		size_t klen, idx;
-		if ((r = series_key(rq->tenant, type, rq->labels, rq->nlabels, &key, &klen)) < 0)
+		if ((r = series_key(rq->tenant, type, labels, nlabels, &key, &klen)) < 0)
 			break;
 		r = series_add_mem(s, key, klen, &idx);
 		free(key);
@@ -781,7 +804,7 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 		size_t np = 0;
 		int64_t total = 0;
 		for (uint32_t i = 1; i <= ns; i++) {
-			int64_t v = strobe_sample_values(p, i)[ty];
+			int64_t v = strobe_sample_values(p, sid(i))[ty];
 			if (v)
 				pairs[np++] = (store_pair){gst[i], v};
 		}
@@ -820,8 +843,10 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 		a->stacks = (uint32_t)np;
 		a->total = total;
 	}
+#undef sid
 	free(gst);
 	free(pairs);
+	free(merged);
 	return r;
 }
 

@@ -88,6 +88,11 @@ typedef struct strobe_push_item {
 	bool average;     /* series this push creates merge over time by average, as gauges do
 			   * (Pyroscope's aggregationType=average); a series keeps the aggregation
 			   * it was created with */
+	const strobe_labelpair *labels; /* more series labels for this item (per-sample labels),
+					 * sorted by name, none named as a request label */
+	size_t nlabels;
+	const uint32_t *samples; /* only these samples of the profile (ids); NULL = all */
+	uint32_t nsamples;
 } strobe_push_item;
 
 typedef struct strobe_push_req {

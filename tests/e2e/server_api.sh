@@ -58,6 +58,15 @@ if command -v go >/dev/null; then
   a=$(go tool pprof -top -sample_index=cpu "$cpu" 2>/dev/null | awk '/flat%/ { getline; print $NF; exit }')
   b=$(q query --data-urlencode "query=$CPU" -d format=top -d from=now-5m | awk '/flat%/ { getline; print $NF; exit }')
   if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok server_api/top ($a)"; else fail top "pprof '$a', server '$b'"; fi
+  # pprof.Do labels on the samples are series labels: each endpoint's total is pprof's -tagfocus.
+  for e in /checkout /report /search; do
+    want=$(go tool pprof -raw -tagfocus="endpoint=$e" "$cpu" 2>/dev/null | awk '
+      /^Samples:/ { getline; s = 1; next } /^Locations/ { s = 0 }
+      s && /^ *-?[0-9]+( +-?[0-9]+)*: / { sub(/:.*/, ""); split($0, v, " "); t += v[2] } END { printf "%.0f\n", t }')
+    q query --data-urlencode "query=$CPU{service_name=\"api\",endpoint=\"$e\"}" -d format=pprof -d from=now-5m -o "$TMPDIR/qe.pb.gz"
+    got=$(gototal "$TMPDIR/qe.pb.gz" 1)
+    if [ -n "$want" ] && [ "$want" != 0 ] && [ "$want" = "$got" ]; then echo "ok server_api/sample-label$e ($got ns)"; else fail "sample-label$e" "pprof -tagfocus $want, query $got"; fi
+  done
 else
   echo "SKIP server_api/query-total: go (golang-go) is not installed"
 fi
@@ -97,7 +106,7 @@ if grep -q '<svg' <<<"$dsvg"; then echo "ok server_api/diff-svg"; else fail diff
 # ---- label APIs --------------------------------------------------------------------------------
 l=$(q labels -d from=now-10m); v=$(q label/service_name/values -d from=now-10m)
 v2=$(q label/service_name/values -d from=now-10m --data-urlencode 'query={env="prod"}'); t=$(q profile_types -d from=now-10m)
-if [ "$l" = '{"data":["env","service_name"]}' ] && [ "$v" = '{"data":["api","web"]}' ] && [ "$v2" = '{"data":["api"]}' ] &&
+if [ "$l" = '{"data":["endpoint","env","service_name","version"]}' ] && [ "$v" = '{"data":["api","web"]}' ] && [ "$v2" = '{"data":["api"]}' ] &&
    [ "$t" = '{"data":["process_cpu:cpu:nanoseconds:cpu:nanoseconds","process_cpu:samples:count:cpu:nanoseconds"]}' ]; then
   echo "ok server_api/labels"
 else fail labels "labels $l; values $v; filtered $v2; types $t"; fi
