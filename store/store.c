@@ -644,6 +644,12 @@ static int cmp_pair(const void *a, const void *b)
 /* Writes the symbol rows interned since the last successful commit. */
 static int save_symbols(strobe_store *s, strobe_err *err)
 {
+	return store_save_symbols(s, s->sym, s->saved, err);
+}
+
+int store_save_symbols(strobe_store *s, const strobe_profile *p, const uint32_t *saved,
+		       strobe_err *err)
+{
 	static const char *const q[NTABS] = {
 		"INSERT OR REPLACE INTO strings VALUES(?,?)",
 		"INSERT OR REPLACE INTO functions VALUES(?,?,?,?,?)",
@@ -651,15 +657,14 @@ static int save_symbols(strobe_store *s, strobe_err *err)
 		"INSERT OR REPLACE INTO locations VALUES(?,?,?,?,?)",
 		"INSERT OR REPLACE INTO stacks VALUES(?,?,?)",
 	};
-	strobe_profile *p = s->sym;
 	for (int t = 0; t < NTABS; t++) {
 		uint32_t n = tab_n(p, t);
-		if (s->saved[t] >= n)
+		if (saved[t] >= n)
 			continue;
 		sqlite3_stmt *st;
 		if (sqlite3_prepare_v2(s->db, q[t], -1, &st, NULL) != SQLITE_OK)
 			return store_sqlerr(s, err, "saving symbols");
-		for (uint32_t id = s->saved[t]; id < n; id++) {
+		for (uint32_t id = saved[t] ? saved[t] : 1; id < n; id++) {
 			sqlite3_bind_int64(st, 1, id);
 			switch (t) {
 			case TAB_STRINGS:

@@ -203,6 +203,11 @@ void strobe_series_list_free(strobe_series_list *l);
  * system. Each returns the number of rows written or deleted, or -errno. */
 int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err);
 int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err);
+/* Symbol garbage collection: deletes the stacks, locations, functions, mappings and strings no
+ * stored point reaches any more, renumbering the rest (every point is rewritten, in one
+ * transaction). retain runs it itself after deleting points, at most once an hour. Returns the
+ * number of symbol rows deleted, or -errno (the store unchanged). */
+int strobe_store_gc(strobe_store *s, int64_t now_ns, strobe_err *err);
 /* Roll-ups are used by queries unless this is off (tests compare both ways). */
 void strobe_store_use_rollups(strobe_store *s, bool on);
 
