@@ -74,6 +74,10 @@ typedef struct strobe_store_opts {
 	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
+	/* Query cost caps: stored rows (profiles or roll-ups) and compressed bytes one query or
+	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
+	 * each, so a long window that roll-ups cover stays cheap. */
+	uint64_t max_query_points, max_query_bytes;
 } strobe_store_opts;
 
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err);

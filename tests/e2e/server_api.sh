@@ -174,4 +174,16 @@ start "$STROBE_FAST" --config "$TMPDIR/cfg.json"
 got=$(curl -s -G "${B[@]}" "$url/api/v1/query" --data-urlencode "query=$CPU{service_name=\"durable\"}" -d format=folded -d from=now-5m | awk '{ t += $NF } END { printf "%.0f", t }')
 if [ "$code" = 200 ] && [ "$got" = "$ftotal" ]; then echo "ok server_api/kill-9-durable ($got)"; else fail kill-9-durable "push $code, after restart total '$got', want $ftotal"; fi
 stop || true
+
+# ---- query cost cap: a query reading more stored profiles than allowed is refused, named ----------
+echo '{ "limits": { "max_query_profiles": 1 } }' > "$TMPDIR/cap.json"
+rm -rf "$TMPDIR/data"
+start "$STROBE" --config "$TMPDIR/cap.json"
+# One folded profile is one stored profile per query type (no sample labels to split it).
+curl -s -o /dev/null --data-binary $'main;work 7\nmain;idle 3\n' "$url/api/v1/push?service_name=capped&time=now"
+one=$(q query --data-urlencode 'query=samples:samples:count:samples:count' -d format=folded -d from=now-5m | awk '{ t += $NF } END { printf "%.0f", t }')
+curl -s -o /dev/null --data-binary $'main;work 7\nmain;idle 3\n' "$url/api/v1/push?service_name=capped&time=now-1m"
+if [ "$one" = 10 ]; then echo "ok server_api/query-cap-under"; else fail query-cap-under "one profile: $one, want 10"; fi
+check_err query-cap 429 'limit max_query_profiles' -G "$url/api/v1/query" --data-urlencode 'query=samples:samples:count:samples:count' -d from=now-5m
+stop || true
 exit $st

@@ -3,7 +3,7 @@
  * Unit tests of the store's listing and housekeeping beyond ingest and query (test_store.c):
  * the series listing (several selectors, time bounds, tenant isolation, the listing cap), the
  * average aggregation of Pyroscope pushes and the schema migration it needed, symbol garbage
- * collection after retention.
+ * collection after retention, the query cost caps.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -39,6 +39,17 @@ static int teardown(void **state)
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	return system(cmd);
+}
+
+static strobe_store *open_capped(int64_t retention, uint64_t max_points, uint64_t max_bytes)
+{
+	strobe_store_opts o = {.dir = dir, .retention_ns = retention,
+			       .max_query_points = max_points, .max_query_bytes = max_bytes};
+	strobe_err err = {{0}};
+	strobe_store *s = strobe_store_open(&o, &err);
+	if (!s)
+		fail_msg("open: %s", err.msg);
+	return s;
 }
 
 static strobe_store *open_store(int64_t retention)
@@ -298,6 +309,60 @@ static void test_symbol_gc(void **state)
 	strobe_store_close(s);
 }
 
+static int query_rc(strobe_store *s, int64_t from, int64_t to, strobe_err *err)
+{
+	strobe_selector se;
+	sel(CPU, &se);
+	strobe_query q = {"t", &se, from, to};
+	strobe_profile *p = NULL;
+	int r = strobe_store_query(s, &q, &p, err);
+	if (r == 0)
+		assert_int_equal(strobe_total(p, 0), 8 * 5);
+	strobe_profile_free(p);
+	strobe_selector_free(&se);
+	return r;
+}
+
+/* A query may read at most max_query_points rows and max_query_bytes bytes; roll-ups that cover
+ * the window make the same query cheap enough. */
+static void test_query_caps(void **state)
+{
+	(void)state;
+	const int64_t M = 60 * STROBE_NS_PER_S, H = 60 * M;
+	const int64_t hour = (NOW / H - 2) * H; /* a whole, closed hour */
+	strobe_store *s = open_capped(0, 4, 0);
+	for (int i = 0; i < 8; i++)
+		push_avg(s, "api", "a;b 5\n", hour + i * 7 * M, false);
+	strobe_err err = {{0}};
+	assert_int_equal(query_rc(s, hour, hour + H, &err), -EDQUOT);
+	assert_non_null(strstr(err.msg, "limit max_query_profiles"));
+	/* Range reads through the same caps. */
+	strobe_selector se;
+	sel(CPU, &se);
+	strobe_query q = {"t", &se, hour, hour + H};
+	strobe_range_result rr;
+	assert_int_equal(strobe_store_range(s, &q, 10 * M, NULL, NULL, &rr, &err), -EDQUOT);
+	strobe_selector_free(&se);
+	/* After compaction the hour is one roll-up row. */
+	assert_true(strobe_store_compact(s, NOW, &err) > 0);
+	assert_int_equal(query_rc(s, hour, hour + H, &err), 0);
+	/* Without roll-ups it is 8 rows again. */
+	strobe_store_use_rollups(s, false);
+	assert_int_equal(query_rc(s, hour, hour + H, &err), -EDQUOT);
+	strobe_store_close(s);
+	/* The byte cap: 8 tiny blobs are more than 20 bytes. */
+	s = open_capped(0, 0, 20);
+	strobe_store_use_rollups(s, false);
+	err.msg[0] = 0;
+	assert_int_equal(query_rc(s, hour, hour + H, &err), -EDQUOT);
+	assert_non_null(strstr(err.msg, "limit max_query_bytes"));
+	strobe_store_close(s);
+	s = open_capped(0, 8, 0); /* exactly the rows there are: fine */
+	strobe_store_use_rollups(s, false);
+	assert_int_equal(query_rc(s, hour, hour + H, &err), 0);
+	strobe_store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +370,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_average_aggregation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_old_schema, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symbol_gc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_query_caps, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
