@@ -648,7 +648,7 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
 		return 0;
 	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
 	strobe_proc *p = NULL;
-	bool first = true, rescanned = false;
+	bool first = true, rescanned = false, user_leaf = true;
 	uint32_t n = 0;
 	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
 		uint64_t ip = sm->ips[i];
@@ -670,10 +670,15 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
 			if (!p)
 				p = proc_for(s, pid);
 			k.map = p ? strobe_tracker_find(p, ip) : STROBE_MAP_NONE;
-			if (k.map == STROBE_MAP_NONE && p && !p->exited && !rescanned) {
+			bool leaf = user_leaf;
+			user_leaf = false;
+			if (k.map == STROBE_MAP_NONE && leaf && p && !p->exited && !rescanned) {
 				/* Mapped after we last looked and reported by no record we have
-				 * (a process that predates recording): look again, at most once a
-				 * second per process. */
+				 * (a process that predates recording, code made executable by
+				 * mprotect): look again, at most once a second per process. Only
+				 * for the user leaf, which ran: a caller that misses is mostly a
+				 * frame-pointer walk gone astray in code built without them, and
+				 * re-reading /proc for those was most of the recorder's CPU. */
 				int64_t now = strobe_mono_ns();
 				rescanned = true;
 				if (now - p->rescan_ns > 1000000000 &&

@@ -191,6 +191,9 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 		strobe_sym_object *obj = object_of(b, fk->map);
 		if (!obj)
 			continue;
+		/* Closed again until its turn: fifty binaries held open at once, each with its
+		 * file mapped and libdwfl's state, are 4 MB before any is named. */
+		strobe_sym_object_release(b->sym, obj);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 1024;
 			obj_frame *nv = realloc(v, cap * sizeof(*v));

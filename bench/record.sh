@@ -17,8 +17,12 @@
 # /usr/bin/time, including writing its output) is reported per second it ran.
 #
 #   bench/record.sh [RESULTS]
-#   ROUNDS=6 CPU_SECONDS=8 PINGPONG_SECONDS=5 RSS_SECONDS=60   (the defaults)
-#   BENCH_QUICK=1: 3 rounds of 5 s and 3 s, RSS over 15 s
+#   ROUNDS=10 CPU_SECONDS=8 PINGPONG_SECONDS=5 RSS_SECONDS=60   (the defaults)
+#   BENCH_QUICK=1: 4 rounds of 5 s and 3 s, RSS over 15 s
+#
+# Every loss is given as the median of the per-round losses (each run against the baseline of
+# its own round) with their range, and the on-CPU comparison says in how many rounds strobe
+# cost less than perf: on a shared machine one round proves little, the spread says how much.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,9 +33,9 @@ results=${1:-/dev/stdout}
 note() { echo "bench: $*" >&2; }
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
-  rounds=${ROUNDS:-3} cpu_s=${CPU_SECONDS:-5} pp_s=${PINGPONG_SECONDS:-3} rss_s=${RSS_SECONDS:-15}
+  rounds=${ROUNDS:-4} cpu_s=${CPU_SECONDS:-5} pp_s=${PINGPONG_SECONDS:-3} rss_s=${RSS_SECONDS:-15}
 else
-  rounds=${ROUNDS:-6} cpu_s=${CPU_SECONDS:-8} pp_s=${PINGPONG_SECONDS:-5} rss_s=${RSS_SECONDS:-60}
+  rounds=${ROUNDS:-10} cpu_s=${CPU_SECONDS:-8} pp_s=${PINGPONG_SECONDS:-5} rss_s=${RSS_SECONDS:-60}
 fi
 for b in "$strobe" "$cpu_work" "$pingpong"; do
   [ -x "$b" ] || { note "missing $b: run make bench (or make $b)"; exit 2; }
@@ -116,11 +120,20 @@ run_rounds() {
 }
 col() { awk -v m="$1" -v c="$2" '$1 == m {print $c}' "$work/rows"; }
 med() { col "$1" "$2" | median; }
-# paired MODE COL: the median of the per-round losses against the same round's baseline
-paired() {
+# losses MODE COL: the per-round losses (%) against the same round's baseline, one a line
+losses() {
   awk -v m="$1" -v c="$2" '$1 == "base" {b[++nb] = $c} $1 == m {w[++nw] = $c}
-    END {for (i = 1; i <= nw && i <= nb; i++) print 100 * (1 - w[i] / b[i])}' "$work/rows" |
-    median | awk '{ if ($1 == "-") print; else printf "%.2f\n", $1 }'
+    END {for (i = 1; i <= nw && i <= nb; i++) print 100 * (1 - w[i] / b[i])}' "$work/rows"
+}
+# paired MODE COL: their median and range, "0.21, -0.40 to 0.90"
+paired() {
+  losses "$1" "$2" | sort -g | awk '{a[NR] = $1} END {
+    if (!NR) print "-"; else printf "%.2f, %.2f to %.2f\n", a[int((NR + 1) / 2)], a[1], a[NR] }'
+}
+# fewer COL: in how many rounds strobe-cpu lost less than perf-cpu, "7 of 10"
+fewer() {
+  paste <(losses strobe-cpu "$1") <(losses perf-cpu "$1") |
+    awk '{n++; if ($1 < $2) k++} END {printf "%d of %d", k, n}'
 }
 # spread COL: the baseline's range, as "min-max (+-half the range against the median, %)"
 spread() {
@@ -154,9 +167,10 @@ cost() {
 }
 
 {
-  echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores ($(uname -r)); $rounds interleaved rounds"
-  echo "per workload; medians. Loss = 1 - median(beside the recorder) / median(alone); in"
-  echo "parentheses, the median of the per-round losses (each run against the baseline of its round)."
+  echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores ($(uname -r)), load average before it:"
+  echo "$(cut -d' ' -f1-3 /proc/loadavg); $rounds interleaved rounds per workload; medians. Loss ="
+  echo "1 - median(beside the recorder) / median(alone); in parentheses, the per-round losses (each"
+  echo "run against the baseline of its own round): their median and range."
   echo
 } >> "$results"
 
@@ -184,6 +198,12 @@ cp "$work/rows.offcpu" "$work/rows"
 row "pingpong, ${pp_s} s; off-CPU" "round trips/s (wall clock)" 2 strobe-offcpu perf-offcpu
 {
   echo
+  cp "$work/rows.cpu" "$work/rows"
+  if [ $have_perf = 1 ]; then
+    echo "Rounds in which strobe cost cpu_work less than perf did: $(fewer 3) per CPU-second,"
+    echo "$(fewer 2) in wall-clock throughput."
+    echo
+  fi
   echo "On-CPU goal, loss < 1 % and below perf's, on the estimate: $(awk -v s="$s_est" -v p="$p_est" 'BEGIN {
     v = (s < 1) ? "**met** (< 1 %" : "**missed** (not < 1 %"
     if (p == "-") v = v "; perf skipped)"; else v = v ((s < p) ? ", < perf)" : "; **not < perf**)")
@@ -231,8 +251,11 @@ s_child=$(pgrep -P "$s_pid" | head -1)
 sleep $((rss_s - 1))
 s_hwm=$(hwm "$s_child")
 wait "$s_pid" || { note "strobe record failed:"; cat "$work/strobe.rss.err" >&2; exit 1; }
-[ $have_perf = 1 ] && wait "$p_pid"
-wait "${busy_pids[@]}"
+perf_ok=$have_perf
+if [ $have_perf = 1 ] && ! wait "$p_pid"; then
+  note "perf record (beside strobe, for its RSS) failed: $(tail -1 "$work/perf.rss")"; perf_ok=0
+fi
+wait "${busy_pids[@]}" || true
 read -r s_rss s_u s_s s_e < "$work/strobe.rss"
 summary=$(sed -n 's/^strobe record: [^:]*: \(.*\); wrote.*/\1/p' "$work/strobe.rss.err")
 note "strobe record -a: peak RSS ${s_rss} KB (${s_hwm} KB before writing); $summary; $(cat "$work/churn") sh -c true spawned"
@@ -247,12 +270,14 @@ note "strobe record -a: peak RSS ${s_rss} KB (${s_hwm} KB before writing); $summ
     "$(awk -v u="$s_u" -v s="$s_s" -v e="$s_e" 'BEGIN{printf "%.3f", (u + s) / e}')" \
     "$summary" "$(cat "$work/churn")" \
     "$(awk -v k="$s_rss" 'BEGIN{print (k < 30 * 1024) ? "met" : "**missed**"}')"
-  if [ $have_perf = 1 ]; then
+  if [ $perf_ok = 1 ]; then
     read -r p_rss p_u p_s p_e < "$work/perf.rss"
     printf '| `perf record -a -g -F 99` (at the same time) | %s MB | - | %s | %s MB perf.data | - |\n' \
       "$(awk -v k="$p_rss" 'BEGIN{printf "%.1f", k / 1024}')" \
       "$(awk -v u="$p_u" -v s="$p_s" -v e="$p_e" 'BEGIN{printf "%.3f", (u + s) / e}')" \
       "$(awk -v b="$(stat -c %s "$work/rss.data")" 'BEGIN{printf "%.1f", b / 1048576}')"
+  elif [ $have_perf = 1 ]; then
+    echo "| perf record (failed in this run) | - | - | - | - | - |"
   else
     echo "| perf record (skipped: perf not found) | - | - | - | - | - |"
   fi

@@ -44,11 +44,17 @@ static const char usage_text[] =
 	"  --no-threads           label samples by process only (no tid and thread labels)\n"
 	"  --no-symbolize         keep raw addresses, mappings and build IDs (name them later)\n"
 	"  --debug-dir DIR        also look for debug files under DIR (repeatable)\n"
+	"  --debug-budget MB      debug information held per binary while naming frames: one\n"
+	"                         whose DWARF is over half of it is named from its symbol table\n"
+	"                         (no lines or inlined frames); 0 = no limit (default: 12 with\n"
+	"                         -a, where it keeps the recorder small, else 0)\n"
 	"  --idle                 keep samples of idle CPUs (-a)\n"
 	"  -m, --mmap-pages N     ring buffer pages per CPU (a power of two)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
 	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
+
+#define DEFAULT_BUDGET_MB 12 /* --debug-budget with -a */
 
 static int64_t mono_ns(void)
 {
@@ -59,6 +65,14 @@ static int64_t mono_ns(void)
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
+/* Only there to interrupt poll() when the command exits; waitpid() does the rest. */
+static void on_child(int sig) { (void)sig; }
+
+/* The longest wait for records between two rounds. Each round costs a poll() wake-up, a read
+ * of every ring and a sort: at 99 Hz the rings take more than a second to reach their
+ * wake-up mark, and ten rounds a second were a third of the recorder's own CPU on a virtual
+ * machine, where a system call is dear. Signals and the command's exit interrupt the wait. */
+#define ROUND_MS 1000
 
 /* "2ms", "500us", "1.5s", "100ns"; 0 needs no unit. */
 static int parse_duration(const char *cmd, const char *opt, const char *arg, int64_t *ns)
@@ -162,7 +176,8 @@ static bool any_alive(const pid_t *pids, unsigned n)
 
 int cmd_record(int argc, char **argv)
 {
-	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE };
+	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
+	       O_BUDGET };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"event", required_argument, 0, 'e'},
 		{"freq", required_argument, 0, 'F'},   {"all-cpus", no_argument, 0, 'a'},
@@ -173,10 +188,12 @@ int cmd_record(int argc, char **argv)
 		{"user", no_argument, 0, O_USER},      {"no-threads", no_argument, 0, O_NOTHREADS},
 		{"no-symbolize", no_argument, 0, O_NOSYM},
 		{"debug-dir", required_argument, 0, O_DEBUGDIR},
-		{"idle", no_argument, 0, O_IDLE},      {0, 0, 0, 0}};
+		{"idle", no_argument, 0, O_IDLE},
+		{"debug-budget", required_argument, 0, O_BUDGET}, {0, 0, 0, 0}};
 	const char *cmd = "record", *output = "strobe.pb.gz";
 	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true};
 	double duration = 0;
+	long budget_mb = -1; /* not given */
 	bool quiet = false, per_thread = true, symbolize = true;
 	pid_t *pids = NULL;
 	unsigned npids = 0;
@@ -261,6 +278,10 @@ int cmd_record(int argc, char **argv)
 			break;
 		}
 		case O_IDLE: so.keep_idle = true; break;
+		case O_BUDGET:
+			if (cli_int(cmd, "--debug-budget", optarg, 0, 1 << 20, &budget_mb) < 0)
+				goto out;
+			break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
@@ -284,6 +305,9 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	struct sigaction sc = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
+	sigemptyset(&sc.sa_mask);
+	sigaction(SIGCHLD, &sc, NULL);
 
 	pid_t child = -1;
 	int go = -1, status_fd = -1;
@@ -333,7 +357,15 @@ int cmd_record(int argc, char **argv)
 	bool child_done = false;
 	const char *why = "";
 	for (;;) {
-		if (strobe_sampler_poll(s, 100, &err) < 0) {
+		int wait_ms = ROUND_MS;
+		if (duration > 0) { /* wake up when the duration is reached, not after */
+			double left = duration * 1e3 - (double)(mono_ns() - t0) / 1e6;
+			if (left < wait_ms)
+				wait_ms = left < 1 ? 1 : (int)left + 1;
+		}
+		if (npids && wait_ms > 500)
+			wait_ms = 500; /* -p: notice within half a second that they exited */
+		if (strobe_sampler_poll(s, wait_ms, &err) < 0) {
 			cli_err(cmd, "%s", err.msg);
 			break;
 		}
@@ -368,7 +400,13 @@ int cmd_record(int argc, char **argv)
 
 	strobe_symbolizer *sym = NULL;
 	if (symbolize) {
-		strobe_sym_opts syo = {.debug_dirs = debug_dirs, .no_kernel = !so.kernel};
+		/* Whole-host recordings meet every binary on the host, libc's full debug
+		 * information among them (libc6-dbg: 10 MB decompressed, as much again in line
+		 * tables): bounded by default there, so the recorder stays small. */
+		if (budget_mb < 0)
+			budget_mb = so.all ? DEFAULT_BUDGET_MB : 0;
+		strobe_sym_opts syo = {.debug_dirs = debug_dirs, .no_kernel = !so.kernel,
+				       .max_debug_bytes = (uint64_t)budget_mb << 20};
 		sym = strobe_symbolizer_new(&syo);
 		if (!sym)
 			cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
@@ -384,6 +422,7 @@ int cmd_record(int argc, char **argv)
 	strobe_sampler_stats st;
 	strobe_sampler_get_stats(s, &st);
 	strobe_sampler_close(s);
+	size_t over_budget = strobe_symbolizer_over_budget(sym);
 	strobe_symbolizer_free(sym);
 	if (!p) {
 		cli_err(cmd, "%s", err.msg);
@@ -397,6 +436,12 @@ int cmd_record(int argc, char **argv)
 	strobe_profile_add_comment(p, note);
 	if (st.lost) {
 		snprintf(note, sizeof(note), "lost records: %" PRIu64 " (ring buffer full)", st.lost);
+		strobe_profile_add_comment(p, note);
+	}
+	if (over_budget) {
+		snprintf(note, sizeof(note), "named from symbol tables only (debug information over "
+			 "the %ld MB budget): %zu binar%s", budget_mb, over_budget,
+			 over_budget == 1 ? "y" : "ies");
 		strobe_profile_add_comment(p, note);
 	}
 	int type = strobe_default_type_index(p);
@@ -418,6 +463,11 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "strobe record: orphan-in %" PRIu64 " unmatched %" PRIu64 " late %" PRIu64 " throttled %" PRIu64
 					" short %" PRIu64 " unknown-pid %" PRIu64 "\n",
 				st.orphan_in, st.unmatched, st.late, st.throttled, st.short_blocks, st.unknown_pid);
+		if (over_budget)
+			fprintf(stderr, "strobe record: %zu binar%s named without line numbers or "
+					"inlined frames: debug information over --debug-budget %ld "
+					"(MB; 0 = no limit)\n", over_budget,
+				over_budget == 1 ? "y" : "ies", budget_mb);
 		if (st.lost)
 			fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
 					"buffer full): use a larger -m or a lower -F\n", st.lost);

@@ -101,7 +101,9 @@ int cmd_server(int argc, char **argv)
 	}
 	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,
 				.max_series = cfg.max_series_per_tenant,
-				.sync_normal = cfg.sync_normal};
+				.sync_normal = cfg.sync_normal,
+				.max_query_points = cfg.max_query_profiles,
+				.max_query_bytes = cfg.max_query_bytes};
 	if (!(st = strobe_store_open(&so, &err))) {
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
 		goto out;

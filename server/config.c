@@ -23,6 +23,8 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->max_label_value_len = 1024;
 	c->max_series_per_tenant = 100000;
 	c->max_profiles_per_push = 64;
+	c->max_query_profiles = 1000000;
+	c->max_query_bytes = 4ull << 30;
 	c->threads = 4;
 }
 
@@ -110,6 +112,12 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		else if (strcmp(k, "max_profiles_per_push") == 0 &&
 			 (r = num_opt(v, k, 10000, &x, err)) == 0)
 			c->max_profiles_per_push = (uint32_t)x;
+		else if (strcmp(k, "max_query_profiles") == 0 &&
+			 (r = num_opt(v, k, 1ull << 40, &x, err)) == 0)
+			c->max_query_profiles = x;
+		else if (strcmp(k, "max_query_bytes") == 0 &&
+			 (r = num_opt(v, k, 1ull << 50, &x, err)) == 0)
+			c->max_query_bytes = x;
 		else if (err && err->msg[0])
 			return -EINVAL;
 		else

@@ -84,7 +84,7 @@ static int gunzip_capped(const uint8_t *in, size_t len, size_t cap, uint8_t **ou
 	return 0;
 }
 
-static bool label_name_ok(const char *s, size_t max)
+bool srv_label_name_ok(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 	if (!n || n > max || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
@@ -140,7 +140,7 @@ static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out,
 	bool has_svc = false;
 	for (size_t i = 0; i < k; i++) {
 		const char *bad = NULL;
-		if (!label_name_ok(l[i].name, c->max_label_name_len))
+		if (!srv_label_name_ok(l[i].name, c->max_label_name_len))
 			bad = "is not a valid label name or is longer than max_label_name_length";
 		else if (strlen(l[i].value) > c->max_label_value_len)
 			bad = "has a value longer than max_label_value_length";
@@ -187,7 +187,8 @@ int srv_push(srv_req *r)
 	parts ps = {0};
 	strobe_profile **profs = NULL;
 	strobe_push_item *items = NULL;
-	size_t nprof = 0;
+	srv_label_groups *groups = NULL;
+	size_t nprof = 0, nitems = 0, capitems = 0;
 	if (ts && strobe_time_parse(ts, r->now_ns, &t, &err) < 0) {
 		srv_error(r, 400, "time: %s", err.msg);
 		goto out;
@@ -223,8 +224,8 @@ int srv_push(srv_req *r)
 			goto oom;
 	}
 	profs = calloc(ps.n, sizeof(*profs));
-	items = calloc(ps.n, sizeof(*items));
-	if (!profs || !items)
+	groups = calloc(ps.n, sizeof(*groups));
+	if (!profs || !groups)
 		goto oom;
 	for (size_t i = 0; i < ps.n; i++) {
 		const uint8_t *d = ps.p[i].data;
@@ -253,9 +254,28 @@ int srv_push(srv_req *r)
 			goto out;
 		}
 		nprof++;
-		items[i] = (strobe_push_item){profs[i], name, t, average};
+		/* One item per distinct set of per-sample labels (pprof.Do), each its own series. */
+		if ((dr = srv_sample_groups(profs[i], c, labels, nlabels, &groups[i], &err)) < 0) {
+			srv_error(r, dr == -EDQUOT ? 429 : dr == -ENOMEM ? 500 : 400, "profile %zu: %s",
+				  i + 1, err.msg);
+			goto out;
+		}
+		for (size_t g = 0; g < groups[i].n; g++) {
+			if (nitems == capitems) {
+				capitems = capitems ? capitems * 2 : 8;
+				strobe_push_item *ni = realloc(items, capitems * sizeof(*ni));
+				if (!ni)
+					goto oom;
+				items = ni;
+			}
+			const srv_label_group *gr = &groups[i].g[g];
+			items[nitems++] = (strobe_push_item){
+				.profile = profs[i], .name = name, .time_ns = t, .average = average,
+				.labels = gr->labels, .nlabels = gr->nlabels, .samples = gr->samples,
+				.nsamples = gr->nsamples};
+		}
 	}
-	strobe_push_req rq = {r->tenant, labels, nlabels, items, nprof, r->now_ns};
+	strobe_push_req rq = {r->tenant, labels, nlabels, items, nitems, r->now_ns};
 	strobe_push_result res;
 	int pr = strobe_store_push(r->srv->store, &rq, &res, &err);
 	if (pr < 0) {
@@ -281,6 +301,9 @@ oom:
 out:
 	for (size_t i = 0; profs && i < ps.n; i++)
 		strobe_profile_free(profs[i]);
+	for (size_t i = 0; groups && i < ps.n; i++)
+		srv_label_groups_free(&groups[i]);
+	free(groups);
 	free(ps.p);
 	free(profs);
 	free(items);

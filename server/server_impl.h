@@ -62,6 +62,27 @@ int srv_window(srv_req *r, const char *fname, const char *tname, int64_t *from, 
 /* Parses a selector argument; replies 400 and returns -1 when bad or missing. */
 int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *sel);
 
+/* A label name as the push accepts it: [a-zA-Z_][a-zA-Z0-9_.]*, not __-prefixed, <= max bytes. */
+bool srv_label_name_ok(const char *s, size_t max);
+
+/* A profile's samples grouped by their string labels (server/sample_labels.c): each group's
+ * labels (sorted, strings of the profile) go on its own series. A profile without sample labels
+ * is one group with samples NULL (all of them). */
+typedef struct srv_label_group {
+	strobe_labelpair *labels;
+	size_t nlabels;
+	uint32_t *samples; /* sample ids */
+	uint32_t nsamples, cap;
+} srv_label_group;
+typedef struct srv_label_groups {
+	srv_label_group *g;
+	size_t n;
+} srv_label_groups;
+int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
+		      const strobe_labelpair *base, size_t nbase, srv_label_groups *out,
+		      strobe_err *err);
+void srv_label_groups_free(srv_label_groups *g);
+
 int srv_push(srv_req *r);
 int strobe_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
 int srv_query(srv_req *r);

@@ -644,6 +644,12 @@ static int cmp_pair(const void *a, const void *b)
 /* Writes the symbol rows interned since the last successful commit. */
 static int save_symbols(strobe_store *s, strobe_err *err)
 {
+	return store_save_symbols(s, s->sym, s->saved, err);
+}
+
+int store_save_symbols(strobe_store *s, const strobe_profile *p, const uint32_t *saved,
+		       strobe_err *err)
+{
 	static const char *const q[NTABS] = {
 		"INSERT OR REPLACE INTO strings VALUES(?,?)",
 		"INSERT OR REPLACE INTO functions VALUES(?,?,?,?,?)",
@@ -651,15 +657,14 @@ static int save_symbols(strobe_store *s, strobe_err *err)
 		"INSERT OR REPLACE INTO locations VALUES(?,?,?,?,?)",
 		"INSERT OR REPLACE INTO stacks VALUES(?,?,?)",
 	};
-	strobe_profile *p = s->sym;
 	for (int t = 0; t < NTABS; t++) {
 		uint32_t n = tab_n(p, t);
-		if (s->saved[t] >= n)
+		if (saved[t] >= n)
 			continue;
 		sqlite3_stmt *st;
 		if (sqlite3_prepare_v2(s->db, q[t], -1, &st, NULL) != SQLITE_OK)
 			return store_sqlerr(s, err, "saving symbols");
-		for (uint32_t id = s->saved[t]; id < n; id++) {
+		for (uint32_t id = saved[t] ? saved[t] : 1; id < n; id++) {
 			sqlite3_bind_int64(st, 1, id);
 			switch (t) {
 			case TAB_STRINGS:
@@ -736,12 +741,35 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 	if (p->ntypes == 0)
 		return strobe_errf(err, -EINVAL, "the profile has no sample types");
 	/* Stack ids of every sample, mapped once for all its types. */
-	uint32_t ns = strobe_nsamples(p);
+	uint32_t ns = it->samples ? it->nsamples : strobe_nsamples(p);
 	uint32_t *gst = malloc(((size_t)ns + 1) * sizeof(*gst));
 	store_pair *pairs = malloc(((size_t)ns + 1) * sizeof(*pairs));
+	/* The series labels: the request's and the item's (per-sample labels), merged by name. */
+	const strobe_labelpair *labels = rq->labels;
+	size_t nlabels = rq->nlabels;
+	strobe_labelpair *merged = NULL;
 	int r = (!gst || !pairs) ? -ENOMEM : 0;
+	if (r == 0 && it->nlabels) {
+		if (!(merged = malloc((rq->nlabels + it->nlabels) * sizeof(*merged)))) {
+			r = -ENOMEM;
+		} else {
+			size_t a = 0, b = 0;
+			nlabels = 0;
+			while (a < rq->nlabels || b < it->nlabels)
+				merged[nlabels++] =
+					b == it->nlabels || (a < rq->nlabels &&
+							     strcmp(rq->labels[a].name,
+								    it->labels[b].name) < 0)
+						? rq->labels[a++]
+						: it->labels[b++];
+			labels = merged;
+		}
+	}
+	/* Sample i of this item is sample sid(i) of the profile. */
+#define sid(i) (it->samples ? it->samples[(i) - 1] : (i))
 	for (uint32_t i = 1; r == 0 && i <= ns; i++)
-		if ((gst[i] = store_map_stack(s->sym, p, m, strobe_sample(p, i)->stack)) == UINT32_MAX)
+		if ((gst[i] = store_map_stack(s->sym, p, m, strobe_sample(p, sid(i))->stack)) ==
+		    UINT32_MAX)
 			r = -ENOMEM;
 	for (uint32_t ty = 0; r == 0 && ty < p->ntypes; ty++) {
 		char type[STROBE_TYPE_MAX];
@@ -749,7 +777,7 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 			break;
 		char *key;
 		size_t klen, idx;
-		if ((r = series_key(rq->tenant, type, rq->labels, rq->nlabels, &key, &klen)) < 0)
+		if ((r = series_key(rq->tenant, type, labels, nlabels, &key, &klen)) < 0)
 			break;
 		r = series_add_mem(s, key, klen, &idx);
 		free(key);
@@ -781,7 +809,7 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 		size_t np = 0;
 		int64_t total = 0;
 		for (uint32_t i = 1; i <= ns; i++) {
-			int64_t v = strobe_sample_values(p, i)[ty];
+			int64_t v = strobe_sample_values(p, sid(i))[ty];
 			if (v)
 				pairs[np++] = (store_pair){gst[i], v};
 		}
@@ -820,8 +848,10 @@ static int push_item(strobe_store *s, const strobe_push_req *rq, const strobe_pu
 		a->stacks = (uint32_t)np;
 		a->total = total;
 	}
+#undef sid
 	free(gst);
 	free(pairs);
+	free(merged);
 	return r;
 }
 

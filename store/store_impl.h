@@ -43,6 +43,7 @@ struct strobe_store {
 	size_t nseries, capseries;
 	strobe_itab series_key; /* "tenant\0type\0name\0value\0..." -> index */
 	bool use_rollups;
+	int64_t last_gc_ns; /* when symbol gc last ran (symgc.c) */
 };
 
 static inline uint32_t tab_n(const strobe_profile *p, int t)
@@ -79,6 +80,12 @@ uint32_t store_map_stack(strobe_profile *dst, const strobe_profile *src, store_r
 			 uint32_t id);
 
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
+/* Writes p's symbol rows from saved[t] on, table by table (store.c). */
+int store_save_symbols(strobe_store *s, const strobe_profile *p, const uint32_t *saved,
+		       strobe_err *err);
+/* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */
+int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err);
+#define STORE_GC_INTERVAL (3600 * STROBE_NS_PER_S)
 int store_sqlerr(strobe_store *s, strobe_err *err, const char *what);
 /* Series matching: indices of live series of the tenant that match q (type and matchers). */
 int store_match_series(strobe_store *s, const char *tenant, const strobe_selector *sel,

@@ -321,6 +321,7 @@ typedef struct raw_sym {
 	uint64_t start, size, section_end;
 	const char *name;
 	int rank;
+	int index; /* in the symbol table */
 } raw_sym;
 
 static int cmp_raw(const void *a, const void *b)
@@ -330,7 +331,10 @@ static int cmp_raw(const void *a, const void *b)
 		return x->start < y->start ? -1 : 1;
 	if (x->rank != y->rank)
 		return y->rank - x->rank;
-	return strcmp(x->name, y->name);
+	/* Then the symbol table's order, not the names: comparing names would read most of the
+	 * string table (C++ binaries have an alias for every constructor and destructor), which
+	 * for node is 7 MB brought into memory for a choice the order makes as stably. */
+	return x->index < y->index ? -1 : x->index > y->index;
 }
 
 void sym_object_load_symbols(strobe_sym_object *o)
@@ -356,7 +360,9 @@ void sym_object_load_symbols(strobe_sym_object *o)
 		Dwarf_Addr bias = 0;
 		const char *name =
 			dwfl_module_getsym_info(o->mod, i, &sym, &addr, &shndx, &elf, &bias);
-		if (!name || !*name || shndx == SHN_UNDEF || shndx == SHN_ABS ||
+		/* st_name, not *name: reading every name would bring the whole string table
+		 * into memory (node's is 7 MB), where only the names asked for are needed. */
+		if (!name || !sym.st_name || shndx == SHN_UNDEF || shndx == SHN_ABS ||
 		    shndx == SHN_COMMON || shndx == (GElf_Word)-1)
 			continue;
 		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
@@ -373,7 +379,7 @@ void sym_object_load_symbols(strobe_sym_object *o)
 			continue;
 		}
 		/* Several names for one address (aliases, .symtab and .dynsym both): the typed,
-		 * sized, global one wins, then the name, so the choice is stable. */
+		 * sized, global one wins, then the first in the table, so the choice is stable. */
 		v[k++] = (raw_sym){
 			.start = addr,
 			.size = sym.st_size,
@@ -381,6 +387,7 @@ void sym_object_load_symbols(strobe_sym_object *o)
 			.name = name,
 			.rank = (type != STT_NOTYPE) * 16 + (sym.st_size > 0) * 8 +
 				(bind == STB_GLOBAL ? 3 : bind == STB_WEAK ? 2 : 1),
+			.index = i,
 		};
 	}
 	if (k)

@@ -47,6 +47,9 @@ void sym_strpool_free(sym_strpool *p);
 /* The pooled copy of s[0..len) (cut to SYM_MAX_NAME bytes on a UTF-8 boundary), or NULL when
  * out of memory. */
 const char *sym_intern(sym_strpool *p, const char *s, size_t len);
+/* The same with another cap on the length (names from ELF and DWARF files, which are longer
+ * than kallsyms or perf-map lines can be). */
+const char *sym_intern_max(sym_strpool *p, const char *s, size_t len, size_t max);
 
 /* ---- sorted address ranges ------------------------------------------------------------------ */
 
@@ -107,6 +110,7 @@ struct strobe_sym_object {
 	bool released;         /* tables freed by strobe_sym_object_release; reopened on use */
 	/* Loaded on first use. */
 	bool syms_loaded, dwarf_loaded;
+	bool over_budget;      /* DWARF over the symbolizer's budget: never loaded */
 	sym_range *syms;       /* functions by module address */
 	size_t nsyms;
 	sym_dwarf *dw;         /* NULL when the object has no DWARF (or no_dwarf) */
@@ -118,6 +122,8 @@ struct strobe_symbolizer {
 	char **debug_dirs;     /* copies of opts.debug_dirs, NULL-terminated */
 	char *sysroot;         /* "" for "/" */
 	bool no_dwarf, no_kernel;
+	uint64_t max_debug;     /* opts.max_debug_bytes */
+	size_t over_budget;     /* objects named without their DWARF because of it */
 	sym_strpool strings;
 	/* Object cache: build ID -> object, (dev, inode, path) -> object or a cached failure. */
 	strobe_itab by_build_id; /* key: sym_bid_key */
@@ -160,6 +166,9 @@ int sym_elf_build_id(Elf *elf, const uint8_t **id);
 /* Loads the DWARF of o on first call (sets o->dw, NULL when there is none). */
 void sym_dwarf_load(strobe_sym_object *o);
 void sym_dwarf_free(sym_dwarf *d);
+/* What the object's DWARF holds now, estimated: its sections (decompressed) plus the line
+ * tables parsed so far. */
+uint64_t sym_dwarf_held_bytes(const sym_dwarf *d);
 /* Frames for module address addr, leaf-first into out[0..cap) (the innermost are dropped when
  * the chain is longer). Returns the count, 0 when DWARF does not cover addr. The outermost
  * frame's function may be NULL (code with lines but no subprogram DIE). */

@@ -265,8 +265,23 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 		kernel_clear(k);
 		return r < 0 ? r : ps.err < 0 ? ps.err : -ENOENT;
 	}
+	/* The core kernel's symbols come in address order, and without modules that is the
+	 * whole file: then only runs sharing an address need sorting, and qsort's scratch copy
+	 * of the table (2 MB) is never made. */
 	sort_names = k->names;
-	qsort(k->v, k->n, sizeof(*k->v), cmp_ksym);
+	bool sorted = true;
+	for (size_t i = 1; i < k->n && sorted; i++)
+		sorted = k->v[i - 1].addr <= k->v[i].addr;
+	if (!sorted) {
+		qsort(k->v, k->n, sizeof(*k->v), cmp_ksym);
+	} else {
+		for (size_t i = 0, j; i < k->n; i = j) {
+			for (j = i + 1; j < k->n && k->v[j].addr == k->v[i].addr; j++)
+				;
+			if (j - i > 1)
+				qsort(k->v + i, j - i, sizeof(*k->v), cmp_ksym);
+		}
+	}
 	sort_names = NULL;
 	for (size_t i = 0; i < k->n; i++) {
 		const ksym *x = &k->v[i];

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The symbolizer's string pool. Every name the symbolizer builds itself (kernel symbols, module
- * names, perf-map names) is copied here once and handed out by pointer; the pointers live until
- * strobe_symbolizer_free even when the table that produced them is reloaded, which is what lets
- * a perf map be re-read under a caller still holding names from the previous read.
+ * The symbolizer's string pool. Every name the symbolizer hands out (kernel symbols, module
+ * names, perf-map names, and the function and file names of ELF and DWARF lookups) is copied
+ * here once and handed out by pointer; the pointers live until strobe_symbolizer_free even when
+ * the table that produced them is reloaded or released, which is what lets a perf map be re-read,
+ * or an object's debug information be dropped, under a caller still holding names from before.
+ * Only names actually returned are pooled: a few thousand in a profile, not every symbol.
  *
  * Not strobe_itab: its arena is realloc'd as it grows, so its keys move. Here strings go into
  * fixed chunks that are never moved, and a small open-addressing set of (hash, index) finds an
@@ -73,12 +75,17 @@ static char *pool_alloc(sym_strpool *p, size_t len)
 
 const char *sym_intern(sym_strpool *p, const char *s, size_t len)
 {
+	return sym_intern_max(p, s, len, SYM_MAX_NAME);
+}
+
+const char *sym_intern_max(sym_strpool *p, const char *s, size_t len, size_t max)
+{
 	const char *nul = memchr(s, 0, len); /* what a C string would show anyway */
 	if (nul)
 		len = (size_t)(nul - s);
-	if (len > SYM_MAX_NAME) {
+	if (len > max) {
 		/* Cut on a character boundary: never leave half a UTF-8 sequence behind. */
-		len = SYM_MAX_NAME;
+		len = max;
 		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
 			len--;
 	}

@@ -32,6 +32,7 @@
 
 #define CACHE_SETS 1024u     /* two entries each; a power of two */
 #define CACHE_FRAMES 4       /* deeper inline chains are not cached */
+#define NAME_MAX_POOLED (64u << 10) /* function and file names longer than this are cut */
 
 struct sym_cache_entry {
 	const strobe_sym_object *obj; /* NULL: empty */
@@ -81,6 +82,7 @@ strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts)
 	s->vdso_fd = -1; /* before any goto nomem: free closes it */
 	s->no_dwarf = opts->no_dwarf;
 	s->no_kernel = opts->no_kernel;
+	s->max_debug = opts->max_debug_bytes;
 	s->by_build_id.fixed = sizeof(sym_bid_key);
 	const char *root = opts->sysroot ? opts->sysroot : "";
 	size_t rl = strlen(root);
@@ -130,6 +132,11 @@ void strobe_symbolizer_free(strobe_symbolizer *s)
 	sym_perfmaps_free(s->perfmaps);
 	sym_strpool_free(&s->strings);
 	free(s);
+}
+
+size_t strobe_symbolizer_over_budget(const strobe_symbolizer *s)
+{
+	return s ? s->over_budget : 0;
 }
 
 /* ---- object cache ---------------------------------------------------------------------------- */
@@ -606,6 +613,18 @@ int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offse
 			f[n - 1].function = sym->name;
 		}
 	}
+	/* Names point into the object's ELF and DWARF data, which a release (the caller's, or the
+	 * budget's below) frees: hand out pooled copies, which live as long as the symbolizer. */
+	for (int i = 0; i < n; i++) {
+		if (f[i].function)
+			f[i].function = sym_intern_max(&s->strings, f[i].function,
+						       strlen(f[i].function), NAME_MAX_POOLED);
+		if (f[i].file)
+			f[i].file = sym_intern_max(&s->strings, f[i].file, strlen(f[i].file),
+						   NAME_MAX_POOLED);
+	}
+	if (s->max_debug && o->dw && sym_dwarf_held_bytes(o->dw) > s->max_debug)
+		strobe_sym_object_release(s, o); /* over the budget: reloaded on the next miss */
 	if (c && n <= CACHE_FRAMES) {
 		c->obj = o;
 		c->offset = offset;

@@ -48,6 +48,7 @@ typedef struct strobe_server_config {
 	size_t max_decompressed_bytes;/* one profile after gunzip; default 256 MiB */
 	uint32_t max_labels, max_label_name_len, max_label_value_len;
 	uint32_t max_series_per_tenant, max_profiles_per_push, threads;
+	uint64_t max_query_profiles, max_query_bytes; /* query cost caps (strobe_store_opts) */
 	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
 	size_t ntenants;
 	char *scrape_json; /* the "scrape" section as JSON text, for the scraper; NULL = none */

@@ -74,6 +74,10 @@ typedef struct strobe_store_opts {
 	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
+	/* Query cost caps: stored rows (profiles or roll-ups) and compressed bytes one query or
+	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
+	 * each, so a long window that roll-ups cover stays cheap. */
+	uint64_t max_query_points, max_query_bytes;
 } strobe_store_opts;
 
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err);
@@ -88,6 +92,11 @@ typedef struct strobe_push_item {
 	bool average;     /* series this push creates merge over time by average, as gauges do
 			   * (Pyroscope's aggregationType=average); a series keeps the aggregation
 			   * it was created with */
+	const strobe_labelpair *labels; /* more series labels for this item (per-sample labels),
+					 * sorted by name, none named as a request label */
+	size_t nlabels;
+	const uint32_t *samples; /* only these samples of the profile (ids); NULL = all */
+	uint32_t nsamples;
 } strobe_push_item;
 
 typedef struct strobe_push_req {
@@ -198,6 +207,11 @@ void strobe_series_list_free(strobe_series_list *l);
  * system. Each returns the number of rows written or deleted, or -errno. */
 int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err);
 int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err);
+/* Symbol garbage collection: deletes the stacks, locations, functions, mappings and strings no
+ * stored point reaches any more, renumbering the rest (every point is rewritten, in one
+ * transaction). retain runs it itself after deleting points, at most once an hour. Returns the
+ * number of symbol rows deleted, or -errno (the store unchanged). */
+int strobe_store_gc(strobe_store *s, int64_t now_ns, strobe_err *err);
 /* Roll-ups are used by queries unless this is off (tests compare both ways). */
 void strobe_store_use_rollups(strobe_store *s, bool on);
 

@@ -48,6 +48,12 @@ typedef struct strobe_sym_opts {
 	const char *sysroot;
 	bool no_dwarf;   /* symbol tables only (faster, no lines or inlines) */
 	bool no_kernel;  /* do not read /proc/kallsyms */
+	/* Debug-information budget per object, in bytes; 0 = none. An object whose DWARF
+	 * sections (decompressed) exceed half of it is named from its symbol tables only
+	 * (functions, no lines or inlined frames); below that, its DWARF and the line tables
+	 * parsed from it are dropped whenever together they exceed it, and reloaded on the next
+	 * lookup. Bounds what one object costs, for callers that care about their footprint. */
+	uint64_t max_debug_bytes;
 } strobe_sym_opts;
 
 /* One frame. Strings are NULL when unknown (function too, in the rare case where only a line
@@ -61,6 +67,8 @@ typedef struct strobe_sym_frame {
 
 strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts); /* NULL + errno */
 void strobe_symbolizer_free(strobe_symbolizer *s);
+/* How many objects were named without their DWARF because it is over opts.max_debug_bytes. */
+size_t strobe_symbolizer_over_budget(const strobe_symbolizer *s);
 
 /* ---- user-space objects ---------------------------------------------------------------------- */
 
@@ -99,8 +107,9 @@ int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offse
 		      strobe_sym_frame *out, int max);
 
 /* Frees the object's tables and debug information (the bulk of the symbolizer's memory),
- * keeping what identifies it; the next lookup reopens the file. For callers that name all the
- * frames of one object, then move on (strobe record), so peak memory is one object's, not all. */
+ * keeping what identifies it; the next lookup reopens the file. Names already returned stay
+ * valid. For callers that name all the frames of one object, then move on (strobe record), so
+ * peak memory is one object's, not all. */
 void strobe_sym_object_release(strobe_symbolizer *s, strobe_sym_object *o);
 
 /* ---- kernel and JIT -------------------------------------------------------------------------- */

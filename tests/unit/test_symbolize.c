@@ -419,6 +419,49 @@ static void test_no_dwarf(void **state)
 	strobe_symbolizer_free(s);
 }
 
+/* A debug-information budget: over half of it, the object is named from its symbol table (and
+ * counted once); under it, lookups give the full answer however often the budget makes the
+ * symbolizer drop and reload the DWARF. Names handed out stay valid after a release (ASan
+ * would see them freed otherwise). */
+static void test_debug_budget(void **state)
+{
+	(void)state;
+	NEED_FIXTURES();
+	bool over_seen = false, full_seen = false;
+	for (uint64_t b = 256; b <= (1u << 20); b = b * 9 / 8) { /* fine steps: some reload */
+		strobe_sym_opts o = {.sysroot = path_in("empty"), .no_kernel = true,
+				     .max_debug_bytes = b};
+		strobe_symbolizer *s = strobe_symbolizer_new(&o);
+		assert_non_null(s);
+		strobe_sym_object *obj = get(s, "fix");
+		strobe_sym_frame f[8];
+		int n = strobe_sym_lookup(s, obj, fx.inl.offset, f, 8);
+		if (strobe_symbolizer_over_budget(s)) {
+			over_seen = true;
+			assert_int_equal(n, 1);
+			expect_frame(&f[0], "outer_fn", NULL, 0);
+			assert_null(f[0].file);
+			assert_false(strobe_sym_object_has_lines(obj));
+			assert_int_equal(strobe_sym_lookup(s, obj, fx.hidden.offset, f, 8), 1);
+			expect_frame(&f[0], "hidden_static", NULL, 0);
+			assert_int_equal(strobe_symbolizer_over_budget(s), 1); /* counted once */
+		} else {
+			full_seen = true;
+			for (int i = 0; i < 3; i++)
+				expect_full(s, obj);
+			strobe_sym_frame keep[8];
+			assert_int_equal(strobe_sym_lookup(s, obj, fx.inl.offset, keep, 8), 2);
+			strobe_sym_object_release(s, obj);
+			expect_frame(&keep[0], "inl_leaf", "fix.c", fx.l_leaf);
+			expect_frame(&keep[1], "outer_fn", "fix.c", fx.l_call);
+			expect_full(s, obj);
+		}
+		strobe_symbolizer_free(s);
+	}
+	assert_true(over_seen);
+	assert_true(full_seen);
+}
+
 /* addr2line -a -f -i output for many addresses, split per address: "fn\nfile:line\n" pairs. */
 typedef struct a2l_frame {
 	char fn[256], file[256];
@@ -932,6 +975,14 @@ static void model_expect(const model_sym *v, int n, const uint64_t *lo, const ui
 	}
 }
 
+static int by_model_addr(const void *a, const void *b)
+{
+	const model_sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x - y < 0 ? -1 : x - y > 0; /* never equal: qsort gets a total order */
+}
+
 static void test_kallsyms_model(void **state)
 {
 	(void)state;
@@ -982,27 +1033,45 @@ static void test_kallsyms_model(void **state)
 		lo[1] = gbase[1];
 	hi[1] = gbase[1] + 0x30000;
 	make_root("kmodel", text, modules, NULL);
-	strobe_sym_opts o = {.sysroot = path_in("kmodel")};
-	strobe_symbolizer *s = strobe_symbolizer_new(&o);
-	assert_non_null(s);
-	int named = 0, unnamed = 0;
-	for (int i = 0; i < 4 * N; i++) {
-		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-		uint32_t r = (uint32_t)(seed >> 33);
-		const model_sym *m = &v[r % N];
-		/* at a symbol, just inside or before it, or anywhere up to 72 KiB past it */
-		uint64_t x = m->addr + (i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : (r >> 8) % 0x12000) -
-			     (i % 4 == 3 ? 1 : 0);
-		const char *fn, *mod;
-		model_expect(v, N, lo, hi, gname, x, &fn, &mod);
-		expect_kernel(s, x, fn, mod);
-		named += fn != NULL;
-		unnamed += fn == NULL;
+	/* The same symbols in address order (as a kernel without modules lists them), ties in
+	 * the order generated, which is not the order of the rules. */
+	model_sym *sorted = malloc(N * sizeof(*sorted));
+	assert_non_null(sorted);
+	memcpy(sorted, v, N * sizeof(*v));
+	qsort(sorted, N, sizeof(*sorted), by_model_addr);
+	size_t slen = 0;
+	for (int i = 0; i < N; i++) {
+		const model_sym *m = &sorted[i];
+		slen += (size_t)snprintf(text + slen, cap - slen, "%016llx %c %s%s%s\n",
+					 (unsigned long long)m->addr, m->type, m->name,
+					 m->group ? "\t" : "", m->group ? gname[m->group] : "");
 	}
-	/* both outcomes are covered */
-	assert_true(named > N);
-	assert_true(unnamed > 10);
-	strobe_symbolizer_free(s);
+	free(sorted);
+	make_root("kmodel_sorted", text, modules, NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		strobe_sym_opts o = {.sysroot = path_in(pass ? "kmodel_sorted" : "kmodel")};
+		strobe_symbolizer *s = strobe_symbolizer_new(&o);
+		assert_non_null(s);
+		int named = 0, unnamed = 0;
+		uint64_t qseed = 7;
+		for (int i = 0; i < 4 * N; i++) {
+			qseed = qseed * 6364136223846793005ull + 1442695040888963407ull;
+			uint32_t r = (uint32_t)(qseed >> 33);
+			const model_sym *m = &v[r % N];
+			/* at a symbol, just inside or before it, or anywhere up to 72 KiB past it */
+			uint64_t x = m->addr + (i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : (r >> 8) % 0x12000) -
+				     (i % 4 == 3 ? 1 : 0);
+			const char *fn, *mod;
+			model_expect(v, N, lo, hi, gname, x, &fn, &mod);
+			expect_kernel(s, x, fn, mod);
+			named += fn != NULL;
+			unnamed += fn == NULL;
+		}
+		/* both outcomes are covered */
+		assert_true(named > N);
+		assert_true(unnamed > 10);
+		strobe_symbolizer_free(s);
+	}
 	free(text);
 	free(v);
 }
@@ -1135,6 +1204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dwarf_inline),
 		cmocka_unit_test(test_no_dwarf),
+		cmocka_unit_test(test_debug_budget),
 		cmocka_unit_test(test_addr2line_agrees),
 		cmocka_unit_test(test_debug_dir_by_build_id),
 		cmocka_unit_test(test_debug_dir_wrong_build_id),
