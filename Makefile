@@ -97,7 +97,7 @@ workloads: $(WL_BIN)
 
 # ---- the two commands of the README -----------------------------------------------------------
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
 check: check-deps
