@@ -159,7 +159,8 @@ static int scan(strobe_spool *sp, strobe_err *err)
 		ids[n++] = id;
 	}
 	closedir(d);
-	qsort(ids, n, sizeof(*ids), cmp_u64);
+	if (n)
+		qsort(ids, n, sizeof(*ids), cmp_u64);
 	for (size_t i = 0; i < n; i++) {
 		file_of(sp, ids[i], path, sizeof(path));
 		uint32_t ml, crc;
