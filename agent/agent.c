@@ -408,17 +408,17 @@ static bool budget_step(strobe_agent *a, budget *b)
 		b->under = 0;
 		if (a->so.freq > 1) {
 			unsigned f = a->so.freq / 2 ? a->so.freq / 2 : 1;
-			snprintf(note, sizeof(note), "over budget (%.2f%% > %.2f%% CPU): frequency %u -> %u Hz",
+			snprintf(note, sizeof(note), "over budget (%.3g%% > %.3g%% CPU): frequency %u -> %u Hz",
 				 pct, max, a->so.freq, f);
 			a->so.freq = f;
 			change = true;
 		} else if (a->so.events & STROBE_EV_OFFCPU) {
-			snprintf(note, sizeof(note), "over budget (%.2f%% > %.2f%% CPU) at %u Hz: off-CPU "
+			snprintf(note, sizeof(note), "over budget (%.3g%% > %.3g%% CPU) at %u Hz: off-CPU "
 				 "collection turned off", pct, max, a->so.freq);
 			a->so.events &= ~(unsigned)STROBE_EV_OFFCPU;
 			change = true;
 		} else if (b->over++ % 30 == 0) {
-			agent_log(a, STROBE_LOG_WARN, "over budget (%.2f%% > %.2f%% CPU) with nothing "
+			agent_log(a, STROBE_LOG_WARN, "over budget (%.3g%% > %.3g%% CPU) with nothing "
 				  "left to turn down (%u Hz, on-CPU only)", pct, max, a->so.freq);
 		}
 	} else if (pct < max / 2 && (a->so.freq < a->o->freq ||
@@ -426,12 +426,12 @@ static bool budget_step(strobe_agent *a, budget *b)
 		if (++b->under >= 3) {
 			b->under = 0;
 			if (want_off && !(a->so.events & STROBE_EV_OFFCPU)) {
-				snprintf(note, sizeof(note), "load allows (%.2f%% < %.2f%% CPU): off-CPU "
+				snprintf(note, sizeof(note), "load allows (%.3g%% < %.3g%% CPU): off-CPU "
 					 "collection back on", pct, max / 2);
 				a->so.events |= STROBE_EV_OFFCPU;
 			} else {
 				unsigned f = a->so.freq * 2 > a->o->freq ? a->o->freq : a->so.freq * 2;
-				snprintf(note, sizeof(note), "load allows (%.2f%% < %.2f%% CPU): frequency "
+				snprintf(note, sizeof(note), "load allows (%.3g%% < %.3g%% CPU): frequency "
 					 "%u -> %u Hz", pct, max / 2, a->so.freq, f);
 				a->so.freq = f;
 			}
