@@ -255,7 +255,7 @@ static void capture(strobe_agent *a, struct MHD_Connection *c, reply *r)
 	strobe_sampler_drain(s, &err);
 	strobe_symbolizer *sym = NULL;
 	if (!a->o->no_symbolize) {
-		strobe_sym_opts syo = {.no_kernel = !a->o->kernel};
+		strobe_sym_opts syo = {.no_kernel = !a->o->kernel, .no_dwarf = a->o->no_dwarf};
 		sym = strobe_symbolizer_new(&syo);
 	}
 	strobe_sampler_profile_opts po = {.sym = sym, .per_thread = true, .release_objects = true};

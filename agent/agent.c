@@ -331,7 +331,7 @@ static void export_interval(strobe_agent *a)
 	int64_t t0 = agent_mono_ns();
 	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
 		strobe_symbolizer_free(a->sym);
-		strobe_sym_opts syo = {.no_kernel = !a->so.kernel};
+		strobe_sym_opts syo = {.no_kernel = !a->so.kernel, .no_dwarf = a->o->no_dwarf};
 		a->sym = strobe_symbolizer_new(&syo);
 		a->sym_born_ns = t0;
 	}
@@ -524,7 +524,7 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	if ((rc = open_sampler(a, err)) < 0)
 		goto fail;
 	if (!o->no_symbolize) {
-		strobe_sym_opts syo = {.no_kernel = !o->kernel};
+		strobe_sym_opts syo = {.no_kernel = !o->kernel, .no_dwarf = o->no_dwarf};
 		a->sym = strobe_symbolizer_new(&syo);
 		if (!a->sym)
 			agent_log(a, STROBE_LOG_WARN, "cannot start the symbolizer (%s): sending raw "

@@ -245,6 +245,11 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected true or false");
 			else
 				o->no_symbolize = !json_is_true(v);
+		} else if (strcmp(k, "dwarf") == 0) {
+			if (!json_is_boolean(v))
+				rc = bad(&c, k, "expected true or false");
+			else
+				o->no_dwarf = !json_is_true(v);
 		} else if (strcmp(k, "interval") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 3600, &d)) == 0)
 				o->interval_s = (unsigned)d;
