@@ -147,6 +147,7 @@ cp "$work/rows" "$work/rows.offcpu"
 # ---- RSS with 200 processes ------------------------------------------------------------------
 rss_run() { # LABEL ARGS...: prints "hwm_kb status_rss_bytes processes_tracked"
   local i
+  shift
   bg=()
   for ((i = 0; i < 200; i++)); do nice -n 19 "$cpu_work" -t 1 -s $((rss_s + 4)) >/dev/null & bg+=($!); done
   sleep 1
