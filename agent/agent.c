@@ -143,7 +143,10 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 			break;
 		}
 	int64_t now = agent_mono_ns();
-	if (e && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
+	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
+	const strobe_proc *pr = e && a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
+	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
 		e->seen_interval = interval;
 		return e;
 	}
@@ -162,10 +165,11 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	}
 	e->read_ns = now;
 	e->seen_interval = interval;
+	e->gone = false;
 	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
 		/* exited: name it from what the sampler saw */
-		const strobe_proc *pr = a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
-		const char *comm = pr && pr->comm[0] ? pr->comm : "unknown";
+		const strobe_proc *tp = a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
 		if (!e->info.service[0]) {
 			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);
 			snprintf(e->info.service, sizeof(e->info.service), "%s", comm);
