@@ -244,7 +244,7 @@ int cmd_agent(int argc, char **argv)
 	if (ar < 0) {
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-ar));
-		rc = 1;
+		rc = ar == -EINVAL ? 2 : 1; /* a bad option, or the host refused (perf_event, port) */
 		goto out;
 	}
 	the_agent = a;
