@@ -41,6 +41,9 @@ void strobe_agent_opts_init(strobe_agent_opts *o)
 	o->spool_max = 64u << 20;
 	o->log_level = STROBE_LOG_INFO;
 	o->restart_procs = 4096;
+	/* Symbol tables only by default: DWARF (lines, inlined frames) of every binary on a host
+	 * costs tens of MB that an always-on daemon should not hold; --dwarf asks for it. */
+	o->no_dwarf = true;
 }
 
 static void free_labels(char **l, unsigned n)

@@ -9,8 +9,8 @@
 #     and pushes happen during the runs); goals: loss <= 0.3 % at 19 Hz, <= 1 % at 99 Hz.
 #  2. off-CPU overhead: bench/pingpong (two threads passing a token through pipes: a high
 #     context-switch rate) alone and beside `strobe agent --offcpu`; goal: <= 2 %.
-#  3. agent RSS with 200 processes on the host (200 niced cpu_work -t 1), symbolizing and with
-#     --no-symbolize; goal <= 30 MB.
+#  3. agent RSS with 200 processes on the host (200 niced cpu_work -t 1): default (symbol
+#     tables), --dwarf and --no-symbolize; goal <= 30 MB.
 #  4. bytes sent per hour for a steady workload: the three demo_shop services and the host's
 #     background, 60 s, from /status push.bytes_sent.
 #
@@ -166,10 +166,12 @@ read -r h1 r1 p1 < <(rss_run sym)
 note "RSS, symbolizing: peak $h1 KB, now $r1 bytes, $p1 processes tracked"
 read -r h2 r2 p2 < <(rss_run nosym --no-symbolize)
 note "RSS, --no-symbolize: peak $h2 KB, now $r2 bytes, $p2 processes tracked"
+read -r h3 r3 p3 < <(rss_run dwarf --dwarf)
+note "RSS, --dwarf: peak $h3 KB, now $r3 bytes, $p3 processes tracked"
 {
   echo "| ${rss_s} s with 200 busy processes (niced cpu_work -t 1) | peak RSS (VmHWM) | RSS at the end | processes tracked | goal <= 30 MB |"
   echo "|---|---|---|---|---|"
-  for row in "symbolizing (default)|$h1|$r1|$p1" "\`--no-symbolize\`|$h2|$r2|$p2"; do
+  for row in "symbolizing from symbol tables (default)|$h1|$r1|$p1" "\`--dwarf\` (lines, inlined frames)|$h3|$r3|$p3" "\`--no-symbolize\`|$h2|$r2|$p2"; do
     IFS='|' read -r l h r p <<<"$row"
     printf '| %s | %.1f MB | %.1f MB | %s | %s |\n' "$l" "$(awk -v k="$h" 'BEGIN{print k/1024}')" \
       "$(awk -v b="$r" 'BEGIN{print b/1048576}')" "$p" "$(awk -v k="$h" 'BEGIN{print (k <= 30*1024) ? "met" : "**missed**"}')"

@@ -34,8 +34,8 @@ static const char usage_text[] =
 	"  -i, --interval SEC     export interval (default 10)\n"
 	"  -l, --label KEY=VALUE  a label on every profile (repeatable)\n"
 	"  --no-symbolize         send raw addresses and build IDs (the server names them)\n"
-	"  --no-dwarf             name functions from symbol tables only (no file:line or\n"
-	"                         inlined frames; less memory and CPU on the host)\n"
+	"  --dwarf                also read DWARF: file:line and inlined frames (costs memory:\n"
+	"                         tens of MB on a busy host); default: symbol tables only\n"
 	"  --user                 user frames only (no kernel frames)\n"
 	"  --max-cpu PCT          CPU budget in percent of one core (default 1): above it the\n"
 	"                         agent halves its frequency, then turns off-CPU off\n"
@@ -108,7 +108,7 @@ static int set_str(char **dst, const char *v)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
-	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF };
+	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -116,7 +116,7 @@ int cmd_agent(int argc, char **argv)
 		{"comm", required_argument, 0, O_COMM}, {"cgroup", required_argument, 0, O_CGROUP},
 		{"interval", required_argument, 0, 'i'}, {"label", required_argument, 0, 'l'},
 		{"no-symbolize", no_argument, 0, O_NOSYM}, {"user", no_argument, 0, O_USER},
-		{"no-dwarf", no_argument, 0, O_NODWARF},
+		{"dwarf", no_argument, 0, O_DWARF}, {"no-dwarf", no_argument, 0, O_NODWARF},
 		{"max-cpu", required_argument, 0, O_MAXCPU}, {"admin", required_argument, 0, O_ADMIN},
 		{"spool", required_argument, 0, O_SPOOL}, {"spool-max", required_argument, 0, O_SPOOLMAX},
 		{"host", required_argument, 0, O_HOST}, {"tenant", required_argument, 0, O_TENANT},
@@ -187,6 +187,7 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case O_NOSYM: o.no_symbolize = true; break;
 		case O_NODWARF: o.no_dwarf = true; break;
+		case O_DWARF: o.no_dwarf = false; break;
 		case O_USER: o.kernel = false; break;
 		case O_MAXCPU:
 			if (cli_double(cmd, "--max-cpu", optarg, &d) < 0)

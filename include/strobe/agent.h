@@ -61,7 +61,8 @@ typedef struct strobe_agent_opts {
 	strobe_agent_rule *rules;
 	unsigned nrules;
 	bool no_symbolize;
-	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines) */
+	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
+				    the default (strobe_agent_opts_init) */
 	bool kernel;             /* kernel frames (default true) */
 	double max_cpu;          /* percent of one core, default 1 */
 	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server */

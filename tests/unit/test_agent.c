@@ -356,6 +356,11 @@ static void test_config(void **state)
 	assert_true(o.max_cpu == 0.5);
 	assert_int_equal(o.log_level, STROBE_LOG_DEBUG);
 	assert_true(o.no_symbolize);
+	assert_true(o.no_dwarf); /* the default: symbol tables only */
+	strobe_agent_opts_free(&o);
+	strobe_agent_opts_init(&o);
+	assert_int_equal(strobe_agent_config_parse("{\"dwarf\": true}", 15, "agent.json", &o, &err), 0);
+	assert_false(o.no_dwarf);
 	strobe_agent_opts_free(&o);
 
 	config_error("{\"frequncy\": 19}", "\"frequncy\": unknown key");
