@@ -64,8 +64,15 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_start);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	/* Stopping: what is left of the grace period, so a hung server cannot hold up a stop
+	 * (systemd's TimeoutStopSec); what is not sent stays in the spool. */
+	long limit = 30;
+	if (atomic_load(&a->sender_stop)) {
+		int64_t left = (a->sender_deadline_ns - agent_mono_ns()) / 1000000000;
+		limit = left < 1 ? 1 : left < 30 ? (long)left : 30;
+	}
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, limit < 5 ? limit : 5L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, limit);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	CURLcode cr = curl_easy_perform(c);
 	long status = 0;
