@@ -86,7 +86,9 @@ one() {
     agent99) agent_start -F 99 -i 2 --max-cpu 100 ;;
     offcpu) agent_start -F 19 -i 2 --offcpu --max-cpu 100 ;;
   esac
-  [ "$mode" != base ] && sleep 2 && c0=$(oncpu_ns "$apid") && t0=$(date +%s.%N)
+  # warm-up: three export intervals, so that loading the host's symbol tables (start-up) is
+  # over and the steady state is measured
+  [ "$mode" != base ] && sleep 6 && c0=$(oncpu_ns "$apid") && t0=$(date +%s.%N)
   out=$("$bench" -s "$secs" | awk '{print $2, ($3 == "ops_per_cpu_s" ? $4 : "-")}')
   if [ "$mode" != base ]; then
     c1=$(oncpu_ns "$apid"); t1=$(date +%s.%N)
@@ -112,35 +114,40 @@ paired() {
     median | awk '{ if ($1 == "-") print; else printf "%.2f\n", $1 }'
 }
 verdict() { awk -v l="$1" -v g="$2" 'BEGIN { print (l != "-" && l <= g) ? "met" : "**missed**" }'; }
+# estimate LOSS_PER_CPU_S AGENT_PCT: what the workload loses in all: its loss per CPU-second
+# (the sampling interrupts) plus the agent's own share of the machine's CPUs
+estimate() { awk -v l="$1" -v c="$2" -v n="$(nproc)" 'BEGIN { if (l == "-" || c == "-") print "-"; else printf "%.2f", l + c / n }'; }
 
 {
   echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores ($(uname -r)); $rounds interleaved rounds per"
   echo "workload; the agent profiles the whole host and pushes every 2 s to a strobe server on"
   echo "loopback. Loss = median over rounds of 1 - (beside the agent) / (alone, same round)."
   echo
-  echo "| workload | agent | alone (median) | beside the agent (median) | loss, wall clock | loss per CPU-second | agent CPU, % of a core | goal |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| workload | agent | alone (median) | beside the agent (median) | loss, wall clock | loss per CPU-second | agent CPU, % of a core | estimated loss | goal |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } >> "$results"
 
 run_rounds "$cpu_work" "$cpu_s" base agent19 agent99
 for m in agent19 agent99; do
   goal=0.3; [ $m = agent99 ] && goal=1
-  lw=$(paired $m 2); lc=$(paired $m 3)
-  printf '| cpu_work, %s threads, %s s | `-F %s` | %.0f chunks/s | %.0f chunks/s | %s %% | %s %% | %s | <= %s %%: %s |\n' \
-    "$(nproc)" "$cpu_s" "${m#agent}" "$(med base 2)" "$(med $m 2)" "$lw" "$lc" "$(med $m 4)" "$goal" \
-    "$(verdict "$lc" "$goal")" >> "$results"
+  lw=$(paired $m 2); lc=$(paired $m 3); est=$(estimate "$lc" "$(med $m 4)")
+  printf '| cpu_work, %s threads, %s s | `-F %s` | %.0f chunks/s | %.0f chunks/s | %s %% | %s %% | %s | %s %% | <= %s %%: %s |\n' \
+    "$(nproc)" "$cpu_s" "${m#agent}" "$(med base 2)" "$(med $m 2)" "$lw" "$lc" "$(med $m 4)" "$est" "$goal" \
+    "$(verdict "$est" "$goal")" >> "$results"
 done
 cp "$work/rows" "$work/rows.cpu"
 run_rounds "$pingpong" "$pp_s" base offcpu
 lw=$(paired offcpu 2)
-printf '| pingpong, %s s (%.0f round trips/s alone) | `--offcpu -F 19` | %.0f/s | %.0f/s | %s %% | - | %s | <= 2 %%: %s |\n' \
-  "$pp_s" "$(med base 2)" "$(med base 2)" "$(med offcpu 2)" "$lw" "$(med offcpu 4)" "$(verdict "$lw" 2)" >> "$results"
+printf '| pingpong, %s s (%.0f round trips/s alone) | `--offcpu -F 19` | %.0f/s | %.0f/s | %s %% | - | %s | %s %% | <= 2 %%: %s |\n' \
+  "$pp_s" "$(med base 2)" "$(med base 2)" "$(med offcpu 2)" "$lw" "$(med offcpu 4)" "$lw" "$(verdict "$lw" 2)" >> "$results"
 cp "$work/rows" "$work/rows.offcpu"
 {
   echo
   echo "Loss per CPU-second divides each run's work by the CPU time its threads got, so other"
   echo "processes taking CPUs cancel out; the sampling interrupt, charged to the interrupted thread,"
-  echo "does not. The agent's own CPU (sampling, symbolizing, pushing) is the last column."
+  echo "does not. The agent's own CPU (sampling, symbolizing, pushing; after a 6 s warm-up) is"
+  echo "added to it, as a share of the $(nproc) CPUs, for the estimated loss the goals are judged on;"
+  echo "pingpong is judged on its wall-clock loss."
   echo
 } >> "$results"
 
