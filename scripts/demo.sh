@@ -55,6 +55,8 @@ if [ -z "$url" ]; then
 fi
 
 # ---- agent ---------------------------------------------------------------------------------
+# Off-CPU on (to show shop-db's lock waits) and a 5 % budget: off-CPU recording of a whole host
+# costs more than the default 1 %, and the demo should show data, not the budget at work.
 "$strobe" agent --server "$url" --offcpu -F 49 --interval 5 --max-cpu 5 --admin 127.0.0.1:0 \
 	--label env=demo --spool "$work/spool" 2>"$work/agent.log" &
 apid=$!
