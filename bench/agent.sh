@@ -122,6 +122,7 @@ estimate() { awk -v l="$1" -v c="$2" -v n="$(nproc)" 'BEGIN { if (l == "-" || c 
   echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores ($(uname -r)); $rounds interleaved rounds per"
   echo "workload; the agent profiles the whole host and pushes every 2 s to a strobe server on"
   echo "loopback. Loss = median over rounds of 1 - (beside the agent) / (alone, same round)."
+  echo "Load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo "| workload | agent | alone (median) | beside the agent (median) | loss, wall clock | loss per CPU-second | agent CPU, % of a core | estimated loss | goal |"
   echo "|---|---|---|---|---|---|---|---|---|"
@@ -135,6 +136,8 @@ for m in agent19 agent99; do
     "$(nproc)" "$cpu_s" "${m#agent}" "$(med base 2)" "$(med $m 2)" "$lw" "$lc" "$(med $m 4)" "$est" "$goal" \
     "$(verdict "$est" "$goal")" >> "$results"
 done
+spread=$(awk '$1 == "base" {print $3}' "$work/rows" | sort -g | awk '{a[NR] = $1} END {
+  printf "%.0f-%.0f (+-%.1f %%)", a[1], a[NR], 50 * (a[NR] - a[1]) / a[int((NR + 1) / 2)] }')
 cp "$work/rows" "$work/rows.cpu"
 run_rounds "$pingpong" "$pp_s" base offcpu
 lw=$(paired offcpu 2)
@@ -147,7 +150,8 @@ cp "$work/rows" "$work/rows.offcpu"
   echo "processes taking CPUs cancel out; the sampling interrupt, charged to the interrupted thread,"
   echo "does not. The agent's own CPU (sampling, symbolizing, pushing; after a 6 s warm-up) is"
   echo "added to it, as a share of the $(nproc) CPUs, for the estimated loss the goals are judged on;"
-  echo "pingpong is judged on its wall-clock loss."
+  echo "pingpong is judged on its wall-clock loss. cpu_work alone, per CPU-second, over the rounds:"
+  echo "$spread: a loss smaller than that spread is not resolved by this run."
   echo
 } >> "$results"
 
