@@ -97,7 +97,7 @@ workloads: $(WL_BIN)
 
 # ---- the two commands of the README -----------------------------------------------------------
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
 check: check-deps
@@ -118,7 +118,7 @@ fuzz: $(FUZZ_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop
 	@bash bench/run.sh
 
 clean:

@@ -26,6 +26,7 @@ int cmd_record(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_server(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 
 /* Options every profile-reading command takes (pprof's names). */
 typedef struct cli_profile_opts {

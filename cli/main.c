@@ -25,6 +25,7 @@ static const struct command {
 	{"diff", cmd_diff, "differential flame graph / ranking of two profiles"},
 	{"gate", cmd_gate, "fail (exit 1) when a function's share grew too much (CI)"},
 	{"server", cmd_server, "profile server: store, push and query API over HTTP"},
+	{"agent", cmd_agent, "always-on profiling daemon: every process, pushed to a server"},
 	{"push", cmd_push, "send profiles to a strobe server"},
 	{"query", cmd_query, "merged profile or diff of a selector from a strobe server"},
 };

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The agent's admin server (libmicrohttpd, loopback only: it can stop profiling and read any
+ * process's stacks, so it is never exposed):
+ *
+ *   GET  /status                 what it profiles, counters, its own CPU and RSS (JSON)
+ *   GET  /metrics                the same counters as Prometheus text
+ *   POST /pause, POST /resume    the kill switch (answers once the sampling thread obeyed)
+ *   GET  /debug/pprof/profile?pid=PID&seconds=N[&hz=HZ][&type=cpu|offcpu|wall]
+ *                                a pprof of that process now, from a second sampler of its own
+ *
+ * One thread per connection, so a 30-second capture never holds up /status; one capture at a
+ * time (a second gets 429).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "agent_impl.h"
+#include "strobe/codec.h"
+
+typedef struct reply {
+	unsigned status;
+	char *body;
+	size_t len;
+	const char *ctype;
+} reply;
+
+static void reply_text(reply *r, unsigned status, const char *ctype, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void reply_text(reply *r, unsigned status, const char *ctype, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	r->status = status;
+	r->body = n >= 0 ? s : NULL;
+	r->len = n >= 0 ? (size_t)n : 0;
+	r->ctype = ctype;
+}
+
+static void reply_json(reply *r, unsigned status, json_t *j)
+{
+	r->status = status;
+	r->body = json_dumps(j, JSON_INDENT(2));
+	r->len = r->body ? strlen(r->body) : 0;
+	r->ctype = "application/json";
+	json_decref(j);
+}
+
+static void reply_err(reply *r, unsigned status, const char *msg)
+{
+	reply_json(r, status, json_pack("{s:s,s:i}", "error", msg, "status", (int)status));
+}
+
+static json_t *status_json(strobe_agent *a)
+{
+	agent_status st;
+	pthread_mutex_lock(&a->mu);
+	st = a->st;
+	pthread_mutex_unlock(&a->mu);
+	strobe_spool_stats sp;
+	strobe_spool_get_stats(a->spool, &sp);
+	const strobe_agent_opts *o = a->o;
+	json_t *targets = json_object();
+	if (o->npids) {
+		json_t *pids = json_array();
+		for (unsigned i = 0; i < o->npids; i++)
+			json_array_append_new(pids, json_integer(o->pids[i]));
+		json_object_set_new(targets, "pids", pids);
+	} else {
+		json_object_set_new(targets, "all", json_true());
+	}
+	if (o->comm_re)
+		json_object_set_new(targets, "comm", json_string(o->comm_re));
+	if (o->cgroup)
+		json_object_set_new(targets, "cgroup", json_string(o->cgroup));
+	json_t *j = json_pack(
+		"{s:s,s:s,s:s,s:I,s:o,"
+		"s:{s:i,s:i,s:b,s:b,s:i,s:s,s:f,s:f},"
+		"s:{s:I,s:I,s:I,s:I,s:i,s:i},"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I},"
+		"s:{s:I,s:I,s:I,s:I,s:b,s:I},"
+		"s:{s:I,s:I,s:I,s:I,s:I,s:I,s:s?},"
+		"s:{s:f,s:f,s:I},s:s,s:I}",
+		"state", st.paused ? "paused" : "running", "server", o->server, "host", a->host,
+		"started_unix", (json_int_t)st.started_unix, "targets", targets,
+		"sampling", "frequency_hz", (int)st.freq_now, "configured_hz", (int)o->freq,
+		"offcpu", st.offcpu_now, "offcpu_configured", o->offcpu, "budget_level",
+		(int)st.budget_level, "budget_note", st.budget_note, "max_cpu_pct", o->max_cpu,
+		"interval_s", (double)o->interval_s,
+		"samples", "on_cpu", (json_int_t)st.samples, "off_cpu_intervals",
+		(json_int_t)st.switches, "lost", (json_int_t)st.lost, "throttled",
+		(json_int_t)st.throttled, "processes_tracked", (int)st.processes, "threads_tracked",
+		(int)st.threads,
+		"export", "intervals", (json_int_t)st.intervals, "profiles", (json_int_t)st.profiles,
+		"profile_bytes", (json_int_t)st.profile_bytes, "errors", (json_int_t)st.export_errors,
+		"last_unix", (json_int_t)st.last_export_unix, "sampler_reopens",
+		(json_int_t)st.sampler_reopens,
+		"push", "pushed", (json_int_t)st.pushes, "failed", (json_int_t)st.push_failures,
+		"rejected", (json_int_t)st.push_rejected, "bytes_sent", (json_int_t)st.bytes_sent,
+		"server_up", st.server_up, "last_unix", (json_int_t)st.last_push_unix,
+		"spool", "items", (json_int_t)sp.items, "bytes", (json_int_t)sp.bytes, "max_bytes",
+		(json_int_t)o->spool_max, "dropped", (json_int_t)sp.dropped, "dropped_bytes",
+		(json_int_t)sp.dropped_bytes, "corrupt", (json_int_t)sp.corrupt, "dir", o->spool_dir,
+		"self", "cpu_pct", st.cpu_pct, "cpu_seconds", st.cpu_seconds, "rss_bytes",
+		(json_int_t)st.rss_bytes, "last_error", st.last_error, "captures",
+		(json_int_t)st.captures);
+	return j;
+}
+
+static void metrics(strobe_agent *a, reply *r)
+{
+	agent_status st;
+	pthread_mutex_lock(&a->mu);
+	st = a->st;
+	pthread_mutex_unlock(&a->mu);
+	strobe_spool_stats sp;
+	strobe_spool_get_stats(a->spool, &sp);
+	reply_text(r, 200, "text/plain; version=0.0.4",
+		   "# HELP strobe_agent_paused 1 while profiling is paused.\n"
+		   "# TYPE strobe_agent_paused gauge\nstrobe_agent_paused %d\n"
+		   "# HELP strobe_agent_frequency_hz On-CPU sampling frequency now.\n"
+		   "# TYPE strobe_agent_frequency_hz gauge\nstrobe_agent_frequency_hz %u\n"
+		   "# HELP strobe_agent_offcpu 1 while off-CPU collection is on.\n"
+		   "# TYPE strobe_agent_offcpu gauge\nstrobe_agent_offcpu %d\n"
+		   "# HELP strobe_agent_budget_level Degradation steps taken by the CPU budget.\n"
+		   "# TYPE strobe_agent_budget_level gauge\nstrobe_agent_budget_level %u\n"
+		   "# HELP strobe_agent_samples_total On-CPU samples taken.\n"
+		   "# TYPE strobe_agent_samples_total counter\nstrobe_agent_samples_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_offcpu_intervals_total Off-CPU intervals recorded.\n"
+		   "# TYPE strobe_agent_offcpu_intervals_total counter\n"
+		   "strobe_agent_offcpu_intervals_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_lost_records_total Records the kernel dropped.\n"
+		   "# TYPE strobe_agent_lost_records_total counter\n"
+		   "strobe_agent_lost_records_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_profiles_total Profiles exported into the spool.\n"
+		   "# TYPE strobe_agent_profiles_total counter\nstrobe_agent_profiles_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_pushes_total Profiles the server stored.\n"
+		   "# TYPE strobe_agent_pushes_total counter\nstrobe_agent_pushes_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_push_failures_total Push attempts that failed (retried).\n"
+		   "# TYPE strobe_agent_push_failures_total counter\n"
+		   "strobe_agent_push_failures_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_push_rejected_total Profiles the server refused for good.\n"
+		   "# TYPE strobe_agent_push_rejected_total counter\n"
+		   "strobe_agent_push_rejected_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_sent_bytes_total Bytes of profiles the server stored.\n"
+		   "# TYPE strobe_agent_sent_bytes_total counter\n"
+		   "strobe_agent_sent_bytes_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_spool_items Profiles waiting in the spool.\n"
+		   "# TYPE strobe_agent_spool_items gauge\nstrobe_agent_spool_items %" PRIu64 "\n"
+		   "# HELP strobe_agent_spool_bytes Bytes waiting in the spool.\n"
+		   "# TYPE strobe_agent_spool_bytes gauge\nstrobe_agent_spool_bytes %" PRIu64 "\n"
+		   "# HELP strobe_agent_spool_dropped_total Profiles dropped (spool full, oldest first).\n"
+		   "# TYPE strobe_agent_spool_dropped_total counter\n"
+		   "strobe_agent_spool_dropped_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_cpu_seconds_total The agent's own CPU time.\n"
+		   "# TYPE strobe_agent_cpu_seconds_total counter\n"
+		   "strobe_agent_cpu_seconds_total %.3f\n"
+		   "# HELP strobe_agent_cpu_percent The agent's CPU over the last interval (%% of a core).\n"
+		   "# TYPE strobe_agent_cpu_percent gauge\nstrobe_agent_cpu_percent %.4f\n"
+		   "# HELP strobe_agent_resident_bytes The agent's resident memory.\n"
+		   "# TYPE strobe_agent_resident_bytes gauge\nstrobe_agent_resident_bytes %" PRIu64 "\n",
+		   st.paused, st.freq_now, st.offcpu_now, st.budget_level, st.samples, st.switches,
+		   st.lost, st.profiles, st.pushes, st.push_failures, st.push_rejected, st.bytes_sent,
+		   sp.items, sp.bytes, sp.dropped, st.cpu_seconds, st.cpu_pct, st.rss_bytes);
+}
+
+static void set_pause(strobe_agent *a, bool pause, reply *r)
+{
+	if (pause)
+		strobe_agent_pause(a);
+	else
+		strobe_agent_resume(a);
+	/* answer once the sampling thread has acted (it polls every 100 ms) */
+	bool done = false;
+	for (int i = 0; i < 40 && !done; i++) {
+		pthread_mutex_lock(&a->mu);
+		done = a->st.paused == pause;
+		pthread_mutex_unlock(&a->mu);
+		if (!done)
+			usleep(50000);
+	}
+	reply_json(r, done ? 200 : 503,
+		   json_pack("{s:s}", "state", done ? (pause ? "paused" : "running") : "pending"));
+}
+
+static long num_arg(struct MHD_Connection *c, const char *name, long def, long lo, long hi,
+		    bool *bad)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+	if (!v)
+		return def;
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (end == v || *end || x < lo || x > hi)
+		*bad = true;
+	return x;
+}
+
+static void capture(strobe_agent *a, struct MHD_Connection *c, reply *r)
+{
+	bool bad = false;
+	long pid = num_arg(c, "pid", 0, 1, 0x7fffffff, &bad);
+	long secs = num_arg(c, "seconds", 10, 1, 300, &bad);
+	long hz = num_arg(c, "hz", 99, 1, 10000, &bad);
+	const char *type = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "type");
+	unsigned ev = STROBE_EV_CPU;
+	if (type && strcmp(type, "offcpu") == 0)
+		ev = STROBE_EV_OFFCPU;
+	else if (type && strcmp(type, "wall") == 0)
+		ev = STROBE_EV_CPU | STROBE_EV_OFFCPU;
+	else if (type && strcmp(type, "cpu") != 0)
+		bad = true;
+	if (bad || pid <= 0) {
+		reply_err(r, 400, "usage: /debug/pprof/profile?pid=PID&seconds=1..300[&hz=1..10000]"
+				  "[&type=cpu|offcpu|wall]");
+		return;
+	}
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+		reply_err(r, 404, "no such process");
+		return;
+	}
+	if (atomic_exchange(&a->capturing, 1)) {
+		reply_err(r, 429, "a capture is already running; try again when it is done");
+		return;
+	}
+	pid_t p = (pid_t)pid;
+	strobe_sampler_opts so = {.events = ev, .freq = (unsigned)hz, .pids = &p, .npids = 1,
+				  .kernel = a->o->kernel};
+	strobe_err err = {{0}};
+	strobe_sampler *s = NULL;
+	strobe_profile *prof = NULL;
+	if (strobe_sampler_open(&so, &s, &err) < 0 || strobe_sampler_enable(s, &err) < 0) {
+		reply_err(r, 500, err.msg[0] ? err.msg : "cannot open the sampler");
+		goto out;
+	}
+	agent_log(a, STROBE_LOG_INFO, "capture: pid %ld, %ld s at %ld Hz (%s)", pid, secs, hz,
+		  type ? type : "cpu");
+	int64_t end = agent_mono_ns() + secs * 1000000000LL;
+	while (agent_mono_ns() < end && !atomic_load(&a->stop) && (kill(p, 0) == 0 || errno != ESRCH))
+		if (strobe_sampler_poll(s, 100, &err) < 0)
+			break;
+	strobe_sampler_disable(s);
+	strobe_sampler_drain(s, &err);
+	strobe_symbolizer *sym = NULL;
+	if (!a->o->no_symbolize) {
+		strobe_sym_opts syo = {.no_kernel = !a->o->kernel, .no_dwarf = a->o->no_dwarf};
+		sym = strobe_symbolizer_new(&syo);
+	}
+	strobe_sampler_profile_opts po = {.sym = sym, .per_thread = true, .release_objects = true};
+	prof = strobe_sampler_profile(s, &po, &err);
+	strobe_symbolizer_free(sym);
+	uint8_t *pb = NULL;
+	size_t len = 0;
+	if (!prof || strobe_pprof_encode(prof, &pb, &len) < 0) {
+		reply_err(r, 500, err.msg[0] ? err.msg : "cannot build the profile");
+		goto out;
+	}
+	r->status = 200;
+	r->body = (char *)pb;
+	r->len = len;
+	r->ctype = "application/octet-stream";
+	pthread_mutex_lock(&a->mu);
+	a->st.captures++;
+	pthread_mutex_unlock(&a->mu);
+out:
+	strobe_profile_free(prof);
+	strobe_sampler_close(s);
+	atomic_store(&a->capturing, 0);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+			       const char *method, const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	strobe_agent *a = cls;
+	static int marker;
+	if (!*con_cls) { /* headers only so far */
+		*con_cls = &marker;
+		return MHD_YES;
+	}
+	if (*upload_size) { /* bodies are not used: swallow them */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	reply r = {0};
+	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+	if (strcmp(url, "/status") == 0 && get)
+		reply_json(&r, 200, status_json(a));
+	else if (strcmp(url, "/metrics") == 0 && get)
+		metrics(a, &r);
+	else if (strcmp(url, "/pause") == 0 && post)
+		set_pause(a, true, &r);
+	else if (strcmp(url, "/resume") == 0 && post)
+		set_pause(a, false, &r);
+	else if (strcmp(url, "/debug/pprof/profile") == 0 && get)
+		capture(a, c, &r);
+	else if (strcmp(url, "/") == 0 && get)
+		reply_text(&r, 200, "text/plain",
+			   "strobe agent admin: GET /status, GET /metrics, POST /pause, POST /resume, "
+			   "GET /debug/pprof/profile?pid=PID&seconds=N[&hz=HZ][&type=cpu|offcpu|wall]\n");
+	else if (strcmp(url, "/pause") == 0 || strcmp(url, "/resume") == 0)
+		reply_err(&r, 405, "use POST");
+	else
+		reply_err(&r, 404, "no such endpoint (GET /status, /metrics, /debug/pprof/profile; "
+				   "POST /pause, /resume)");
+	if (!r.body) {
+		r.body = strdup("");
+		r.len = 0;
+		if (!r.status)
+			r.status = 500;
+	}
+	struct MHD_Response *resp = MHD_create_response_from_buffer(r.len, r.body,
+								      MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(r.body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", r.ctype ? r.ctype : "text/plain");
+	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+int agent_admin_start(strobe_agent *a, strobe_err *err)
+{
+	const char *spec = a->o->admin;
+	char host[256];
+	const char *colon = strrchr(spec, ':');
+	if (!colon || (size_t)(colon - spec) >= sizeof(host))
+		return strobe_errf(err, -EINVAL, "--admin '%s': expected ADDRESS:PORT "
+				   "(e.g. 127.0.0.1:4101)", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = 0;
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || port < 0 || port > 65535)
+		return strobe_errf(err, -EINVAL, "--admin '%s': bad port", spec);
+	struct sockaddr_storage ss = {0};
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION;
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	const char *h = host;
+	if (h[0] == '[') { /* [::1] */
+		h++;
+		char *rb = strchr(host, ']');
+		if (rb)
+			*rb = 0;
+	}
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, h, &s4->sin_addr) == 1) {
+		if ((ntohl(s4->sin_addr.s_addr) >> 24) != 127)
+			return strobe_errf(err, -EINVAL, "--admin %s: the admin port is loopback-only "
+					   "(127.0.0.0/8 or [::1]): it can pause profiling and read "
+					   "any process's stacks", spec);
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+	} else if (inet_pton(AF_INET6, h, &s6->sin6_addr) == 1) {
+		if (!IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return strobe_errf(err, -EINVAL, "--admin %s: the admin port is loopback-only "
+					   "(127.0.0.0/8 or [::1])", spec);
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		flags |= MHD_USE_IPv6;
+	} else {
+		return strobe_errf(err, -EINVAL, "--admin '%s': '%s' is not an IP address", spec, h);
+	}
+	struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, handler, a,
+						MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+						MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)400,
+						MHD_OPTION_CONNECTION_LIMIT, (unsigned)16, MHD_OPTION_END);
+	if (!d)
+		return strobe_errf(err, -EADDRINUSE, "--admin %s: cannot listen there (in use?)", spec);
+	a->mhd = d;
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	a->admin_port = di ? di->port : (unsigned)port;
+	return 0;
+}
+
+void agent_admin_stop(strobe_agent *a)
+{
+	if (a->mhd)
+		MHD_stop_daemon(a->mhd);
+	a->mhd = NULL;
+}

@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe agent's sampling thread: drives the sampler, and every interval turns each process's
+ * samples into one labelled pprof profile and queues it in the spool (the sender thread pushes
+ * it). It also keeps the agent inside its CPU budget: it measures its own CPU per interval and,
+ * when over --max-cpu, reopens the sampler at half the frequency, then without off-CPU; when the
+ * load allows (under half the budget for three intervals) it steps back the same way.
+ *
+ * The sampler is also reopened, at an interval boundary, when it has tracked many processes
+ * (its process table only grows; on a host with many short-lived processes this bounds the
+ * agent's memory) and the symbolizer is renewed every 30 minutes (its caches hold binaries that
+ * may be long gone).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_impl.h"
+#include "sampler_impl.h"
+#include "strobe/codec.h"
+
+#define PIDS_CAP 65536
+#define SYM_RENEW_NS (30LL * 60 * 1000000000)
+#define PROC_REREAD_NS (60LL * 1000000000)
+
+int64_t agent_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size = 0, res = 0;
+	if (f) {
+		if (fscanf(f, "%lu %lu", &size, &res) != 2)
+			res = 0;
+		fclose(f);
+	}
+	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+void agent_log(strobe_agent *a, int level, const char *fmt, ...)
+{
+	if (!a->o->log || level > a->o->log_level)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	a->o->log(a->o->log_ctx, level, msg);
+}
+
+void agent_set_error(strobe_agent *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	pthread_mutex_lock(&a->mu);
+	vsnprintf(a->st.last_error, sizeof(a->st.last_error), fmt, ap);
+	pthread_mutex_unlock(&a->mu);
+	va_end(ap);
+}
+
+void strobe_agent_stop(strobe_agent *a) { atomic_store(&a->stop, 1); }
+void strobe_agent_pause(strobe_agent *a) { atomic_store(&a->want_pause, 1); }
+void strobe_agent_resume(strobe_agent *a) { atomic_store(&a->want_pause, 0); }
+unsigned strobe_agent_admin_port(const strobe_agent *a) { return a->admin_port; }
+
+/* ---- the sampler ----------------------------------------------------------------------------- */
+
+static int open_sampler(strobe_agent *a, strobe_err *err)
+{
+	strobe_sampler *s = NULL;
+	int rc = strobe_sampler_open(&a->so, &s, err);
+	if (rc < 0)
+		return rc;
+	if (!atomic_load(&a->want_pause) && (rc = strobe_sampler_enable(s, err)) < 0) {
+		strobe_sampler_close(s);
+		return rc;
+	}
+	a->s = s;
+	pthread_mutex_lock(&a->mu);
+	a->st.paused = atomic_load(&a->want_pause);
+	a->st.freq_now = a->so.freq;
+	a->st.offcpu_now = a->so.events & STROBE_EV_OFFCPU;
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+static void close_sampler(strobe_agent *a)
+{
+	if (!a->s)
+		return;
+	strobe_sampler_stats st;
+	strobe_sampler_get_stats(a->s, &st);
+	a->base_samples += st.samples;
+	a->base_switches += st.switches;
+	a->base_lost += st.lost;
+	a->base_throttled += st.throttled;
+	strobe_sampler_close(a->s);
+	a->s = NULL;
+}
+
+static void publish_stats(strobe_agent *a)
+{
+	strobe_sampler_stats st = {0};
+	if (a->s)
+		strobe_sampler_get_stats(a->s, &st);
+	pthread_mutex_lock(&a->mu);
+	a->st.samples = a->base_samples + st.samples;
+	a->st.switches = a->base_switches + st.switches;
+	a->st.lost = a->base_lost + st.lost;
+	a->st.throttled = a->base_throttled + st.throttled;
+	a->st.processes = st.processes;
+	a->st.threads = st.threads;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- what each process is -------------------------------------------------------------------- */
+
+static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
+{
+	proc_entry *e = NULL;
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid) {
+			e = &a->procs[i];
+			break;
+		}
+	int64_t now = agent_mono_ns();
+	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
+	const strobe_proc *pr = e && a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
+	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
+		e->seen_interval = interval;
+		return e;
+	}
+	if (!e) {
+		if (a->nprocs == a->cprocs) {
+			size_t nc = a->cprocs ? a->cprocs * 2 : 64;
+			proc_entry *np = realloc(a->procs, nc * sizeof(*np));
+			if (!np)
+				return NULL;
+			a->procs = np;
+			a->cprocs = nc;
+		}
+		e = &a->procs[a->nprocs++];
+		memset(e, 0, sizeof(*e));
+		e->pid = pid;
+	}
+	e->read_ns = now;
+	e->seen_interval = interval;
+	e->gone = false;
+	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
+		/* exited: name it from what the sampler saw */
+		const strobe_proc *tp = a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
+		if (!e->info.service[0]) {
+			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);
+			snprintf(e->info.service, sizeof(e->info.service), "%s", comm);
+			strcpy(e->info.source, "comm");
+		}
+		e->gone = true;
+	}
+	return e;
+}
+
+static void proc_prune(strobe_agent *a, int64_t interval)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < a->nprocs; i++)
+		if (a->procs[i].seen_interval + 6 >= interval)
+			a->procs[o++] = a->procs[i];
+	a->nprocs = o;
+}
+
+/* ---- the push's query string ----------------------------------------------------------------- */
+
+typedef struct sbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *t, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = (b->cap ? b->cap * 2 : 512) + n;
+		char *ns = realloc(b->s, nc);
+		if (!ns) {
+			b->oom = true;
+			return;
+		}
+		b->s = ns;
+		b->cap = nc;
+	}
+	memcpy(b->s + b->len, t, n);
+	b->len += n;
+	b->s[b->len] = 0;
+}
+static void sb_str(sbuf *b, const char *t) { sb_add(b, t, strlen(t)); }
+
+/* Percent-encodes for a URL query (RFC 3986 unreserved characters kept). */
+static void sb_esc(sbuf *b, const char *t, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)t[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.' || c == '~') {
+			sb_add(b, (const char *)&t[i], 1);
+		} else {
+			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+			sb_add(b, e, 3);
+		}
+	}
+}
+
+/* One matcher key="value" of the labels={...} selector, itself percent-encoded. */
+static void sb_label(sbuf *b, bool *first, const char *k, size_t kl, const char *v)
+{
+	if (!v || !*v)
+		return;
+	sbuf t = {0};
+	sb_str(&t, *first ? "" : ",");
+	sb_add(&t, k, kl);
+	sb_str(&t, "=\"");
+	for (; *v; v++) {
+		if (*v == '"' || *v == '\\')
+			sb_add(&t, "\\", 1);
+		sb_add(&t, v, 1);
+	}
+	sb_str(&t, "\"");
+	if (t.oom)
+		b->oom = true;
+	else
+		sb_esc(b, t.s, t.len);
+	free(t.s);
+	*first = false;
+}
+
+static bool rule_matches(strobe_agent *a, unsigned r, const strobe_proc_info *pi)
+{
+	const char *subj[3] = {pi->comm, pi->exe, pi->service};
+	for (int j = 0; j < 3; j++)
+		if (a->rule_has[r * 3 + j] && regexec(&a->rule_re[r * 3 + j], subj[j], 0, NULL, 0) != 0)
+			return false;
+	return true;
+}
+
+static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi)
+{
+	const strobe_agent_opts *o = a->o;
+	const char *service = pi->service;
+	/* later rules win, as later lines of a config usually mean "more specific" */
+	for (unsigned r = 0; r < o->nrules; r++)
+		if (o->rules[r].service_name && rule_matches(a, r, pi))
+			service = o->rules[r].service_name;
+	sbuf b = {0};
+	sb_str(&b, "name=process_cpu&service_name=");
+	sb_esc(&b, service, strlen(service));
+	sb_str(&b, "&labels=");
+	sb_esc(&b, "{", 1);
+	bool first = true;
+	char num[16];
+	snprintf(num, sizeof(num), "%d", (int)pid);
+	sb_label(&b, &first, "host", 4, a->host);
+	sb_label(&b, &first, "pid", 3, num);
+	sb_label(&b, &first, "comm", 4, pi->comm);
+	sb_label(&b, &first, "exe", 3, pi->exe);
+	sb_label(&b, &first, "build_id", 8, pi->build_id);
+	for (unsigned i = 0; i < o->nlabels; i++) {
+		const char *eq = strchr(o->labels[i], '=');
+		if (strncmp(o->labels[i], "service_name=", 13) != 0)
+			sb_label(&b, &first, o->labels[i], (size_t)(eq - o->labels[i]), eq + 1);
+	}
+	for (unsigned r = 0; r < o->nrules; r++) {
+		if (!rule_matches(a, r, pi))
+			continue;
+		for (unsigned i = 0; i < o->rules[r].nlabels; i++) {
+			const char *kv = o->rules[r].labels[i], *eq = strchr(kv, '=');
+			sb_label(&b, &first, kv, (size_t)(eq - kv), eq + 1);
+		}
+	}
+	sb_esc(&b, "}", 1);
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+/* ---- export ---------------------------------------------------------------------------------- */
+
+static bool wanted(strobe_agent *a, const strobe_proc_info *pi)
+{
+	if (a->have_comm_re && regexec(&a->comm_re, pi->comm, 0, NULL, 0) != 0)
+		return false;
+	if (a->o->cgroup) {
+		size_t n = strlen(a->o->cgroup);
+		while (n > 1 && a->o->cgroup[n - 1] == '/')
+			n--;
+		if (strncmp(pi->cgroup, a->o->cgroup, n) != 0 ||
+		    (pi->cgroup[n] && pi->cgroup[n] != '/' && n > 1))
+			return false;
+	}
+	return true;
+}
+
+static void export_interval(strobe_agent *a)
+{
+	if (!a->s)
+		return;
+	int64_t interval = (int64_t)a->st.intervals + 1;
+	pid_t *pids = malloc(PIDS_CAP * sizeof(*pids));
+	unsigned n = pids ? strobe_sampler_pids(a->s, pids, PIDS_CAP) : 0;
+	uint64_t nprof = 0, nbytes = 0, errors = 0;
+	int64_t t0 = agent_mono_ns();
+	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
+		strobe_symbolizer_free(a->sym);
+		strobe_sym_opts syo = {.no_kernel = !a->so.kernel, .no_dwarf = a->o->no_dwarf};
+		a->sym = strobe_symbolizer_new(&syo);
+		a->sym_born_ns = t0;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		proc_entry *pe = proc_lookup(a, pids[i], interval);
+		if (!pe || !wanted(a, &pe->info))
+			continue;
+		strobe_err err = {{0}};
+		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i]};
+		strobe_profile *p = strobe_sampler_profile(a->s, &po, &err);
+		uint8_t *pb = NULL;
+		size_t len = 0;
+		char *meta = NULL;
+		if (!p || strobe_pprof_encode(p, &pb, &len) < 0 ||
+		    !(meta = push_query(a, pids[i], &pe->info))) {
+			errors++;
+			agent_log(a, STROBE_LOG_ERROR, "export of pid %d failed: %s", (int)pids[i],
+				  err.msg[0] ? err.msg : "out of memory");
+		} else {
+			int rc = strobe_spool_add(a->spool, meta, pb, len);
+			if (rc < 0)
+				agent_log(a, STROBE_LOG_WARN, "spool: cannot write pid %d's profile to disk "
+					  "(%s); kept in memory", (int)pids[i], strerror(-rc));
+			nprof++;
+			nbytes += len;
+			agent_log(a, STROBE_LOG_DEBUG, "queued pid %d service %s (%s): %zu bytes",
+				  (int)pids[i], pe->info.service, pe->info.source, len);
+		}
+		free(meta);
+		free(pb);
+		strobe_profile_free(p);
+	}
+	free(pids);
+	strobe_sampler_reset_agg(a->s);
+	proc_prune(a, interval);
+	pthread_mutex_lock(&a->mu);
+	a->st.intervals++;
+	a->st.profiles += nprof;
+	a->st.profile_bytes += nbytes;
+	a->st.export_errors += errors;
+	a->st.last_export_unix = time(NULL);
+	pthread_mutex_unlock(&a->mu);
+	agent_log(a, STROBE_LOG_DEBUG, "interval %" PRId64 ": %" PRIu64 " profiles, %" PRIu64
+		  " bytes from %u processes in %.1f ms", interval, nprof, nbytes, n,
+		  (double)(agent_mono_ns() - t0) / 1e6);
+}
+
+/* ---- budget ---------------------------------------------------------------------------------- */
+
+typedef struct budget {
+	int64_t cpu0, wall0;
+	unsigned over, under, seen;
+} budget;
+
+/* Returns true when the sampler must be reopened with a.so changed. */
+static bool budget_step(strobe_agent *a, budget *b)
+{
+	int64_t cpu = cpu_ns(), wall = agent_mono_ns();
+	double pct = wall > b->wall0 ? 100.0 * (double)(cpu - b->cpu0) / (double)(wall - b->wall0) : 0;
+	b->cpu0 = cpu;
+	b->wall0 = wall;
+	pthread_mutex_lock(&a->mu);
+	a->st.cpu_pct = pct;
+	a->st.cpu_seconds = (double)cpu / 1e9;
+	a->st.rss_bytes = rss_bytes();
+	pthread_mutex_unlock(&a->mu);
+	if (b->seen++ == 0)
+		return false; /* the first interval pays for startup (reading /proc): not a trend */
+	double max = a->o->max_cpu;
+	bool want_off = a->o->offcpu;
+	char note[256] = "";
+	bool change = false;
+	if (pct > max) {
+		b->under = 0;
+		if (a->so.freq > 1) {
+			unsigned f = a->so.freq / 2 ? a->so.freq / 2 : 1;
+			snprintf(note, sizeof(note), "over budget (%.3g%% > %.3g%% CPU): frequency %u -> %u Hz",
+				 pct, max, a->so.freq, f);
+			a->so.freq = f;
+			change = true;
+		} else if (a->so.events & STROBE_EV_OFFCPU) {
+			snprintf(note, sizeof(note), "over budget (%.3g%% > %.3g%% CPU) at %u Hz: off-CPU "
+				 "collection turned off", pct, max, a->so.freq);
+			a->so.events &= ~(unsigned)STROBE_EV_OFFCPU;
+			change = true;
+		} else if (b->over++ % 30 == 0) {
+			agent_log(a, STROBE_LOG_WARN, "over budget (%.3g%% > %.3g%% CPU) with nothing "
+				  "left to turn down (%u Hz, on-CPU only)", pct, max, a->so.freq);
+		}
+	} else if (pct < max / 2 && (a->so.freq < a->o->freq ||
+				     (want_off && !(a->so.events & STROBE_EV_OFFCPU)))) {
+		if (++b->under >= 3) {
+			b->under = 0;
+			if (want_off && !(a->so.events & STROBE_EV_OFFCPU)) {
+				snprintf(note, sizeof(note), "load allows (%.3g%% < %.3g%% CPU): off-CPU "
+					 "collection back on", pct, max / 2);
+				a->so.events |= STROBE_EV_OFFCPU;
+			} else {
+				unsigned f = a->so.freq * 2 > a->o->freq ? a->o->freq : a->so.freq * 2;
+				snprintf(note, sizeof(note), "load allows (%.3g%% < %.3g%% CPU): frequency "
+					 "%u -> %u Hz", pct, max / 2, a->so.freq, f);
+				a->so.freq = f;
+			}
+			change = true;
+		}
+	} else {
+		b->under = 0;
+	}
+	if (change) {
+		agent_log(a, STROBE_LOG_WARN, "budget: %s", note);
+		pthread_mutex_lock(&a->mu);
+		snprintf(a->st.budget_note, sizeof(a->st.budget_note), "%s", note);
+		unsigned level = 0;
+		for (unsigned f = a->so.freq; f < a->o->freq; f *= 2)
+			level++;
+		if (a->o->offcpu && !(a->so.events & STROBE_EV_OFFCPU))
+			level++;
+		a->st.budget_level = level;
+		pthread_mutex_unlock(&a->mu);
+	}
+	return change;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------- */
+
+int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err *err)
+{
+	*out = NULL;
+	if (!o->server || !*o->server)
+		return strobe_errf(err, -EINVAL, "no server URL (--server or \"server\" in the config)");
+	strobe_agent *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->o = o;
+	pthread_mutex_init(&a->mu, NULL);
+	int rc = 0;
+	if (o->host)
+		snprintf(a->host, sizeof(a->host), "%s", o->host);
+	else if (gethostname(a->host, sizeof(a->host) - 1) < 0)
+		strcpy(a->host, "unknown");
+	if (o->comm_re) {
+		if (regcomp(&a->comm_re, o->comm_re, REG_EXTENDED | REG_NOSUB) != 0) {
+			rc = strobe_errf(err, -EINVAL, "--comm '%s': not a valid regular expression",
+					 o->comm_re);
+			goto fail;
+		}
+		a->have_comm_re = true;
+	}
+	if (o->nrules) {
+		a->rule_re = calloc(o->nrules * 3, sizeof(*a->rule_re));
+		a->rule_has = calloc(o->nrules * 3, sizeof(*a->rule_has));
+		if (!a->rule_re || !a->rule_has) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		for (unsigned r = 0; r < o->nrules; r++) {
+			const char *re[3] = {o->rules[r].comm_re, o->rules[r].exe_re, o->rules[r].service_re};
+			for (int j = 0; j < 3; j++) {
+				if (!re[j])
+					continue;
+				if (regcomp(&a->rule_re[r * 3 + j], re[j], REG_EXTENDED | REG_NOSUB) != 0) {
+					rc = strobe_errf(err, -EINVAL, "processes[%u]: '%s' is not a valid "
+							 "regular expression", r, re[j]);
+					goto fail;
+				}
+				a->rule_has[r * 3 + j] = true;
+			}
+		}
+	}
+	a->spool = strobe_spool_open(o->spool_dir, o->spool_max, err);
+	if (!a->spool) {
+		rc = -errno;
+		goto fail;
+	}
+	strobe_spool_stats sps;
+	strobe_spool_get_stats(a->spool, &sps);
+	if (sps.items || sps.corrupt)
+		agent_log(a, STROBE_LOG_INFO, "spool %s: %" PRIu64 " profiles (%" PRIu64 " bytes) from "
+			  "before, %" PRIu64 " corrupt files deleted", o->spool_dir, sps.items, sps.bytes,
+			  sps.corrupt);
+	a->so = (strobe_sampler_opts){
+		.events = STROBE_EV_CPU | (o->offcpu ? STROBE_EV_OFFCPU : 0),
+		.freq = o->freq ? o->freq : 19,
+		.all = o->npids == 0,
+		.pids = o->pids,
+		.npids = o->npids,
+		.kernel = o->kernel,
+	};
+	a->st.started_unix = time(NULL);
+	if ((rc = open_sampler(a, err)) < 0)
+		goto fail;
+	if (!o->no_symbolize) {
+		strobe_sym_opts syo = {.no_kernel = !o->kernel, .no_dwarf = o->no_dwarf};
+		a->sym = strobe_symbolizer_new(&syo);
+		if (!a->sym)
+			agent_log(a, STROBE_LOG_WARN, "cannot start the symbolizer (%s): sending raw "
+				  "addresses", strerror(errno));
+		a->sym_born_ns = agent_mono_ns();
+	}
+	if ((rc = agent_sender_start(a, err)) < 0)
+		goto fail;
+	if (o->admin && (rc = agent_admin_start(a, err)) < 0)
+		goto fail;
+	*out = a;
+	return 0;
+fail:
+	strobe_agent_free(a);
+	return rc;
+}
+
+void strobe_agent_free(strobe_agent *a)
+{
+	if (!a)
+		return;
+	agent_admin_stop(a);
+	if (a->sender_started)
+		agent_sender_finish(a, 0);
+	close_sampler(a);
+	strobe_symbolizer_free(a->sym);
+	strobe_spool_close(a->spool);
+	if (a->have_comm_re)
+		regfree(&a->comm_re);
+	for (unsigned i = 0; a->rule_has && i < a->o->nrules * 3; i++)
+		if (a->rule_has[i])
+			regfree(&a->rule_re[i]);
+	free(a->rule_re);
+	free(a->rule_has);
+	free(a->procs);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+}
+
+static void apply_pause(strobe_agent *a)
+{
+	bool want = atomic_load(&a->want_pause);
+	pthread_mutex_lock(&a->mu);
+	bool is = a->st.paused;
+	pthread_mutex_unlock(&a->mu);
+	if (want == is)
+		return;
+	strobe_err err = {{0}};
+	if (a->s) {
+		if (want)
+			strobe_sampler_disable(a->s);
+		else if (strobe_sampler_enable(a->s, &err) < 0) {
+			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
+			return;
+		}
+	}
+	pthread_mutex_lock(&a->mu);
+	a->st.paused = want;
+	pthread_mutex_unlock(&a->mu);
+	agent_log(a, STROBE_LOG_INFO, want ? "paused: no sampling until resumed"
+					   : "resumed: sampling at %u Hz", a->so.freq);
+}
+
+int strobe_agent_run(strobe_agent *a, strobe_err *err)
+{
+	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
+	int64_t next = agent_mono_ns() + iv;
+	budget b = {.cpu0 = cpu_ns(), .wall0 = agent_mono_ns()};
+	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s, every %u s to %s (host %s)",
+		  a->o->npids ? "the given pids" : "every process", a->so.freq,
+		  a->o->offcpu ? " with off-CPU" : "", a->o->interval_s, a->o->server, a->host);
+	int rc = 0;
+	while (!atomic_load(&a->stop)) {
+		apply_pause(a);
+		if (a->s) {
+			strobe_err pe = {{0}};
+			if (strobe_sampler_poll(a->s, 100, &pe) < 0 && pe.msg[0]) {
+				agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
+				usleep(100000);
+			}
+		} else {
+			usleep(100000);
+		}
+		publish_stats(a);
+		int64_t now = agent_mono_ns();
+		if (now < next)
+			continue;
+		next = now - next > iv ? now + iv : next + iv;
+		export_interval(a);
+		bool reopen = budget_step(a, &b);
+		strobe_sampler_stats st = {0};
+		if (a->s)
+			strobe_sampler_get_stats(a->s, &st);
+		if (!reopen && a->s && st.processes > a->o->restart_procs) {
+			agent_log(a, STROBE_LOG_INFO, "sampler: %u processes tracked, starting afresh "
+				  "to bound memory", st.processes);
+			reopen = true;
+		}
+		if (reopen || !a->s) {
+			close_sampler(a);
+			strobe_err oe = {{0}};
+			if (open_sampler(a, &oe) < 0)
+				agent_log(a, STROBE_LOG_ERROR, "sampler: %s (retrying next interval)", oe.msg);
+			pthread_mutex_lock(&a->mu);
+			a->st.sampler_reopens++;
+			pthread_mutex_unlock(&a->mu);
+		}
+	}
+	/* Clean stop: the last interval goes to the spool, and the sender gets a moment. */
+	agent_log(a, STROBE_LOG_INFO, "stopping: exporting the last interval");
+	if (a->s) {
+		strobe_sampler_disable(a->s);
+		strobe_err de = {{0}};
+		if (strobe_sampler_drain(a->s, &de) < 0)
+			agent_log(a, STROBE_LOG_WARN, "sampler: %s", de.msg);
+		export_interval(a);
+	}
+	publish_stats(a);
+	agent_sender_finish(a, 5000);
+	strobe_spool_stats sps;
+	strobe_spool_get_stats(a->spool, &sps);
+	if (sps.items)
+		agent_log(a, STROBE_LOG_WARN, "%" PRIu64 " profiles not delivered%s", sps.items,
+			  a->o->spool_dir ? " (kept in the spool for the next start)" : " (lost: no --spool)");
+	(void)err;
+	return rc;
+}

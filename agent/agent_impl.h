@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The agent's state, shared by agent.c (the sampling thread: sampling, export, budget),
+ * sender.c (the push thread) and admin.c (the admin HTTP server and on-demand captures).
+ * Private to agent/.
+ *
+ * Locking: `mu` guards `st` (what /status and /metrics show); the sampling thread is the only
+ * one that touches the sampler and the symbolizer; the spool has its own lock; requests from
+ * signal handlers and the admin server are atomics the sampling thread polls.
+ */
+#ifndef STROBE_AGENT_IMPL_H
+#define STROBE_AGENT_IMPL_H
+
+#include <pthread.h>
+#include <regex.h>
+#include <stdatomic.h>
+
+#include "strobe/agent.h"
+#include "strobe/sampler.h"
+
+typedef struct agent_status {
+	int64_t started_unix;
+	bool paused;
+	unsigned freq_now;       /* the frequency the sampler runs at (budget may lower it) */
+	bool offcpu_now;
+	unsigned budget_level;   /* 0 = as configured; each step is one degradation */
+	char budget_note[256];   /* what the budget did last, "" when nothing */
+	double cpu_pct;          /* own CPU over the last interval, % of one core */
+	double cpu_seconds;      /* own CPU since start */
+	uint64_t rss_bytes;
+	/* sampler, accumulated over sampler reopens */
+	uint64_t samples, switches, lost, throttled;
+	uint32_t processes, threads;
+	uint64_t intervals, profiles, profile_bytes, export_errors, sampler_reopens;
+	int64_t last_export_unix;
+	/* sender */
+	uint64_t pushes, push_failures, push_rejected, bytes_sent;
+	int64_t last_push_unix;
+	bool server_up;
+	char last_error[256];
+	uint64_t captures;
+} agent_status;
+
+typedef struct proc_entry {
+	pid_t pid;
+	int64_t read_ns, seen_interval;
+	bool gone;
+	strobe_proc_info info;
+} proc_entry;
+
+struct strobe_agent {
+	const strobe_agent_opts *o;
+	char host[256];
+	strobe_sampler *s;
+	strobe_sampler_opts so;
+	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
+	strobe_symbolizer *sym;
+	int64_t sym_born_ns;
+	strobe_spool *spool;
+	regex_t comm_re;
+	bool have_comm_re;
+	regex_t *rule_re; /* 3 per rule (comm, exe, service); rule_has[i] says which are set */
+	bool *rule_has;
+	proc_entry *procs;
+	size_t nprocs, cprocs;
+
+	atomic_int stop;        /* 1: stop requested */
+	atomic_int want_pause;  /* 1 paused wanted, 0 running wanted */
+	atomic_int capturing;   /* an on-demand capture is running */
+	atomic_int sender_stop; /* 1: deliver what is left until sender_deadline_ns, then exit */
+	int64_t sender_deadline_ns;
+	pthread_t sender;
+	bool sender_started;
+	void *mhd; /* struct MHD_Daemon */
+	unsigned admin_port;
+
+	pthread_mutex_t mu;
+	agent_status st;
+};
+
+int64_t agent_mono_ns(void);
+void agent_log(strobe_agent *a, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void agent_set_error(strobe_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int agent_sender_start(strobe_agent *a, strobe_err *err);
+/* Lets the sender deliver for up to grace_ms more, then joins it. */
+void agent_sender_finish(strobe_agent *a, int grace_ms);
+
+int agent_admin_start(strobe_agent *a, strobe_err *err);
+void agent_admin_stop(strobe_agent *a);
+
+#endif

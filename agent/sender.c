@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The agent's sender thread: takes the oldest profile out of the spool and POSTs it to the
+ * server's push API (libcurl, one connection kept alive). A profile leaves the spool only when
+ * the server said 200 (stored durably) or refused it for good (a 4xx other than 408/429: sending
+ * it again cannot help). Anything else (no connection, timeout, 5xx, 429) is retried after an
+ * exponential backoff with jitter, 0.5 s doubling to 30 s, while the spool keeps filling (and
+ * dropping its oldest) behind it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "agent_impl.h"
+
+typedef struct resp {
+	char buf[512];
+	size_t len;
+} resp;
+
+static size_t keep_start(char *p, size_t size, size_t n, void *ctx)
+{
+	resp *r = ctx;
+	size_t add = size * n, room = sizeof(r->buf) - 1 - r->len;
+	memcpy(r->buf + r->len, p, add < room ? add : room);
+	r->len += add < room ? add : room;
+	r->buf[r->len] = 0;
+	return add;
+}
+
+/* 0: stored; 1: refused for good; -1: try again later. msg gets why. */
+static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body, size_t len,
+		    char *msg, size_t cap)
+{
+	const strobe_agent_opts *o = a->o;
+	size_t sl = strlen(o->server);
+	char *url = malloc(sl + strlen(meta) + 32);
+	if (!url) {
+		snprintf(msg, cap, "out of memory");
+		return -1;
+	}
+	sprintf(url, "%s%sapi/v1/push?%s", o->server, sl && o->server[sl - 1] == '/' ? "" : "/", meta);
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
+	h = curl_slist_append(h, "Content-Type: application/octet-stream");
+	char line[512];
+	if (o->tenant) {
+		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", o->tenant);
+		h = curl_slist_append(h, line);
+	}
+	if (o->token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", o->token);
+		h = curl_slist_append(h, line);
+	}
+	resp r = {.len = 0};
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_start);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	/* Stopping: what is left of the grace period, so a hung server cannot hold up a stop
+	 * (systemd's TimeoutStopSec); what is not sent stays in the spool. */
+	long limit = 30;
+	if (atomic_load(&a->sender_stop)) {
+		int64_t left = (a->sender_deadline_ns - agent_mono_ns()) / 1000000000;
+		limit = left < 1 ? 1 : left < 30 ? (long)left : 30;
+	}
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, limit < 5 ? limit : 5L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, limit);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	CURLcode cr = curl_easy_perform(c);
+	long status = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	free(url);
+	if (cr != CURLE_OK) {
+		snprintf(msg, cap, "%s: %s", o->server, curl_easy_strerror(cr));
+		return -1;
+	}
+	if (status == 200)
+		return 0;
+	snprintf(msg, cap, "%s: HTTP %ld: %.300s", o->server, status, r.buf);
+	return status >= 400 && status < 500 && status != 408 && status != 429 ? 1 : -1;
+}
+
+static void *sender_main(void *arg)
+{
+	strobe_agent *a = arg;
+	CURL *c = curl_easy_init();
+	strobe_backoff bo;
+	strobe_backoff_init(&bo, 500, 30000, (uint64_t)agent_mono_ns() ^ (uint64_t)getpid());
+	bool failing = false;
+	uint64_t fails_in_row = 0;
+	char msg[512];
+	while (c) {
+		bool stopping = atomic_load(&a->sender_stop);
+		if (stopping && agent_mono_ns() >= a->sender_deadline_ns)
+			break;
+		uint64_t id;
+		char *meta;
+		void *body;
+		size_t len;
+		int rc = strobe_spool_peek(a->spool, stopping ? 0 : 500, &id, &meta, &body, &len);
+		if (rc == -ENOENT) {
+			if (stopping)
+				break;
+			continue;
+		}
+		if (rc < 0) {
+			usleep(100000);
+			continue;
+		}
+		int pr = push_one(a, c, meta, body, len, msg, sizeof(msg));
+		free(meta);
+		free(body);
+		if (pr >= 0) {
+			strobe_spool_remove(a->spool, id);
+			strobe_backoff_reset(&bo);
+			pthread_mutex_lock(&a->mu);
+			if (pr == 0) {
+				a->st.pushes++;
+				a->st.bytes_sent += len;
+				a->st.last_push_unix = time(NULL);
+			} else {
+				a->st.push_rejected++;
+				snprintf(a->st.last_error, sizeof(a->st.last_error), "%.255s", msg);
+			}
+			a->st.server_up = true;
+			pthread_mutex_unlock(&a->mu);
+			if (pr == 1)
+				agent_log(a, STROBE_LOG_WARN, "push refused, profile dropped: %s", msg);
+			if (failing)
+				agent_log(a, STROBE_LOG_INFO, "server reachable again after %" PRIu64
+					  " failed pushes; sending the spool", fails_in_row);
+			failing = false;
+			fails_in_row = 0;
+			continue;
+		}
+		fails_in_row++;
+		pthread_mutex_lock(&a->mu);
+		a->st.push_failures++;
+		a->st.server_up = false;
+		snprintf(a->st.last_error, sizeof(a->st.last_error), "%.255s", msg);
+		pthread_mutex_unlock(&a->mu);
+		if (!failing)
+			agent_log(a, STROBE_LOG_WARN, "push failed, will retry with backoff: %s", msg);
+		failing = true;
+		uint64_t wait = strobe_backoff_next(&bo);
+		agent_log(a, STROBE_LOG_DEBUG, "push retry in %" PRIu64 " ms: %s", wait, msg);
+		for (int64_t end = agent_mono_ns() + (int64_t)wait * 1000000; agent_mono_ns() < end;) {
+			if (atomic_load(&a->sender_stop) && agent_mono_ns() >= a->sender_deadline_ns)
+				break;
+			usleep(50000);
+		}
+	}
+	if (c)
+		curl_easy_cleanup(c);
+	return NULL;
+}
+
+int agent_sender_start(strobe_agent *a, strobe_err *err)
+{
+	static atomic_int inited;
+	if (atomic_exchange(&inited, 1) == 0)
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+	int rc = pthread_create(&a->sender, NULL, sender_main, a);
+	if (rc)
+		return strobe_errf(err, -rc, "cannot start the sender thread: %s", strerror(rc));
+	a->sender_started = true;
+	return 0;
+}
+
+void agent_sender_finish(strobe_agent *a, int grace_ms)
+{
+	if (!a->sender_started)
+		return;
+	a->sender_deadline_ns = agent_mono_ns() + (int64_t)grace_ms * 1000000;
+	atomic_store(&a->sender_stop, 1);
+	strobe_spool_wake(a->spool);
+	pthread_join(a->sender, NULL);
+	a->sender_started = false;
+}

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * strobe agent: the always-on profiling daemon (agent/). This file parses the command line and
+ * the config file, prints the agent's log lines to stderr and maps signals onto it: SIGTERM and
+ * SIGINT stop it cleanly (the last interval is exported and pushed or spooled), SIGUSR1 pauses
+ * and SIGUSR2 resumes sampling.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "strobe/agent.h"
+
+static const char usage_text[] =
+	"usage: strobe agent --server URL [options]\n\n"
+	"Profiles every process on the host (or those selected) all the time and sends one profile\n"
+	"per process every interval to a strobe server's push API, labelled service_name (from the\n"
+	"process's STROBE_SERVICE or PYROSCOPE_APPLICATION_NAME, its systemd unit or container,\n"
+	"else its executable), host, pid, comm, exe and build_id. Stays within a CPU budget,\n"
+	"keeps profiles in a bounded spool while the server is unreachable, and can be paused.\n"
+	"Needs root or CAP_PERFMON (and CAP_SYS_PTRACE to read other users' processes).\n\n"
+	"  -s, --server URL       the strobe server, e.g. http://127.0.0.1:4100 (required here\n"
+	"                         or in the config)\n"
+	"  -c, --config FILE      JSON config (see examples/agent.json); flags override it\n"
+	"  -F, --freq HZ          on-CPU samples per second (default 19)\n"
+	"  --offcpu               also record off-CPU time (blocked / run queue, from sched_switch)\n"
+	"  -p, --pid PID[,PID]    only these processes (and their children)\n"
+	"  --comm REGEX           only processes whose name (comm) matches\n"
+	"  --cgroup PATH          only processes in this cgroup (e.g. /system.slice/nginx.service)\n"
+	"  -i, --interval SEC     export interval (default 10)\n"
+	"  -l, --label KEY=VALUE  a label on every profile (repeatable)\n"
+	"  --no-symbolize         send raw addresses and build IDs (the server names them)\n"
+	"  --dwarf                also read DWARF: file:line and inlined frames (costs memory:\n"
+	"                         tens of MB on a busy host); default: symbol tables only\n"
+	"  --user                 user frames only (no kernel frames)\n"
+	"  --max-cpu PCT          CPU budget in percent of one core (default 1): above it the\n"
+	"                         agent halves its frequency, then turns off-CPU off\n"
+	"  --admin ADDR:PORT      admin HTTP server on loopback (GET /status, /metrics,\n"
+	"                         /debug/pprof/profile; POST /pause, /resume)\n"
+	"  --spool DIR            keep unsent profiles on disk here (default: in memory)\n"
+	"  --spool-max BYTES      spool limit (default 64M; K, M, G suffixes); oldest dropped first\n"
+	"  --host NAME            host label (default: the host name)\n"
+	"  --tenant ID            X-Scope-OrgID of the pushes\n"
+	"  --token TOKEN          Authorization: Bearer TOKEN\n"
+	"  --log-level LEVEL      error, warn, info (default) or debug\n\n"
+	"Signals: SIGTERM/SIGINT stop (after a final push), SIGUSR1 pauses, SIGUSR2 resumes.\n";
+
+static strobe_agent *the_agent;
+
+static void on_signal(int sig)
+{
+	if (!the_agent)
+		return;
+	if (sig == SIGUSR1)
+		strobe_agent_pause(the_agent);
+	else if (sig == SIGUSR2)
+		strobe_agent_resume(the_agent);
+	else
+		strobe_agent_stop(the_agent);
+}
+
+static void log_line(void *ctx, int level, const char *msg)
+{
+	(void)ctx;
+	char ts[32];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct tm tm;
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(stderr, "%s.%03ldZ %-5s strobe agent: %s\n", ts, now.tv_nsec / 1000000,
+		strobe_log_level_name(level), msg);
+}
+
+static int parse_bytes(const char *cmd, const char *arg, uint64_t *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	double mul = 1;
+	if (*end == 'K' || *end == 'k')
+		mul = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mul = 1024 * 1024, end++;
+	else if (*end == 'G' || *end == 'g')
+		mul = 1024.0 * 1024 * 1024, end++;
+	if (end == arg || *end || v <= 0 || v * mul < 4096 || v * mul > 1e12) {
+		cli_err(cmd, "--spool-max: '%s' is not a size between 4K and 1T", arg);
+		return -1;
+	}
+	*out = (uint64_t)(v * mul);
+	return 0;
+}
+
+static int set_str(char **dst, const char *v)
+{
+	char *s = strdup(v);
+	if (!s)
+		return -1;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
+	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF };
+	static const struct option longopts[] = {
+		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
+		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
+		{"offcpu", no_argument, 0, O_OFFCPU},  {"pid", required_argument, 0, 'p'},
+		{"comm", required_argument, 0, O_COMM}, {"cgroup", required_argument, 0, O_CGROUP},
+		{"interval", required_argument, 0, 'i'}, {"label", required_argument, 0, 'l'},
+		{"no-symbolize", no_argument, 0, O_NOSYM}, {"user", no_argument, 0, O_USER},
+		{"dwarf", no_argument, 0, O_DWARF}, {"no-dwarf", no_argument, 0, O_NODWARF},
+		{"max-cpu", required_argument, 0, O_MAXCPU}, {"admin", required_argument, 0, O_ADMIN},
+		{"spool", required_argument, 0, O_SPOOL}, {"spool-max", required_argument, 0, O_SPOOLMAX},
+		{"host", required_argument, 0, O_HOST}, {"tenant", required_argument, 0, O_TENANT},
+		{"token", required_argument, 0, O_TOKEN}, {"log-level", required_argument, 0, O_LOGLEVEL},
+		{0, 0, 0, 0}};
+	const char *cmd = "agent";
+	strobe_agent_opts o;
+	strobe_agent_opts_init(&o);
+	strobe_err err = {{0}};
+	int c, rc = 2;
+	long v;
+	double d;
+	/* The config first, so that flags override it wherever they appear. */
+	for (int i = 1; i < argc; i++) {
+		const char *path = NULL;
+		if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc)
+			path = argv[i + 1];
+		else if (strncmp(argv[i], "--config=", 9) == 0)
+			path = argv[i] + 9;
+		if (path && strobe_agent_config_load(path, &o, &err) < 0) {
+			cli_err(cmd, "%s", err.msg);
+			goto out;
+		}
+	}
+	while ((c = getopt_long(argc, argv, "hs:c:F:p:i:l:", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
+		case 's': if (set_str(&o.server, optarg) < 0) goto oom; break;
+		case 'c': break; /* read above */
+		case 'F':
+			if (cli_int(cmd, "-F", optarg, 1, 10000, &v) < 0)
+				goto out;
+			o.freq = (unsigned)v;
+			break;
+		case O_OFFCPU: o.offcpu = true; break;
+		case 'p': {
+			char *dup = strdup(optarg), *save = NULL;
+			if (!dup)
+				goto oom;
+			for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (cli_int(cmd, "-p", t, 1, 0x7fffffff, &v) < 0) {
+					free(dup);
+					goto out;
+				}
+				pid_t *np = realloc(o.pids, (o.npids + 1) * sizeof(*np));
+				if (!np) {
+					free(dup);
+					goto oom;
+				}
+				o.pids = np;
+				o.pids[o.npids++] = (pid_t)v;
+			}
+			free(dup);
+			break;
+		}
+		case O_COMM: if (set_str(&o.comm_re, optarg) < 0) goto oom; break;
+		case O_CGROUP: if (set_str(&o.cgroup, optarg) < 0) goto oom; break;
+		case 'i':
+			if (cli_int(cmd, "-i", optarg, 1, 3600, &v) < 0)
+				goto out;
+			o.interval_s = (unsigned)v;
+			break;
+		case 'l':
+			if (strobe_agent_add_label(&o.labels, &o.nlabels, optarg, &err) < 0) {
+				cli_err(cmd, "--label: %s", err.msg);
+				goto out;
+			}
+			break;
+		case O_NOSYM: o.no_symbolize = true; break;
+		case O_NODWARF: o.no_dwarf = true; break;
+		case O_DWARF: o.no_dwarf = false; break;
+		case O_USER: o.kernel = false; break;
+		case O_MAXCPU:
+			if (cli_double(cmd, "--max-cpu", optarg, &d) < 0)
+				goto out;
+			if (d <= 0 || d > 100) {
+				cli_err(cmd, "--max-cpu: %s is not a percentage in (0, 100]", optarg);
+				goto out;
+			}
+			o.max_cpu = d;
+			break;
+		case O_ADMIN: if (set_str(&o.admin, optarg) < 0) goto oom; break;
+		case O_SPOOL: if (set_str(&o.spool_dir, optarg) < 0) goto oom; break;
+		case O_SPOOLMAX:
+			if (parse_bytes(cmd, optarg, &o.spool_max) < 0)
+				goto out;
+			break;
+		case O_HOST: if (set_str(&o.host, optarg) < 0) goto oom; break;
+		case O_TENANT: if (set_str(&o.tenant, optarg) < 0) goto oom; break;
+		case O_TOKEN: if (set_str(&o.token, optarg) < 0) goto oom; break;
+		case O_LOGLEVEL:
+			if ((o.log_level = strobe_log_level_parse(optarg)) < 0) {
+				cli_err(cmd, "--log-level: '%s' is not error, warn, info or debug", optarg);
+				goto out;
+			}
+			break;
+		default: fputs(usage_text, stderr); goto out;
+		}
+	}
+	if (optind < argc) {
+		cli_err(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
+		goto out;
+	}
+	if (!o.server) {
+		cli_err(cmd, "--server URL is required (or \"server\" in the config)");
+		goto out;
+	}
+	if (o.comm_re && o.npids) {
+		cli_err(cmd, "give --pid or --comm, not both");
+		goto out;
+	}
+	o.log = log_line;
+
+	/* Signals are blocked while the agent starts its threads, so they land on this one. */
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	strobe_agent *a = NULL;
+	int ar = strobe_agent_new(&o, &a, &err);
+	if (ar < 0) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-ar));
+		rc = ar == -EINVAL ? 2 : 1; /* a bad option, or the host refused (perf_event, port) */
+		goto out;
+	}
+	the_agent = a;
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigdelset(&old, SIGINT);
+	sigdelset(&old, SIGTERM);
+	sigdelset(&old, SIGUSR1);
+	sigdelset(&old, SIGUSR2);
+	sigdelset(&old, SIGHUP);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (o.admin) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "admin listening on %s port %u", o.admin,
+			 strobe_agent_admin_port(a));
+		log_line(NULL, STROBE_LOG_INFO, msg);
+	}
+	rc = strobe_agent_run(a, &err) < 0 ? 1 : 0;
+	the_agent = NULL;
+	strobe_agent_free(a);
+	goto out;
+oom:
+	cli_err(cmd, "out of memory");
+	rc = 2;
+out:
+	strobe_agent_opts_free(&o);
+	return rc;
+}

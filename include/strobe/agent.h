@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * strobe agent: the always-on daemon. It samples every process on the host (or a selection)
+ * with the sampler of `strobe record`, turns each process's samples into one pprof profile every
+ * interval, labels it (service_name, host, pid, comm, exe, build_id and configured labels) and
+ * ships it to a strobe server's push API.
+ *
+ * Threads: the sampling thread (strobe_agent_run's caller) owns the sampler and the symbolizer
+ * and only ever writes finished profiles into the spool; a sender thread takes them out and
+ * pushes them, retrying with exponential backoff and jitter, so sampling never waits on the
+ * network; the admin HTTP server (libmicrohttpd, loopback only) answers /status, /metrics,
+ * /pause, /resume and on-demand captures from its own threads.
+ *
+ * The pieces that carry policy are exported for the unit tests: the spool (bounded, on disk,
+ * oldest dropped first), the backoff, the service-name detection and the config parser.
+ *
+ * The library never prints: every event goes to opts.log (one line, a level).
+ */
+#ifndef STROBE_AGENT_H
+#define STROBE_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strobe/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { STROBE_LOG_ERROR, STROBE_LOG_WARN, STROBE_LOG_INFO, STROBE_LOG_DEBUG };
+typedef void (*strobe_log_fn)(void *ctx, int level, const char *msg);
+/* "error", "warn", "info", "debug" -> level, or -1. */
+int strobe_log_level_parse(const char *s);
+const char *strobe_log_level_name(int level);
+
+/* ---- options and the config file ------------------------------------------------------------ */
+
+/* Labels for the processes a rule matches (config "processes": [...]). */
+typedef struct strobe_agent_rule {
+	char *comm_re, *exe_re, *service_re; /* POSIX extended, unanchored; NULL = any */
+	char *service_name;                  /* overrides the detected one when set */
+	char **labels;                       /* "key=value" */
+	unsigned nlabels;
+} strobe_agent_rule;
+
+typedef struct strobe_agent_opts {
+	char *server;            /* base URL of the strobe server */
+	char *tenant, *token;    /* X-Scope-OrgID, Bearer token; NULL = none */
+	unsigned freq;           /* on-CPU Hz, default 19 */
+	bool offcpu;             /* off-CPU collection too */
+	pid_t *pids;             /* targets: these pids only (else every process) */
+	unsigned npids;
+	char *comm_re;           /* only processes whose comm matches */
+	char *cgroup;            /* only processes in this cgroup (path prefix) */
+	unsigned interval_s;     /* export interval, default 10 */
+	char **labels;           /* static "key=value" labels on every profile */
+	unsigned nlabels;
+	strobe_agent_rule *rules;
+	unsigned nrules;
+	bool no_symbolize;
+	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
+				    the default (strobe_agent_opts_init) */
+	bool kernel;             /* kernel frames (default true) */
+	double max_cpu;          /* percent of one core, default 1 */
+	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server */
+	char *spool_dir;         /* NULL = in memory only */
+	uint64_t spool_max;      /* bytes, default 64 MiB */
+	int log_level;           /* STROBE_LOG_*, default INFO */
+	char *host;              /* host label; NULL = gethostname */
+	char *proc_root;         /* "/proc" unless a test says otherwise */
+	unsigned restart_procs;  /* reopen the sampler when it has tracked this many processes
+				    (bounds the tracker's memory on hosts with many short-lived
+				    processes); default 4096 */
+	strobe_log_fn log;
+	void *log_ctx;
+} strobe_agent_opts;
+
+/* Defaults (as documented in strobe agent --help). */
+void strobe_agent_opts_init(strobe_agent_opts *o);
+void strobe_agent_opts_free(strobe_agent_opts *o);
+/* Reads a JSON config file into o (keys present override what o holds). -EINVAL with err naming
+ * the file, the key and the problem; -errno when the file cannot be read. */
+int strobe_agent_config_load(const char *path, strobe_agent_opts *o, strobe_err *err);
+/* The same from a string (name is used in messages). */
+int strobe_agent_config_parse(const char *text, size_t len, const char *name,
+			      strobe_agent_opts *o, strobe_err *err);
+/* Appends a "key=value" label after checking the key is a valid label name. */
+int strobe_agent_add_label(char ***labels, unsigned *n, const char *kv, strobe_err *err);
+
+/* ---- the daemon ------------------------------------------------------------------------------ */
+
+typedef struct strobe_agent strobe_agent;
+
+/* Opens the sampler, the spool, the sender and the admin server. */
+int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err *err);
+/* Samples and exports until strobe_agent_stop; then exports the last interval, gives the sender
+ * a few seconds to deliver, and returns (what is left stays in the spool). 0 or -errno. */
+int strobe_agent_run(strobe_agent *a, strobe_err *err);
+void strobe_agent_free(strobe_agent *a);
+/* Async-signal-safe requests (atomic stores the sampling thread acts on). */
+void strobe_agent_stop(strobe_agent *a);
+void strobe_agent_pause(strobe_agent *a);
+void strobe_agent_resume(strobe_agent *a);
+/* The bound admin port (0 when there is no admin server). */
+unsigned strobe_agent_admin_port(const strobe_agent *a);
+
+/* ---- spool: a bounded queue of pushes, on disk ------------------------------------------------ */
+
+typedef struct strobe_spool strobe_spool;
+typedef struct strobe_spool_stats {
+	uint64_t items, bytes;   /* queued now */
+	uint64_t added, removed; /* removed: delivered (or rejected) */
+	uint64_t dropped, dropped_bytes; /* oldest dropped to stay under the limit */
+	uint64_t corrupt;        /* unreadable files found and deleted */
+} strobe_spool_stats;
+
+/* dir NULL: in memory only. An existing dir is scanned: its items are queued again (a restart
+ * does not lose them); corrupt or foreign files are deleted and counted. */
+strobe_spool *strobe_spool_open(const char *dir, uint64_t max_bytes, strobe_err *err);
+void strobe_spool_close(strobe_spool *sp);
+/* Queues one push (meta: the URL query, body: the pprof). When the spool would exceed its limit,
+ * the oldest items are dropped first (an item larger than the limit is itself dropped). 0 or
+ * -errno (a disk error; then the item is kept in memory). Thread-safe. */
+int strobe_spool_add(strobe_spool *sp, const char *meta, const void *body, size_t len);
+/* The oldest item (copies, malloc'd; free them) and its id; -ENOENT when empty, waiting up to
+ * timeout_ms for one. Corrupt items are skipped (and counted). */
+int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **meta, void **body,
+		      size_t *len);
+/* Removes the item id (delivered); no-op when already dropped. */
+void strobe_spool_remove(strobe_spool *sp, uint64_t id);
+void strobe_spool_get_stats(strobe_spool *sp, strobe_spool_stats *st);
+/* Wakes every strobe_spool_peek waiter (for shutdown). */
+void strobe_spool_wake(strobe_spool *sp);
+
+/* ---- backoff --------------------------------------------------------------------------------- */
+
+typedef struct strobe_backoff {
+	uint64_t base_ms, max_ms;
+	unsigned attempt;
+	uint64_t rng; /* xorshift state for the jitter */
+} strobe_backoff;
+void strobe_backoff_init(strobe_backoff *b, uint64_t base_ms, uint64_t max_ms, uint64_t seed);
+/* The next wait: the capped exponential base * 2^attempt, jittered uniformly into
+ * [half, full] of it; counts the attempt. */
+uint64_t strobe_backoff_next(strobe_backoff *b);
+void strobe_backoff_reset(strobe_backoff *b);
+
+/* ---- what a process is ------------------------------------------------------------------------ */
+
+typedef struct strobe_proc_info {
+	char service[128];   /* service_name */
+	char source[16];     /* where it came from: env, systemd, container, exe, comm */
+	char comm[16];
+	char exe[256];       /* path of the executable ("" when unknown) */
+	char build_id[41];   /* hex of the main executable's build ID ("" when none) */
+	char cgroup[256];    /* the unified (or first) cgroup path */
+} strobe_proc_info;
+
+/* Reads ROOT/PID/{environ,cgroup,comm,exe} (root "/proc" normally; a test's synthetic tree
+ * otherwise). service_name: STROBE_SERVICE, else PYROSCOPE_APPLICATION_NAME from the environment,
+ * else the systemd unit (cgroup path ending in X.service -> X), else a container
+ * (docker-ID.scope, /docker/ID, cri-containerd-ID.scope, crio-ID.scope, libpod-ID.scope ->
+ * "container/ID12"), else the executable's file name, else comm. 0, or -errno when the process
+ * does not exist. */
+int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

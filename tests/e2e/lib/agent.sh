@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+# Sourced by tests/e2e/agent_*.sh: runs `strobe agent` against a `strobe server` on loopback.
+#
+#   start_agent LOG ARGS...   $STROBE_FAST agent --server $url --admin 127.0.0.1:0 ARGS, stderr
+#                             to LOG; waits for its admin port and sets apid and admin (the
+#                             admin base URL); FAIL and exit when it does not come up
+#   stop_agent                SIGTERM, then waits (the agent pushes its last interval first)
+#   status_field PATH         a field of GET /status by key path, e.g. push.pushed
+#   qfolded SEL FROM TO OUT   strobe query -t folded of SEL over [FROM, TO) into OUT
+start_agent() {
+	local log=$1 i port=
+	shift
+	"$STROBE_FAST" agent --server "$url" --admin 127.0.0.1:0 "$@" 2>"$log" &
+	apid=$!
+	for ((i = 0; i < 200; i++)); do
+		port=$(sed -n 's/.*admin listening on .* port \([0-9]*\).*/\1/p' "$log" | head -1)
+		[ -n "$port" ] && break
+		kill -0 "$apid" 2>/dev/null || break
+		sleep 0.05
+	done
+	admin=http://127.0.0.1:$port
+	if [ -z "$port" ] || ! curl -sf "$admin/status" >/dev/null; then
+		echo "FAIL $(basename "$0" .sh)/start: the agent did not come up: $(head -5 "$log" | tr '\n' ' ')"
+		exit 1
+	fi
+}
+stop_agent() {
+	[ -n "${apid:-}" ] || return 0
+	kill -TERM "$apid" 2>/dev/null
+	wait "$apid"
+	local rc=$?
+	apid=
+	return $rc
+}
+# status_field a.b.c: prints the value (numbers, strings, true/false) of /status key path.
+status_field() { curl -sf "$admin/status" | jqpath "$1"; }
+# A tiny key-path reader for the agent's indented /status JSON (unique leaf names per object).
+jqpath() {
+	awk -v path="$1" '
+	BEGIN { n = split(path, want, ".") }
+	{
+		line = $0
+		if (match(line, /^ *"[^"]*": *\{/)) { k = line; sub(/^ *"/, "", k); sub(/".*/, "", k); stack[++d] = k; next }
+		if (match(line, /^ *\},?$/)) { d--; next }
+		if (match(line, /^ *"[^"]*": */)) {
+			k = line; sub(/^ *"/, "", k); sub(/".*/, "", k)
+			v = line; sub(/^ *"[^"]*": */, "", v); sub(/,$/, "", v); gsub(/^"|"$/, "", v)
+			if (d + 1 != n) next
+			ok = 1
+			for (i = 1; i <= d; i++) if (stack[i] != want[i]) ok = 0
+			if (ok && k == want[n]) { print v; exit }
+		}
+	}'
+}
+qfolded() {
+	"$STROBE_FAST" query -s "$url" -t folded --from "$2" --to "$3" -o "$4" "$1" 2>"$4.err"
+}
