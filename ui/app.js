@@ -87,6 +87,7 @@ const table = new TopTable($('top'), $('rowcount'), {
   onSort: (key) => { state.sort = key; writeUrl(); },
 });
 ui.flame = flame;
+ui.timeline = timeline;
 ui.callers = callers;
 ui.callees = callees;
 ui.table = table;
@@ -397,7 +398,10 @@ async function suggest(input) {
       items = (r.data || []).filter((x) => x.startsWith(typed));
       ctx = {start: pos - typed.length, kind: 'name'};
     }
-  } catch (_) { items = []; }
+  } catch (e) {
+    if (e.name === 'AbortError') return; // a newer keystroke's request replaced this one
+    items = [];
+  }
   sugg = items.slice(0, 50);
   suggCtx = {...ctx, input, end: pos};
   suggOn = sugg.length ? 0 : -1;
