@@ -204,10 +204,12 @@ async function loadProfile() {
     } else {
       overlay('');
     }
-    table.setData(data, state.sort);
-    table.setFilter(state.filter);
     renderFlame();
     const t3 = performance.now();
+    // the table after the graph is on screen: its rows cost a layout the graph need not wait for
+    await new Promise((ok) => setTimeout(ok, 0));
+    if (ui.data !== data) return;
+    table.setData(data, state.sort, state.filter);
     if (state.view === 'sandwich') renderSandwich();
     ui.timings = {fetch: t1 - t0, parse: t2 - t1, draw: flame.stats.ms, total: t3 - t0, nodes: data.n};
     if (data.total[0] || (data.diff && data.btotal[0]))

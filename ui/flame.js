@@ -86,7 +86,14 @@ export class FlameGraph {
       const i = this.nodeAt(e);
       if (i >= 0) this.onZoom(i);
     });
-    this.ro = new ResizeObserver(() => { if (this.data) this.draw(); });
+    // the width comes from the observer, so a draw never forces a layout of the page to read it
+    this.width = 0;
+    this.ro = new ResizeObserver((es) => {
+      const w = Math.floor(es[es.length - 1].contentRect.width);
+      if (w === this.width) return;
+      this.width = w;
+      if (this.data) this.draw();
+    });
     this.ro.observe(canvas.parentElement);
   }
 
@@ -149,7 +156,7 @@ export class FlameGraph {
     const d = this.data, cv = this.canvas;
     if (!d) return;
     const dpr = window.devicePixelRatio || 1;
-    const W = cv.parentElement.clientWidth || 800, rows = this.nrows(), H = rows * ROW;
+    const W = this.width || (this.width = cv.parentElement.clientWidth) || 800, rows = this.nrows(), H = rows * ROW;
     if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr)) {
       cv.width = Math.round(W * dpr);
       cv.height = Math.round(H * dpr);

@@ -6,7 +6,7 @@
 
 import {fmtValue, pct, esc} from './flame.js';
 
-const ROWS = 500;
+const ROWS = 200;
 
 export class TopTable {
   constructor(table, counter, opts = {}) {
@@ -33,8 +33,9 @@ export class TopTable {
     });
   }
 
-  setData(data, sortKey) {
+  setData(data, sortKey, filter) {
     this.data = data;
+    if (filter !== undefined) this.filter = filter;
     this.rows = data ? data.top() : [];
     this.sortKey = sortKey || (data && data.diff ? 'delta' : 'self');
     this.render();
