@@ -78,6 +78,23 @@ static int put_jstr(FILE *out, const char *s)
 	return r;
 }
 
+/* Decimal digits of v at p; returns the end. */
+static char *put_int(char *p, int64_t v)
+{
+	char tmp[20];
+	int k = 0;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	if (v < 0)
+		*p++ = '-';
+	do {
+		tmp[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	while (k)
+		*p++ = tmp[--k];
+	return p;
+}
+
 /*
  * The numbers are printed by hand rather than built as jansson values: a million-node tree would
  * otherwise need four million json_t objects (hundreds of MB) to print a few tens of MB.
@@ -107,10 +124,25 @@ int strobe_json_flat_write(FILE *out, const strobe_tree *t, const char *type, co
 	bool first = true;
 	while (n != UINT32_MAX) {
 		const strobe_tree_node *nd = &t->nodes[n];
-		fprintf(out, "%s%u,%u,%lld,%lld", first ? "" : ",", nd->name, depth,
-			(long long)nd->self[0], (long long)nd->total[0]);
-		if (t->diff)
-			fprintf(out, ",%lld,%lld", (long long)nd->self[1], (long long)nd->total[1]);
+		/* Formatted by hand into one small buffer: printf's parsing was a third of the
+		 * writer's time on big trees. 6 numbers of at most 20 characters and commas fit. */
+		char line[6 * 21 + 2], *p = line;
+		if (!first)
+			*p++ = ',';
+		p = put_int(p, nd->name);
+		*p++ = ',';
+		p = put_int(p, depth);
+		*p++ = ',';
+		p = put_int(p, nd->self[0]);
+		*p++ = ',';
+		p = put_int(p, nd->total[0]);
+		if (t->diff) {
+			*p++ = ',';
+			p = put_int(p, nd->self[1]);
+			*p++ = ',';
+			p = put_int(p, nd->total[1]);
+		}
+		fwrite(line, 1, (size_t)(p - line), out);
 		first = false;
 		if (nd->first_child) {
 			n = nd->first_child;

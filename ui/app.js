@@ -25,12 +25,23 @@ function readUrl() {
   const p = new URLSearchParams(location.search);
   for (const k of Object.keys(DEFAULTS)) state[k] = p.has(k) ? p.get(k) : DEFAULTS[k];
 }
-function writeUrl() {
+// The URL is rewritten a moment after the last change, not on each: history.replaceState costs
+// milliseconds (and browsers throttle many calls), which would show in every zoom and keystroke.
+let urlTimer = 0;
+function flushUrl() {
+  clearTimeout(urlTimer);
+  urlTimer = 0;
   const p = new URLSearchParams();
   for (const k of Object.keys(DEFAULTS)) if (state[k] !== DEFAULTS[k]) p.set(k, state[k]);
   const s = p.toString();
-  history.replaceState(null, '', s ? '?' + s : location.pathname);
+  if (location.search !== (s ? '?' + s : '')) history.replaceState(null, '', s ? '?' + s : location.pathname);
 }
+function writeUrl() {
+  clearTimeout(urlTimer);
+  urlTimer = setTimeout(flushUrl, 150);
+}
+window.addEventListener('pagehide', flushUrl);
+ui.flushUrl = flushUrl;
 
 const selector = (labels) => `${state.type}{${labels}}`;
 const win = (s) => { // "a-b" (unix ms) -> {from, to}, or null
@@ -265,7 +276,6 @@ function renderFlame() {
   if (!d) return;
   flame.flame = state.orient === 'flame';
   flame.colorMode = state.color;
-  flame.colors = new Array(d.names.length);
   flame.minWidth = Math.max(0, parseFloat(state.minw) || 0);
   const f = d.findPath(state.focus);
   flame.setFocus(f < 0 ? 0 : f);

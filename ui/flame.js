@@ -102,6 +102,7 @@ export class FlameGraph {
     this.focus = 0;
     this.match = null;
     this.colors = new Array(data.names.length);
+    this.colorsFor = this.colorMode;
   }
 
   setFocus(i) { this.focus = i >= 0 && this.data && i < this.data.n ? i : 0; }
@@ -162,6 +163,10 @@ export class FlameGraph {
       cv.height = Math.round(H * dpr);
       cv.style.width = W + 'px';
       cv.style.height = H + 'px';
+    }
+    if (this.colorsFor !== this.colorMode) { // colours are cached per name, per mode
+      this.colors = new Array(d.names.length);
+      this.colorsFor = this.colorMode;
     }
     const ctx = cv.getContext('2d', {alpha: false});
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);

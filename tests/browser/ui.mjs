@@ -119,6 +119,7 @@ await run('window', async () => {
   const m3 = await page.textContent('#matched');
   check('zoom/matched-share', m3 === '2 frames match, 96.77% of the zoomed frame', `"${m3}" (150/155)`);
   await page.screenshot({path: `${shots}/zoom-search.png`});
+  await page.evaluate(() => window.strobe.flushUrl());
   shared = page.url();
   sharedView = {nodes: z.map((n) => `${n.name}@${n.x.toFixed(1)}+${n.w.toFixed(1)}/${n.color}`).join(' '),
     search: await page.inputValue('#search')};
@@ -221,6 +222,44 @@ await run('labels', async () => {
   const apiTypes = (await api(page, '/api/v1/profile_types?from=now-30d')).data;
   check('labels/types', types.join() === apiTypes.join() && types.includes(TYPE), `picker ${types}, API ${apiTypes}`);
   await page.close();
+});
+
+await run('extras', async () => {
+  const page = await open(`${base}&group=version`);
+  // timeline stacked by version: one series per value, as the API answers
+  const legend = await page.$$eval('#legend span', (l) => l.map((x) => x.textContent).join(','));
+  const series = await page.evaluate(() => window.strobe.range.series.map((s) => `${s.group.version}=${s.points.reduce((a, p) => a + p[1], 0)}`).join(','));
+  check('timeline/group-by', legend === 'v1,v2' && series === 'v1=100,v2=220', `legend ${legend}, series ${series}`);
+  // hover tooltip over "hot"
+  const hot = (await drawn(page)).find((n) => n.name === 'hot');
+  const cb = await page.$eval('#flame', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+  await page.mouse.move(cb.x + hot.x + hot.w / 2, cb.y + hot.y + hot.h / 2);
+  const tip = await page.textContent('#flame-wrap .tip');
+  check('hover', tip === 'hottotal 200 (62.50%)self 200 (62.50%)' && await page.isVisible('#flame-wrap .tip'), `tooltip "${tip}"`);
+  // downloads: what the links fetch is the API's answer for the same query
+  const dl = await page.evaluate(async () => {
+    const get = async (id) => { const r = await fetch(document.getElementById(id).href); return [r.headers.get('content-type'), new Uint8Array(await r.arrayBuffer())]; };
+    const [pt, pb] = await get('dl-pprof'), [ft, fb] = await get('dl-folded'), [st, sb] = await get('dl-svg');
+    return {pt, gz: pb[0] === 0x1f && pb[1] === 0x8b, ft, folded: new TextDecoder().decode(fb), st, svg: new TextDecoder().decode(sb.slice(0, 200))};
+  });
+  check('downloads', dl.gz && dl.folded === 'gc 30\nmain;idle 60\nmain;new 20\nmain;work 10\nmain;work;hot 200\n' &&
+    dl.st === 'image/svg+xml' && /<svg/.test(dl.svg), JSON.stringify(dl).slice(0, 300));
+  // icicle: the root on top; colour by package changes colours of Go names only by package
+  await page.selectOption('#orient', 'icicle');
+  const root = (await drawn(page)).find((n) => n.depth === 0);
+  await page.waitForFunction(() => location.search.includes('orient=icicle')); // written after a pause
+  check('icicle', root.y === 0, `root y ${root.y}`);
+  await page.close();
+  const p2 = await open(`?type=${q(TYPE.replace('samples:count:samples:count', 'cpu:nanoseconds:cpu:nanoseconds'))}&q=${q('service_name="go"')}&color=package`);
+  const g = await drawn(p2);
+  const byPkg = {};
+  for (const n of g) {
+    const pkg = n.name.startsWith('runtime.') ? 'runtime' : n.name.startsWith('sort.') ? 'sort' : null;
+    if (pkg) (byPkg[pkg] = byPkg[pkg] || new Set()).add(n.color);
+  }
+  check('colour/package', byPkg.runtime && byPkg.runtime.size === 1 && byPkg.sort && byPkg.sort.size === 1 &&
+    [...byPkg.runtime][0] !== [...byPkg.sort][0], JSON.stringify(Object.fromEntries(Object.entries(byPkg).map(([k, v]) => [k, [...v]]))));
+  await p2.close();
 });
 
 check('no-page-errors', errors.length === 0, errors.join('; '));

@@ -143,6 +143,21 @@ static void test_deep_chain(void **state)
 	strobe_tree_free(t);
 }
 
+static void test_extremes(void **state)
+{
+	/* negative and 64-bit values survive the hand-written number formatting */
+	strobe_tree *t = strobe_tree_new();
+	add(t, "big", 0, INT64_MAX / 2);
+	add(t, "neg", 1, -1234567890123LL);
+	t->diff = true;
+	json_t *j = flat(t);
+	assert_string_equal(describe(j), ":0:0:4611686018427387903:0:-1234567890123 "
+					 "big:1:4611686018427387903:4611686018427387903:0:0 "
+					 "neg:1:0:0:-1234567890123:-1234567890123");
+	json_decref(j);
+	strobe_tree_free(t);
+}
+
 static void test_empty(void **state)
 {
 	strobe_tree *t = strobe_tree_new();
@@ -157,7 +172,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_preorder),    cmocka_unit_test(test_diff_columns),
 		cmocka_unit_test(test_odd_names),   cmocka_unit_test(test_deep_chain),
-		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_extremes),    cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
