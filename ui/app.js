@@ -209,7 +209,11 @@ async function loadProfile() {
     ui.data = data;
     flame.setData(data);
     timeline.unit = data.unit;
-    if (!data.total[0] && !(data.diff && data.btotal[0])) {
+    if (!data.total[0] && data.diff && data.btotal[0]) {
+      overlay(`The comparison (${params.new}) has no samples in its window; the baseline has ` +
+        `${fmtValue(data.btotal[0], data.unit)}. Frame widths are the comparison's: pick another window.`);
+      status('empty comparison');
+    } else if (!data.total[0]) {
       overlay(`No samples of ${params.query || params.new} in this window. Pick a wider range or other labels.`);
       status('empty profile');
     } else {
@@ -285,6 +289,10 @@ function renderFlame() {
   else if (re === null) $('matched').textContent = '';
   ui.matched = m;
   flame.draw();
+  if (flame.flame && flame.resized) { // the root is at the bottom: keep it in sight
+    const w = $('flame-wrap');
+    w.scrollTop = w.scrollHeight;
+  }
   renderCrumbs();
   $('hidden-share').textContent = flame.stats.hiddenShare > 0
     ? `${(100 * flame.stats.hiddenShare).toFixed(2)}% of the view is in frames narrower than ${flame.minWidth}px (hidden); ${flame.stats.drawn.toLocaleString('en-US')} frames drawn`

@@ -99,6 +99,7 @@ export class FlameGraph {
 
   setData(data) {
     this.data = data;
+    this.visRows = 0;
     this.focus = 0;
     this.match = null;
     this.colors = new Array(data.names.length);
@@ -150,15 +151,27 @@ export class FlameGraph {
     return c;
   }
 
-  nrows() { return Math.min(this.data.maxDepth + 1, MAX_ROWS); }
+  nrows() { return this.visRows || Math.min(this.data.maxDepth + 1, MAX_ROWS); }
 
   draw() {
     const t0 = performance.now();
     const d = this.data, cv = this.canvas;
     if (!d) return;
     const dpr = window.devicePixelRatio || 1;
-    const W = this.width || (this.width = cv.parentElement.clientWidth) || 800, rows = this.nrows(), H = rows * ROW;
-    if (cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr)) {
+    const W = this.width || (this.width = cv.parentElement.clientWidth) || 800;
+    // as tall as the deepest frame that will be drawn, so a flame's root sits at the bottom of
+    // what is visible rather than under a blank canvas of invisible depths
+    const f = this.focus, scale = d.total[f] ? W / d.total[f] : 0;
+    let deepest = d.depth[f];
+    for (let i = f + 1; i < d.end[f];) {
+      if (d.total[i] * scale < this.minWidth) { i = d.end[i]; continue; }
+      if (d.depth[i] > deepest) deepest = d.depth[i];
+      i++;
+    }
+    this.visRows = Math.min(deepest + 1, MAX_ROWS);
+    const rows = this.visRows, H = rows * ROW;
+    this.resized = cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr);
+    if (this.resized) {
       cv.width = Math.round(W * dpr);
       cv.height = Math.round(H * dpr);
       cv.style.width = W + 'px';
@@ -178,7 +191,7 @@ export class FlameGraph {
     this.rows = Array.from({length: rows}, () => []);
     this.W = W;
     this.H = H;
-    const f = this.focus, x0 = d.x[f], scale = d.total[f] ? W / d.total[f] : 0;
+    const x0 = d.x[f];
     this.x0 = x0;
     this.scale = scale;
     let drawn = 0, hidden = 0;
