@@ -27,7 +27,7 @@ only=${BENCH_ONLY:-all}
 case $only in all | toolkit | record | ui) ;; *) note "BENCH_ONLY is all, toolkit, record or ui"; exit 2 ;; esac
 rm -f "$work/toolkit.md" "$work/record.md" "$work/ui.md" "$work/notes"
 
-if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top ----------------------
+if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
   if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && [ -f "$fg/flamegraph.pl" ]; then
     have_fg=1
@@ -136,11 +136,11 @@ if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse
   } > "$work/toolkit.md"
 fi
 
-if [ "$only" = all ] || [ "$only" = ui ]; then # ---- the web UI in headless chromium ----------------
+if [ "$only" = all ] || [ "$only" = ui ]; then # ---- the web UI in headless chromium -----------
   bash bench/ui.sh "$work/ui.md"
 fi
 
-if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: overhead and memory of strobe record ---------
+if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: overhead and memory ------
   bash bench/record.sh "$work/record.md"
 fi
 

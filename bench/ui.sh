@@ -45,9 +45,12 @@ for s in "${sizes[@]}"; do
   curl -sf -H 'Expect:' --data-binary @"$work/ui/$1.pb.gz" \
     "$url/api/v1/push?name=process_cpu&service_name=ui_$1&time=$t" > /dev/null
 done
+load0=$(cut -d' ' -f1 /proc/loadavg)
 node bench/ui.mjs "$url" "$chrome" "$runs" 10k 100k 1M > "$work/ui/rows.md"
+load1=$(cut -d' ' -f1 /proc/loadavg)
 {
-  echo "Run of $(date -u +%F) on $(nproc) cores, headless chromium $("$chrome" --version 2>/dev/null | awk '{print $2}'); $runs loads each, medians; hover and zoom over 200 and 20 interactions, median and 95th percentile."
+  # the load average is part of the result: on a shared machine it decides the numbers
+  echo "Run of $(date -u +%F) on $(nproc) cores (load average $load0 before, $load1 after), headless chromium $("$chrome" --version 2>/dev/null | awk '{print $2}'); $runs loads each, medians; hover and zoom over 200 and 20 interactions, median and 95th percentile."
   echo
   echo "| profile | nodes | JSON | query → drawn (median) | of which fetch / parse / draw | frames drawn | hover (median / p95) | zoom (median / p95) | goals |"
   echo "|---|---|---|---|---|---|---|---|---|"
