@@ -69,10 +69,19 @@ const flame = new FlameGraph($('flame'), {
   tooltip: document.querySelector('#flame-wrap .tip'),
   onZoom: (i) => { state.focus = ui.data.path(i); writeUrl(); renderFlame(); },
 });
-const callers = new FlameGraph($('callers'), {tooltip: document.querySelector('#callers-wrap .tip'), flame: true,
-  onZoom: () => {}});
-const callees = new FlameGraph($('callees'), {tooltip: document.querySelector('#callees-wrap .tip'), flame: false,
-  onZoom: () => {}});
+// In the sandwich, a click on a caller or callee makes it the sandwich's function.
+const swPick = (g) => (i) => {
+  if (!i) return;
+  state.fn = g.data.nodeName(i);
+  table.picked = state.fn;
+  table.render();
+  writeUrl();
+  renderSandwich();
+};
+const callers = new FlameGraph($('callers'), {tooltip: document.querySelector('#callers-wrap .tip'), flame: true});
+const callees = new FlameGraph($('callees'), {tooltip: document.querySelector('#callees-wrap .tip'), flame: false});
+callers.onZoom = swPick(callers);
+callees.onZoom = swPick(callees);
 const timeline = new Timeline($('timeline'), $('legend'), {
   onSelect: (a, b) => {
     if (state.mode === 'diff' && state.brush === 'base') state.bsel = `${a}-${b}`;

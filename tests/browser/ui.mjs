@@ -153,6 +153,14 @@ await run('sandwich', async () => {
   check('sandwich', c === 'hot:0:200 work:1:200 main:2:200' && e === 'hot:0:200' && focus === 'main;work;hot',
     `callers ${c}; callees ${e}; focus ${focus}`);
   await page.screenshot({path: `${shots}/sandwich.png`});
+  // a click on a caller makes it the sandwich's function: work's callers are main, callees hot
+  const w = await page.evaluate(() => window.strobe.callers.drawnNodes().find((n) => n.name === 'work'));
+  const cb = await page.$eval('#callers', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+  await page.mouse.click(cb.x + w.x + w.w / 2, cb.y + w.y + w.h / 2);
+  const c2 = await page.evaluate(() => window.strobe.callers.drawnNodes().map((n) => `${n.name}:${n.total}`).join(' '));
+  const e2 = await page.evaluate(() => window.strobe.callees.drawnNodes().map((n) => `${n.name}:${n.total}`).join(' '));
+  check('sandwich/pick', c2 === 'work:210 main:210' && e2 === 'work:210 hot:200' &&
+    (await page.textContent('#sw-fn')) === 'work', `callers ${c2}; callees ${e2}`);
   await page.close();
 });
 
