@@ -13,6 +13,26 @@ export class ApiError extends Error {
 let tenant = '';
 export function setTenant(t) { tenant = t || ''; }
 
+// A download link cannot send the tenant header: with a tenant chosen, fetch with it and hand
+// the bytes to the browser as a file instead.
+export async function download(a) {
+  const res = await fetch(a.href, {headers: tenant ? {'X-Scope-OrgID': tenant} : {}});
+  if (!res.ok) {
+    let msg = `${res.status} ${res.statusText}`;
+    try { msg = (await res.json()).error || msg; } catch (_) { /* keep the status */ }
+    throw new ApiError(msg, res.status);
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const tmp = document.createElement('a');
+  tmp.href = url;
+  tmp.download = a.download;
+  document.body.append(tmp);
+  tmp.click();
+  tmp.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+export function hasTenant() { return tenant !== ''; }
+
 export function apiUrl(path, params) {
   const u = new URL(path, location.href);
   for (const [k, v] of Object.entries(params || {}))

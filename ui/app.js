@@ -4,7 +4,7 @@
 // sandwich view. Every change of state rewrites the URL (history.replaceState) and redraws
 // what depends on it; only a change of what is queried goes back to the server.
 
-import {get, setTenant, apiUrl, ApiError} from './api.js';
+import {get, setTenant, apiUrl, ApiError, download, hasTenant} from './api.js';
 import {FlameData} from './flamedata.js';
 import {FlameGraph, fmtValue, pct, esc} from './flame.js';
 import {Timeline} from './timeline.js';
@@ -337,7 +337,14 @@ function renderSandwich() {
 
 function setView(v) {
   state.view = v;
-  document.querySelectorAll('.tabs button').forEach((b) => b.classList.toggle('on', b.dataset.view === v));
+  for (const id of ['dl-pprof', 'dl-folded', 'dl-svg']) {
+  $(id).addEventListener('click', (e) => {
+    if (!hasTenant()) return; // a plain link does it
+    e.preventDefault();
+    download(e.currentTarget).catch((err) => status(`download: ${err.message}`, true));
+  });
+}
+document.querySelectorAll('.tabs button').forEach((b) => b.classList.toggle('on', b.dataset.view === v));
   $('flame-wrap').hidden = v !== 'flame';
   $('crumbs').hidden = v !== 'flame';
   $('sandwich').hidden = v !== 'sandwich';

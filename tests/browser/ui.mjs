@@ -270,6 +270,21 @@ await run('extras', async () => {
   await p2.close();
 });
 
+await run('tenant', async () => {
+  const page = await open(`?type=${q(TYPE)}&q=${q('service_name="team"')}&tenant=team1`);
+  const root = (await drawn(page)).find((n) => n.depth === 0);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-folded')]);
+  const fs = await import('node:fs');
+  const text = fs.readFileSync(await dl.path(), 'utf8');
+  check('tenant', root && root.total === 100 && text === 'gc 15\nmain;idle 30\nmain;work 5\nmain;work;hot 50\n' &&
+    dl.suggestedFilename() === 'profile.folded', `root ${root && root.total}, download ${JSON.stringify(text)}`);
+  await page.close();
+  const p2 = await open(`?type=${q(TYPE)}&q=${q('service_name="team"')}`);
+  const m = await p2.textContent('#flame-wrap .overlay');
+  check('tenant/isolated', /^No samples/.test(m), `the default tenant sees "${m}"`);
+  await p2.close();
+});
+
 check('no-page-errors', errors.length === 0, errors.join('; '));
 await browser.close();
 process.exit(failed ? 1 : 0);

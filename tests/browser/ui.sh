@@ -25,9 +25,9 @@ tb=$((now - 40 * 60)) tn=$((now - 10 * 60))
 # base (v1) and new (v2) of service api; known totals 100 and 220
 printf 'main;work;hot 50\nmain;work 5\nmain;idle 30\ngc 15\n' > "$TMPDIR/v1.folded"
 printf 'main;work;hot 150\nmain;work 5\nmain;idle 30\ngc 15\nmain;new 20\n' > "$TMPDIR/v2.folded"
-push() { # FILE TIME LABELS
+push() { # FILE TIME LABELS [TENANT]
   local out
-  if ! out=$(curl -sS -H 'Expect:' --data-binary @"$1" --url-query name=process_cpu \
+  if ! out=$(curl -sS -H 'Expect:' -H "X-Scope-OrgID: ${4:-anonymous}" --data-binary @"$1" --url-query name=process_cpu \
       --url-query "labels=$3" --url-query "time=$2" "$url/api/v1/push" 2>&1) ||
      [[ $out != *'"accepted"'* ]]; then
     echo "FAIL ui/seed: push of $1 refused: $out"; exit 1
@@ -35,6 +35,7 @@ push() { # FILE TIME LABELS
 }
 push "$TMPDIR/v1.folded" $tb '{service_name="api",version="v1"}'
 push "$TMPDIR/v2.folded" $tn '{service_name="api",version="v2"}'
+push "$TMPDIR/v1.folded" $tn '{service_name="team"}' team1 # another tenant's: only with tenant=team1
 [ -f "$TESTDATA/pprof/go_cpu.pb.gz" ] && push "$TESTDATA/pprof/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
 
 # the embedded files
