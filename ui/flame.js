@@ -102,6 +102,7 @@ export class FlameGraph {
     this.visRows = 0;
     this.focus = 0;
     this.match = null;
+    this.matchKey = null;
     this.colors = new Array(data.names.length);
     this.colorsFor = this.colorMode;
   }
@@ -112,12 +113,16 @@ export class FlameGraph {
   // focused frame's total under a match (a match inside a match is not counted twice).
   setSearch(re) {
     const d = this.data;
-    if (!d || !re) { this.match = null; return null; }
+    if (!d || !re) { this.match = null; this.matchKey = null; return null; }
+    // a zoom or redraw with the same search reuses the marks: only the share depends on the zoom
+    if (this.match && this.matchKey === re.toString()) return {count: this.matchCount, share: this.matchedShare()};
     const nameMatch = new Uint8Array(d.names.length);
     for (let k = 0; k < d.names.length; k++) nameMatch[k] = re.test(d.names[k]) ? 1 : 0;
     this.match = new Uint8Array(d.n);
     let count = 0;
     for (let i = 1; i < d.n; i++) if ((this.match[i] = nameMatch[d.name[i]])) count++;
+    this.matchKey = re.toString();
+    this.matchCount = count;
     return {count, share: this.matchedShare()};
   }
 
