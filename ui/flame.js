@@ -100,6 +100,7 @@ export class FlameGraph {
   setData(data) {
     this.data = data;
     this.visRows = 0;
+    this.rowsKey = null;
     this.focus = 0;
     this.match = null;
     this.matchKey = null;
@@ -164,16 +165,18 @@ export class FlameGraph {
     if (!d) return;
     const dpr = window.devicePixelRatio || 1;
     const W = this.width || (this.width = cv.parentElement.clientWidth) || 800;
-    // as tall as the deepest frame that will be drawn, so a flame's root sits at the bottom of
-    // what is visible rather than under a blank canvas of invisible depths
+    // As tall as the deepest frame drawn when unzoomed (so a flame's root sits at the bottom of
+    // what is visible, not under a blank canvas of depths too narrow to draw), taller only when
+    // a zoom reaches deeper: resizing a canvas reallocates it, which would cost most zooms more
+    // than their draw.
     const f = this.focus, scale = d.total[f] ? W / d.total[f] : 0;
-    let deepest = d.depth[f];
-    for (let i = f + 1; i < d.end[f];) {
-      if (d.total[i] * scale < this.minWidth) { i = d.end[i]; continue; }
-      if (d.depth[i] > deepest) deepest = d.depth[i];
-      i++;
+    const key = `${W}|${this.minWidth}`;
+    if (this.rowsKey !== key) {
+      this.rowsKey = key;
+      this.baseRows = this.deepest(0, d.total[0] ? W / d.total[0] : 0) + 1;
     }
-    this.visRows = Math.min(deepest + 1, MAX_ROWS);
+    const need = f ? this.deepest(f, scale) + 1 : this.baseRows;
+    this.visRows = Math.min(Math.max(this.baseRows, need), MAX_ROWS);
     const rows = this.visRows, H = rows * ROW;
     this.resized = cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr);
     if (this.resized) {
@@ -218,6 +221,17 @@ export class FlameGraph {
       i++;
     }
     this.stats = {drawn, hiddenShare: d.total[f] ? hidden / d.total[f] : 0, ms: performance.now() - t0};
+  }
+
+  deepest(f, scale) {
+    const d = this.data;
+    let deepest = d.depth[f];
+    for (let i = f + 1; i < d.end[f];) {
+      if (d.total[i] * scale < this.minWidth) { i = d.end[i]; continue; }
+      if (d.depth[i] > deepest) deepest = d.depth[i];
+      i++;
+    }
+    return deepest;
   }
 
   y(depth) { return this.flame ? (this.nrows() - 1 - depth) * ROW : depth * ROW; }
