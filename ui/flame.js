@@ -289,10 +289,12 @@ export class FlameGraph {
     }
     this.tip.innerHTML = html;
     this.tip.hidden = false;
-    const r = this.canvas.parentElement.getBoundingClientRect();
-    const tx = Math.min(e.clientX - r.left + 12, r.width - this.tip.offsetWidth - 4);
+    // fixed to the viewport: the graph's scroll box would clip it on a short graph
+    const tw = this.tip.offsetWidth, th = this.tip.offsetHeight;
+    const tx = Math.min(e.clientX + 12, window.innerWidth - tw - 4);
+    const ty = e.clientY + 14 + th > window.innerHeight ? e.clientY - th - 8 : e.clientY + 14;
     this.tip.style.left = Math.max(0, tx) + 'px';
-    this.tip.style.top = (e.clientY - r.top + this.canvas.parentElement.scrollTop + 14) + 'px';
+    this.tip.style.top = Math.max(0, ty) + 'px';
     this.hoverNode = i;
     this.hoverMs = performance.now() - t0;
   }
