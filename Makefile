@@ -54,6 +54,13 @@ $(B)/obj/gen/profile.pb-c.o: $(GEN_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g -std=c17 -c -o $@ $<
 
+# The web UI's files, embedded into server/ui.c as a generated table.
+UI_SRC   := $(sort $(wildcard ui/*.html ui/*.js ui/*.css))
+$(B)/gen/ui_assets.inc: $(UI_SRC) scripts/embed_ui.sh
+	@mkdir -p $(B)/gen
+	bash scripts/embed_ui.sh $(UI_SRC) > $@.tmp && mv $@.tmp $@
+$(B)/obj/server/ui.o $(B)/san/server/ui.o $(B)/fuzzobj/server/ui.o: $(B)/gen/ui_assets.inc
+
 $(B)/libstrobe.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -11,7 +11,7 @@
 # bench/record.sh's; this script runs both parts and writes the report.
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
-#   BENCH_ONLY=toolkit|record|agent bench/run.sh    one part; the others keep their previous results
+#   BENCH_ONLY=toolkit|record|agent|ui bench/run.sh   one part; the others keep their previous results
 #   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +24,10 @@ results=$work/results.md
 : > "$results"
 note() { echo "bench: $*" >&2; }
 only=${BENCH_ONLY:-all}
-case $only in all | toolkit | record | agent) ;; *) note "BENCH_ONLY is all, toolkit, record or agent"; exit 2 ;; esac
-rm -f "$work/toolkit.md" "$work/record.md" "$work/agent.md" "$work/notes"
+case $only in all | toolkit | record | agent | ui) ;; *) note "BENCH_ONLY is all, toolkit, record, agent or ui"; exit 2 ;; esac
+rm -f "$work/toolkit.md" "$work/record.md" "$work/agent.md" "$work/ui.md" "$work/notes"
 
-if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top ----------------------
+if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
   if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && [ -f "$fg/flamegraph.pl" ]; then
     have_fg=1
@@ -136,7 +136,11 @@ if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse
   } > "$work/toolkit.md"
 fi
 
-if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: strobe record's cost -------
+if [ "$only" = all ] || [ "$only" = ui ]; then # ---- the web UI in headless chromium -----------
+  bash bench/ui.sh "$work/ui.md"
+fi
+
+if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: overhead and memory ------
   bash bench/record.sh "$work/record.md"
 fi
 if [ "$only" = all ] || [ "$only" = agent ]; then # ---- the agent: strobe agent's cost ----------
@@ -166,11 +170,13 @@ part() { # NAME TITLE FILE: the part's markdown, this run's or the one already i
   part record "Recorder: strobe record" "$work/record.md"
   echo
   part agent "Agent: strobe agent" "$work/agent.md"
+  echo
+  part ui "Web UI: query to drawn flame graph, hover, zoom" "$work/ui.md"
   echo "<!-- results:end -->"
 } > "$work/section"
 awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work/toolkit.md" "$work/record.md" "$work/agent.md"; do [ -f "$f" ] && cat "$f"; done
+for f in "$work/toolkit.md" "$work/record.md" "$work/agent.md" "$work/ui.md"; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

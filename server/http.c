@@ -174,6 +174,9 @@ static void route(srv_req *r)
 		srv_reply(r, 200, "text/plain", ok, ok ? 3 : 0);
 		return;
 	}
+	/* The UI's files are public (no tenant data): the API calls they make carry the auth. */
+	if (get && srv_ui(r))
+		return;
 	if (auth(r) < 0)
 		return;
 	if (post && strcmp(u, "/api/v1/push") == 0) {
@@ -319,6 +322,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", r.ctype);
+	if (r.etag)
+		MHD_add_response_header(resp, "ETag", r.etag);
+	if (r.cache)
+		MHD_add_response_header(resp, "Cache-Control", r.cache);
 	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;

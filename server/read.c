@@ -96,8 +96,8 @@ int srv_query(srv_req *r)
 	if (!fmt)
 		fmt = "json";
 	if (strcmp(fmt, "pprof") && strcmp(fmt, "folded") && strcmp(fmt, "json") &&
-	    strcmp(fmt, "svg") && strcmp(fmt, "top"))
-		return srv_error(r, 400, "format must be pprof, folded, json, svg or top");
+	    strcmp(fmt, "flat") && strcmp(fmt, "svg") && strcmp(fmt, "top"))
+		return srv_error(r, 400, "format must be pprof, folded, json, flat, svg or top");
 	size_t mn;
 	strobe_profile *p = NULL;
 	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p) < 0)
@@ -129,6 +129,9 @@ int srv_query(srv_req *r)
 			if (rc == 0 && strcmp(fmt, "json") == 0) {
 				rc = strobe_json_tree_write(f, t, strobe_str(p, p->types[0].type), unit);
 				ctype = "application/json";
+			} else if (rc == 0 && strcmp(fmt, "flat") == 0) {
+				rc = strobe_json_flat_write(f, t, strobe_str(p, p->types[0].type), unit);
+				ctype = "application/json";
 			} else if (rc == 0) {
 				strobe_svg_opts so = {
 					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
@@ -154,8 +157,8 @@ int srv_diff(srv_req *r)
 	const char *fmt = srv_arg(r, "format");
 	if (!fmt)
 		fmt = "svg";
-	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "top"))
-		return srv_error(r, 400, "format must be svg, json or top");
+	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "flat") && strcmp(fmt, "top"))
+		return srv_error(r, 400, "format must be svg, json, flat or top");
 	const char *nn = srv_arg(r, "normalize");
 	bool norm = !nn || strcmp(nn, "false") != 0;
 	size_t mn;
@@ -189,6 +192,10 @@ int srv_diff(srv_req *r)
 			const char *unit = strobe_str(cur, cur->types[0].unit);
 			if (strcmp(fmt, "json") == 0) {
 				rc = strobe_json_tree_write(f, t, strobe_str(cur, cur->types[0].type),
+							    unit);
+				ctype = "application/json";
+			} else if (strcmp(fmt, "flat") == 0) {
+				rc = strobe_json_flat_write(f, t, strobe_str(cur, cur->types[0].type),
 							    unit);
 				ctype = "application/json";
 			} else {

@@ -41,6 +41,7 @@ typedef struct srv_req {
 	const char *ctype;
 	char *out;
 	size_t outlen;
+	const char *etag, *cache; /* ETag and Cache-Control headers when set (static files) */
 } srv_req;
 
 /* A query argument (the first when repeated), or NULL. */
@@ -92,5 +93,7 @@ int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);
 int srv_profile_types(srv_req *r);
 int srv_series(srv_req *r); /* GET /api/v1/series, server/labels.c */
+/* GET / and /ui/...: the web UI's embedded files (server/ui.c); false when the URL is not one. */
+bool srv_ui(srv_req *r);
 
 #endif

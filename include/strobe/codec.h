@@ -98,6 +98,10 @@ int strobe_perf_script_decode(const char *buf, size_t len, const char *name, str
 
 /* JSON outputs of a tree. */
 int strobe_json_tree_write(FILE *out, const strobe_tree *t, const char *type, const char *unit);
+/* The web UI's flame graph format: {"type","unit","diff","stride","names":[...],"nodes":[...]},
+ * nodes flattened in pre-order (children in tree order), `stride` numbers each: name index,
+ * depth (root 0), self, total, and in a diff tree base_self, base_total (column 1). */
+int strobe_json_flat_write(FILE *out, const strobe_tree *t, const char *type, const char *unit);
 int strobe_speedscope_write(FILE *out, strobe_profile *p, int type, strobe_granularity g,
 			    const char *name);
 

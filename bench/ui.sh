@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The web UI's benchmark: time from a query to a drawn flame graph, and the cost of a hover and
+# of a zoom, for profiles of about 10k, 100k and 1M call-tree nodes, in headless chromium
+# (Debian's, driven by playwright-core: bench/ui.mjs) against `strobe server` (the optimised
+# build) on loopback. Inputs come from bench/gen_folded.awk (fixed seed), converted to pprof and
+# pushed. Writes a markdown part to $1 (bench/run.sh puts it in docs/BENCHMARKS.md).
+#   bash bench/ui.sh OUT.md        (RUNS=3 by default; BENCH_DIR keeps the inputs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=${1:-/dev/stdout}
+runs=${RUNS:-3}
+work=${BENCH_DIR:-$(mktemp -d /tmp/strobe-bench.XXXXXX)}
+chrome=${CHROMIUM:-/usr/bin/chromium}
+note() { echo "bench/ui: $*" >&2; }
+if [ ! -x "$chrome" ] || [ ! -d node_modules/playwright-core ]; then
+  note "SKIP: needs $chrome and node_modules/playwright-core (bash scripts/deps.sh check)"
+  printf 'Not run: chromium or playwright-core missing.\n' > "$out"
+  exit 0
+fi
+mkdir -p "$work/ui"
+# nstacks for ~10k, ~100k, ~1M nodes (gen_folded adds 1-6 frames per stack)
+sizes=("10k 2900" "100k 29000" "1M 290000")
+for s in "${sizes[@]}"; do
+  set -- $s
+  if [ ! -f "$work/ui/$1.pb.gz" ]; then
+    awk -v seed=7 -v nstacks="$2" -f bench/gen_folded.awk > "$work/ui/$1.folded"
+    build/strobe convert -t pprof -o "$work/ui/$1.pb.gz" "$work/ui/$1.folded"
+  fi
+done
+data=$(mktemp -d /tmp/strobe-ui-bench.XXXXXX)
+build/strobe server --data "$data" --listen 127.0.0.1:0 2> "$work/ui/server.log" & spid=$!
+trap 'kill $spid 2>/dev/null; rm -rf "$data"' EXIT
+port=
+for ((i = 0; i < 200; i++)); do
+  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/ui/server.log")
+  [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" > /dev/null && break
+  sleep 0.05
+done
+url=http://127.0.0.1:$port
+t=$(($(date +%s) - 300))
+for s in "${sizes[@]}"; do
+  set -- $s
+  curl -sf -H 'Expect:' --data-binary @"$work/ui/$1.pb.gz" \
+    "$url/api/v1/push?name=process_cpu&service_name=ui_$1&time=$t" > /dev/null
+done
+load0=$(cut -d' ' -f1 /proc/loadavg)
+node bench/ui.mjs "$url" "$chrome" "$runs" 10k 100k 1M > "$work/ui/rows.md"
+load1=$(cut -d' ' -f1 /proc/loadavg)
+{
+  # the load average is part of the result: on a shared machine it decides the numbers
+  echo "Run of $(date -u +%F) on $(nproc) cores (load average $load0 before, $load1 after), headless chromium $("$chrome" --version 2>/dev/null | awk '{print $2}'); $runs loads each, medians; hover and zoom over 200 and 20 interactions, median and 95th percentile."
+  echo
+  echo "| profile | nodes | JSON | query → drawn (median) | of which fetch / parse / draw | frames drawn | hover (median / p95) | zoom (median / p95) | goals |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  cat "$work/ui/rows.md"
+} > "$out"
+cat "$out" >&2

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives the web UI in headless chromium (playwright-core) against a server seeded by ui.sh:
+// service api, version v1 at TB (main;work;hot 50, main;work 5, main;idle 30, gc 15: total 100)
+// and v2 at TN (hot 150, work 5, idle 30, gc 15, main;new 20: total 220), plus a Go profile.
+// Each case compares what the page drew (window.strobe hooks: the canvas's frames and the
+// table's rows) with the API's answer or these known numbers; prints ok / FAIL lines.
+//   node ui.mjs URL CHROMIUM TB_MS TN_MS SHOTDIR
+import {createRequire} from 'node:module';
+import path from 'node:path';
+
+const [url, chrome, tbMs, tnMs, shots] = process.argv.slice(2);
+const require = createRequire(path.join(process.env.PW_MODULES || path.resolve('node_modules'), 'x.js'));
+const {chromium} = require('playwright-core');
+const TYPE = 'process_cpu:samples:count:samples:count';
+const TB = +tbMs, TN = +tnMs, MIN = 60000;
+let failed = 0;
+function ok(name) { console.log(`ok ui/${name}`); }
+function fail(name, why) { console.log(`FAIL ui/${name}: ${why}`); failed++; }
+function check(name, cond, why) { if (cond) ok(name); else fail(name, why); }
+
+const browser = await chromium.launch({executablePath: chrome, args: ['--no-sandbox']});
+const errors = [];
+async function open(query) {
+  const page = await browser.newPage({viewport: {width: 1400, height: 900}});
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url + '/' + query);
+  await idle(page);
+  return page;
+}
+async function idle(page, minRenders = 1) {
+  await page.waitForFunction((n) => window.strobe && window.strobe.idle && window.strobe.renders >= n, minRenders,
+    {timeout: 15000});
+}
+const drawn = (page) => page.evaluate(() => window.strobe.flame.drawnNodes());
+const rows = (page) => page.$$eval('#top tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+const api = (page, p) => page.evaluate(async (u) => (await fetch(u)).json(), p);
+const q = (s) => encodeURIComponent(s);
+const base = `?type=${q(TYPE)}&q=${q('service_name="api"')}&from=now-1h&to=now`;
+
+async function run(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    fail(name, e.message.split('\n')[0]);
+  }
+}
+
+let shared = null, sharedView = null;
+
+await run('flame', async () => {
+  const page = await open(base);
+  const nodes = await drawn(page);
+  // the API's own tree, children of the root
+  const j = await api(page, `/api/v1/query?format=json&from=now-1h&to=now&query=${q(TYPE + '{service_name="api"}')}`);
+  const want = j.root.children.map((c) => `${c.name}=${c.total}`).join(' ');
+  const got = nodes.filter((n) => n.depth === 1).map((n) => `${n.name}=${n.total}`).join(' ');
+  const root = nodes.find((n) => n.depth === 0);
+  check('flame/top-frames', got === want && want === 'gc=30 main=290', `drawn ${got}, API ${want}`);
+  check('flame/root', root && root.total === 320 && Math.abs(root.w - (await page.evaluate(() => window.strobe.flame.W))) < 1,
+    `root ${JSON.stringify(root)}`);
+  // widths proportional: main is 290/320 of the root
+  const main = nodes.find((n) => n.name === 'main' && n.depth === 1);
+  check('flame/widths', main && Math.abs(main.w / root.w - 290 / 320) < 0.01, `main ${main && main.w} of ${root.w}`);
+  const t = await rows(page);
+  // sorted by self: hot 200, idle 60, gc 30, new 20, work 10
+  const top = t.slice(0, 5).map((r) => `${r[0]}:${r[1]}:${r[2]}:${r[3]}`).join(' ');
+  check('table/self', top === 'hot:200:62.50%:200 idle:60:18.75%:60 gc:30:9.38%:30 new:20:6.25%:20 work:10:3.13%:210',
+    `rows ${top}`);
+  await page.click('#top th[data-key=total]');
+  const t2 = await rows(page);
+  check('table/sort-total', t2[0][0] === 'main' && t2[0][3] === '290' && t2[1][0] === 'work',
+    `first rows ${JSON.stringify(t2.slice(0, 3))}`);
+  await page.fill('#filter', 'or');
+  const t3 = await rows(page);
+  check('table/filter', t3.map((r) => r[0]).sort().join(',') === 'work', `filtered ${JSON.stringify(t3)}`);
+  await page.screenshot({path: `${shots}/flame.png`});
+  await page.close();
+});
+
+await run('window', async () => {
+  const page = await open(base);
+  // drag on the timeline from 3 minutes before TN to 3 minutes after
+  const box = await page.$eval('#timeline', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top, h: r.height}; });
+  const xa = await page.evaluate((t) => window.strobe.timeline.xOf(t), TN - 3 * MIN);
+  const xb = await page.evaluate((t) => window.strobe.timeline.xOf(t), TN + 3 * MIN);
+  const before = await page.evaluate(() => window.strobe.renders);
+  await page.mouse.move(box.x + xa, box.y + box.h / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + (xa + xb) / 2, box.y + box.h / 2);
+  await page.mouse.move(box.x + xb, box.y + box.h / 2);
+  await page.mouse.up();
+  await idle(page, before + 1);
+  const st = await page.evaluate(() => window.strobe.state.sel);
+  const [a, b] = st.split('-').map(Number);
+  const nodes = await drawn(page);
+  const root = nodes.find((n) => n.depth === 0);
+  check('window/select', a < TN && b > TN && b - a < 8 * MIN && a > TN - 5 * MIN, `sel ${st} around ${TN}`);
+  check('window/flame', root && root.total === 220 && nodes.some((n) => n.name === 'new'),
+    `root total ${root && root.total} (want 220, only v2)`);
+  // search: "hot" is 150 of 220
+  await page.fill('#search', 'hot');
+  const m = await page.textContent('#matched');
+  const hot = (await drawn(page)).find((n) => n.name === 'hot');
+  check('search', /^1 frames match, 68\.18% of all$/.test(m) && hot.color === 'rgb(230,0,230)', `"${m}", hot ${hot && hot.color}`);
+  await page.check('#regex');
+  await page.fill('#search', '^(hot|idle)$');
+  const m2 = await page.textContent('#matched');
+  check('search/regex', /^2 frames match, 81\.82% of all$/.test(m2), `"${m2}" (want 180/220)`);
+  // zoom: click "work"
+  const work = (await drawn(page)).find((n) => n.name === 'work');
+  const cb = await page.$eval('#flame', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+  await page.mouse.click(cb.x + work.x + work.w / 2, cb.y + work.y + work.h / 2);
+  const z = await drawn(page);
+  const zw = z.find((n) => n.name === 'work'), zh = z.find((n) => n.name === 'hot');
+  const crumbs = await page.$$eval('#crumbs a', (as) => as.map((a) => a.textContent).join('>'));
+  const focus = await page.evaluate(() => window.strobe.state.focus);
+  check('zoom', focus === 'main;work' && crumbs === 'total>main>work' && Math.abs(zw.w - zh.w / (150 / 155)) < 1 &&
+    !z.some((n) => n.name === 'idle'), `focus ${focus}, crumbs ${crumbs}, work ${zw && zw.w} hot ${zh && zh.w}`);
+  const m3 = await page.textContent('#matched');
+  check('zoom/matched-share', m3 === '2 frames match, 96.77% of the zoomed frame', `"${m3}" (150/155)`);
+  await page.screenshot({path: `${shots}/zoom-search.png`});
+  await page.evaluate(() => window.strobe.flushUrl());
+  shared = page.url();
+  sharedView = {nodes: z.map((n) => `${n.name}@${n.x.toFixed(1)}+${n.w.toFixed(1)}/${n.color}`).join(' '),
+    search: await page.inputValue('#search')};
+  // breadcrumb back to the root
+  await page.click('#crumbs a:first-child');
+  const back = await drawn(page);
+  check('zoom/breadcrumb', back.some((n) => n.name === 'idle') && (await page.evaluate(() => window.strobe.state.focus)) === '',
+    'idle not drawn again after clicking "total"');
+  await page.close();
+});
+
+await run('url', async () => {
+  if (!shared) throw new Error('no URL from the window case');
+  const page = await browser.newPage({viewport: {width: 1400, height: 900}});
+  await page.goto(shared);
+  await idle(page);
+  const z = await drawn(page);
+  const view = z.map((n) => `${n.name}@${n.x.toFixed(1)}+${n.w.toFixed(1)}/${n.color}`).join(' ');
+  check('url/restores', view === sharedView.nodes && (await page.inputValue('#search')) === sharedView.search &&
+    (await page.isChecked('#regex')), `restored view differs:\n  ${view}\n  ${sharedView.nodes}`);
+  await page.close();
+});
+
+await run('sandwich', async () => {
+  const page = await open(base);
+  await page.click('#top tbody tr:first-child'); // hot
+  await page.click('.tabs button[data-view=sandwich]');
+  const c = await page.evaluate(() => window.strobe.callers.drawnNodes().map((n) => `${n.name}:${n.depth}:${n.total}`).join(' '));
+  const e = await page.evaluate(() => window.strobe.callees.drawnNodes().map((n) => `${n.name}:${n.depth}:${n.total}`).join(' '));
+  const focus = await page.evaluate(() => window.strobe.state.focus);
+  check('sandwich', c === 'hot:0:200 work:1:200 main:2:200' && e === 'hot:0:200' && focus === 'main;work;hot',
+    `callers ${c}; callees ${e}; focus ${focus}`);
+  await page.screenshot({path: `${shots}/sandwich.png`});
+  // a click on a caller makes it the sandwich's function: work's callers are main, callees hot
+  const w = await page.evaluate(() => window.strobe.callers.drawnNodes().find((n) => n.name === 'work'));
+  const cb = await page.$eval('#callers', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+  await page.mouse.click(cb.x + w.x + w.w / 2, cb.y + w.y + w.h / 2);
+  const c2 = await page.evaluate(() => window.strobe.callers.drawnNodes().map((n) => `${n.name}:${n.total}`).join(' '));
+  const e2 = await page.evaluate(() => window.strobe.callees.drawnNodes().map((n) => `${n.name}:${n.total}`).join(' '));
+  check('sandwich/pick', c2 === 'work:210 main:210' && e2 === 'work:210 hot:200' &&
+    (await page.textContent('#sw-fn')) === 'work', `callers ${c2}; callees ${e2}`);
+  await page.close();
+});
+
+await run('diff', async () => {
+  const w = (t) => `${t - 3 * MIN}-${t + 3 * MIN}`;
+  const page = await open(`${base}&mode=diff&bsel=${w(TB)}&sel=${w(TN)}`);
+  const nodes = await drawn(page);
+  const hot = nodes.find((n) => n.name === 'hot'), idle_ = nodes.find((n) => n.name === 'idle');
+  // normalised: base scaled by 220/100: hot 110 -> 150 (grew), idle 66 -> 30 (shrank)
+  check('diff/colours', hot && /^rgb\(255,/.test(hot.color) && hot.base === 110 && idle_ && /,255\)$/.test(idle_.color) &&
+    idle_.base === 66, `hot ${JSON.stringify(hot)}, idle ${JSON.stringify(idle_)}`);
+  const t = await rows(page);
+  check('diff/table', t[0][0] === 'hot' && t[0][1] === '110' && t[0][2] === '150' && t[0][3] === '+40 (+36.4%)' &&
+    t[1][0] === 'idle' && t[1][3] === '-36 (-54.5%)', `rows ${JSON.stringify(t.slice(0, 3))}`);
+  // the API's diff says the same
+  const j = await api(page, `/api/v1/diff?format=flat&base=${q(TYPE + '{service_name="api"}')}&base_from=${TB - 3 * MIN}&base_to=${TB + 3 * MIN}` +
+    `&new=${q(TYPE + '{service_name="api"}')}&new_from=${TN - 3 * MIN}&new_to=${TN + 3 * MIN}`);
+  const hotIdx = j.names.indexOf('hot');
+  let apiHot = null;
+  for (let i = 0; i < j.nodes.length; i += j.stride) if (j.nodes[i] === hotIdx) apiHot = [j.nodes[i + 3], j.nodes[i + 5]];
+  check('diff/api', apiHot && apiHot[0] === hot.total && apiHot[1] === hot.base, `API hot ${apiHot}, drawn ${hot.total}/${hot.base}`);
+  await page.screenshot({path: `${shots}/diff.png`});
+  const before = await page.evaluate(() => window.strobe.renders);
+  await page.uncheck('#norm');
+  await idle(page, before + 1);
+  const t2 = await rows(page);
+  // raw: main 85 -> 205 is now the largest change, then hot 50 -> 150
+  check('diff/raw', t2[0][0] === 'main' && t2[0][3] === '+120 (+141.2%)' && t2[1][0] === 'hot' &&
+    t2[1][3] === '+100 (+200.0%)', `rows ${JSON.stringify(t2.slice(0, 2))}`);
+  await page.close();
+  // two selectors over one window: version v1 against v2
+  const p2 = await open(`?type=${q(TYPE)}&q=${q('version="v2"')}&bq=${q('version="v1"')}&mode=diff&norm=0`);
+  const t3 = await rows(p2);
+  check('diff/selectors', t3[1][0] === 'hot' && t3[1][1] === '50' && t3[1][2] === '150' && t3[0][0] === 'main' &&
+    t3[0][1] === '85' && t3[0][2] === '205', `rows ${JSON.stringify(t3.slice(0, 2))}`);
+  await p2.close();
+});
+
+await run('states', async () => {
+  const page = await open(`?type=${q(TYPE)}&q=${q('service_name=~"(")')}`);
+  const j = await api(page, `/api/v1/query?format=flat&query=${q(TYPE + '{service_name=~"("}')}`);
+  const msg = await page.textContent('#flame-wrap .overlay');
+  check('states/error', j.error && msg.includes(j.error), `overlay "${msg}", API "${j.error}"`);
+  await page.screenshot({path: `${shots}/error.png`});
+  await page.close();
+  const p2 = await open(`?type=${q(TYPE)}&q=${q('service_name="nobody"')}`);
+  const m2 = await p2.textContent('#flame-wrap .overlay');
+  check('states/empty', /^No samples of .*nobody/.test(m2) && await p2.isVisible('#flame-wrap .overlay'), `overlay "${m2}"`);
+  await p2.close();
+});
+
+await run('labels', async () => {
+  const page = await open(base);
+  await page.fill('#labels', '');
+  await page.focus('#labels');
+  await page.type('#labels', 'ver');
+  await page.waitForSelector('#suggest li');
+  const names = await page.$$eval('#suggest li', (l) => l.map((x) => x.textContent).join(','));
+  await page.keyboard.press('Tab');
+  await page.waitForFunction(() => document.querySelectorAll('#suggest li').length === 2);
+  const vals = await page.$$eval('#suggest li', (l) => l.map((x) => x.textContent).join(','));
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  const v = await page.inputValue('#labels');
+  check('labels/autocomplete', names === 'version' && vals === 'v1,v2' && v === 'version="v2"', `names ${names}, values ${vals}, input ${v}`);
+  const types = await page.$$eval('#type option', (o) => o.map((x) => x.value));
+  const apiTypes = (await api(page, '/api/v1/profile_types?from=now-30d')).data;
+  check('labels/types', types.join() === apiTypes.join() && types.includes(TYPE), `picker ${types}, API ${apiTypes}`);
+  await page.close();
+});
+
+await run('extras', async () => {
+  const page = await open(`${base}&group=version`);
+  // timeline stacked by version: one series per value, as the API answers
+  const legend = await page.$$eval('#legend span', (l) => l.map((x) => x.textContent).join(','));
+  const series = await page.evaluate(() => window.strobe.range.series.map((s) => `${s.group.version}=${s.points.reduce((a, p) => a + p[1], 0)}`).join(','));
+  check('timeline/group-by', legend === 'v1,v2' && series === 'v1=100,v2=220', `legend ${legend}, series ${series}`);
+  // hover tooltip over "hot"
+  const hot = (await drawn(page)).find((n) => n.name === 'hot');
+  const cb = await page.$eval('#flame', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+  await page.mouse.move(cb.x + hot.x + hot.w / 2, cb.y + hot.y + hot.h / 2);
+  const tip = await page.textContent('#flame-wrap .tip');
+  check('hover', tip === 'hottotal 200 (62.50%)self 200 (62.50%)' && await page.isVisible('#flame-wrap .tip'), `tooltip "${tip}"`);
+  // downloads: what the links fetch is the API's answer for the same query
+  const dl = await page.evaluate(async () => {
+    const get = async (id) => { const r = await fetch(document.getElementById(id).href); return [r.headers.get('content-type'), new Uint8Array(await r.arrayBuffer())]; };
+    const [pt, pb] = await get('dl-pprof'), [ft, fb] = await get('dl-folded'), [st, sb] = await get('dl-svg');
+    return {pt, gz: pb[0] === 0x1f && pb[1] === 0x8b, ft, folded: new TextDecoder().decode(fb), st, svg: new TextDecoder().decode(sb.slice(0, 200))};
+  });
+  check('downloads', dl.gz && dl.folded === 'gc 30\nmain;idle 60\nmain;new 20\nmain;work 10\nmain;work;hot 200\n' &&
+    dl.st === 'image/svg+xml' && /<svg/.test(dl.svg), JSON.stringify(dl).slice(0, 300));
+  // icicle: the root on top; colour by package changes colours of Go names only by package
+  await page.selectOption('#orient', 'icicle');
+  const root = (await drawn(page)).find((n) => n.depth === 0);
+  await page.waitForFunction(() => location.search.includes('orient=icicle')); // written after a pause
+  check('icicle', root.y === 0, `root y ${root.y}`);
+  await page.close();
+  const p2 = await open(`?type=${q(TYPE.replace('samples:count:samples:count', 'cpu:nanoseconds:cpu:nanoseconds'))}&q=${q('service_name="go"')}&color=package`);
+  const g = await drawn(p2);
+  const byPkg = {};
+  for (const n of g) {
+    const pkg = n.name.startsWith('runtime.') ? 'runtime' : n.name.startsWith('sort.') ? 'sort' : null;
+    if (pkg) (byPkg[pkg] = byPkg[pkg] || new Set()).add(n.color);
+  }
+  check('colour/package', byPkg.runtime && byPkg.runtime.size === 1 && byPkg.sort && byPkg.sort.size === 1 &&
+    [...byPkg.runtime][0] !== [...byPkg.sort][0], JSON.stringify(Object.fromEntries(Object.entries(byPkg).map(([k, v]) => [k, [...v]]))));
+  await p2.close();
+});
+
+await run('tenant', async () => {
+  const page = await open(`?type=${q(TYPE)}&q=${q('service_name="team"')}&tenant=team1`);
+  const root = (await drawn(page)).find((n) => n.depth === 0);
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-folded')]);
+  const fs = await import('node:fs');
+  const text = fs.readFileSync(await dl.path(), 'utf8');
+  check('tenant', root && root.total === 100 && text === 'gc 15\nmain;idle 30\nmain;work 5\nmain;work;hot 50\n' &&
+    dl.suggestedFilename() === 'profile.folded', `root ${root && root.total}, download ${JSON.stringify(text)}`);
+  await page.close();
+  const p2 = await open(`?type=${q(TYPE)}&q=${q('service_name="team"')}`);
+  const m = await p2.textContent('#flame-wrap .overlay');
+  check('tenant/isolated', /^No samples/.test(m), `the default tenant sees "${m}"`);
+  await p2.close();
+});
+
+check('no-page-errors', errors.length === 0, errors.join('; '));
+await browser.close();
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The web UI in a real browser: Debian's chromium driven by playwright-core (tests/browser/ui.mjs)
+# against `strobe server` seeded with hand-made folded profiles of known totals at known times
+# and a Go pprof; checks the flame graph's frames and the top table against the API and the known
+# numbers, window selection on the timeline, search, zoom, sandwich, comparison mode, error and
+# empty states, and that the page's URL restores the same view. Also the embedded files'
+# content types and ETag revalidation (curl). Screenshots go to build/ui-screenshots/.
+# Same protocol as the other scripts (env STROBE, TMPDIR; ok / FAIL / SKIP lines).
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mods=${PLAYWRIGHT_MODULES:-$root/node_modules}
+chrome=${CHROMIUM:-/usr/bin/chromium}
+if ! command -v node >/dev/null; then echo "SKIP ui: node not installed"; exit 0; fi
+if [ ! -d "$mods/playwright-core" ]; then echo "SKIP ui: playwright-core not in $mods (bash scripts/deps.sh check)"; exit 0; fi
+if [ ! -x "$chrome" ]; then echo "SKIP ui: no chromium at $chrome (Debian package chromium; bash scripts/deps.sh check)"; exit 0; fi
+# shellcheck source=../e2e/lib/server.sh
+. "$root/tests/e2e/lib/server.sh"
+pid=
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
+start_server
+st=0
+now=$(date +%s)
+tb=$((now - 40 * 60)) tn=$((now - 10 * 60))
+# base (v1) and new (v2) of service api; known totals 100 and 220
+printf 'main;work;hot 50\nmain;work 5\nmain;idle 30\ngc 15\n' > "$TMPDIR/v1.folded"
+printf 'main;work;hot 150\nmain;work 5\nmain;idle 30\ngc 15\nmain;new 20\n' > "$TMPDIR/v2.folded"
+push() { # FILE TIME LABELS [TENANT]
+  local out
+  if ! out=$(curl -sS -H 'Expect:' -H "X-Scope-OrgID: ${4:-anonymous}" --data-binary @"$1" --url-query name=process_cpu \
+      --url-query "labels=$3" --url-query "time=$2" "$url/api/v1/push" 2>&1) ||
+     [[ $out != *'"accepted"'* ]]; then
+    echo "FAIL ui/seed: push of $1 refused: $out"; exit 1
+  fi
+}
+push "$TMPDIR/v1.folded" $tb '{service_name="api",version="v1"}'
+push "$TMPDIR/v2.folded" $tn '{service_name="api",version="v2"}'
+push "$TMPDIR/v1.folded" $tn '{service_name="team"}' team1 # another tenant's: only with tenant=team1
+[ -f "$TESTDATA/pprof/go_cpu.pb.gz" ] && push "$TESTDATA/pprof/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
+
+# the embedded files
+hdr=$(curl -si "$url/ui/app.js" | tr -d '\r')
+etag=$(sed -n 's/^ETag: //p' <<<"$hdr")
+if ! grep -q '^Content-Type: text/javascript' <<<"$hdr" || [ -z "$etag" ]; then
+  echo "FAIL ui/assets: /ui/app.js headers: $(head -6 <<<"$hdr" | tr '\n' ' ')"; st=1
+elif [ "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$url/ui/app.js")" != 304 ]; then
+  echo "FAIL ui/assets: If-None-Match with the ETag did not give 304"; st=1
+elif ! curl -s "$url/" | grep -q '<script type="module" src="/ui/app.js">' ||
+     [ "$(curl -s -o /dev/null -w '%{http_code}%{content_type}' "$url/ui/style.css")" != "200text/css; charset=utf-8" ] ||
+     [ "$(curl -s "$url/ui/nope.js")" != '{"error":"no UI file /ui/nope.js","status":404}' ]; then
+  echo "FAIL ui/assets: / , /ui/style.css or the 404 of an unknown file"; st=1
+else
+  echo "ok ui/assets"
+fi
+
+mkdir -p "$root/build/ui-screenshots"
+PW_MODULES=$mods node "$root/tests/browser/ui.mjs" "$url" "$chrome" $((tb * 1000)) $((tn * 1000)) \
+  "$root/build/ui-screenshots" || st=1
+exit $st

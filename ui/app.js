@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: Apache-2.0
+// The page: state kept in the URL (so a link reproduces the view), the query bar with label
+// autocomplete, and the wiring between the timeline, the flame graph, the top table and the
+// sandwich view. Every change of state rewrites the URL (history.replaceState) and redraws
+// what depends on it; only a change of what is queried goes back to the server.
+
+import {get, setTenant, apiUrl, ApiError, download, hasTenant} from './api.js';
+import {FlameData} from './flamedata.js';
+import {FlameGraph, fmtValue, pct, esc} from './flame.js';
+import {Timeline} from './timeline.js';
+import {TopTable} from './table.js';
+
+const $ = (id) => document.getElementById(id);
+
+// Every key here is a URL parameter; defaults are left out of the URL.
+const DEFAULTS = {
+  type: '', q: '', from: 'now-1h', to: 'now', sel: '', group: '', mode: 'single', bq: '',
+  bsel: '', norm: '1', brush: 'new', view: 'flame', focus: '', search: '', regex: '0',
+  orient: 'flame', color: 'name', minw: '1', fn: '', sort: '', filter: '', tenant: '',
+};
+const state = {...DEFAULTS};
+const ui = window.strobe = {state, idle: false, renders: 0, timings: {}, error: ''};
+
+function readUrl() {
+  const p = new URLSearchParams(location.search);
+  for (const k of Object.keys(DEFAULTS)) state[k] = p.has(k) ? p.get(k) : DEFAULTS[k];
+}
+// The URL is rewritten a moment after the last change, not on each: history.replaceState costs
+// milliseconds (and browsers throttle many calls), which would show in every zoom and keystroke.
+let urlTimer = 0;
+function flushUrl() {
+  clearTimeout(urlTimer);
+  urlTimer = 0;
+  const p = new URLSearchParams();
+  for (const k of Object.keys(DEFAULTS)) if (state[k] !== DEFAULTS[k]) p.set(k, state[k]);
+  const s = p.toString();
+  if (location.search !== (s ? '?' + s : '')) history.replaceState(null, '', s ? '?' + s : location.pathname);
+}
+function writeUrl() {
+  clearTimeout(urlTimer);
+  urlTimer = setTimeout(flushUrl, 150);
+}
+window.addEventListener('pagehide', flushUrl);
+ui.flushUrl = flushUrl;
+
+const selector = (labels) => `${state.type}{${labels}}`;
+const win = (s) => { // "a-b" (unix ms) -> {from, to}, or null
+  const m = /^(\d+)-(\d+)$/.exec(s || '');
+  return m ? {from: m[1], to: m[2]} : null;
+};
+const windowOf = (s) => win(s) || {from: state.from, to: state.to};
+
+// ---- status and overlays ----------------------------------------------------------------------
+function status(msg, isError) {
+  const s = $('status');
+  s.textContent = msg;
+  s.className = isError ? 'error' : '';
+  if (isError) ui.error = msg;
+}
+function overlay(msg, isError) {
+  const o = document.querySelector('#flame-wrap .overlay');
+  o.hidden = !msg;
+  o.textContent = msg || '';
+  o.className = 'overlay' + (isError ? ' error' : '');
+}
+
+// ---- widgets ----------------------------------------------------------------------------------
+const flame = new FlameGraph($('flame'), {
+  tooltip: document.querySelector('#flame-wrap .tip'),
+  onZoom: (i) => { state.focus = ui.data.path(i); writeUrl(); renderFlame(); },
+});
+// In the sandwich, a click on a caller or callee makes it the sandwich's function.
+const swPick = (g) => (i) => {
+  if (!i) return;
+  state.fn = g.data.nodeName(i);
+  table.picked = state.fn;
+  table.render();
+  writeUrl();
+  renderSandwich();
+};
+const callers = new FlameGraph($('callers'), {tooltip: document.querySelector('#callers-wrap .tip'), flame: true});
+const callees = new FlameGraph($('callees'), {tooltip: document.querySelector('#callees-wrap .tip'), flame: false});
+callers.onZoom = swPick(callers);
+callees.onZoom = swPick(callees);
+const timeline = new Timeline($('timeline'), $('legend'), {
+  onSelect: (a, b) => {
+    if (state.mode === 'diff' && state.brush === 'base') state.bsel = `${a}-${b}`;
+    else state.sel = `${a}-${b}`;
+    state.focus = '';
+    writeUrl();
+    showWindows();
+    loadProfile();
+  },
+});
+const table = new TopTable($('top'), $('rowcount'), {
+  onPick: (name) => {
+    state.fn = name;
+    // focus the function's heaviest outermost call in the graph
+    const occ = ui.data.outermost(name);
+    let best = -1;
+    for (const i of occ) if (best < 0 || ui.data.total[i] > ui.data.total[best]) best = i;
+    state.focus = best > 0 ? ui.data.path(best) : '';
+    writeUrl();
+    renderFlame();
+    if (state.view === 'sandwich') renderSandwich();
+  },
+  onSort: (key) => { state.sort = key; writeUrl(); },
+});
+ui.flame = flame;
+ui.timeline = timeline;
+ui.callers = callers;
+ui.callees = callees;
+ui.table = table;
+
+// ---- loading ----------------------------------------------------------------------------------
+let pending = 0;
+function busy(delta) {
+  pending += delta;
+  ui.idle = pending === 0;
+}
+
+async function loadTypes() {
+  const sel = $('type');
+  let types = [];
+  try {
+    types = (await get('/api/v1/profile_types', {from: 'now-30d', to: 'now'})).data || [];
+  } catch (e) {
+    status(`profile types: ${e.message}`, true);
+  }
+  if (state.type && !types.includes(state.type)) types.unshift(state.type);
+  sel.textContent = '';
+  for (const t of types) sel.append(new Option(t, t));
+  if (!state.type && types.length)
+    state.type = types.find((t) => /^process_cpu:cpu:/.test(t)) || types.find((t) => /cpu/.test(t)) || types[0];
+  sel.value = state.type;
+  return types.length > 0;
+}
+
+async function loadGroups() {
+  try {
+    const r = await get('/api/v1/labels', {query: selector(''), from: state.from, to: state.to});
+    const g = $('group');
+    const keep = state.group;
+    g.textContent = '';
+    g.append(new Option('(none)', ''));
+    for (const n of r.data || []) g.append(new Option(n, n));
+    if (keep && !(r.data || []).includes(keep)) g.append(new Option(keep, keep));
+    g.value = keep;
+  } catch (_) { /* the timeline shows the error */ }
+}
+
+function stepFor(fromMs, toMs) {
+  const s = Math.max(1, Math.ceil((toMs - fromMs) / 1000 / 240));
+  const nice = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  return (nice.find((n) => n >= s) || s) + 's';
+}
+
+async function loadTimeline() {
+  busy(1);
+  try {
+    // the step needs the window in ms: the server resolves relative times, ask it once with a
+    // coarse step, then again with a step that gives ~240 bars
+    const q = {query: selector(state.q), from: state.from, to: state.to, group_by: state.group || undefined};
+    const probe = await get('/api/v1/range', {...q, step: '1d'}, 'range');
+    const r = await get('/api/v1/range', {...q, from: probe.from_ms, to: probe.to_ms,
+      step: stepFor(probe.from_ms, probe.to_ms)}, 'range');
+    timeline.unit = ui.data ? ui.data.unit : '';
+    timeline.setData(r);
+    ui.range = r;
+    $('tl-title').textContent = `${selector(state.q)} over ${state.from} → ${state.to}`;
+    showWindows();
+  } catch (e) {
+    if (e.name !== 'AbortError') status(`timeline: ${e.message}`, true);
+  } finally {
+    busy(-1);
+  }
+}
+
+function showWindows() {
+  const w = [];
+  const ns = win(state.sel), bs = win(state.bsel);
+  if (state.mode === 'diff') {
+    if (bs) w.push({from: +bs.from, to: +bs.to, color: 'rgba(60,120,255,0.22)', label: 'baseline'});
+    if (ns) w.push({from: +ns.from, to: +ns.to, color: 'rgba(255,60,60,0.22)', label: 'comparison'});
+  } else if (ns) {
+    w.push({from: +ns.from, to: +ns.to, color: 'rgba(90,128,200,0.25)'});
+  }
+  timeline.setWindows(w);
+  const fmt = (s) => { const x = win(s); return x ? `${new Date(+x.from).toISOString()} → ${new Date(+x.to).toISOString()}` : 'whole range'; };
+  $('window').textContent = state.mode === 'diff' ? `baseline: ${fmt(state.bsel)}; comparison: ${fmt(state.sel)}` :
+    ns ? `window: ${fmt(state.sel)}` : '';
+  $('clearsel').hidden = !(ns || bs);
+}
+
+async function loadProfile() {
+  busy(1);
+  const t0 = performance.now();
+  overlay('Loading…');
+  status('');
+  ui.error = '';
+  let path, params;
+  const nw = windowOf(state.sel);
+  if (state.mode === 'diff') {
+    const bw = windowOf(state.bsel);
+    path = '/api/v1/diff';
+    params = {format: 'flat', base: selector(state.bq || state.q), base_from: bw.from, base_to: bw.to,
+      new: selector(state.q), new_from: nw.from, new_to: nw.to, normalize: state.norm === '1' ? 'true' : 'false'};
+  } else {
+    path = '/api/v1/query';
+    params = {format: 'flat', query: selector(state.q), from: nw.from, to: nw.to};
+  }
+  setDownloads(nw);
+  try {
+    const json = await get(path, params, 'profile');
+    const t1 = performance.now();
+    const data = new FlameData(json);
+    const t2 = performance.now();
+    ui.data = data;
+    flame.setData(data);
+    timeline.unit = data.unit;
+    if (!data.total[0] && data.diff && data.btotal[0]) {
+      overlay(`The comparison (${params.new}) has no samples in its window; the baseline has ` +
+        `${fmtValue(data.btotal[0], data.unit)}. Frame widths are the comparison's: pick another window.`);
+      status('empty comparison');
+    } else if (!data.total[0]) {
+      overlay(`No samples of ${params.query || params.new} in this window. Pick a wider range or other labels.`);
+      status('empty profile');
+    } else {
+      overlay('');
+    }
+    renderFlame();
+    const t3 = performance.now();
+    // the table after the graph is on screen: its rows cost a layout the graph need not wait for
+    await new Promise((ok) => setTimeout(ok, 0));
+    if (ui.data !== data) return;
+    table.setData(data, state.sort, state.filter);
+    if (state.view === 'sandwich') renderSandwich();
+    ui.timings = {fetch: t1 - t0, parse: t2 - t1, draw: flame.stats.ms, total: t3 - t0, nodes: data.n};
+    if (data.total[0] || (data.diff && data.btotal[0]))
+      status(`${data.n.toLocaleString('en-US')} nodes, total ${fmtValue(data.total[0], data.unit)}` +
+        (data.diff ? ` (baseline ${fmtValue(data.btotal[0], data.unit)}${state.norm === '1' ? ', normalised' : ''})` : '') +
+        ` — ${Math.round(t3 - t0)} ms`);
+    ui.renders++;
+  } catch (e) {
+    if (e.name === 'AbortError') return;
+    ui.data = null;
+    flame.data = null;
+    const msg = e instanceof ApiError ? `The server answered: ${e.message}` : String(e.message || e);
+    overlay(msg, true);
+    status(msg, true);
+    table.setData(null);
+    ui.renders++;
+  } finally {
+    busy(-1);
+  }
+}
+
+function setDownloads(nw) {
+  const q = {query: selector(state.q), from: nw.from, to: nw.to};
+  $('dl-pprof').href = apiUrl('/api/v1/query', {...q, format: 'pprof'});
+  $('dl-pprof').download = 'profile.pb.gz';
+  $('dl-folded').href = apiUrl('/api/v1/query', {...q, format: 'folded'});
+  $('dl-folded').download = 'profile.folded';
+  if (state.mode === 'diff') {
+    const bw = windowOf(state.bsel);
+    $('dl-svg').href = apiUrl('/api/v1/diff', {format: 'svg', base: selector(state.bq || state.q), base_from: bw.from,
+      base_to: bw.to, new: selector(state.q), new_from: nw.from, new_to: nw.to,
+      normalize: state.norm === '1' ? 'true' : 'false'});
+    $('dl-svg').download = 'diff.svg';
+  } else {
+    $('dl-svg').href = apiUrl('/api/v1/query', {...q, format: 'svg'});
+    $('dl-svg').download = 'flamegraph.svg';
+  }
+}
+
+// ---- rendering --------------------------------------------------------------------------------
+function searchRe() {
+  if (!state.search) return null;
+  try {
+    return state.regex === '1' ? new RegExp(state.search) : new RegExp(state.search.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  } catch (e) {
+    $('matched').textContent = `bad regex: ${e.message}`;
+    return undefined;
+  }
+}
+
+function renderFlame() {
+  const d = ui.data;
+  if (!d) return;
+  flame.flame = state.orient === 'flame';
+  flame.colorMode = state.color;
+  flame.minWidth = Math.max(0, parseFloat(state.minw) || 0);
+  const f = d.findPath(state.focus);
+  flame.setFocus(f < 0 ? 0 : f);
+  const re = searchRe();
+  const m = re === undefined ? null : flame.setSearch(re);
+  if (re) $('matched').textContent = `${m.count} frames match, ${(100 * m.share).toFixed(2)}% of ${flame.focus ? 'the zoomed frame' : 'all'}`;
+  else if (re === null) $('matched').textContent = '';
+  ui.matched = m;
+  flame.draw();
+  if (flame.flame && flame.resized) { // the root is at the bottom: keep it in sight
+    const w = $('flame-wrap');
+    w.scrollTop = w.scrollHeight;
+  }
+  renderCrumbs();
+  $('hidden-share').textContent = flame.stats.hiddenShare > 0
+    ? `${(100 * flame.stats.hiddenShare).toFixed(2)}% of the view is in frames narrower than ${flame.minWidth}px (hidden); ${flame.stats.drawn.toLocaleString('en-US')} frames drawn`
+    : `${flame.stats.drawn.toLocaleString('en-US')} frames drawn`;
+}
+
+function renderCrumbs() {
+  const c = $('crumbs'), d = ui.data;
+  c.textContent = '';
+  const chain = [];
+  for (let i = flame.focus; i >= 0; i = d.parent[i]) chain.push(i);
+  for (const i of chain.reverse()) {
+    const a = document.createElement('a');
+    a.textContent = d.nodeName(i);
+    a.onclick = () => { state.focus = d.path(i); writeUrl(); renderFlame(); };
+    c.append(a);
+  }
+}
+
+function renderSandwich() {
+  const d = ui.data;
+  const fn = state.fn;
+  $('sw-fn').textContent = fn || '(pick a function in the table)';
+  if (!d || !fn) { callers.data = callees.data = null; return; }
+  const sw = d.sandwich(fn);
+  for (const [g, fd] of [[callers, sw.callers], [callees, sw.callees]]) {
+    g.setData(fd);
+    g.colorMode = state.color;
+    g.minWidth = flame.minWidth;
+    g.draw();
+  }
+}
+
+function setView(v) {
+  state.view = v;
+  for (const id of ['dl-pprof', 'dl-folded', 'dl-svg']) {
+  $(id).addEventListener('click', (e) => {
+    if (!hasTenant()) return; // a plain link does it
+    e.preventDefault();
+    download(e.currentTarget).catch((err) => status(`download: ${err.message}`, true));
+  });
+}
+document.querySelectorAll('.tabs button').forEach((b) => b.classList.toggle('on', b.dataset.view === v));
+  $('flame-wrap').hidden = v !== 'flame';
+  $('crumbs').hidden = v !== 'flame';
+  $('sandwich').hidden = v !== 'sandwich';
+  if (v === 'sandwich') renderSandwich();
+}
+
+// ---- query bar --------------------------------------------------------------------------------
+function syncInputs() {
+  $('labels').value = state.q;
+  $('blabels').value = state.bq;
+  $('from').value = state.from;
+  $('to').value = state.to;
+  $('mode').checked = state.mode === 'diff';
+  $('difbar').hidden = state.mode !== 'diff';
+  $('norm').checked = state.norm === '1';
+  document.querySelectorAll('input[name=brush]').forEach((r) => { r.checked = r.value === state.brush; });
+  $('search').value = state.search;
+  $('regex').checked = state.regex === '1';
+  $('color').value = state.color;
+  $('orient').value = state.orient;
+  $('minw').value = state.minw;
+  $('filter').value = state.filter;
+  document.querySelectorAll('.presets button').forEach((b) => b.classList.toggle('on', state.from === 'now-' + b.dataset.range && state.to === 'now'));
+  setView(state.view);
+}
+
+function runQuery() {
+  state.q = $('labels').value.trim();
+  state.bq = $('blabels').value.trim();
+  state.from = $('from').value.trim() || DEFAULTS.from;
+  state.to = $('to').value.trim() || DEFAULTS.to;
+  state.type = $('type').value;
+  writeUrl();
+  syncInputs();
+  loadGroups();
+  loadTimeline();
+  loadProfile();
+}
+
+$('querybar').addEventListener('submit', (e) => { e.preventDefault(); hideSuggest(); runQuery(); });
+$('type').addEventListener('change', () => { state.focus = ''; runQuery(); });
+document.querySelectorAll('.presets button').forEach((b) => b.addEventListener('click', () => {
+  $('from').value = 'now-' + b.dataset.range;
+  $('to').value = 'now';
+  state.sel = state.bsel = '';
+  state.focus = '';
+  runQuery();
+}));
+$('mode').addEventListener('change', () => {
+  state.mode = $('mode').checked ? 'diff' : 'single';
+  state.focus = '';
+  writeUrl();
+  syncInputs();
+  showWindows();
+  loadProfile();
+});
+$('blabels').addEventListener('change', () => { state.bq = $('blabels').value.trim(); writeUrl(); loadProfile(); });
+$('norm').addEventListener('change', () => { state.norm = $('norm').checked ? '1' : '0'; writeUrl(); loadProfile(); });
+document.querySelectorAll('input[name=brush]').forEach((r) => r.addEventListener('change', () => { state.brush = r.value; writeUrl(); }));
+$('group').addEventListener('change', () => { state.group = $('group').value; writeUrl(); loadTimeline(); });
+$('clearsel').addEventListener('click', () => { state.sel = state.bsel = ''; state.focus = ''; writeUrl(); showWindows(); loadProfile(); });
+$('search').addEventListener('input', () => { state.search = $('search').value; writeUrl(); renderFlame(); });
+$('regex').addEventListener('change', () => { state.regex = $('regex').checked ? '1' : '0'; writeUrl(); renderFlame(); });
+$('color').addEventListener('change', () => { state.color = $('color').value; writeUrl(); renderFlame(); if (state.view === 'sandwich') renderSandwich(); });
+$('orient').addEventListener('change', () => { state.orient = $('orient').value; writeUrl(); renderFlame(); });
+$('minw').addEventListener('change', () => { state.minw = $('minw').value; writeUrl(); renderFlame(); });
+$('filter').addEventListener('input', () => { state.filter = $('filter').value; writeUrl(); table.setFilter(state.filter); });
+document.querySelectorAll('.tabs button').forEach((b) => b.addEventListener('click', () => { setView(b.dataset.view); writeUrl(); }));
+
+// Label autocomplete: after `{` or `,` suggest label names, inside `name="...` its values.
+let sugg = [], suggOn = -1, suggCtx = null;
+function hideSuggest() { $('suggest').hidden = true; sugg = []; }
+async function suggest(input) {
+  const v = input.value, pos = input.selectionStart, before = v.slice(0, pos);
+  const mv = /([A-Za-z_][\w.]*)\s*(=~|!~|!=|=)\s*"([^"]*)$/.exec(before);
+  const mn = /(?:^|,)\s*([A-Za-z_][\w.]*)?$/.exec(before);
+  let items = [], ctx;
+  try {
+    if (mv) {
+      const r = await get(`/api/v1/label/${encodeURIComponent(mv[1])}/values`,
+        {query: selector(''), from: state.from, to: state.to}, 'suggest');
+      items = (r.data || []).filter((x) => x.startsWith(mv[3]));
+      ctx = {start: pos - mv[3].length, kind: 'value'};
+    } else if (mn) {
+      const typed = mn[1] || '';
+      const r = await get('/api/v1/labels', {query: selector(''), from: state.from, to: state.to}, 'suggest');
+      items = (r.data || []).filter((x) => x.startsWith(typed));
+      ctx = {start: pos - typed.length, kind: 'name'};
+    }
+  } catch (e) {
+    if (e.name === 'AbortError') return; // a newer keystroke's request replaced this one
+    items = [];
+  }
+  sugg = items.slice(0, 50);
+  suggCtx = {...ctx, input, end: pos};
+  suggOn = sugg.length ? 0 : -1;
+  const ul = $('suggest');
+  ul.textContent = '';
+  sugg.forEach((s, k) => {
+    const li = document.createElement('li');
+    li.textContent = s;
+    if (k === suggOn) li.className = 'on';
+    li.onmousedown = (e) => { e.preventDefault(); pick(k); };
+    ul.append(li);
+  });
+  ul.hidden = !sugg.length || document.activeElement !== input;
+}
+function pick(k) {
+  const {input, start, end, kind} = suggCtx, v = input.value;
+  const ins = kind === 'name' ? sugg[k] + '="' : sugg[k] + '"';
+  input.value = v.slice(0, start) + ins + v.slice(end).replace(/^[^",]*"?/, '');
+  const p = start + ins.length;
+  input.setSelectionRange(p, p);
+  hideSuggest();
+  input.focus();
+  if (kind === 'name') suggest(input);
+}
+for (const id of ['labels', 'blabels']) {
+  const input = $(id);
+  input.addEventListener('input', () => suggest(input));
+  input.addEventListener('focus', () => suggest(input));
+  input.addEventListener('blur', () => setTimeout(hideSuggest, 150));
+  input.addEventListener('keydown', (e) => {
+    if ($('suggest').hidden || !sugg.length) return;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      suggOn = (suggOn + (e.key === 'ArrowDown' ? 1 : sugg.length - 1)) % sugg.length;
+      [...$('suggest').children].forEach((li, k) => li.classList.toggle('on', k === suggOn));
+    } else if ((e.key === 'Tab' || e.key === 'Enter') && suggOn >= 0) {
+      e.preventDefault();
+      pick(suggOn);
+    } else if (e.key === 'Escape') {
+      hideSuggest();
+    }
+  });
+}
+
+// ---- start ------------------------------------------------------------------------------------
+async function start() {
+  readUrl();
+  setTenant(state.tenant);
+  syncInputs();
+  busy(1);
+  const any = await loadTypes();
+  busy(-1);
+  if (!any) {
+    overlay('No profiles stored yet. Push some (POST /api/v1/push, see docs/server.md) or scrape targets, then reload.');
+    status('no profile types in the last 30 days');
+    ui.renders++;
+    return;
+  }
+  writeUrl();
+  loadGroups();
+  loadTimeline();
+  loadProfile();
+}
+ui.reload = () => { readUrl(); syncInputs(); runQuery(); };
+ui.esc = esc;
+ui.pct = pct;
+start();

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+// The flame graph on a canvas: draws only frames at least `minWidth` pixels wide (a narrower
+// frame is skipped with its whole subtree, and the share of the view so hidden is reported), so
+// the cost of a draw follows what is visible, not the size of the profile. Hover finds the frame
+// under the pointer by binary search in the drawn row, without redrawing. Flame (root at the
+// bottom) or icicle (root at the top); colours by name, by package, or in a diff by change (red
+// grew, blue shrank); search matches drawn in magenta with their share of the view.
+
+const ROW = 18;
+const MAX_ROWS = 1600; // a canvas taller than ~30000 px is not drawn by browsers
+
+function hash(s) {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return (h >>> 0) / 4294967296;
+}
+
+// The package part of a frame name: Go "net/http.(*conn).serve" -> "net/http", C++ and Rust
+// "std::vector<int>::push" -> "std", Java "java.util.HashMap.get" -> "java.util", a library
+// frame "[libc.so.6+0x1234]" -> "libc.so.6"; otherwise the name itself.
+export function packageOf(name) {
+  let m = /^\[([^+\]]+)/.exec(name);
+  if (m) return m[1];
+  const slash = name.lastIndexOf('/', name.indexOf('(') >= 0 ? name.indexOf('(') : name.length);
+  const rest = name.slice(slash + 1);
+  if (name.includes('::')) return name.slice(0, name.indexOf('::'));
+  const dot = rest.indexOf('.');
+  if (dot > 0) {
+    // Java-like: keep the lower-case leading components
+    m = /^((?:[a-z_][\w]*\.)+)[A-Z]/.exec(rest);
+    if (m && slash < 0) return m[1].slice(0, -1);
+    return name.slice(0, slash + 1 + dot);
+  }
+  return name;
+}
+
+function warm(v1, v2) { // flamegraph.pl's "hot" palette
+  return `rgb(${205 + Math.round(50 * v2)},${Math.round(230 * v1)},${Math.round(55 * v2)})`;
+}
+function cool(v1, v2) { // a second palette, for package colouring to read differently
+  return `rgb(${Math.round(80 + 60 * v2)},${Math.round(150 + 80 * v1)},${Math.round(190 + 50 * v2)})`;
+}
+
+export function diffColor(now, base) {
+  if (now === base) return 'rgb(235,235,235)';
+  const r = (now - base) / Math.max(Math.abs(now), Math.abs(base));
+  const c = Math.round(225 * (1 - Math.min(1, Math.abs(r) * 1.5)));
+  return r > 0 ? `rgb(255,${c},${c})` : `rgb(${c},${c},255)`;
+}
+
+export function fmtValue(v, unit) {
+  const a = Math.abs(v);
+  if (unit === 'nanoseconds') {
+    if (a >= 1e9) return (v / 1e9).toFixed(2) + ' s';
+    if (a >= 1e6) return (v / 1e6).toFixed(2) + ' ms';
+    if (a >= 1e3) return (v / 1e3).toFixed(2) + ' µs';
+    return v + ' ns';
+  }
+  if (unit === 'bytes') {
+    if (a >= 2 ** 30) return (v / 2 ** 30).toFixed(2) + ' GiB';
+    if (a >= 2 ** 20) return (v / 2 ** 20).toFixed(2) + ' MiB';
+    if (a >= 2 ** 10) return (v / 2 ** 10).toFixed(2) + ' KiB';
+    return v + ' B';
+  }
+  return Math.round(v).toLocaleString('en-US') + (unit && unit !== 'count' ? ' ' + unit : '');
+}
+
+export function pct(v, of) { return of ? (100 * v / of).toFixed(2) + '%' : '–'; }
+
+export class FlameGraph {
+  constructor(canvas, opts = {}) {
+    this.canvas = canvas;
+    this.tip = opts.tooltip || null;
+    this.onZoom = opts.onZoom || (() => {});
+    this.flame = opts.flame !== undefined ? opts.flame : true;
+    this.colorMode = opts.colorMode || 'name';
+    this.minWidth = opts.minWidth !== undefined ? opts.minWidth : 1;
+    this.data = null;
+    this.focus = 0;
+    this.match = null; // Uint8Array: 1 where the frame's name matches the search
+    this.rows = [];    // per depth: drawn node ids, left to right
+    this.stats = {drawn: 0, hiddenShare: 0, ms: 0};
+    canvas.addEventListener('mousemove', (e) => this.hover(e));
+    canvas.addEventListener('mouseleave', () => this.hideTip());
+    canvas.addEventListener('click', (e) => {
+      const i = this.nodeAt(e);
+      if (i >= 0) this.onZoom(i);
+    });
+    // the width comes from the observer, so a draw never forces a layout of the page to read it
+    this.width = 0;
+    this.ro = new ResizeObserver((es) => {
+      const w = Math.floor(es[es.length - 1].contentRect.width);
+      if (w === this.width) return;
+      this.width = w;
+      if (this.data) this.draw();
+    });
+    this.ro.observe(canvas.parentElement);
+  }
+
+  setData(data) {
+    this.data = data;
+    this.visRows = 0;
+    this.rowsKey = null;
+    this.focus = 0;
+    this.match = null;
+    this.matchKey = null;
+    this.colors = new Array(data.names.length);
+    this.colorsFor = this.colorMode;
+  }
+
+  setFocus(i) { this.focus = i >= 0 && this.data && i < this.data.n ? i : 0; }
+
+  // Marks frames whose name matches re; returns {count, share} where share is the part of the
+  // focused frame's total under a match (a match inside a match is not counted twice).
+  setSearch(re) {
+    const d = this.data;
+    if (!d || !re) { this.match = null; this.matchKey = null; return null; }
+    // a zoom or redraw with the same search reuses the marks: only the share depends on the zoom
+    if (this.match && this.matchKey === re.toString()) return {count: this.matchCount, share: this.matchedShare()};
+    const nameMatch = new Uint8Array(d.names.length);
+    for (let k = 0; k < d.names.length; k++) nameMatch[k] = re.test(d.names[k]) ? 1 : 0;
+    this.match = new Uint8Array(d.n);
+    let count = 0;
+    for (let i = 1; i < d.n; i++) if ((this.match[i] = nameMatch[d.name[i]])) count++;
+    this.matchKey = re.toString();
+    this.matchCount = count;
+    return {count, share: this.matchedShare()};
+  }
+
+  matchedShare() {
+    const d = this.data, f = this.focus;
+    if (!this.match || !d.total[f]) return 0;
+    if (this.match[f]) return 1;
+    let v = 0;
+    for (let i = f + 1; i < d.end[f];) {
+      if (this.match[i]) { v += d.total[i]; i = d.end[i]; } else i++;
+    }
+    return v / d.total[f];
+  }
+
+  color(i) {
+    const d = this.data;
+    if (this.match && this.match[i]) return 'rgb(230,0,230)';
+    if (d.diff) return diffColor(d.total[i], d.btotal[i]);
+    const k = d.name[i];
+    let c = this.colors[k];
+    if (!c) {
+      const name = d.names[k];
+      if (this.colorMode === 'package') {
+        const p = packageOf(name);
+        c = cool(hash(p), hash(p + '#'));
+      } else {
+        c = warm(hash(name), hash(name + '#'));
+      }
+      this.colors[k] = c;
+    }
+    return c;
+  }
+
+  nrows() { return this.visRows || Math.min(this.data.maxDepth + 1, MAX_ROWS); }
+
+  draw() {
+    const t0 = performance.now();
+    const d = this.data, cv = this.canvas;
+    if (!d) return;
+    const dpr = window.devicePixelRatio || 1;
+    const W = this.width || (this.width = cv.parentElement.clientWidth) || 800;
+    // As tall as the deepest frame drawn when unzoomed (so a flame's root sits at the bottom of
+    // what is visible, not under a blank canvas of depths too narrow to draw), taller only when
+    // a zoom reaches deeper: resizing a canvas reallocates it, which would cost most zooms more
+    // than their draw.
+    const f = this.focus, scale = d.total[f] ? W / d.total[f] : 0;
+    const key = `${W}|${this.minWidth}`;
+    if (this.rowsKey !== key) {
+      this.rowsKey = key;
+      this.baseRows = this.deepest(0, d.total[0] ? W / d.total[0] : 0) + 1;
+    }
+    const need = f ? this.deepest(f, scale) + 1 : this.baseRows;
+    this.visRows = Math.min(Math.max(this.baseRows, need), MAX_ROWS);
+    const rows = this.visRows, H = rows * ROW;
+    this.resized = cv.width !== Math.round(W * dpr) || cv.height !== Math.round(H * dpr);
+    if (this.resized) {
+      cv.width = Math.round(W * dpr);
+      cv.height = Math.round(H * dpr);
+      cv.style.width = W + 'px';
+      cv.style.height = H + 'px';
+    }
+    if (this.colorsFor !== this.colorMode) { // colours are cached per name, per mode
+      this.colors = new Array(d.names.length);
+      this.colorsFor = this.colorMode;
+    }
+    const ctx = cv.getContext('2d', {alpha: false});
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = '#fff';
+    ctx.fillRect(0, 0, W, H);
+    ctx.font = '12px ui-monospace, "DejaVu Sans Mono", monospace';
+    ctx.textBaseline = 'middle';
+    if (!this.charW) this.charW = ctx.measureText('MMMMMMMMMM').width / 10;
+    this.rows = Array.from({length: rows}, () => []);
+    this.W = W;
+    this.H = H;
+    const x0 = d.x[f];
+    this.x0 = x0;
+    this.scale = scale;
+    let drawn = 0, hidden = 0;
+    // the focused frame's ancestors span the width
+    const anc = [];
+    for (let a = f; a >= 0; a = d.parent[a]) anc.push(a);
+    for (const a of anc.reverse()) {
+      if (d.depth[a] < rows) { this.rect(ctx, a, 0, W); drawn++; }
+    }
+    for (let i = f + 1; i < d.end[f];) {
+      const w = d.total[i] * scale;
+      if (w < this.minWidth || d.depth[i] >= rows) {
+        hidden += d.total[i];
+        i = d.end[i];
+        continue;
+      }
+      this.rect(ctx, i, (d.x[i] - x0) * scale, w);
+      drawn++;
+      i++;
+    }
+    this.stats = {drawn, hiddenShare: d.total[f] ? hidden / d.total[f] : 0, ms: performance.now() - t0};
+  }
+
+  deepest(f, scale) {
+    const d = this.data;
+    let deepest = d.depth[f];
+    for (let i = f + 1; i < d.end[f];) {
+      if (d.total[i] * scale < this.minWidth) { i = d.end[i]; continue; }
+      if (d.depth[i] > deepest) deepest = d.depth[i];
+      i++;
+    }
+    return deepest;
+  }
+
+  y(depth) { return this.flame ? (this.nrows() - 1 - depth) * ROW : depth * ROW; }
+
+  rect(ctx, i, x, w) {
+    const d = this.data, dep = d.depth[i], y = this.y(dep);
+    this.rows[dep].push(i);
+    ctx.fillStyle = this.color(i);
+    ctx.fillRect(x, y, Math.max(w - 0.5, 0.5), ROW - 1);
+    if (w > 3 * this.charW + 6) {
+      const name = d.nodeName(i), fit = Math.floor((w - 6) / this.charW);
+      ctx.fillStyle = '#000';
+      ctx.fillText(name.length <= fit ? name : name.slice(0, fit - 2) + '..', x + 3, y + ROW / 2);
+    }
+  }
+
+  // Pixel box of a drawn node (CSS pixels, relative to the canvas).
+  box(i) {
+    const d = this.data;
+    const onPath = i <= this.focus && this.focus < d.end[i];
+    const x = onPath ? 0 : (d.x[i] - this.x0) * this.scale;
+    const w = onPath ? this.W : d.total[i] * this.scale;
+    return {x, y: this.y(d.depth[i]), w, h: ROW - 1};
+  }
+
+  nodeAt(e) {
+    if (!this.data) return -1;
+    const r = this.canvas.getBoundingClientRect();
+    const px = e.clientX - r.left, py = e.clientY - r.top;
+    const rowFromTop = Math.floor(py / ROW);
+    const depth = this.flame ? this.nrows() - 1 - rowFromTop : rowFromTop;
+    const row = this.rows[depth];
+    if (!row || !row.length) return -1;
+    let lo = 0, hi = row.length - 1;
+    while (lo <= hi) { // the last drawn node starting at or left of px
+      const mid = (lo + hi) >> 1, b = this.box(row[mid]);
+      if (b.x <= px) lo = mid + 1; else hi = mid - 1;
+    }
+    if (hi < 0) return -1;
+    const b = this.box(row[hi]);
+    return px < b.x + b.w ? row[hi] : -1;
+  }
+
+  hover(e) {
+    const t0 = performance.now();
+    const i = this.nodeAt(e);
+    if (i < 0 || !this.tip) { this.hideTip(); return; }
+    const d = this.data, u = d.unit, root = d.total[0], foc = d.total[this.focus];
+    let html = `<b>${esc(d.nodeName(i))}</b><br>total ${fmtValue(d.total[i], u)} (${pct(d.total[i], root)}` +
+      (this.focus ? `, ${pct(d.total[i], foc)} of zoom` : '') + `)<br>self ${fmtValue(d.self[i], u)} (${pct(d.self[i], root)})`;
+    if (d.diff) {
+      const delta = d.total[i] - d.btotal[i];
+      html += `<br>base ${fmtValue(d.btotal[i], u)} → new ${fmtValue(d.total[i], u)}` +
+        `<br>change ${delta >= 0 ? '+' : ''}${fmtValue(delta, u)} (${d.btotal[i] ? (delta >= 0 ? '+' : '') + (100 * delta / d.btotal[i]).toFixed(1) + '%' : 'new'})`;
+    }
+    this.tip.innerHTML = html;
+    this.tip.hidden = false;
+    // fixed to the viewport: the graph's scroll box would clip it on a short graph
+    const tw = this.tip.offsetWidth, th = this.tip.offsetHeight;
+    const tx = Math.min(e.clientX + 12, window.innerWidth - tw - 4);
+    const ty = e.clientY + 14 + th > window.innerHeight ? e.clientY - th - 8 : e.clientY + 14;
+    this.tip.style.left = Math.max(0, tx) + 'px';
+    this.tip.style.top = Math.max(0, ty) + 'px';
+    this.hoverNode = i;
+    this.hoverMs = performance.now() - t0;
+  }
+
+  hideTip() { if (this.tip) this.tip.hidden = true; this.hoverNode = -1; }
+
+  // For tests and the benchmark: what the last draw put on the canvas.
+  drawnNodes() {
+    const d = this.data, out = [];
+    if (!d) return out;
+    for (const row of this.rows)
+      for (const i of row) {
+        const b = this.box(i);
+        out.push({id: i, name: d.nodeName(i), depth: d.depth[i], self: d.self[i], total: d.total[i],
+          base: d.diff ? d.btotal[i] : undefined, x: b.x, y: b.y, w: b.w, h: b.h,
+          color: this.color(i)});
+      }
+    return out;
+  }
+}
+
+export function esc(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
+}

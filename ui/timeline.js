@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+// The timeline: the selected series' total per step (from /api/v1/range), stacked by a label's
+// values, on a canvas; dragging across it selects a window (the flame graph then shows that
+// window), and in comparison mode the two windows are drawn in their own colours. Drawn by hand:
+// a stacked area chart and a brush are a few dozen lines, smaller than any charting library.
+
+import {fmtValue} from './flame.js';
+
+const PAD_L = 64, PAD_B = 20, PAD_T = 6;
+const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
+  '#ff9da7', '#9c755f', '#bab0ac'];
+
+export class Timeline {
+  constructor(canvas, legend, opts = {}) {
+    this.canvas = canvas;
+    this.legend = legend;
+    this.onSelect = opts.onSelect || (() => {});
+    this.data = null;
+    this.windows = []; // [{from, to, color, label}] in ms
+    this.drag = null;
+    canvas.addEventListener('mousedown', (e) => {
+      if (!this.data) return;
+      this.drag = {a: this.px(e), b: this.px(e)};
+    });
+    window.addEventListener('mousemove', (e) => {
+      if (this.drag) { this.drag.b = this.px(e); this.draw(); } else if (e.target === canvas) this.hover(e);
+    });
+    window.addEventListener('mouseup', () => {
+      if (!this.drag) return;
+      const {a, b} = this.drag;
+      this.drag = null;
+      if (Math.abs(a - b) >= 3) this.onSelect(Math.round(this.t(Math.min(a, b))), Math.round(this.t(Math.max(a, b))));
+      this.draw();
+    });
+    new ResizeObserver(() => this.draw()).observe(canvas.parentElement);
+  }
+
+  px(e) {
+    const r = this.canvas.getBoundingClientRect();
+    return Math.max(PAD_L, Math.min(r.width, e.clientX - r.left));
+  }
+  t(px) { // pixel -> unix ms
+    const d = this.data;
+    return d.from_ms + (px - PAD_L) / (this.W - PAD_L) * (d.to_ms - d.from_ms);
+  }
+  xOf(ms) {
+    const d = this.data;
+    return PAD_L + (ms - d.from_ms) / (d.to_ms - d.from_ms) * (this.W - PAD_L);
+  }
+
+  setData(d) { this.data = d; this.draw(); this.renderLegend(); }
+  setWindows(w) { this.windows = w; this.draw(); }
+
+  renderLegend() {
+    const d = this.data;
+    this.legend.textContent = '';
+    if (!d || d.series.length < 2) return;
+    d.series.forEach((s, k) => {
+      const span = document.createElement('span');
+      const g = Object.values(s.group || {})[0];
+      span.innerHTML = `<i style="background:${PALETTE[k % PALETTE.length]}"></i>`;
+      span.append(g === undefined || g === '' ? '(none)' : g);
+      this.legend.append(span);
+    });
+  }
+
+  draw() {
+    const cv = this.canvas, dpr = window.devicePixelRatio || 1;
+    const W = cv.parentElement.clientWidth || 800, H = cv.parentElement.clientHeight || 120;
+    this.W = W;
+    this.H = H;
+    cv.width = Math.round(W * dpr);
+    cv.height = Math.round(H * dpr);
+    cv.style.width = W + 'px';
+    cv.style.height = H + 'px';
+    const ctx = cv.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, W, H);
+    const d = this.data;
+    if (!d || !d.series.length) return;
+    const n = d.series[0].points.length;
+    const sums = new Float64Array(n);
+    for (const s of d.series) s.points.forEach((p, k) => { sums[k] += p[1]; });
+    const max = Math.max(1, ...sums), ph = H - PAD_B - PAD_T;
+    const y = (v) => PAD_T + ph - v / max * ph;
+    const stepW = (W - PAD_L) / n;
+    const base = new Float64Array(n);
+    d.series.forEach((s, si) => {
+      ctx.fillStyle = PALETTE[si % PALETTE.length];
+      ctx.beginPath();
+      // one bar per step: a step is a bucket [t, t+step), so bars say that, lines would not
+      s.points.forEach((p, k) => {
+        const top = y(base[k] + p[1]), bot = y(base[k]);
+        if (p[1] > 0) ctx.rect(PAD_L + k * stepW, top, Math.max(stepW - (stepW > 4 ? 1 : 0), 1), bot - top);
+        base[k] += p[1];
+      });
+      ctx.fill();
+    });
+    // axes
+    ctx.fillStyle = '#555';
+    ctx.font = '11px sans-serif';
+    ctx.textBaseline = 'top';
+    ctx.fillText(fmtValue(max, this.unit), 2, PAD_T);
+    ctx.fillText('0', 2, H - PAD_B - 12);
+    const ticks = Math.max(2, Math.floor((W - PAD_L) / 140));
+    for (let k = 0; k <= ticks; k++) {
+      const ms = d.from_ms + k / ticks * (d.to_ms - d.from_ms);
+      const lbl = fmtTime(ms, d.to_ms - d.from_ms);
+      const x = Math.min(this.xOf(ms), W - ctx.measureText(lbl).width - 2);
+      ctx.fillText(lbl, k ? x : PAD_L, H - PAD_B + 4);
+    }
+    ctx.strokeStyle = '#999';
+    ctx.beginPath();
+    ctx.moveTo(PAD_L, H - PAD_B + 0.5);
+    ctx.lineTo(W, H - PAD_B + 0.5);
+    ctx.stroke();
+    for (const w of this.windows) this.band(ctx, this.xOf(w.from), this.xOf(w.to), w.color, w.label);
+    if (this.drag) this.band(ctx, Math.min(this.drag.a, this.drag.b), Math.max(this.drag.a, this.drag.b), 'rgba(0,0,0,0.25)');
+  }
+
+  band(ctx, a, b, color, label) {
+    ctx.fillStyle = color;
+    ctx.fillRect(a, PAD_T, Math.max(b - a, 1), this.H - PAD_B - PAD_T);
+    if (label) {
+      ctx.fillStyle = '#000';
+      ctx.fillText(label, a + 3, PAD_T + 2);
+    }
+  }
+
+  hover(e) {
+    const d = this.data;
+    if (!d || !d.series.length) return;
+    const px = this.px(e), n = d.series[0].points.length;
+    const k = Math.floor((px - PAD_L) / ((this.W - PAD_L) / n));
+    if (k < 0 || k >= n) return;
+    let tot = 0;
+    for (const s of d.series) tot += s.points[k][1];
+    this.canvas.title = `${new Date(d.series[0].points[k][0]).toISOString()}: ${fmtValue(tot, this.unit)}`;
+  }
+}
+
+export function fmtTime(ms, span) {
+  const d = new Date(ms), p = (x) => String(x).padStart(2, '0');
+  const hm = `${p(d.getHours())}:${p(d.getMinutes())}`;
+  if (span <= 10 * 60 * 1000) return `${hm}:${p(d.getSeconds())}`;
+  if (span <= 36 * 3600 * 1000) return hm;
+  return `${p(d.getMonth() + 1)}-${p(d.getDate())} ${hm}`;
+}
