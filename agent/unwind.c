@@ -21,9 +21,11 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,14 +33,21 @@
 
 #define MAX_SESSIONS 4096
 #define SESSION_COST 16384 /* Dwfl, its process and thread state, the module table */
-#define MODULE_COST 2048   /* a Dwfl_Module before its file is opened */
 
 /* Where a mapping's ELF file sits in the process, from its headers. */
 typedef struct layout {
 	uint8_t state; /* 0 unknown, 1 usable, 2 not usable (not ELF, missing, odd) */
 	uint64_t start, end; /* module range in the process */
-	uint64_t cfi_bytes;  /* .eh_frame + .eh_frame_hdr + .debug_frame */
 } layout;
+
+/* A binary mapped once for every session: read-only sharing of the file's pages, with a private
+ * copy of the first page whose ELF header says "no section headers" (see find_elf). */
+typedef struct image {
+	uint64_t dev, ino;
+	int64_t mtime_ns;
+	size_t len;
+	void *map;
+} image;
 
 typedef struct session {
 	int32_t pid;
@@ -52,11 +61,17 @@ typedef struct session {
 
 struct strobe_unwinder {
 	size_t budget, bytes;
+	/* The architecture every session is attached with: an ELF header alone (x86-64), rather
+	 * than letting libdwfl pick "any" module, which opens one and may pick a foreign one. */
+	Elf64_Ehdr arch_hdr;
+	Elf *arch;
 	session **ss; /* heap cells: libdwfl holds a pointer to each */
 	uint32_t nss, css;
 	uint64_t clock;
 	layout *lay;
 	uint32_t nlay;
+	image *img;
+	uint32_t nimg, cimg;
 	strobe_unwind_stats st;
 	/* The sample being unwound and what its walk found. */
 	const strobe_unwind_sample *cur;
@@ -66,27 +81,113 @@ struct strobe_unwinder {
 	bool truncated;
 };
 
+/* The session whose unwind is running: find_elf charges what it opens to it. The sampler calls
+ * the unwinder from one thread; the variable is per thread all the same. */
+static __thread session *opening;
+
+/* What an opened module is charged: libdwfl's and libdw's state for it, and what libdw decodes
+ * into its tree of CIEs and FDEs as they are used, bounded by the number of FDEs, which
+ * .eh_frame_hdr's table counts (about 48 bytes of tree and FDE each). */
+static size_t module_cost(const image *im)
+{
+	size_t cost = 16384;
+	const Elf64_Ehdr *eh = im->map;
+	if (eh->e_phoff >= im->len || eh->e_phnum > 64 ||
+	    im->len - eh->e_phoff < (size_t)eh->e_phnum * sizeof(Elf64_Phdr))
+		return cost;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)im->map + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_GNU_EH_FRAME || ph[i].p_offset >= im->len ||
+		    im->len - ph[i].p_offset < 12)
+			continue;
+		/* version, eh_frame_ptr_enc, fde_count_enc, table_enc, eh_frame_ptr (udata4
+		 * in practice), fde_count */
+		const uint8_t *h = (const uint8_t *)im->map + ph[i].p_offset;
+		if (h[0] == 1 && h[1] == 0x1b && h[2] == 0x03) {
+			uint32_t nfde;
+			memcpy(&nfde, h + 8, 4);
+			cost += (size_t)nfde * 48;
+		}
+	}
+	return cost;
+}
+
 /* ---- libdwfl callbacks ----------------------------------------------------------------------- */
+
+/*
+ * The binary of a module, mapped once per unwinder and shared by every session (libelf descriptors
+ * made with elf_memory over it, one per module, since libdwfl ends each).
+ *
+ * The ELF header of the mapping (a private copy-on-write page) is edited to hide the section
+ * headers, so that libdw finds the unwind tables the way the loader does, through the program
+ * headers (PT_GNU_EH_FRAME: .eh_frame_hdr's binary-search table, then .eh_frame). Through the
+ * section headers, libdw 0.188 misses the search table when .eh_frame comes before
+ * .eh_frame_hdr (lld's layout: libLLVM, Chromium, Rust binaries) and then decodes the whole
+ * .eh_frame linearly - 100+ ms for libLLVM in every process - and it would load a module's
+ * whole DWARF to look for .debug_frame wherever .eh_frame has no entry. What remains unwound
+ * without tables (a binary with .debug_frame only, such as Go's) goes by frame pointers.
+ */
+static const image *image_of(strobe_unwinder *u, int fd, const struct stat *sb)
+{
+	int64_t mt = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+	for (uint32_t i = 0; i < u->nimg; i++)
+		if (u->img[i].dev == (uint64_t)sb->st_dev && u->img[i].ino == (uint64_t)sb->st_ino &&
+		    u->img[i].mtime_ns == mt && u->img[i].len == (size_t)sb->st_size)
+			return &u->img[i];
+	if (sb->st_size < (off_t)sizeof(Elf64_Ehdr) || u->nimg >= 65536)
+		return NULL;
+	if (u->nimg == u->cimg) {
+		uint32_t nc = u->cimg ? u->cimg * 2 : 32;
+		image *n = realloc(u->img, nc * sizeof(*n));
+		if (!n)
+			return NULL;
+		u->img = n;
+		u->cimg = nc;
+	}
+	size_t len = (size_t)sb->st_size;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	Elf64_Ehdr *eh = m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) {
+		munmap(m, len);
+		return NULL;
+	}
+	eh->e_shoff = 0;
+	eh->e_shnum = 0;
+	eh->e_shstrndx = SHN_UNDEF;
+	image *im = &u->img[u->nimg++];
+	*im = (image){(uint64_t)sb->st_dev, (uint64_t)sb->st_ino, mt, len, m};
+	return im;
+}
 
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
 	/* Regular files only: a FIFO or device named by a (fed, untrusted) mapping would block
 	 * or never end. */
+	if (!opening)
+		return -1;
 	int fd = open(modname, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	struct stat sb;
-	Elf *e = NULL;
+	const image *im = NULL;
 	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
-		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (e && elf_kind(e) == ELF_K_ELF && elf_cntl(e, ELF_C_FDDONE) == 0) {
-		*elfp = e;
-	} else if (e) {
-		elf_end(e);
-	}
-	close(fd); /* mapped; libelf no longer needs it */
-	return -1;
+		im = image_of(opening->u, fd, &sb);
+	close(fd);
+	if (!im)
+		return -1;
+	Elf *e = elf_memory(im->map, im->len);
+	if (!e)
+		return -1;
+	*elfp = e;
+	size_t c = module_cost(im);
+	opening->bytes += c;
+	opening->u->bytes += c;
+	if (opening->u->bytes > opening->u->st.cache_bytes_peak)
+		opening->u->st.cache_bytes_peak = opening->u->bytes;
+	return -1; /* no descriptor: the image stays mapped in the unwinder */
 }
 
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -152,7 +253,7 @@ static const Dwfl_Thread_Callbacks thread_cbs = {
 /* ---- module layout --------------------------------------------------------------------------- */
 
 /* Reads the headers of a mapping's file once: the module's range in the process and the size of
- * its unwind sections. */
+ * nothing else (the tables themselves are read by libdw from the mapped file when used). */
 static const layout *layout_of(strobe_unwinder *u, const strobe_tracker *t, uint32_t id,
 			       const strobe_map *m)
 {
@@ -174,73 +275,67 @@ static const layout *layout_of(strobe_unwinder *u, const strobe_tracker *t, uint
 	const char *path = strobe_tracker_str(t, m->path);
 	if (m->anon || !path || path[0] != '/' || strstr(path, " (deleted)"))
 		return NULL;
+	/* The ELF and program headers by pread: libelf would map the whole file (hundreds of MiB
+	 * for libLLVM), and unmapping it costs a TLB shootdown on every CPU. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
 	struct stat sb;
-	Elf *e = NULL;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
-		e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	GElf_Ehdr eh;
-	size_t phnum = 0;
-	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh) ||
-	    (eh.e_type != ET_DYN && eh.e_type != ET_EXEC) || elf_getphdrnum(e, &phnum) != 0)
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	size_t phsz = 0;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    (eh.e_type != ET_DYN && eh.e_type != ET_EXEC) || eh.e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh.e_phnum == 0 || eh.e_phnum > 64)
+		goto out;
+	phsz = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
+	if (pread(fd, ph, phsz, (off_t)eh.e_phoff) != (ssize_t)phsz)
 		goto out;
 	uint64_t first = 0, hi = 0, bias = 0;
 	bool have_first = false, have_bias = false;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+	for (size_t i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD)
 			continue;
-		uint64_t align = ph.p_align ? ph.p_align : 1;
+		uint64_t align = ph[i].p_align ? ph[i].p_align : 1;
 		if (!have_first) {
-			first = ph.p_vaddr & -align;
+			first = ph[i].p_vaddr & -align;
 			have_first = true;
 		}
-		if (ph.p_vaddr + ph.p_memsz > hi)
-			hi = ph.p_vaddr + ph.p_memsz;
+		if (ph[i].p_vaddr + ph[i].p_memsz > hi)
+			hi = ph[i].p_vaddr + ph[i].p_memsz;
 		/* The segment this mapping is: the one whose page-aligned file range holds
 		 * pgoff. Its file offset X sits at m->start + X - pgoff and at ELF address
 		 * X - p_offset + p_vaddr. */
-		uint64_t off0 = ph.p_offset & ~(uint64_t)4095;
-		if ((ph.p_flags & PF_X) && !have_bias && m->pgoff >= off0 &&
-		    m->pgoff < ph.p_offset + ph.p_filesz) {
-			bias = m->start - m->pgoff + ph.p_offset - ph.p_vaddr;
+		uint64_t off0 = ph[i].p_offset & ~(uint64_t)4095;
+		if ((ph[i].p_flags & PF_X) && !have_bias && m->pgoff >= off0 &&
+		    m->pgoff < ph[i].p_offset + ph[i].p_filesz) {
+			bias = m->start - m->pgoff + ph[i].p_offset - ph[i].p_vaddr;
 			have_bias = true;
 		}
 	}
 	if (!have_first || !have_bias || (eh.e_type == ET_EXEC && bias != 0))
 		goto out;
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	if (elf_getshdrstrndx(e, &shstrndx) == 0) {
-		while ((scn = elf_nextscn(e, scn))) {
-			GElf_Shdr sh;
-			const char *name;
-			if (!gelf_getshdr(scn, &sh) ||
-			    !(name = elf_strptr(e, shstrndx, sh.sh_name)))
-				continue;
-			if (!strcmp(name, ".eh_frame") || !strcmp(name, ".eh_frame_hdr") ||
-			    !strcmp(name, ".debug_frame"))
-				l->cfi_bytes += sh.sh_size;
-		}
-	}
 	l->start = bias + first;
 	l->end = bias + hi;
 	l->state = l->end > l->start ? 1 : 2;
 out:
-	if (e)
-		elf_end(e);
 	close(fd);
 	return l->state == 1 ? l : NULL;
 }
 
 /* ---- sessions -------------------------------------------------------------------------------- */
 
-static uint64_t maps_signature(const strobe_proc *p)
+/* A signature of the file mappings of p: anonymous (JIT) code comes and goes without
+ * changing the modules. */
+static uint64_t maps_signature(const strobe_tracker *t, const strobe_proc *p)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ p->nvma;
+	uint64_t h = 0x9e3779b97f4a7c15ull;
 	for (uint32_t i = 0; i < p->nvma; i++) {
+		const strobe_map *m = strobe_tracker_map(t, p->vma[i].map);
+		if (!m || m->anon)
+			continue;
 		h = (h ^ p->vma[i].start) * 0x100000001b3ull;
 		h = (h ^ p->vma[i].end) * 0x100000001b3ull;
 		h = (h ^ p->vma[i].map) * 0x100000001b3ull;
@@ -274,19 +369,19 @@ static void evict(strobe_unwinder *u, const session *keep)
 	}
 }
 
-/* (Re)builds a session's Dwfl from the process's mappings. */
+/* Reports the process's file mappings as the session's modules. The Dwfl is created and
+ * attached once; later reports (the mappings changed: dlopen, exec) go through
+ * dwfl_report_begin/end, which keeps the modules reported again unchanged - their open ELF
+ * and decoded tables - and drops the others. */
 static int session_build(strobe_unwinder *u, session *s, const strobe_tracker *t,
 			 const strobe_proc *p)
 {
-	if (s->dwfl)
-		dwfl_end(s->dwfl);
-	u->bytes -= s->bytes;
-	s->bytes = SESSION_COST;
-	s->usable = false;
-	s->dwfl = dwfl_begin(&dwfl_cbs);
 	if (!s->dwfl) {
-		u->bytes += s->bytes;
-		return -ENOMEM;
+		s->dwfl = dwfl_begin(&dwfl_cbs);
+		if (!s->dwfl)
+			return -ENOMEM;
+		u->bytes += SESSION_COST;
+		s->bytes += SESSION_COST;
 	}
 	u->st.sessions_built++;
 	dwfl_report_begin(s->dwfl);
@@ -303,23 +398,18 @@ static int session_build(strobe_unwinder *u, session *s, const strobe_tracker *t
 			continue;
 		/* The name is the path: find_elf opens it. Overlaps (a file mapped twice)
 		 * are refused by libdwfl; the first one stays. */
-		if (dwfl_report_module(s->dwfl, strobe_tracker_str(t, m->path), l->start, l->end)) {
+		if (dwfl_report_module(s->dwfl, strobe_tracker_str(t, m->path), l->start, l->end))
 			mods++;
-			s->bytes += MODULE_COST + l->cfi_bytes;
-		}
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
-	u->bytes += s->bytes;
-	if (u->bytes > u->st.cache_bytes_peak)
-		u->st.cache_bytes_peak = u->bytes;
-	if (mods && dwfl_attach_state(s->dwfl, NULL, p->pid, &thread_cbs, s))
+	if (mods && !s->usable && dwfl_attach_state(s->dwfl, u->arch, p->pid, &thread_cbs, s))
 		s->usable = true;
 	return 0;
 }
 
 static session *session_for(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p)
 {
-	uint64_t sig = maps_signature(p);
+	uint64_t sig = maps_signature(t, p);
 	session *s = NULL;
 	for (uint32_t i = 0; i < u->nss; i++)
 		if (u->ss[i]->pid == p->pid) {
@@ -383,7 +473,10 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 	u->max = max;
 	u->n = 0;
 	u->truncated = false;
+	opening = s;
 	int rc = dwfl_getthread_frames(s->dwfl, sm->tid, frame_cb, u);
+	opening = NULL;
+	evict(u, s);
 	*n = u->n;
 	u->cur = NULL;
 	if (rc == 0)
@@ -400,6 +493,21 @@ strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
 		return NULL;
 	u->budget = cache_bytes ? cache_bytes : (size_t)64 << 20;
 	elf_version(EV_CURRENT);
+	Elf64_Ehdr *h = &u->arch_hdr;
+	memcpy(h->e_ident, ELFMAG, SELFMAG);
+	h->e_ident[EI_CLASS] = ELFCLASS64;
+	h->e_ident[EI_DATA] = ELFDATA2LSB;
+	h->e_ident[EI_VERSION] = EV_CURRENT;
+	h->e_type = ET_EXEC;
+	h->e_machine = EM_X86_64;
+	h->e_version = EV_CURRENT;
+	h->e_ehsize = sizeof(*h);
+	u->arch = elf_memory((char *)h, sizeof(*h));
+	if (!u->arch) {
+		free(u);
+		errno = EINVAL;
+		return NULL;
+	}
 	return u;
 }
 
@@ -411,6 +519,10 @@ void strobe_unwinder_free(strobe_unwinder *u)
 		session_drop(u, u->nss - 1);
 	free(u->ss);
 	free(u->lay);
+	for (uint32_t i = 0; i < u->nimg; i++)
+		munmap(u->img[i].map, u->img[i].len);
+	free(u->img);
+	elf_end(u->arch);
 	free(u);
 }
 
