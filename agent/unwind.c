@@ -78,7 +78,7 @@ struct strobe_unwinder {
 	uint64_t *pcs;
 	bool *act;
 	unsigned max, n;
-	bool truncated;
+	bool truncated, mem_fail;
 };
 
 /* The session whose unwind is running: find_elf charges what it opens to it. The sampler calls
@@ -134,7 +134,8 @@ static const image *image_of(strobe_unwinder *u, int fd, const struct stat *sb)
 		if (u->img[i].dev == (uint64_t)sb->st_dev && u->img[i].ino == (uint64_t)sb->st_ino &&
 		    u->img[i].mtime_ns == mt && u->img[i].len == (size_t)sb->st_size)
 			return &u->img[i];
-	if (sb->st_size < (off_t)sizeof(Elf64_Ehdr) || u->nimg >= 65536)
+	if (sb->st_size < (off_t)sizeof(Elf64_Ehdr) || sb->st_size > ((off_t)4 << 30) ||
+	    u->nimg >= 65536)
 		return NULL;
 	if (u->nimg == u->cimg) {
 		uint32_t nc = u->cimg ? u->cimg * 2 : 32;
@@ -224,6 +225,9 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 		memcpy(result, sm->stack + (addr - sp), 8);
 		return true;
 	}
+	/* libdwfl takes a register it cannot read for an undefined one, and so a failed read for
+	 * the outermost frame: remember it, the walk did not really end. */
+	u->mem_fail = true;
 	/* Past the copy, on what is plausibly still the stack: the slice was too small. */
 	if (sm->stack_full && addr >= sp + sm->stack_len && addr - sp < (64u << 20))
 		u->truncated = true;
@@ -472,14 +476,14 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 	u->act = activation;
 	u->max = max;
 	u->n = 0;
-	u->truncated = false;
+	u->truncated = u->mem_fail = false;
 	opening = s;
 	int rc = dwfl_getthread_frames(s->dwfl, sm->tid, frame_cb, u);
 	opening = NULL;
 	evict(u, s);
 	*n = u->n;
 	u->cur = NULL;
-	if (rc == 0)
+	if (rc == 0 && !u->mem_fail)
 		return STROBE_UNWIND_COMPLETE;
 	if (u->n >= max)
 		return STROBE_UNWIND_FULL;
