@@ -11,7 +11,7 @@
 # bench/record.sh's; this script runs both parts and writes the report.
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
-#   BENCH_ONLY=toolkit|record bench/run.sh    one part; the other keeps its previous results
+#   BENCH_ONLY=toolkit|record|unwind bench/run.sh    one part; the others keep their previous results
 #   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +24,10 @@ results=$work/results.md
 : > "$results"
 note() { echo "bench: $*" >&2; }
 only=${BENCH_ONLY:-all}
-case $only in all | toolkit | record) ;; *) note "BENCH_ONLY is all, toolkit or record"; exit 2 ;; esac
-rm -f "$work/toolkit.md" "$work/record.md" "$work/notes"
+case $only in all | toolkit | record | unwind) ;; *) note "BENCH_ONLY is all, toolkit, record or unwind"; exit 2 ;; esac
+rm -f "$work/toolkit.md" "$work/record.md" "$work/unwind.md" "$work/notes"
 
-if [ "$only" != record ]; then # ---- the toolkit: collapse, flamegraph, top ----------------------
+if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top ----------------------
   fg=${FLAMEGRAPH_DIR:-}
   if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && [ -f "$fg/flamegraph.pl" ]; then
     have_fg=1
@@ -136,8 +136,11 @@ if [ "$only" != record ]; then # ---- the toolkit: collapse, flamegraph, top ---
   } > "$work/toolkit.md"
 fi
 
-if [ "$only" != toolkit ]; then # ---- the recorder: overhead and memory of strobe record ---------
+if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: overhead and memory -----
   bash bench/record.sh "$work/record.md"
+fi
+if [ "$only" = all ] || [ "$only" = unwind ]; then # ---- unwinding with tables -------------------
+  bash bench/unwind.sh "$work/unwind.md"
 fi
 
 # ---- report ------------------------------------------------------------------------------------
@@ -161,11 +164,13 @@ part() { # NAME TITLE FILE: the part's markdown, this run's or the one already i
   part toolkit "Toolkit: collapse, flamegraph, top" "$work/toolkit.md"
   echo
   part record "Recorder: strobe record" "$work/record.md"
+  echo
+  part unwind "Unwinding: --call-graph auto against fp and perf --call-graph dwarf" "$work/unwind.md"
   echo "<!-- results:end -->"
 } > "$work/section"
 awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work/toolkit.md" "$work/record.md"; do [ -f "$f" ] && cat "$f"; done
+for f in "$work/toolkit.md" "$work/record.md" "$work/unwind.md"; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"
