@@ -1333,6 +1333,14 @@ void strobe_sampler_trim(strobe_sampler *s)
 	s->arena = NULL;
 	s->pend = NULL;
 	s->alen = s->acap = s->npend = s->cpend = 0;
+	/* The unwinder: its sessions, decoded tables and mapped binaries. */
+	if (s->uw) {
+		strobe_unwind_stats us;
+		strobe_unwind_get_stats(s->uw, &us);
+		s->uw_peak = us.cache_bytes_peak;
+		strobe_unwinder_free(s->uw);
+		s->uw = NULL;
+	}
 	/* Address ranges of every process seen: frames already name their mapping. */
 	for (uint32_t i = 0; i < s->tr.pids.n; i++) {
 		free(s->tr.procs[i].vma);
@@ -1345,13 +1353,14 @@ void strobe_sampler_trim(strobe_sampler *s)
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
+	st->unwind_cache_bytes = s->uw_peak;
 	if (s->uw) {
 		strobe_unwind_stats us;
 		strobe_unwind_get_stats(s->uw, &us);
 		st->unwind_cache_bytes = us.cache_bytes_peak;
-		st->unwind_ns_p50 = unwind_pct(s, 0.5);
-		st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	}
+	st->unwind_ns_p50 = unwind_pct(s, 0.5);
+	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;
 	st->threads = s->tr.tids.n;
 }

@@ -46,7 +46,15 @@ for b in gzip sort sha256sum /usr/bin/python3 seq head cc as ld "$(cc -print-pro
   if [ -z "$f" ]; then continue; fi
   f=$(readlink -f "$f")
   e=$(readelf -h "$f" 2>/dev/null | awk '/Entry point/ { print $NF }')
-  if [ -n "$e" ]; then entries+="$(basename "$f")=$e "; fi
+  if [ -z "$e" ]; then continue; fi
+  entries+="$(basename "$f")=$e "
+  # strobe names an unnamed frame by file offset: the entry point's, through its PT_LOAD
+  o=$(readelf -lW "$f" 2>/dev/null | awk -v e="$e" '
+    function hex(h,   i, v) { v = 0; h = tolower(h); sub(/^0x/, "", h)
+      for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
+      return v }
+    $1 == "LOAD" && hex($3) <= hex(e) && hex(e) < hex($3) + hex($6) { printf "0x%x", hex(e) - hex($3) + hex($2); exit }')
+  if [ -n "$o" ] && [ "$o" != "$e" ]; then entries+="$(basename "$f")@=$o "; fi
 done
 
 # summary NAME FOLDED: the share of complete stacks (roots first in each line)
@@ -68,7 +76,10 @@ summary() {
     if (!(first in root) && match(first, /^\[[^+ ]+(\+0x| <)[0-9a-f]+>?\]$/)) {
       bin = first; sub(/^\[/, "", bin); sub(/(\+0x| <).*/, "", bin)
       off = first; sub(/^[^+<]*(\+0x|<)/, "", off); sub(/>?\]$/, "", off)
-      if ((bin in entry) && hex(off) - entry[bin] >= 0 && hex(off) - entry[bin] < 64) first = "_start"
+      for (k = 0; k < 2; k++) {
+        key = k ? bin "@" : bin
+        if ((key in entry) && hex(off) - entry[key] >= 0 && hex(off) - entry[key] < 64) first = "_start"
+      }
     }
     if (first in root) ok += n
     else bad[first] += n
