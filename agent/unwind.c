@@ -4,24 +4,22 @@
  * stack copy.
  *
  * Per process a session: a Dwfl whose modules are the process's executable file mappings,
- * reported with dwfl_report_module at the address their ELF headers say (computed once per
- * mapping and cached by mapping id, so one read of a binary's headers serves every process that
- * maps it), and opened lazily by our find_elf callback only when an unwind reaches code in them.
- * find_elf maps the file (ELF_C_READ_MMAP), tells libelf it is done with the descriptor and
- * closes it, so a cached session holds no file descriptors. Debug files are never searched: the
- * tables in the binary (.eh_frame, or .debug_frame where the binary has it) are what unwinds; a
- * debuginfo lookup would load a whole DWARF file on the sampling path.
+ * reported with dwfl_report_module at the address their ELF headers say (read once per mapping
+ * by pread and cached by mapping id), and opened lazily by our find_elf callback only when an
+ * unwind reaches code in them. find_elf hands libdwfl an ELF descriptor over the binary's image,
+ * which the unwinder maps once and shares between all sessions (see image_of), so a session holds
+ * no file descriptors and a binary is mapped once however many processes run it. Debug files are
+ * never searched: a debuginfo lookup would load a whole DWARF file on the sampling path.
  *
  * The session is attached once (dwfl_attach_state); its callbacks read the sample being unwound
  * through the session pointer, so the Dwfl, its opened ELF files and libdw's decoded CIEs/FDEs
- * are reused by every later sample of the process. A session is rebuilt when the process's
+ * are reused by every later sample of the process. A session is re-reported when the process's
  * mapping list changes (a signature of it is compared each time) and sessions are evicted
  * least-recently-used when the estimate of what they hold passes the budget.
  */
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
