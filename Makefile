@@ -34,6 +34,9 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 # Workloads with known answers for the recorder's truth tests: frame pointers kept, debug info on.
 WL_SRC   := $(wildcard tests/workloads/*.c)
 WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
+# ... and the same built as release builds are, -O2 without any frame pointers (X-nofp), for the
+# unwinder's tests: only the unwind tables can walk them.
+WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp
 
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads
 all: $(B)/strobe
@@ -100,7 +103,10 @@ $(B)/fuzzobj/gen/profile.pb-c.o: $(GEN_SRC)
 $(B)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread -o $@ $< -lm
-workloads: $(WL_BIN)
+$(B)/workloads/%-nofp: tests/workloads/%.c $(wildcard tests/workloads/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -pthread -o $@ $< -lm
+workloads: $(WL_BIN) $(WL_NOFP)
 
 # ---- the two commands of the README -----------------------------------------------------------
 demo: deps
@@ -108,14 +114,14 @@ demo: deps
 	@bash scripts/demo.sh
 
 check: check-deps
-	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN)
+	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP)
 	@bash tests/run.sh
 
 unit: $(UNIT_BIN)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN)
+e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz

@@ -96,9 +96,18 @@ static int kind_of(const strobe_sampler *s, uint64_t id)
 	return 0;
 }
 
+/* Whether samples carry registers and a stack copy to unwind. */
+static bool copies_stack(const strobe_sampler_opts *o)
+{
+	return o->call_graph == STROBE_CG_DWARF || o->call_graph == STROBE_CG_AUTO;
+}
+
 static unsigned ring_pages(const strobe_sampler_opts *o)
 {
-	unsigned p = o->ring_pages ? o->ring_pages : (o->events & STROBE_EV_OFFCPU) ? 256 : 64;
+	/* A stack copy makes every sample some KiB: rings 4x larger by default. */
+	unsigned p = o->ring_pages ? o->ring_pages
+				   : ((o->events & STROBE_EV_OFFCPU) ? 256 : 64) *
+					     (copies_stack(o) ? 4 : 1);
 	unsigned r = 1;
 	while (r < p && r < (1u << 16))
 		r <<= 1;
@@ -120,6 +129,12 @@ static void make_attr(const strobe_sampler *s, struct perf_event_attr *a, int ki
 	a->sample_type = s->sample_type[kind];
 	a->exclude_callchain_kernel = !s->o.kernel || s->kernel_excluded;
 	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : 127);
+	if (copies_stack(&s->o) && kind != EVK_WAKEUP) {
+		a->sample_regs_user = STROBE_SAMPLER_REGS_MASK;
+		a->sample_stack_user = s->o.stack_size;
+		/* dwarf: the user part of the chain comes from the unwinder alone */
+		a->exclude_callchain_user = s->o.call_graph == STROBE_CG_DWARF;
+	}
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(ring_pages(&s->o) * (size_t)sysconf(_SC_PAGESIZE) / 4);
 	switch (kind) {
@@ -351,12 +366,34 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 			memcpy(s->pids, o->pids, o->npids * sizeof(*s->pids));
 		s->o.pids = s->pids;
 	}
+#ifndef __x86_64__
+	if (s->o.call_graph == STROBE_CG_AUTO)
+		s->o.call_graph = STROBE_CG_FP; /* the register layout is x86-64's only */
+#endif
+	if (copies_stack(&s->o)) {
+		if (!s->o.stack_size)
+			s->o.stack_size = 16384;
+		s->o.stack_size &= ~7u;
+		if (s->o.stack_size > 65000)
+			s->o.stack_size = 65000 & ~7u;
+		if (s->o.stack_size < 8)
+			s->o.stack_size = 8;
+		s->uw = strobe_unwinder_new(s->o.unwind_cache_bytes);
+		s->upcs = malloc(256 * sizeof(*s->upcs));
+		s->uact = malloc(256 * sizeof(*s->uact));
+		if (!s->uw || !s->upcs || !s->uact)
+			rc = -ENOMEM;
+	}
 	const uint64_t common = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 				PERF_SAMPLE_CPU;
 	s->sample_type[EVK_CLOCK] = common | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
 	s->sample_type[EVK_SWITCH] = common | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD |
 				     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
 	s->sample_type[EVK_WAKEUP] = common | PERF_SAMPLE_RAW;
+	if (copies_stack(&s->o)) {
+		s->sample_type[EVK_CLOCK] |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		s->sample_type[EVK_SWITCH] |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	}
 	s->cpu_wide = o->all;
 	if (rc < 0) {
 		strobe_sampler_close(s);
@@ -370,6 +407,12 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	*out = NULL;
 	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
 		return strobe_errf(err, -EINVAL, "no event selected");
+#ifndef __x86_64__
+	if (o->call_graph == STROBE_CG_DWARF)
+		return strobe_errf(err, -EOPNOTSUPP,
+				   "unwinding with unwind tables is implemented for x86-64 only: "
+				   "use frame pointers");
+#endif
 	if (!o->all && o->npids == 0)
 		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
 	strobe_sampler *s = sampler_alloc(o);
@@ -475,6 +518,9 @@ void strobe_sampler_close(strobe_sampler *s)
 	strobe_itab_free(&s->agg);
 	free(s->vals);
 	free(s->scratch);
+	strobe_unwinder_free(s->uw);
+	free(s->upcs);
+	free(s->uact);
 	free(s);
 }
 
@@ -507,6 +553,10 @@ typedef struct sample {
 	uint32_t pid, tid, cpu, raw_size;
 	const uint64_t *ips;
 	const uint8_t *raw;
+	uint64_t abi;              /* REGS_USER: 0 = no user registers (a kernel thread) */
+	uint64_t regs[STROBE_UNWIND_NREGS];
+	uint64_t stack_size, stack_dyn; /* STACK_USER: bytes copied, bytes valid */
+	const uint8_t *stack;
 } sample;
 
 /* Walks a PERF_RECORD_SAMPLE's fields in the order the kernel writes them. */
@@ -551,6 +601,24 @@ static bool parse_sample(const struct perf_event_header *h, uint64_t type, sampl
 		if (sm->raw_size > (size_t)(end - p))
 			return false;
 		sm->raw = p;
+		p += sm->raw_size; /* the kernel pads size + data to 8 bytes */
+	}
+	if (type & PERF_SAMPLE_REGS_USER) {
+		TAKE(&sm->abi, 8);
+		if (sm->abi) /* the mask is ours: STROBE_SAMPLER_REGS_MASK, 17 registers */
+			TAKE(sm->regs, sizeof(sm->regs));
+	}
+	if (type & PERF_SAMPLE_STACK_USER) {
+		TAKE(&sm->stack_size, 8);
+		if (sm->stack_size) {
+			if (sm->stack_size > (size_t)(end - p))
+				return false;
+			sm->stack = p;
+			p += sm->stack_size;
+			TAKE(&sm->stack_dyn, 8);
+			if (sm->stack_dyn > sm->stack_size)
+				sm->stack_dyn = sm->stack_size;
+		}
 	}
 #undef TAKE
 	return true;
@@ -641,15 +709,136 @@ static strobe_proc *proc_for(strobe_sampler *s, int32_t pid)
 	return p;
 }
 
-/* Resolves a call chain into frame ids (leaf first) in s->scratch; returns the count. */
+/* Interns one frame of pid into s->scratch (*p: the process, looked up on first use). */
+static void add_frame(strobe_sampler *s, int32_t pid, strobe_proc **p, bool *rescanned,
+		      uint64_t ip, bool kernel, bool call, uint32_t *n)
+{
+	if (*n >= 256)
+		return;
+	strobe_frame_key k = {.addr = ip, .call = call};
+	if (kernel) {
+		k.map = STROBE_MAP_KERNEL;
+	} else {
+		if (!*p)
+			*p = proc_for(s, pid);
+		k.map = *p ? strobe_tracker_find(*p, ip) : STROBE_MAP_NONE;
+		if (k.map == STROBE_MAP_NONE && *p && !(*p)->exited && !*rescanned) {
+			/* Mapped after we last looked and reported by no record we have
+			 * (a process that predates recording, code made executable by
+			 * mprotect): look again, at most once a second per process. Only
+			 * for the user leaf, which ran: a caller that misses is mostly a
+			 * frame-pointer walk gone astray in code built without them, and
+			 * re-reading /proc for those was most of the recorder's CPU. */
+			int64_t now = strobe_mono_ns();
+			if (now - (*p)->rescan_ns > 1000000000 &&
+			    strobe_tracker_read_proc(&s->tr, pid, now) == 0) {
+				*p = strobe_tracker_proc(&s->tr, pid, false);
+				k.map = *p ? strobe_tracker_find(*p, ip) : STROBE_MAP_NONE;
+			}
+		}
+		*rescanned = true; /* callers of the leaf never look again */
+	}
+	uint32_t id;
+	if (strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
+		s->scratch[(*n)++] = id;
+}
+
+static void unwind_time(strobe_sampler *s, int64_t ns)
+{
+	uint64_t v = ns > 1 ? (uint64_t)ns : 1;
+	unsigned lg = 63u - (unsigned)__builtin_clzll(v);
+	unsigned b = lg < 3 ? lg * 8 : lg * 8 + (unsigned)((v >> (lg - 3)) & 7);
+	s->uw_hist[b < 256 ? b : 255]++;
+}
+
+static uint64_t unwind_pct(const strobe_sampler *s, double q)
+{
+	uint64_t total = 0, acc = 0;
+	for (unsigned b = 0; b < 256; b++)
+		total += s->uw_hist[b];
+	if (!total)
+		return 0;
+	for (unsigned b = 0; b < 256; b++) {
+		acc += s->uw_hist[b];
+		if ((double)acc >= q * (double)total) {
+			unsigned lg = b / 8, f = b % 8;
+			return lg < 3 ? (1ull << lg) : (uint64_t)(8 + f) << (lg - 3);
+		}
+	}
+	return 0;
+}
+
+/*
+ * The user part of a stack with unwind tables. Returns how many program counters are in
+ * s->upcs/s->uact to use, or -1 to keep the kernel's frame-pointer chain (fp[0..nfp)).
+ * auto: the table walk wins when it reached the outermost frame or the frame limit; when it
+ * stopped short, the frame-pointer chain continues it from the first return address both have
+ * in common (the table walk's last frame), and when they have none the longer of the two wins.
+ */
+static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const sample *sm,
+		       const uint64_t *fp, uint32_t nfp, uint32_t max)
+{
+	if (!sm->abi || !sm->stack_size || sm->tid == 0)
+		return -1; /* a kernel thread, or no stack copied */
+	if (!*p)
+		*p = proc_for(s, pid);
+	if (!*p)
+		return -1;
+	strobe_unwind_sample us = {
+		.pid = pid, .tid = (int32_t)sm->tid, .regs = sm->regs, .stack = sm->stack,
+		.stack_len = sm->stack_dyn, .stack_full = sm->stack_dyn >= sm->stack_size};
+	unsigned nd = 0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = strobe_unwind(s->uw, &s->tr, *p, &us, s->upcs, s->uact, max, &nd);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	unwind_time(s, (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec));
+	if (rc < 0 || nd == 0) {
+		s->st.unwind_failed++;
+		if (s->o.call_graph == STROBE_CG_DWARF) { /* at least the sampled address */
+			s->upcs[0] = sm->regs[8];
+			s->uact[0] = true;
+			return 1;
+		}
+		return -1;
+	}
+	s->st.unwound++;
+	if (rc == STROBE_UNWIND_COMPLETE)
+		s->st.unwind_complete++;
+	else if (rc == STROBE_UNWIND_TRUNCATED)
+		s->st.unwind_truncated++;
+	if (s->o.call_graph != STROBE_CG_AUTO || rc == STROBE_UNWIND_COMPLETE ||
+	    rc == STROBE_UNWIND_FULL)
+		return (int)nd;
+	uint64_t last = s->upcs[nd - 1];
+	for (uint32_t j = 0; j < nfp; j++) {
+		if (fp[j] != last)
+			continue;
+		if (j + 1 < nfp)
+			s->st.unwind_fp_spliced++;
+		for (uint32_t k = j + 1; k < nfp && nd < max; k++) {
+			s->upcs[nd] = fp[k];
+			s->uact[nd++] = false;
+		}
+		return (int)nd;
+	}
+	if (nfp > nd) {
+		s->st.unwind_fp_kept++;
+		return -1;
+	}
+	return (int)nd;
+}
+
+/* Resolves a sample's stack into frame ids (leaf first) in s->scratch; returns the count. */
 static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
 {
 	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
 		return 0;
 	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
 	strobe_proc *p = NULL;
-	bool first = true, rescanned = false, user_leaf = true;
-	uint32_t n = 0;
+	bool first = true, rescanned = false;
+	uint32_t n = 0, nfp = 0;
+	uint64_t fp[256]; /* the user part of the kernel's chain */
 	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
 		uint64_t ip = sm->ips[i];
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
@@ -660,38 +849,27 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
 		}
 		if (ctx == CTX_OTHER || ip == 0)
 			continue;
-		strobe_frame_key k = {.addr = ip, .call = !first};
-		first = false;
 		if (ctx == CTX_KERNEL) {
-			if (!s->o.kernel)
-				continue;
-			k.map = STROBE_MAP_KERNEL;
-		} else {
-			if (!p)
-				p = proc_for(s, pid);
-			k.map = p ? strobe_tracker_find(p, ip) : STROBE_MAP_NONE;
-			bool leaf = user_leaf;
-			user_leaf = false;
-			if (k.map == STROBE_MAP_NONE && leaf && p && !p->exited && !rescanned) {
-				/* Mapped after we last looked and reported by no record we have
-				 * (a process that predates recording, code made executable by
-				 * mprotect): look again, at most once a second per process. Only
-				 * for the user leaf, which ran: a caller that misses is mostly a
-				 * frame-pointer walk gone astray in code built without them, and
-				 * re-reading /proc for those was most of the recorder's CPU. */
-				int64_t now = strobe_mono_ns();
-				rescanned = true;
-				if (now - p->rescan_ns > 1000000000 &&
-				    strobe_tracker_read_proc(&s->tr, pid, now) == 0) {
-					p = strobe_tracker_proc(&s->tr, pid, false);
-					k.map = p ? strobe_tracker_find(p, ip) : STROBE_MAP_NONE;
-				}
-			}
+			bool call = !first;
+			first = false;
+			if (s->o.kernel)
+				add_frame(s, pid, &p, &rescanned, ip, true, call, &n);
+		} else if (nfp < 256) {
+			fp[nfp++] = ip;
 		}
-		uint32_t id;
-		if (strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) < 0)
-			break;
-		s->scratch[n++] = id;
+	}
+	int nu = s->uw ? unwind_user(s, pid, &p, sm, fp, nfp, s->o.max_stack) : -1;
+	if (nu < 0) {
+		for (uint32_t i = 0; i < nfp; i++) {
+			add_frame(s, pid, &p, &rescanned, fp[i], false, !first, &n);
+			first = false;
+		}
+	} else {
+		for (int i = 0; i < nu; i++) {
+			add_frame(s, pid, &p, &rescanned, s->upcs[i], false,
+				  first ? false : (i == 0 ? true : !s->uact[i]), &n);
+			first = false;
+		}
 	}
 	return n;
 }
@@ -902,8 +1080,11 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 		memcpy(v, b, 16);
 		if (h->type == PERF_RECORD_FORK)
 			strobe_tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
-		else
+		else {
 			strobe_tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
+			if (s->uw && v[0] == v[2]) /* the process is gone: its unwind session too */
+				strobe_unwind_forget(s->uw, (int32_t)v[0]);
+		}
 		return;
 	}
 	case PERF_RECORD_SWITCH:
@@ -1155,6 +1336,14 @@ void strobe_sampler_trim(strobe_sampler *s)
 	s->arena = NULL;
 	s->pend = NULL;
 	s->alen = s->acap = s->npend = s->cpend = 0;
+	/* The unwinder: its sessions, decoded tables and mapped binaries. */
+	if (s->uw) {
+		strobe_unwind_stats us;
+		strobe_unwind_get_stats(s->uw, &us);
+		s->uw_peak = us.cache_bytes_peak;
+		strobe_unwinder_free(s->uw);
+		s->uw = NULL;
+	}
 	/* Address ranges of every process seen: frames already name their mapping. */
 	for (uint32_t i = 0; i < s->tr.pids.n; i++) {
 		free(s->tr.procs[i].vma);
@@ -1167,6 +1356,14 @@ void strobe_sampler_trim(strobe_sampler *s)
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
+	st->unwind_cache_bytes = s->uw_peak;
+	if (s->uw) {
+		strobe_unwind_stats us;
+		strobe_unwind_get_stats(s->uw, &us);
+		st->unwind_cache_bytes = us.cache_bytes_peak;
+	}
+	st->unwind_ns_p50 = unwind_pct(s, 0.5);
+	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;
 	st->threads = s->tr.tids.n;
 }

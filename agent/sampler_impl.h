@@ -14,6 +14,7 @@
 
 #include "perf.h"
 #include "proc.h"
+#include "unwind.h"
 #include "strobe/sampler.h"
 
 /* Value slots of the aggregate (the profile's sample types are chosen from these). */
@@ -78,6 +79,13 @@ struct strobe_sampler {
 	int64_t period_ns;
 	int64_t start_ns, start_real_ns; /* of the current aggregation period */
 	strobe_sampler_stats st;
+
+	/* Unwinding with tables (call_graph dwarf/auto). */
+	strobe_unwinder *uw;
+	uint64_t *upcs;          /* the unwound program counters of the current sample */
+	bool *uact;
+	uint64_t uw_hist[256];   /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
+	size_t uw_peak;          /* the unwinder's cache peak, kept when trim frees it */
 };
 
 int64_t strobe_mono_ns(void);

@@ -7,11 +7,14 @@
 # and `go tool pprof` on PATH. A missing peer is reported and its comparison skipped.
 # Inputs are generated here, never committed: a real `perf record -a -g` of a busy workload
 # (perf script text, >= 50 MB), synthetic folded stacks and a synthetic pprof from a fixed seed.
-# The recorder's benchmarks (overhead and memory of `strobe record` against `perf record`) are
-# bench/record.sh's; this script runs both parts and writes the report.
+# The other parts are scripts of their own, each writing its markdown to the file it is given:
+# bench/record.sh (strobe record against perf record), bench/unwind.sh (--call-graph against
+# perf --call-graph dwarf), bench/server.sh (ingest, storage, query, RSS of strobe server),
+# bench/agent.sh (strobe agent's cost) and bench/ui.sh (the web UI in headless chromium).
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
-#   BENCH_ONLY=toolkit|record|agent|ui bench/run.sh   one part; the others keep their previous results
+#   BENCH_ONLY=PART bench/run.sh   one part (toolkit, record, unwind, server, agent or ui); the
+#                                  others keep their previous results
 #   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +27,15 @@ results=$work/results.md
 : > "$results"
 note() { echo "bench: $*" >&2; }
 only=${BENCH_ONLY:-all}
-case $only in all | toolkit | record | agent | ui) ;; *) note "BENCH_ONLY is all, toolkit, record, agent or ui"; exit 2 ;; esac
-rm -f "$work/toolkit.md" "$work/record.md" "$work/agent.md" "$work/ui.md" "$work/notes"
+# The parts after the toolkit: NAME, script, title in the report.
+parts=(record bench/record.sh "Recorder: strobe record"
+       unwind bench/unwind.sh "Unwinding: --call-graph auto against fp and perf --call-graph dwarf"
+       server bench/server.sh "Server: strobe server"
+       agent bench/agent.sh "Agent: strobe agent"
+       ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom")
+case " all toolkit record unwind server agent ui " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, agent or ui"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,agent,ui}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -136,16 +146,12 @@ if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse
   } > "$work/toolkit.md"
 fi
 
-if [ "$only" = all ] || [ "$only" = ui ]; then # ---- the web UI in headless chromium -----------
-  bash bench/ui.sh "$work/ui.md"
-fi
-
-if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: overhead and memory ------
-  bash bench/record.sh "$work/record.md"
-fi
-if [ "$only" = all ] || [ "$only" = agent ]; then # ---- the agent: strobe agent's cost ----------
-  bash bench/agent.sh "$work/agent.md"
-fi
+for ((i = 0; i < ${#parts[@]}; i += 3)); do
+  name=${parts[i]}
+  if [ "$only" = all ] || [ "$only" = "$name" ]; then
+    RUNS=$runs bash "${parts[i + 1]}" "$work/$name.md"
+  fi
+done
 
 # ---- report ------------------------------------------------------------------------------------
 # Each part sits between its own markers inside the results section; a part not run this time
@@ -166,17 +172,15 @@ part() { # NAME TITLE FILE: the part's markdown, this run's or the one already i
 {
   echo "<!-- results:begin -->"
   part toolkit "Toolkit: collapse, flamegraph, top" "$work/toolkit.md"
-  echo
-  part record "Recorder: strobe record" "$work/record.md"
-  echo
-  part agent "Agent: strobe agent" "$work/agent.md"
-  echo
-  part ui "Web UI: query to drawn flame graph, hover, zoom" "$work/ui.md"
+  for ((i = 0; i < ${#parts[@]}; i += 3)); do
+    echo
+    part "${parts[i]}" "${parts[i + 2]}" "$work/${parts[i]}.md"
+  done
   echo "<!-- results:end -->"
 } > "$work/section"
 awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work/toolkit.md" "$work/record.md" "$work/agent.md" "$work/ui.md"; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,agent,ui}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

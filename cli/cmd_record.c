@@ -26,7 +26,7 @@ static const char usage_text[] =
 	"usage: strobe record [options] -a\n"
 	"       strobe record [options] -p PID[,PID...]\n"
 	"       strobe record [options] [--] COMMAND [ARGS...]\n\n"
-	"Samples call stacks (kernel and user, from frame pointers) and writes a symbolized profile.\n"
+	"Samples call stacks (kernel and user) and writes a symbolized profile.\n"
 	"Ends after -d, when the command or processes exit, or on Ctrl-C; the output is always\n"
 	"written. Needs root, CAP_PERFMON, or kernel.perf_event_paranoid low enough.\n\n"
 	"  -e, --event EVENT      cpu (on-CPU samples, default), offcpu (time blocked or waiting\n"
@@ -50,6 +50,11 @@ static const char usage_text[] =
 	"                         -a, where it keeps the recorder small, else 0)\n"
 	"  --idle                 keep samples of idle CPUs (-a)\n"
 	"  -m, --mmap-pages N     ring buffer pages per CPU (a power of two)\n"
+	"  --call-graph MODE      how user stacks are walked: fp (frame pointers, by the kernel),\n"
+	"                         dwarf (a copy of the stack unwound with the binaries' unwind\n"
+	"                         tables), auto (dwarf completed by frame pointers; default)\n"
+	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default 16384)\n"
+	"  --unwind-cache MIB     memory budget of the unwinder's caches (default 64)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
 	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
@@ -177,7 +182,7 @@ static bool any_alive(const pid_t *pids, unsigned n)
 int cmd_record(int argc, char **argv)
 {
 	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
-	       O_BUDGET };
+	       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"event", required_argument, 0, 'e'},
 		{"freq", required_argument, 0, 'F'},   {"all-cpus", no_argument, 0, 'a'},
@@ -189,9 +194,13 @@ int cmd_record(int argc, char **argv)
 		{"no-symbolize", no_argument, 0, O_NOSYM},
 		{"debug-dir", required_argument, 0, O_DEBUGDIR},
 		{"idle", no_argument, 0, O_IDLE},
-		{"debug-budget", required_argument, 0, O_BUDGET}, {0, 0, 0, 0}};
+		{"debug-budget", required_argument, 0, O_BUDGET},
+		{"call-graph", required_argument, 0, O_CALLGRAPH},
+		{"stack-size", required_argument, 0, O_STACKSIZE},
+		{"unwind-cache", required_argument, 0, O_UWCACHE}, {0, 0, 0, 0}};
 	const char *cmd = "record", *output = "strobe.pb.gz";
-	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true};
+	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true,
+				  .call_graph = STROBE_CG_AUTO};
 	double duration = 0;
 	long budget_mb = -1; /* not given */
 	bool quiet = false, per_thread = true, symbolize = true;
@@ -281,6 +290,29 @@ int cmd_record(int argc, char **argv)
 		case O_BUDGET:
 			if (cli_int(cmd, "--debug-budget", optarg, 0, 1 << 20, &budget_mb) < 0)
 				goto out;
+			break;
+		case O_CALLGRAPH:
+			if (strcmp(optarg, "fp") == 0)
+				so.call_graph = STROBE_CG_FP;
+			else if (strcmp(optarg, "dwarf") == 0)
+				so.call_graph = STROBE_CG_DWARF;
+			else if (strcmp(optarg, "auto") == 0)
+				so.call_graph = STROBE_CG_AUTO;
+			else {
+				cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)",
+					optarg);
+				goto out;
+			}
+			break;
+		case O_STACKSIZE:
+			if (cli_int(cmd, "--stack-size", optarg, 8, 65000, &v) < 0)
+				goto out;
+			so.stack_size = (unsigned)v & ~7u;
+			break;
+		case O_UWCACHE:
+			if (cli_int(cmd, "--unwind-cache", optarg, 1, 1 << 20, &v) < 0)
+				goto out;
+			so.unwind_cache_bytes = (size_t)v << 20;
 			break;
 		default: fputs(usage_text, stderr); goto out;
 		}
@@ -434,6 +466,11 @@ int cmd_record(int argc, char **argv)
 	for (int i = 1; i < argc && nn < (int)sizeof(note) - 1; i++)
 		nn += snprintf(note + nn, sizeof(note) - (size_t)nn, " %s", argv[i]);
 	strobe_profile_add_comment(p, note);
+	if (st.unwind_truncated) {
+		snprintf(note, sizeof(note), "truncated stacks: %" PRIu64 " (stack slice of --stack-size too small)",
+			 st.unwind_truncated);
+		strobe_profile_add_comment(p, note);
+	}
 	if (st.lost) {
 		snprintf(note, sizeof(note), "lost records: %" PRIu64 " (ring buffer full)", st.lost);
 		strobe_profile_add_comment(p, note);
@@ -468,6 +505,18 @@ int cmd_record(int argc, char **argv)
 					"inlined frames: debug information over --debug-budget %ld "
 					"(MB; 0 = no limit)\n", over_budget,
 				over_budget == 1 ? "y" : "ies", budget_mb);
+		if (getenv("STROBE_DEBUG") && st.unwound + st.unwind_failed)
+			fprintf(stderr, "strobe record: unwound %" PRIu64 " complete %" PRIu64
+					" truncated %" PRIu64 " failed %" PRIu64 " fp-spliced %" PRIu64
+					" fp-kept %" PRIu64 " unwind-ns p50 %" PRIu64 " p99 %" PRIu64
+					" cache %" PRIu64 " bytes\n",
+				st.unwound, st.unwind_complete, st.unwind_truncated, st.unwind_failed,
+				st.unwind_fp_spliced, st.unwind_fp_kept, st.unwind_ns_p50,
+				st.unwind_ns_p99, st.unwind_cache_bytes);
+		if (st.unwind_truncated)
+			fprintf(stderr, "strobe record: %" PRIu64 " stacks were deeper than the "
+					"copied slice (completed by frame pointers where possible): "
+					"use a larger --stack-size\n", st.unwind_truncated);
 		if (st.lost)
 			fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
 					"buffer full): use a larger -m or a lower -F\n", st.lost);

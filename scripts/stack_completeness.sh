@@ -8,13 +8,16 @@
 #
 #   scripts/stack_completeness.sh [SECONDS] [-- extra strobe record options]
 #
-# Runs a busy workload of Debian binaries (gzip, sort, sha256sum, python3, cc1 compiling) while
-# `strobe record -a` samples it, and prints the share overall and per process. Samples of kernel
+# Runs a busy workload of Debian binaries (gzip, sort, sha256sum, python3, cc1 compiling) and
+# samples it system-wide, one after the other, with `strobe record -a --call-graph fp`, `dwarf`
+# and `auto`, and with `perf record -a --call-graph fp` and `dwarf` where perf is installed
+# (MODES="strobe:auto perf:dwarf" picks some), each for SECONDS at 199 Hz, and prints for each
+# the share of complete stacks and the outermost frames of the incomplete ones. Samples of kernel
 # threads (stacks rooted in kthread, ret_from_fork, the idle loop) are left out: they have no user
-# stack.
+# stack; so are those of strobe and perf themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-10}
+secs=${1:-8}
 shift || true
 [ "${1:-}" = "--" ] && shift
 strobe=${STROBE:-build/strobe}
@@ -27,17 +30,41 @@ busy() {
   while [ $SECONDS -lt $end ]; do
     head -c 5000000 /dev/urandom | gzip -6 | gzip -dc | sha256sum > /dev/null
     seq 1 200000 | sort -R | sort -n > /dev/null
-    command -v python3 > /dev/null && python3 -c 'sum(i*i for i in range(300000))'
+    /usr/bin/python3 -c 'sum(i*i for i in range(300000))'
     cc -O2 -c -o "$work/t.o" "$work/t.c" 2> /dev/null || true
   done
 }
 busy & busy &
 sleep 1
-"$strobe" record -a -F 499 -d "$secs" -q -o "$work/r.pb.gz" "$@"
-"$strobe" convert -t folded --sample-index samples --tagignore 'process=^strobe$' \
-  -o "$work/r.folded" "$work/r.pb.gz"
-awk '
-  BEGIN { split("_start __libc_start_main __libc_start_call_main main start_thread clone clone3", r, " ")
+
+# Stripped binaries (gzip, sort, ...) have no name for _start: an unnamed root frame within 64
+# bytes of its binary's ELF entry point counts as _start ("[gzip+0x3e1a]" from strobe,
+# "[gzip <3e19>]" from perf --addrs).
+entries=""
+for b in gzip sort sha256sum /usr/bin/python3 seq head cc as ld "$(cc -print-prog-name=cc1 2>/dev/null)"; do
+  f=$(command -v "$b" 2>/dev/null || true)
+  if [ -z "$f" ]; then continue; fi
+  f=$(readlink -f "$f")
+  e=$(readelf -h "$f" 2>/dev/null | awk '/Entry point/ { print $NF }')
+  if [ -z "$e" ]; then continue; fi
+  entries+="$(basename "$f")=$e "
+  # strobe names an unnamed frame by file offset: the entry point's, through its PT_LOAD
+  o=$(readelf -lW "$f" 2>/dev/null | awk -v e="$e" '
+    function hex(h,   i, v) { v = 0; h = tolower(h); sub(/^0x/, "", h)
+      for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
+      return v }
+    $1 == "LOAD" && hex($3) <= hex(e) && hex(e) < hex($3) + hex($6) { printf "0x%x", hex(e) - hex($3) + hex($2); exit }')
+  if [ -n "$o" ] && [ "$o" != "$e" ]; then entries+="$(basename "$f")@=$o "; fi
+done
+
+# summary NAME FOLDED: the share of complete stacks (roots first in each line)
+summary() {
+  awk -v name="$1" -v entries="$entries" '
+  function hex(h,   i, v, c) { v = 0; h = tolower(h); sub(/^0x/, "", h)
+    for (i = 1; i <= length(h); i++) { c = index("0123456789abcdef", substr(h, i, 1)); v = v * 16 + c - 1 }
+    return v }
+  BEGIN { ne = split(entries, es, " "); for (i = 1; i <= ne; i++) { split(es[i], kv, "="); entry[kv[1]] = hex(kv[2]) }
+          split("_start __libc_start_main __libc_start_call_main main start_thread clone clone3", r, " ")
           for (i in r) root[r[i]] = 1
           split("kthread ret_from_fork ret_from_fork_asm secondary_startup_64 start_kernel cpu_startup_entry common_startup_64 x86_64_start_kernel", k, " ")
           for (i in k) kroot[k[i]] = 1 }
@@ -46,12 +73,48 @@ awk '
     split(stack, f, ";"); first = f[1]
     if (first in kroot) next
     total += n
+    if (!(first in root) && match(first, /^\[[^+ ]+(\+0x| <)[0-9a-f]+>?\]$/)) {
+      bin = first; sub(/^\[/, "", bin); sub(/(\+0x| <).*/, "", bin)
+      off = first; sub(/^[^+<]*(\+0x|<)/, "", off); sub(/>?\]$/, "", off)
+      for (k = 0; k < 2; k++) {
+        key = k ? bin "@" : bin
+        if ((key in entry) && hex(off) - entry[key] >= 0 && hex(off) - entry[key] < 64) first = "_start"
+      }
+    }
     if (first in root) ok += n
     else bad[first] += n
   }
   END {
-    if (!total) { print "no user samples"; exit 1 }
-    printf "complete stacks: %.1f%% of %d user samples\n", 100 * ok / total, total
-    printf "outermost frames of the incomplete ones (top 8):\n"
-    for (b in bad) printf "  %6.2f%%  %s\n", 100 * bad[b] / total, b | "sort -rn | head -8"
-  }' "$work/r.folded"
+    if (!total) { printf "%-14s no user samples\n", name; exit }
+    printf "%-14s complete stacks: %5.1f%% of %.0f user samples\n", name, 100 * ok / total, total
+    m = 0
+    for (b in bad) top[++m] = sprintf("%6.2f%%  %s", 100 * bad[b] / total, b)
+    cmd = "sort -rn | head -4"
+    for (i = 1; i <= m; i++) print "                 " top[i] | cmd
+    close(cmd)
+  }' "$2"
+}
+
+# Only the workload'"'"'s own processes: the host may be running anything else meanwhile.
+procs='gzip|sort|sha256sum|python3|python3.11|cc|cc1|as|collect2|ld|seq|head'
+modes=${MODES:-strobe:fp strobe:dwarf strobe:auto perf:fp perf:dwarf}
+for m in $modes; do
+  tool=${m%%:*} cg=${m#*:}
+  out=$work/$tool-$cg
+  if [ "$tool" = strobe ]; then
+    STROBE_DEBUG=1 "$strobe" record -a -F 199 -d "$secs" --call-graph "$cg" -o "$out.pb.gz" "$@" \
+      2> "$out.log"
+    "$strobe" convert -t folded --sample-index samples --tagfocus "process=^($procs)\$" \
+      -o "$out.folded" "$out.pb.gz"
+  else
+    command -v perf > /dev/null || { echo "perf:$cg       perf is not installed"; continue; }
+    perf record -q -B -a -F 199 --call-graph "$cg" -o "$out.data" -- sleep "$secs" > "$out.log" 2>&1 ||
+      { echo "perf:$cg       perf record failed: $(head -1 "$out.log")"; continue; }
+    # "comm;root;...;leaf N": drop the comm, and perf's own samples
+    perf script -i "$out.data" 2> /dev/null | "$strobe" collapse --addrs | grep -E "^($procs);" |
+      sed 's/^[^;]*;//' > "$out.folded"
+  fi
+  summary "$tool:$cg" "$out.folded"
+  [ "$tool" = strobe ] && sed -n 's/^strobe record: \(unwound .*\)/                 (\1)/p' "$out.log"
+done
+true

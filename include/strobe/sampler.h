@@ -51,7 +51,21 @@ typedef struct strobe_sampler_opts {
 	int64_t min_block_ns;   /* off-CPU intervals shorter than this are not recorded */
 	unsigned ring_pages;    /* data pages per CPU ring (power of two); 0 = a default */
 	unsigned max_stack;     /* frames per stack, at most 127; 0 = 127 */
+	/* How user stacks are walked (STROBE_CG_*; zero = frame pointers, as before). dwarf and
+	 * auto copy stack_size bytes of the user stack and the registers with every sample (on-CPU
+	 * and switch-out) and unwind them with the binaries' unwind tables (x86-64 only). */
+	unsigned call_graph;
+	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 16384 */
+	size_t unwind_cache_bytes;  /* budget of the unwinder's per-process caches; 0 = 64 MiB */
 } strobe_sampler_opts;
+
+enum {
+	STROBE_CG_FP = 0, /* the kernel's frame-pointer chain */
+	STROBE_CG_DWARF,  /* unwind tables only (libdwfl; it follows frame pointers itself for
+			     code without tables) */
+	STROBE_CG_AUTO,   /* both: the table walk, completed by the frame-pointer chain where the
+			     table walk stopped short (see docs/record.md) */
+};
 
 typedef struct strobe_sampler_stats {
 	uint64_t samples;       /* on-CPU samples taken */
@@ -65,6 +79,15 @@ typedef struct strobe_sampler_stats {
 	uint64_t orphan_in;     /* switch-ins of a thread not known to be off CPU */
 	uint64_t late;          /* records that arrived after later ones had been processed */
 	uint32_t processes, threads, cpus, fds;
+	/* Unwinding (call_graph dwarf or auto): stacks unwound, how they ended, what it cost. */
+	uint64_t unwound;           /* user stacks walked with unwind tables */
+	uint64_t unwind_complete;   /* ... that reached the outermost frame */
+	uint64_t unwind_truncated;  /* ... that needed more of the stack than was copied */
+	uint64_t unwind_failed;     /* no usable module (the kernel's chain was kept) */
+	uint64_t unwind_fp_spliced; /* auto: completed with frame-pointer frames */
+	uint64_t unwind_fp_kept;    /* auto: the frame-pointer chain was longer and kept */
+	uint64_t unwind_ns_p50, unwind_ns_p99; /* time per unwind (approximate, 1/8 octave) */
+	uint64_t unwind_cache_bytes;           /* the unwinder's cache estimate, at its peak */
 } strobe_sampler_stats;
 
 typedef struct strobe_sampler strobe_sampler;
@@ -125,7 +148,10 @@ typedef struct strobe_sampler_layout {
 /* A sampler with no events: records are given to it with strobe_sampler_feed, and /proc is
  * never read. Sample formats are those strobe_sampler_open requests (IDENTIFIER, IP, TID, TIME,
  * CPU, PERIOD, CALLCHAIN, RAW for sched_switch; IDENTIFIER, TID, TIME, CPU, RAW for
- * sched_wakeup; sample_id_all trailers of TID, TIME, CPU, IDENTIFIER). */
+ * sched_wakeup; sample_id_all trailers of TID, TIME, CPU, IDENTIFIER). With call_graph dwarf or
+ * auto, cpu-clock and sched_switch samples also carry REGS_USER (abi, then the registers of
+ * STROBE_SAMPLER_REGS_MASK, in bit order) and STACK_USER (size, bytes, dyn_size). */
+#define STROBE_SAMPLER_REGS_MASK 0xff01ffull /* x86-64: AX..IP (bits 0-8), R8..R15 (16-23) */
 int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampler_layout *l,
 				strobe_sampler **out);
 /* Feeds concatenated perf records (each 8-byte aligned, at most 64 KiB) and processes, in time

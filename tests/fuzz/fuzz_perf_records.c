@@ -3,7 +3,9 @@
  * libFuzzer target for the sampler's decoder of kernel perf records (samples with call chains
  * and raw tracepoint data, mmap2, comm, fork/exit, switch, lost), fed through the offline
  * interface, and for the profile built from whatever it accepted. The first input byte picks
- * the events (cpu, offcpu, wall) and the mode (per-task or system-wide).
+ * the events (cpu, offcpu, wall), the mode (per-task or system-wide) and, in its top bits, the
+ * call graph: frame pointers, or with registers and stack copies in the samples (dwarf, auto),
+ * which are then unwound against the files the fed mmap records name.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.wakeup_pid_offset = 24};
 	unsigned ev = (data[0] & 3) ? (data[0] & 3) : 1;
 	strobe_sampler_opts o = {.events = ev, .freq = 99, .all = data[0] & 4, .kernel = true,
-				 .min_block_ns = (data[0] & 8) ? 100 : 0};
+				 .min_block_ns = (data[0] & 8) ? 100 : 0,
+				 .call_graph = (unsigned)(data[0] >> 6) % 3, .stack_size = 512};
 	strobe_sampler *s;
 	if (strobe_sampler_open_offline(&o, &l, &s) < 0)
 		return 0;

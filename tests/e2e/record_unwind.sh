@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Complete stacks without frame pointers: `strobe record --call-graph auto|dwarf` (unwind tables,
+# libdwfl) against the truth, on workloads whose callers sit under Debian's glibc (built without
+# frame pointers) or are built with -O2 -fomit-frame-pointer themselves (build/workloads/*-nofp).
+#   qsort        qsort_cmp (frame pointers in our code, none in glibc's merge sort): cmp_hot's CPU
+#                share within ±3 pp of the truth, and >= 99% of its samples under the whole chain
+#                main;sort_rounds;sort_once;...qsort...;cmp_hot rooted at _start. The same
+#                workload with --call-graph fp is the control: its share of complete stacks is
+#                printed (a frame-pointer walk loses everything above glibc's frames)
+#   qsort-nofp   the same on qsort_cmp-nofp (no frame pointers anywhere), --call-graph dwarf
+#   split-nofp   cpu_split-nofp: the 60/30/10 split within ±3 pp, and >= 99% of the burn
+#                samples under clone3/start_thread;thread_main;run_rounds;burn_X
+#   offcpu       offcpu_block, -e offcpu: each blocking function (site_nanosleep, site_mutex_lock,
+#                site_read) directly above its libc frame, with its off-CPU time within ±10% of
+#                the time the workload measured around the call
+#   perf         the peer: perf record --call-graph dwarf on qsort_cmp-nofp, cmp_hot's share within
+#                ±3 pp of its truth and of strobe's (qsort-nofp)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/record.sh
+. "$here/lib/record.sh"
+need_workloads qsort_cmp qsort_cmp-nofp cpu_split-nofp offcpu_block
+TOL_PP=3
+TOL=10
+if [ "$(uname -m)" != x86_64 ]; then
+	skip record_unwind "unwinding with tables is implemented for x86-64 only"
+	exit 0
+fi
+
+# complete FOLDED LEAF REGEX: % of the value of stacks holding frame LEAF whose whole stack matches
+# REGEX (frames joined by ';', root first)
+complete() {
+	awk -v leaf="$2" -v re="$3" '
+		{ line = $0; sp = match(line, / [0-9]+$/); if (!sp) next
+		  v = substr(line, sp + 1) + 0; stack = substr(line, 1, sp - 1)
+		  if (index(";" stack ";", ";" leaf ";") == 0) next
+		  all += v; if (stack ~ re) good += v }
+		END { if (!all) { print "nan"; exit 1 } printf "%.2f\n", 100 * good / all }' "$1"
+}
+# sum FOLDED REGEX: the value of the stacks matching REGEX
+sum() { awk -v re="$2" '{ sp = match($0, / [0-9]+$/); if (sp && substr($0, 1, sp - 1) ~ re) t += substr($0, sp + 1) } END { printf "%.0f\n", t }' "$1"; }
+atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "nan" && a + 0 >= b + 0) }'; }
+
+QSORT_RE='^_start;[^;]*libc_start_main[^;]*;([^;]*;)?main;sort_rounds;sort_once;[^;]*qsort[^;]*;(.*;)?cmp_hot(;|$)'
+
+check_qsort() { # NAME FOLDED TRUTH: sets detail, returns 1 on failure (after a FAIL line)
+	local name=$1 f=$2 tf=$3 got want c
+	got=$(pct "$(shares "$f" cmp_hot)" cmp_hot); want=$(truth_share "$tf" cmp_hot)
+	c=$(complete "$f" cmp_hot "$QSORT_RE")
+	detail="cmp_hot ${got}% (truth ${want}%), ${c}% of its samples under main;...;qsort;...;cmp_hot"
+	if ! within_pp "$got" "$want" "$TOL_PP"; then fail "$name" "share off by more than $TOL_PP pp: $detail"; return 1; fi
+	if ! atleast "$c" 99; then fail "$name" "stacks incomplete: $detail"; return 1; fi
+}
+
+# ---- qsort: auto, with the fp control --------------------------------------------------------
+name=record_unwind/qsort
+if ! rec "$name" 60 -F 999 -o "$TMPDIR/q.pb.gz" -- "$WL/qsort_cmp" -o "$TMPDIR/q.truth" 3; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/q.pb.gz" "$TMPDIR/q.folded" samples; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/q.folded.err")"
+elif check_qsort "$name" "$TMPDIR/q.folded" "$TMPDIR/q.truth"; then
+	ctl=""
+	if rec "$name-fp" 60 -F 999 --call-graph fp -o "$TMPDIR/qfp.pb.gz" -- "$WL/qsort_cmp" 2 &&
+		fold "$TMPDIR/qfp.pb.gz" "$TMPDIR/qfp.folded" samples; then
+		ctl="; --call-graph fp: $(complete "$TMPDIR/qfp.folded" cmp_hot "$QSORT_RE")% complete"
+	fi
+	ok "$name" "$detail$ctl"
+fi
+
+# ---- qsort-nofp: dwarf, no frame pointers anywhere ------------------------------------------
+name=record_unwind/qsort-nofp
+qn_ok=0
+if ! rec "$name" 60 -F 999 --call-graph dwarf -o "$TMPDIR/qn.pb.gz" -- "$WL/qsort_cmp-nofp" -o "$TMPDIR/qn.truth" 3; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/qn.pb.gz" "$TMPDIR/qn.folded" samples; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/qn.folded.err")"
+elif check_qsort "$name" "$TMPDIR/qn.folded" "$TMPDIR/qn.truth"; then
+	ok "$name" "$detail"
+	qn_ok=1
+fi
+
+# ---- split-nofp: the 60/30/10 split built -O2 -fomit-frame-pointer ---------------------------
+name=record_unwind/split-nofp
+FNS=(burn_60 burn_30 burn_10)
+if ! rec "$name" 60 -F 999 -o "$TMPDIR/s.pb.gz" -- "$WL/cpu_split-nofp" -o "$TMPDIR/s.truth" 4; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/s.pb.gz" "$TMPDIR/s.folded" cpu; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/s.folded.err")"
+else
+	s=$(shares "$TMPDIR/s.folded" "${FNS[@]}")
+	bad="" detail=""
+	for fn in "${FNS[@]}"; do
+		got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/s.truth" "$fn")
+		c=$(complete "$TMPDIR/s.folded" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
+		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
+		within_pp "$got" "$want" "$TOL_PP" || bad+="$fn share; "
+		atleast "$c" 99 || bad+="$fn stacks; "
+	done
+	if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
+fi
+
+# ---- offcpu: the function that called libc, directly above it --------------------------------
+name=record_unwind/offcpu
+declare -A SITE_RE=(
+	[site_nanosleep_outer]=';site_nanosleep_outer;site_nanosleep;[^;]*nanosleep[^;]*;'
+	[site_mutex_outer]=';site_mutex_outer;site_mutex_lock;[^;]*(pthread_mutex_lock|lll_lock)[^;]*;'
+	[site_read_outer]=';site_read_outer;site_read;[^;]*read[^;]*;')
+if ! rec "$name" 60 -e offcpu -o "$TMPDIR/o.pb.gz" -- "$WL/offcpu_block" -o "$TMPDIR/o.truth" 4; then
+	fail "$name" "strobe record -e offcpu failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/o.pb.gz" "$TMPDIR/o.folded" off_cpu; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/o.folded.err")"
+else
+	bad="" detail=""
+	for site in site_nanosleep_outer site_mutex_outer site_read_outer; do
+		got=$(sum "$TMPDIR/o.folded" "${SITE_RE[$site]}"); want=$(truth "$TMPDIR/o.truth" "$site")
+		detail+="${site%_outer} $(awk -v g="$got" 'BEGIN { printf "%.1f", g / 1e6 }') ms (truth $(awk -v w="$want" 'BEGIN { printf "%.1f", w / 1e6 }')) "
+		within_rel "$got" "$want" "$TOL" || bad+="${site%_outer} "
+	done
+	if [ -n "$bad" ]; then fail "$name" "not directly above libc for ±${TOL}% of the truth: $bad: $detail"
+	else ok "$name" "${detail% }"; fi
+fi
+
+# perf record --call-graph dwarf OUT CMD... (perf 6.1 of Debian now and then aborts in its build-id
+# code: the caller tries twice)
+perf_dwarf() { local out=$1; shift; perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$out.data" -- "$@" >"$out.log" 2>&1; }
+
+# ---- perf --call-graph dwarf, the peer --------------------------------------------------------
+name=record_unwind/perf
+if ! command -v perf >/dev/null; then
+	skip "$name" "perf is not installed"
+elif ! perf_dwarf "$TMPDIR/p" "$WL/qsort_cmp-nofp" -o "$TMPDIR/p.truth" 3 && ! perf_dwarf "$TMPDIR/p" "$WL/qsort_cmp-nofp" -o "$TMPDIR/p.truth" 3; then
+	skip "$name" "perf record --call-graph dwarf does not work here: $(errof "$TMPDIR/p.log")"
+elif ! perf script -i "$TMPDIR/p.data" 2>>"$TMPDIR/p.log" | "$STROBE_FAST" collapse >"$TMPDIR/p.folded" 2>>"$TMPDIR/p.log"; then
+	fail "$name" "perf script | strobe collapse failed: $(errof "$TMPDIR/p.log")"
+else
+	pg=$(pct "$(shares "$TMPDIR/p.folded" cmp_hot)" cmp_hot); pw=$(truth_share "$TMPDIR/p.truth" cmp_hot)
+	pc=$(complete "$TMPDIR/p.folded" cmp_hot 'main;sort_rounds;sort_once;.*qsort.*;cmp_hot')
+	detail="perf: cmp_hot ${pg}% (truth ${pw}%), ${pc}% under main;...;qsort;...;cmp_hot"
+	if ! within_pp "$pg" "$pw" "$TOL_PP"; then
+		fail "$name" "perf itself is off the truth: $detail"
+	elif [ $qn_ok != 1 ]; then
+		fail "$name" "$detail; no strobe profile to compare (qsort-nofp failed)"
+	else
+		sg=$(pct "$(shares "$TMPDIR/qn.folded" cmp_hot)" cmp_hot)
+		sw=$(truth_share "$TMPDIR/qn.truth" cmp_hot)
+		# each against its own run's truth: the runs differ a little
+		if within_pp "$(awk -v a="$pg" -v b="$pw" 'BEGIN { print a - b }')" "$(awk -v a="$sg" -v b="$sw" 'BEGIN { print a - b }')" "$TOL_PP"; then
+			ok "$name" "$detail; strobe ${sg}% (truth ${sw}%)"
+		else
+			fail "$name" "strobe and perf differ from their truths by more than $TOL_PP pp apart: $detail; strobe ${sg}% (truth ${sw}%)"
+		fi
+	fi
+fi
+exit $st

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+/* qsort_cmp: a hot comparator called back from libc's qsort, for the unwinder's truth tests.
+ *
+ *   qsort_cmp [-o TRUTH] SECONDS
+ *
+ * main -> sort_rounds -> sort_once -> qsort(3) -> glibc's merge sort (built without frame
+ * pointers) -> cmp_hot, alternating with other_work, which burns half as much CPU as the sort
+ * before it took. A frame-pointer unwind from cmp_hot goes through glibc's frames with whatever
+ * rbp they left and loses sort_once, sort_rounds and main; unwind tables give the whole chain.
+ *
+ * Truth ("key value" lines): "cmp_hot NS" is the thread CPU time spent inside the qsort calls,
+ * "other_work NS" that of other_work, "process_cpu_ns" the process's, and share_X = X / process.
+ * The comparator spins about 4000 multiply-adds per call, so qsort's own work (a few ns per
+ * comparison) is well under 0.5% of the time charged to it. */
+#include "wl_common.h"
+
+#include <unistd.h>
+
+#define N 1024
+
+static uint64_t keys[N];
+
+static __attribute__((noinline)) int cmp_hot(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b, acc = x ^ y;
+	for (int i = 0; i < 4000; i++)
+		acc = acc * 6364136223846793005ULL + 1442695040888963407ULL;
+	wl_sink = acc;
+	return x < y ? -1 : x > y;
+}
+
+static __attribute__((noinline)) int64_t sort_once(uint64_t *seed)
+{
+	for (int i = 0; i < N; i++) {
+		*seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		keys[i] = *seed >> 11;
+	}
+	int64_t t0 = wl_thread_cpu_ns();
+	qsort(keys, N, sizeof(keys[0]), cmp_hot);
+	int64_t t = wl_thread_cpu_ns() - t0;
+	wl_sink = keys[N / 2]; /* qsort is not the tail call: sort_once stays on the stack */
+	return t;
+}
+
+static __attribute__((noinline)) int64_t other_work(int64_t want)
+{
+	uint64_t acc = 1;
+	int64_t t0 = wl_thread_cpu_ns(), t;
+	do
+		WL_SPIN_CHUNK(acc);
+	while ((t = wl_thread_cpu_ns()) - t0 < want);
+	return t - t0;
+}
+
+static __attribute__((noinline)) void sort_rounds(int64_t deadline, int64_t ns[2], long *rounds)
+{
+	uint64_t seed = 42;
+	while (wl_mono_ns() < deadline) {
+		int64_t s = sort_once(&seed);
+		ns[0] += s;
+		ns[1] += other_work(s / 2);
+		(*rounds)++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *truth = NULL;
+	int c;
+	while ((c = getopt(argc, argv, "o:")) != -1) {
+		if (c != 'o')
+			goto usage;
+		truth = optarg;
+	}
+	if (optind != argc - 1)
+		goto usage;
+	double secs = wl_parse_seconds(argv[optind], "qsort_cmp");
+	FILE *tf = wl_truth_open(truth, "qsort_cmp");
+	int64_t ns[2] = {0, 0};
+	long rounds = 0;
+	sort_rounds(wl_mono_ns() + (int64_t)(secs * 1e9), ns, &rounds);
+	int64_t total = wl_process_cpu_ns();
+	if (tf) {
+		fprintf(tf, "pid %d\nrounds %ld\ncmp_hot %lld\nother_work %lld\nprocess_cpu_ns %lld\n",
+			(int)getpid(), rounds, (long long)ns[0], (long long)ns[1], (long long)total);
+		fprintf(tf, "share_cmp_hot %.4f\nshare_other_work %.4f\n",
+			total ? (double)ns[0] / (double)total : 0, total ? (double)ns[1] / (double)total : 0);
+	}
+	wl_truth_close(tf, truth, "qsort_cmp");
+	return 0;
+usage:
+	fprintf(stderr, "usage: qsort_cmp [-o TRUTH] SECONDS\n");
+	return 2;
+}
