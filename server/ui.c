@@ -33,7 +33,7 @@ bool srv_ui(srv_req *r)
 	}
 	r->etag = a->etag;
 	r->cache = "no-cache";
-	const char *inm = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "If-None-Match");
+	const char *inm = srv_header(r, "If-None-Match");
 	bool fresh = inm && strstr(inm, a->etag);
 	/* srv_reply takes a malloc'd body; the files are small, so a copy per request is cheap. */
 	size_t n = fresh ? 0 : a->len;
