@@ -104,10 +104,11 @@ static bool copies_stack(const strobe_sampler_opts *o)
 
 static unsigned ring_pages(const strobe_sampler_opts *o)
 {
-	/* A stack copy makes every sample some KiB: rings 4x larger by default. */
+	/* A stack copy makes every sample some KiB: rings larger by default (2 MiB per CPU for
+	 * on-CPU, 4 MiB with off-CPU). */
 	unsigned p = o->ring_pages ? o->ring_pages
-				   : ((o->events & STROBE_EV_OFFCPU) ? 256 : 64) *
-					     (copies_stack(o) ? 4 : 1);
+				   : (o->events & STROBE_EV_OFFCPU) ? (copies_stack(o) ? 1024 : 256)
+								    : (copies_stack(o) ? 512 : 64);
 	unsigned r = 1;
 	while (r < p && r < (1u << 16))
 		r <<= 1;
@@ -372,7 +373,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 #endif
 	if (copies_stack(&s->o)) {
 		if (!s->o.stack_size)
-			s->o.stack_size = 16384;
+			s->o.stack_size = 8192; /* perf's default too */
 		s->o.stack_size &= ~7u;
 		if (s->o.stack_size > 65000)
 			s->o.stack_size = 65000 & ~7u;
@@ -1186,6 +1187,8 @@ static int by_offset(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
+static int read_rings(strobe_sampler *s);
+
 /* Processes held records older than cutoff, in time order; keeps the rest. */
 static void process_until(strobe_sampler *s, int64_t cutoff)
 {
@@ -1195,11 +1198,22 @@ static void process_until(strobe_sampler *s, int64_t cutoff)
 		return;
 	}
 	qsort(s->pend, s->npend, sizeof(*s->pend), by_time);
-	size_t i = 0;
-	for (; i < s->npend && s->pend[i].time < cutoff; i++) {
+	size_t i = 0, sorted = s->npend;
+	int64_t drained = strobe_mono_ns();
+	for (; i < sorted && s->pend[i].time < cutoff; i++) {
 		if (s->pend[i].time < s->horizon_ns)
 			s->st.late++; /* arrived after its turn: processed out of order */
 		process(s, (const struct perf_event_header *)(s->arena + s->pend[i].off));
+		/* Unwinding makes processing slow enough for the rings to fill meanwhile (a
+		 * stack copy per sample): empty them into the arena every 10 ms. What they add
+		 * is newer than the cutoff and waits, unsorted, after the sorted part. */
+		if (s->uw && (i & 63) == 63 && s->alen < MAX_PENDING) {
+			int64_t now = strobe_mono_ns();
+			if (now - drained > 10000000) {
+				read_rings(s);
+				drained = now;
+			}
+		}
 	}
 	if (cutoff > s->horizon_ns)
 		s->horizon_ns = cutoff;

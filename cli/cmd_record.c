@@ -53,7 +53,7 @@ static const char usage_text[] =
 	"  --call-graph MODE      how user stacks are walked: fp (frame pointers, by the kernel),\n"
 	"                         dwarf (a copy of the stack unwound with the binaries' unwind\n"
 	"                         tables), auto (dwarf completed by frame pointers; default)\n"
-	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default 16384)\n"
+	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default 8192)\n"
 	"  --unwind-cache MIB     memory budget of the unwinder's caches (default 64)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"

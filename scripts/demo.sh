@@ -112,8 +112,10 @@ if [ "$duration" -gt 0 ] 2>/dev/null; then
 		echo "== shop-$svc: top functions (on-CPU)"
 		"$strobe" query -s "$url" --from now-10m -t top --max-nodes 6 "$CPU{service_name=\"shop-$svc\"}" 2>&1 | head -9
 	done
-	echo "== shop-db: top functions (off-CPU)"
-	"$strobe" query -s "$url" --from now-10m -t top --max-nodes 6 "$OFF{service_name=\"shop-db\"}" 2>&1 | head -9
+	echo "== shop-db: where its threads wait (off-CPU, the shop's own functions)"
+	"$strobe" query -s "$url" --from now-10m -t pprof -o "$work/db-offcpu.pb.gz" "$OFF{service_name=\"shop-db\"}" &&
+		"$strobe" top -n 5 --show '^(acquire_table_lock|read_page|client_think|scan_rows|conn_main)$' \
+			"$work/db-offcpu.pb.gz" 2>&1 | tail -6
 	echo
 	curl -s "$admin/status" | grep -E '"(state|frequency_hz|pushed|failed|dropped|cpu_pct|rss_bytes)"' | sed 's/^ */  agent /'
 else

@@ -45,8 +45,8 @@ export class TopTable {
 
   columns() {
     if (this.data && this.data.diff)
-      return [['name', 'Function'], ['btotal', 'Base total'], ['total', 'New total'], ['delta', 'Change'],
-        ['self', 'New self']];
+      return [['name', 'Function'], ['btotal', 'Base'], ['total', 'New'], ['delta', 'Change'],
+        ['self', 'Self']];
     return [['name', 'Function'], ['self', 'Self'], ['selfp', 'Self %'], ['total', 'Total'], ['totalp', 'Total %']];
   }
 

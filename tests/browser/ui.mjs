@@ -21,7 +21,7 @@ function check(name, cond, why) { if (cond) ok(name); else fail(name, why); }
 const browser = await chromium.launch({executablePath: chrome, args: ['--no-sandbox']});
 const errors = [];
 async function open(query) {
-  const page = await browser.newPage({viewport: {width: 1400, height: 900}});
+  const page = await browser.newPage({viewport: {width: 1280, height: 800}});
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(url + '/' + query);
   await idle(page);
@@ -133,7 +133,7 @@ await run('window', async () => {
 
 await run('url', async () => {
   if (!shared) throw new Error('no URL from the window case');
-  const page = await browser.newPage({viewport: {width: 1400, height: 900}});
+  const page = await browser.newPage({viewport: {width: 1280, height: 800}});
   await page.goto(shared);
   await idle(page);
   const z = await drawn(page);

@@ -121,9 +121,9 @@ else
 	else ok "$name" "${detail% }"; fi
 fi
 
-# perf record --call-graph dwarf OUT CMD... (perf 6.1 of Debian now and then aborts in its build-id
+# perf record -B --call-graph dwarf OUT CMD... (perf 6.1 of Debian now and then aborts in its build-id
 # code: the caller tries twice)
-perf_dwarf() { local out=$1; shift; perf record -q -e cpu-clock -F 999 --call-graph dwarf -o "$out.data" -- "$@" >"$out.log" 2>&1; }
+perf_dwarf() { local out=$1; shift; perf record -q -B -e cpu-clock -F 999 --call-graph dwarf -o "$out.data" -- "$@" >"$out.log" 2>&1; }
 
 # ---- perf --call-graph dwarf, the peer --------------------------------------------------------
 name=record_unwind/perf

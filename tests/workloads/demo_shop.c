@@ -12,8 +12,9 @@
  *                      (off-CPU; see it with the off_cpu type)
  *
  * Runs until killed, or for SECONDS when given. As in the other workloads, our functions are
- * noinline and call their spin directly, so a frame-pointer unwind names them; functions that
- * call into glibc (which has no frame pointers) are wrapped in an outer function of ours.
+ * noinline and call their spin directly, so a frame-pointer unwind names them; a function that
+ * calls into glibc (built without frame pointers, so its direct caller is skipped by the unwind)
+ * is wrapped in an outer one of ours that the stacks do show (read_page, client_think, ...).
  */
 #include "wl_common.h"
 
@@ -45,7 +46,8 @@ static __attribute__((noinline)) void handle_request(void)
 	render_page();
 	compress_response();
 }
-static __attribute__((noinline)) void api_pause(void) { wl_sleep_ns(20000000); }
+static __attribute__((noinline)) void api_wait(void) { wl_sleep_ns(20000000); }
+static __attribute__((noinline)) void api_pause(void) { api_wait(); }
 static __attribute__((noinline)) void serve_api(void)
 {
 	while (wl_mono_ns() < deadline) {
@@ -59,7 +61,8 @@ static __attribute__((noinline)) void blur_pass(void) { BURN_US(3500); }
 static __attribute__((noinline)) void resize_image(void) { blur_pass(); }
 static __attribute__((noinline)) void deflate_block(void) { BURN_US(1500); }
 static __attribute__((noinline)) void encode_png(void) { deflate_block(); }
-static __attribute__((noinline)) void worker_pause(void) { wl_sleep_ns(20000000); }
+static __attribute__((noinline)) void worker_wait(void) { wl_sleep_ns(20000000); }
+static __attribute__((noinline)) void worker_pause(void) { worker_wait(); }
 static __attribute__((noinline)) void run_jobs(void)
 {
 	while (wl_mono_ns() < deadline) {
@@ -71,7 +74,8 @@ static __attribute__((noinline)) void run_jobs(void)
 
 /* ---- db ----------------------------------------------------------------------------------- */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static __attribute__((noinline)) void read_page(void) { wl_sleep_ns(3000000); }
+static __attribute__((noinline)) void page_io(void) { wl_sleep_ns(3000000); }
+static __attribute__((noinline)) void read_page(void) { page_io(); }
 static __attribute__((noinline)) void scan_rows(void) { BURN_US(1000); }
 /* 1 ms of CPU and 3 ms of (simulated) I/O, all under the lock: the lock is the bottleneck, not
  * the CPU, as in many a real database incident. */
@@ -82,7 +86,8 @@ static __attribute__((noinline)) void execute_query(void)
 }
 static __attribute__((noinline)) void lock_table(void) { pthread_mutex_lock(&table_lock); }
 static __attribute__((noinline)) void acquire_table_lock(void) { lock_table(); }
-static __attribute__((noinline)) void client_think(void) { wl_sleep_ns(4000000); }
+static __attribute__((noinline)) void think_wait(void) { wl_sleep_ns(4000000); }
+static __attribute__((noinline)) void client_think(void) { think_wait(); }
 static __attribute__((noinline)) void *conn_main(void *arg)
 {
 	char name[16];
