@@ -76,8 +76,8 @@ summary() {
     if (!(first in root) && match(first, /^\[[^+ ]+(\+0x| <)[0-9a-f]+>?\]$/)) {
       bin = first; sub(/^\[/, "", bin); sub(/(\+0x| <).*/, "", bin)
       off = first; sub(/^[^+<]*(\+0x|<)/, "", off); sub(/>?\]$/, "", off)
-      for (k = 0; k < 2; k++) {
-        key = k ? bin "@" : bin
+      for (q = 0; q < 2; q++) {
+        key = q ? bin "@" : bin
         if ((key in entry) && hex(off) - entry[key] >= 0 && hex(off) - entry[key] < 64) first = "_start"
       }
     }
@@ -111,8 +111,10 @@ for m in $modes; do
     perf record -q -B -a -F 199 --call-graph "$cg" -o "$out.data" -- sleep "$secs" > "$out.log" 2>&1 ||
       { echo "perf:$cg       perf record failed: $(head -1 "$out.log")"; continue; }
     # "comm;root;...;leaf N": drop the comm, and perf's own samples
+    # its values are periods (ns at 199 Hz): made sample counts like strobe's
     perf script -i "$out.data" 2> /dev/null | "$strobe" collapse --addrs | grep -E "^($procs);" |
-      sed 's/^[^;]*;//' > "$out.folded"
+      sed 's/^[^;]*;//' | awk '{ n = $NF; sub(/ [0-9]+$/, ""); printf "%s %.0f\n", $0, n / (1e9 / 199) }' \
+      > "$out.folded"
   fi
   summary "$tool:$cg" "$out.folded"
   [ "$tool" = strobe ] && sed -n 's/^strobe record: \(unwound .*\)/                 (\1)/p' "$out.log"
