@@ -523,6 +523,8 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 		.pids = o->pids,
 		.npids = o->npids,
 		.kernel = o->kernel,
+		.call_graph = o->call_graph,
+		.unwind_cache_bytes = (size_t)o->unwind_cache_mb << 20,
 	};
 	a->st.started_unix = time(NULL);
 	if ((rc = open_sampler(a, err)) < 0)

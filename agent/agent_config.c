@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "strobe/agent.h"
+#include "strobe/sampler.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
@@ -44,6 +45,10 @@ void strobe_agent_opts_init(strobe_agent_opts *o)
 	/* Symbol tables only by default: DWARF (lines, inlined frames) of every binary on a host
 	 * costs tens of MB that an always-on daemon should not hold; --dwarf asks for it. */
 	o->no_dwarf = true;
+	o->call_graph = STROBE_CG_AUTO;
+	/* Smaller than the recorder's 64: the agent's memory is part of its budget, and an
+	 * evicted process's tables are only re-read at its next sample. */
+	o->unwind_cache_mb = 16;
 }
 
 static void free_labels(char **l, unsigned n)
@@ -253,6 +258,16 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected true or false");
 			else
 				o->no_dwarf = !json_is_true(v);
+		} else if (strcmp(k, "call_graph") == 0) {
+			int cg = json_is_string(v) ? strobe_call_graph_parse(json_string_value(v))
+						   : -EINVAL;
+			if (cg < 0)
+				rc = bad(&c, k, "expected \"fp\", \"dwarf\" or \"auto\"");
+			else
+				o->call_graph = (unsigned)cg;
+		} else if (strcmp(k, "unwind_cache_mb") == 0) {
+			if ((rc = get_num(&c, v, k, 1, 1 << 20, &d)) == 0)
+				o->unwind_cache_mb = (unsigned)d;
 		} else if (strcmp(k, "interval") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 3600, &d)) == 0)
 				o->interval_s = (unsigned)d;

@@ -1410,3 +1410,13 @@ void strobe_sampler_reset_agg(strobe_sampler *s)
 	s->start_ns = s->horizon_ns;
 	s->start_real_ns = real_ns();
 }
+
+int strobe_call_graph_parse(const char *name)
+{
+	static const char *const names[] = {[STROBE_CG_FP] = "fp", [STROBE_CG_DWARF] = "dwarf",
+					    [STROBE_CG_AUTO] = "auto"};
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (name && strcmp(name, names[i]) == 0)
+			return i;
+	return -EINVAL;
+}

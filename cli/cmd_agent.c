@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "strobe/agent.h"
+#include "strobe/sampler.h"
 
 static const char usage_text[] =
 	"usage: strobe agent --server URL [options]\n\n"
@@ -37,6 +38,9 @@ static const char usage_text[] =
 	"  --dwarf                also read DWARF: file:line and inlined frames (costs memory:\n"
 	"                         tens of MB on a busy host); default: symbol tables only\n"
 	"  --user                 user frames only (no kernel frames)\n"
+	"  --call-graph MODE      how user stacks are walked: fp (frame pointers), dwarf (unwind\n"
+	"                         tables), auto (tables completed by frame pointers; default)\n"
+	"  --unwind-cache MIB     memory budget of the unwinder's caches (default 16)\n"
 	"  --max-cpu PCT          CPU budget in percent of one core (default 1): above it the\n"
 	"                         agent halves its frequency, then turns off-CPU off\n"
 	"  --admin ADDR:PORT      admin HTTP server on loopback (GET /status, /metrics,\n"
@@ -108,7 +112,8 @@ static int set_str(char **dst, const char *v)
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
-	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF };
+	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
+	       O_CALLGRAPH, O_UWCACHE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -121,6 +126,8 @@ int cmd_agent(int argc, char **argv)
 		{"spool", required_argument, 0, O_SPOOL}, {"spool-max", required_argument, 0, O_SPOOLMAX},
 		{"host", required_argument, 0, O_HOST}, {"tenant", required_argument, 0, O_TENANT},
 		{"token", required_argument, 0, O_TOKEN}, {"log-level", required_argument, 0, O_LOGLEVEL},
+		{"call-graph", required_argument, 0, O_CALLGRAPH},
+		{"unwind-cache", required_argument, 0, O_UWCACHE},
 		{0, 0, 0, 0}};
 	const char *cmd = "agent";
 	strobe_agent_opts o;
@@ -189,6 +196,19 @@ int cmd_agent(int argc, char **argv)
 		case O_NODWARF: o.no_dwarf = true; break;
 		case O_DWARF: o.no_dwarf = false; break;
 		case O_USER: o.kernel = false; break;
+		case O_CALLGRAPH:
+			if ((v = strobe_call_graph_parse(optarg)) < 0) {
+				cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)",
+					optarg);
+				goto out;
+			}
+			o.call_graph = (unsigned)v;
+			break;
+		case O_UWCACHE:
+			if (cli_int(cmd, "--unwind-cache", optarg, 1, 1 << 20, &v) < 0)
+				goto out;
+			o.unwind_cache_mb = (unsigned)v;
+			break;
 		case O_MAXCPU:
 			if (cli_double(cmd, "--max-cpu", optarg, &d) < 0)
 				goto out;

@@ -292,17 +292,12 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			break;
 		case O_CALLGRAPH:
-			if (strcmp(optarg, "fp") == 0)
-				so.call_graph = STROBE_CG_FP;
-			else if (strcmp(optarg, "dwarf") == 0)
-				so.call_graph = STROBE_CG_DWARF;
-			else if (strcmp(optarg, "auto") == 0)
-				so.call_graph = STROBE_CG_AUTO;
-			else {
+			if ((v = strobe_call_graph_parse(optarg)) < 0) {
 				cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)",
 					optarg);
 				goto out;
 			}
+			so.call_graph = (unsigned)v;
 			break;
 		case O_STACKSIZE:
 			if (cli_int(cmd, "--stack-size", optarg, 8, 65000, &v) < 0)

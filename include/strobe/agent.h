@@ -64,6 +64,8 @@ typedef struct strobe_agent_opts {
 	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
 				    the default (strobe_agent_opts_init) */
 	bool kernel;             /* kernel frames (default true) */
+	unsigned call_graph;     /* STROBE_CG_* of include/strobe/sampler.h, default auto */
+	unsigned unwind_cache_mb;/* the unwinder's cache budget, default 16 (MiB) */
 	double max_cpu;          /* percent of one core, default 1 */
 	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server */
 	char *spool_dir;         /* NULL = in memory only */

@@ -66,6 +66,10 @@ enum {
 	STROBE_CG_AUTO,   /* both: the table walk, completed by the frame-pointer chain where the
 			     table walk stopped short (see docs/record.md) */
 };
+/* "fp", "dwarf" or "auto" as STROBE_CG_*, or -EINVAL: the one spelling of --call-graph for
+ * the recorder, the agent and their config files. */
+int strobe_call_graph_parse(const char *name);
+
 
 typedef struct strobe_sampler_stats {
 	uint64_t samples;       /* on-CPU samples taken */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "strobe/agent.h"
+#include "strobe/sampler.h"
 
 static char *tmpdir(void)
 {
@@ -361,7 +362,17 @@ static void test_config(void **state)
 	strobe_agent_opts_init(&o);
 	assert_int_equal(strobe_agent_config_parse("{\"dwarf\": true}", 15, "agent.json", &o, &err), 0);
 	assert_false(o.no_dwarf);
+	assert_int_equal(o.call_graph, STROBE_CG_AUTO); /* the default */
+	assert_int_equal(o.unwind_cache_mb, 16);
 	strobe_agent_opts_free(&o);
+	strobe_agent_opts_init(&o);
+	static const char cg[] = "{\"call_graph\": \"fp\", \"unwind_cache_mb\": 4}";
+	assert_int_equal(strobe_agent_config_parse(cg, sizeof(cg) - 1, "agent.json", &o, &err), 0);
+	assert_int_equal(o.call_graph, STROBE_CG_FP);
+	assert_int_equal(o.unwind_cache_mb, 4);
+	strobe_agent_opts_free(&o);
+	config_error("{\"call_graph\": \"lbr\"}", "\"call_graph\": expected \"fp\", \"dwarf\" or \"auto\"");
+	config_error("{\"unwind_cache_mb\": 0}", "\"unwind_cache_mb\": 0 is out of range");
 
 	config_error("{\"frequncy\": 19}", "\"frequncy\": unknown key");
 	config_error("{\"frequency\": \"fast\"}", "\"frequency\": expected a number");
