@@ -23,7 +23,7 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->max_label_value_len = 1024;
 	c->max_series_per_tenant = 100000;
 	c->max_profiles_per_push = 64;
-	c->threads = 4;
+	c->threads = 0; /* one thread per connection */
 }
 
 void strobe_server_config_free(strobe_server_config *c)

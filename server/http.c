@@ -338,12 +338,15 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	s->cfg = *c;
 	s->store = st;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG * 0;
+	/* A push blocks its thread until its group commit is on disk, so by default each
+	 * connection has a thread of its own: the pushes waiting for one commit are exactly the
+	 * concurrent ones, and a slow one holds up nobody else. */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (c->threads ? 0 : MHD_USE_THREAD_PER_CONNECTION);
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	unsigned pool = c->threads ? c->threads : 0;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
-				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-				(unsigned)(c->threads ? c->threads : 4),
+				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
