@@ -129,6 +129,8 @@ int cmd_server(int argc, char **argv)
 		cli_err(cmd, "%s", err.msg);
 		goto out;
 	}
+	if (scraper)
+		strobe_server_set_scraper(srv, scraper);
 	const char *l = cfg.listen ? cfg.listen : "127.0.0.1:4100";
 	fprintf(stderr, "strobe server: listening on %.*s:%u (data in %s)\n",
 		(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
@@ -146,8 +148,8 @@ int cmd_server(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	strobe_server_stop(srv); /* first: its /metrics reads the scraper */
 	strobe_server_scrape_stop(scraper);
-	strobe_server_stop(srv);
 	strobe_store_close(st);
 	strobe_server_config_free(&cfg);
 	return rc;

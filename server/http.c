@@ -43,6 +43,9 @@ int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	size_t ml = strnlen(msg, sizeof(r->errmsg) - 1); /* the start is enough for a reason */
+	memcpy(r->errmsg, msg, ml);
+	r->errmsg[ml] = 0;
 	json_t *j = json_pack("{s:s, s:i}", "error", msg, "status", (int)status);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!s) {
@@ -163,6 +166,10 @@ static void route(srv_req *r)
 		srv_reply(r, 200, "text/plain", ok, ok ? 3 : 0);
 		return;
 	}
+	if (get && strcmp(u, "/metrics") == 0) {
+		srv_metrics_get(r); /* unauthenticated, as Prometheus scrapes it: server/metrics.c */
+		return;
+	}
 	if (auth(r) < 0)
 		return;
 	if (post && strcmp(u, "/api/v1/push") == 0) {
@@ -206,6 +213,27 @@ static void route(srv_req *r)
 	}
 }
 
+/* Which histogram of /metrics a request's latency goes to. */
+static int handler_of(const char *url)
+{
+	static const struct {
+		const char *path;
+		int h;
+	} t[] = {{"/api/v1/push", SRV_H_PUSH},	    {"/ingest", SRV_H_INGEST},
+		 {"/api/v1/query", SRV_H_QUERY},    {"/api/v1/diff", SRV_H_DIFF},
+		 {"/api/v1/range", SRV_H_RANGE},    {"/api/v1/labels", SRV_H_LABELS},
+		 {"/api/v1/profile_types", SRV_H_TYPES}, {"/api/v1/series", SRV_H_SERIES},
+		 {"/metrics", SRV_H_METRICS}};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcmp(url, t[i].path) == 0)
+			return t[i].h;
+	if (strncmp(url, "/api/v1/label/", 14) == 0)
+		return SRV_H_LABEL_VALUES;
+	if (strncmp(url, "/api/v1/admin/", 14) == 0)
+		return SRV_H_ADMIN;
+	return SRV_H_OTHER;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
 			       const char *method, const char *version, const char *upload,
 			       size_t *upload_size, void **con_cls)
@@ -242,8 +270,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	struct timespec ts;
+	struct timespec ts, t0, t1;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	srv_req r = {.srv = srv, .c = c, .url = url, .method = method, .body = cn->buf,
 		     .len = cn->len, .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
 	if (cn->too_big)
@@ -253,6 +282,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		route(&r);
 	if (!r.status)
 		srv_error(&r, 500, "internal error: no reply");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	srv_metrics_request(srv->metrics, handler_of(url), r.status, r.errmsg,
+			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (!r.out) /* out of memory while replying */
 		return MHD_NO;
 	struct MHD_Response *resp =
@@ -338,6 +370,11 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	s->cfg = *c;
 	s->store = st;
+	if (!(s->metrics = srv_metrics_new())) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	/* A push blocks its thread until its group commit is on disk, so by default each
 	 * connection has a thread of its own: the pushes waiting for one commit are exactly the
 	 * concurrent ones, and a slow one holds up nobody else. */
@@ -353,6 +390,7 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		srv_metrics_free(s->metrics);
 		free(s);
 		errno = e;
 		return NULL;
@@ -372,5 +410,6 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->d);
+	srv_metrics_free(s->metrics);
 	free(s);
 }

@@ -75,6 +75,9 @@ typedef struct strobe_server_scraper strobe_server_scraper;
 strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c, strobe_store *st,
 						  void (*log)(const char *msg), strobe_err *err);
 void strobe_server_scrape_stop(strobe_server_scraper *s);
+/* Shows the scraper's counters in the server's GET /metrics. Stop the server before the
+ * scraper. */
+void strobe_server_set_scraper(strobe_server *srv, strobe_server_scraper *s);
 
 #ifdef __cplusplus
 }
