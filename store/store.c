@@ -347,6 +347,9 @@ int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err)
 	/* Two connections write (the committer's and the one maintenance uses): a writer that
 	 * finds the other mid-commit waits for it. */
 	sqlite3_busy_timeout(*db, 10000);
+	/* A big transaction (a day compacted at once) grows the WAL; once checkpointed it is cut
+	 * back to this size instead of staying on disk at its peak. */
+	sqlite3_exec(*db, "PRAGMA journal_size_limit=8388608;", NULL, NULL, NULL);
 	/* WAL: a commit appends to the log instead of rewriting pages, and readers do not block
 	 * the writer. synchronous=FULL fsyncs the log at every commit, so an acknowledged push
 	 * survives power loss as well as kill -9. NORMAL in WAL mode survives kill -9 (the log is
