@@ -8,10 +8,11 @@
 # Inputs are generated here, never committed: a real `perf record -a -g` of a busy workload
 # (perf script text, >= 50 MB), synthetic folded stacks and a synthetic pprof from a fixed seed.
 # The recorder's benchmarks (overhead and memory of `strobe record` against `perf record`) are
-# bench/record.sh's; this script runs both parts and writes the report.
+# bench/record.sh's, the server's (ingest, storage, query, RSS of `strobe server`) are
+# bench/server.sh's; this script runs the parts and writes the report.
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
-#   BENCH_ONLY=toolkit|record bench/run.sh    one part; the other keeps its previous results
+#   BENCH_ONLY=toolkit|record|server bench/run.sh    one part; the others keep their results
 #   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +25,10 @@ results=$work/results.md
 : > "$results"
 note() { echo "bench: $*" >&2; }
 only=${BENCH_ONLY:-all}
-case $only in all | toolkit | record) ;; *) note "BENCH_ONLY is all, toolkit or record"; exit 2 ;; esac
-rm -f "$work/toolkit.md" "$work/record.md" "$work/notes"
+case $only in all | toolkit | record | server) ;; *) note "BENCH_ONLY is all, toolkit, record or server"; exit 2 ;; esac
+rm -f "$work/toolkit.md" "$work/record.md" "$work/server.md" "$work/notes"
 
-if [ "$only" != record ]; then # ---- the toolkit: collapse, flamegraph, top ----------------------
+if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top
   fg=${FLAMEGRAPH_DIR:-}
   if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && [ -f "$fg/flamegraph.pl" ]; then
     have_fg=1
@@ -136,8 +137,12 @@ if [ "$only" != record ]; then # ---- the toolkit: collapse, flamegraph, top ---
   } > "$work/toolkit.md"
 fi
 
-if [ "$only" != toolkit ]; then # ---- the recorder: overhead and memory of strobe record ---------
+if [ "$only" = all ] || [ "$only" = record ]; then # ---- the recorder: overhead and memory ------
   bash bench/record.sh "$work/record.md"
+fi
+
+if [ "$only" = all ] || [ "$only" = server ]; then # ---- the server: ingest, storage, query ------
+  RUNS=$runs bash bench/server.sh "$work/server.md"
 fi
 
 # ---- report ------------------------------------------------------------------------------------
@@ -161,11 +166,13 @@ part() { # NAME TITLE FILE: the part's markdown, this run's or the one already i
   part toolkit "Toolkit: collapse, flamegraph, top" "$work/toolkit.md"
   echo
   part record "Recorder: strobe record" "$work/record.md"
+  echo
+  part server "Server: strobe server" "$work/server.md"
   echo "<!-- results:end -->"
 } > "$work/section"
 awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work/toolkit.md" "$work/record.md"; do [ -f "$f" ] && cat "$f"; done
+for f in "$work/toolkit.md" "$work/record.md" "$work/server.md"; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"
