@@ -107,6 +107,7 @@ int cmd_server(int argc, char **argv)
 	}
 	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,
 				.max_series = cfg.max_series_per_tenant,
+				.max_stacks = cfg.max_stacks,
 				.sync_normal = cfg.sync_normal};
 	if (!(st = strobe_store_open(&so, &err))) {
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));

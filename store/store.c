@@ -718,6 +718,7 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 {
 	int r = 0;
 	size_t nmade = 0;
+	uint32_t before = s->sym->stacks.n;
 	for (size_t it = 0; r == 0 && it < rq->nitems; it++) {
 		const strobe_profile *p = rq->items[it].profile;
 		store_remap m;
@@ -730,6 +731,14 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 				r = -ENOMEM;
 		store_remap_free(&m);
 	}
+	/* The symbol tables live in memory whole (so ingest never reads the database); the cap
+	 * on stacks bounds them. A push that crossed it is refused: what it interned stays
+	 * (unused rows, written by the next commit), so the table ends at most one push past. */
+	if (r == 0 && s->o.max_stacks && s->sym->stacks.n > s->o.max_stacks &&
+	    s->sym->stacks.n > before)
+		r = strobe_errf(err, -EDQUOT,
+				"limit max_stacks: the store holds %u distinct stacks, at most %u",
+				s->sym->stacks.n - 1, s->o.max_stacks);
 	for (size_t c = 0; r == 0 && c < ncols; c++) {
 		size_t idx;
 		if ((r = series_add_mem(s, cols[c].key, cols[c].klen, &idx)) < 0)

@@ -75,6 +75,7 @@ typedef struct strobe_store_opts {
 	const char *dir;          /* created if missing; the SQLite file is DIR/strobe.db */
 	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
+	uint32_t max_stacks;      /* distinct stacks held (they are mirrored in memory); 0 = no cap */
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
 } strobe_store_opts;
 

@@ -3,7 +3,7 @@
  * Unit tests of the store's write path under concurrency and of its point encoding: many
  * threads pushing at once through the group committer (store/commit.c) lose nothing, count
  * nothing twice, create each series once and keep every symbol, before and after a reopen; and
- * the point blob (store/blob.c) round-trips values exactly, divisor and negative values
+ * the stack table stops at max_stacks; the point blob (store/blob.c) round-trips values exactly, divisor and negative values
  * included, still reads the version-1 layout, and refuses truncated or out-of-range input.
  */
 #include <errno.h>
@@ -150,6 +150,50 @@ static void test_concurrent_pushes(void **state)
 	strobe_store_close(s);
 }
 
+static strobe_profile *folded(const char *text)
+{
+	strobe_profile *p = NULL;
+	strobe_err err = {{0}};
+	if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0)
+		fail_msg("%s", err.msg);
+	return p;
+}
+
+static int push1(strobe_store *s, strobe_profile *p, strobe_err *err)
+{
+	strobe_labelpair l[] = {{"service_name", "api"}};
+	strobe_push_item it = {p, NULL, NOW - STROBE_NS_PER_S};
+	strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+	strobe_push_result res;
+	int r = strobe_store_push(s, &rq, &res, err);
+	if (r == 0)
+		strobe_push_result_free(&res);
+	return r;
+}
+
+/* The stack table (held in memory) is capped: a push that takes it past max_stacks is refused
+ * and stores nothing; pushes of stacks already held still go in. */
+static void test_max_stacks(void **state)
+{
+	(void)state;
+	strobe_store_opts o = {.dir = dir, .max_stacks = 4};
+	strobe_err err = {{0}};
+	strobe_store *s = strobe_store_open(&o, &err);
+	assert_non_null(s);
+	strobe_profile *a = folded("main;a 1\nmain;b 2\n"), *b = folded("main;c;d 1\n");
+	assert_int_equal(push1(s, a, &err), 0); /* main, main;a, main;b: 3 */
+	err.msg[0] = 0;
+	assert_int_equal(push1(s, b, &err), -EDQUOT); /* +main;c, main;c;d: 5 > 4 */
+	assert_non_null(strstr(err.msg, "limit max_stacks"));
+	assert_int_equal(push1(s, a, &err), 0);
+	strobe_store_stats st;
+	assert_int_equal(strobe_store_stats_get(s, &st), 0);
+	assert_int_equal(st.points, 2);
+	strobe_profile_free(a);
+	strobe_profile_free(b);
+	strobe_store_close(s);
+}
+
 static void roundtrip(const store_pair *in, size_t n)
 {
 	uint8_t *blob;
@@ -212,6 +256,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_concurrent_pushes, setup, teardown),
 		cmocka_unit_test(test_blob),
+		cmocka_unit_test_setup_teardown(test_max_stacks, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
