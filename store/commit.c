@@ -38,6 +38,12 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 	for (store_pending *p = b; r == 0 && p; p = p->next)
 		for (size_t i = 0; r == 0 && i < p->npt; i++) {
 			store_series *se = &s->series[p->pt[i].series];
+			/* Retention may have dropped the series (it had no points left) between
+			 * the push finding it and this commit: this point brings it back. */
+			if (se->dead) {
+				se->dead = false;
+				se->saved = false;
+			}
 			if (se->saved)
 				continue;
 			if (nw == cap) {
