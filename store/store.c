@@ -380,6 +380,11 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	s->o = *o;
 	s->use_rollups = true;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_rwlockattr_t ra;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->ids_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	s->sym = strobe_profile_new();
 	int r = !s->sym ? -ENOMEM : store_db_open(s, &s->db, err);
 	if (r == 0)
@@ -415,6 +420,7 @@ void strobe_store_close(strobe_store *s)
 	free(s->series);
 	strobe_itab_free(&s->series_key);
 	pthread_mutex_destroy(&s->mu);
+	pthread_rwlock_destroy(&s->ids_lock);
 	free(s);
 }
 
@@ -876,7 +882,9 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 					       &cols[c].key, &cols[c].klen);
 		}
 	}
-	if (r == 0 && ncols) {
+	bool ids_held = r == 0 && ncols;
+	if (ids_held) {
+		pthread_rwlock_rdlock(&s->ids_lock);
 		pthread_mutex_lock(&s->mu);
 		r = push_resolve(s, rq, gst, cols, ncols, made, err);
 		pthread_mutex_unlock(&s->mu);
@@ -908,6 +916,8 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 	 * points in a window shows nothing for them. */
 	if (r == 0 && ncols)
 		r = store_commit_wait(s, &pend, err);
+	if (ids_held)
+		pthread_rwlock_unlock(&s->ids_lock);
 	if (r == 0)
 		res->n = ncols;
 	else

@@ -61,6 +61,11 @@ struct strobe_store {
 	bool qstop, committer_on;
 	pthread_t committer;
 	uint64_t ncommits, ncommitted; /* transactions, pushes in them (under qmu) */
+	/* Held shared by every push from mapping its stacks until its commit returned (its
+	 * encoded points hold store ids meanwhile); anything that renumbers symbol ids (a
+	 * garbage collection of symbols) must hold it exclusively, taken before mu. Writers are
+	 * preferred, so a steady stream of pushes cannot starve it. */
+	pthread_rwlock_t ids_lock;
 	strobe_store_opts o;
 	char *dir;
 	/* Every string, function, mapping, location and stack ever stored: ids here are row ids in
