@@ -108,7 +108,9 @@ int cmd_server(int argc, char **argv)
 	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,
 				.max_series = cfg.max_series_per_tenant,
 				.max_stacks = cfg.max_stacks,
-				.sync_normal = cfg.sync_normal};
+				.sync_normal = cfg.sync_normal,
+				.max_query_points = cfg.max_query_profiles,
+				.max_query_bytes = cfg.max_query_bytes};
 	if (!(st = strobe_store_open(&so, &err))) {
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
 		goto out;
@@ -135,6 +137,14 @@ int cmd_server(int argc, char **argv)
 	const char *l = cfg.listen ? cfg.listen : "127.0.0.1:4100";
 	fprintf(stderr, "strobe server: listening on %.*s:%u (data in %s)\n",
 		(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
+	/* Loopback is the default; anything wider without tokens is open to whoever can reach
+	 * it, which is allowed (a private network, a proxy in front) but must not go unnoticed. */
+	if (!strobe_listen_is_loopback(l) && !strobe_server_config_has_tokens(&cfg))
+		fprintf(stderr,
+			"strobe server: warning: listening on %.*s (not loopback) without any tenant "
+			"token: anyone who can reach it can push and read every profile; configure "
+			"tenants with tokens (docs/server.md) or listen on 127.0.0.1\n",
+			(int)(strrchr(l, ':') - l), l);
 	int64_t next = now_ns() + cfg.maintenance_interval_ns;
 	while (!stop) {
 		struct timespec ts = {0, 200 * 1000 * 1000};

@@ -25,6 +25,8 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->max_stacks = 20000000; /* the in-memory stack table: about 1.5 GB at this size */
 	c->max_profiles_per_push = 64;
 	c->threads = 0; /* one thread per connection */
+	c->max_query_profiles = 1000000;
+	c->max_query_bytes = 4ull << 30;
 }
 
 void strobe_server_config_free(strobe_server_config *c)
@@ -114,6 +116,12 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		else if (strcmp(k, "max_profiles_per_push") == 0 &&
 			 (r = num_opt(v, k, 10000, &x, err)) == 0)
 			c->max_profiles_per_push = (uint32_t)x;
+		else if (strcmp(k, "max_query_profiles") == 0 &&
+			 (r = num_opt(v, k, 1ull << 40, &x, err)) == 0)
+			c->max_query_profiles = x;
+		else if (strcmp(k, "max_query_bytes") == 0 &&
+			 (r = num_opt(v, k, 1ull << 50, &x, err)) == 0)
+			c->max_query_bytes = x;
 		else if (err && err->msg[0])
 			return -EINVAL;
 		else

@@ -24,7 +24,18 @@ typedef struct conn {
 
 const char *srv_arg(srv_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+	for (size_t i = 0; i < r->nargs; i++)
+		if (strcmp(r->args[i].key, name) == 0)
+			return r->args[i].value;
+	return NULL;
+}
+
+const char *srv_header(srv_req *r, const char *name)
+{
+	for (size_t i = 0; i < r->nhdrs; i++)
+		if (strcasecmp(r->hdrs[i].key, name) == 0)
+			return r->hdrs[i].value;
+	return NULL;
 }
 
 void srv_reply(srv_req *r, unsigned status, const char *ctype, char *buf, size_t len)
@@ -133,7 +144,7 @@ static bool same_secret(const char *a, const char *b)
 
 static int auth(srv_req *r)
 {
-	const char *t = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Scope-OrgID");
+	const char *t = srv_header(r, "X-Scope-OrgID");
 	r->tenant = t ? t : "anonymous";
 	if (!tenant_ok(r->tenant)) {
 		srv_error(r, 400, "X-Scope-OrgID must be 1 to 64 of [A-Za-z0-9_.-]");
@@ -147,7 +158,7 @@ static int auth(srv_req *r)
 			continue;
 		if (!c->tenants[i].token)
 			return 0;
-		const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Authorization");
+		const char *h = srv_header(r, "Authorization");
 		if (h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, c->tenants[i].token))
 			return 0;
 		srv_error(r, 401, "missing or wrong bearer token for tenant '%s'", r->tenant);
@@ -186,6 +197,8 @@ static void route(srv_req *r)
 		srv_labels(r);
 	} else if (get && strcmp(u, "/api/v1/profile_types") == 0) {
 		srv_profile_types(r);
+	} else if (get && strcmp(u, "/api/v1/series") == 0) {
+		srv_series(r);
 	} else if (get && strncmp(u, "/api/v1/label/", 14) == 0 && strlen(u) > 21 &&
 		   strcmp(u + strlen(u) - 7, "/values") == 0) {
 		size_t nl = strlen(u) - 21;
@@ -234,6 +247,43 @@ static int handler_of(const char *url)
 	return SRV_H_OTHER;
 }
 
+void srv_handle(srv_req *r)
+{
+	route(r);
+	if (!r->status)
+		srv_error(r, 500, "internal error: no reply");
+}
+
+/* Query arguments and headers into the request's arrays, up to their caps. */
+typedef struct kv_vec {
+	strobe_kv *v;
+	size_t n, cap, max;
+	bool over;
+} kv_vec;
+
+static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char *key,
+				  const char *value)
+{
+	(void)kind;
+	kv_vec *a = cls;
+	if (a->n == a->max) {
+		a->over = true;
+		return MHD_NO;
+	}
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 16;
+		strobe_kv *nv = realloc(a->v, nc * sizeof(*nv));
+		if (!nv) {
+			a->over = true;
+			return MHD_NO;
+		}
+		a->v = nv;
+		a->cap = nc;
+	}
+	a->v[a->n++] = (strobe_kv){key ? key : "", value ? value : ""};
+	return MHD_YES;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
 			       const char *method, const char *version, const char *upload,
 			       size_t *upload_size, void **con_cls)
@@ -273,18 +323,25 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	struct timespec ts, t0, t1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	srv_req r = {.srv = srv, .c = c, .url = url, .method = method, .body = cn->buf,
-		     .len = cn->len, .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
+	kv_vec args = {.max = SRV_MAX_ARGS}, hdrs = {.max = SRV_MAX_HEADERS};
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, &args);
+	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, &hdrs);
+	srv_req r = {.srv = srv, .url = url, .method = method, .args = args.v, .nargs = args.n,
+		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = cn->buf, .len = cn->len,
+		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
 	if (cn->too_big)
 		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
 			  srv->cfg.max_body_bytes);
+	else if (args.over || hdrs.over)
+		srv_error(&r, 400, "more than %u query parameters or %u headers", SRV_MAX_ARGS,
+			  SRV_MAX_HEADERS);
 	else
-		route(&r);
-	if (!r.status)
-		srv_error(&r, 500, "internal error: no reply");
+		srv_handle(&r);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	srv_metrics_request(srv->metrics, handler_of(url), r.status, r.errmsg,
 			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	free(args.v);
+	free(hdrs.v);
 	if (!r.out) /* out of memory while replying */
 		return MHD_NO;
 	struct MHD_Response *resp =
@@ -348,6 +405,26 @@ static int parse_listen(const char *l, struct sockaddr_storage *ss, socklen_t *s
 	*sl = sizeof(*a);
 	*v6 = false;
 	return 0;
+}
+
+bool strobe_listen_is_loopback(const char *listen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	bool v6;
+	if (parse_listen(listen ? listen : "127.0.0.1:4100", &ss, &sl, &v6) < 0)
+		return false;
+	if (v6)
+		return IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+	return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+}
+
+bool strobe_server_config_has_tokens(const strobe_server_config *c)
+{
+	for (size_t i = 0; i < c->ntenants; i++)
+		if (c->tenants[i].token)
+			return true;
+	return false;
 }
 
 strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *st,

@@ -15,47 +15,15 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <microhttpd.h>
 
 #include "pyroscope.h"
 #include "server_impl.h"
 
-typedef struct kv_vec {
-	strobe_kv *v;
-	size_t n, cap;
-	bool oom;
-} kv_vec;
-
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
-{
-	(void)kind;
-	kv_vec *a = cls;
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 16;
-		if (nc > 1024) /* a cap on what a request can make us hold */
-			return MHD_NO;
-		strobe_kv *nv = realloc(a->v, nc * sizeof(*nv));
-		if (!nv) {
-			a->oom = true;
-			return MHD_NO;
-		}
-		a->v = nv;
-		a->cap = nc;
-	}
-	a->v[a->n++] = (strobe_kv){key, value ? value : ""};
-	return MHD_YES;
-}
-
 int strobe_pyroscope_ingest(srv_req *r)
 {
 	const strobe_server_config *c = &r->srv->cfg;
-	kv_vec args = {0};
-	MHD_get_connection_values(r->c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-	if (args.oom)
-		return srv_error(r, 500, "out of memory");
-	const char *ctype = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Type");
-	const char *cenc = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Encoding");
+	const char *ctype = srv_header(r, "Content-Type");
+	const char *cenc = srv_header(r, "Content-Encoding");
 	const uint8_t *body = r->body;
 	size_t len = r->len;
 	uint8_t *plain = NULL;
@@ -64,7 +32,6 @@ int strobe_pyroscope_ingest(srv_req *r)
 		int gr = strobe_gunzip_capped(body, len, c->max_decompressed_bytes, &plain, &len,
 					      "the body", &err);
 		if (gr < 0) {
-			free(args.v);
 			return gr == -EFBIG ? srv_error(r, 413,
 							"limit max_decompressed_bytes: the body is "
 							"larger than %zu bytes decompressed",
@@ -81,27 +48,30 @@ int strobe_pyroscope_ingest(srv_req *r)
 		.max_label_value = c->max_label_value_len,
 	};
 	strobe_pyro_request rq = {
-		.params = args.v, .nparams = args.n, .content_type = ctype, .body = body,
+		.params = r->args, .nparams = r->nargs, .content_type = ctype, .body = body,
 		.body_len = len, .now_ns = r->now_ns, .limits = &lim};
 	strobe_pyro_batch b = {0};
 	int status = 0;
 	int pr = strobe_pyro_parse(&rq, &b, &status, &err);
-	free(args.v);
 	free(plain);
 	if (pr < 0)
 		return srv_error(r, status ? (unsigned)status : 400, "%s", err.msg);
 
-	/* One push per label set (every item of one upload has the same labels; the loop is
-	 * general anyway), all in the store's single transaction per call. */
-	strobe_push_item *items = calloc(b.nitems ? b.nitems : 1, sizeof(*items));
+	/* Every item of one upload has the same series labels; each distinct set of per-sample
+	 * labels (pprof.Do) adds its own, as its own item. One store transaction for all. */
+	strobe_push_item *items = NULL;
 	char (*names)[STROBE_PTYPE_MAX] = calloc(b.nitems ? b.nitems : 1, sizeof(*names));
-	strobe_labelpair *labels = NULL;
+	srv_label_groups *groups = calloc(b.nitems ? b.nitems : 1, sizeof(*groups));
+	uint32_t nbase = b.nitems ? b.items[0].nlabels : 0;
+	strobe_labelpair *labels = calloc(nbase ? nbase : 1, sizeof(*labels));
+	size_t nitems = 0, capitems = 0;
 	int rc = 0;
-	if (!items || !names) {
+	if (!names || !groups || !labels) {
 		rc = srv_error(r, 500, "out of memory");
 		goto out;
 	}
-	size_t nitems = 0;
+	for (uint32_t l = 0; l < nbase; l++)
+		labels[l] = (strobe_labelpair){b.items[0].labels[l].name, b.items[0].labels[l].value};
 	for (size_t i = 0; i < b.nitems; i++) {
 		const strobe_pyro_item *it = &b.items[i];
 		if (!it->profile)
@@ -109,20 +79,32 @@ int strobe_pyroscope_ingest(srv_req *r)
 		size_t plen = strcspn(it->type, ":");
 		memcpy(names[i], it->type, plen);
 		names[i][plen] = 0;
-		items[nitems++] = (strobe_push_item){it->profile, names[i], it->from_ns};
+		int gr = srv_sample_groups(it->profile, c, labels, nbase, &groups[i], &err);
+		if (gr < 0) {
+			rc = srv_error(r, gr == -EDQUOT ? 429 : gr == -ENOMEM ? 500 : 400, "%s",
+				       err.msg);
+			goto out;
+		}
+		for (size_t g = 0; g < groups[i].n; g++) {
+			if (nitems == capitems) {
+				capitems = capitems ? capitems * 2 : 8;
+				strobe_push_item *ni = realloc(items, capitems * sizeof(*ni));
+				if (!ni) {
+					rc = srv_error(r, 500, "out of memory");
+					goto out;
+				}
+				items = ni;
+			}
+			const srv_label_group *lg = &groups[i].g[g];
+			items[nitems++] = (strobe_push_item){
+				.profile = it->profile, .name = names[i], .time_ns = it->from_ns,
+				.average = it->aggregation == STROBE_AGG_AVERAGE, .labels = lg->labels,
+				.nlabels = lg->nlabels, .samples = lg->samples, .nsamples = lg->nsamples};
+		}
 	}
 	json_t *acc = json_array();
 	if (nitems) {
-		const strobe_pyro_item *first = &b.items[0];
-		labels = calloc(first->nlabels ? first->nlabels : 1, sizeof(*labels));
-		if (!labels) {
-			json_decref(acc);
-			rc = srv_error(r, 500, "out of memory");
-			goto out;
-		}
-		for (uint32_t l = 0; l < first->nlabels; l++)
-			labels[l] = (strobe_labelpair){first->labels[l].name, first->labels[l].value};
-		strobe_push_req prq = {r->tenant, labels, first->nlabels, items, nitems, r->now_ns};
+		strobe_push_req prq = {r->tenant, labels, nbase, items, nitems, r->now_ns};
 		strobe_push_result res;
 		int sr = strobe_store_push(r->srv->store, &prq, &res, &err);
 		if (sr < 0) {
@@ -149,6 +131,9 @@ int strobe_pyroscope_ingest(srv_req *r)
 	else
 		srv_reply(r, 200, "application/json", s, strlen(s));
 out:
+	for (size_t i = 0; groups && i < b.nitems; i++)
+		srv_label_groups_free(&groups[i]);
+	free(groups);
 	free(items);
 	free(names);
 	free(labels);

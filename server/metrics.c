@@ -204,10 +204,12 @@ static void write_process(FILE *f)
 int srv_metrics_get(srv_req *r)
 {
 	srv_metrics *m = r->srv->metrics;
+	if (!m)
+		return srv_error(r, 500, "metrics are not kept by this server");
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	if (!f || !m)
+	if (!f)
 		return srv_error(r, 500, "out of memory");
 	static const char *const src[2] = {"push", "ingest"};
 	pthread_mutex_lock(&m->mu);

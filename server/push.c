@@ -15,46 +15,27 @@
 #include "server_impl.h"
 #include "strobe/codec.h"
 
+/* The profiles of a push: slices of the request body. */
 typedef struct part {
-	uint8_t *data;
+	const uint8_t *data;
 	size_t len;
 } part;
 
 typedef struct parts {
 	part *p;
 	size_t n;
-	size_t max_parts, max_bytes;
-	bool over;
 } parts;
 
-static enum MHD_Result part_cb(void *cls, enum MHD_ValueKind kind, const char *key,
-			       const char *filename, const char *ctype, const char *enc,
-			       const char *data, uint64_t off, size_t size)
+static int add_part(void *ctx, const char *name, const uint8_t *data, size_t len)
 {
-	parts *ps = cls;
-	if (off == 0 && !(ps->n && ps->p[ps->n - 1].len == 0)) {
-		if (ps->n >= ps->max_parts) {
-			ps->over = true;
-			return MHD_NO;
-		}
-		part *np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
-		if (!np)
-			return MHD_NO;
-		ps->p = np;
-		ps->p[ps->n++] = (part){0};
-	}
-	if (!ps->n || !size)
-		return MHD_YES;
-	part *p = &ps->p[ps->n - 1];
-	if (p->len + size > ps->max_bytes)
-		return MHD_NO;
-	uint8_t *nb = realloc(p->data, p->len + size);
-	if (!nb)
-		return MHD_NO;
-	memcpy(nb + p->len, data, size);
-	p->data = nb;
-	p->len += size;
-	return MHD_YES;
+	(void)name; /* any field name: every part is a profile */
+	parts *ps = ctx;
+	part *np = realloc(ps->p, (ps->n + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	ps->p = np;
+	ps->p[ps->n++] = (part){data, len};
+	return 0;
 }
 
 /* gunzip within the configured cap (the library's own cap is for files, far larger). */
@@ -103,7 +84,7 @@ static int gunzip_capped(const uint8_t *in, size_t len, size_t cap, uint8_t **ou
 	return 0;
 }
 
-static bool label_name_ok(const char *s, size_t max)
+bool srv_label_name_ok(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 	if (!n || n > max || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
@@ -159,7 +140,7 @@ static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out,
 	bool has_svc = false;
 	for (size_t i = 0; i < k; i++) {
 		const char *bad = NULL;
-		if (!label_name_ok(l[i].name, c->max_label_name_len))
+		if (!srv_label_name_ok(l[i].name, c->max_label_name_len))
 			bad = "is not a valid label name or is longer than max_label_name_length";
 		else if (strlen(l[i].value) > c->max_label_value_len)
 			bad = "has a value longer than max_label_value_length";
@@ -203,30 +184,35 @@ int srv_push(srv_req *r)
 	int64_t t = 0;
 	const char *ts = srv_arg(r, "time"), *name = srv_arg(r, "name");
 	strobe_err err = {{0}};
-	parts ps = {.max_parts = c->max_profiles_per_push, .max_bytes = c->max_body_bytes};
+	parts ps = {0};
 	strobe_profile **profs = NULL;
 	strobe_push_item *items = NULL;
-	size_t nprof = 0;
+	srv_label_groups *groups = NULL;
+	size_t nprof = 0, nitems = 0, capitems = 0;
 	if (ts && strobe_time_parse(ts, r->now_ns, &t, &err) < 0) {
 		srv_error(r, 400, "time: %s", err.msg);
 		goto out;
 	}
-	const char *ct = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Content-Type");
+	const char *agg = srv_arg(r, "aggregation");
+	if (agg && strcmp(agg, "sum") && strcmp(agg, "average")) {
+		srv_error(r, 400, "aggregation must be sum or average");
+		goto out;
+	}
+	bool average = agg && strcmp(agg, "average") == 0;
+	const char *ct = srv_header(r, "Content-Type");
 	if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
-		struct MHD_PostProcessor *pp = MHD_create_post_processor(r->c, 65536, part_cb, &ps);
-		if (!pp) {
-			srv_error(r, 400, "multipart body without a boundary");
-			goto out;
-		}
-		enum MHD_Result ok = MHD_post_process(pp, (const char *)r->body, r->len);
-		MHD_destroy_post_processor(pp);
-		if (ps.over) {
+		int mr = strobe_multipart_parse(ct, r->body, r->len, c->max_profiles_per_push, add_part,
+						&ps, &err);
+		if (mr == -E2BIG) {
 			srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",
 				  c->max_profiles_per_push);
 			goto out;
 		}
-		if (ok != MHD_YES || !ps.n) {
-			srv_error(r, 400, "malformed multipart body (or no parts)");
+		if (mr == -ENOMEM)
+			goto oom;
+		if (mr < 0 || !ps.n) {
+			srv_error(r, 400, "malformed multipart body: %s",
+				  mr < 0 ? err.msg : "no parts");
 			goto out;
 		}
 	} else {
@@ -234,17 +220,12 @@ int srv_push(srv_req *r)
 			srv_error(r, 400, "empty body: send a pprof profile");
 			goto out;
 		}
-		if (!(ps.p = calloc(1, sizeof(*ps.p))))
+		if (add_part(&ps, "", r->body, r->len) < 0)
 			goto oom;
-		if (!(ps.p[0].data = malloc(r->len)))
-			goto oom;
-		memcpy(ps.p[0].data, r->body, r->len);
-		ps.p[0].len = r->len;
-		ps.n = 1;
 	}
 	profs = calloc(ps.n, sizeof(*profs));
-	items = calloc(ps.n, sizeof(*items));
-	if (!profs || !items)
+	groups = calloc(ps.n, sizeof(*groups));
+	if (!profs || !groups)
 		goto oom;
 	for (size_t i = 0; i < ps.n; i++) {
 		const uint8_t *d = ps.p[i].data;
@@ -273,9 +254,28 @@ int srv_push(srv_req *r)
 			goto out;
 		}
 		nprof++;
-		items[i] = (strobe_push_item){profs[i], name, t};
+		/* One item per distinct set of per-sample labels (pprof.Do), each its own series. */
+		if ((dr = srv_sample_groups(profs[i], c, labels, nlabels, &groups[i], &err)) < 0) {
+			srv_error(r, dr == -EDQUOT ? 429 : dr == -ENOMEM ? 500 : 400, "profile %zu: %s",
+				  i + 1, err.msg);
+			goto out;
+		}
+		for (size_t g = 0; g < groups[i].n; g++) {
+			if (nitems == capitems) {
+				capitems = capitems ? capitems * 2 : 8;
+				strobe_push_item *ni = realloc(items, capitems * sizeof(*ni));
+				if (!ni)
+					goto oom;
+				items = ni;
+			}
+			const srv_label_group *gr = &groups[i].g[g];
+			items[nitems++] = (strobe_push_item){
+				.profile = profs[i], .name = name, .time_ns = t, .average = average,
+				.labels = gr->labels, .nlabels = gr->nlabels, .samples = gr->samples,
+				.nsamples = gr->nsamples};
+		}
 	}
-	strobe_push_req rq = {r->tenant, labels, nlabels, items, nprof, r->now_ns};
+	strobe_push_req rq = {r->tenant, labels, nlabels, items, nitems, r->now_ns};
 	strobe_push_result res;
 	int pr = strobe_store_push(r->srv->store, &rq, &res, &err);
 	if (pr < 0) {
@@ -303,11 +303,11 @@ int srv_push(srv_req *r)
 oom:
 	srv_error(r, 500, "out of memory");
 out:
-	for (size_t i = 0; i < ps.n; i++) {
-		free(ps.p[i].data);
-		if (profs)
-			strobe_profile_free(profs[i]);
-	}
+	for (size_t i = 0; profs && i < ps.n; i++)
+		strobe_profile_free(profs[i]);
+	for (size_t i = 0; groups && i < ps.n; i++)
+		srv_label_groups_free(&groups[i]);
+	free(groups);
 	free(ps.p);
 	free(profs);
 	free(items);

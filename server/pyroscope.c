@@ -28,6 +28,7 @@
 #include "strobe/delta.h"
 
 #include "pyroscope.h"
+#include "strobe/store.h"
 
 #define DEF_MAX_BODY ((size_t)16 << 20)
 #define DEF_MAX_DECOMPRESSED ((size_t)64 << 20)
@@ -790,12 +791,11 @@ static bool delimiter_line(const uint8_t *d, const uint8_t *end, bool *close, co
 	return false;
 }
 
-static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, form *f,
-			   strobe_err *err)
+int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
+			   strobe_part_fn fn, void *ctx, strobe_err *err)
 {
 	char boundary[80];
-	memset(f, 0, sizeof(*f));
-	if (!header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||
+	if (!ctype || !header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||
 	    !boundary[0])
 		return strobe_errf(err, -EINVAL,
 				   "multipart body: Content-Type has no boundary parameter (of at "
@@ -828,8 +828,8 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, f
 	if (close)
 		return 0;
 	for (unsigned part = 0;; part++) {
-		if (part >= MAX_PARTS)
-			return strobe_errf(err, -EINVAL, "multipart body: more than %u parts", MAX_PARTS);
+		if (part >= max_parts)
+			return strobe_errf(err, -E2BIG, "multipart body: more than %u parts", max_parts);
 		/* Headers up to an empty line. */
 		char name[64] = "";
 		size_t hbytes = 0;
@@ -871,16 +871,33 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, f
 		const uint8_t *ce = d;
 		if (ce > p && ce[-1] == '\r')
 			ce--;
-		span *dst = strcmp(name, "profile") == 0	   ? &f->profile
-			    : strcmp(name, "prev_profile") == 0	   ? &f->prev
-			    : strcmp(name, "sample_type_config") == 0 ? &f->stc
-								   : NULL;
-		if (dst && !dst->set) /* the first of a name counts */
-			*dst = (span){p, (size_t)(ce - p), true};
+		int r = fn(ctx, name, p, (size_t)(ce - p));
+		if (r < 0)
+			return r;
 		p = next;
 		if (close)
 			return 0;
 	}
+}
+
+static int form_part(void *ctx, const char *name, const uint8_t *data, size_t len)
+{
+	form *f = ctx;
+	span *dst = strcmp(name, "profile") == 0	       ? &f->profile
+		    : strcmp(name, "prev_profile") == 0	       ? &f->prev
+		    : strcmp(name, "sample_type_config") == 0 ? &f->stc
+							       : NULL;
+	if (dst && !dst->set) /* the first of a name counts */
+		*dst = (span){data, len, true};
+	return 0;
+}
+
+static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, form *f,
+			   strobe_err *err)
+{
+	memset(f, 0, sizeof(*f));
+	int r = strobe_multipart_parse(ctype, body, len, MAX_PARTS, form_part, f, err);
+	return r == -E2BIG ? -EINVAL : r;
 }
 
 /* ---- sample_type_config ------------------------------------------------------------------------ */
@@ -1011,114 +1028,29 @@ static const strobe_pyro_stc *stc_find(const strobe_pyro_stc *v, size_t n, const
 
 /* ---- profile type names ------------------------------------------------------------------------ */
 
-typedef struct alias {
-	const char *from, *to;
-} alias;
-
-static const alias hint_aliases[] = {
-	{"process_cpu", "process_cpu"}, {"cpu", "process_cpu"},	  {"profile", "process_cpu"},
-	{"memory", "memory"},		{"heap", "memory"},	  {"allocs", "memory"},
-	{"mutex", "mutex"},		{"block", "block"},	  {"goroutine", "goroutine"},
-	{"goroutines", "goroutine"},	{"wall", "wall"},
-};
-
-/* Go records mutex contention when the holder unlocks, so a mutex profile's leaves are Unlock
- * frames; a block profile's are where goroutines waited (Lock, chan ops, select, Wait). */
-static bool leaves_unlock(const strobe_profile *p)
+/* The type names of every column of p, by the store's one rule (strobe_profile_type_names), with
+ * Pyroscope's display names: the upload's sample_type_config, else its defaults for Go (samples
+ * are cpu; contentions and delay are left to the rule, which tells mutex from block by the
+ * leaves). */
+static int pyro_type_names(const strobe_profile *p, const char *hint, const strobe_pyro_stc *stc,
+			   size_t nstc, char (*names)[STROBE_PTYPE_MAX], strobe_err *err)
 {
-	for (uint32_t s = 1; s <= strobe_nsamples(p); s++) {
-		uint32_t st = strobe_sample(p, s)->stack;
-		if (!st)
-			continue;
-		const strobe_location *l = strobe_location_get(p, strobe_stack_get(p, st)->location);
-		if (!l->nline)
-			continue;
-		const char *fn = strobe_str(p, strobe_function_get(p, l->line[0].function)->name);
-		if (strstr(fn, "Unlock") || strstr(fn, "unlock"))
-			return true;
-	}
-	return false;
-}
-
-static const char *derive_name(const strobe_profile *p, const strobe_pyro_stc *stc, size_t nstc)
-{
-	for (uint32_t t = 0; t < p->ntypes; t++)
-		if (strcmp(strobe_str(p, p->types[t].type), "wall") == 0)
-			return "wall";
+	const char **display = calloc(p->ntypes + 1, sizeof(*display));
+	if (!display)
+		return -ENOMEM;
 	for (uint32_t t = 0; t < p->ntypes; t++) {
 		const char *st = strobe_str(p, p->types[t].type);
 		const strobe_pyro_stc *c = stc ? stc_find(stc, nstc, st) : NULL;
-		bool defaulted = !c;
-		if (!c)
+		if (!c && strcmp(st, "contentions") && strcmp(st, "delay"))
 			c = stc_find(default_stc, sizeof(default_stc) / sizeof(*default_stc), st);
-		if (c && c->display[0])
-			st = c->display;
-		if (strstr(st, "cpu"))
-			return "process_cpu";
-		if (strstr(st, "alloc_") || strstr(st, "inuse_") || !strcmp(st, "space") ||
-		    !strcmp(st, "objects"))
-			return "memory";
-		if (strstr(st, "mutex_"))
-			/* Pyroscope's default calls every contentions profile mutex; the leaves
-			 * tell Go's block profile apart. */
-			return defaulted && p->ntypes && !leaves_unlock(p) && strobe_nsamples(p)
-				       ? "block"
-				       : "mutex";
-		if (strstr(st, "block_"))
-			return "block";
-		if (strstr(st, "goroutine"))
-			return "goroutine";
+		display[t] = c && c->display[0] ? c->display : NULL;
 	}
-	return NULL;
-}
-
-/* Appends part to buf at *o with ':' and control bytes made '_'. false when it does not fit. */
-static bool put_part(char *buf, size_t *o, const char *part, bool colon)
-{
-	if (colon) {
-		if (*o + 1 >= STROBE_PTYPE_MAX)
-			return false;
-		buf[(*o)++] = ':';
-	}
-	for (const char *c = part; *c; c++) {
-		if (*o + 1 >= STROBE_PTYPE_MAX)
-			return false;
-		buf[(*o)++] = *c == ':' || (unsigned char)*c < 0x20 || *c == 0x7f ? '_' : *c;
-	}
-	buf[*o] = 0;
-	return true;
-}
-
-int strobe_pyro_type_names(const strobe_profile *p, const char *name_hint,
-			      const strobe_pyro_stc *stc, size_t nstc,
-			      char (*names)[STROBE_PTYPE_MAX], strobe_err *err)
-{
-	const char *name = NULL;
-	if (name_hint && *name_hint) {
-		name = name_hint;
-		for (size_t i = 0; i < sizeof(hint_aliases) / sizeof(*hint_aliases); i++)
-			if (strcmp(hint_aliases[i].from, name_hint) == 0)
-				name = hint_aliases[i].to;
-	}
-	if (!name)
-		name = derive_name(p, stc, nstc);
-	if (!name)
-		name = p->ntypes ? strobe_str(p, p->types[0].type) : "unknown";
-	if (!*name)
-		name = "unknown";
-	for (uint32_t t = 0; t < p->ntypes; t++) {
-		size_t o = 0;
-		names[t][0] = 0;
-		if (!put_part(names[t], &o, name, false) ||
-		    !put_part(names[t], &o, strobe_str(p, p->types[t].type), true) ||
-		    !put_part(names[t], &o, strobe_str(p, p->types[t].unit), true) ||
-		    !put_part(names[t], &o, strobe_str(p, p->period_type.type), true) ||
-		    !put_part(names[t], &o, strobe_str(p, p->period_type.unit), true))
-			return strobe_errf(err, -ENAMETOOLONG,
-					   "profile type name of column %u is longer than %d bytes", t,
-					   STROBE_PTYPE_MAX - 1);
-	}
-	return 0;
+	const char *name = strobe_profile_name(p, hint, display);
+	int r = 0;
+	for (uint32_t t = 0; r == 0 && t < p->ntypes; t++)
+		r = strobe_profile_type_names(p, name, t, names[t], err);
+	free(display);
+	return r;
 }
 
 /* ---- the batch --------------------------------------------------------------------------------- */
@@ -1289,7 +1221,7 @@ static int ingest_text(const strobe_pyro_request *req, const strobe_pyro_limits 
 		return 0;
 	}
 	char name[STROBE_PTYPE_MAX];
-	if ((r = strobe_pyro_type_names(p, st->metric, NULL, 0, &name, err)) < 0) {
+	if ((r = pyro_type_names(p, st->metric, NULL, 0, &name, err)) < 0) {
 		strobe_profile_free(p);
 		*status = 400;
 		return r;
@@ -1386,7 +1318,7 @@ static int ingest_pprof(const strobe_pyro_request *req, const strobe_pyro_limits
 	r = -ENOMEM;
 	if (!(names = calloc(use->ntypes + 1, sizeof(*names))))
 		goto fail;
-	if ((r = strobe_pyro_type_names(use, NULL, stc, nstc, names, err)) < 0)
+	if ((r = pyro_type_names(use, NULL, stc, nstc, names, err)) < 0)
 		goto fail;
 	for (uint32_t t = 0; t < use->ntypes; t++)
 		for (uint32_t u = 0; u < t; u++)

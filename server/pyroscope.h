@@ -120,22 +120,6 @@ typedef struct strobe_pyro_stc {
 int strobe_pyro_stc_parse(const char *json, size_t len, strobe_pyro_stc **out, size_t *n,
 			  strobe_err *err);
 
-/* The profile type name of every value column of p: names[t] receives
- * "<name>:<type>:<unit>:<period_type>:<period_unit>" for column t (p->ntypes entries).
- *
- * <name> is Pyroscope's profile name. name_hint, when it names one, decides it: a profile name
- * (process_cpu, memory, mutex, block, goroutine, wall) or the Go /debug/pprof endpoint it came
- * from (profile and cpu -> process_cpu, heap and allocs -> memory, mutex, block, goroutine).
- * Otherwise it is derived from the sample types, with display names from stc (may be NULL) or
- * Pyroscope's defaults for Go: a type "wall" -> wall; cpu or samples -> process_cpu; alloc_*,
- * inuse_*, space, objects -> memory; contentions/delay -> mutex, or block when no sample's leaf
- * frame is an Unlock (Go records mutex contention at Unlock, blocking at Lock, chan ops, Wait);
- * goroutine -> goroutine. Anything else is named by its first sample type. Colons and control
- * bytes in the parts become '_'. Returns 0, or -ENAMETOOLONG when a name would not fit. */
-int strobe_pyro_type_names(const strobe_profile *p, const char *name_hint,
-			      const strobe_pyro_stc *stc, size_t nstc,
-			      char (*names)[STROBE_PTYPE_MAX], strobe_err *err);
-
 /* Parses Pyroscope's application name "app.name{key=value,...}" into the app name (*app,
  * malloc'd) and labels (*labels, malloc'd strings, *nlabels of them, in input order; a repeated
  * key keeps its last value). Braces are optional; there is no escaping: values cannot hold ','
@@ -144,6 +128,14 @@ int strobe_pyro_type_names(const strobe_profile *p, const char *name_hint,
  * message on bad input. */
 int strobe_pyro_parse_name(const char *name, const strobe_pyro_limits *limits, char **app,
 			   strobe_pyro_label **labels, uint32_t *nlabels, strobe_err *err);
+
+/* multipart/form-data: calls fn with each part's form field name ("" when none; at most 63
+ * bytes kept) and content, in order; the content points into body. At most max_parts parts
+ * (-E2BIG beyond); -EINVAL with a message when the body or the Content-Type's boundary is
+ * malformed; a negative return of fn stops the parse and is returned. */
+typedef int (*strobe_part_fn)(void *ctx, const char *name, const uint8_t *data, size_t len);
+int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
+			   strobe_part_fn fn, void *ctx, strobe_err *err);
 
 /* gunzip of a whole buffer that gives up as soon as the output passes cap bytes (-E2BIG), so a
  * small hostile body cannot make us allocate gigabytes. -EINVAL for corrupt data; `what` names

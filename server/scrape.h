@@ -26,7 +26,7 @@
 
 #include "strobe/profile.h"
 
-#include "pyroscope.h" /* strobe_kv, strobe_pyro_type_names */
+#include "pyroscope.h" /* strobe_kv */
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,7 +47,7 @@ enum {
 	 STROBE_SCRAPE_GOROUTINE)
 
 /* Receives one scraped profile (ownership passes to the callee). type_name_hint is the profile
- * name for strobe_pyro_type_names ("process_cpu", "memory", "mutex", "block", "goroutine");
+ * name for strobe_profile_name ("process_cpu", "memory", "mutex", "block", "goroutine");
  * labels are the target's (with instance and service_name filled in); t_ns is the start of the
  * window the values cover and dur_ns its length (0 for a snapshot such as goroutines). Returns 0
  * or -errno (counted as a scrape error of that endpoint). */

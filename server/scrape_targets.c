@@ -33,6 +33,7 @@ struct strobe_server_scraper {
 	strobe_kv **labels;  /* per target, owned strings */
 	size_t ntargets;
 	strobe_store *store;
+	strobe_server_config cfg; /* shallow copy, for the label limits */
 	json_t *root;        /* keeps the strings the targets point at */
 	void (*log)(const char *msg);
 	atomic_ullong stored, samples, failed; /* for /metrics */
@@ -54,11 +55,21 @@ static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t 
 		else
 			lp[n++] = (strobe_labelpair){labels[i].key, labels[i].value};
 	}
-	strobe_push_item item = {p, hint, t_ns};
-	strobe_push_req rq = {tenant, lp, n, &item, 1, 0};
-	strobe_push_result res;
+	/* Per-sample labels (pprof.Do) make series of their own, as on the push API. */
 	strobe_err err = {{0}};
-	int rc = strobe_store_push(s->store, &rq, &res, &err);
+	srv_label_groups g;
+	int rc = srv_sample_groups(p, &s->cfg, lp, n, &g, &err);
+	strobe_push_item *items = rc == 0 ? calloc(g.n, sizeof(*items)) : NULL;
+	if (rc == 0 && !items)
+		rc = strobe_errf(&err, -ENOMEM, "out of memory");
+	for (size_t i = 0; items && i < g.n; i++)
+		items[i] = (strobe_push_item){.profile = p, .name = hint, .time_ns = t_ns,
+					      .labels = g.g[i].labels, .nlabels = g.g[i].nlabels,
+					      .samples = g.g[i].samples, .nsamples = g.g[i].nsamples};
+	strobe_push_req rq = {tenant, lp, n, items, g.n, 0};
+	strobe_push_result res;
+	if (rc == 0)
+		rc = strobe_store_push(s->store, &rq, &res, &err);
 	if (rc == 0) {
 		strobe_push_result_free(&res);
 		atomic_fetch_add(&s->stored, 1);
@@ -68,6 +79,8 @@ static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t 
 		if (s->log)
 			s->log(err.msg);
 	}
+	srv_label_groups_free(&g); /* zeroed on error */
+	free(items);
 	strobe_profile_free(p); /* the callee owns it */
 	return rc;
 }
@@ -145,6 +158,7 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 	s->root = root;
 	s->ntargets = n;
 	s->store = st;
+	s->cfg = *c;
 	s->log = log;
 	for (size_t i = 0; i < n; i++) {
 		json_t *t = json_array_get(root, i), *v;

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 
+#include "pyroscope.h"
 #include "strobe/server.h"
 
 /* The server's own counters, served by GET /metrics (server/metrics.c). */
@@ -28,10 +29,19 @@ struct strobe_server {
 	strobe_server_scraper *scraper; /* for its counters in /metrics; may be NULL */
 };
 
+/* Caps on what one request may make the router hold. */
+#define SRV_MAX_ARGS    1024u /* query parameters */
+#define SRV_MAX_HEADERS 256u
+
+/* The request as the endpoints see it: no libmicrohttpd connection in it, so tests and fuzzers
+ * can build one by hand and hand it to srv_handle. */
 typedef struct srv_req {
 	strobe_server *srv;
-	struct MHD_Connection *c;
 	const char *url, *method, *tenant;
+	const strobe_kv *args; /* query parameters, percent-decoded, in request order */
+	size_t nargs;
+	const strobe_kv *hdrs; /* request headers */
+	size_t nhdrs;
 	const uint8_t *body;
 	size_t len;
 	int64_t now_ns;
@@ -43,8 +53,12 @@ typedef struct srv_req {
 	size_t outlen;
 } srv_req;
 
-/* A query argument, or NULL. */
+/* A query argument (the first when repeated), or NULL. */
 const char *srv_arg(srv_req *r, const char *name);
+/* A request header (name compared without case), or NULL. */
+const char *srv_header(srv_req *r, const char *name);
+/* Routes a request (auth, then the endpoint) and makes sure it has a reply. */
+void srv_handle(srv_req *r);
 /* A JSON error reply {"error": msg, "status": N}; returns 0 so endpoints can `return`. */
 int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -57,6 +71,27 @@ void srv_reply(srv_req *r, unsigned status, const char *ctype, char *buf, size_t
 int srv_window(srv_req *r, const char *fname, const char *tname, int64_t *from, int64_t *to);
 /* Parses a selector argument; replies 400 and returns -1 when bad or missing. */
 int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *sel);
+
+/* A label name as the push accepts it: [a-zA-Z_][a-zA-Z0-9_.]*, not __-prefixed, <= max bytes. */
+bool srv_label_name_ok(const char *s, size_t max);
+
+/* A profile's samples grouped by their string labels (server/sample_labels.c): each group's
+ * labels (sorted, strings of the profile) go on its own series. A profile without sample labels
+ * is one group with samples NULL (all of them). */
+typedef struct srv_label_group {
+	strobe_labelpair *labels;
+	size_t nlabels;
+	uint32_t *samples; /* sample ids */
+	uint32_t nsamples, cap;
+} srv_label_group;
+typedef struct srv_label_groups {
+	srv_label_group *g;
+	size_t n;
+} srv_label_groups;
+int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
+		      const strobe_labelpair *base, size_t nbase, srv_label_groups *out,
+		      strobe_err *err);
+void srv_label_groups_free(srv_label_groups *g);
 
 int srv_push(srv_req *r);
 int srv_metrics_get(srv_req *r); /* GET /metrics, server/metrics.c */
@@ -78,5 +113,6 @@ int srv_range(srv_req *r);
 int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);
 int srv_profile_types(srv_req *r);
+int srv_series(srv_req *r); /* GET /api/v1/series, server/labels.c */
 
 #endif

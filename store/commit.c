@@ -34,7 +34,7 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 		n[t] = tab_n(s->sym, t);
 	int r = store_db_exec(db, "BEGIN IMMEDIATE", err);
 	if (r == 0)
-		r = store_save_symbols(s, db, n, err);
+		r = store_save_symbols(s, db, s->sym, s->saved, n, err);
 	for (store_pending *p = b; r == 0 && p; p = p->next)
 		for (size_t i = 0; r == 0 && i < p->npt; i++) {
 			store_series *se = &s->series[p->pt[i].series];

@@ -3,7 +3,8 @@
  * Keeping the store small and fast to read: compaction folds the raw points of every closed
  * 1-minute and 1-hour bucket of a series into one roll-up row per bucket (values summed, the
  * number of points kept, so gauges can still be averaged exactly), and retention deletes what is
- * older than the retention period, then the series left empty, and gives the pages back.
+ * older than the retention period, then the series left empty, and gives the pages back (and
+ * then, at most hourly, the symbols nothing refers to any more: symgc.c).
  *
  * A raw row carries a `rolled` bit per level once it is inside that level's roll-up, so a point
  * that arrives late for an already compacted bucket is simply read beside the roll-up until the
@@ -191,6 +192,8 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	if (!s->o.retention_ns)
 		return 0;
 	int64_t cutoff = now_ns - s->o.retention_ns;
+	/* It may end in a symbol gc, which renumbers ids: wait for the pushes in flight. */
+	pthread_rwlock_wrlock(&s->ids_lock);
 	pthread_mutex_lock(&s->mu);
 	int r = store_exec(s, "BEGIN IMMEDIATE", err), deleted = 0;
 	sqlite3_stmt *st = NULL;
@@ -261,8 +264,13 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 		/* Hand the freed pages back (auto_vacuum=INCREMENTAL). */
 		if (deleted)
 			sqlite3_exec(s->db, "PRAGMA incremental_vacuum;", NULL, NULL, NULL);
+		/* Then the symbols only the deleted points used (symgc.c), not more than once
+		 * an interval: it reads every point. A failure leaves the symbols as they were. */
+		if (deleted && (!s->last_gc_ns || now_ns - s->last_gc_ns >= STORE_GC_INTERVAL))
+			store_gc_locked(s, now_ns, NULL);
 	}
 	free(gone);
 	pthread_mutex_unlock(&s->mu);
+	pthread_rwlock_unlock(&s->ids_lock);
 	return r < 0 ? r : deleted;
 }

@@ -146,6 +146,7 @@ typedef struct scanner {
 	sqlite3_stmt *st;
 	store_pair *pairs;
 	size_t cap;
+	uint64_t rows, bytes; /* read so far, against the query cost caps */
 } scanner;
 
 typedef int (*row_fn)(void *ctx, int64_t n, const store_pair *p, size_t np);
@@ -160,8 +161,25 @@ static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t 
 	sqlite3_bind_int64(st, 4, b);
 	sqlite3_bind_int(st, 5, mask);
 	int rc, r = 0;
+	const strobe_store_opts *o = &sc->s->o;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t np;
+		sc->rows++;
+		sc->bytes += (uint64_t)sqlite3_column_bytes(st, 1);
+		if (o->max_query_points && sc->rows > o->max_query_points) {
+			r = strobe_errf(err, -EDQUOT,
+					"limit max_query_profiles: the query reads more than %llu "
+					"stored profiles; narrow the selector or the window",
+					(unsigned long long)o->max_query_points);
+			break;
+		}
+		if (o->max_query_bytes && sc->bytes > o->max_query_bytes) {
+			r = strobe_errf(err, -EDQUOT,
+					"limit max_query_bytes: the query reads more than %llu bytes "
+					"of stored profiles; narrow the selector or the window",
+					(unsigned long long)o->max_query_bytes);
+			break;
+		}
 		r = store_blob_decode(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
 				      sc->s->sym->stacks.n, &sc->pairs, &sc->cap, &np);
 		if (r < 0) {

@@ -35,7 +35,7 @@ static const char schema[] =
 	" folded INT, lines BLOB);"
 	"CREATE TABLE IF NOT EXISTS stacks(id INTEGER PRIMARY KEY, parent INT, location INT);"
 	"CREATE TABLE IF NOT EXISTS series(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL,"
-	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT);"
+	" type TEXT NOT NULL, labels BLOB NOT NULL, period INT, average INT NOT NULL DEFAULT 0);"
 	"CREATE TABLE IF NOT EXISTS series_labels(name TEXT, value TEXT, series INT,"
 	" PRIMARY KEY(name, value, series)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS points(series INT NOT NULL, level INT NOT NULL,"
@@ -162,8 +162,8 @@ int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_er
 		blen += strlen(se->labels[i].name) + strlen(se->labels[i].value) + 2;
 	const char *blob = se->nlabels ? se->labels[0].name : "";
 	if (sqlite3_prepare_v2(db,
-			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period) "
-			       "VALUES(?,?,?,?,?)",
+			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period, "
+			       "average) VALUES(?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_dberr(db, err, "series");
 	sqlite3_bind_int64(st, 1, se->id);
@@ -171,6 +171,7 @@ int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_er
 	sqlite3_bind_text(st, 3, se->type, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 4, blob, (int)blen, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, se->period);
+	sqlite3_bind_int(st, 6, se->gauge && !strobe_type_is_gauge(se->type));
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -191,6 +192,23 @@ int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_er
 	}
 	sqlite3_finalize(st);
 	return 0;
+}
+
+/* Columns added since the first release of the schema, added to older databases. */
+static int migrate(strobe_store *s, strobe_err *err)
+{
+	sqlite3_stmt *st;
+	bool has_average = false;
+	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('series')", -1, &st,
+			       NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "schema");
+	while (sqlite3_step(st) == SQLITE_ROW)
+		has_average |= strcmp((const char *)sqlite3_column_text(st, 0), "average") == 0;
+	sqlite3_finalize(st);
+	return has_average ? 0
+			   : store_exec(s, "ALTER TABLE series ADD COLUMN average INT NOT NULL "
+					   "DEFAULT 0",
+					err);
 }
 
 /* ---- open and load --------------------------------------------------------------------------- */
@@ -282,7 +300,8 @@ static int load_symbols(strobe_store *s, strobe_err *err)
 static int load_series(strobe_store *s, strobe_err *err)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period FROM series ORDER BY id",
+	if (sqlite3_prepare_v2(s->db, "SELECT id, tenant, type, labels, period, average FROM series "
+			       "ORDER BY id",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "loading series");
 	int rc, r = 0;
@@ -322,6 +341,8 @@ static int load_series(strobe_store *s, strobe_err *err)
 		s->series[idx].dead = false;
 		s->series[idx].saved = true;
 		s->series[idx].period = sqlite3_column_int64(st, 4);
+		if (sqlite3_column_int(st, 5))
+			s->series[idx].gauge = true;
 	}
 	sqlite3_finalize(st);
 	if (r == 0 && rc != SQLITE_DONE)
@@ -390,6 +411,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	if (r == 0)
 		r = store_exec(s, schema, err);
 	if (r == 0)
+		r = migrate(s, err);
+	if (r == 0)
 		r = load_symbols(s, err);
 	if (r == 0)
 		r = load_series(s, err);
@@ -443,17 +466,9 @@ static bool type_part_ok(const char *s)
 	return true;
 }
 
-static bool has_type(const strobe_profile *p, const char *name)
-{
-	for (uint32_t i = 0; i < p->ntypes; i++)
-		if (strcmp(strobe_str(p, p->types[i].type), name) == 0)
-			return true;
-	return false;
-}
-
-/* Go's mutex and block profiles have the same sample types; a mutex profile's stacks end in
- * the unlock that released the contended lock, a block profile's in the blocking call. */
-static bool leaf_is_unlock(const strobe_profile *p)
+/* Go records mutex contention when the holder unlocks, so a mutex profile's leaves are Unlock
+ * frames; a block profile's are where goroutines waited (Lock, chan ops, select, Wait). */
+static bool leaves_unlock(const strobe_profile *p)
 {
 	for (uint32_t i = 1; i <= strobe_nsamples(p); i++) {
 		const strobe_stack_node *sn = strobe_stack_get(p, strobe_sample(p, i)->stack);
@@ -463,10 +478,57 @@ static bool leaf_is_unlock(const strobe_profile *p)
 		if (!l->nline || !l->line[0].function)
 			continue;
 		const char *f = strobe_str(p, strobe_function_get(p, l->line[0].function)->name);
-		if (strstr(f, "Mutex).Unlock") || strstr(f, "Mutex).RUnlock"))
+		if (strstr(f, "Unlock") || strstr(f, "unlock"))
 			return true;
 	}
 	return false;
+}
+
+/* Names a pusher may give for a profile, Go /debug/pprof endpoint names among them. */
+static const char *const name_aliases[][2] = {
+	{"cpu", "process_cpu"}, {"profile", "process_cpu"}, {"heap", "memory"},
+	{"allocs", "memory"},   {"goroutines", "goroutine"},
+};
+
+const char *strobe_profile_name(const strobe_profile *p, const char *hint,
+				const char *const *display)
+{
+	if (hint && *hint) {
+		for (size_t i = 0; i < sizeof(name_aliases) / sizeof(*name_aliases); i++)
+			if (strcmp(name_aliases[i][0], hint) == 0)
+				return name_aliases[i][1];
+		return hint;
+	}
+	for (uint32_t t = 0; t < p->ntypes; t++)
+		if (strcmp(strobe_str(p, p->types[t].type), "wall") == 0)
+			return "wall";
+	if (strcmp(strobe_str(p, p->period_type.type), "cpu") == 0)
+		return "process_cpu";
+	for (uint32_t t = 0; t < p->ntypes; t++) {
+		const char *st = strobe_str(p, p->types[t].type);
+		bool given = display && display[t] && display[t][0];
+		if (given)
+			st = display[t];
+		if (strstr(st, "cpu"))
+			return "process_cpu";
+		if (strstr(st, "alloc_") || strstr(st, "inuse_") || !strcmp(st, "space") ||
+		    !strcmp(st, "objects"))
+			return "memory";
+		if (strstr(st, "mutex_"))
+			return "mutex";
+		if (strstr(st, "block_"))
+			return "block";
+		/* Go's mutex and block profiles have the same sample types: the leaves tell. */
+		if (!given && (!strcmp(st, "contentions") || !strcmp(st, "delay")))
+			return leaves_unlock(p) ? "mutex" : "block";
+		if (strstr(st, "goroutine"))
+			return "goroutine";
+	}
+	const char *pt = strobe_str(p, p->period_type.type);
+	if (*pt)
+		return pt;
+	return p->ntypes && *strobe_str(p, p->types[0].type) ? strobe_str(p, p->types[0].type)
+							     : "unknown";
 }
 
 int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
@@ -482,19 +544,7 @@ int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_
 		pu = "count";
 	if (!*su)
 		su = "count";
-	if (!name) {
-		if (strcmp(pt, "cpu") == 0 || has_type(p, "cpu"))
-			name = "process_cpu";
-		else if (has_type(p, "inuse_space") || has_type(p, "alloc_space") ||
-			 has_type(p, "inuse_objects") || has_type(p, "alloc_objects"))
-			name = "memory";
-		else if (has_type(p, "contentions") || has_type(p, "delay"))
-			name = leaf_is_unlock(p) ? "mutex" : "block";
-		else if (has_type(p, "goroutine") || has_type(p, "goroutines"))
-			name = "goroutine";
-		else
-			name = pt;
-	}
+	name = strobe_profile_name(p, name, NULL);
 	const char *parts[5] = {name, st, su, pt, pu};
 	for (int k = 0; k < 5; k++)
 		if (!type_part_ok(parts[k]))
@@ -623,9 +673,12 @@ void store_remap_free(store_remap *m)
 	free(m->lines);
 }
 
-/* Writes the symbol rows interned since the last successful commit, up to n[t] of table t. */
-int store_save_symbols(strobe_store *s, sqlite3 *db, const uint32_t nt[NTABS], strobe_err *err)
+/* Writes p's symbol rows from saved[t] up to n[t] (n NULL: all of p) of each table t, through
+ * db: the committer's new rows, or a whole rebuilt table set (symgc.c). */
+int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
+		       const uint32_t *saved, const uint32_t *nt, strobe_err *err)
 {
+	(void)s;
 	static const char *const q[NTABS] = {
 		"INSERT OR REPLACE INTO strings VALUES(?,?)",
 		"INSERT OR REPLACE INTO functions VALUES(?,?,?,?,?)",
@@ -633,15 +686,14 @@ int store_save_symbols(strobe_store *s, sqlite3 *db, const uint32_t nt[NTABS], s
 		"INSERT OR REPLACE INTO locations VALUES(?,?,?,?,?)",
 		"INSERT OR REPLACE INTO stacks VALUES(?,?,?)",
 	};
-	strobe_profile *p = s->sym;
 	for (int t = 0; t < NTABS; t++) {
-		uint32_t n = nt[t];
-		if (s->saved[t] >= n)
+		uint32_t n = nt ? nt[t] : tab_n(p, t);
+		if (saved[t] >= n)
 			continue;
 		sqlite3_stmt *st;
 		if (sqlite3_prepare_v2(db, q[t], -1, &st, NULL) != SQLITE_OK)
 			return store_dberr(db, err, "saving symbols");
-		for (uint32_t id = s->saved[t]; id < n; id++) {
+		for (uint32_t id = saved[t] ? saved[t] : 1; id < n; id++) {
 			sqlite3_bind_int64(st, 1, id);
 			switch (t) {
 			case TAB_STRINGS:
@@ -705,6 +757,18 @@ static size_t tenant_series(const strobe_store *s, const char *tenant)
 	return n;
 }
 
+/* An item's samples: all of its profile's, or the subset it names (one label set of a profile
+ * split by per-sample labels); sample i (1-based) of the item is item_sid(i) of the profile. */
+static uint32_t item_ns(const strobe_push_item *it)
+{
+	return it->samples ? it->nsamples : strobe_nsamples(it->profile);
+}
+
+static uint32_t item_sid(const strobe_push_item *it, uint32_t i)
+{
+	return it->samples ? it->samples[i - 1] : i;
+}
+
 /* One (item, sample type) of a push: the series it goes to and the point it becomes. */
 typedef struct push_col {
 	char type[STROBE_TYPE_MAX];
@@ -726,13 +790,15 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 	size_t nmade = 0;
 	uint32_t before = s->sym->stacks.n;
 	for (size_t it = 0; r == 0 && it < rq->nitems; it++) {
-		const strobe_profile *p = rq->items[it].profile;
+		const strobe_push_item *item = &rq->items[it];
+		const strobe_profile *p = item->profile;
 		store_remap m;
 		if (store_remap_init(&m, p) < 0)
 			r = -ENOMEM;
-		uint32_t ns = strobe_nsamples(p);
+		uint32_t ns = item_ns(item);
 		for (uint32_t i = 1; r == 0 && i <= ns; i++)
-			if ((gst[it][i] = store_map_stack(s->sym, p, &m, strobe_sample(p, i)->stack)) ==
+			if ((gst[it][i] = store_map_stack(s->sym, p, &m,
+							  strobe_sample(p, item_sid(item, i))->stack)) ==
 			    UINT32_MAX)
 				r = -ENOMEM;
 		store_remap_free(&m);
@@ -760,6 +826,8 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 			break;
 		}
 		se->period = rq->items[cols[c].item].profile->period;
+		/* Pyroscope's aggregationType=average: fixed when the series is made. */
+		se->gauge = strobe_type_is_gauge(se->type) || rq->items[cols[c].item].average;
 		se->dead = false;
 		se->saved = false;
 		made[nmade++] = idx;
@@ -807,15 +875,16 @@ static int order_by_stack(const uint32_t *gst, uint32_t ns, uint32_t **out)
 
 /* Outside the lock: one column's (stack, value) pairs, summed per stack, zstd'd. `order` is
  * the samples sorted by stack. */
-static int push_encode(const strobe_profile *p, const uint32_t *gst, const uint32_t *order,
+static int push_encode(const strobe_push_item *it, const uint32_t *gst, const uint32_t *order,
 		       uint32_t ty, store_pair *pairs, store_point *pt, strobe_push_accepted *a)
 {
-	uint32_t ns = strobe_nsamples(p);
+	const strobe_profile *p = it->profile;
+	uint32_t ns = item_ns(it);
 	size_t w = 0;
 	int64_t total = 0;
 	for (uint32_t k = 0; k < ns; k++) {
 		uint32_t i = order[k];
-		int64_t v = strobe_sample_values(p, i)[ty];
+		int64_t v = strobe_sample_values(p, item_sid(it, i))[ty];
 		if (!v)
 			continue;
 		total += v;
@@ -840,10 +909,9 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 	memset(res, 0, sizeof(*res));
 	size_t ncols = 0, maxns = 0;
 	for (size_t i = 0; i < rq->nitems; i++) {
-		const strobe_profile *p = rq->items[i].profile;
-		ncols += p->ntypes;
-		if (strobe_nsamples(p) > maxns)
-			maxns = strobe_nsamples(p);
+		ncols += rq->items[i].profile->ntypes;
+		if (item_ns(&rq->items[i]) > maxns)
+			maxns = item_ns(&rq->items[i]);
 	}
 	push_col *cols = calloc(ncols ? ncols : 1, sizeof(*cols));
 	uint32_t **gst = calloc(rq->nitems ? rq->nitems : 1, sizeof(*gst));
@@ -869,18 +937,40 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 			r = strobe_errf(err, -EINVAL, "the profile has no sample types");
 			break;
 		}
-		if (!(gst[it] = malloc(((size_t)strobe_nsamples(p) + 1) * sizeof(**gst)))) {
+		if (!(gst[it] = malloc(((size_t)item_ns(item) + 1) * sizeof(**gst)))) {
 			r = -ENOMEM;
 			break;
+		}
+		/* The series labels: the request's and the item's (per-sample labels), merged by
+		 * name (both sorted, no name in both). */
+		const strobe_labelpair *labels = rq->labels;
+		size_t nlabels = rq->nlabels;
+		strobe_labelpair *merged = NULL;
+		if (item->nlabels) {
+			if (!(merged = malloc((rq->nlabels + item->nlabels) * sizeof(*merged)))) {
+				r = -ENOMEM;
+				break;
+			}
+			size_t a = 0, b = 0;
+			nlabels = 0;
+			while (a < rq->nlabels || b < item->nlabels)
+				merged[nlabels++] =
+					b == item->nlabels ||
+							(a < rq->nlabels &&
+							 strcmp(rq->labels[a].name, item->labels[b].name) < 0)
+						? rq->labels[a++]
+						: item->labels[b++];
+			labels = merged;
 		}
 		for (uint32_t ty = 0; r == 0 && ty < p->ntypes; ty++, c++) {
 			cols[c].item = (uint32_t)it;
 			cols[c].ty = ty;
 			cols[c].time = t;
 			if ((r = strobe_profile_type_names(p, item->name, ty, cols[c].type, err)) == 0)
-				r = series_key(rq->tenant, cols[c].type, rq->labels, rq->nlabels,
-					       &cols[c].key, &cols[c].klen);
+				r = series_key(rq->tenant, cols[c].type, labels, nlabels, &cols[c].key,
+					       &cols[c].klen);
 		}
+		free(merged);
 	}
 	bool ids_held = r == 0 && ncols;
 	if (ids_held) {
@@ -891,12 +981,12 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 	}
 	uint32_t *order = NULL, order_item = UINT32_MAX;
 	for (c = 0; r == 0 && c < ncols; c++) {
-		const strobe_profile *p = rq->items[cols[c].item].profile;
 		if (cols[c].item != order_item) {
 			free(order);
 			order = NULL;
 			order_item = cols[c].item;
-			if ((r = order_by_stack(gst[order_item], strobe_nsamples(p), &order)) < 0)
+			if ((r = order_by_stack(gst[order_item], item_ns(&rq->items[order_item]),
+						&order)) < 0)
 				break;
 		}
 		strobe_push_accepted *a = &res->acc[c];
@@ -906,7 +996,8 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 		pt->time = cols[c].time;
 		snprintf(a->type, sizeof(a->type), "%s", cols[c].type);
 		a->time_ns = cols[c].time;
-		r = push_encode(p, gst[cols[c].item], order, cols[c].ty, pairs, pt, a);
+		r = push_encode(&rq->items[cols[c].item], gst[cols[c].item], order, cols[c].ty, pairs,
+				pt, a);
 		pend.npt = c + 1;
 	}
 	free(order);

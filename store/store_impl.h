@@ -77,6 +77,7 @@ struct strobe_store {
 	size_t nseries, capseries;
 	strobe_itab series_key; /* "tenant\0type\0name\0value\0..." -> index */
 	bool use_rollups;
+	int64_t last_gc_ns; /* when symbol gc last ran (symgc.c) */
 };
 
 static inline uint32_t tab_n(const strobe_profile *p, int t)
@@ -113,15 +114,19 @@ uint32_t store_map_stack(strobe_profile *dst, const strobe_profile *src, store_r
 			 uint32_t id);
 
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
+/* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */
+int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err);
+#define STORE_GC_INTERVAL (3600 * STROBE_NS_PER_S)
 int store_sqlerr(strobe_store *s, strobe_err *err, const char *what);
 int store_dberr(sqlite3 *db, strobe_err *err, const char *what);
 int store_db_exec(sqlite3 *db, const char *sql, strobe_err *err);
 /* Opens DIR/strobe.db with the store's pragmas (WAL, synchronous as configured). */
 int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err);
 
-/* store.c, for the committer: the symbol rows interned since the last commit, up to n[t]
- * entries of each table, and one series' rows; both under the store's lock. */
-int store_save_symbols(strobe_store *s, sqlite3 *db, const uint32_t n[NTABS], strobe_err *err);
+/* store.c: p's symbol rows from saved[t] up to n[t] (n NULL: all) of each table, and one
+ * series' rows, through db; for the committer (under the store's lock) and symgc.c. */
+int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
+		       const uint32_t *saved, const uint32_t *n, strobe_err *err);
 int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_err *err);
 
 /* commit.c: start and stop the committer; hand it a push and wait until it is durable (0) or

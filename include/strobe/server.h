@@ -50,6 +50,7 @@ typedef struct strobe_server_config {
 	uint32_t max_series_per_tenant, max_profiles_per_push;
 	uint32_t max_stacks;          /* distinct stacks in the store (its memory); 0 = unlimited */
 	uint32_t threads;             /* 0 = one per connection (default), N = a pool of N */
+	uint64_t max_query_profiles, max_query_bytes; /* query cost caps (strobe_store_opts) */
 	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
 	size_t ntenants;
 	char *scrape_json; /* the "scrape" section as JSON text, for the scraper; NULL = none */
@@ -59,6 +60,12 @@ void strobe_server_config_init(strobe_server_config *c);
 /* Reads a JSON configuration file over the current values (see docs/server.md). */
 int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err);
 void strobe_server_config_free(strobe_server_config *c);
+
+/* Whether a listen address ("host:port", NULL = the default) is a loopback one (127.0.0.0/8,
+ * ::1, localhost); false for anything else, unparsable included. */
+bool strobe_listen_is_loopback(const char *listen);
+/* Whether any configured tenant needs a bearer token. */
+bool strobe_server_config_has_tokens(const strobe_server_config *c);
 
 typedef struct strobe_server strobe_server;
 

@@ -77,6 +77,10 @@ typedef struct strobe_store_opts {
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
 	uint32_t max_stacks;      /* distinct stacks held (they are mirrored in memory); 0 = no cap */
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
+	/* Query cost caps: stored rows (profiles or roll-ups) and compressed bytes one query or
+	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
+	 * each, so a long window that roll-ups cover stays cheap. */
+	uint64_t max_query_points, max_query_bytes;
 } strobe_store_opts;
 
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err);
@@ -88,6 +92,14 @@ typedef struct strobe_push_item {
 	const strobe_profile *profile;
 	const char *name; /* profile name (process_cpu, memory, mutex...); NULL = guessed */
 	int64_t time_ns;  /* 0 = the profile's time_nanos, or now when it has none */
+	bool average;     /* series this push creates merge over time by average, as gauges do
+			   * (Pyroscope's aggregationType=average); a series keeps the aggregation
+			   * it was created with */
+	const strobe_labelpair *labels; /* more series labels for this item (per-sample labels),
+					 * sorted by name, none named as a request label */
+	size_t nlabels;
+	const uint32_t *samples; /* only these samples of the profile (ids); NULL = all */
+	uint32_t nsamples;
 } strobe_push_item;
 
 typedef struct strobe_push_req {
@@ -117,10 +129,21 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *r, strobe_push_res
 		      strobe_err *err);
 void strobe_push_result_free(strobe_push_result *r);
 
-/* The profile names strobe guesses for a pprof's sample types (index i -> names[i]) when the
- * pusher names none: process_cpu, memory, mutex, block, goroutine, else the period type's name.
- * Each names[i] has room for STROBE_TYPE_MAX bytes and receives the full type. Returns 0 or
- * -EINVAL when a type name cannot be part of a profile type (':' in it, too long). */
+/* The profile name of p (the first part of its types), the one rule for every way in (push,
+ * Pyroscope /ingest, scraping). A hint decides when given: a profile name, or a Go /debug/pprof
+ * endpoint (cpu, profile -> process_cpu; heap, allocs -> memory; goroutines -> goroutine).
+ * Otherwise: a sample type "wall" -> wall; period type cpu -> process_cpu; then the first sample
+ * type that tells (its display name display[t] when given, Pyroscope's sample_type_config):
+ * containing cpu -> process_cpu; alloc_, inuse_, space, objects -> memory; mutex_ -> mutex;
+ * block_ -> block; contentions or delay -> mutex when a sample's leaf frame is an Unlock (Go
+ * records contention at Unlock), else block; goroutine -> goroutine. Else the period type's name,
+ * else the first sample type's. The string is the hint, a literal or one of p's. */
+const char *strobe_profile_name(const strobe_profile *p, const char *hint,
+				const char *const *display);
+/* The full type of sample type i, "<name>:<type>:<unit>:<period_type>:<period_unit>" into out
+ * (STROBE_TYPE_MAX bytes), name as strobe_profile_name(p, name, NULL) decides; an empty unit is
+ * "count", an empty period type is the sample type's. -EINVAL when a part cannot be in a type
+ * name (empty, longer than 60 bytes, ':', space, braces, quotes, =!~, control bytes). */
 int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
 			      strobe_err *err);
 bool strobe_type_is_gauge(const char *full_type);
@@ -163,12 +186,35 @@ int strobe_store_profile_types(strobe_store *s, const strobe_query *q, char ***o
 			       strobe_err *err);
 void strobe_strv_free(char **v, size_t n);
 
+/* The series of the tenant that match any of sels (none = every series) and have points in
+ * [from, to): their types and label sets (labels sorted by name), sorted. More than max (0 =
+ * no cap) is -EDQUOT with a message naming the limit. Free with strobe_series_list_free. */
+typedef struct strobe_series_info {
+	const char *type;
+	const strobe_labelpair *labels;
+	size_t nlabels;
+	void *mem_; /* the one allocation holding the above */
+} strobe_series_info;
+typedef struct strobe_series_list {
+	strobe_series_info *v;
+	size_t n;
+} strobe_series_list;
+int strobe_store_series(strobe_store *s, const char *tenant, const strobe_selector *sels,
+			size_t nsel, int64_t from_ns, int64_t to_ns, size_t max,
+			strobe_series_list *out, strobe_err *err);
+void strobe_series_list_free(strobe_series_list *l);
+
 /* Maintenance, run periodically by the server (and by tests with chosen clocks). compact folds
  * raw points of closed 1-minute and 1-hour buckets into roll-ups; retain deletes points older
  * than the retention, then series left empty, then gives the freed pages back to the file
  * system. Each returns the number of rows written or deleted, or -errno. */
 int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err);
 int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err);
+/* Symbol garbage collection: deletes the stacks, locations, functions, mappings and strings no
+ * stored point reaches any more, renumbering the rest (every point is rewritten, in one
+ * transaction). retain runs it itself after deleting points, at most once an hour. Returns the
+ * number of symbol rows deleted, or -errno (the store unchanged). */
+int strobe_store_gc(strobe_store *s, int64_t now_ns, strobe_err *err);
 /* Roll-ups are used by queries unless this is off (tests compare both ways). */
 void strobe_store_use_rollups(strobe_store *s, bool on);
 

@@ -58,6 +58,15 @@ if command -v go >/dev/null; then
   a=$(go tool pprof -top -sample_index=cpu "$cpu" 2>/dev/null | awk '/flat%/ { getline; print $NF; exit }')
   b=$(q query --data-urlencode "query=$CPU" -d format=top -d from=now-5m | awk '/flat%/ { getline; print $NF; exit }')
   if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "ok server_api/top ($a)"; else fail top "pprof '$a', server '$b'"; fi
+  # pprof.Do labels on the samples are series labels: each endpoint's total is pprof's -tagfocus.
+  for e in /checkout /report /search; do
+    want=$(go tool pprof -raw -tagfocus="endpoint=$e" "$cpu" 2>/dev/null | awk '
+      /^Samples:/ { getline; s = 1; next } /^Locations/ { s = 0 }
+      s && /^ *-?[0-9]+( +-?[0-9]+)*: / { sub(/:.*/, ""); split($0, v, " "); t += v[2] } END { printf "%.0f\n", t }')
+    q query --data-urlencode "query=$CPU{service_name=\"api\",endpoint=\"$e\"}" -d format=pprof -d from=now-5m -o "$TMPDIR/qe.pb.gz"
+    got=$(gototal "$TMPDIR/qe.pb.gz" 1)
+    if [ -n "$want" ] && [ "$want" != 0 ] && [ "$want" = "$got" ]; then echo "ok server_api/sample-label$e ($got ns)"; else fail "sample-label$e" "pprof -tagfocus $want, query $got"; fi
+  done
 else
   echo "SKIP server_api/query-total: go (golang-go) is not installed"
 fi
@@ -97,7 +106,7 @@ if grep -q '<svg' <<<"$dsvg"; then echo "ok server_api/diff-svg"; else fail diff
 # ---- label APIs --------------------------------------------------------------------------------
 l=$(q labels -d from=now-10m); v=$(q label/service_name/values -d from=now-10m)
 v2=$(q label/service_name/values -d from=now-10m --data-urlencode 'query={env="prod"}'); t=$(q profile_types -d from=now-10m)
-if [ "$l" = '{"data":["env","service_name"]}' ] && [ "$v" = '{"data":["api","web"]}' ] && [ "$v2" = '{"data":["api"]}' ] &&
+if [ "$l" = '{"data":["endpoint","env","service_name","version"]}' ] && [ "$v" = '{"data":["api","web"]}' ] && [ "$v2" = '{"data":["api"]}' ] &&
    [ "$t" = '{"data":["process_cpu:cpu:nanoseconds:cpu:nanoseconds","process_cpu:samples:count:cpu:nanoseconds"]}' ]; then
   echo "ok server_api/labels"
 else fail labels "labels $l; values $v; filtered $v2; types $t"; fi
@@ -164,5 +173,17 @@ kill -9 $pid; wait $pid 2>/dev/null; pid=
 start "$STROBE_FAST" --config "$TMPDIR/cfg.json"
 got=$(curl -s -G "${B[@]}" "$url/api/v1/query" --data-urlencode "query=$CPU{service_name=\"durable\"}" -d format=folded -d from=now-5m | awk '{ t += $NF } END { printf "%.0f", t }')
 if [ "$code" = 200 ] && [ "$got" = "$ftotal" ]; then echo "ok server_api/kill-9-durable ($got)"; else fail kill-9-durable "push $code, after restart total '$got', want $ftotal"; fi
+stop || true
+
+# ---- query cost cap: a query reading more stored profiles than allowed is refused, named ----------
+echo '{ "limits": { "max_query_profiles": 1 } }' > "$TMPDIR/cap.json"
+rm -rf "$TMPDIR/data"
+start "$STROBE" --config "$TMPDIR/cap.json"
+# One folded profile is one stored profile per query type (no sample labels to split it).
+curl -s -o /dev/null --data-binary $'main;work 7\nmain;idle 3\n' "$url/api/v1/push?service_name=capped&time=now"
+one=$(q query --data-urlencode 'query=samples:samples:count:samples:count' -d format=folded -d from=now-5m | awk '{ t += $NF } END { printf "%.0f", t }')
+curl -s -o /dev/null --data-binary $'main;work 7\nmain;idle 3\n' "$url/api/v1/push?service_name=capped&time=now-1m"
+if [ "$one" = 10 ]; then echo "ok server_api/query-cap-under"; else fail query-cap-under "one profile: $one, want 10"; fi
+check_err query-cap 429 'limit max_query_profiles' -G "$url/api/v1/query" --data-urlencode 'query=samples:samples:count:samples:count' -d from=now-5m
 stop || true
 exit $st

@@ -20,6 +20,21 @@
 #include "strobe/codec.h"
 
 #include "../../server/pyroscope.h"
+#include "strobe/store.h"
+
+/* Every column's type by the store's one naming rule, as the parsers and the scraper name them. */
+static int type_names(const strobe_profile *p, const char *hint, char (*names)[STROBE_TYPE_MAX],
+		      strobe_err *err)
+{
+	const char *name = strobe_profile_name(p, hint, NULL);
+	for (uint32_t t = 0; t < p->ntypes; t++) {
+		int r = strobe_profile_type_names(p, name, t, names[t], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 
 #define NOW ((int64_t)1700000000 * 1000000000) /* 2023-11-14T22:13:20Z */
 
@@ -286,7 +301,7 @@ static void test_folded_cpu(void **state)
 	const char *p2[] = {"name=shop", "sampleRate=0", "aggregationType=average", NULL};
 	r = ingest(p2, NULL, body, sizeof(body) - 1, NULL);
 	assert_int_equal(r.r, 0);
-	it = item(&r, "process_cpu:samples:count::");
+	it = item(&r, "process_cpu:samples:count:samples:count");
 	assert_non_null(it);
 	assert_int_equal(stack_value(it->profile, "main;work;hash"), 32);
 	assert_int_equal(it->aggregation, STROBE_AGG_AVERAGE);
@@ -303,11 +318,11 @@ static void test_folded_types(void **state)
 		const char *name, *type;
 		int64_t v;
 	} cases[] = {
-		{"name=x.alloc_objects", "memory:alloc_objects:count::", 7},
-		{"name=x.inuse_space", "memory:inuse_space:bytes::", 7},
-		{"name=x.mutex_duration", "mutex:delay:nanoseconds::", 7},
-		{"name=x.block_count", "block:contentions:count::", 7},
-		{"name=x.goroutines", "goroutine:goroutines:count::", 7},
+		{"name=x.alloc_objects", "memory:alloc_objects:count:alloc_objects:count", 7},
+		{"name=x.inuse_space", "memory:inuse_space:bytes:inuse_space:bytes", 7},
+		{"name=x.mutex_duration", "mutex:delay:nanoseconds:delay:nanoseconds", 7},
+		{"name=x.block_count", "block:contentions:count:contentions:count", 7},
+		{"name=x.goroutines", "goroutine:goroutines:count:goroutines:count", 7},
 		{"name=x.wall", "wall:wall:nanoseconds:cpu:nanoseconds", 7 * 10000000LL},
 		{"name=x.itimer", "process_cpu:cpu:nanoseconds:cpu:nanoseconds", 7 * 10000000LL},
 	};
@@ -332,7 +347,7 @@ static void test_lines_and_gzip(void **state)
 	const char *p[] = {"name=app.cpu", "format=lines", "sampleRate=0", NULL};
 	result r = ingest(p, NULL, body, sizeof(body) - 1, NULL);
 	assert_int_equal(r.r, 0);
-	const strobe_pyro_item *it = item(&r, "process_cpu:samples:count::");
+	const strobe_pyro_item *it = item(&r, "process_cpu:samples:count:samples:count");
 	assert_non_null(it);
 	assert_int_equal(stack_value(it->profile, "main;a"), 3);
 	assert_int_equal(stack_value(it->profile, "main;b"), 1);
@@ -450,26 +465,33 @@ static void test_type_names_go(void **state)
 			skip();
 		char names[4][STROBE_PTYPE_MAX];
 		strobe_err err = {{0}};
-		assert_int_equal(strobe_pyro_type_names(p, NULL, NULL, 0, names, &err), 0);
+		assert_int_equal(type_names(p, NULL, names, &err), 0);
 		for (uint32_t t = 0; t < p->ntypes; t++)
 			if (strcmp(names[t], cases[i].names[t]) != 0)
 				fail_msg("%s column %u: %s, expected %s", cases[i].file, t, names[t],
 					 cases[i].names[t]);
 		/* The endpoint as a hint decides: a block profile scraped from /mutex is mutex. */
-		assert_int_equal(strobe_pyro_type_names(p, "mutex", NULL, 0, names, &err), 0);
+		assert_int_equal(type_names(p, "mutex", names, &err), 0);
 		assert_true(strncmp(names[0], "mutex:", 6) == 0);
-		assert_int_equal(strobe_pyro_type_names(p, "heap", NULL, 0, names, &err), 0);
+		assert_int_equal(type_names(p, "heap", names, &err), 0);
 		assert_true(strncmp(names[0], "memory:", 7) == 0);
-		assert_int_equal(strobe_pyro_type_names(p, "profile", NULL, 0, names, &err), 0);
+		assert_int_equal(type_names(p, "profile", names, &err), 0);
 		assert_true(strncmp(names[0], "process_cpu:", 12) == 0);
 		strobe_profile_free(p);
 	}
-	/* Colons in a sample type cannot break the five-part name. */
+	/* Colons or control bytes in a sample type cannot break the five-part name: refused. */
 	strobe_profile *q = strobe_profile_new();
-	assert_int_equal(strobe_profile_add_type(q, "a:b", "c\nd"), 0);
+	assert_int_equal(strobe_profile_add_type(q, "a:b", "c"), 0);
 	char one[1][STROBE_PTYPE_MAX];
-	assert_int_equal(strobe_pyro_type_names(q, "custom", NULL, 0, one, NULL), 0);
-	assert_string_equal(one[0], "custom:a_b:c_d::");
+	strobe_err err = {{0}};
+	assert_int_equal(type_names(q, "custom", one, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'a:b'"));
+	assert_int_equal(strobe_profile_add_type(q, "x", "c\nd"), 0);
+	assert_int_equal(strobe_profile_type_names(q, "custom", 1, one[0], &err), -EINVAL);
+	/* Empty units are counts, an empty period type is the sample type's. */
+	assert_int_equal(strobe_profile_add_type(q, "y", ""), 0);
+	assert_int_equal(strobe_profile_type_names(q, "custom", 2, one[0], &err), 0);
+	assert_string_equal(one[0], "custom:y:count:y:count");
 	strobe_profile_free(q);
 }
 

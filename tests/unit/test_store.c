@@ -68,7 +68,7 @@ static int push(strobe_store *s, const char *tenant, const char *svc, strobe_pro
 		int64_t t, strobe_err *err)
 {
 	strobe_labelpair l[] = {{"service_name", svc}};
-	strobe_push_item it = {p, NULL, t};
+	strobe_push_item it = {.profile = p, .time_ns = t};
 	strobe_push_req rq = {tenant, l, 1, &it, 1, NOW};
 	strobe_push_result res;
 	int r = strobe_store_push(s, &rq, &res, err);
@@ -167,7 +167,8 @@ static void test_types_and_gauges(void **state)
 	strobe_store_stats a, b;
 	strobe_store_stats_get(s, &a);
 	strobe_labelpair l[] = {{"service_name", "api"}};
-	strobe_push_item it[2] = {{h1, NULL, NOW - 5}, {h1, "bad:name", NOW - 5}};
+	strobe_push_item it[2] = {{.profile = h1, .time_ns = NOW - 5},
+				  {.profile = h1, .name = "bad:name", .time_ns = NOW - 5}};
 	strobe_push_req rq = {"t", l, 1, it, 2, NOW};
 	strobe_push_result res;
 	assert_int_equal(strobe_store_push(s, &rq, &res, &err), -EINVAL);

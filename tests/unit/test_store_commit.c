@@ -82,7 +82,8 @@ static void *pusher(void *arg)
 	p->period_type.unit = strobe_str_intern0(p, "nanoseconds");
 	strobe_labelpair l[] = {{"service_name", svc}};
 	for (int i = 0; i < PUSHES; i++) {
-		strobe_push_item it = {p, NULL, NOW - 1000 * STROBE_NS_PER_S + i * STROBE_NS_PER_S};
+		strobe_push_item it = {.profile = p,
+				       .time_ns = NOW - 1000 * STROBE_NS_PER_S + i * STROBE_NS_PER_S};
 		strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
 		strobe_push_result res;
 		if (strobe_store_push(j->s, &rq, &res, &err) < 0)
@@ -162,7 +163,7 @@ static strobe_profile *folded(const char *text)
 static int push1(strobe_store *s, strobe_profile *p, strobe_err *err)
 {
 	strobe_labelpair l[] = {{"service_name", "api"}};
-	strobe_push_item it = {p, NULL, NOW - STROBE_NS_PER_S};
+	strobe_push_item it = {.profile = p, .time_ns = NOW - STROBE_NS_PER_S};
 	strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
 	strobe_push_result res;
 	int r = strobe_store_push(s, &rq, &res, err);

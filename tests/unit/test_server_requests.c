@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The server's endpoints driven in process (srv_handle, no sockets) against a store in a temp
+ * directory: per-sample pprof labels (pprof.Do) becoming series labels on the push API and on
+ * Pyroscope's /ingest, with the label rules and limits applied to them; numeric and span labels
+ * kept off the series; totals unchanged by the split.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../server/server_impl.h"
+#include "strobe/codec.h"
+
+#define NOW (1795000000LL * STROBE_NS_PER_S)
+#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+static char dir[256];
+static strobe_server srv;
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/strobe-test-server-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	memset(&srv, 0, sizeof(srv));
+	strobe_server_config_init(&srv.cfg);
+	strobe_store_opts o = {.dir = dir, .max_series = 50, .sync_normal = true};
+	strobe_err err = {{0}};
+	srv.store = strobe_store_open(&o, &err);
+	return srv.store ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	strobe_store_close(srv.store);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+typedef struct reply {
+	unsigned status;
+	char *body;
+} reply;
+
+/* One request: args as "key=value" strings (NULL-terminated), a body, a Content-Type. */
+static reply call(const char *method, const char *url, const char *const *args,
+		  const uint8_t *body, size_t len, const char *ctype)
+{
+	strobe_kv kv[16], hd[2];
+	size_t na = 0, nh = 0;
+	char *copies[16];
+	for (; args && args[na]; na++) {
+		copies[na] = strdup(args[na]);
+		char *eq = strchr(copies[na], '=');
+		*eq = 0;
+		kv[na] = (strobe_kv){copies[na], eq + 1};
+	}
+	if (ctype)
+		hd[nh++] = (strobe_kv){"Content-Type", ctype};
+	srv_req r = {.srv = &srv, .url = url, .method = method, .args = kv, .nargs = na,
+		     .hdrs = hd, .nhdrs = nh, .body = body, .len = len, .now_ns = NOW};
+	srv_handle(&r);
+	for (size_t i = 0; i < na; i++)
+		free(copies[i]);
+	char *s = malloc(r.outlen + 1);
+	memcpy(s, r.out, r.outlen);
+	s[r.outlen] = 0;
+	free(r.out);
+	return (reply){r.status, s};
+}
+
+/* A Go-like CPU profile: main;handler;work with endpoint=/a (3 samples), endpoint=/b (5),
+ * endpoint=/a plus a numeric bytes= label (2: same series as /a), span_id=1 with /b (7: same
+ * series as /b), and no labels (11). */
+static strobe_profile *labelled(const char *extra_key)
+{
+	strobe_profile *p = strobe_profile_new();
+	assert_int_equal(strobe_profile_add_type(p, "samples", "count"), 0);
+	assert_int_equal(strobe_profile_add_type(p, "cpu", "nanoseconds"), 0);
+	p->period_type.type = strobe_str_intern0(p, "cpu");
+	p->period_type.unit = strobe_str_intern0(p, "nanoseconds");
+	p->period = 10000000;
+	p->time_nanos = NOW - 5 * STROBE_NS_PER_S;
+	uint32_t st = 0;
+	const char *frames[] = {"main", "handler", "work"};
+	for (int i = 0; i < 3; i++)
+		st = strobe_stack_push(p, st, strobe_location_for_name(p, frames[i], strlen(frames[i])));
+	uint32_t k_ep = strobe_str_intern0(p, "endpoint"), a = strobe_str_intern0(p, "/a"),
+		 b = strobe_str_intern0(p, "/b"), k_bytes = strobe_str_intern0(p, "bytes"),
+		 k_span = strobe_str_intern0(p, "span_id"), one = strobe_str_intern0(p, "1");
+	strobe_label la[] = {{k_ep, a, 0, 0, 0}};
+	strobe_label lb[] = {{k_ep, b, 0, 0, 0}};
+	strobe_label lan[] = {{k_ep, a, 0, 0, 0}, {k_bytes, 0, 4096, 0, 0}};
+	strobe_label lbs[] = {{k_ep, b, 0, 0, 0}, {k_span, one, 0, 0, 0}};
+	uint32_t sets[] = {strobe_labelset_intern(p, la, 1), strobe_labelset_intern(p, lb, 1),
+			   strobe_labelset_intern(p, lan, 2), strobe_labelset_intern(p, lbs, 2), 0};
+	int64_t n[] = {3, 5, 2, 7, 11};
+	for (int i = 0; i < 5; i++) {
+		int64_t v[2] = {n[i], n[i] * 10000000};
+		assert_int_equal(strobe_sample_add(p, st, sets[i], v), 0);
+	}
+	if (extra_key) { /* one more sample with a label of that name */
+		strobe_label lx[] = {{strobe_str_intern0(p, extra_key), a, 0, 0, 0}};
+		int64_t v[2] = {1, 10000000};
+		assert_int_equal(strobe_sample_add(p, st, strobe_labelset_intern(p, lx, 1), v), 0);
+	}
+	return p;
+}
+
+static uint8_t *encode(strobe_profile *p, size_t *len)
+{
+	uint8_t *buf;
+	assert_int_equal(strobe_pprof_encode(p, &buf, len), 0);
+	strobe_profile_free(p);
+	return buf;
+}
+
+static int64_t query_total(const char *sel)
+{
+	char q[512];
+	snprintf(q, sizeof(q), "query=%s", sel);
+	const char *args[] = {q, "format=folded", "from=now-1h", NULL};
+	reply r = call("GET", "/api/v1/query", args, NULL, 0, NULL);
+	assert_int_equal(r.status, 200);
+	int64_t t = 0;
+	for (char *line = strtok(r.body, "\n"); line; line = strtok(NULL, "\n"))
+		t += strtoll(strrchr(line, ' ') + 1, NULL, 10);
+	free(r.body);
+	return t;
+}
+
+static void check_split(const char *spy)
+{
+	/* /a: 3 + 2 (the numeric label is ignored); /b: 5 + 7 (span_id stays off); none: 11. */
+	assert_int_equal(query_total(CPU "{endpoint=\"/a\"}"), 5 * 10000000LL);
+	assert_int_equal(query_total(CPU "{endpoint=\"/b\"}"), 12 * 10000000LL);
+	assert_int_equal(query_total(CPU "{endpoint=\"\"}"), 11 * 10000000LL);
+	assert_int_equal(query_total(CPU), 28 * 10000000LL);
+	const char *args[] = {"match=" CPU, "from=now-1h", NULL};
+	reply r = call("GET", "/api/v1/series", args, NULL, 0, NULL);
+	assert_int_equal(r.status, 200);
+	char want[1024];
+	const char *e = "{\"__name__\":\"process_cpu\",\"__profile_type__\":\"" CPU "\",";
+	snprintf(want, sizeof(want),
+		 "{\"data\":[%s\"endpoint\":\"/a\",%s\"service_name\":\"api\"},"
+		 "%s\"endpoint\":\"/b\",%s\"service_name\":\"api\"},"
+		 "%s%s\"service_name\":\"api\"}]}",
+		 e, spy, e, spy, e, spy);
+	if (strcmp(r.body, want) != 0)
+		fail_msg("series: %s\nwant:   %s", r.body, want);
+	free(r.body);
+}
+
+static void test_push_sample_labels(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *pb = encode(labelled(NULL), &len);
+	const char *args[] = {"service_name=api", NULL};
+	reply r = call("POST", "/api/v1/push", args, pb, len, NULL);
+	if (r.status != 200)
+		fail_msg("%u %s", r.status, r.body);
+	free(r.body);
+	free(pb);
+	check_split("");
+}
+
+static void test_ingest_sample_labels(void **state)
+{
+	(void)state;
+	size_t len;
+	uint8_t *pb = encode(labelled(NULL), &len);
+	const char *args[] = {"name=api", "format=pprof", "from=now-10s", "until=now", NULL};
+	reply r = call("POST", "/ingest", args, pb, len, NULL);
+	if (r.status != 200)
+		fail_msg("%u %s", r.status, r.body);
+	free(r.body);
+	free(pb);
+	check_split("\"pyroscope_spy\":\"unknown\",");
+}
+
+/* A sample label breaking a rule refuses the push with the rule named; nothing is stored. */
+static void test_sample_label_rules(void **state)
+{
+	(void)state;
+	struct {
+		const char *key, *want;
+		unsigned status;
+	} cases[] = {
+		{"__reserved", "sample label '__reserved'", 400},
+		{"bad name", "sample label 'bad name'", 400},
+		{"service_name", NULL, 200}, /* the request's label wins, silently */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		size_t len;
+		uint8_t *pb = encode(labelled(cases[i].key), &len);
+		const char *args[] = {"service_name=rules", NULL};
+		reply r = call("POST", "/api/v1/push", args, pb, len, NULL);
+		if (r.status != cases[i].status || (cases[i].want && !strstr(r.body, cases[i].want)))
+			fail_msg("%s: %u %s", cases[i].key, r.status, r.body);
+		free(r.body);
+		free(pb);
+	}
+	/* Only the accepted push is there: 28 + 1 samples. */
+	assert_int_equal(query_total(CPU "{service_name=\"rules\"}"), 29 * 10000000LL);
+	/* max_labels counts the sample labels too. */
+	srv.cfg.max_labels = 1;
+	size_t len;
+	uint8_t *pb = encode(labelled(NULL), &len);
+	const char *args[] = {"service_name=lim", NULL};
+	reply r = call("POST", "/api/v1/push", args, pb, len, NULL);
+	if (r.status != 400 || !strstr(r.body, "limit max_labels"))
+		fail_msg("%u %s", r.status, r.body);
+	free(r.body);
+	free(pb);
+	assert_int_equal(query_total(CPU "{service_name=\"lim\"}"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_push_sample_labels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingest_sample_labels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_label_rules, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
