@@ -131,7 +131,7 @@ fuzz: $(FUZZ_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop $(B)/bench/server_load
 	@bash bench/run.sh
 
 clean:
@@ -140,6 +140,10 @@ clean:
 $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
+# The server's load generator (bench/server.sh).
+$(B)/bench/server_load: bench/server_load.c $(B)/libstrobe.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The recorder's overhead benchmarks (bench/record.sh): plain programs, no strobe code.
 $(B)/bench/cpu_work $(B)/bench/pingpong: $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)

@@ -463,15 +463,70 @@ static int decode_header(dec *d)
 	return 0;
 }
 
+/* protobuf-c's unpacked message is thousands of small allocations (one per sample, location,
+ * line, label) freed together: an arena takes them from a few large blocks and frees those, which
+ * was a fifth of the server's ingest CPU in malloc and free. */
+typedef struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char mem[];
+} arena_block;
+
+typedef struct arena {
+	arena_block *head;
+	size_t next_cap;
+} arena;
+
+static void *arena_alloc(void *ud, size_t size)
+{
+	arena *a = ud;
+	size = (size + 15) & ~(size_t)15;
+	arena_block *b = a->head;
+	if (!b || b->cap - b->used < size) {
+		size_t cap = a->next_cap > size ? a->next_cap : size;
+		if (!(b = malloc(sizeof(*b) + cap)))
+			return NULL;
+		b->next = a->head;
+		b->used = 0;
+		b->cap = cap;
+		a->head = b;
+		if (a->next_cap < ((size_t)64 << 20))
+			a->next_cap *= 2;
+	}
+	void *p = b->mem + b->used;
+	b->used += size;
+	return p;
+}
+
+static void arena_free_one(void *ud, void *p)
+{
+	(void)ud;
+	(void)p; /* everything goes at once in arena_release */
+}
+
+static void arena_release(arena *a)
+{
+	while (a->head) {
+		arena_block *n = a->head->next;
+		free(a->head);
+		a->head = n;
+	}
+}
+
 int strobe_pprof_decode(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
 			strobe_err *err)
 {
 	dec d = {.name = name, .err = err, .fn.dense = true, .map.dense = true, .loc.dense = true};
 	*out = NULL;
-	PbProfile *pb = perftools__profiles__profile__unpack(NULL, len, buf);
-	if (!pb)
+	/* The unpacked form is a few times the encoded size: start there. */
+	arena ar = {NULL, len * 4 + 4096};
+	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &ar};
+	PbProfile *pb = perftools__profiles__profile__unpack(&alloc, len, buf);
+	if (!pb) {
+		arena_release(&ar);
 		return strobe_errf(err, -EINVAL,
 				   "%s: not a valid pprof profile (protobuf decode failed)", name);
+	}
 	d.pb = pb;
 	int r = -ENOMEM;
 	d.str = malloc((pb->n_string_table + 1) * sizeof(*d.str));
@@ -498,7 +553,7 @@ int strobe_pprof_decode(const uint8_t *buf, size_t len, const char *name, strobe
 out:
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);
-	perftools__profiles__profile__free_unpacked(pb, NULL);
+	arena_release(&ar); /* the unpacked message */
 	free(d.str);
 	free(d.fn.model);
 	free(d.map.model);

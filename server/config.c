@@ -22,10 +22,11 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->max_label_name_len = 128;
 	c->max_label_value_len = 1024;
 	c->max_series_per_tenant = 100000;
+	c->max_stacks = 20000000; /* the in-memory stack table: about 1.5 GB at this size */
 	c->max_profiles_per_push = 64;
+	c->threads = 0; /* one thread per connection */
 	c->max_query_profiles = 1000000;
 	c->max_query_bytes = 4ull << 30;
-	c->threads = 4;
 }
 
 void strobe_server_config_free(strobe_server_config *c)
@@ -109,6 +110,9 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		else if (strcmp(k, "max_series_per_tenant") == 0 &&
 			 (r = num_opt(v, k, 100000000, &x, err)) == 0)
 			c->max_series_per_tenant = (uint32_t)x;
+		else if (strcmp(k, "max_stacks") == 0 &&
+			 (r = num_opt(v, k, 1000000000, &x, err)) == 0)
+			c->max_stacks = (uint32_t)x;
 		else if (strcmp(k, "max_profiles_per_push") == 0 &&
 			 (r = num_opt(v, k, 10000, &x, err)) == 0)
 			c->max_profiles_per_push = (uint32_t)x;

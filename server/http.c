@@ -54,6 +54,9 @@ int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	size_t ml = strnlen(msg, sizeof(r->errmsg) - 1); /* the start is enough for a reason */
+	memcpy(r->errmsg, msg, ml);
+	r->errmsg[ml] = 0;
 	json_t *j = json_pack("{s:s, s:i}", "error", msg, "status", (int)status);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!s) {
@@ -174,6 +177,10 @@ static void route(srv_req *r)
 		srv_reply(r, 200, "text/plain", ok, ok ? 3 : 0);
 		return;
 	}
+	if (get && strcmp(u, "/metrics") == 0) {
+		srv_metrics_get(r); /* unauthenticated, as Prometheus scrapes it: server/metrics.c */
+		return;
+	}
 	/* The UI's files are public (no tenant data): the API calls they make carry the auth. */
 	if (get && srv_ui(r))
 		return;
@@ -220,6 +227,27 @@ static void route(srv_req *r)
 	} else {
 		srv_error(r, 404, "no endpoint %s %s", r->method, u);
 	}
+}
+
+/* Which histogram of /metrics a request's latency goes to. */
+static int handler_of(const char *url)
+{
+	static const struct {
+		const char *path;
+		int h;
+	} t[] = {{"/api/v1/push", SRV_H_PUSH},	    {"/ingest", SRV_H_INGEST},
+		 {"/api/v1/query", SRV_H_QUERY},    {"/api/v1/diff", SRV_H_DIFF},
+		 {"/api/v1/range", SRV_H_RANGE},    {"/api/v1/labels", SRV_H_LABELS},
+		 {"/api/v1/profile_types", SRV_H_TYPES}, {"/api/v1/series", SRV_H_SERIES},
+		 {"/metrics", SRV_H_METRICS}};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcmp(url, t[i].path) == 0)
+			return t[i].h;
+	if (strncmp(url, "/api/v1/label/", 14) == 0)
+		return SRV_H_LABEL_VALUES;
+	if (strncmp(url, "/api/v1/admin/", 14) == 0)
+		return SRV_H_ADMIN;
+	return SRV_H_OTHER;
 }
 
 void srv_handle(srv_req *r)
@@ -295,8 +323,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	struct timespec ts;
+	struct timespec ts, t0, t1;
 	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	kv_vec args = {.max = SRV_MAX_ARGS}, hdrs = {.max = SRV_MAX_HEADERS};
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, &args);
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, &hdrs);
@@ -311,6 +340,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			  SRV_MAX_HEADERS);
 	else
 		srv_handle(&r);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	srv_metrics_request(srv->metrics, handler_of(url), r.status, r.errmsg,
+			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(args.v);
 	free(hdrs.v);
 	if (!r.out) /* out of memory while replying */
@@ -394,12 +426,14 @@ bool strobe_listen_is_loopback(const char *listen)
 	return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
 }
 
-bool strobe_server_config_has_tokens(const strobe_server_config *c)
+const char *strobe_server_config_open_tenant(const strobe_server_config *c)
 {
+	if (!c->ntenants)
+		return "any";
 	for (size_t i = 0; i < c->ntenants; i++)
-		if (c->tenants[i].token)
-			return true;
-	return false;
+		if (!c->tenants[i].token)
+			return c->tenants[i].id;
+	return NULL;
 }
 
 strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *st,
@@ -422,18 +456,27 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	s->cfg = *c;
 	s->store = st;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG * 0;
+	if (!(s->metrics = srv_metrics_new())) {
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* A push blocks its thread until its group commit is on disk, so by default each
+	 * connection has a thread of its own: the pushes waiting for one commit are exactly the
+	 * concurrent ones, and a slow one holds up nobody else. */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (c->threads ? 0 : MHD_USE_THREAD_PER_CONNECTION);
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	unsigned pool = c->threads ? c->threads : 0;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
-				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-				(unsigned)(c->threads ? c->threads : 4),
+				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		srv_metrics_free(s->metrics);
 		free(s);
 		errno = e;
 		return NULL;
@@ -453,5 +496,6 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->d);
+	srv_metrics_free(s->metrics);
 	free(s);
 }

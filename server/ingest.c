@@ -118,6 +118,10 @@ int strobe_pyroscope_ingest(srv_req *r)
 							     (json_int_t)res.acc[i].time_ns, "total",
 							     (json_int_t)res.acc[i].total));
 		strobe_push_result_free(&res);
+		/* One upload is one profile; Pyroscope's parser split it per sample type, and
+		 * each part has the upload's samples. */
+		srv_metrics_ingested(r->srv->metrics, r->tenant, SRV_SRC_INGEST, 1, r->len,
+				     strobe_nsamples(items[0].profile));
 	}
 	json_t *j = acc ? json_pack("{s:o}", "accepted", acc) : NULL;
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;

@@ -289,6 +289,10 @@ int srv_push(srv_req *r)
 						     "stacks", (int)res.acc[i].stacks, "total",
 						     (json_int_t)res.acc[i].total));
 	strobe_push_result_free(&res);
+	uint64_t nsamples = 0;
+	for (size_t i = 0; i < nprof; i++)
+		nsamples += strobe_nsamples(profs[i]);
+	srv_metrics_ingested(r->srv->metrics, r->tenant, SRV_SRC_PUSH, nprof, r->len, nsamples);
 	json_t *j = acc ? json_pack("{s:i, s:o}", "profiles", (int)nprof, "accepted", acc) : NULL;
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);

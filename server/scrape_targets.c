@@ -14,6 +14,7 @@
  * of one only sets the baseline.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,7 @@ struct strobe_server_scraper {
 	strobe_server_config cfg; /* shallow copy, for the label limits */
 	json_t *root;        /* keeps the strings the targets point at */
 	void (*log)(const char *msg);
+	atomic_ullong stored, samples, failed; /* for /metrics */
 };
 
 /* The scraper calls this from its threads; the store serialises writers itself. */
@@ -68,10 +70,15 @@ static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t 
 	strobe_push_result res;
 	if (rc == 0)
 		rc = strobe_store_push(s->store, &rq, &res, &err);
-	if (rc == 0)
+	if (rc == 0) {
 		strobe_push_result_free(&res);
-	else if (s->log)
-		s->log(err.msg);
+		atomic_fetch_add(&s->stored, 1);
+		atomic_fetch_add(&s->samples, strobe_nsamples(p));
+	} else {
+		atomic_fetch_add(&s->failed, 1);
+		if (s->log)
+			s->log(err.msg);
+	}
 	srv_label_groups_free(&g); /* zeroed on error */
 	free(items);
 	strobe_profile_free(p); /* the callee owns it */
@@ -229,4 +236,57 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 bad:
 	strobe_server_scrape_stop(s);
 	return NULL;
+}
+
+/* Label values in the text format escape backslash, quote and newline. */
+static void put_escaped(FILE *f, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		if (*v == '\n') {
+			fputs("\\n", f);
+			continue;
+		}
+		fputc(*v, f);
+	}
+}
+
+void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f)
+{
+	static const char *const names[3] = {"strobe_scrape_rounds_total",
+					     "strobe_scrape_errors_total",
+					     "strobe_scrape_last_round_timestamp_seconds"};
+	static const char *const help[3] = {
+		"Scrape rounds completed, per target.",
+		"Endpoint scrapes that failed (fetch, decode or store), per target.",
+		"Unix time of the start of the target's last round."};
+	for (int k = 0; k < 3; k++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", names[k], help[k], names[k],
+			k < 2 ? "counter" : "gauge");
+		for (size_t i = 0; i < s->ntargets; i++) {
+			strobe_scrape_status st;
+			if (strobe_scraper_status(s->sc, i, &st) < 0)
+				continue;
+			fprintf(f, "%s{target=\"", names[k]);
+			put_escaped(f, s->targets[i].url);
+			if (k < 2)
+				fprintf(f, "\"} %llu\n",
+					(unsigned long long)(k ? st.errors : st.rounds));
+			else
+				fprintf(f, "\"} %.3f\n", (double)st.last_round_ns / 1e9);
+		}
+	}
+	fprintf(f, "# HELP strobe_scrape_profiles_stored_total Scraped profiles stored.\n"
+		   "# TYPE strobe_scrape_profiles_stored_total counter\n"
+		   "strobe_scrape_profiles_stored_total %llu\n"
+		   "# HELP strobe_scrape_samples_stored_total pprof samples in them.\n"
+		   "# TYPE strobe_scrape_samples_stored_total counter\n"
+		   "strobe_scrape_samples_stored_total %llu\n"
+		   "# HELP strobe_scrape_store_failures_total Scraped profiles the store refused.\n"
+		   "# TYPE strobe_scrape_store_failures_total counter\n"
+		   "strobe_scrape_store_failures_total %llu\n",
+		(unsigned long long)atomic_load(&s->stored),
+		(unsigned long long)atomic_load(&s->samples),
+		(unsigned long long)atomic_load(&s->failed));
 }

@@ -13,11 +13,20 @@
 #include "pyroscope.h"
 #include "strobe/server.h"
 
+/* The server's own counters, served by GET /metrics (server/metrics.c). */
+typedef struct srv_metrics srv_metrics;
+enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LABELS,
+       SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER,
+       SRV_H_N };
+enum { SRV_SRC_PUSH, SRV_SRC_INGEST };
+
 struct strobe_server {
 	struct MHD_Daemon *d;
 	strobe_server_config cfg; /* shallow copy; the caller's strings outlive the server */
 	strobe_store *store;
 	uint16_t port;
+	srv_metrics *metrics;
+	strobe_server_scraper *scraper; /* for its counters in /metrics; may be NULL */
 };
 
 /* Caps on what one request may make the router hold. */
@@ -37,6 +46,7 @@ typedef struct srv_req {
 	size_t len;
 	int64_t now_ns;
 	/* The reply, filled by an endpoint: status, content type, body (malloc'd). */
+	char errmsg[160]; /* the start of the last error message, for /metrics' reasons */
 	unsigned status;
 	const char *ctype;
 	char *out;
@@ -85,6 +95,18 @@ int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
 void srv_label_groups_free(srv_label_groups *g);
 
 int srv_push(srv_req *r);
+int srv_metrics_get(srv_req *r); /* GET /metrics, server/metrics.c */
+srv_metrics *srv_metrics_new(void);
+void srv_metrics_free(srv_metrics *m);
+/* One stored push: profiles, request bytes as received, pprof samples. */
+void srv_metrics_ingested(srv_metrics *m, const char *tenant, int source, uint64_t profiles,
+			  uint64_t bytes, uint64_t samples);
+/* One answered request (handler SRV_H_*): its latency, and for a refused push its reason,
+ * taken from the error message's "limit NAME" or else from the status. */
+void srv_metrics_request(srv_metrics *m, int handler, unsigned status, const char *errmsg,
+			 double seconds);
+/* The scraper's per-target counters in the Prometheus text format (scrape_targets.c). */
+void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f);
 int strobe_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
 int srv_query(srv_req *r);
 int srv_diff(srv_req *r);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The stored form of one point: its (stack id, value) pairs as varints (stack ids delta-coded,
- * values zigzag), compressed with zstd. Stack ids are sorted so deltas stay small, and most
- * values of one profile share magnitude, so the varints compress well. Blobs are read back from
+ * The stored form of one point: its (stack id, value) pairs as varints, compressed with zstd: the
+ * stack ids delta-coded (sorted, so deltas stay small), then the values zigzag-coded after
+ * division by their greatest common divisor (a CPU profile's nanoseconds are multiples of the
+ * period). Columns rather than pairs, so that like bytes sit together for zstd. Blobs are read back from
  * disk, so decoding checks every length and id as if the bytes were hostile.
  */
 #include <errno.h>
@@ -12,7 +13,7 @@
 
 #include "store_impl.h"
 
-#define BLOB_VERSION 1
+#define BLOB_VERSION 2 /* 1: (delta, value) pairs interleaved, no divisor; still read */
 #define BLOB_MAX_RAW ((size_t)512 << 20) /* decompressed size cap */
 
 static size_t put_uvarint(uint8_t *b, uint64_t v)
@@ -42,20 +43,42 @@ static int get_uvarint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
 	return -EINVAL;
 }
 
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 int store_blob_encode(const store_pair *p, size_t n, uint8_t **out, size_t *len)
 {
-	size_t cap = 1 + 10 + n * 15;
+	size_t cap = 1 + 3 * 10 + n * 15;
 	uint8_t *raw = malloc(cap);
 	if (!raw)
 		return -ENOMEM;
+	/* Version 2: the stack deltas, then the values divided by their common divisor, each as
+	 * its own column: a CPU profile's nanoseconds are whole multiples of the period, so they
+	 * shrink to the sample counts, and like bytes sit together for zstd. */
+	uint64_t g = 0;
+	for (size_t i = 0; i < n; i++)
+		g = gcd64(g, p[i].value < 0 ? (uint64_t)0 - (uint64_t)p[i].value : (uint64_t)p[i].value);
+	if (!g)
+		g = 1;
 	size_t pos = 0;
 	raw[pos++] = BLOB_VERSION;
 	pos += put_uvarint(raw + pos, n);
+	pos += put_uvarint(raw + pos, g);
 	uint32_t prev = 0;
 	for (size_t i = 0; i < n; i++) {
 		pos += put_uvarint(raw + pos, p[i].stack - prev);
 		prev = p[i].stack;
-		uint64_t z = ((uint64_t)p[i].value << 1) ^ (uint64_t)(p[i].value >> 63);
+	}
+	for (size_t i = 0; i < n; i++) {
+		int64_t v = (int64_t)(p[i].value / (int64_t)g);
+		uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 		pos += put_uvarint(raw + pos, z);
 	}
 	size_t bound = ZSTD_compressBound(pos);
@@ -87,7 +110,7 @@ int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pai
 		return -ENOMEM;
 	size_t got = ZSTD_decompress(raw, rl, in, len);
 	int r = 0;
-	if (ZSTD_isError(got) || got != rl || raw[0] != BLOB_VERSION) {
+	if (ZSTD_isError(got) || got != rl || (raw[0] != 1 && raw[0] != 2)) {
 		r = -EINVAL;
 		goto out;
 	}
@@ -107,10 +130,15 @@ int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pai
 		*buf = nb;
 		*cap = cnt;
 	}
-	uint64_t stack = 0;
+	uint64_t stack = 0, g = 1;
+	bool v2 = raw[0] == 2;
+	if (v2 && (get_uvarint(raw, rl, &pos, &g) < 0 || g == 0)) {
+		r = -EINVAL;
+		goto out;
+	}
 	for (size_t i = 0; i < cnt; i++) {
-		uint64_t d, z;
-		if (get_uvarint(raw, rl, &pos, &d) < 0 || get_uvarint(raw, rl, &pos, &z) < 0) {
+		uint64_t d, z = 0;
+		if (get_uvarint(raw, rl, &pos, &d) < 0 || (!v2 && get_uvarint(raw, rl, &pos, &z) < 0)) {
 			r = -EINVAL;
 			goto out;
 		}
@@ -120,7 +148,17 @@ int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pai
 			goto out;
 		}
 		(*buf)[i].stack = (uint32_t)stack;
-		(*buf)[i].value = (int64_t)((z >> 1) ^ (~(z & 1) + 1));
+		if (!v2)
+			(*buf)[i].value = (int64_t)((z >> 1) ^ (~(z & 1) + 1));
+	}
+	for (size_t i = 0; v2 && i < cnt; i++) {
+		uint64_t z;
+		if (get_uvarint(raw, rl, &pos, &z) < 0) {
+			r = -EINVAL;
+			goto out;
+		}
+		/* Wraps rather than overflows on hostile bytes (unsigned arithmetic). */
+		(*buf)[i].value = (int64_t)(((z >> 1) ^ (~(z & 1) + 1)) * g);
 	}
 	*n = cnt;
 out:

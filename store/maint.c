@@ -192,6 +192,8 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	if (!s->o.retention_ns)
 		return 0;
 	int64_t cutoff = now_ns - s->o.retention_ns;
+	/* It may end in a symbol gc, which renumbers ids: wait for the pushes in flight. */
+	pthread_rwlock_wrlock(&s->ids_lock);
 	pthread_mutex_lock(&s->mu);
 	int r = store_exec(s, "BEGIN IMMEDIATE", err), deleted = 0;
 	sqlite3_stmt *st = NULL;
@@ -269,5 +271,6 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	}
 	free(gone);
 	pthread_mutex_unlock(&s->mu);
+	pthread_rwlock_unlock(&s->ids_lock);
 	return r < 0 ? r : deleted;
 }

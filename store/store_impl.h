@@ -27,11 +27,45 @@ typedef struct store_series {
 	uint32_t nlabels;
 	int64_t period;
 	bool gauge, dead;
+	bool saved; /* its row is in the database (written by the committer, commit.c) */
 } store_series;
 
+/* One push on its way to the disk (commit.c): its points, encoded outside the store's lock,
+ * queued for the committer thread, which writes many pushes in one transaction and one fsync
+ * and then wakes each of them with the outcome. */
+typedef struct store_point {
+	size_t series;     /* index into strobe_store.series */
+	int64_t series_id; /* its row id (read by the committer without the lock) */
+	int64_t time;
+	uint8_t *blob;
+	size_t blen;
+} store_point;
+typedef struct store_pending {
+	store_point *pt;
+	size_t npt;
+	struct store_pending *next;
+	bool done;
+	int r;
+	strobe_err err;
+} store_pending;
+
 struct strobe_store {
-	sqlite3 *db;
+	sqlite3 *db; /* queries, maintenance, loading: used under mu */
 	pthread_mutex_t mu;
+	/* Group commit (commit.c): pushes queue here and a committer thread writes them through
+	 * its own connection, many per transaction. */
+	sqlite3 *wdb;
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv, donecv;
+	store_pending *qhead, **qtail;
+	bool qstop, committer_on;
+	pthread_t committer;
+	uint64_t ncommits, ncommitted; /* transactions, pushes in them (under qmu) */
+	/* Held shared by every push from mapping its stacks until its commit returned (its
+	 * encoded points hold store ids meanwhile); anything that renumbers symbol ids (a
+	 * garbage collection of symbols) must hold it exclusively, taken before mu. Writers are
+	 * preferred, so a steady stream of pushes cannot starve it. */
+	pthread_rwlock_t ids_lock;
 	strobe_store_opts o;
 	char *dir;
 	/* Every string, function, mapping, location and stack ever stored: ids here are row ids in
@@ -80,13 +114,26 @@ uint32_t store_map_stack(strobe_profile *dst, const strobe_profile *src, store_r
 			 uint32_t id);
 
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
-/* Writes p's symbol rows from saved[t] on, table by table (store.c). */
-int store_save_symbols(strobe_store *s, const strobe_profile *p, const uint32_t *saved,
-		       strobe_err *err);
 /* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */
 int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err);
 #define STORE_GC_INTERVAL (3600 * STROBE_NS_PER_S)
 int store_sqlerr(strobe_store *s, strobe_err *err, const char *what);
+int store_dberr(sqlite3 *db, strobe_err *err, const char *what);
+int store_db_exec(sqlite3 *db, const char *sql, strobe_err *err);
+/* Opens DIR/strobe.db with the store's pragmas (WAL, synchronous as configured). */
+int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err);
+
+/* store.c: p's symbol rows from saved[t] up to n[t] (n NULL: all) of each table, and one
+ * series' rows, through db; for the committer (under the store's lock) and symgc.c. */
+int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
+		       const uint32_t *saved, const uint32_t *n, strobe_err *err);
+int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_err *err);
+
+/* commit.c: start and stop the committer; hand it a push and wait until it is durable (0) or
+ * failed (-errno, nothing of it stored). */
+int store_committer_start(strobe_store *s, strobe_err *err);
+void store_committer_stop(strobe_store *s);
+int store_commit_wait(strobe_store *s, store_pending *p, strobe_err *err);
 /* Series matching: indices of live series of the tenant that match q (type and matchers). */
 int store_match_series(strobe_store *s, const char *tenant, const strobe_selector *sel,
 		       size_t **out, size_t *n, strobe_err *err);

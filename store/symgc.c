@@ -221,7 +221,7 @@ int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err)
 			       err);
 	uint32_t saved[NTABS] = {0};
 	if (r == 0)
-		r = store_save_symbols(s, q, saved, err);
+		r = store_save_symbols(s, s->db, q, saved, NULL, err);
 	if (r == 0)
 		r = store_exec(s, "COMMIT", err);
 	if (r < 0) {
@@ -244,8 +244,11 @@ out:
 
 int strobe_store_gc(strobe_store *s, int64_t now_ns, strobe_err *err)
 {
+	/* Renumbering: no push may hold store ids in flight (commit.c). */
+	pthread_rwlock_wrlock(&s->ids_lock);
 	pthread_mutex_lock(&s->mu);
 	int r = store_gc_locked(s, now_ns, err);
 	pthread_mutex_unlock(&s->mu);
+	pthread_rwlock_unlock(&s->ids_lock);
 	return r;
 }

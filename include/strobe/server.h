@@ -47,7 +47,9 @@ typedef struct strobe_server_config {
 	size_t max_body_bytes;        /* request body as sent; default 16 MiB */
 	size_t max_decompressed_bytes;/* one profile after gunzip; default 256 MiB */
 	uint32_t max_labels, max_label_name_len, max_label_value_len;
-	uint32_t max_series_per_tenant, max_profiles_per_push, threads;
+	uint32_t max_series_per_tenant, max_profiles_per_push;
+	uint32_t max_stacks;          /* distinct stacks in the store (its memory); 0 = unlimited */
+	uint32_t threads;             /* 0 = one per connection (default), N = a pool of N */
 	uint64_t max_query_profiles, max_query_bytes; /* query cost caps (strobe_store_opts) */
 	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
 	size_t ntenants;
@@ -62,8 +64,10 @@ void strobe_server_config_free(strobe_server_config *c);
 /* Whether a listen address ("host:port", NULL = the default) is a loopback one (127.0.0.0/8,
  * ::1, localhost); false for anything else, unparsable included. */
 bool strobe_listen_is_loopback(const char *listen);
-/* Whether any configured tenant needs a bearer token. */
-bool strobe_server_config_has_tokens(const strobe_server_config *c);
+/* A tenant reachable without a token: "any" when no tenants are configured (every
+ * X-Scope-OrgID is accepted), else the id of the first configured tenant without a token, or
+ * NULL when every tenant needs one. */
+const char *strobe_server_config_open_tenant(const strobe_server_config *c);
 
 typedef struct strobe_server strobe_server;
 
@@ -81,6 +85,9 @@ typedef struct strobe_server_scraper strobe_server_scraper;
 strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c, strobe_store *st,
 						  void (*log)(const char *msg), strobe_err *err);
 void strobe_server_scrape_stop(strobe_server_scraper *s);
+/* Shows the scraper's counters in the server's GET /metrics. Stop the server before the
+ * scraper. */
+void strobe_server_set_scraper(strobe_server *srv, strobe_server_scraper *s);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,8 @@
  * type (counters, deltas: cpu, samples, alloc_*, contentions, delay) is summed.
  *
  * Threads. Every call takes the store's lock, so one store may be used from many threads.
+ * Pushes from many threads are committed together (group commit, store/commit.c): each still
+ * returns only once its own data is durable.
  *
  * Errors. 0 or -errno; messages in strobe_err. -EINVAL: bad input; -EDQUOT: a limit was hit
  * (the message names it); -ENOENT: nothing matched where something must.
@@ -73,6 +75,7 @@ typedef struct strobe_store_opts {
 	const char *dir;          /* created if missing; the SQLite file is DIR/strobe.db */
 	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
+	uint32_t max_stacks;      /* distinct stacks held (they are mirrored in memory); 0 = no cap */
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
 	/* Query cost caps: stored rows (profiles or roll-ups) and compressed bytes one query or
 	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
@@ -219,6 +222,8 @@ typedef struct strobe_store_stats {
 	uint64_t series, points, rollups, stacks, locations, functions, mappings, strings;
 } strobe_store_stats;
 int strobe_store_stats_get(strobe_store *s, strobe_store_stats *st);
+/* Group commit counters since open: transactions committed and the pushes they held. */
+int strobe_store_commit_stats(strobe_store *s, uint64_t *commits, uint64_t *pushes);
 
 #ifdef __cplusplus
 }
