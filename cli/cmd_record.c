@@ -76,8 +76,12 @@ static void on_child(int sig) { (void)sig; }
 /* The longest wait for records between two rounds. Each round costs a poll() wake-up, a read
  * of every ring and a sort: at 99 Hz the rings take more than a second to reach their
  * wake-up mark, and ten rounds a second were a third of the recorder's own CPU on a virtual
- * machine, where a system call is dear. Signals and the command's exit interrupt the wait. */
+ * machine, where a system call is dear. Signals and the command's exit interrupt the wait.
+ * Off-CPU recording writes records at every context switch, thousands a second: there the
+ * rings are read every 100 ms, as before, so a recorder slow to be scheduled on a loaded
+ * machine still has the whole ring to spare. */
 #define ROUND_MS 1000
+#define ROUND_MS_OFFCPU 100
 
 /* "2ms", "500us", "1.5s", "100ns"; 0 needs no unit. */
 static int parse_duration(const char *cmd, const char *opt, const char *arg, int64_t *ns)
@@ -384,7 +388,7 @@ int cmd_record(int argc, char **argv)
 	bool child_done = false;
 	const char *why = "";
 	for (;;) {
-		int wait_ms = ROUND_MS;
+		int wait_ms = so.events & STROBE_EV_OFFCPU ? ROUND_MS_OFFCPU : ROUND_MS;
 		if (duration > 0) { /* wake up when the duration is reached, not after */
 			double left = duration * 1e3 - (double)(mono_ns() - t0) / 1e6;
 			if (left < wait_ms)
