@@ -23,22 +23,8 @@
 #define NOW (1795000000LL * STROBE_NS_PER_S)
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
-static char dir[256];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/strobe-test-store-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
-}
+#define UNIT_TMPDIR_NAME "store"
+#include "unit_tmpdir.h"
 
 static strobe_store *open_store(int64_t retention, uint32_t max_series)
 {

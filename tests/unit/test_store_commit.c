@@ -29,22 +29,8 @@
 #define THREADS 8
 #define PUSHES 25
 
-static char dir[256];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/strobe-test-commit-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
-}
+#define UNIT_TMPDIR_NAME "commit"
+#include "unit_tmpdir.h"
 
 static strobe_store *open_store(void)
 {

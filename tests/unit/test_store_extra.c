@@ -24,22 +24,8 @@
 #define NOW (1795000000LL * STROBE_NS_PER_S)
 #define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 
-static char dir[256];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/strobe-test-store-extra-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[300];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd);
-}
+#define UNIT_TMPDIR_NAME "store-extra"
+#include "unit_tmpdir.h"
 
 static strobe_store *open_capped(int64_t retention, uint64_t max_points, uint64_t max_bytes)
 {
