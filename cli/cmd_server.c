@@ -139,12 +139,15 @@ int cmd_server(int argc, char **argv)
 		(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
 	/* Loopback is the default; anything wider without tokens is open to whoever can reach
 	 * it, which is allowed (a private network, a proxy in front) but must not go unnoticed. */
-	if (!strobe_listen_is_loopback(l) && !strobe_server_config_has_tokens(&cfg))
+	const char *open = strobe_server_config_open_tenant(&cfg);
+	if (!strobe_listen_is_loopback(l) && open)
 		fprintf(stderr,
-			"strobe server: warning: listening on %.*s (not loopback) without any tenant "
-			"token: anyone who can reach it can push and read every profile; configure "
-			"tenants with tokens (docs/server.md) or listen on 127.0.0.1\n",
-			(int)(strrchr(l, ':') - l), l);
+			"strobe server: warning: listening on %.*s (not loopback) without a token "
+			"for %s%s: anyone who can reach it can push and read %s profiles; give every "
+			"tenant a token (docs/server.md) or listen on 127.0.0.1\n",
+			(int)(strrchr(l, ':') - l), l, strcmp(open, "any") ? "tenant " : "",
+			strcmp(open, "any") ? open : "any tenant",
+			strcmp(open, "any") ? "that tenant's" : "every tenant's");
 	int64_t next = now_ns() + cfg.maintenance_interval_ns;
 	while (!stop) {
 		struct timespec ts = {0, 200 * 1000 * 1000};

@@ -419,12 +419,14 @@ bool strobe_listen_is_loopback(const char *listen)
 	return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
 }
 
-bool strobe_server_config_has_tokens(const strobe_server_config *c)
+const char *strobe_server_config_open_tenant(const strobe_server_config *c)
 {
+	if (!c->ntenants)
+		return "any";
 	for (size_t i = 0; i < c->ntenants; i++)
-		if (c->tenants[i].token)
-			return true;
-	return false;
+		if (!c->tenants[i].token)
+			return c->tenants[i].id;
+	return NULL;
 }
 
 strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *st,

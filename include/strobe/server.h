@@ -64,8 +64,10 @@ void strobe_server_config_free(strobe_server_config *c);
 /* Whether a listen address ("host:port", NULL = the default) is a loopback one (127.0.0.0/8,
  * ::1, localhost); false for anything else, unparsable included. */
 bool strobe_listen_is_loopback(const char *listen);
-/* Whether any configured tenant needs a bearer token. */
-bool strobe_server_config_has_tokens(const strobe_server_config *c);
+/* A tenant reachable without a token: "any" when no tenants are configured (every
+ * X-Scope-OrgID is accepted), else the id of the first configured tenant without a token, or
+ * NULL when every tenant needs one. */
+const char *strobe_server_config_open_tenant(const strobe_server_config *c);
 
 typedef struct strobe_server strobe_server;
 

@@ -12,7 +12,7 @@ ok() { echo "ok server_security/$1${2:+ ($2)}"; }
 pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
 cpu=$TESTDATA/pprof/go_cpu.pb.gz
-WARN='warning: listening on .* (not loopback) without any tenant token'
+WARN='warning: listening on .* (not loopback) without a token for'
 
 # run_server LISTEN_HOST [options...]: starts on port 0, waits for the listening line, sets url.
 run_server() {
@@ -45,6 +45,11 @@ stop || fail stop "exit $?"
 cat > "$TMPDIR/cfg.json" <<'JSON'
 { "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "team-b", "token": "tok-b" } ] }
 JSON
+# One tenant without a token is as open as no tokens at all, for that tenant.
+echo '{ "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "public" } ] }' > "$TMPDIR/half.json"
+run_server 127.0.0.1 --listen 0.0.0.0:0 --config "$TMPDIR/half.json"
+if grep -q -- "$WARN tenant public:" "$TMPDIR/log"; then ok open-tenant-warning; else fail open-tenant-warning "$(cat "$TMPDIR/log")"; fi
+stop || fail stop "exit $?"
 run_server 127.0.0.1 --listen 0.0.0.0:0 --config "$TMPDIR/cfg.json"
 if ! grep -q warning "$TMPDIR/log"; then ok tokens-quiet; else fail tokens-quiet "$(cat "$TMPDIR/log")"; fi
 
