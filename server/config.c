@@ -195,9 +195,14 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 					r = strobe_errf(err, -EINVAL,
 							"config: \"sync\" must be \"full\" or \"normal\"");
 			} else if (strcmp(k, "threads") == 0) {
-				uint64_t x;
-				if ((r = num_opt(v, k, 256, &x, err)) == 0)
-					c->threads = (uint32_t)x;
+				/* 0, the default, is a thread per connection (server/http.c). */
+				if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+				    json_integer_value(v) <= 256)
+					c->threads = (uint32_t)json_integer_value(v);
+				else
+					r = strobe_errf(err, -EINVAL,
+							"config: \"threads\" must be an integer from 0 "
+							"(a thread per connection) to 256");
 			} else if (strcmp(k, "limits") == 0)
 				r = limits(v, c, err);
 			else if (strcmp(k, "tenants") == 0)

@@ -3,7 +3,8 @@
 # The CLI clients of the server against the real thing: `strobe push` of a Go CPU profile and of
 # folded text, `strobe query` back in folded (identical to strobe convert of the input), pprof
 # (go tool pprof reads it) and top; `strobe query --diff`; errors from the server shown with its
-# message (exit 1); an unreachable server named (exit 1).
+# message (exit 1); an unreachable server named (exit 1); the documented example config
+# (examples/server.json) is accepted as it stands.
 set -u
 if ! command -v curl >/dev/null; then echo "SKIP server_cli: curl is not installed"; exit 0; fi
 export PPROF_TMPDIR=$TMPDIR HOME=${HOME:-$TMPDIR}
@@ -60,5 +61,11 @@ else fail unreachable "exit $code: $(cat "$TMPDIR/e2")"; fi
 code=$?
 if [ $code = 2 ] && grep -q 'service' "$TMPDIR/e3"; then ok push-usage "$(cat "$TMPDIR/e3")"
 else fail push-usage "exit $code: $(cat "$TMPDIR/e3")"; fi
+kill $pid; wait $pid 2>/dev/null; pid=
+# The example of docs/server.md, as shipped (its data_dir overridden): the server comes up.
+start_server --config "$(dirname "$0")/../../examples/server.json"
+if [ "$(curl -s -o /dev/null -w '%{http_code}' "$url/api/v1/labels")" = 401 ]; then
+  ok example-config "up, its tenants' tokens required"
+else fail example-config "$(head -3 "$TMPDIR/log")"; fi
 kill $pid; wait $pid 2>/dev/null; pid=
 exit $st

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target for the server's request handling (server/http.c's router and every endpoint:
- * native push, Pyroscope /ingest, query, diff, range, labels, series, admin) driven in process,
+ * native push, Pyroscope /ingest, query, diff, range, labels, series, admin, metrics) driven in
+ * process,
  * without sockets, against a store in a temporary directory: arbitrary methods, paths, query
  * parameters, headers and bodies reach the same srv_handle the HTTP daemon calls.
  *
@@ -53,6 +54,7 @@ static void open_store(void)
 		abort();
 	}
 	srv.store = store;
+	srv.cfg.data_dir = dir; /* /metrics reports the store's file sizes */
 }
 
 static void cleanup(void)
@@ -64,6 +66,7 @@ static void cleanup(void)
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", dir);
 	}
+	srv_metrics_free(srv.metrics);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -75,6 +78,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	srv.cfg.max_decompressed_bytes = 8 << 20;
 	srv.cfg.tenants = tenants;
 	srv.cfg.ntenants = 2;
+	/* As the daemon has: /metrics answers, and every request is counted as it would be. */
+	if (!(srv.metrics = srv_metrics_new()))
+		abort();
 	open_store();
 	atexit(cleanup);
 	return 0;
@@ -156,6 +162,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     .hdrs = hdrs, .nhdrs = nh, .body = (const uint8_t *)p,
 		     .len = (size_t)(end - p), .now_ns = NOW};
 	srv_handle(&r);
+	/* Refused pushes count by the reason their message names, which may quote the input. */
+	int h = strcmp(url, "/api/v1/push") == 0 ? SRV_H_PUSH
+		: strcmp(url, "/ingest") == 0	 ? SRV_H_INGEST
+						 : SRV_H_OTHER;
+	srv_metrics_request(srv.metrics, h, r.status, r.errmsg, 0.001);
 	check_reply(&r);
 	if (getenv("FUZZ_HTTP_VERBOSE")) /* to see what the seeds reach */
 		fprintf(stderr, "%s %s -> %u %.*s\n", method, url, r.status,

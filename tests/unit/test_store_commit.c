@@ -2,8 +2,9 @@
 /*
  * Unit tests of the store's write path under concurrency and of its point encoding: many
  * threads pushing at once through the group committer (store/commit.c) lose nothing, count
- * nothing twice, create each series once and keep every symbol, before and after a reopen; and
- * the stack table stops at max_stacks; the point blob (store/blob.c) round-trips values exactly, divisor and negative values
+ * nothing twice, create each series once and keep every symbol, before and after a reopen, also
+ * while retention and symbol gc renumber the symbol ids under them; the stack table stops at
+ * max_stacks; the point blob (store/blob.c) round-trips values exactly, divisor and negative values
  * included, still reads the version-1 layout, and refuses truncated or out-of-range input.
  */
 #include <errno.h>
@@ -137,6 +138,70 @@ static void test_concurrent_pushes(void **state)
 	strobe_store_close(s);
 }
 
+#define GC_ROUNDS 20
+#define DAY (86400 * STROBE_NS_PER_S)
+
+/* Meanwhile: GC_ROUNDS times a profile of stacks of its own just inside retention, then
+ * retention a few seconds later (which deletes it) and a symbol gc, which renumbers every id
+ * interned after its stacks, those of pushes in flight included (they must wait: ids_lock). */
+static void *collector(void *arg)
+{
+	job *j = arg;
+	strobe_err err = {{0}};
+	strobe_labelpair l[] = {{"service_name", "old"}};
+	for (int k = 0; k < GC_ROUNDS; k++) {
+		char text[64];
+		snprintf(text, sizeof(text), "old;g%d;x%d 5\nold;g%d 1\n", k, k, k);
+		strobe_profile *p = NULL;
+		if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0) {
+			j->failures++;
+			return NULL;
+		}
+		p->types[0].type = strobe_str_intern0(p, "cpu");
+		p->types[0].unit = strobe_str_intern0(p, "nanoseconds");
+		strobe_push_item it = {.profile = p, .time_ns = NOW - DAY + STROBE_NS_PER_S};
+		strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+		strobe_push_result res;
+		if (strobe_store_push(j->s, &rq, &res, &err) < 0)
+			j->failures++;
+		else
+			strobe_push_result_free(&res);
+		strobe_profile_free(p);
+		if (strobe_store_retain(j->s, NOW + 2 * STROBE_NS_PER_S, &err) != 1 ||
+		    strobe_store_gc(j->s, NOW + 2 * STROBE_NS_PER_S, &err) < 0)
+			j->failures++;
+	}
+	return NULL;
+}
+
+static void test_pushes_during_gc(void **state)
+{
+	(void)state;
+	strobe_store_opts o = {.dir = dir, .retention_ns = DAY};
+	strobe_err err = {{0}};
+	strobe_store *s = strobe_store_open(&o, &err);
+	assert_non_null(s);
+	pthread_t th[THREADS + 1];
+	job jobs[THREADS + 1];
+	for (int i = 0; i <= THREADS; i++) {
+		jobs[i] = (job){s, i, 0};
+		assert_int_equal(
+			pthread_create(&th[i], NULL, i < THREADS ? pusher : collector, &jobs[i]), 0);
+	}
+	for (int i = 0; i <= THREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(jobs[i].failures, 0);
+	}
+	/* The last gc ran after the last old profile was deleted: only the pushers' symbols
+	 * are left, and their points still name the right stacks. */
+	check_contents(s);
+	strobe_store_close(s);
+	s = strobe_store_open(&o, &err);
+	assert_non_null(s);
+	check_contents(s);
+	strobe_store_close(s);
+}
+
 static strobe_profile *folded(const char *text)
 {
 	strobe_profile *p = NULL;
@@ -244,6 +309,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent_pushes, setup, teardown),
 		cmocka_unit_test(test_blob),
 		cmocka_unit_test_setup_teardown(test_max_stacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pushes_during_gc, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
