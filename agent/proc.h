@@ -52,6 +52,7 @@ typedef struct strobe_thread {
 	/* Off-CPU state: the interval open since the thread last left the CPU. */
 	int64_t out_ns, wake_ns;
 	bool out, blocked;
+	bool back; /* switched in since the last switch-out (a second report of it is no orphan) */
 	uint32_t *stack, nstack; /* frame ids at switch-out, leaf first */
 } strobe_thread;
 

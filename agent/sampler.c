@@ -115,9 +115,10 @@ static unsigned ring_pages(const strobe_sampler_opts *o)
 	return r;
 }
 
-/* The events' attributes. `sideband`: this event also reports mmaps, comms, forks, exits. */
-static void make_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind, bool sideband,
-		      bool per_task, int tp_id)
+/* The events' attributes. `sideband`: this event also reports mmaps, comms, forks, exits and,
+ * for off-CPU, context switches. */
+void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
+			       bool sideband, bool per_task, int tp_id)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -167,7 +168,14 @@ static void make_attr(const strobe_sampler *s, struct perf_event_attr *a, int ki
 	if (sideband) {
 		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
 		a->build_id = 1;
-		a->context_switch = per_task && (s->o.events & STROBE_EV_OFFCPU);
+		/* Per task, the switch-in record is the only switch-in there is. System-wide,
+		 * sched_switch's next_pid says who comes in, but that sample is taken in the
+		 * context of the task going out, and when that is a CPU's idle task the kernel
+		 * may not deliver it at all (seen on a VM: none of CPU 1's idle-task samples ever
+		 * arrived, so a thread that slept and woke there was never seen coming back, and
+		 * its off-CPU time was lost until it next ran after a busy task). The switch-in
+		 * record is written in the context of the task coming in: ask for it too. */
+		a->context_switch = (s->o.events & STROBE_EV_OFFCPU) != 0;
 	}
 }
 
@@ -176,7 +184,7 @@ static int open_one(strobe_sampler *s, int kind, bool sideband, bool per_task, i
 		    int cpu, unsigned ring, strobe_err *err)
 {
 	struct perf_event_attr a;
-	make_attr(s, &a, kind, sideband, per_task, tp_id);
+	strobe_sampler_event_attr(s, &a, kind, sideband, per_task, tp_id);
 	int fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd == -EINVAL && sideband) { /* kernels before 5.12 have no build IDs in mmap2 */
 		a.build_id = 0;
@@ -956,13 +964,18 @@ static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool
 	agg_add(s, th->pid, th->tid, th->stack, th->nstack, v);
 }
 
+/* A switch-in, from sched_switch's next_pid or from a switch-in record. System-wide, one
+ * switch is usually reported by both, the sample first: the second finds the thread back on
+ * its CPU already and is no orphan. */
 static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
 {
 	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
-	if (th && th->out)
+	if (th && th->out) {
 		close_interval(s, th, t, false);
-	else if (th && th->stack)
+		th->back = true;
+	} else if (th && th->stack && !th->back) {
 		s->st.orphan_in++;
+	}
 }
 
 static void on_switch(strobe_sampler *s, const sample *sm)
@@ -982,6 +995,7 @@ static void on_switch(strobe_sampler *s, const sample *sm)
 				th->stack = st;
 				th->nstack = n;
 				th->out = true;
+				th->back = false;
 				th->out_ns = ts(sm->time);
 				th->wake_ns = 0;
 				/* prev_state: 0 = still runnable (yield), TASK_REPORT_MAX (0x100

@@ -91,6 +91,9 @@ struct strobe_sampler {
 int64_t strobe_mono_ns(void);
 /* Counts the off-CPU intervals still open up to the horizon (before a profile is built). */
 void strobe_sampler_flush_open(strobe_sampler *s);
+/* The perf_event_attr of one event (kind EVK_*; sideband: it also carries the side records). */
+void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
+			       bool sideband, bool per_task, int tp_id);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
 

@@ -20,6 +20,8 @@
 #include "strobe/codec.h"
 #include "strobe/sampler.h"
 
+#include "../../agent/sampler_impl.h" /* strobe_sampler_event_attr, EVK_* */
+
 /* The layout strobe requests on a 6.x kernel. */
 static const strobe_sampler_layout L = {
 	.id = {11, 22, 33},
@@ -147,6 +149,16 @@ static void wakeup(buf *w, uint32_t wakee, uint64_t t)
 	uint8_t raw[36] = {0};
 	memcpy(raw + 24, &wakee, 4);
 	sample(w, 2, 0, 0, t, NULL, 0, raw, sizeof(raw));
+}
+
+/* A system-wide switch record (PERF_RECORD_SWITCH_CPU_WIDE), written in the context of
+ * `tid`: the task coming in (out = false; `other` is the one going out) or going out. */
+static void switch_rec(buf *w, bool out, uint32_t pid, uint32_t tid, uint32_t other, uint64_t t)
+{
+	begin(w, PERF_RECORD_SWITCH_CPU_WIDE, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
+	u32x2(w, other, other);
+	trailer(w, pid, tid, t);
+	end(w);
 }
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -408,6 +420,48 @@ static void test_held_records_survive(void **state)
 	free(w);
 }
 
+/* System-wide, a thread that slept on an idle CPU comes back in a sched_switch sample taken in
+ * the idle task's context, and some kernels never deliver those (a VM's CPU 1 delivered none):
+ * the sampler asks for switch records too, whose switch-in is written in the context of the
+ * task coming in, and counts each switch once whichever of the two reports it. */
+static void test_switch_in_without_idle_sample(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_OFFCPU, true, 0);
+	struct perf_event_attr a;
+	strobe_sampler_event_attr(s, &a, EVK_SWITCH, true, false, 1);
+	assert_true(a.context_switch); /* system-wide: switch-in records asked for */
+	strobe_sampler_event_attr(s, &a, EVK_SWITCH, true, true, 1);
+	assert_true(a.context_switch); /* per task, as before */
+	mmap2(w, 7, 0x1000, 0x1000, 0, "/bin/srv", 1);
+	uint64_t slp[] = {0x1100};
+	/* tid 8 sleeps at 1000 (to idle); the idle task's sample of its return at 1600 is never
+	 * delivered, only the switch-in record, at 1601 */
+	sched_switch(w, 7, 8, 1000, 1 /* S */, 0, slp, 1);
+	switch_rec(w, true, 7, 8, 0, 1000);
+	switch_rec(w, false, 7, 8, 0, 1601);
+	/* it sleeps again at 2000; this time both report the return: counted once, at 2500 */
+	sched_switch(w, 7, 8, 2000, 1, 0, slp, 1);
+	switch_rec(w, true, 7, 8, 0, 2000);
+	sched_switch(w, 0, 0, 2500, 0, 8, NULL, 0);
+	switch_rec(w, false, 7, 8, 0, 2501);
+	/* and a third time, at 3000, back at 3200 */
+	sched_switch(w, 7, 8, 3000, 1, 0, slp, 1);
+	switch_rec(w, false, 7, 8, 0, 3200);
+	sched_switch(w, 9, 9, 3300, 0x100, 0, NULL, 0); /* the horizon */
+	assert_int_equal(feed(s, w, STROBE_EV_OFFCPU, true), 0);
+	strobe_profile *p = profile(s);
+	assert_int_equal(total(p, "off_cpu"), 601 + 500 + 200);
+	assert_int_equal(total(p, "switches"), 3);
+	strobe_sampler_stats st;
+	strobe_sampler_get_stats(s, &st);
+	assert_int_equal(st.unmatched, 0);
+	assert_int_equal(st.orphan_in, 0); /* the second report of the return at 2500 */
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_fork_inherits_maps),
 		cmocka_unit_test(test_lost_and_malformed),
 		cmocka_unit_test(test_held_records_survive),
+		cmocka_unit_test(test_switch_in_without_idle_sample),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
