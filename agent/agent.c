@@ -477,9 +477,9 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	else if (gethostname(a->host, sizeof(a->host) - 1) < 0)
 		strcpy(a->host, "unknown");
 	if (o->comm_re) {
-		if (regcomp(&a->comm_re, o->comm_re, REG_EXTENDED | REG_NOSUB) != 0) {
-			rc = strobe_errf(err, -EINVAL, "--comm '%s': not a valid regular expression",
-					 o->comm_re);
+		const char *why;
+		if (strobe_agent_regcomp(&a->comm_re, o->comm_re, &why) < 0) {
+			rc = strobe_errf(err, -EINVAL, "--comm '%s': %s", o->comm_re, why);
 			goto fail;
 		}
 		a->have_comm_re = true;
@@ -496,9 +496,10 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 			for (int j = 0; j < 3; j++) {
 				if (!re[j])
 					continue;
-				if (regcomp(&a->rule_re[r * 3 + j], re[j], REG_EXTENDED | REG_NOSUB) != 0) {
-					rc = strobe_errf(err, -EINVAL, "processes[%u]: '%s' is not a valid "
-							 "regular expression", r, re[j]);
+				const char *why;
+				if (strobe_agent_regcomp(&a->rule_re[r * 3 + j], re[j], &why) < 0) {
+					rc = strobe_errf(err, -EINVAL, "processes[%u]: '%s': %s", r, re[j],
+							 why);
 					goto fail;
 				}
 				a->rule_has[r * 3 + j] = true;

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <regex.h>
 #include <sys/types.h>
 
 #include "strobe/profile.h"
@@ -91,6 +92,10 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 			      strobe_agent_opts *o, strobe_err *err);
 /* Appends a "key=value" label after checking the key is a valid label name. */
 int strobe_agent_add_label(char ***labels, unsigned *n, const char *kv, strobe_err *err);
+/* Compiles a POSIX extended pattern of the config or the command line (REG_NOSUB), refusing
+ * those whose compilation would cost too much (length, nested repetitions): 0, or -EINVAL with
+ * *why saying what is wrong. */
+int strobe_agent_regcomp(regex_t *re, const char *pattern, const char **why);
 
 /* ---- the daemon ------------------------------------------------------------------------------ */
 
