@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "strobe/agent.h"
+#include "strobe/transform.h"
 #include "strobe/sampler.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -140,51 +141,11 @@ static int get_str(ctx *c, json_t *v, const char *key, char **out)
 	return 0;
 }
 
-/*
- * glibc's regcomp copies the subexpression of every repetition operator, so repetitions of
- * repetitions grow it geometrically ("g++++...+" with 40 pluses took over 2 GB); its compile
- * time and memory are bounded here before it sees a pattern: the pattern's length, and the
- * product over its operators of what each can multiply by (2 for * + ?, n + 1 for {m,n}).
- */
-#define RE_MAX_LEN 256
-#define RE_MAX_COST 4096
-
 int strobe_agent_regcomp(regex_t *re, const char *pattern, const char **why)
 {
-	if (strlen(pattern) > RE_MAX_LEN) {
-		*why = "longer than 256 characters";
+	/* a process pattern is short: 256 bytes is plenty */
+	if ((*why = strobe_regex_too_costly(pattern, 256)))
 		return -EINVAL;
-	}
-	unsigned long cost = 1;
-	for (const char *p = pattern; *p; p++) {
-		unsigned long f = 1;
-		if (*p == '\\' && p[1]) {
-			p++;
-		} else if (*p == '*' || *p == '+' || *p == '?') {
-			f = 2;
-		} else if (*p == '{') {
-			/* the largest number inside the braces bounds the copies */
-			unsigned long n = 0, max = 0;
-			for (p++; *p && *p != '}'; p++) {
-				if (*p >= '0' && *p <= '9')
-					n = n * 10 + (unsigned long)(*p - '0') > RE_MAX_COST
-						    ? RE_MAX_COST + 1
-						    : n * 10 + (unsigned long)(*p - '0');
-				else
-					n = 0;
-				if (n > max)
-					max = n;
-			}
-			if (!*p)
-				break; /* regcomp reports the unbalanced brace */
-			f = max + 1;
-		}
-		cost = cost * f > RE_MAX_COST ? RE_MAX_COST + 1 : cost * f;
-		if (cost > RE_MAX_COST) {
-			*why = "too many repetition operators (their product is capped at 4096)";
-			return -EINVAL;
-		}
-	}
 	if (regcomp(re, pattern, REG_EXTENDED | REG_NOSUB) != 0) {
 		*why = "not a valid POSIX extended regular expression";
 		return -EINVAL;

@@ -24,6 +24,9 @@ static int rx_compile(rx *r, const char *pattern, const char *opt, strobe_err *e
 {
 	if (!pattern || !*pattern)
 		return 0;
+	const char *why = strobe_regex_too_costly(pattern, 1024);
+	if (why)
+		return strobe_errf(err, -EINVAL, "--%s '%s': refused: %s", opt, pattern, why);
 	int e = regcomp(&r->re, pattern, REG_EXTENDED | REG_NOSUB);
 	if (e) {
 		char msg[128];

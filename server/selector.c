@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "strobe/server.h"
+#include "strobe/transform.h"
 
 typedef struct lexer {
 	const char *s;
@@ -116,47 +117,6 @@ static int quoted(lexer *l, char **out)
 	return 0;
 }
 
-/* glibc's regcomp can take exponential memory on stacked or large counted repetitions
- * ("a**********", "((a{200}){200}){200}"). RE2, which PromQL users write for, rejects the
- * first and caps the second at 1000; these rules are a little stricter and keep compilation
- * cheap. NULL when fine, else what is wrong. */
-static const char *regex_too_costly(const char *re)
-{
-	size_t n = strlen(re), braces = 0;
-	if (n > 1024)
-		return "longer than 1024 bytes";
-	bool prev_rep = false;
-	for (size_t i = 0; i < n; i++) {
-		char c = re[i];
-		if (c == '\\' && i + 1 < n) {
-			i++;
-			prev_rep = false;
-			continue;
-		}
-		bool rep = c == '*' || c == '+' || c == '?' || c == '{';
-		if (rep && prev_rep)
-			return "stacked repetition operators";
-		if (c == '{') {
-			if (++braces > 4)
-				return "more than 4 counted repetitions";
-			unsigned long v = 0;
-			for (size_t k = i + 1; k < n && re[k] != '}'; k++)
-				if (re[k] >= '0' && re[k] <= '9') {
-					v = v * 10 + (unsigned long)(re[k] - '0');
-					if (v > 100)
-						return "a repetition count over 100";
-				} else if (re[k] == ',') {
-					v = 0;
-				} else {
-					break;
-				}
-			while (i < n && re[i] != '}')
-				i++;
-		}
-		prev_rep = rep;
-	}
-	return NULL;
-}
 
 void strobe_selector_free(strobe_selector *s)
 {
@@ -216,7 +176,7 @@ static int matcher(lexer *l, strobe_selector *out)
 		return -ENOMEM;
 	}
 	if (m.op == STROBE_MATCH_RE || m.op == STROBE_MATCH_NRE) {
-		const char *why = regex_too_costly(m.value);
+		const char *why = strobe_regex_too_costly(m.value, 1024);
 		if (why) {
 			free(m.name);
 			free(m.value);

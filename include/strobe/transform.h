@@ -92,6 +92,11 @@ int strobe_diff_top_write(FILE *f, strobe_profile *base, int bt, strobe_profile 
 /* Formats a value of unit `unit` as pprof does ("1.50s", "12ms", "3.20MB", "42"). */
 void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit);
 
+/* NULL when a POSIX extended pattern is cheap enough to give to regcomp, else what makes it too
+ * costly (longer than max_len, stacked repetitions, counts over 100, repetitions whose product
+ * passes 4096: glibc's regcomp grows geometrically with nested repetitions). lib/regex_guard.c */
+const char *strobe_regex_too_costly(const char *re, size_t max_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -373,7 +373,7 @@ static void test_config(void **state)
 	strobe_agent_opts_free(&o);
 	/* glibc's regcomp grows geometrically with repeated repetitions (found by fuzzing: 2 GB) */
 	config_error("{\"targets\": {\"comm\": \"^postg+++++++++++++++++++++++++++++res$\"}}",
-		     "too many repetition operators");
+		     "stacked repetition operators");
 	config_error("{\"processes\": [{\"exe\": \"(a{99}){99}\"}]}", "too many repetition operators");
 	config_error("{\"call_graph\": \"lbr\"}", "\"call_graph\": expected \"fp\", \"dwarf\" or \"auto\"");
 	config_error("{\"unwind_cache_mb\": 0}", "\"unwind_cache_mb\": 0 is out of range");

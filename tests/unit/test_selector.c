@@ -77,6 +77,7 @@ static void test_selector_errors(void **state)
 		{"{a<\"x\"}", "expected =, !=, =~ or !~"},
 		{"{a=~\"x*++++\"}", "stacked repetition"},
 		{"{a=~\"((a{200}){2}){2}\"}", "repetition count over 100"},
+		{"{a=~\"((a{100}){100}){100}\"}", "product is capped"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		strobe_selector s;
