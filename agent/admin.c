@@ -247,8 +247,8 @@ static void capture(strobe_agent *a, struct MHD_Connection *c, reply *r)
 	}
 	agent_log(a, STROBE_LOG_INFO, "capture: pid %ld, %ld s at %ld Hz (%s)", pid, secs, hz,
 		  type ? type : "cpu");
-	int64_t end = agent_mono_ns() + secs * 1000000000LL;
-	while (agent_mono_ns() < end && !atomic_load(&a->stop) && (kill(p, 0) == 0 || errno != ESRCH))
+	int64_t end = strobe_mono_ns() + secs * 1000000000LL;
+	while (strobe_mono_ns() < end && !atomic_load(&a->stop) && (kill(p, 0) == 0 || errno != ESRCH))
 		if (strobe_sampler_poll(s, 100, &err) < 0)
 			break;
 	strobe_sampler_disable(s);

@@ -29,13 +29,6 @@
 #define SYM_RENEW_NS (30LL * 60 * 1000000000)
 #define PROC_REREAD_NS (60LL * 1000000000)
 
-int64_t agent_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int64_t cpu_ns(void)
 {
 	struct timespec ts;
@@ -142,7 +135,7 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 			e = &a->procs[i];
 			break;
 		}
-	int64_t now = agent_mono_ns();
+	int64_t now = strobe_mono_ns();
 	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
 	const strobe_proc *pr = e && a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
@@ -332,7 +325,7 @@ static void export_interval(strobe_agent *a)
 	pid_t *pids = malloc(PIDS_CAP * sizeof(*pids));
 	unsigned n = pids ? strobe_sampler_pids(a->s, pids, PIDS_CAP) : 0;
 	uint64_t nprof = 0, nbytes = 0, errors = 0;
-	int64_t t0 = agent_mono_ns();
+	int64_t t0 = strobe_mono_ns();
 	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
 		strobe_symbolizer_free(a->sym);
 		strobe_sym_opts syo = {.no_kernel = !a->so.kernel, .no_dwarf = a->o->no_dwarf};
@@ -380,7 +373,7 @@ static void export_interval(strobe_agent *a)
 	pthread_mutex_unlock(&a->mu);
 	agent_log(a, STROBE_LOG_DEBUG, "interval %" PRId64 ": %" PRIu64 " profiles, %" PRIu64
 		  " bytes from %u processes in %.1f ms", interval, nprof, nbytes, n,
-		  (double)(agent_mono_ns() - t0) / 1e6);
+		  (double)(strobe_mono_ns() - t0) / 1e6);
 }
 
 /* ---- budget ---------------------------------------------------------------------------------- */
@@ -393,7 +386,7 @@ typedef struct budget {
 /* Returns true when the sampler must be reopened with a.so changed. */
 static bool budget_step(strobe_agent *a, budget *b)
 {
-	int64_t cpu = cpu_ns(), wall = agent_mono_ns();
+	int64_t cpu = cpu_ns(), wall = strobe_mono_ns();
 	double pct = wall > b->wall0 ? 100.0 * (double)(cpu - b->cpu0) / (double)(wall - b->wall0) : 0;
 	b->cpu0 = cpu;
 	b->wall0 = wall;
@@ -536,7 +529,7 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 		if (!a->sym)
 			agent_log(a, STROBE_LOG_WARN, "cannot start the symbolizer (%s): sending raw "
 				  "addresses", strerror(errno));
-		a->sym_born_ns = agent_mono_ns();
+		a->sym_born_ns = strobe_mono_ns();
 	}
 	if ((rc = agent_sender_start(a, err)) < 0)
 		goto fail;
@@ -598,8 +591,8 @@ static void apply_pause(strobe_agent *a)
 int strobe_agent_run(strobe_agent *a, strobe_err *err)
 {
 	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
-	int64_t next = agent_mono_ns() + iv;
-	budget b = {.cpu0 = cpu_ns(), .wall0 = agent_mono_ns()};
+	int64_t next = strobe_mono_ns() + iv;
+	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns()};
 	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s, every %u s to %s (host %s)",
 		  a->o->npids ? "the given pids" : "every process", a->so.freq,
 		  a->o->offcpu ? " with off-CPU" : "", a->o->interval_s, a->o->server, a->host);
@@ -616,7 +609,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 			usleep(100000);
 		}
 		publish_stats(a);
-		int64_t now = agent_mono_ns();
+		int64_t now = strobe_mono_ns();
 		if (now < next)
 			continue;
 		next = now - next > iv ? now + iv : next + iv;

@@ -17,6 +17,7 @@
 
 #include "strobe/agent.h"
 #include "strobe/sampler.h"
+#include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
 
 typedef struct agent_status {
 	int64_t started_unix;
@@ -78,7 +79,6 @@ struct strobe_agent {
 	agent_status st;
 };
 
-int64_t agent_mono_ns(void);
 void agent_log(strobe_agent *a, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void agent_set_error(strobe_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

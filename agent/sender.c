@@ -68,7 +68,7 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	 * (systemd's TimeoutStopSec); what is not sent stays in the spool. */
 	long limit = 30;
 	if (atomic_load(&a->sender_stop)) {
-		int64_t left = (a->sender_deadline_ns - agent_mono_ns()) / 1000000000;
+		int64_t left = (a->sender_deadline_ns - strobe_mono_ns()) / 1000000000;
 		limit = left < 1 ? 1 : left < 30 ? (long)left : 30;
 	}
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, limit < 5 ? limit : 5L);
@@ -94,13 +94,13 @@ static void *sender_main(void *arg)
 	strobe_agent *a = arg;
 	CURL *c = curl_easy_init();
 	strobe_backoff bo;
-	strobe_backoff_init(&bo, 500, 30000, (uint64_t)agent_mono_ns() ^ (uint64_t)getpid());
+	strobe_backoff_init(&bo, 500, 30000, (uint64_t)strobe_mono_ns() ^ (uint64_t)getpid());
 	bool failing = false;
 	uint64_t fails_in_row = 0;
 	char msg[512];
 	while (c) {
 		bool stopping = atomic_load(&a->sender_stop);
-		if (stopping && agent_mono_ns() >= a->sender_deadline_ns)
+		if (stopping && strobe_mono_ns() >= a->sender_deadline_ns)
 			break;
 		uint64_t id;
 		char *meta;
@@ -153,8 +153,8 @@ static void *sender_main(void *arg)
 		failing = true;
 		uint64_t wait = strobe_backoff_next(&bo);
 		agent_log(a, STROBE_LOG_DEBUG, "push retry in %" PRIu64 " ms: %s", wait, msg);
-		for (int64_t end = agent_mono_ns() + (int64_t)wait * 1000000; agent_mono_ns() < end;) {
-			if (atomic_load(&a->sender_stop) && agent_mono_ns() >= a->sender_deadline_ns)
+		for (int64_t end = strobe_mono_ns() + (int64_t)wait * 1000000; strobe_mono_ns() < end;) {
+			if (atomic_load(&a->sender_stop) && strobe_mono_ns() >= a->sender_deadline_ns)
 				break;
 			usleep(50000);
 		}
@@ -180,7 +180,7 @@ void agent_sender_finish(strobe_agent *a, int grace_ms)
 {
 	if (!a->sender_started)
 		return;
-	a->sender_deadline_ns = agent_mono_ns() + (int64_t)grace_ms * 1000000;
+	a->sender_deadline_ns = strobe_mono_ns() + (int64_t)grace_ms * 1000000;
 	atomic_store(&a->sender_stop, 1);
 	strobe_spool_wake(a->spool);
 	pthread_join(a->sender, NULL);
