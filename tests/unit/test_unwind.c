@@ -97,6 +97,21 @@ static void self_maps(buf *w, uint32_t pid)
 }
 
 #define STACK 8192
+static uint64_t stack_top; /* end of the mapping holding this thread's stack */
+
+/* The end of the /proc/self/maps mapping that holds `addr`. */
+static uint64_t mapping_end(uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	char line[4096];
+	unsigned long long a, b, end = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx", &a, &b) == 2 && addr >= a && addr < b)
+			end = b;
+	fclose(f);
+	return end;
+}
 static uint64_t regs[17]; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
 static uint8_t stack_copy[STACK];
 static size_t stack_len;
@@ -117,9 +132,12 @@ capture(void)
 			 : "r"(r)
 			 : "rax", "memory");
 	const volatile uint8_t *sp = (const uint8_t *)(uintptr_t)regs[7];
-	for (size_t i = 0; i < STACK; i++)
+	/* Never past the top of the stack's mapping (as the kernel's copy stops there too): with a
+	 * small environment the top can be less than STACK bytes above these frames. */
+	size_t n = stack_top > regs[7] && stack_top - regs[7] < STACK ? stack_top - regs[7] : STACK;
+	for (size_t i = 0; i < n; i++)
 		stack_copy[i] = sp[i];
-	stack_len = STACK;
+	stack_len = n;
 }
 
 static volatile int sink;
@@ -204,6 +222,8 @@ static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
 
 static void test_whole_chain(void **state)
 {
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
 	strobe_sampler_stats st;
 	char *out = run(STROBE_CG_DWARF, stack_len, &st);
@@ -220,6 +240,8 @@ static void test_whole_chain(void **state)
 
 static void test_truncated(void **state)
 {
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
 	strobe_sampler_stats st;
 	char *out = run(STROBE_CG_DWARF, 16, &st); /* not even capture's return address */
