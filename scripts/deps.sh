@@ -9,9 +9,11 @@ level=${1:-build}
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
             libdw-dev libelf-dev libmicrohttpd-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev)
 check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
-            chromium) # chromium: the web UI's browser tests and benchmark (driven by playwright-core)
-# node and npm for the browser tests (jsdom and playwright-core from the npm registry, into
-# node_modules/)
+            chromium firefox-esr)
+# chromium and firefox-esr: the web UI's browser tests and benchmark (chromium driven by
+# playwright-core, firefox over WebDriver BiDi by puppeteer-core: playwright drives only its own
+# patched Firefox builds); node and npm for the browser tests (jsdom, playwright-core and
+# puppeteer-core from the npm registry, into node_modules/)
 command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)
 bench_pkgs=()
 
@@ -29,8 +31,8 @@ for p in "${want[@]}"; do
 done
 npm_deps() { # the npm packages of package.json, once
   [ "$level" = build ] && return 0
-  [ -d node_modules/jsdom ] && return 0
-  echo "deps.sh: npm install (jsdom, for the browser tests)" >&2
+  [ -d node_modules/jsdom ] && [ -d node_modules/playwright-core ] && [ -d node_modules/puppeteer-core ] && return 0
+  echo "deps.sh: npm install (jsdom, playwright-core, puppeteer-core: the browser tests)" >&2
   npm install --no-audit --no-fund --loglevel=error >/dev/null
 }
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The server's HTTP API as the UI uses it (docs/http-api.md): GET with query parameters, the
-// tenant header when one is chosen, and errors turned into exceptions carrying the server's own
-// message ({"error": "...", "status": N}) so the page can show it as is.
+// tenant header and bearer token when they are set, and errors turned into exceptions carrying
+// the server's own message ({"error": "...", "status": N}) so the page can show it as is.
 
 export class ApiError extends Error {
   constructor(message, status) {
@@ -10,13 +10,21 @@ export class ApiError extends Error {
   }
 }
 
-let tenant = '';
-export function setTenant(t) { tenant = t || ''; }
+let tenant = '', token = '';
+// The token is held here and in the tab's sessionStorage (app.js), never in a URL: a link is
+// shared, logged and kept in the history; a header is not.
+export function setAuth(t, tok) { tenant = t || ''; token = tok || ''; }
+function headers() {
+  const h = {};
+  if (tenant) h['X-Scope-OrgID'] = tenant;
+  if (token) h.Authorization = `Bearer ${token}`;
+  return h;
+}
 
-// A download link cannot send the tenant header: with a tenant chosen, fetch with it and hand
-// the bytes to the browser as a file instead.
+// A download link cannot send headers: with a tenant or token set, fetch with them and hand the
+// bytes to the browser as a file instead.
 export async function download(a) {
-  const res = await fetch(a.href, {headers: tenant ? {'X-Scope-OrgID': tenant} : {}});
+  const res = await fetch(a.href, {headers: headers()});
   if (!res.ok) {
     let msg = `${res.status} ${res.statusText}`;
     try { msg = (await res.json()).error || msg; } catch (_) { /* keep the status */ }
@@ -31,7 +39,7 @@ export async function download(a) {
   tmp.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
-export function hasTenant() { return tenant !== ''; }
+export function hasAuth() { return tenant !== '' || token !== ''; }
 
 export function apiUrl(path, params) {
   const u = new URL(path, location.href);
@@ -51,10 +59,9 @@ export async function get(path, params, kind) {
     ctl = new AbortController();
     inflight.set(kind, ctl);
   }
-  const headers = tenant ? {'X-Scope-OrgID': tenant} : {};
   let res;
   try {
-    res = await fetch(apiUrl(path, params), {headers, signal: ctl ? ctl.signal : undefined});
+    res = await fetch(apiUrl(path, params), {headers: headers(), signal: ctl ? ctl.signal : undefined});
   } catch (e) {
     if (e.name === 'AbortError') throw e;
     throw new ApiError(`cannot reach the server (${e.message})`, 0);

@@ -4,7 +4,7 @@
 // sandwich view. Every change of state rewrites the URL (history.replaceState) and redraws
 // what depends on it; only a change of what is queried goes back to the server.
 
-import {get, setTenant, apiUrl, ApiError, download, hasTenant} from './api.js';
+import {get, setAuth, apiUrl, ApiError, download, hasAuth} from './api.js';
 import {FlameData} from './flamedata.js';
 import {FlameGraph, fmtValue, pct, esc} from './flame.js';
 import {Timeline} from './timeline.js';
@@ -119,12 +119,15 @@ function busy(delta) {
   ui.idle = pending === 0;
 }
 
+let typesError = null;
 async function loadTypes() {
   const sel = $('type');
   let types = [];
+  typesError = null;
   try {
     types = (await get('/api/v1/profile_types', {from: 'now-30d', to: 'now'})).data || [];
   } catch (e) {
+    typesError = e;
     status(`profile types: ${e.message}`, true);
   }
   if (state.type && !types.includes(state.type)) types.unshift(state.type);
@@ -160,14 +163,19 @@ async function loadTimeline() {
   try {
     // the step needs the window in ms: the server resolves relative times, ask it once with a
     // coarse step, then again with a step that gives ~240 bars
-    const q = {query: selector(state.q), from: state.from, to: state.to, group_by: state.group || undefined};
+    // comparing two selectors: both series, over the same steps, as two lines (not stacked)
+    const two = state.mode === 'diff' && state.bq !== '' && state.bq !== state.q;
+    const q = {query: selector(state.q), from: state.from, to: state.to, group_by: two ? undefined : state.group || undefined};
     const probe = await get('/api/v1/range', {...q, step: '1d'}, 'range');
-    const r = await get('/api/v1/range', {...q, from: probe.from_ms, to: probe.to_ms,
-      step: stepFor(probe.from_ms, probe.to_ms)}, 'range');
+    const steps = {from: probe.from_ms, to: probe.to_ms, step: stepFor(probe.from_ms, probe.to_ms)};
+    const [r, rb] = await Promise.all([get('/api/v1/range', {...q, ...steps}, 'range'),
+      two ? get('/api/v1/range', {...q, query: selector(state.bq), ...steps}, 'range-base') : null]);
     timeline.unit = ui.data ? ui.data.unit : '';
-    timeline.setData(r);
+    timeline.setData(r, rb, {base: state.bq, new: state.q});
     ui.range = r;
-    $('tl-title').textContent = `${selector(state.q)} over ${state.from} → ${state.to}`;
+    ui.rangeBase = rb;
+    $('tl-title').textContent = two ? `baseline ${selector(state.bq)} and comparison ${selector(state.q)} over ${state.from} → ${state.to}`
+      : `${selector(state.q)} over ${state.from} → ${state.to}`;
     showWindows();
   } catch (e) {
     if (e.name !== 'AbortError') status(`timeline: ${e.message}`, true);
@@ -245,7 +253,8 @@ async function loadProfile() {
     if (e.name === 'AbortError') return;
     ui.data = null;
     flame.data = null;
-    const msg = e instanceof ApiError ? `The server answered: ${e.message}` : String(e.message || e);
+    const msg = e instanceof ApiError && e.status === 401 ? authMessage(e)
+      : e instanceof ApiError ? `The server answered: ${e.message}` : String(e.message || e);
     overlay(msg, true);
     status(msg, true);
     table.setData(null);
@@ -337,19 +346,61 @@ function renderSandwich() {
 
 function setView(v) {
   state.view = v;
-  for (const id of ['dl-pprof', 'dl-folded', 'dl-svg']) {
-  $(id).addEventListener('click', (e) => {
-    if (!hasTenant()) return; // a plain link does it
-    e.preventDefault();
-    download(e.currentTarget).catch((err) => status(`download: ${err.message}`, true));
-  });
-}
-document.querySelectorAll('.tabs button').forEach((b) => b.classList.toggle('on', b.dataset.view === v));
+  document.querySelectorAll('.tabs button').forEach((b) => b.classList.toggle('on', b.dataset.view === v));
   $('flame-wrap').hidden = v !== 'flame';
   $('crumbs').hidden = v !== 'flame';
   $('sandwich').hidden = v !== 'sandwich';
   if (v === 'sandwich') renderSandwich();
 }
+
+for (const id of ['dl-pprof', 'dl-folded', 'dl-svg']) {
+  $(id).addEventListener('click', (e) => {
+    if (!hasAuth()) return; // a plain link does it
+    e.preventDefault();
+    download(e.currentTarget).catch((err) => status(`download: ${err.message}`, true));
+  });
+}
+
+// ---- tenant and token -------------------------------------------------------------------------
+// The tenant is part of the view (in the URL); its token is a secret: kept per tenant in this
+// tab's sessionStorage (gone when the tab closes, never in a link, the history or a log).
+const tokenKey = (t) => `strobe.token:${t || 'anonymous'}`;
+function storedToken(t) {
+  try { return sessionStorage.getItem(tokenKey(t)) || ''; } catch (_) { return ''; }
+}
+function applyAuth() {
+  setAuth(state.tenant, storedToken(state.tenant));
+  $('tenant').value = state.tenant;
+  $('token').value = '';
+  $('token').placeholder = storedToken(state.tenant) ? 'token set (type to replace)' : 'bearer token';
+  $('authbtn').textContent = `tenant: ${state.tenant || 'anonymous'}${storedToken(state.tenant) ? ', token set' : ''}`;
+}
+// A 401 names the tenant and opens the token field, so the way out is on screen.
+function authMessage(e) {
+  $('authbar').hidden = false;
+  $('authbtn').classList.add('needed');
+  return `The server refused tenant "${state.tenant || 'anonymous'}" (401): ${e.message}. ` +
+    'Enter the tenant and its bearer token in the bar above and press Use.';
+}
+$('authbtn').addEventListener('click', () => { $('authbar').hidden = !$('authbar').hidden; });
+$('authbar').addEventListener('submit', (e) => {
+  e.preventDefault();
+  state.tenant = $('tenant').value.trim();
+  const tok = $('token').value.trim();
+  try {
+    if (tok) sessionStorage.setItem(tokenKey(state.tenant), tok);
+  } catch (_) { /* storage refused: the token lives until the page is left */ }
+  applyAuth();
+  if (tok) setAuth(state.tenant, tok);
+  $('authbtn').classList.remove('needed');
+  writeUrl();
+  start(true);
+});
+$('authforget').addEventListener('click', () => {
+  try { sessionStorage.removeItem(tokenKey(state.tenant)); } catch (_) { /* nothing kept */ }
+  applyAuth();
+  start(true);
+});
 
 // ---- query bar --------------------------------------------------------------------------------
 function syncInputs() {
@@ -399,9 +450,10 @@ $('mode').addEventListener('change', () => {
   writeUrl();
   syncInputs();
   showWindows();
+  loadTimeline();
   loadProfile();
 });
-$('blabels').addEventListener('change', () => { state.bq = $('blabels').value.trim(); writeUrl(); loadProfile(); });
+$('blabels').addEventListener('change', () => { state.bq = $('blabels').value.trim(); writeUrl(); loadTimeline(); loadProfile(); });
 $('norm').addEventListener('change', () => { state.norm = $('norm').checked ? '1' : '0'; writeUrl(); loadProfile(); });
 document.querySelectorAll('input[name=brush]').forEach((r) => r.addEventListener('change', () => { state.brush = r.value; writeUrl(); }));
 $('group').addEventListener('change', () => { state.group = $('group').value; writeUrl(); loadTimeline(); });
@@ -483,16 +535,22 @@ for (const id of ['labels', 'blabels']) {
 }
 
 // ---- start ------------------------------------------------------------------------------------
-async function start() {
-  readUrl();
-  setTenant(state.tenant);
+async function start(again) {
+  if (!again) readUrl();
+  applyAuth();
   syncInputs();
   busy(1);
   const any = await loadTypes();
   busy(-1);
   if (!any) {
-    overlay('No profiles stored yet. Push some (POST /api/v1/push, see docs/server.md) or scrape targets, then reload.');
-    status('no profile types in the last 30 days');
+    if (typesError && typesError.status === 401) {
+      const msg = authMessage(typesError);
+      overlay(msg, true);
+      status(msg, true);
+    } else {
+      overlay('No profiles stored yet. Push some (POST /api/v1/push, see docs/server.md) or scrape targets, then reload.');
+      status('no profile types in the last 30 days');
+    }
     ui.renders++;
     return;
   }

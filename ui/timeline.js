@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The timeline: the selected series' total per step (from /api/v1/range), stacked by a label's
 // values, on a canvas; dragging across it selects a window (the flame graph then shows that
-// window), and in comparison mode the two windows are drawn in their own colours. Drawn by hand:
+// window), and in comparison mode the two windows are drawn in their own colours. Comparing two
+// selectors, the baseline's and the comparison's totals are drawn as two step lines (blue and
+// red) over the same axis instead of the bars. Drawn by hand:
 // a stacked area chart and a brush are a few dozen lines, smaller than any charting library.
 
 import {fmtValue} from './flame.js';
 
 const PAD_L = 64, PAD_B = 20, PAD_T = 6;
+const LINES = {base: '#2b6fd6', new: '#d62b2b'}; // baseline blue, comparison red, as the diff
 const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
   '#ff9da7', '#9c755f', '#bab0ac'];
 
@@ -16,6 +19,9 @@ export class Timeline {
     this.legend = legend;
     this.onSelect = opts.onSelect || (() => {});
     this.data = null;
+    this.base = null;  // comparing two selectors: the baseline's /api/v1/range answer
+    this.labels = {};  // {base, new}: the two selectors, for the legend
+    this.lines = [];   // what the last draw drew as lines: [{kind, label, color, sum, peakX}]
     this.windows = []; // [{from, to, color, label}] in ms
     this.drag = null;
     canvas.addEventListener('mousedown', (e) => {
@@ -48,12 +54,29 @@ export class Timeline {
     return PAD_L + (ms - d.from_ms) / (d.to_ms - d.from_ms) * (this.W - PAD_L);
   }
 
-  setData(d) { this.data = d; this.draw(); this.renderLegend(); }
+  // d: the /api/v1/range answer to show; base (optional): the baseline selector's answer over the
+  // same from, to and step, drawn with d as two lines; labels: {base, new} selector texts.
+  setData(d, base, labels) {
+    this.data = d;
+    this.base = base || null;
+    this.labels = labels || {};
+    this.draw();
+    this.renderLegend();
+  }
   setWindows(w) { this.windows = w; this.draw(); }
 
   renderLegend() {
     const d = this.data;
     this.legend.textContent = '';
+    if (d && this.base) {
+      for (const k of ['base', 'new']) {
+        const span = document.createElement('span');
+        span.innerHTML = `<i style="background:${LINES[k]}"></i>`;
+        span.append(`${k === 'base' ? 'baseline' : 'comparison'} {${this.labels[k] || ''}}`);
+        this.legend.append(span);
+      }
+      return;
+    }
     if (!d || d.series.length < 2) return;
     d.series.forEach((s, k) => {
       const span = document.createElement('span');
@@ -77,15 +100,47 @@ export class Timeline {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, W, H);
     const d = this.data;
-    if (!d || !d.series.length) return;
-    const n = d.series[0].points.length;
-    const sums = new Float64Array(n);
-    for (const s of d.series) s.points.forEach((p, k) => { sums[k] += p[1]; });
-    const max = Math.max(1, ...sums), ph = H - PAD_B - PAD_T;
+    this.lines = [];
+    if (!d || (!d.series.length && !(this.base && this.base.series.length))) return;
+    let n = 0; // steps: every series of both answers has a point per step
+    for (const r of [d, this.base]) if (r) for (const s of r.series) n = Math.max(n, s.points.length);
+    const sumOf = (r) => {
+      const v = new Float64Array(n);
+      for (const s of r.series) s.points.forEach((p, k) => { if (k < n) v[k] += p[1]; });
+      return v;
+    };
+    const sums = sumOf(d), bsums = this.base ? sumOf(this.base) : null;
+    let max = 1;
+    for (let k = 0; k < n; k++) max = Math.max(max, sums[k], bsums ? bsums[k] : 0);
+    const ph = H - PAD_B - PAD_T;
     const y = (v) => PAD_T + ph - v / max * ph;
     const stepW = (W - PAD_L) / n;
     const base = new Float64Array(n);
-    d.series.forEach((s, si) => {
+    if (bsums) {
+      // two selectors: a step line each (a bucket is [t, t+step)), the baseline under the
+      // comparison, each with a light fill so a lone spike still reads
+      for (const [kind, v] of [['base', bsums], ['new', sums]]) {
+        ctx.strokeStyle = LINES[kind];
+        ctx.fillStyle = LINES[kind] + '30';
+        ctx.lineWidth = 2;
+        ctx.beginPath();
+        ctx.moveTo(PAD_L, y(0));
+        let peak = 0, sum = 0;
+        for (let k = 0; k < n; k++) {
+          ctx.lineTo(PAD_L + k * stepW, y(v[k]));
+          ctx.lineTo(PAD_L + (k + 1) * stepW, y(v[k]));
+          if (v[k] > v[peak]) peak = k;
+          sum += v[k];
+        }
+        ctx.lineTo(W, y(0));
+        ctx.fill();
+        ctx.stroke();
+        this.lines.push({kind, label: this.labels[kind] || '', color: LINES[kind], sum,
+          peakX: PAD_L + (peak + 0.5) * stepW});
+      }
+      ctx.lineWidth = 1;
+    }
+    if (!bsums) d.series.forEach((s, si) => {
       ctx.fillStyle = PALETTE[si % PALETTE.length];
       ctx.beginPath();
       // one bar per step: a step is a bucket [t, t+step), so bars say that, lines would not
@@ -133,9 +188,10 @@ export class Timeline {
     const px = this.px(e), n = d.series[0].points.length;
     const k = Math.floor((px - PAD_L) / ((this.W - PAD_L) / n));
     if (k < 0 || k >= n) return;
-    let tot = 0;
-    for (const s of d.series) tot += s.points[k][1];
-    this.canvas.title = `${new Date(d.series[0].points[k][0]).toISOString()}: ${fmtValue(tot, this.unit)}`;
+    const tot = (r) => r.series.reduce((a, s) => a + (s.points[k] ? s.points[k][1] : 0), 0);
+    this.canvas.title = `${new Date(d.series[0].points[k][0]).toISOString()}: ` + (this.base
+      ? `baseline ${fmtValue(tot(this.base), this.unit)}, comparison ${fmtValue(tot(d), this.unit)}`
+      : fmtValue(tot(d), this.unit));
   }
 }
 

@@ -1,24 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// Drives the web UI in headless chromium (playwright-core) against a server seeded by ui.sh:
-// service api, version v1 at TB (main;work;hot 50, main;work 5, main;idle 30, gc 15: total 100)
-// and v2 at TN (hot 150, work 5, idle 30, gc 15, main;new 20: total 220), plus a Go profile.
-// Each case compares what the page drew (window.strobe hooks: the canvas's frames and the
-// table's rows) with the API's answer or these known numbers; prints ok / FAIL lines.
-//   node ui.mjs URL CHROMIUM TB_MS TN_MS SHOTDIR
-import {createRequire} from 'node:module';
+// Drives the web UI in a headless browser (chromium through playwright-core, or firefox-esr
+// through puppeteer-core over WebDriver BiDi: tests/browser/driver.mjs) against a server seeded
+// by ui.sh: service api, version v1 at TB (main;work;hot 50, main;work 5, main;idle 30, gc 15:
+// total 100) and v2 at TN (hot 150, work 5, idle 30, gc 15, main;new 20: total 220), a Go
+// profile, and tenant "secure" (bearer token TOKEN) holding v1 again. Each case compares what the
+// page drew (window.strobe hooks: the canvas's frames and the table's rows) with the API's answer
+// or these known numbers; prints ok / FAIL lines named ui/... (chromium) or ui-firefox/...
+//   node ui.mjs URL chromium|firefox BROWSER TB_MS TN_MS SHOTDIR TOKEN
 import path from 'node:path';
+import {launch} from './driver.mjs';
 
-const [url, chrome, tbMs, tnMs, shots] = process.argv.slice(2);
-const require = createRequire(path.join(process.env.PW_MODULES || path.resolve('node_modules'), 'x.js'));
-const {chromium} = require('playwright-core');
+const [url, kind, exe, tbMs, tnMs, shots, TOKEN] = process.argv.slice(2);
 const TYPE = 'process_cpu:samples:count:samples:count';
 const TB = +tbMs, TN = +tnMs, MIN = 60000;
+const tag = kind === 'chromium' ? 'ui' : `ui-${kind}`;
 let failed = 0;
-function ok(name) { console.log(`ok ui/${name}`); }
-function fail(name, why) { console.log(`FAIL ui/${name}: ${why}`); failed++; }
+function ok(name) { console.log(`ok ${tag}/${name}`); }
+function fail(name, why) { console.log(`FAIL ${tag}/${name}: ${why}`); failed++; }
 function check(name, cond, why) { if (cond) ok(name); else fail(name, why); }
 
-const browser = await chromium.launch({executablePath: chrome, args: ['--no-sandbox']});
+const browser = await launch(kind, exe, process.env.PW_MODULES || path.resolve('node_modules'));
 const errors = [];
 async function open(query) {
   const page = await browser.newPage({viewport: {width: 1280, height: 800}});
@@ -196,6 +197,21 @@ await run('diff', async () => {
   const t3 = await rows(p2);
   check('diff/selectors', t3[1][0] === 'hot' && t3[1][1] === '50' && t3[1][2] === '150' && t3[0][0] === 'main' &&
     t3[0][1] === '85' && t3[0][2] === '205', `rows ${JSON.stringify(t3.slice(0, 2))}`);
+  // the timeline shows both selectors' series: baseline v1 (100 at TB) in blue, comparison v2
+  // (220 at TN) in red, each peaking at its own time; the canvas has those colours there
+  const tl = await p2.evaluate(({tb, tn}) => {
+    const t = window.strobe.timeline, c = t.canvas, dpr = window.devicePixelRatio || 1;
+    const px = (x, y) => [...c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data].slice(0, 3);
+    const at = (l) => px(l.peakX, t.H - 21 - 3); // just above the axis, under the line's fill
+    return {lines: t.lines.map((l) => ({...l, dx: l.peakX - t.xOf(l.kind === 'base' ? tb : tn), step: (t.W - 64) / 240, px: at(l)})),
+      legend: [...document.querySelectorAll('#legend span')].map((x) => x.textContent).join(',')};
+  }, {tb: TB, tn: TN});
+  const [lb, ln] = tl.lines;
+  const near = (l) => Math.abs(l.dx) <= 2 * l.step + 1;
+  check('diff/timeline', tl.lines.length === 2 && lb.kind === 'base' && lb.sum === 100 && ln.sum === 220 && near(lb) && near(ln) &&
+    lb.px[2] > lb.px[0] && ln.px[0] > ln.px[2] && tl.legend === 'baseline {version="v1"},comparison {version="v2"}',
+    JSON.stringify(tl));
+  await p2.screenshot({path: `${shots}/diff-selectors.png`});
   await p2.close();
 });
 
@@ -278,16 +294,46 @@ await run('extras', async () => {
 await run('tenant', async () => {
   const page = await open(`?type=${q(TYPE)}&q=${q('service_name="team"')}&tenant=team1`);
   const root = (await drawn(page)).find((n) => n.depth === 0);
-  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-folded')]);
-  const fs = await import('node:fs');
-  const text = fs.readFileSync(await dl.path(), 'utf8');
-  check('tenant', root && root.total === 100 && text === 'gc 15\nmain;idle 30\nmain;work 5\nmain;work;hot 50\n' &&
-    dl.suggestedFilename() === 'profile.folded', `root ${root && root.total}, download ${JSON.stringify(text)}`);
+  const dl = await browser.download(page, '#dl-folded');
+  check('tenant', root && root.total === 100 && dl.text === 'gc 15\nmain;idle 30\nmain;work 5\nmain;work;hot 50\n' &&
+    dl.filename === 'profile.folded', `root ${root && root.total}, download ${JSON.stringify(dl)}`);
   await page.close();
   const p2 = await open(`?type=${q(TYPE)}&q=${q('service_name="team"')}`);
   const m = await p2.textContent('#flame-wrap .overlay');
   check('tenant/isolated', /^No samples/.test(m), `the default tenant sees "${m}"`);
   await p2.close();
+});
+
+await run('auth', async () => {
+  // tenant "secure" has a token: without it the page says so (the server's 401) and opens the
+  // token field; with it the graph and the downloads work; the token is in no URL
+  const page = await open(`?type=${q(TYPE)}&q=${q('service_name="vault"')}&tenant=secure`);
+  const m = await page.textContent('#flame-wrap .overlay');
+  check('auth/401', /refused tenant "secure" \(401\): missing or wrong bearer token for tenant 'secure'/.test(m) &&
+    await page.isVisible('#flame-wrap .overlay') && await page.isVisible('#token'), `overlay "${m}"`);
+  await page.screenshot({path: `${shots}/auth-401.png`});
+  await page.fill('#token', TOKEN);
+  const before = await page.evaluate(() => window.strobe.renders);
+  await page.click('#authapply');
+  await idle(page, before + 1);
+  const root = (await drawn(page)).find((n) => n.depth === 0);
+  await page.evaluate(() => window.strobe.flushUrl());
+  const stored = await page.evaluate(() => sessionStorage.getItem('strobe.token:secure'));
+  check('auth/token', root && root.total === 100 && !page.url().includes(TOKEN) && page.url().includes('tenant=secure') &&
+    stored === TOKEN, `root ${root && root.total}, url ${page.url()}, stored ${stored}`);
+  const dl = await browser.download(page, '#dl-folded');
+  check('auth/download', dl.text === 'gc 15\nmain;idle 30\nmain;work 5\nmain;work;hot 50\n', JSON.stringify(dl));
+  // a reload in the same tab keeps the token (sessionStorage); forgetting it brings the 401 back
+  await page.goto(page.url());
+  await idle(page);
+  const r2 = (await drawn(page)).find((n) => n.depth === 0);
+  const b2 = await page.evaluate(() => window.strobe.renders);
+  await page.click('#authbtn'); // the bar is closed after a success: open it
+  await page.click('#authforget');
+  await idle(page, b2 + 1);
+  const m2 = await page.textContent('#flame-wrap .overlay');
+  check('auth/reload-forget', r2 && r2.total === 100 && /\(401\)/.test(m2), `after reload root ${r2 && r2.total}; after forget "${m2}"`);
+  await page.close();
 });
 
 check('no-page-errors', errors.length === 0, errors.join('; '));

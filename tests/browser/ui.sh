@@ -1,33 +1,45 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The web UI in a real browser: Debian's chromium driven by playwright-core (tests/browser/ui.mjs)
-# against `strobe server` seeded with hand-made folded profiles of known totals at known times
-# and a Go pprof; checks the flame graph's frames and the top table against the API and the known
+# The web UI in real browsers: Debian's chromium driven by playwright-core and Debian's
+# firefox-esr driven by puppeteer-core over WebDriver BiDi (the same checks, tests/browser/ui.mjs
+# through tests/browser/driver.mjs) against `strobe server` seeded with hand-made folded profiles
+# of known totals at known times, a Go pprof and a tenant behind a bearer token; checks the flame graph's frames and the top table against the API and the known
 # numbers, window selection on the timeline, search, zoom, sandwich, comparison mode, error and
 # empty states, and that the page's URL restores the same view. Also the embedded files'
-# content types and ETag revalidation (curl). Screenshots go to build/ui-screenshots/.
+# content types and ETag revalidation (curl). Screenshots go to build/ui-screenshots/BROWSER/.
+# A browser or driver that is missing gives a SKIP line naming it; the other browser still runs.
 # Same protocol as the other scripts (env STROBE, TMPDIR; ok / FAIL / SKIP lines).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mods=${PLAYWRIGHT_MODULES:-$root/node_modules}
 chrome=${CHROMIUM:-/usr/bin/chromium}
+firefox=${FIREFOX:-/usr/bin/firefox-esr}
 if ! command -v node >/dev/null; then echo "SKIP ui: node not installed"; exit 0; fi
-if [ ! -d "$mods/playwright-core" ]; then echo "SKIP ui: playwright-core not in $mods (bash scripts/deps.sh check)"; exit 0; fi
-if [ ! -x "$chrome" ]; then echo "SKIP ui: no chromium at $chrome (Debian package chromium; bash scripts/deps.sh check)"; exit 0; fi
+browsers=()
+if [ ! -d "$mods/playwright-core" ]; then echo "SKIP ui: playwright-core not in $mods (bash scripts/deps.sh check)"
+elif [ ! -x "$chrome" ]; then echo "SKIP ui: no chromium at $chrome (Debian package chromium; bash scripts/deps.sh check)"
+else browsers+=("chromium $chrome"); fi
+if [ ! -d "$mods/puppeteer-core" ]; then echo "SKIP ui-firefox: puppeteer-core not in $mods (bash scripts/deps.sh check)"
+elif [ ! -x "$firefox" ]; then echo "SKIP ui-firefox: no firefox at $firefox (Debian package firefox-esr; bash scripts/deps.sh check)"
+else browsers+=("firefox $firefox"); fi
+[ ${#browsers[@]} -eq 0 ] && exit 0
 # shellcheck source=../e2e/lib/server.sh
 . "$root/tests/e2e/lib/server.sh"
 pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
-start_server
+# tenants: the default one and team1 need no token, "secure" needs its bearer token
+token=tok-$RANDOM$RANDOM
+printf '{"tenants": [{"id": "anonymous"}, {"id": "team1"}, {"id": "secure", "token": "%s"}]}\n' "$token" > "$TMPDIR/ui.json"
+start_server --config "$TMPDIR/ui.json"
 st=0
 now=$(date +%s)
 tb=$((now - 40 * 60)) tn=$((now - 10 * 60))
 # base (v1) and new (v2) of service api; known totals 100 and 220
 printf 'main;work;hot 50\nmain;work 5\nmain;idle 30\ngc 15\n' > "$TMPDIR/v1.folded"
 printf 'main;work;hot 150\nmain;work 5\nmain;idle 30\ngc 15\nmain;new 20\n' > "$TMPDIR/v2.folded"
-push() { # FILE TIME LABELS [TENANT]
+push() { # FILE TIME LABELS [TENANT [TOKEN]]
   local out
-  if ! out=$(curl -sS -H 'Expect:' -H "X-Scope-OrgID: ${4:-anonymous}" --data-binary @"$1" --url-query name=process_cpu \
+  if ! out=$(curl -sS -H 'Expect:' -H "X-Scope-OrgID: ${4:-anonymous}" ${5:+-H "Authorization: Bearer $5"} --data-binary @"$1" --url-query name=process_cpu \
       --url-query "labels=$3" --url-query "time=$2" "$url/api/v1/push" 2>&1) ||
      [[ $out != *'"accepted"'* ]]; then
     echo "FAIL ui/seed: push of $1 refused: $out"; exit 1
@@ -36,6 +48,7 @@ push() { # FILE TIME LABELS [TENANT]
 push "$TMPDIR/v1.folded" $tb '{service_name="api",version="v1"}'
 push "$TMPDIR/v2.folded" $tn '{service_name="api",version="v2"}'
 push "$TMPDIR/v1.folded" $tn '{service_name="team"}' team1 # another tenant's: only with tenant=team1
+push "$TMPDIR/v1.folded" $tn '{service_name="vault"}' secure "$token" # only with the token
 [ -f "$TESTDATA/pprof/go_cpu.pb.gz" ] && push "$TESTDATA/pprof/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
 
 # the embedded files
@@ -53,7 +66,10 @@ else
   echo "ok ui/assets"
 fi
 
-mkdir -p "$root/build/ui-screenshots"
-PW_MODULES=$mods node "$root/tests/browser/ui.mjs" "$url" "$chrome" $((tb * 1000)) $((tn * 1000)) \
-  "$root/build/ui-screenshots" || st=1
+for b in "${browsers[@]}"; do
+  set -- $b
+  mkdir -p "$root/build/ui-screenshots/$1"
+  PW_MODULES=$mods node "$root/tests/browser/ui.mjs" "$url" "$1" "$2" $((tb * 1000)) $((tn * 1000)) \
+    "$root/build/ui-screenshots/$1" "$token" || st=1
+done
 exit $st
