@@ -9,7 +9,7 @@
 #   unit    build/test/test_*      cmocka binaries built with ASan+UBSan
 #   golden  tests/golden/*.sh      text cases compared byte for byte
 #   e2e     tests/e2e/*.sh         real binaries end to end (peers such as go tool pprof)
-#   browser tests/browser/*.sh     the web UI in chromium (playwright-core), the SVG's script in jsdom
+#   browser tests/browser/*.sh     the web UI in chromium and firefox-esr (playwright-core, puppeteer-core), the SVG's script in jsdom
 #   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15) over its
 #                                  corpus in tests/fuzz/corpus/<name>/
 # Script protocol (golden, e2e, browser): env STROBE (ASan CLI), STROBE_FAST (optimised CLI), TESTDATA
