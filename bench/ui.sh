@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The web UI's benchmark: time from a query to a drawn flame graph, and the cost of a hover and
-# of a zoom, for profiles of about 10k, 100k and 1M call-tree nodes, in headless chromium
-# (Debian's, driven by playwright-core: bench/ui.mjs) against `strobe server` (the optimised
-# build) on loopback. Inputs come from bench/gen_folded.awk (fixed seed), converted to pprof and
+# of a zoom, for profiles of about 10k, 100k and 1M call-tree nodes, in headless chromium and
+# firefox-esr (Debian's, driven by playwright-core and puppeteer-core: bench/ui.mjs) against
+# `strobe server` (the optimised build) on loopback. Inputs come from bench/gen_folded.awk (fixed seed), converted to pprof and
 # pushed. Writes a markdown part to $1 (bench/run.sh puts it in docs/BENCHMARKS.md).
 #   bash bench/ui.sh OUT.md        (RUNS=3 by default; BENCH_DIR keeps the inputs)
 set -euo pipefail
@@ -13,10 +13,17 @@ out=${1:-/dev/stdout}
 runs=${RUNS:-3}
 work=${BENCH_DIR:-$(mktemp -d /tmp/strobe-bench.XXXXXX)}
 chrome=${CHROMIUM:-/usr/bin/chromium}
+firefox=${FIREFOX:-/usr/bin/firefox-esr}
 note() { echo "bench/ui: $*" >&2; }
-if [ ! -x "$chrome" ] || [ ! -d node_modules/playwright-core ]; then
-  note "SKIP: needs $chrome and node_modules/playwright-core (bash scripts/deps.sh check)"
-  printf 'Not run: chromium or playwright-core missing.\n' > "$out"
+browsers=() vers=()
+if [ -x "$chrome" ] && [ -d node_modules/playwright-core ]; then
+  browsers+=("chromium $chrome"); vers+=("chromium $("$chrome" --version 2>/dev/null | awk '{print $2}')")
+else note "SKIP chromium: needs $chrome and node_modules/playwright-core (bash scripts/deps.sh check)"; fi
+if [ -x "$firefox" ] && [ -d node_modules/puppeteer-core ]; then
+  browsers+=("firefox $firefox"); vers+=("firefox-esr $("$firefox" --version 2>/dev/null | awk '{print $3}')")
+else note "SKIP firefox: needs $firefox and node_modules/puppeteer-core (bash scripts/deps.sh check)"; fi
+if [ ${#browsers[@]} -eq 0 ]; then
+  printf 'Not run: neither chromium with playwright-core nor firefox-esr with puppeteer-core installed.\n' > "$out"
   exit 0
 fi
 mkdir -p "$work/ui"
@@ -46,14 +53,18 @@ for s in "${sizes[@]}"; do
     "$url/api/v1/push?name=process_cpu&service_name=ui_$1&time=$t" > /dev/null
 done
 load0=$(cut -d' ' -f1 /proc/loadavg)
-node bench/ui.mjs "$url" "$chrome" "$runs" 10k 100k 1M > "$work/ui/rows.md"
+: > "$work/ui/rows.md"
+for b in "${browsers[@]}"; do
+  set -- $b
+  node bench/ui.mjs "$url" "$1" "$2" "$runs" 10k 100k 1M >> "$work/ui/rows.md"
+done
 load1=$(cut -d' ' -f1 /proc/loadavg)
 {
   # the load average is part of the result: on a shared machine it decides the numbers
-  echo "Run of $(date -u +%F) on $(nproc) cores (load average $load0 before, $load1 after), headless chromium $("$chrome" --version 2>/dev/null | awk '{print $2}'); $runs loads each, medians; hover and zoom over 200 and 20 interactions, median and 95th percentile."
+  echo "Run of $(date -u +%F) on $(nproc) cores (load average $load0 before, $load1 after), headless $(IFS=,; echo "${vers[*]}" | sed 's/,/ and /'); $runs loads each, medians; hover and zoom over 200 and 40 interactions, median and 95th percentile (and the slowest zoom)."
   echo
-  echo "| profile | nodes | JSON | query → drawn (median) | of which fetch / parse / draw | frames drawn | hover (median / p95) | zoom (median / p95) | goals |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| browser | profile | nodes | JSON | query → drawn (median) | of which fetch / parse / draw | frames drawn | hover (median / p95) | zoom (median / p95 / max) | goals |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   cat "$work/ui/rows.md"
 } > "$out"
 cat "$out" >&2

@@ -288,7 +288,26 @@ await run('extras', async () => {
   }
   check('colour/package', byPkg.runtime && byPkg.runtime.size === 1 && byPkg.sort && byPkg.sort.size === 1 &&
     [...byPkg.runtime][0] !== [...byPkg.sort][0], JSON.stringify(Object.fromEntries(Object.entries(byPkg).map(([k, v]) => [k, [...v]]))));
+  // the Go profile is deeper than what is drawn: the canvas has spare rows above the box that
+  // shows the drawn ones (so a zoom need not resize it); every drawn frame is inside the box and
+  // the pointer finds the frame drawn under it (here the deepest drawn one, and the root)
   await p2.close();
+  const p3 = await open(`?type=${q(TYPE.replace('samples:count:samples:count', 'cpu:nanoseconds:cpu:nanoseconds'))}&q=${q('service_name="go"')}&minw=60`);
+  const g3 = await drawn(p3);
+  const geo = await p3.evaluate(() => {
+    const f = window.strobe.flame, c = f.canvas.getBoundingClientRect(), b = f.clip.getBoundingClientRect();
+    return {alloc: f.allocRows, vis: f.visRows, c: {top: c.top, left: c.left}, b: {top: b.top, bottom: b.bottom}};
+  });
+  const inside = g3.every((n) => geo.c.top + n.y >= geo.b.top - 0.5 && geo.c.top + n.y + n.h <= geo.b.bottom + 0.5);
+  const deep = g3.reduce((a, n) => (n.depth > a.depth ? n : a), g3[0]);
+  const tipAt = async (n) => {
+    await p3.mouse.move(geo.c.left + n.x + n.w / 2, geo.c.top + n.y + n.h / 2);
+    return (await p3.textContent('#flame-wrap .tip')).split('total')[0];
+  };
+  const tDeep = await tipAt(deep), tRoot = await tipAt(g3.find((n) => n.depth === 0));
+  check('flame/spare-rows', geo.alloc > geo.vis && inside && tDeep === deep.name && tRoot === '',
+    `rows ${geo.vis} of ${geo.alloc}, all inside ${inside}, tooltip "${tDeep}" for ${deep.name}, root "${tRoot}"`);
+  await p3.close();
 });
 
 await run('tenant', async () => {
