@@ -10,7 +10,7 @@
 # The other parts are scripts of their own, each writing its markdown to the file it is given:
 # bench/record.sh (strobe record against perf record), bench/unwind.sh (--call-graph against
 # perf --call-graph dwarf), bench/server.sh (ingest, storage, query, RSS of strobe server),
-# bench/agent.sh (strobe agent's cost) and bench/ui.sh (the web UI in headless chromium).
+# bench/agent.sh (strobe agent's cost) and bench/ui.sh (the web UI in headless chromium and firefox-esr).
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
 #   BENCH_ONLY=PART bench/run.sh   one part (toolkit, record, unwind, server, agent or ui); the
