@@ -35,6 +35,7 @@ typedef struct strobe_offcpu_stats {
 	uint64_t stacks_missing; /* sums whose stacks were gone when read (thread off CPU for
 				    more than an interval while its generation was cleared) */
 	uint64_t entries;        /* sums read */
+	uint64_t kstacks_reused; /* switch-outs whose kernel stack was not walked again */
 } strobe_offcpu_stats;
 
 typedef struct strobe_offcpu strobe_offcpu;

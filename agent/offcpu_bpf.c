@@ -45,6 +45,7 @@ struct strobe_offcpu {
 	struct offcpu_bpf *skel;
 	int fd_counts, fd_starts, fd_stacks[2];
 	uint32_t max_entries;
+	uint64_t sched_lo, sched_hi; /* __schedule's addresses, from /proc/kallsyms (0: unknown) */
 	saved_stack *saved;          /* sorted by (gen, id) */
 	size_t nsaved;
 	uint64_t stacks_missing, entries;
@@ -65,6 +66,50 @@ static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_li
 	if (m[0])
 		memcpy(libbpf_msg, m, sizeof(m));
 	return 0;
+}
+
+/* Where __schedule is: kernel stacks are cut to start there (what is above it is the
+ * tracepoint's machinery). Without privilege kallsyms shows zeros, and nothing is cut. */
+static void find_schedule(strobe_offcpu *b)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		return;
+	char line[512];
+	bool next = false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char t, name[256];
+		if (sscanf(line, "%llx %c %255s", &a, &t, name) != 3)
+			continue;
+		if (next) {
+			if (a > b->sched_lo)
+				b->sched_hi = a;
+			break;
+		}
+		if (strcmp(name, "__schedule") == 0 && a) {
+			b->sched_lo = a;
+			next = true;
+		}
+	}
+	fclose(f);
+	if (!b->sched_hi)
+		b->sched_lo = 0;
+}
+
+/* Drops the kernel frames above __schedule (when __schedule is in the stack). */
+static uint32_t cut_to_schedule(const strobe_offcpu *b, uint64_t *ips, uint32_t n)
+{
+	if (!b->sched_lo)
+		return n;
+	for (uint32_t i = 0; i < n && i < 8; i++) {
+		if (ips[i] >= b->sched_lo && ips[i] < b->sched_hi) {
+			if (i)
+				memmove(ips, ips + i, (n - i) * sizeof(*ips));
+			return n - i;
+		}
+	}
+	return n;
 }
 
 strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
@@ -98,6 +143,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		b->skel->rodata->kernel_stacks = o->kernel;
 		bpf_map__set_max_entries(b->skel->maps.starts, n);
 		bpf_map__set_max_entries(b->skel->maps.counts, n);
+		bpf_map__set_max_entries(b->skel->maps.kcache, n);
 		bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
 		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
 		if (o->npids > 4096)
@@ -112,6 +158,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		errno = -rc;
 		return NULL;
 	}
+	find_schedule(b);
 	b->fd_counts = bpf_map__fd(b->skel->maps.counts);
 	b->fd_starts = bpf_map__fd(b->skel->maps.starts);
 	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
@@ -173,13 +220,13 @@ static uint32_t stack_of(strobe_offcpu *b, uint32_t cur, uint32_t gen, uint64_t 
 	if (id == 0)
 		return 0;
 	if (gen == cur || gen == cur - 1) {
-		if (bpf_map_lookup_elem(b->fd_stacks[gen & 1], &id, ips) < 0) {
+		struct strobe_ob_stack st;
+		if (bpf_map_lookup_elem(b->fd_stacks[gen & 1], &id, &st) < 0) {
 			b->stacks_missing++;
 			return 0;
 		}
-		uint32_t n = 0;
-		while (n < STROBE_OB_MAX_DEPTH && ips[n])
-			n++;
+		uint32_t n = st.n < STROBE_OB_MAX_DEPTH ? (uint32_t)st.n : STROBE_OB_MAX_DEPTH;
+		memcpy(ips, st.ips, n * sizeof(*ips));
 		return n;
 	}
 	const saved_stack *s = saved_find(b, gen, id);
@@ -240,7 +287,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 		if (bpf_map_lookup_and_delete_elem(b->fd_counts, k, &v) < 0)
 			continue;
 		b->entries++;
-		uint32_t kn = stack_of(b, cur, k->gen, k->kstack, kips);
+		uint32_t kn = cut_to_schedule(b, kips, stack_of(b, cur, k->gen, k->kstack, kips));
 		uint32_t un = stack_of(b, cur, k->gen, k->ustack, uips);
 		rc = strobe_sampler_add_offcpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
 					       (int64_t)v.off_ns, (int64_t)v.blocked_ns,
@@ -296,6 +343,7 @@ void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
 		.starts_full = __atomic_load_n(&c[STROBE_OB_STARTS_FULL], __ATOMIC_RELAXED),
 		.counts_full = __atomic_load_n(&c[STROBE_OB_COUNTS_FULL], __ATOMIC_RELAXED),
 		.stack_errors = __atomic_load_n(&c[STROBE_OB_STACK_ERRORS], __ATOMIC_RELAXED),
+		.kstacks_reused = __atomic_load_n(&c[STROBE_OB_KCACHE_HITS], __ATOMIC_RELAXED),
 		.stacks_missing = b->stacks_missing,
 		.entries = b->entries,
 	};

@@ -18,9 +18,10 @@ struct strobe_ob_start {
 	__u32 pad_;
 };
 
-/* A stack (value of the stack maps, keyed by a 64-bit hash of its addresses), leaf first,
- * zero after the last frame. */
+/* A stack (value of the stack maps, keyed by a 64-bit hash of its addresses): n addresses,
+ * leaf first (what follows them is not cleared). */
 struct strobe_ob_stack {
+	__u64 n;
 	__u64 ips[STROBE_OB_MAX_DEPTH];
 };
 
@@ -40,6 +41,7 @@ enum {
 	STROBE_OB_COUNTS_FULL,  /* intervals dropped: `counts` full (distinct stacks) */
 	STROBE_OB_STACK_ERRORS, /* stacks not kept: the stack map was full */
 	STROBE_OB_TARGETS_FULL, /* children not added to the pid filter */
+	STROBE_OB_KCACHE_HITS,  /* kernel stacks reused rather than walked (see on_switch) */
 	STROBE_OB_NCOUNTERS
 };
 
