@@ -45,6 +45,7 @@ struct strobe_offcpu {
 	struct offcpu_bpf *skel;
 	int fd_counts, fd_starts, fd_stacks[2];
 	uint32_t max_entries;
+	int ncpus;                   /* possible CPUs: the per-CPU counters' width */
 	uint64_t sched_lo, sched_hi; /* __schedule's addresses, from /proc/kallsyms (0: unknown) */
 	saved_stack *saved;          /* sorted by (gen, id) */
 	size_t nsaved;
@@ -159,6 +160,9 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		return NULL;
 	}
 	find_schedule(b);
+	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus > 4096) /* the counters are read into a stack array */
+		b->ncpus = 0;
 	b->fd_counts = bpf_map__fd(b->skel->maps.counts);
 	b->fd_starts = bpf_map__fd(b->skel->maps.starts);
 	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
@@ -336,14 +340,21 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 
 void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
 {
-	const __u64 *c = b->skel->bss->counters;
+	uint64_t c[STROBE_OB_NCOUNTERS] = {0};
+	int fd = bpf_map__fd(b->skel->maps.counters);
+	for (uint32_t i = 0; i < STROBE_OB_NCOUNTERS && b->ncpus > 0; i++) {
+		uint64_t v[b->ncpus];
+		if (bpf_map_lookup_elem(fd, &i, v) == 0)
+			for (int j = 0; j < b->ncpus; j++)
+				c[i] += v[j];
+	}
 	*st = (strobe_offcpu_stats){
-		.intervals = __atomic_load_n(&c[STROBE_OB_INTERVALS], __ATOMIC_RELAXED),
-		.short_blocks = __atomic_load_n(&c[STROBE_OB_SHORT], __ATOMIC_RELAXED),
-		.starts_full = __atomic_load_n(&c[STROBE_OB_STARTS_FULL], __ATOMIC_RELAXED),
-		.counts_full = __atomic_load_n(&c[STROBE_OB_COUNTS_FULL], __ATOMIC_RELAXED),
-		.stack_errors = __atomic_load_n(&c[STROBE_OB_STACK_ERRORS], __ATOMIC_RELAXED),
-		.kstacks_reused = __atomic_load_n(&c[STROBE_OB_KCACHE_HITS], __ATOMIC_RELAXED),
+		.intervals = c[STROBE_OB_INTERVALS],
+		.short_blocks = c[STROBE_OB_SHORT],
+		.starts_full = c[STROBE_OB_STARTS_FULL],
+		.counts_full = c[STROBE_OB_COUNTS_FULL],
+		.stack_errors = c[STROBE_OB_STACK_ERRORS],
+		.kstacks_reused = c[STROBE_OB_KCACHE_HITS],
 		.stacks_missing = b->stacks_missing,
 		.entries = b->entries,
 	};
