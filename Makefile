@@ -6,20 +6,21 @@
 
 CC       ?= cc
 CLANG    ?= clang
+BPFTOOL  ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 B        := build
 # libcurl is not linked: lib/curl_lazy.c loads it when an HTTP client first needs it (its headers
 # are still needed to build).
-PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd sqlite3 libzstd
+PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd sqlite3 libzstd libbpf
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lsqlite3 -lzstd) -ldl -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lsqlite3 -lzstd -lbpf) -ldl -lpthread -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
 
-LIB_SRC  := $(wildcard lib/*.c symbolize/*.c agent/*.c store/*.c server/*.c)
+LIB_SRC  := $(filter-out %.bpf.c,$(wildcard lib/*.c symbolize/*.c agent/*.c store/*.c server/*.c))
 HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h server/*.h cli/*.h)
 CLI_SRC  := $(wildcard cli/*.c)
 GEN_SRC  := $(B)/gen/profile.pb-c.c
@@ -65,6 +66,14 @@ $(B)/gen/ui_assets.inc: $(UI_SRC) scripts/embed_ui.sh
 	@mkdir -p $(B)/gen
 	bash scripts/embed_ui.sh $(UI_SRC) > $@.tmp && mv $@.tmp $@
 $(B)/obj/server/ui.o $(B)/san/server/ui.o $(B)/fuzzobj/server/ui.o: $(B)/gen/ui_assets.inc
+
+# The agent's eBPF program (agent/offcpu.bpf.c), compiled for the BPF target and embedded in
+# the agent through a bpftool skeleton.
+$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu_bpf.h
+	@mkdir -p $(B)/gen
+	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/offcpu.bpf.o $<
+	$(BPFTOOL) gen skeleton $(B)/gen/offcpu.bpf.o name offcpu_bpf > $@.tmp && mv $@.tmp $@
+$(B)/obj/agent/offcpu_bpf.o $(B)/san/agent/offcpu_bpf.o $(B)/fuzzobj/agent/offcpu_bpf.o: $(B)/gen/offcpu.skel.h
 
 $(B)/libstrobe.a: $(LIB_OBJ)
 	@rm -f $@

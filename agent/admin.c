@@ -87,7 +87,7 @@ static json_t *status_json(strobe_agent *a)
 		json_object_set_new(targets, "cgroup", json_string(o->cgroup));
 	json_t *j = json_pack(
 		"{s:s,s:s,s:s,s:I,s:o,"
-		"s:{s:i,s:i,s:b,s:b,s:i,s:s,s:f,s:f},"
+		"s:{s:i,s:i,s:b,s:b,s:s,s:s,s:s,s:i,s:s,s:f,s:f},"
 		"s:{s:I,s:I,s:I,s:I,s:i,s:i},"
 		"s:{s:I,s:I,s:I,s:I,s:I,s:I},"
 		"s:{s:I,s:I,s:I,s:I,s:b,s:I},"
@@ -96,7 +96,10 @@ static json_t *status_json(strobe_agent *a)
 		"state", st.paused ? "paused" : "running", "server", o->server, "host", a->host,
 		"started_unix", (json_int_t)st.started_unix, "targets", targets,
 		"sampling", "frequency_hz", (int)st.freq_now, "configured_hz", (int)o->freq,
-		"offcpu", st.offcpu_now, "offcpu_configured", o->offcpu, "budget_level",
+		"offcpu", st.offcpu_now, "offcpu_configured", o->offcpu, "offcpu_mode",
+		st.offcpu_mode ? st.offcpu_mode : "off", "offcpu_mode_configured",
+		strobe_offcpu_mode_name(o->offcpu_mode), "offcpu_fallback", st.offcpu_why,
+		"budget_level",
 		(int)st.budget_level, "budget_note", st.budget_note, "max_cpu_pct", o->max_cpu,
 		"interval_s", (double)o->interval_s,
 		"samples", "on_cpu", (json_int_t)st.samples, "off_cpu_intervals",
@@ -116,6 +119,17 @@ static json_t *status_json(strobe_agent *a)
 		"self", "cpu_pct", st.cpu_pct, "cpu_seconds", st.cpu_seconds, "rss_bytes",
 		(json_int_t)st.rss_bytes, "last_error", st.last_error, "captures",
 		(json_int_t)st.captures);
+	if (j && o->offcpu)
+		json_object_set_new(
+			j, "offcpu_bpf",
+			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "intervals",
+				  (json_int_t)st.ob.intervals, "sums_read", (json_int_t)st.ob.entries,
+				  "short", (json_int_t)st.ob.short_blocks, "dropped_threads_full",
+				  (json_int_t)st.ob.starts_full, "dropped_stacks_full",
+				  (json_int_t)st.ob.counts_full, "stack_errors",
+				  (json_int_t)st.ob.stack_errors, "stacks_missing",
+				  (json_int_t)st.ob.stacks_missing, "kernel_stacks_reused",
+				  (json_int_t)st.ob.kstacks_reused));
 	return j;
 }
 
@@ -134,6 +148,12 @@ static void metrics(strobe_agent *a, reply *r)
 		   "# TYPE strobe_agent_frequency_hz gauge\nstrobe_agent_frequency_hz %u\n"
 		   "# HELP strobe_agent_offcpu 1 while off-CPU collection is on.\n"
 		   "# TYPE strobe_agent_offcpu gauge\nstrobe_agent_offcpu %d\n"
+		   "# HELP strobe_agent_offcpu_bpf 1 while off-CPU time is summed in the kernel (eBPF).\n"
+		   "# TYPE strobe_agent_offcpu_bpf gauge\nstrobe_agent_offcpu_bpf %d\n"
+		   "# HELP strobe_agent_offcpu_bpf_dropped_total Off-CPU intervals or stacks the "
+		   "kernel's full maps dropped.\n"
+		   "# TYPE strobe_agent_offcpu_bpf_dropped_total counter\n"
+		   "strobe_agent_offcpu_bpf_dropped_total %" PRIu64 "\n"
 		   "# HELP strobe_agent_budget_level Degradation steps taken by the CPU budget.\n"
 		   "# TYPE strobe_agent_budget_level gauge\nstrobe_agent_budget_level %u\n"
 		   "# HELP strobe_agent_samples_total On-CPU samples taken.\n"
@@ -171,7 +191,9 @@ static void metrics(strobe_agent *a, reply *r)
 		   "# TYPE strobe_agent_cpu_percent gauge\nstrobe_agent_cpu_percent %.4f\n"
 		   "# HELP strobe_agent_resident_bytes The agent's resident memory.\n"
 		   "# TYPE strobe_agent_resident_bytes gauge\nstrobe_agent_resident_bytes %" PRIu64 "\n",
-		   st.paused, st.freq_now, st.offcpu_now, st.budget_level, st.samples, st.switches,
+		   st.paused, st.freq_now, st.offcpu_now,
+		   st.offcpu_mode && strcmp(st.offcpu_mode, "bpf") == 0,
+		   st.ob.starts_full + st.ob.counts_full + st.ob.stack_errors, st.budget_level, st.samples, st.switches,
 		   st.lost, st.profiles, st.pushes, st.push_failures, st.push_rejected, st.bytes_sent,
 		   sp.items, sp.bytes, sp.dropped, st.cpu_seconds, st.cpu_pct, st.rss_bytes);
 }

@@ -77,21 +77,66 @@ unsigned strobe_agent_admin_port(const strobe_agent *a) { return a->admin_port; 
 
 /* ---- the sampler ----------------------------------------------------------------------------- */
 
+/* Whether off-CPU goes through the eBPF collection now: loads it on first use. With --off-cpu-mode
+ * bpf a failure is an error; with auto it is logged once and the perf path is used instead. */
+static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
+{
+	*bpf = false;
+	if (!(a->so.events & STROBE_EV_OFFCPU) || a->o->offcpu_mode == STROBE_OFFCPU_PERF ||
+	    a->ob_failed)
+		return 0;
+	strobe_err e = {{0}};
+	int code = 0;
+	if (!a->ob) {
+		strobe_offcpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
+					 .kernel = a->so.kernel, .max_entries = a->o->offcpu_entries};
+		if (!(a->ob = strobe_offcpu_open(&oo, &e)))
+			code = -errno;
+	}
+	if (a->ob && (atomic_load(&a->want_pause) || (code = strobe_offcpu_attach(a->ob, &e)) == 0)) {
+		*bpf = true;
+		return 0;
+	}
+	strobe_offcpu_close(a->ob);
+	a->ob = NULL;
+	if (a->o->offcpu_mode == STROBE_OFFCPU_BPF)
+		return strobe_errf(err, code < 0 ? code : -EINVAL, "--off-cpu-mode bpf: %s", e.msg);
+	a->ob_failed = true;
+	agent_log(a, STROBE_LOG_WARN, "off-CPU: the eBPF collection is not available (%s); using "
+		  "perf sched_switch samples, which cost far more per context switch", e.msg);
+	pthread_mutex_lock(&a->mu);
+	snprintf(a->st.offcpu_why, sizeof(a->st.offcpu_why), "%.255s", e.msg);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
 static int open_sampler(strobe_agent *a, strobe_err *err)
 {
 	strobe_sampler *s = NULL;
-	int rc = strobe_sampler_open(&a->so, &s, err);
+	bool bpf = false;
+	int rc = use_bpf(a, &bpf, err);
+	if (rc < 0)
+		return rc;
+	if (!bpf && a->ob) /* off-CPU turned off by the budget */
+		strobe_offcpu_detach(a->ob);
+	strobe_sampler_opts so = a->so;
+	if (bpf)
+		so.events &= ~(unsigned)STROBE_EV_OFFCPU; /* the kernel sums it instead */
+	rc = strobe_sampler_open(&so, &s, err);
 	if (rc < 0)
 		return rc;
 	if (!atomic_load(&a->want_pause) && (rc = strobe_sampler_enable(s, err)) < 0) {
 		strobe_sampler_close(s);
 		return rc;
 	}
+	s->ext_offcpu = bpf;
 	a->s = s;
+	a->ob_active = bpf;
 	pthread_mutex_lock(&a->mu);
 	a->st.paused = atomic_load(&a->want_pause);
 	a->st.freq_now = a->so.freq;
 	a->st.offcpu_now = a->so.events & STROBE_EV_OFFCPU;
+	a->st.offcpu_mode = !a->st.offcpu_now ? "off" : bpf ? "bpf" : "perf";
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }
@@ -115,7 +160,11 @@ static void publish_stats(strobe_agent *a)
 	strobe_sampler_stats st = {0};
 	if (a->s)
 		strobe_sampler_get_stats(a->s, &st);
+	strobe_offcpu_stats ob = {0};
+	if (a->ob)
+		strobe_offcpu_get_stats(a->ob, &ob);
 	pthread_mutex_lock(&a->mu);
+	a->st.ob = ob;
 	a->st.samples = a->base_samples + st.samples;
 	a->st.switches = a->base_switches + st.switches;
 	a->st.lost = a->base_lost + st.lost;
@@ -322,6 +371,12 @@ static void export_interval(strobe_agent *a)
 	if (!a->s)
 		return;
 	int64_t interval = (int64_t)a->st.intervals + 1;
+	if (a->ob && a->ob_active) {
+		int rc = strobe_offcpu_collect(a->ob, a->s);
+		if (rc < 0)
+			agent_log(a, STROBE_LOG_ERROR, "off-CPU: reading the kernel's sums: %s",
+				  strerror(-rc));
+	}
 	pid_t *pids = malloc(PIDS_CAP * sizeof(*pids));
 	unsigned n = pids ? strobe_sampler_pids(a->s, pids, PIDS_CAP) : 0;
 	uint64_t nprof = 0, nbytes = 0, errors = 0;
@@ -550,6 +605,7 @@ void strobe_agent_free(strobe_agent *a)
 	if (a->sender_started)
 		agent_sender_finish(a, 0);
 	close_sampler(a);
+	strobe_offcpu_close(a->ob);
 	strobe_symbolizer_free(a->sym);
 	strobe_spool_close(a->spool);
 	if (a->have_comm_re)
@@ -581,6 +637,12 @@ static void apply_pause(strobe_agent *a)
 			return;
 		}
 	}
+	if (a->ob && a->ob_active) {
+		if (want)
+			strobe_offcpu_detach(a->ob);
+		else if (strobe_offcpu_attach(a->ob, &err) < 0)
+			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
+	}
 	pthread_mutex_lock(&a->mu);
 	a->st.paused = want;
 	pthread_mutex_unlock(&a->mu);
@@ -593,9 +655,11 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
 	int64_t next = strobe_mono_ns() + iv;
 	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns()};
-	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s, every %u s to %s (host %s)",
+	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s%s, every %u s to %s (host %s)",
 		  a->o->npids ? "the given pids" : "every process", a->so.freq,
-		  a->o->offcpu ? " with off-CPU" : "", a->o->interval_s, a->o->server, a->host);
+		  a->o->offcpu ? " with off-CPU from " : "",
+		  a->o->offcpu ? (a->ob_active ? "eBPF" : "perf") : "", a->o->interval_s,
+		  a->o->server, a->host);
 	int rc = 0;
 	while (!atomic_load(&a->stop)) {
 		apply_pause(a);

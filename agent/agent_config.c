@@ -33,6 +33,20 @@ const char *strobe_log_level_name(int level)
 	return level >= 0 && level < 4 ? level_names[level] : "?";
 }
 
+int strobe_offcpu_mode_parse(const char *s)
+{
+	static const char *const names[] = {"auto", "bpf", "perf"};
+	for (int i = 0; i < 3; i++)
+		if (s && strcmp(s, names[i]) == 0)
+			return i;
+	return -EINVAL;
+}
+
+const char *strobe_offcpu_mode_name(unsigned mode)
+{
+	return mode == STROBE_OFFCPU_BPF ? "bpf" : mode == STROBE_OFFCPU_PERF ? "perf" : "auto";
+}
+
 void strobe_agent_opts_init(strobe_agent_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -257,6 +271,15 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected true or false");
 			else
 				o->offcpu = json_is_true(v);
+		} else if (strcmp(k, "offcpu_mode") == 0) {
+			int m = json_is_string(v) ? strobe_offcpu_mode_parse(json_string_value(v)) : -1;
+			if (m < 0)
+				rc = bad(&c, k, "expected \"auto\", \"bpf\" or \"perf\"");
+			else
+				o->offcpu_mode = (unsigned)m;
+		} else if (strcmp(k, "offcpu_entries") == 0) {
+			if ((rc = get_num(&c, v, k, 64, 1 << 20, &d)) == 0)
+				o->offcpu_entries = (unsigned)d;
 		} else if (strcmp(k, "kernel") == 0) {
 			if (!json_is_boolean(v))
 				rc = bad(&c, k, "expected true or false");

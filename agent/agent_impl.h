@@ -18,12 +18,16 @@
 #include "strobe/agent.h"
 #include "strobe/sampler.h"
 #include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
+#include "offcpu.h"
 
 typedef struct agent_status {
 	int64_t started_unix;
 	bool paused;
 	unsigned freq_now;       /* the frequency the sampler runs at (budget may lower it) */
 	bool offcpu_now;
+	const char *offcpu_mode; /* "bpf" or "perf" while off-CPU is on, else "off" */
+	char offcpu_why[256];    /* why auto chose perf ("" otherwise) */
+	strobe_offcpu_stats ob;  /* the eBPF collection's counters */
 	unsigned budget_level;   /* 0 = as configured; each step is one degradation */
 	char budget_note[256];   /* what the budget did last, "" when nothing */
 	double cpu_pct;          /* own CPU over the last interval, % of one core */
@@ -54,6 +58,9 @@ struct strobe_agent {
 	char host[256];
 	strobe_sampler *s;
 	strobe_sampler_opts so;
+	strobe_offcpu *ob;      /* the eBPF off-CPU collection, once loaded */
+	bool ob_failed;         /* it could not be loaded: perf from then on (auto) */
+	bool ob_active;         /* the current sampler's off-CPU comes from it */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;

@@ -1012,6 +1012,37 @@ static void on_switch(strobe_sampler *s, const sample *sm)
 	}
 }
 
+int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
+			      int64_t blocked_ns, int64_t switches)
+{
+	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+		return -ENOMEM;
+	s->ext_offcpu = true;
+	strobe_proc *p = NULL;
+	bool first = true, rescanned = false;
+	uint32_t n = 0;
+	/* As resolve() does for a call chain: every frame but the very first is a return
+	 * address; kernel frames only when asked for. */
+	for (uint32_t i = 0; i < nk && kips[i]; i++) {
+		if (s->o.kernel)
+			add_frame(s, pid, &p, &rescanned, kips[i], true, !first, &n);
+		first = false;
+	}
+	for (uint32_t i = 0; i < nu && uips[i]; i++) {
+		add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
+		first = false;
+	}
+	thread_for(s, tid, pid);
+	int64_t v[NV] = {0};
+	v[V_OFF_NS] = off_ns;
+	v[V_BLOCKED_NS] = blocked_ns;
+	v[V_RUNQ_NS] = off_ns - blocked_ns;
+	v[V_SWITCHES] = switches;
+	s->st.switches += (uint64_t)switches;
+	return agg_add(s, pid, tid, s->scratch, n, v);
+}
+
 static void on_wakeup(strobe_sampler *s, const sample *sm)
 {
 	int32_t tid = (int32_t)raw_u(sm, s->f_wake_pid, 4);

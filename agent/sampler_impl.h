@@ -61,6 +61,7 @@ struct strobe_sampler {
 	bool kernel_excluded;    /* fell back to user-only (no privilege for kernel frames) */
 	bool no_wakeups;         /* could not open sched_wakeup: no blocked/run-queue split */
 	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
+	bool ext_offcpu;         /* off-CPU values come from elsewhere (the eBPF aggregation) */
 
 	/* Records read from the rings, held until every ring has been read past their time. */
 	uint8_t *arena;
@@ -94,6 +95,13 @@ void strobe_sampler_flush_open(strobe_sampler *s);
 /* The perf_event_attr of one event (kind EVK_*; sideband: it also carries the side records). */
 void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
 			       bool sideband, bool per_task, int tp_id);
+/* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu_bpf.c) to the
+ * aggregate: the stack is kernel addresses then user addresses, each leaf first; the thread and
+ * process are named and their mappings read as for a sample. From then on profiles carry the
+ * off-CPU sample types even though the sampler opened no off-CPU events. */
+int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
+			      int64_t blocked_ns, int64_t switches);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
 

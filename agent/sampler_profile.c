@@ -244,7 +244,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		{V_RUNQ_NS, "runqueue", "nanoseconds"}, {V_SWITCHES, "switches", "count"},
 		{-1, "wall", "nanoseconds"},
 	};
-	bool cpu = s->o.events & STROBE_EV_CPU, off = s->o.events & STROBE_EV_OFFCPU;
+	bool cpu = s->o.events & STROBE_EV_CPU, off = (s->o.events & STROBE_EV_OFFCPU) || s->ext_offcpu;
 	int slot[8], nt = 0;
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all) && rc == 0; i++) {
 		bool want = all[i].slot == V_SAMPLES || all[i].slot == V_CPU_NS ? cpu

@@ -8,7 +8,14 @@
 #     default 19 Hz and at 99 Hz (whole host, 10 s interval... shortened to 2 s so that exports
 #     and pushes happen during the runs); goals: loss <= 0.3 % at 19 Hz, <= 1 % at 99 Hz.
 #  2. off-CPU overhead: bench/pingpong (two threads passing a token through pipes: a high
-#     context-switch rate) alone and beside `strobe agent --offcpu`; goal: <= 2 %.
+#     context-switch rate) alone and beside `strobe agent --offcpu`, summed in the kernel
+#     (--off-cpu-mode bpf, the default where it loads) and from a perf sample per switch
+#     (--off-cpu-mode perf), and beside `perf record -a -g -e sched:sched_switch` (the peer):
+#     once as fast as it goes (the wall-clock rate, hundreds of thousands of switches a second
+#     here) and once paced to 25,000 round trips a second, i.e. the goal's 50,000 switch-outs
+#     a second (pingpong -r 25000; judged per CPU-second of pingpong, as the rate is fixed, and
+#     the work the kernel does at each switch is charged to the switching thread); goal: <= 2 %
+#     at 50,000 switches/s.
 #  3. agent RSS with 200 processes on the host (200 niced cpu_work -t 1): default (symbol
 #     tables), --dwarf and --no-symbolize; goal <= 30 MB.
 #  4. bytes sent per hour for a steady workload: the three demo_shop services and the host's
@@ -22,6 +29,7 @@
 #   bench/agent.sh [RESULTS]
 #   ROUNDS=5 CPU_SECONDS=8 PINGPONG_SECONDS=5 RSS_SECONDS=40 BYTES_SECONDS=60 (defaults)
 #   BENCH_QUICK=1: 3 rounds of 5 s and 3 s, RSS over 25 s, bytes over 30 s
+#   AGENT_BENCH_ONLY=offcpu: the off-CPU part alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -84,16 +92,21 @@ one() {
     base) ;;
     agent19) agent_start -F 19 -i 2 --max-cpu 100 ;;
     agent99) agent_start -F 99 -i 2 --max-cpu 100 ;;
-    offcpu) agent_start -F 19 -i 2 --offcpu --max-cpu 100 ;;
+    offcpu) agent_start -F 19 -i 2 --offcpu --off-cpu-mode bpf --max-cpu 100 ;;
+    offperf) agent_start -F 19 -i 2 --offcpu --off-cpu-mode perf --max-cpu 100 ;;
+    perfrec) perf record -q -a -g -e sched:sched_switch -o "$work/perf.data" 2>"$work/perf.log" &
+             apid=$! ;;
   esac
   # warm-up: three export intervals, so that loading the host's symbol tables (start-up) is
   # over and the steady state is measured
   [ "$mode" != base ] && sleep 6 && c0=$(oncpu_ns "$apid") && t0=$(date +%s.%N)
-  out=$("$bench" -s "$secs" | awk '{print $2, ($3 == "ops_per_cpu_s" ? $4 : "-")}')
+  # shellcheck disable=SC2086 # bench_args: extra words for the benchmark (pingpong -r RATE)
+  out=$("$bench" -s "$secs" ${bench_args:-} | awk '{print $2, ($3 == "ops_per_cpu_s" ? $4 : "-")}')
   if [ "$mode" != base ]; then
     c1=$(oncpu_ns "$apid"); t1=$(date +%s.%N)
     share=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.3f", 100 * (b - a) / 1e9 / (t1 - t0) }')
-    agent_stop
+    if [ "$mode" = perfrec ]; then kill -INT "$apid"; wait "$apid" || true; apid=; rm -f "$work/perf.data"
+    else agent_stop; fi
   fi
   note "$mode: $out; agent CPU $share % of a core"
   echo "$mode $out $share" >> "$work/rows"
@@ -128,22 +141,52 @@ estimate() { awk -v l="$1" -v c="$2" -v n="$(nproc)" 'BEGIN { if (l == "-" || c 
   echo "|---|---|---|---|---|---|---|---|---|"
 } >> "$results"
 
-run_rounds "$cpu_work" "$cpu_s" base agent19 agent99
+only=${AGENT_BENCH_ONLY:-}
+: > "$work/rows"
+[ "$only" = offcpu ] || run_rounds "$cpu_work" "$cpu_s" base agent19 agent99
 for m in agent19 agent99; do
+  [ "$only" = offcpu ] && break
   goal=0.3; [ $m = agent99 ] && goal=1
   lw=$(paired $m 2); lc=$(paired $m 3); est=$(estimate "$lc" "$(med $m 4)")
   printf '| cpu_work, %s threads, %s s | `-F %s` | %.0f chunks/s | %.0f chunks/s | %s %% | %s %% | %s | %s %% | <= %s %%: %s |\n' \
     "$(nproc)" "$cpu_s" "${m#agent}" "$(med base 2)" "$(med $m 2)" "$lw" "$lc" "$(med $m 4)" "$est" "$goal" \
     "$(verdict "$est" "$goal")" >> "$results"
 done
-spread=$(awk '$1 == "base" {print $3}' "$work/rows" | sort -g | awk '{a[NR] = $1} END {
+[ "$only" = offcpu ] || spread=$(awk '$1 == "base" {print $3}' "$work/rows" | sort -g | awk '{a[NR] = $1} END {
   printf "%.0f-%.0f (+-%.1f %%)", a[1], a[NR], 50 * (a[NR] - a[1]) / a[int((NR + 1) / 2)] }')
 cp "$work/rows" "$work/rows.cpu"
-run_rounds "$pingpong" "$pp_s" base offcpu
-lw=$(paired offcpu 2)
-printf '| pingpong, %s s (%.0f round trips/s alone) | `--offcpu -F 19` | %.0f/s | %.0f/s | %s %% | - | %s | %s %% | <= 2 %%: %s |\n' \
-  "$pp_s" "$(med base 2)" "$(med base 2)" "$(med offcpu 2)" "$lw" "$(med offcpu 4)" "$lw" "$(verdict "$lw" 2)" >> "$results"
+pp_modes=(base offcpu offperf)
+command -v perf >/dev/null && pp_modes+=(perfrec)
+run_rounds "$pingpong" "$pp_s" "${pp_modes[@]}"
+for m in "${pp_modes[@]:1}"; do
+  lw=$(paired $m 2)
+  case $m in
+    offcpu) what='`--offcpu -F 19` (bpf)' ;;
+    offperf) what='`--offcpu -F 19 --off-cpu-mode perf`' ;;
+    perfrec) what='peer: `perf record -a -g -e sched:sched_switch`' ;;
+  esac
+  printf '| pingpong, %s s (%.0f round trips/s alone) | %s | %.0f/s | %.0f/s | %s %% | - | %s | %s %% | <= 2 %%: %s |\n' \
+    "$pp_s" "$(med base 2)" "$what" "$(med base 2)" "$(med $m 2)" "$lw" "$(med $m 4)" "$lw" "$(verdict "$lw" 2)" >> "$results"
+done
 cp "$work/rows" "$work/rows.offcpu"
+pp_rate=${PINGPONG_RATE:-25000}
+bench_args="-r $pp_rate" run_rounds "$pingpong" "$pp_s" "${pp_modes[@]}"
+for m in "${pp_modes[@]:1}"; do
+  lc=$(paired $m 3)
+  case $m in
+    offcpu) what='`--offcpu -F 19` (bpf)' ;;
+    offperf) what='`--offcpu -F 19 --off-cpu-mode perf`' ;;
+    perfrec) what='peer: `perf record -a -g -e sched:sched_switch`' ;;
+  esac
+  printf '| pingpong -r %s (%.0f round trips/s achieved alone, ~2 switch-outs each), %s s | %s | %.0f per CPU-s | %.0f per CPU-s | %s %% (%.0f/s) | %s %% | %s | %s %% | <= 2 %%: %s |\n' \
+    "$pp_rate" "$(med base 2)" "$pp_s" "$what" "$(med base 3)" "$(med $m 3)" "$(paired $m 2)" "$(med $m 2)" "$lc" "$(med $m 4)" "$lc" "$(verdict "$lc" 2)" >> "$results"
+done
+sed 's/^/paced /' "$work/rows" >> "$work/rows.offcpu"
+if [ "$only" = offcpu ]; then
+  printf '\n<details><summary>Every run (mode, rate/s wall, per CPU-second, agent CPU %%)</summary>\n\n```\n%s\n```\n</details>\n' \
+    "$(cat "$work/rows.offcpu")" >> "$results"
+  exit 0
+fi
 {
   echo
   echo "Loss per CPU-second divides each run's work by the CPU time its threads got, so other"

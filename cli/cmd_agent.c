@@ -29,6 +29,11 @@ static const char usage_text[] =
 	"  -c, --config FILE      JSON config (see examples/agent.json); flags override it\n"
 	"  -F, --freq HZ          on-CPU samples per second (default 19)\n"
 	"  --offcpu               also record off-CPU time (blocked / run queue, from sched_switch)\n"
+	"  --off-cpu-mode MODE    bpf (summed in the kernel by an eBPF program: cheap; user stacks\n"
+	"                         by frame pointers only), perf (a sample per context switch), or\n"
+	"                         auto (default: bpf when it loads, else perf)\n"
+	"  --off-cpu-entries N    bpf: threads off CPU at once and stacks per interval the kernel's\n"
+	"                         maps hold (default 16384); what does not fit is counted\n"
 	"  -p, --pid PID[,PID]    only these processes (and their children)\n"
 	"  --comm REGEX           only processes whose name (comm) matches\n"
 	"  --cgroup PATH          only processes in this cgroup (e.g. /system.slice/nginx.service)\n"
@@ -113,7 +118,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
 	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
-	       O_CALLGRAPH, O_UWCACHE };
+	       O_CALLGRAPH, O_UWCACHE, O_OFFMODE, O_OFFENTRIES };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -128,6 +133,8 @@ int cmd_agent(int argc, char **argv)
 		{"token", required_argument, 0, O_TOKEN}, {"log-level", required_argument, 0, O_LOGLEVEL},
 		{"call-graph", required_argument, 0, O_CALLGRAPH},
 		{"unwind-cache", required_argument, 0, O_UWCACHE},
+		{"off-cpu-mode", required_argument, 0, O_OFFMODE},
+		{"off-cpu-entries", required_argument, 0, O_OFFENTRIES},
 		{0, 0, 0, 0}};
 	const char *cmd = "agent";
 	strobe_agent_opts o;
@@ -159,6 +166,20 @@ int cmd_agent(int argc, char **argv)
 			o.freq = (unsigned)v;
 			break;
 		case O_OFFCPU: o.offcpu = true; break;
+		case O_OFFMODE: {
+			int m = strobe_offcpu_mode_parse(optarg);
+			if (m < 0) {
+				cli_err(cmd, "--off-cpu-mode '%s': expected auto, bpf or perf", optarg);
+				goto out;
+			}
+			o.offcpu_mode = (unsigned)m;
+			break;
+		}
+		case O_OFFENTRIES:
+			if (cli_int(cmd, "--off-cpu-entries", optarg, 64, 1 << 20, &v) < 0)
+				goto out;
+			o.offcpu_entries = (unsigned)v;
+			break;
 		case 'p': {
 			char *dup = strdup(optarg), *save = NULL;
 			if (!dup)

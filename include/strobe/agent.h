@@ -47,11 +47,21 @@ typedef struct strobe_agent_rule {
 	unsigned nlabels;
 } strobe_agent_rule;
 
+/* How off-CPU time is collected: in the kernel by an eBPF program that sums blocked time per
+ * stack (bpf), from a perf sample per context switch (perf), or bpf when it loads, else perf
+ * (auto). */
+enum { STROBE_OFFCPU_AUTO, STROBE_OFFCPU_BPF, STROBE_OFFCPU_PERF };
+/* "auto", "bpf" or "perf" as STROBE_OFFCPU_*, or -EINVAL; and back. */
+int strobe_offcpu_mode_parse(const char *s);
+const char *strobe_offcpu_mode_name(unsigned mode);
+
 typedef struct strobe_agent_opts {
 	char *server;            /* base URL of the strobe server */
 	char *tenant, *token;    /* X-Scope-OrgID, Bearer token; NULL = none */
 	unsigned freq;           /* on-CPU Hz, default 19 */
 	bool offcpu;             /* off-CPU collection too */
+	unsigned offcpu_mode;    /* STROBE_OFFCPU_*: how (default auto) */
+	unsigned offcpu_entries; /* bpf: map entries (threads off CPU, sums); default 16384 */
 	pid_t *pids;             /* targets: these pids only (else every process) */
 	unsigned npids;
 	char *comm_re;           /* only processes whose comm matches */

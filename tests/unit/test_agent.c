@@ -370,7 +370,20 @@ static void test_config(void **state)
 	assert_int_equal(strobe_agent_config_parse(cg, sizeof(cg) - 1, "agent.json", &o, &err), 0);
 	assert_int_equal(o.call_graph, STROBE_CG_FP);
 	assert_int_equal(o.unwind_cache_mb, 4);
+	assert_int_equal(o.offcpu_mode, STROBE_OFFCPU_AUTO); /* the default */
 	strobe_agent_opts_free(&o);
+	strobe_agent_opts_init(&o);
+	static const char om[] = "{\"offcpu_mode\": \"perf\", \"offcpu_entries\": 4096}";
+	assert_int_equal(strobe_agent_config_parse(om, sizeof(om) - 1, "agent.json", &o, &err), 0);
+	assert_int_equal(o.offcpu_mode, STROBE_OFFCPU_PERF);
+	assert_int_equal(o.offcpu_entries, 4096);
+	strobe_agent_opts_free(&o);
+	assert_int_equal(strobe_offcpu_mode_parse("bpf"), STROBE_OFFCPU_BPF);
+	assert_int_equal(strobe_offcpu_mode_parse("ebpf"), -EINVAL);
+	assert_string_equal(strobe_offcpu_mode_name(STROBE_OFFCPU_BPF), "bpf");
+	config_error("{\"offcpu_mode\": \"kprobe\"}",
+		     "\"offcpu_mode\": expected \"auto\", \"bpf\" or \"perf\"");
+	config_error("{\"offcpu_entries\": 10}", "\"offcpu_entries\": 10 is out of range");
 	/* glibc's regcomp grows geometrically with repeated repetitions (found by fuzzing: 2 GB) */
 	config_error("{\"targets\": {\"comm\": \"^postg+++++++++++++++++++++++++++++res$\"}}",
 		     "stacked repetition operators");

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * The agent's in-kernel off-CPU aggregation (loaded by agent/offcpu_bpf.c). Instead of one perf
+ * sample with a call chain and a stack copy per context switch, which user space then has to
+ * read and unwind (most of the cost of off-CPU profiling at tens of thousands of switches a
+ * second), the kernel keeps the sums:
+ *
+ *   switch-out of a task (sched_switch, prev): its kernel and user stacks (frame-pointer
+ *     walks by bpf_get_stack, kept once each in a stack map keyed by their hash) and the
+ *     time, in `starts` by tid;
+ *   wake-up (sched_wakeup): the time it became runnable, which splits blocked from run-queue;
+ *   switch-in (sched_switch, next): the interval is added, with a count, to `counts` under
+ *     (tgid, tid, generation, kernel stack, user stack).
+ *
+ * User space drains `counts` once per export interval. Stacks of generation g live in stack
+ * map g % 2: user space flips the generation after each drain and clears the map it is about to
+ * reuse, so stack maps never fill up with stacks of long ago (see offcpu_bpf.c).
+ *
+ * The kernel's types are declared here with only the fields used, relocated by CO-RE against
+ * the running kernel's BTF, so the build needs no vmlinux.h of the build machine's kernel.
+ * Full maps and failed stack walks are counted, never silent.
+ */
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "offcpu_bpf.h"
+
+struct mm_struct;
+struct task_struct {
+	int pid;
+	int tgid;
+	struct mm_struct *mm;
+} __attribute__((preserve_access_index));
+
+/* x86-64's saved user registers (elsewhere the program does not load, and auto falls back to
+ * the perf path). */
+struct pt_regs {
+	unsigned long bp, sp, ip, orig_ax;
+} __attribute__((preserve_access_index));
+
+#define USER_STACK_MAX (8ull << 20) /* a frame pointer this far above sp is not one */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before load. */
+const volatile __u64 min_block_ns = 0;
+const volatile __u8 filter_tgids = 0; /* 1: only tgids in `targets` (and their children) */
+const volatile __u8 kernel_stacks = 1;
+
+/* Written by user space while running. */
+__u32 generation = 0;
+
+/* Counters (STROBE_OB_*), per CPU: one shared counter, incremented at every switch on every
+ * CPU, kept a cache line bouncing between them. User space sums them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, STROBE_OB_NCOUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct strobe_ob_start);
+} starts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct strobe_ob_key);
+	__type(value, struct strobe_ob_val);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, __u8);
+} targets SEC(".maps");
+
+/* The stacks, by a 64-bit hash of their addresses. Not BPF_MAP_TYPE_STACK_TRACE: that map
+ * keeps one stack per bucket of a 32-bit hash and fails (or, with BPF_F_REUSE_STACKID,
+ * overwrites an id still in use) on a collision, which on a busy host with a few thousand
+ * distinct stacks per interval lost a few percent of them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct strobe_ob_stack);
+} stacks0 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, struct strobe_ob_stack);
+} stacks1 SEC(".maps");
+
+/* The kernel stack a thread last blocked in, by tid, and what it blocked from: the user address
+ * it entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept.
+ * See on_switch. */
+struct kcache {
+	__u64 ukey, sys, kkey;
+	__u32 gen, blocked;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct kcache);
+} kcache SEC(".maps");
+
+/* Room for one stack walk per CPU (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct strobe_ob_stack);
+} scratch SEC(".maps");
+
+/* The innermost kernel frames are this program and the tracepoint's BPF runner
+ * (bpf_prog_..._on_switch, bpf_trace_run4), skipped; what else runs the tracepoint
+ * (__traceiter_sched_switch when more than one program is attached) is cut in user space, which
+ * starts the stack at __schedule as the perf path's sched_switch samples do. */
+#define KERNEL_SKIP 2
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+	if (c)
+		(*c)++; /* this CPU's own: no other writer while the program runs */
+}
+
+/* Keeps the n addresses in b once in the generation's stack map; returns their key. */
+static __always_inline __u64 intern(struct strobe_ob_stack *b, __u32 n, __u32 gen)
+{
+	/* FNV-1a over the addresses */
+	__u64 h = 0xcbf29ce484222325ull;
+	for (__u32 i = 0; i < STROBE_OB_MAX_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h ^= b->ips[i];
+		h *= 0x100000001b3ull;
+	}
+	h |= 1; /* never 0, which means "no stack" */
+	void *map = gen & 1 ? (void *)&stacks1 : (void *)&stacks0;
+	if (bpf_map_lookup_elem(map, &h))
+		return h; /* the usual case: a stack seen before */
+	b->n = n;
+	long rc = bpf_map_update_elem(map, &h, b, BPF_NOEXIST);
+	if (rc < 0 && rc != -17 /* EEXIST: another CPU added it meanwhile */) {
+		count(STROBE_OB_STACK_ERRORS);
+		return 0;
+	}
+	return h;
+}
+
+/* The current task's kernel stack; 0 when there is none or the map is full. */
+static __always_inline __u64 kernel_stack_key(void *ctx, __u32 gen)
+{
+	__u32 zero = 0;
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b)
+		return 0;
+	long len = bpf_get_stack(ctx, b->ips, sizeof(b->ips), KERNEL_SKIP);
+	return len > 0 ? intern(b, (__u32)len / 8, gen) : 0;
+}
+
+/*
+ * The task's user stack, by frame pointers from its saved user registers. Not
+ * bpf_get_stack(BPF_F_USER_STACK): the kernel's walk follows the chain until a read faults,
+ * and every chain ends that way (the outermost frame's rbp is 0; code without frame pointers,
+ * glibc, leaves any value there). A fault costs microseconds, more in a virtual machine: it was
+ * two thirds of this program's time per switch. This walk stops, without reading, at a frame
+ * pointer that is not above the previous one or is far from the stack pointer.
+ */
+static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __u64 *sys,
+					    __u64 *leaf)
+{
+	if (!BPF_CORE_READ(t, mm))
+		return 0; /* a kernel thread */
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u32 zero = 0;
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r || !b)
+		return 0;
+	__u64 ip = BPF_CORE_READ(r, ip), sp = BPF_CORE_READ(r, sp), fp = BPF_CORE_READ(r, bp);
+	*sys = BPF_CORE_READ(r, orig_ax);
+	*leaf = ip;
+	if (!ip)
+		return 0;
+	b->ips[0] = ip;
+	__u32 n = 1;
+	for (__u32 i = 1; i < STROBE_OB_MAX_DEPTH; i++) {
+		/* A frame pointer is 16-byte aligned (the call's push and the push of rbp) and
+		 * points into the stack, above sp; a return address is not a small number, not
+		 * in the stack and below the top of user space. A register that code without
+		 * frame pointers left in rbp mostly fails these, and the walk ends there rather
+		 * than adding frames of whatever the stack held (which differ from call to call
+		 * and would make every stack a new one). */
+		if (fp < sp || fp - sp > USER_STACK_MAX || (fp & 15))
+			break;
+		__u64 fr[2]; /* saved rbp, return address */
+		if (bpf_probe_read_user(fr, sizeof(fr), (void *)fp) < 0 || fr[1] < 4096 ||
+		    fr[1] >= 0x800000000000ull || (fr[1] >= sp && fr[1] - sp < USER_STACK_MAX))
+			break;
+		b->ips[i] = fr[1];
+		n = i + 1;
+		if (fr[0] <= fp)
+			break;
+		fp = fr[0];
+	}
+	return intern(b, n, gen);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u32 tid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
+
+	/* Switch-out of prev: this program runs in its context, so the stacks are its own. */
+	if (tid != 0 && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
+		__u32 gen = generation;
+		__u64 sys = 0, leaf = 0;
+		struct strobe_ob_start st = {
+			.out_ns = now,
+			.wake_ns = 0,
+			.tgid = tgid,
+			.gen = gen,
+			.ustack = user_stack_key(prev, gen, &sys, &leaf),
+			.blocked = !preempt,
+		};
+		/* Walking the kernel stack is most of this program's cost (the kernel's unwinder,
+		 * about 1.5 us here), and a thread that blocks again from the same user stack in the
+		 * same system call the same way blocks in the same kernel path nearly always (a
+		 * pipe read, a futex wait). So it is walked once per interval (generation) for each
+		 * such (thread, user address it entered the kernel from, system call, sleep or
+		 * preemption) and reused for the switch-outs that match; kernel threads, with no
+		 * user state to tell their waits apart, are walked every time. */
+		if (kernel_stacks) {
+			struct kcache *c = st.ustack ? bpf_map_lookup_elem(&kcache, &tid) : 0;
+			if (c && c->gen == gen && c->ukey == leaf && c->sys == sys &&
+			    c->blocked == st.blocked) {
+				st.kstack = c->kkey;
+				count(STROBE_OB_KCACHE_HITS);
+			} else {
+				st.kstack = kernel_stack_key(ctx, gen);
+				if (st.ustack) {
+					struct kcache n = {leaf, sys, st.kstack, gen, st.blocked};
+					bpf_map_update_elem(&kcache, &tid, &n, BPF_ANY);
+				}
+			}
+		}
+		if (bpf_map_update_elem(&starts, &tid, &st, BPF_ANY) < 0)
+			count(STROBE_OB_STARTS_FULL);
+	}
+
+	/* Switch-in of next. */
+	__u32 ntid = BPF_CORE_READ(next, pid);
+	if (ntid == 0)
+		return 0;
+	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &ntid);
+	if (!st)
+		return 0;
+	__u64 total = now > st->out_ns ? now - st->out_ns : 0;
+	if (total < min_block_ns) {
+		count(STROBE_OB_SHORT);
+		bpf_map_delete_elem(&starts, &ntid);
+		return 0;
+	}
+	__u64 blocked = 0;
+	if (st->blocked)
+		blocked = st->wake_ns > st->out_ns && st->wake_ns <= now ? st->wake_ns - st->out_ns
+									  : total;
+	struct strobe_ob_key k = {
+		.tgid = st->tgid,
+		.tid = ntid,
+		.gen = st->gen,
+		.kstack = st->kstack,
+		.ustack = st->ustack,
+	};
+	bpf_map_delete_elem(&starts, &ntid);
+	struct strobe_ob_val *v = bpf_map_lookup_elem(&counts, &k);
+	if (!v) {
+		struct strobe_ob_val z = {0};
+		long rc = bpf_map_update_elem(&counts, &k, &z, BPF_NOEXIST);
+		if (rc < 0 && rc != -17 /* EEXIST: another CPU added it meanwhile */) {
+			count(STROBE_OB_COUNTS_FULL);
+			return 0;
+		}
+		if (!(v = bpf_map_lookup_elem(&counts, &k)))
+			return 0; /* drained by user space in between: this one is lost */
+	}
+	__sync_fetch_and_add(&v->off_ns, total);
+	__sync_fetch_and_add(&v->blocked_ns, blocked);
+	__sync_fetch_and_add(&v->switches, 1);
+	count(STROBE_OB_INTERVALS);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	__u32 tid = BPF_CORE_READ(p, pid);
+	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &tid);
+	if (st && st->blocked && !st->wake_ns)
+		st->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* With a pid filter, children of a target process are targets too (as perf's inherit makes
+ * them in the other mode). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (!filter_tgids)
+		return 0;
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	__u8 one = 1;
+	if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY) < 0)
+		count(STROBE_OB_TARGETS_FULL);
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The agent's in-kernel off-CPU collection (offcpu_bpf.c loads agent/offcpu.bpf.c): the kernel
+ * sums blocked time per (thread, kernel stack, user stack), and the agent drains the sums once
+ * per interval into the sampler's aggregate, where they are symbolized and labelled like the
+ * perf path's off-CPU samples. Private to agent/.
+ *
+ * User stacks are frame-pointer walks (bpf_get_stackid): no stack copy, no unwind tables.
+ */
+#ifndef STROBE_AGENT_OFFCPU_H
+#define STROBE_AGENT_OFFCPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sampler_impl.h"
+
+typedef struct strobe_offcpu_opts {
+	const pid_t *pids;      /* only these processes and their children; none = all */
+	unsigned npids;
+	bool kernel;            /* kernel stacks too */
+	int64_t min_block_ns;   /* shorter intervals are counted, not recorded */
+	unsigned max_entries;   /* threads off CPU at once, and distinct (thread, stacks) sums
+				   per interval; stack maps hold half as many stacks each.
+				   0 = 16384 */
+} strobe_offcpu_opts;
+
+typedef struct strobe_offcpu_stats {
+	uint64_t intervals;      /* off-CPU intervals summed in the kernel */
+	uint64_t short_blocks;   /* below min_block_ns */
+	uint64_t starts_full;    /* switch-outs lost: too many threads off CPU at once */
+	uint64_t counts_full;    /* intervals lost: too many distinct stacks in one interval */
+	uint64_t stack_errors;   /* stack walks that failed (stack map full, hash collision) */
+	uint64_t stacks_missing; /* sums whose stacks were gone when read (thread off CPU for
+				    more than an interval while its generation was cleared) */
+	uint64_t entries;        /* sums read */
+	uint64_t kstacks_reused; /* switch-outs whose kernel stack was not walked again */
+} strobe_offcpu_stats;
+
+typedef struct strobe_offcpu strobe_offcpu;
+
+/* Loads the programs (not attached yet). NULL + errno, with the reason in err: no BTF, no
+ * privilege, a kernel without tp_btf. */
+strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err);
+int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err);
+void strobe_offcpu_detach(strobe_offcpu *b);
+/* Moves the sums collected since the last call into s (see strobe_sampler_add_offcpu). */
+int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
+void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st);
+void strobe_offcpu_close(strobe_offcpu *b);
+
+#endif

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# strobe agent's CPU budget, both ways: the agent profiles (-p) a shell that first runs
+# cpu_split (busy threads) and then only sleeps, at -F 4000 with a 1% budget:
+#   down   while cpu_split runs, processing thousands of samples a second (each with a stack
+#          copy to unwind) costs the agent more than 1% of a core: it halves its frequency, and
+#          /status shows a budget level above 0 and a frequency below 4000 (under load it may
+#          step up and down again: a step up is tried after three quiet intervals)
+#   up     once the load is gone the agent needs far less than half its budget, and steps back
+#          up (one step per three quiet intervals) until /status shows 4000 Hz and level 0
+#          again, with a "load allows" note, and stays there: no "over budget" step in the
+#          quiet seconds that follow
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/record.sh
+. "$here/lib/record.sh"
+# shellcheck source=lib/server.sh
+. "$here/lib/server.sh"
+# shellcheck source=lib/agent.sh
+. "$here/lib/agent.sh"
+need_workloads cpu_split
+command -v curl >/dev/null || { echo "SKIP agent_budget: curl is not installed"; exit 0; }
+pid= apid= tpid=
+trap 'for p in $apid $pid $tpid; do kill -9 $p 2>/dev/null; done' EXIT
+LOAD=${AGENT_BUDGET_LOAD_SECONDS:-10}
+
+start_server
+bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done; "$2" -o "$3" "$4"; touch "$5"; exec sleep 120' \
+	_ "$TMPDIR/go" "$WL/cpu_split" "$TMPDIR/cpu.truth" "$LOAD" "$TMPDIR/done" & tpid=$!
+start_agent "$TMPDIR/agent.log" -F 4000 -i 1 --max-cpu 1 -p "$tpid"
+touch "$TMPDIR/go"
+
+name=agent_budget/down
+minhz=4000 maxlevel=0 lv=0
+while [ ! -e "$TMPDIR/done" ]; do
+	hz=$(status_field sampling.frequency_hz); lv=$(status_field sampling.budget_level)
+	[ -n "$hz" ] && [ "$hz" -lt "$minhz" ] && minhz=$hz
+	[ -n "$lv" ] && [ "$lv" -gt "$maxlevel" ] && maxlevel=$lv
+	sleep 0.5
+done
+endlevel=$(status_field sampling.budget_level)
+if [ "$minhz" -ge 4000 ] || [ "$maxlevel" -lt 1 ]; then
+	fail "$name" "never stepped down under load (lowest ${minhz} Hz, highest level $maxlevel): $(grep budget "$TMPDIR/agent.log" | tail -2 | tr '\n' ' ')"
+	exit 1
+fi
+ok "$name" "down to $minhz Hz, level $maxlevel while cpu_split ran, level $endlevel when it ended"
+
+name=agent_budget/up
+sleep 2 # the interval the load ended in is judged first (it may step down once more)
+# from level L back to 0: three quiet intervals (1 s) per level, and some slack for a busy host
+limit=$((maxlevel * 3 * 3 + 15)) t=0
+while [ $t -lt $((limit * 2)) ]; do
+	hz=$(status_field sampling.frequency_hz); lv=$(status_field sampling.budget_level)
+	[ "$hz" = 4000 ] && [ "$lv" = 0 ] && break
+	sleep 0.5; t=$((t + 1))
+done
+note=$(status_field sampling.budget_note)
+if [ "$hz" != 4000 ] || [ "$lv" != 0 ]; then
+	fail "$name" "still ${hz:-?} Hz, level ${lv:-?} after $((t / 2)) s without load (note: $note)"
+elif ! grep -q "load allows" <<<"$note" || ! grep -q "budget: load allows" "$TMPDIR/agent.log"; then
+	fail "$name" "back at 4000 Hz but /status budget_note '$note' or the log does not say why"
+else
+	n0=$(grep -c "budget: over budget" "$TMPDIR/agent.log")
+	sleep 4
+	n1=$(grep -c "budget: over budget" "$TMPDIR/agent.log")
+	if [ "$n1" != "$n0" ]; then
+		fail "$name" "over budget again without load: $(grep budget "$TMPDIR/agent.log" | tail -1)"
+	else
+		ok "$name" "back to 4000 Hz, level 0 after $((t / 2)) s without load, stable for 4 s ($note)"
+	fi
+fi
+stop_agent
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+exit ${st:-0}
