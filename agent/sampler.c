@@ -1095,11 +1095,8 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 		memcpy(v, b, 16);
 		if (h->type == PERF_RECORD_FORK)
 			strobe_tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
-		else {
+		else
 			strobe_tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
-			if (s->uw && v[0] == v[2]) /* the process is gone: its unwind session too */
-				strobe_unwind_forget(s->uw, (int32_t)v[0]);
-		}
 		return;
 	}
 	case PERF_RECORD_SWITCH:
@@ -1366,9 +1363,7 @@ void strobe_sampler_trim(strobe_sampler *s)
 	s->alen = s->acap = s->npend = s->cpend = 0;
 	/* The unwinder: its sessions, decoded tables and mapped binaries. */
 	if (s->uw) {
-		strobe_unwind_stats us;
-		strobe_unwind_get_stats(s->uw, &us);
-		s->uw_peak = us.cache_bytes_peak;
+		strobe_unwind_get_stats(s->uw, &s->uw_st);
 		strobe_unwinder_free(s->uw);
 		s->uw = NULL;
 	}
@@ -1384,12 +1379,13 @@ void strobe_sampler_trim(strobe_sampler *s)
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
-	st->unwind_cache_bytes = s->uw_peak;
-	if (s->uw) {
-		strobe_unwind_stats us;
+	strobe_unwind_stats us = s->uw_st;
+	if (s->uw)
 		strobe_unwind_get_stats(s->uw, &us);
-		st->unwind_cache_bytes = us.cache_bytes_peak;
-	}
+	st->unwind_cache_bytes = us.cache_bytes_peak;
+	st->unwind_cache_hits = us.hits;
+	st->unwind_cache_misses = us.misses;
+	st->unwind_cache_evictions = us.evictions;
 	st->unwind_ns_p50 = unwind_pct(s, 0.5);
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;
