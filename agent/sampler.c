@@ -1386,6 +1386,8 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->unwind_cache_hits = us.hits;
 	st->unwind_cache_misses = us.misses;
 	st->unwind_cache_evictions = us.evictions;
+	st->unwind_extended = us.extended;
+	st->unwind_ext_changed = us.ext_changed;
 	st->unwind_ns_p50 = unwind_pct(s, 0.5);
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;

@@ -54,6 +54,9 @@
 #define R_BP 6
 #define R_SP 7
 #define R_RA 16
+#define EXT_MAX (256u << 10) /* the most of a stack read beyond the copy, per unwind */
+#define EXT_CHUNK (16u << 10)
+#define EXT_CHECK 64 /* without a return address in the copy: its last bytes, unchanged */
 
 /* A binary in the cache. */
 typedef struct bin {
@@ -86,6 +89,7 @@ struct strobe_unwinder {
 	uint64_t clock; /* one tick per unwind: entries used by the current one are not evicted */
 	layout *lay;
 	uint32_t nlay;
+	uint8_t *ext; /* EXT_MAX bytes: the stack read beyond the copy, for the current unwind */
 	strobe_unwind_stats st;
 };
 
@@ -411,11 +415,66 @@ static bin *bin_for(strobe_unwinder *u, const strobe_tracker *t, int32_t pid, ui
 /* ---- the walk -------------------------------------------------------------------------------- */
 
 typedef struct walk {
+	strobe_unwinder *u;
 	const strobe_unwind_sample *sm;
+	const char *proc_root; /* NULL: records only, the process is not there to read */
 	uint64_t r[NREG];
 	uint32_t valid;  /* bit per register of r */
 	bool truncated;  /* a read went past the end of a full slice */
+	uint64_t ra_slot; /* where the last return address read from the copy was */
+	int memfd;       /* /proc/PID/mem: -1 not opened yet, -2 not usable */
+	size_t ext_len;  /* bytes of u->ext valid, from the end of the copy up */
 } walk;
+
+/*
+ * Reads more of the stack from the process itself, from the end of the copy up to past `need`:
+ * the frames far from the leaf (the callers of a deep stack) are the ones least likely to have
+ * changed since the sample, as the thread has not returned into them. Accepted only when the
+ * last return address the walk read from the copy is still in the process, at the same place:
+ * had the thread returned past that frame's caller, the slot would hold another call's return
+ * address, or nothing; had it returned and called again from the same place, the callers above
+ * are the same ones. (The frame's own locals change as it runs: comparing them would refuse
+ * most running threads.) Without such an address (one frame larger than the copy), the last
+ * EXT_CHECK bytes of the copy must be unchanged.
+ */
+static bool extend(walk *w, uint64_t need)
+{
+	const strobe_unwind_sample *sm = w->sm;
+	uint64_t end = sm->regs[7] + sm->stack_len;
+	if (w->memfd == -2 || !w->proc_root || sm->stack_len < EXT_CHECK || need - end >= EXT_MAX)
+		return false;
+	if (w->memfd == -1) {
+		char path[64];
+		uint8_t now[EXT_CHECK];
+		uint64_t at = w->ra_slot ? w->ra_slot : end - EXT_CHECK;
+		size_t len = w->ra_slot ? 8 : EXT_CHECK;
+		snprintf(path, sizeof(path), "%s/%d/mem", w->proc_root, (int)sm->pid);
+		w->memfd = -2;
+		if (!w->u->ext && !(w->u->ext = malloc(EXT_MAX)))
+			return false;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		if (pread(fd, now, len, (off_t)at) != (ssize_t)len ||
+		    memcmp(now, sm->stack + (at - sm->regs[7]), len) != 0) {
+			w->u->st.ext_changed++;
+			close(fd);
+			return false;
+		}
+		w->memfd = fd;
+		w->u->st.extended++;
+	}
+	size_t want = (size_t)(need - end) + EXT_CHUNK;
+	want = want > EXT_MAX ? EXT_MAX : want & ~(size_t)(EXT_CHUNK - 1);
+	while (w->ext_len < want) {
+		ssize_t got = pread(w->memfd, w->u->ext + w->ext_len, want - w->ext_len,
+				    (off_t)(end + w->ext_len));
+		if (got <= 0)
+			break; /* the top of the stack's mapping */
+		w->ext_len += (size_t)got;
+	}
+	return need - end < w->ext_len;
+}
 
 static bool mem_read(walk *w, uint64_t addr, uint64_t *out)
 {
@@ -426,8 +485,14 @@ static bool mem_read(walk *w, uint64_t addr, uint64_t *out)
 	}
 	/* At or past the end of the copy, on what is plausibly still the stack: the slice was too
 	 * small. */
-	if (w->sm->stack_full && addr >= sp && addr - sp < (64u << 20) && addr - sp + 8 > len)
+	if (w->sm->stack_full && addr >= sp && addr - sp < (64u << 20) && addr - sp + 8 > len) {
+		/* (A word straddling the end does not happen on an aligned stack.) */
+		if (addr >= sp + len && extend(w, addr + 8)) {
+			memcpy(out, w->u->ext + (addr - sp - len), 8);
+			return true;
+		}
 		w->truncated = true;
+	}
 	return false;
 }
 
@@ -609,8 +674,11 @@ static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 		}
 		if (!eval(w, ops, nops, cfa, &v, &isval))
 			continue;
+		uint64_t slot = v;
 		if (!isval && !mem_read(w, v, &v))
 			continue;
+		if (r == R_RA && !isval && slot - w->sm->regs[7] < w->sm->stack_len)
+			w->ra_slot = slot;
 		nv[r] = v;
 		nvalid |= 1u << r;
 	}
@@ -628,17 +696,22 @@ static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 static int step_nocfi(walk *w, bool leaf_of_file)
 {
 	uint64_t ra, bp;
+	uint64_t slot;
 	if (leaf_of_file) {
-		if (!mem_read(w, w->r[R_SP], &ra))
+		slot = w->r[R_SP];
+		if (!mem_read(w, slot, &ra))
 			return STEP_FAIL;
 		w->r[R_SP] += 8;
 	} else {
+		slot = w->r[R_BP] + 8;
 		if (!(w->valid & (1u << R_BP)) || w->r[R_BP] < w->r[R_SP] ||
-		    !mem_read(w, w->r[R_BP], &bp) || !mem_read(w, w->r[R_BP] + 8, &ra))
+		    !mem_read(w, w->r[R_BP], &bp) || !mem_read(w, slot, &ra))
 			return STEP_FAIL;
 		w->r[R_SP] = w->r[R_BP] + 16;
 		w->r[R_BP] = bp;
 	}
+	if (slot - w->sm->regs[7] < w->sm->stack_len)
+		w->ra_slot = slot;
 	w->r[R_RA] = ra;
 	w->valid |= (1u << R_RA) | (1u << R_SP);
 	return ra == 0 ? STEP_FAIL : STEP_OK;
@@ -653,7 +726,10 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		return STROBE_UNWIND_FULL;
 	u->clock++;
 	const uint64_t *r = sm->regs; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
-	walk w = {.sm = sm,
+	walk w = {.u = u,
+		  .sm = sm,
+		  .proc_root = t->proc_root,
+		  .memfd = -1,
 		  .r = {r[0], r[3], r[2], r[1], r[4], r[5], r[6], r[7], r[9], r[10], r[11], r[12],
 			r[13], r[14], r[15], r[16], r[8]},
 		  .valid = (1u << NREG) - 1};
@@ -695,6 +771,8 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		}
 		act = signal;
 	}
+	if (w.memfd >= 0)
+		close(w.memfd);
 	evict(u);
 	if (*n == 1 && !leaf_known && rc != STROBE_UNWIND_COMPLETE) {
 		*n = 0; /* the leaf is in no mapping known and nothing came of it */
@@ -727,6 +805,7 @@ void strobe_unwinder_free(strobe_unwinder *u)
 			bin_drop(u, &u->bins[i]);
 	free(u->bins);
 	free(u->lay);
+	free(u->ext);
 	free(u);
 }
 

@@ -65,6 +65,8 @@ typedef struct strobe_unwind_stats {
 	uint64_t hits;      /* a frame's binary found parsed in the cache */
 	uint64_t misses;    /* ... parsed for it (opened, tables located) */
 	uint64_t evictions; /* binaries dropped to keep the estimate under the budget */
+	uint64_t extended;     /* unwinds that read the stack beyond the copy from the process */
+	uint64_t ext_changed;  /* ... refused: the end of the copy had changed in the process */
 	uint32_t binaries;  /* held now */
 	size_t cache_bytes;      /* the estimate the budget applies to, now */
 	size_t cache_bytes_peak; /* its highest value */

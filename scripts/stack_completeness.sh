@@ -22,7 +22,8 @@ shift || true
 [ "${1:-}" = "--" ] && shift
 strobe=${STROBE:-build/strobe}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+# KEEP=DIR keeps the folded profiles and logs there, to look at the incomplete stacks.
+trap 'kill $(jobs -p) 2>/dev/null || true; if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$work"/*.folded "$work"/*.log "$KEEP"/ 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 
 busy() {
   local end=$((SECONDS + secs + 2))

@@ -95,6 +95,9 @@ typedef struct strobe_sampler_stats {
 	/* Its cache of parsed unwind tables, one entry per binary (build ID): frames whose binary
 	 * was found parsed, binaries parsed, binaries dropped for the budget. */
 	uint64_t unwind_cache_hits, unwind_cache_misses, unwind_cache_evictions;
+	/* Stacks deeper than the copy read on from the process (/proc/PID/mem), and those refused
+	 * because the end of the copy had changed there meanwhile. */
+	uint64_t unwind_extended, unwind_ext_changed;
 } strobe_sampler_stats;
 
 typedef struct strobe_sampler strobe_sampler;

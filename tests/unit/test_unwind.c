@@ -25,7 +25,9 @@
 #include <cmocka.h>
 #include <elf.h>
 #include <linux/perf_event.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/wait.h>
 
 #include "strobe/codec.h"
 #include "strobe/sampler.h"
@@ -513,6 +515,125 @@ static void test_vdso(void **state)
 	strobe_tracker_free(&t);
 }
 
+/* ---- the stack beyond the copy, read from the process ------------------------------------ */
+
+typedef struct snap {
+	uint64_t regs[17];
+	uint8_t stack[STACK];
+	size_t len;
+} snap;
+static int to_parent[2], to_child[2];
+static pid_t child = -1;
+static snap child_snap; /* static: a local this large would move level3's frame */
+
+/* In a child: registers and the stack taken in capture(), cut just past level3's return address
+ * (so its callers lie beyond the copy), handed to the parent; then blocked in level3 until told. */
+__attribute__((noinline)) static void child_level3(void)
+{
+	capture();
+	snap *sn = &child_snap;
+	memcpy(sn->regs, regs, sizeof(regs));
+	memcpy(sn->stack, stack_copy, stack_len);
+	/* level3 keeps its frame pointer (the tests are built with them): its return address is
+	 * at frame + 8 */
+	uint64_t ra_end = (uint64_t)(uintptr_t)__builtin_frame_address(0) + 16;
+	sn->len = ra_end - regs[7];
+	if (write(to_parent[1], sn, sizeof(*sn)) != (ssize_t)sizeof(*sn))
+		_exit(1);
+	char c;
+	if (read(to_child[0], &c, 1) < 0)
+		_exit(1);
+	sink++;
+}
+__attribute__((noinline)) static void child_level2(void)
+{
+	child_level3();
+	sink++;
+}
+__attribute__((noinline)) static void child_level1(void)
+{
+	child_level2();
+	sink++;
+}
+
+static void test_extend(void **state)
+{
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
+	assert_int_equal(pipe(to_parent), 0);
+	assert_int_equal(pipe(to_child), 0);
+	pid_t pid = child = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		child_level1();
+		_exit(0);
+	}
+	static snap sn;
+	size_t got = 0;
+	while (got < sizeof(sn)) {
+		ssize_t r = read(to_parent[0], (uint8_t *)&sn + got, sizeof(sn) - got);
+		assert_true(r > 0);
+		got += (size_t)r;
+	}
+	assert_true(sn.len >= 64 && sn.len < 1024);
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	track_self(&t, pid, false); /* a fork: the same mappings */
+	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_non_null(u);
+	uint64_t pcs[128];
+	bool act[128];
+	unsigned n;
+	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = sn.regs, .stack = sn.stack,
+				   .stack_len = sn.len, .stack_full = true};
+	const strobe_proc *p = strobe_tracker_proc(&t, pid, false);
+	/* Without the process to read (records only): truncated after capture and level3. */
+	const char *root = t.proc_root;
+	t.proc_root = NULL;
+	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_TRUNCATED);
+	assert_int_equal(n, 3); /* capture, level3, level2 (its return address was in the copy) */
+	/* With it: the whole stack, level1 and the test's callers read from the child. */
+	t.proc_root = root;
+	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
+	assert_true(n >= 6);
+	strobe_unwind_stats st;
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.extended, 1);
+	assert_int_equal(st.ext_changed, 0);
+	/* The last return address of the copy differs from the child's: it has returned past that
+	 * frame since, what lies above may be another call's - refused. */
+	uint64_t slot = sn.len - 8, w;
+	memcpy(&w, sn.stack + slot, 8);
+	w ^= 0x10;
+	memcpy(sn.stack + slot, &w, 8);
+	int rc = strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n);
+	assert_int_not_equal(rc, STROBE_UNWIND_COMPLETE);
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.ext_changed, 1);
+	assert_int_equal(write(to_child[1], "x", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	child = -1;
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
+
+/* Whatever failed, the child does not stay blocked (it holds the test's output open). */
+static int end_child(void **state)
+{
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		close(to_parent[i]);
+		close(to_child[i]);
+	}
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_cache_budget),
 		cmocka_unit_test(test_fp_chain),
 		cmocka_unit_test(test_vdso),
+		cmocka_unit_test_teardown(test_extend, end_child),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
