@@ -422,6 +422,11 @@ typedef struct walk {
 	uint32_t valid;  /* bit per register of r */
 	bool truncated;  /* a read went past the end of a full slice */
 	uint64_t ra_slot; /* where the last return address read from the copy was */
+	/* The frame being stepped: its binary's tables, and its CFA rule when it is the stack
+	 * pointer plus a constant (the frame's size). */
+	Dwarf_CFI *cur_cfi;
+	uint64_t cur_bias, cfa_off;
+	bool cfa_sp;
 	int memfd;       /* /proc/PID/mem: -1 not opened yet, -2 not usable */
 	size_t ext_len;  /* bytes of u->ext valid, from the end of the copy up */
 } walk;
@@ -433,10 +438,42 @@ typedef struct walk {
  * last return address the walk read from the copy is still in the process, at the same place:
  * had the thread returned past that frame's caller, the slot would hold another call's return
  * address, or nothing; had it returned and called again from the same place, the callers above
- * are the same ones. (The frame's own locals change as it runs: comparing them would refuse
- * most running threads.) Without such an address (one frame larger than the copy), the last
- * EXT_CHECK bytes of the copy must be unchanged.
+ * are the same ones. The frame being stepped (the one the slot returns into) may since have
+ * called another function from another call site: a return address there is accepted too when
+ * its tables give the same frame, CFA = stack pointer + the same size, in the same binary: the
+ * same function still running at the same place. (The frame's own locals change as it runs:
+ * comparing them would refuse most running threads.) Without such an address (one frame larger
+ * than the copy), the last EXT_CHECK bytes of the copy must be unchanged.
  */
+/* Whether a CFA rule is the stack pointer plus a constant (libdw gives it as DW_OP_bregx 7). */
+static bool cfa_sp_plus(const Dwarf_Op *ops, size_t nops, uint64_t *off)
+{
+	if (nops != 1)
+		return false;
+	if (ops[0].atom == DW_OP_bregx && ops[0].number == R_SP)
+		*off = ops[0].number2;
+	else if (ops[0].atom == DW_OP_breg7)
+		*off = ops[0].number;
+	else
+		return false;
+	return true;
+}
+
+static bool same_frame(const walk *w, uint64_t ra)
+{
+	Dwarf_Frame *g;
+	Dwarf_Op *ops;
+	size_t nops;
+	if (!w->cur_cfi || !w->cfa_sp || ra - 1 < w->cur_bias ||
+	    dwarf_cfi_addrframe(w->cur_cfi, ra - 1 - w->cur_bias, &g) != 0)
+		return false;
+	uint64_t off;
+	bool same = dwarf_frame_cfa(g, &ops, &nops) == 0 && cfa_sp_plus(ops, nops, &off) &&
+		    off == w->cfa_off;
+	free(g);
+	return same;
+}
+
 static bool extend(walk *w, uint64_t need)
 {
 	const strobe_unwind_sample *sm = w->sm;
@@ -455,8 +492,13 @@ static bool extend(walk *w, uint64_t need)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return false;
-		if (pread(fd, now, len, (off_t)at) != (ssize_t)len ||
-		    memcmp(now, sm->stack + (at - sm->regs[7]), len) != 0) {
+		bool same = pread(fd, now, len, (off_t)at) == (ssize_t)len;
+		if (same && memcmp(now, sm->stack + (at - sm->regs[7]), len) != 0) {
+			uint64_t ra;
+			memcpy(&ra, now, 8);
+			same = w->ra_slot && same_frame(w, ra);
+		}
+		if (!same) {
 			w->u->st.ext_changed++;
 			close(fd);
 			return false;
@@ -648,6 +690,7 @@ static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 	if (dwarf_frame_cfa(f, &ops, &nops) != 0 || nops == 0 ||
 	    !eval(w, ops, nops, 0, &cfa, &isval))
 		return STEP_FAIL;
+	w->cfa_sp = cfa_sp_plus(ops, nops, &w->cfa_off);
 	/* The caller-saved registers are dead in the caller (the ABI): only the callee-saved ones
 	 * and the return address are recovered, all of them out of a signal frame. */
 	static const uint8_t callee[] = {3, R_BP, 12, 13, 14, 15, R_RA};
@@ -753,7 +796,11 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		Dwarf_Frame *f = NULL;
 		int step;
 		bool signal = false;
+		w.cur_cfi = NULL;
+		w.cfa_sp = false;
 		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0) {
+			w.cur_cfi = b->cfi;
+			w.cur_bias = bias;
 			step = step_cfi(&w, f, &signal);
 			free(f);
 		} else {

@@ -53,8 +53,9 @@ static const char usage_text[] =
 	"  --call-graph MODE      how user stacks are walked: fp (frame pointers, by the kernel),\n"
 	"                         dwarf (a copy of the stack unwound with the binaries' unwind\n"
 	"                         tables), auto (dwarf completed by frame pointers; default)\n"
-	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default 8192)\n"
-	"  --unwind-cache MIB     memory budget of the unwinder's caches (default 64)\n"
+	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default\n"
+	"                         16384 on-CPU, 8192 at switch-outs)\n"
+	"  --unwind-cache MIB     memory budget of the unwind-table cache (default 64)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
 	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";

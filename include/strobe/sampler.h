@@ -55,7 +55,8 @@ typedef struct strobe_sampler_opts {
 	 * auto copy stack_size bytes of the user stack and the registers with every sample (on-CPU
 	 * and switch-out) and unwind them with the binaries' unwind tables (x86-64 only). */
 	unsigned call_graph;
-	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 8192 */
+	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 16384 with on-CPU
+				       samples, 8192 with switch-outs */
 	size_t unwind_cache_bytes;  /* budget of the unwinder's table cache; 0 = 64 MiB */
 } strobe_sampler_opts;
 
