@@ -10,8 +10,9 @@
  * has none), least-recently-used beyond a byte budget. libdw interprets the CFI (the rules at an
  * address: dwarf_cfi_addrframe, dwarf_frame_cfa, dwarf_frame_register); the walk itself - the
  * x86-64 register set carried from frame to frame, the few DWARF expression operators CFI uses,
- * reading the stack copy, the stop conditions - is ours (unwind.c), so nothing is kept per
- * process but the tracker's mappings. Where a frame's code has no table (JIT code, a binary
+ * reading the stack copy (and, past its end, the live process's stack, when what the copy ends
+ * with is still in place there), the stop conditions - is ours (unwind.c), so nothing is kept
+ * per process but the tracker's mappings. Where a frame's code has no table (JIT code, a binary
  * without .eh_frame such as Go's) the walk follows the frame pointer for that frame.
  */
 #ifndef STROBE_AGENT_UNWIND_H

@@ -106,7 +106,10 @@ est() { # MODE: loss per CPU-second + the recorder's own share of the CPUs
   done
   echo
   echo "Unwinder (auto runs, medians of the runs): p50 $(med strobe-auto 5) ns, p99 $(med strobe-auto 6) ns"
-  [ -n "$before" ] && echo "(before: p50 $(med strobe-auto-before 5) ns, p99 $(med strobe-auto-before 6) ns, cache peak $(awk -v b="$(med strobe-auto-before 7)" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }'))"
   echo "per unwind (clock_gettime around each call; 1/8-octave buckets); cache estimate at its peak"
   echo "$(awk -v b="$(med strobe-auto 7)" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }') (bound: \`--unwind-cache\`, 64 MiB by default)."
+  if [ -n "$before" ]; then
+    echo "The build before (\`$(basename "$before")\`), same rounds: p50 $(med strobe-auto-before 5) ns, p99"
+    echo "$(med strobe-auto-before 6) ns, cache estimate at its peak $(awk -v b="$(med strobe-auto-before 7)" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }')."
+  fi
 } >> "$results"
