@@ -133,7 +133,7 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : 127);
 	if (copies_stack(&s->o) && kind != EVK_WAKEUP) {
 		a->sample_regs_user = STROBE_SAMPLER_REGS_MASK;
-		a->sample_stack_user = s->o.stack_size;
+		a->sample_stack_user = kind == EVK_CLOCK ? s->stack_clock : s->o.stack_size;
 		/* dwarf: the user part of the chain comes from the unwinder alone */
 		a->exclude_callchain_user = s->o.call_graph == STROBE_CG_DWARF;
 	}
@@ -380,13 +380,19 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		s->o.call_graph = STROBE_CG_FP; /* the register layout is x86-64's only */
 #endif
 	if (copies_stack(&s->o)) {
-		if (!s->o.stack_size)
-			s->o.stack_size = 8192; /* perf's default too */
+		/* By default 16 KiB with on-CPU samples: 8 KiB (perf's default) leaves a fifth
+		 * of the stacks of some common programs truncated (GNU sort's comparators hold
+		 * 4 KB buffers); 8 KiB with switch-outs, which come at every context switch and
+		 * whose deeper stacks can be read on from the blocked thread (unwind.c). */
+		bool dflt = !s->o.stack_size;
+		if (dflt)
+			s->o.stack_size = 8192;
 		s->o.stack_size &= ~7u;
 		if (s->o.stack_size > 65000)
 			s->o.stack_size = 65000 & ~7u;
 		if (s->o.stack_size < 8)
 			s->o.stack_size = 8;
+		s->stack_clock = dflt ? 16384 : s->o.stack_size;
 		s->uw = strobe_unwinder_new(s->o.unwind_cache_bytes);
 		s->upcs = malloc(256 * sizeof(*s->upcs));
 		s->uact = malloc(256 * sizeof(*s->uact));
@@ -1126,11 +1132,8 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 		memcpy(v, b, 16);
 		if (h->type == PERF_RECORD_FORK)
 			strobe_tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
-		else {
+		else
 			strobe_tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
-			if (s->uw && v[0] == v[2]) /* the process is gone: its unwind session too */
-				strobe_unwind_forget(s->uw, (int32_t)v[0]);
-		}
 		return;
 	}
 	case PERF_RECORD_SWITCH:
@@ -1397,9 +1400,7 @@ void strobe_sampler_trim(strobe_sampler *s)
 	s->alen = s->acap = s->npend = s->cpend = 0;
 	/* The unwinder: its sessions, decoded tables and mapped binaries. */
 	if (s->uw) {
-		strobe_unwind_stats us;
-		strobe_unwind_get_stats(s->uw, &us);
-		s->uw_peak = us.cache_bytes_peak;
+		strobe_unwind_get_stats(s->uw, &s->uw_st);
 		strobe_unwinder_free(s->uw);
 		s->uw = NULL;
 	}
@@ -1415,12 +1416,15 @@ void strobe_sampler_trim(strobe_sampler *s)
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
-	st->unwind_cache_bytes = s->uw_peak;
-	if (s->uw) {
-		strobe_unwind_stats us;
+	strobe_unwind_stats us = s->uw_st;
+	if (s->uw)
 		strobe_unwind_get_stats(s->uw, &us);
-		st->unwind_cache_bytes = us.cache_bytes_peak;
-	}
+	st->unwind_cache_bytes = us.cache_bytes_peak;
+	st->unwind_cache_hits = us.hits;
+	st->unwind_cache_misses = us.misses;
+	st->unwind_cache_evictions = us.evictions;
+	st->unwind_extended = us.extended;
+	st->unwind_ext_changed = us.ext_changed;
 	st->unwind_ns_p50 = unwind_pct(s, 0.5);
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;

@@ -83,10 +83,11 @@ struct strobe_sampler {
 
 	/* Unwinding with tables (call_graph dwarf/auto). */
 	strobe_unwinder *uw;
+	unsigned stack_clock;    /* bytes of stack copied with on-CPU samples (o.stack_size: switches) */
 	uint64_t *upcs;          /* the unwound program counters of the current sample */
 	bool *uact;
 	uint64_t uw_hist[256];   /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
-	size_t uw_peak;          /* the unwinder's cache peak, kept when trim frees it */
+	strobe_unwind_stats uw_st; /* the unwinder's counters, kept when trim frees it */
 };
 
 int64_t strobe_mono_ns(void);

@@ -1,264 +1,349 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The user-stack unwinder (see unwind.h): elfutils libdwfl driven from a sample's registers and
- * stack copy.
+ * The user-stack unwinder (see unwind.h): a cache of parsed unwind tables per binary, and the
+ * x86-64 walk over a sample's registers and stack copy.
  *
- * Per process a session: a Dwfl whose modules are the process's executable file mappings,
- * reported with dwfl_report_module at the address their ELF headers say (read once per mapping
- * by pread and cached by mapping id), and opened lazily by our find_elf callback only when an
- * unwind reaches code in them. find_elf hands libdwfl an ELF descriptor over the binary's image,
- * which the unwinder maps once and shares between all sessions (see image_of), so a session holds
- * no file descriptors and a binary is mapped once however many processes run it. Debug files are
- * never searched: a debuginfo lookup would load a whole DWARF file on the sampling path.
+ * The cache holds one entry per binary, found by build ID (from the kernel's MMAP2 record or the
+ * file's own note) or, for a binary without one, by the file's dev/inode/mtime/size: the binary
+ * mapped once (read-only sharing of the page cache, a private copy of the first page), a libelf
+ * descriptor over that image and libdw's Dwarf_CFI of its .eh_frame, whose decoded CIEs and FDEs
+ * accumulate as samples need them. Fifty processes of one libc share one entry. Entries are
+ * dropped least-recently-used when the estimate of what they hold passes the budget; a mapping
+ * remembers which entry (slot and generation) it resolved to, so a frame costs one comparison to
+ * find its tables until that entry is dropped.
  *
- * The session is attached once (dwfl_attach_state); its callbacks read the sample being unwound
- * through the session pointer, so the Dwfl, its opened ELF files and libdw's decoded CIEs/FDEs
- * are reused by every later sample of the process. A session is re-reported when the process's
- * mapping list changes (a signature of it is compared each time) and sessions are evicted
- * least-recently-used when the estimate of what they hold passes the budget.
+ * The tables are located through the program headers (PT_GNU_EH_FRAME: .eh_frame_hdr's
+ * binary-search table), as the loader sees the binary: the ELF header of the image is edited to
+ * hide the section headers. Through the section headers, libdw 0.188 misses the search table when
+ * .eh_frame comes before .eh_frame_hdr (lld's layout: libLLVM, Chromium, Rust binaries) and then
+ * decodes the whole .eh_frame linearly, 100+ ms for libLLVM. .debug_frame is not read: only
+ * binaries without .eh_frame have it alone (Go's), libdw would decompress their whole DWARF to
+ * get at it, and Go keeps frame pointers, which the walk follows where a binary has no table.
+ *
+ * The vDSO has no file: its image is the kernel's, the same in every process, so ours
+ * (AT_SYSINFO_EHDR) is copied once and stands for every process's [vdso] mapping.
+ *
+ * The walk, per frame: the binary of the program counter (the return address minus one for a
+ * caller, which is inside the call instruction), the CFI rules at that address from libdw, the
+ * CFA from its rule, the caller's registers from theirs (DWARF expressions over the registers
+ * and the stack copy, evaluated here: the handful of operators CFI uses), the caller's stack
+ * pointer = CFA. Without a table entry: at the leaf of a file-backed binary the return address is
+ * taken at the stack pointer (a PLT stub or hand-written entry code: nothing pushed yet),
+ * elsewhere the frame pointer is followed. It stops at an undefined return address (the outermost
+ * frame), at a read outside the copied slice, or when the stack pointer does not grow.
  */
-#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "unwind.h"
 
-#define MAX_SESSIONS 4096
-#define SESSION_COST 16384 /* Dwfl, its process and thread state, the module table */
+#define MAX_BINS 4096
+#define BIN_COST 16384 /* libelf's and libdw's fixed state for an opened binary */
+#define FDE_COST 48    /* libdw's tree node and decoded FDE, per FDE of .eh_frame_hdr */
+#define NREG 17        /* DWARF x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, 16 = RA */
+#define R_BP 6
+#define R_SP 7
+#define R_RA 16
+#define EXT_MAX (256u << 10) /* the most of a stack read beyond the copy, per unwind */
+#define EXT_CHUNK (16u << 10)
+#define EXT_CHECK 64 /* without a return address in the copy: its last bytes, unchanged */
 
-/* Where a mapping's ELF file sits in the process, from its headers. */
-typedef struct layout {
-	uint8_t state; /* 0 unknown, 1 usable, 2 not usable (not ELF, missing, odd) */
-	uint64_t start, end; /* module range in the process */
-} layout;
-
-/* A binary mapped once for every session: read-only sharing of the file's pages, with a private
- * copy of the first page whose ELF header says "no section headers" (see find_elf). */
-typedef struct image {
-	uint64_t dev, ino;
+/* A binary in the cache. */
+typedef struct bin {
+	bool used;
+	bool heap;        /* img is malloc'd (the vDSO), else mmap'd */
+	uint8_t id_len;
+	uint8_t id[STROBE_BUILD_ID_MAX];
+	uint32_t gen;     /* bumped when the slot is reused */
+	uint64_t dev, ino, size;
 	int64_t mtime_ns;
+	void *img;
 	size_t len;
-	void *map;
-} image;
-
-typedef struct session {
-	int32_t pid;
-	bool usable;
-	uint64_t sig;
-	uint64_t last_use;
+	Elf *elf;
+	Dwarf_CFI *cfi;   /* NULL: no .eh_frame (frames there go by frame pointers) */
 	size_t bytes;
-	Dwfl *dwfl;
-	struct strobe_unwinder *u;
-} session;
+	uint64_t last_use;
+} bin;
+
+/* What a mapping (a tracker map id) resolved to. */
+typedef struct layout {
+	uint8_t state;    /* 0 not yet, 1 usable, 2 not usable (not ELF, missing, odd) */
+	uint32_t slot, gen;
+	uint64_t bias;    /* process address - ELF address */
+} layout;
 
 struct strobe_unwinder {
 	size_t budget, bytes;
-	/* The architecture every session is attached with: an ELF header alone (x86-64), rather
-	 * than letting libdwfl pick "any" module, which opens one and may pick a foreign one. */
-	Elf64_Ehdr arch_hdr;
-	Elf *arch;
-	session **ss; /* heap cells: libdwfl holds a pointer to each */
-	uint32_t nss, css;
-	uint64_t clock;
+	bin *bins;
+	uint32_t nbins; /* slots in use or free below this */
+	uint64_t clock; /* one tick per unwind: entries used by the current one are not evicted */
 	layout *lay;
 	uint32_t nlay;
-	image *img;
-	uint32_t nimg, cimg;
+	uint8_t *ext; /* EXT_MAX bytes: the stack read beyond the copy, for the current unwind */
 	strobe_unwind_stats st;
-	/* The sample being unwound and what its walk found. */
-	const strobe_unwind_sample *cur;
-	uint64_t *pcs;
-	bool *act;
-	unsigned max, n;
-	bool truncated, mem_fail;
 };
 
-/* The session whose unwind is running: find_elf charges what it opens to it. The sampler calls
- * the unwinder from one thread; the variable is per thread all the same. */
-static __thread session *opening;
+/* ---- images ---------------------------------------------------------------------------------- */
 
-/* What an opened module is charged: libdwfl's and libdw's state for it, and what libdw decodes
- * into its tree of CIEs and FDEs as they are used, bounded by the number of FDEs, which
- * .eh_frame_hdr's table counts (about 48 bytes of tree and FDE each). */
-static size_t module_cost(const image *im)
+static const Elf64_Phdr *phdrs(const void *img, size_t len, unsigned *n)
 {
-	size_t cost = 16384;
-	const Elf64_Ehdr *eh = im->map;
-	if (eh->e_phoff >= im->len || eh->e_phnum > 64 ||
-	    im->len - eh->e_phoff < (size_t)eh->e_phnum * sizeof(Elf64_Phdr))
-		return cost;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)((const char *)im->map + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		if (ph[i].p_type != PT_GNU_EH_FRAME || ph[i].p_offset >= im->len ||
-		    im->len - ph[i].p_offset < 12)
+	const Elf64_Ehdr *eh = img;
+	*n = 0;
+	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh->e_machine != EM_X86_64 || eh->e_phentsize != sizeof(Elf64_Phdr) ||
+	    eh->e_phnum == 0 || eh->e_phnum > 64 || eh->e_phoff >= len ||
+	    len - eh->e_phoff < (size_t)eh->e_phnum * sizeof(Elf64_Phdr) || eh->e_phoff % 8)
+		return NULL;
+	*n = eh->e_phnum;
+	return (const Elf64_Phdr *)((const char *)img + eh->e_phoff);
+}
+
+/* The GNU build ID of an image, from its PT_NOTE segments; 0 when none. */
+static unsigned image_build_id(const void *img, size_t len, uint8_t *out)
+{
+	unsigned nph;
+	const Elf64_Phdr *ph = phdrs(img, len, &nph);
+	for (unsigned i = 0; ph && i < nph; i++) {
+		if (ph[i].p_type != PT_NOTE || ph[i].p_offset >= len ||
+		    ph[i].p_filesz > len - ph[i].p_offset)
 			continue;
-		/* version, eh_frame_ptr_enc, fde_count_enc, table_enc, eh_frame_ptr (udata4
-		 * in practice), fde_count */
-		const uint8_t *h = (const uint8_t *)im->map + ph[i].p_offset;
-		if (h[0] == 1 && h[1] == 0x1b && h[2] == 0x03) {
-			uint32_t nfde;
-			memcpy(&nfde, h + 8, 4);
-			cost += (size_t)nfde * 48;
+		const uint8_t *p = (const uint8_t *)img + ph[i].p_offset;
+		size_t left = ph[i].p_filesz;
+		while (left >= 12) {
+			uint32_t nsz, dsz, type;
+			memcpy(&nsz, p, 4);
+			memcpy(&dsz, p + 4, 4);
+			memcpy(&type, p + 8, 4);
+			size_t na = ((size_t)nsz + 3) & ~(size_t)3, da = ((size_t)dsz + 3) & ~(size_t)3;
+			if (na > left - 12 || da > left - 12 - na)
+				break;
+			if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(p + 12, "GNU", 4) == 0 &&
+			    dsz > 0 && dsz <= STROBE_BUILD_ID_MAX) {
+				memcpy(out, p + 12 + na, dsz);
+				return dsz;
+			}
+			p += 12 + na + da;
+			left -= 12 + na + da;
 		}
 	}
-	return cost;
+	return 0;
 }
 
-/* ---- libdwfl callbacks ----------------------------------------------------------------------- */
-
-/*
- * The binary of a module, mapped once per unwinder and shared by every session (libelf descriptors
- * made with elf_memory over it, one per module, since libdwfl ends each).
- *
- * The ELF header of the mapping (a private copy-on-write page) is edited to hide the section
- * headers, so that libdw finds the unwind tables the way the loader does, through the program
- * headers (PT_GNU_EH_FRAME: .eh_frame_hdr's binary-search table, then .eh_frame). Through the
- * section headers, libdw 0.188 misses the search table when .eh_frame comes before
- * .eh_frame_hdr (lld's layout: libLLVM, Chromium, Rust binaries) and then decodes the whole
- * .eh_frame linearly - 100+ ms for libLLVM in every process - and it would load a module's
- * whole DWARF to look for .debug_frame wherever .eh_frame has no entry. What remains unwound
- * without tables (a binary with .debug_frame only, such as Go's) goes by frame pointers.
- */
-static const image *image_of(strobe_unwinder *u, int fd, const struct stat *sb)
+/* What a binary's entry is charged: libelf's and libdw's state, and what libdw decodes into its
+ * tree of CIEs and FDEs as they are used, bounded by the number of FDEs, which .eh_frame_hdr's
+ * table counts. The image itself is the page cache's (file-backed, shared) and not counted. */
+static size_t fde_count(const void *img, size_t len)
 {
-	int64_t mt = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
-	for (uint32_t i = 0; i < u->nimg; i++)
-		if (u->img[i].dev == (uint64_t)sb->st_dev && u->img[i].ino == (uint64_t)sb->st_ino &&
-		    u->img[i].mtime_ns == mt && u->img[i].len == (size_t)sb->st_size)
-			return &u->img[i];
-	if (sb->st_size < (off_t)sizeof(Elf64_Ehdr) || sb->st_size > ((off_t)4 << 30) ||
-	    u->nimg >= 65536)
-		return NULL;
-	if (u->nimg == u->cimg) {
-		uint32_t nc = u->cimg ? u->cimg * 2 : 32;
-		image *n = realloc(u->img, nc * sizeof(*n));
-		if (!n)
-			return NULL;
-		u->img = n;
-		u->cimg = nc;
+	unsigned nph;
+	const Elf64_Phdr *ph = phdrs(img, len, &nph);
+	for (unsigned i = 0; ph && i < nph; i++) {
+		if (ph[i].p_type != PT_GNU_EH_FRAME || ph[i].p_offset >= len ||
+		    len - ph[i].p_offset < 12)
+			continue;
+		/* version, eh_frame_ptr_enc, fde_count_enc (udata4), table_enc, eh_frame_ptr
+		 * (4 bytes in practice), fde_count */
+		const uint8_t *h = (const uint8_t *)img + ph[i].p_offset;
+		if (h[0] == 1 && h[1] == 0x1b && h[2] == 0x03) {
+			uint32_t n;
+			memcpy(&n, h + 8, 4);
+			return n;
+		}
 	}
-	size_t len = (size_t)sb->st_size;
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-	if (m == MAP_FAILED)
-		return NULL;
-	Elf64_Ehdr *eh = m;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) {
-		munmap(m, len);
-		return NULL;
-	}
-	eh->e_shoff = 0;
-	eh->e_shnum = 0;
-	eh->e_shstrndx = SHN_UNDEF;
-	image *im = &u->img[u->nimg++];
-	*im = (image){(uint64_t)sb->st_dev, (uint64_t)sb->st_ino, mt, len, m};
-	return im;
+	return 0;
 }
 
-static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-		    char **file_name, Elf **elfp)
+static bool has_eh_frame(const void *img, size_t len)
 {
-	/* Regular files only: a FIFO or device named by a (fed, untrusted) mapping would block
-	 * or never end. */
-	if (!opening)
-		return -1;
-	int fd = open(modname, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -1;
-	struct stat sb;
-	const image *im = NULL;
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode))
-		im = image_of(opening->u, fd, &sb);
-	close(fd);
-	if (!im)
-		return -1;
-	Elf *e = elf_memory(im->map, im->len);
-	if (!e)
-		return -1;
-	*elfp = e;
-	size_t c = module_cost(im);
-	opening->bytes += c;
-	opening->u->bytes += c;
-	if (opening->u->bytes > opening->u->st.cache_bytes_peak)
-		opening->u->st.cache_bytes_peak = opening->u->bytes;
-	return -1; /* no descriptor: the image stays mapped in the unwinder */
-}
-
-static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-			  char **debuginfo_file_name)
-{
-	return -1; /* the binary's own tables only (see above) */
-}
-
-static const Dwfl_Callbacks dwfl_cbs = {
-	.find_elf = find_elf,
-	.find_debuginfo = find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-};
-
-static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
-{
-	return 0; /* threads are named by the caller (get_thread) */
-}
-
-static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
-{
-	*thread_argp = arg;
-	return true;
-}
-
-static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
-{
-	session *s = arg;
-	strobe_unwinder *u = s->u;
-	const strobe_unwind_sample *sm = u->cur;
-	uint64_t sp = sm->regs[7];
-	if (addr >= sp && addr - sp <= sm->stack_len && sm->stack_len - (addr - sp) >= 8) {
-		memcpy(result, sm->stack + (addr - sp), 8);
-		return true;
-	}
-	/* libdwfl takes a register it cannot read for an undefined one, and so a failed read for
-	 * the outermost frame: remember it, the walk did not really end. */
-	u->mem_fail = true;
-	/* Past the copy, on what is plausibly still the stack: the slice was too small. */
-	if (sm->stack_full && addr >= sp + sm->stack_len && addr - sp < (64u << 20))
-		u->truncated = true;
+	unsigned nph;
+	const Elf64_Phdr *ph = phdrs(img, len, &nph);
+	for (unsigned i = 0; ph && i < nph; i++)
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			return true;
 	return false;
 }
 
-static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+/* ---- the cache ------------------------------------------------------------------------------- */
+
+static void bin_drop(strobe_unwinder *u, bin *b)
 {
-	session *s = arg;
-	const uint64_t *r = s->u->cur->regs; /* AX BX CX DX SI DI BP SP IP R8..R15 */
-	/* DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
-	Dwarf_Word d[17] = {r[0], r[3], r[2], r[1], r[4], r[5], r[6], r[7],
-			    r[9], r[10], r[11], r[12], r[13], r[14], r[15], r[16], r[8]};
-	if (!dwfl_thread_state_registers(thread, 0, 17, d))
-		return false;
-	dwfl_thread_state_register_pc(thread, r[8]);
-	return true;
+	if (b->cfi)
+		dwarf_cfi_end(b->cfi);
+	if (b->elf)
+		elf_end(b->elf);
+	if (b->heap)
+		free(b->img);
+	else if (b->img)
+		munmap(b->img, b->len);
+	u->bytes -= b->bytes;
+	uint32_t gen = b->gen + 1;
+	memset(b, 0, sizeof(*b));
+	b->gen = gen;
 }
 
-static const Dwfl_Thread_Callbacks thread_cbs = {
-	.next_thread = next_thread,
-	.get_thread = get_thread,
-	.memory_read = memory_read,
-	.set_initial_registers = set_initial_registers,
-};
-
-/* ---- module layout --------------------------------------------------------------------------- */
-
-/* Reads the headers of a mapping's file once: the module's range in the process and the size of
- * nothing else (the tables themselves are read by libdw from the mapped file when used). */
-static const layout *layout_of(strobe_unwinder *u, const strobe_tracker *t, uint32_t id,
-			       const strobe_map *m)
+/* Drops least-recently-used entries, never one used by the unwind under way, until the
+ * estimate fits the budget. */
+static void evict(strobe_unwinder *u)
 {
+	while (u->bytes > u->budget) {
+		bin *victim = NULL;
+		for (uint32_t i = 0; i < u->nbins; i++) {
+			bin *b = &u->bins[i];
+			if (b->used && b->last_use < u->clock &&
+			    (!victim || b->last_use < victim->last_use))
+				victim = b;
+		}
+		if (!victim)
+			return;
+		bin_drop(u, victim);
+		u->st.evictions++;
+	}
+}
+
+static bin *bin_slot(strobe_unwinder *u)
+{
+	for (uint32_t i = 0; i < u->nbins; i++)
+		if (!u->bins[i].used)
+			return &u->bins[i];
+	if (u->nbins < MAX_BINS)
+		return &u->bins[u->nbins++];
+	return NULL;
+}
+
+/* Makes an entry of an image (taken over: freed or unmapped on failure): hides the section
+ * headers (see the top of the file) and opens the CFI. */
+static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const struct stat *sb)
+{
+	bin *b = bin_slot(u);
+	unsigned nph;
+	if (!b || !phdrs(img, len, &nph)) {
+		if (heap)
+			free(img);
+		else
+			munmap(img, len);
+		return NULL;
+	}
+	Elf64_Ehdr *eh = img;
+	eh->e_shoff = 0;
+	eh->e_shnum = 0;
+	eh->e_shstrndx = SHN_UNDEF;
+	b->used = true;
+	b->heap = heap;
+	b->img = img;
+	b->len = len;
+	b->id_len = (uint8_t)image_build_id(img, len, b->id);
+	if (sb) {
+		b->dev = (uint64_t)sb->st_dev;
+		b->ino = (uint64_t)sb->st_ino;
+		b->size = (uint64_t)sb->st_size;
+		b->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+	}
+	b->elf = elf_memory(img, len);
+	if (b->elf && has_eh_frame(img, len))
+		b->cfi = dwarf_getcfi_elf(b->elf);
+	b->bytes = BIN_COST + fde_count(img, len) * FDE_COST + (heap ? len : 0);
+	u->bytes += b->bytes;
+	if (u->bytes > u->st.cache_bytes_peak)
+		u->st.cache_bytes_peak = u->bytes;
+	u->st.misses++;
+	return b;
+}
+
+/* Maps the regular file at path (refusing FIFOs and devices a fed mapping could name) and makes
+ * its entry, unless the cache has it already under the same file identity. */
+static bin *bin_open(strobe_unwinder *u, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return NULL;
+	struct stat sb;
+	bin *b = NULL;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size < (off_t)sizeof(Elf64_Ehdr) ||
+	    sb.st_size > ((off_t)4 << 30))
+		goto out;
+	int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	for (uint32_t i = 0; i < u->nbins; i++) {
+		bin *c = &u->bins[i];
+		if (c->used && !c->heap && c->dev == (uint64_t)sb.st_dev &&
+		    c->ino == (uint64_t)sb.st_ino && c->mtime_ns == mt &&
+		    c->size == (uint64_t)sb.st_size) {
+			b = c;
+			u->st.hits++;
+			goto out;
+		}
+	}
+	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (m != MAP_FAILED)
+		b = bin_add(u, m, (size_t)sb.st_size, false, &sb);
+out:
+	close(fd);
+	return b;
+}
+
+/* Our own vDSO, copied (the kernel's image is the same in every process). */
+static bin *bin_vdso(strobe_unwinder *u)
+{
+	for (uint32_t i = 0; i < u->nbins; i++)
+		if (u->bins[i].used && u->bins[i].heap)
+			return &u->bins[i];
+	const uint8_t *v = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!v)
+		return NULL;
+	/* Its size: the end of whatever its headers describe (section headers come last). */
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phnum > 64 || eh->e_phentsize != sizeof(Elf64_Phdr))
+		return NULL;
+	size_t len = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(v + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_offset + ph[i].p_filesz > len)
+			len = ph[i].p_offset + ph[i].p_filesz;
+	if (len < sizeof(*eh) || len > (1u << 20))
+		return NULL;
+	void *img = malloc(len);
+	if (!img)
+		return NULL;
+	memcpy(img, v, len);
+	return bin_add(u, img, len, true, NULL);
+}
+
+/* Where an image sits in a process whose mapping m (of file offset pgoff) is its executable
+ * segment: the segment's file offset X is at m->start + X - pgoff, its ELF address is X -
+ * p_offset + p_vaddr. */
+static bool image_bias(const bin *b, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	unsigned nph;
+	const Elf64_Phdr *ph = phdrs(b->img, b->len, &nph);
+	for (unsigned i = 0; ph && i < nph; i++) {
+		uint64_t off0 = ph[i].p_offset & ~(uint64_t)4095;
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && pgoff >= off0 &&
+		    pgoff < ph[i].p_offset + ph[i].p_filesz) {
+			*bias = start - pgoff + ph[i].p_offset - ph[i].p_vaddr;
+			const Elf64_Ehdr *eh = b->img;
+			return eh->e_type != ET_EXEC || *bias == 0;
+		}
+	}
+	return false;
+}
+
+/* The entry of mapping id in process pid, resolved on first use and after its entry was
+ * dropped. NULL when the mapping has no usable binary (anonymous, unreadable, not ELF). */
+static bin *bin_for(strobe_unwinder *u, const strobe_tracker *t, int32_t pid, uint32_t id,
+		    uint64_t *bias)
+{
+	if (id <= STROBE_MAP_KERNEL)
+		return NULL;
 	if (id >= u->nlay) {
 		uint32_t nn = u->nlay ? u->nlay : 64;
 		while (nn <= id)
@@ -271,192 +356,408 @@ static const layout *layout_of(strobe_unwinder *u, const strobe_tracker *t, uint
 		u->nlay = nn;
 	}
 	layout *l = &u->lay[id];
-	if (l->state)
-		return l->state == 1 ? l : NULL;
+	if (l->state == 2)
+		return NULL;
+	if (l->state == 1) {
+		bin *b = &u->bins[l->slot];
+		if (b->used && b->gen == l->gen) {
+			u->st.hits++;
+			b->last_use = u->clock;
+			*bias = l->bias;
+			return b;
+		}
+	}
 	l->state = 2;
-	const char *path = strobe_tracker_str(t, m->path);
-	if (m->anon || !path || path[0] != '/' || strstr(path, " (deleted)"))
+	const strobe_map *m = strobe_tracker_map(t, id);
+	const char *path = m ? strobe_tracker_str(t, m->path) : NULL;
+	if (!m || m->anon || !path)
 		return NULL;
-	/* The ELF and program headers by pread: libelf would map the whole file (hundreds of MiB
-	 * for libLLVM), and unmapping it costs a TLB shootdown on every CPU. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
+	bin *b = NULL;
+	uint64_t pgoff = m->pgoff;
+	if (strcmp(path, "[vdso]") == 0) {
+		b = bin_vdso(u);
+		pgoff = 0;
+	} else if (path[0] == '/') {
+		/* The kernel's build ID finds the entry without opening anything. */
+		for (uint32_t i = 0; m->build_id_len && i < u->nbins && !b; i++)
+			if (u->bins[i].used && u->bins[i].id_len == m->build_id_len &&
+			    memcmp(u->bins[i].id, m->build_id, m->build_id_len) == 0)
+				b = &u->bins[i];
+		if (b)
+			u->st.hits++;
+		else if (!strstr(path, " (deleted)"))
+			b = bin_open(u, path);
+		/* The file at that path is not (or no longer) the one mapped: the process's own
+		 * view of it, while it lives. */
+		if ((!b || (m->build_id_len && b->id_len &&
+			    (b->id_len != m->build_id_len ||
+			     memcmp(b->id, m->build_id, b->id_len) != 0))) &&
+		    t->proc_root && pid > 0) {
+			char mf[128];
+			snprintf(mf, sizeof(mf), "%s/%d/map_files/%llx-%llx", t->proc_root, (int)pid,
+				 (unsigned long long)m->start, (unsigned long long)m->end);
+			b = bin_open(u, mf);
+		}
+		if (b && m->build_id_len && b->id_len &&
+		    (b->id_len != m->build_id_len || memcmp(b->id, m->build_id, b->id_len) != 0))
+			b = NULL;
+	}
+	if (!b || !image_bias(b, m->start, pgoff, &l->bias))
 		return NULL;
-	struct stat sb;
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph[64];
-	size_t phsz = 0;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-	    pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    (eh.e_type != ET_DYN && eh.e_type != ET_EXEC) || eh.e_phentsize != sizeof(Elf64_Phdr) ||
-	    eh.e_phnum == 0 || eh.e_phnum > 64)
-		goto out;
-	phsz = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-	if (pread(fd, ph, phsz, (off_t)eh.e_phoff) != (ssize_t)phsz)
-		goto out;
-	uint64_t first = 0, hi = 0, bias = 0;
-	bool have_first = false, have_bias = false;
-	for (size_t i = 0; i < eh.e_phnum; i++) {
-		if (ph[i].p_type != PT_LOAD)
-			continue;
-		uint64_t align = ph[i].p_align ? ph[i].p_align : 1;
-		if (!have_first) {
-			first = ph[i].p_vaddr & -align;
-			have_first = true;
+	l->state = 1;
+	l->slot = (uint32_t)(b - u->bins);
+	l->gen = b->gen;
+	b->last_use = u->clock;
+	*bias = l->bias;
+	return b;
+}
+
+/* ---- the walk -------------------------------------------------------------------------------- */
+
+typedef struct walk {
+	strobe_unwinder *u;
+	const strobe_unwind_sample *sm;
+	const char *proc_root; /* NULL: records only, the process is not there to read */
+	uint64_t r[NREG];
+	uint32_t valid;  /* bit per register of r */
+	bool truncated;  /* a read went past the end of a full slice */
+	uint64_t ra_slot; /* where the last return address read from the copy was */
+	/* The frame being stepped: its binary's tables, and its CFA rule when it is the stack
+	 * pointer plus a constant (the frame's size). */
+	Dwarf_CFI *cur_cfi;
+	uint64_t cur_bias, cfa_off;
+	bool cfa_sp;
+	int memfd;       /* /proc/PID/mem: -1 not opened yet, -2 not usable */
+	size_t ext_len;  /* bytes of u->ext valid, from the end of the copy up */
+} walk;
+
+/*
+ * Reads more of the stack from the process itself, from the end of the copy up to past `need`:
+ * the frames far from the leaf (the callers of a deep stack) are the ones least likely to have
+ * changed since the sample, as the thread has not returned into them. Accepted only when the
+ * last return address the walk read from the copy is still in the process, at the same place:
+ * had the thread returned past that frame's caller, the slot would hold another call's return
+ * address, or nothing; had it returned and called again from the same place, the callers above
+ * are the same ones. The frame being stepped (the one the slot returns into) may since have
+ * called another function from another call site: a return address there is accepted too when
+ * its tables give the same frame, CFA = stack pointer + the same size, in the same binary: the
+ * same function still running at the same place. (The frame's own locals change as it runs:
+ * comparing them would refuse most running threads.) Without such an address (one frame larger
+ * than the copy), the last EXT_CHECK bytes of the copy must be unchanged.
+ */
+/* Whether a CFA rule is the stack pointer plus a constant (libdw gives it as DW_OP_bregx 7). */
+static bool cfa_sp_plus(const Dwarf_Op *ops, size_t nops, uint64_t *off)
+{
+	if (nops != 1)
+		return false;
+	if (ops[0].atom == DW_OP_bregx && ops[0].number == R_SP)
+		*off = ops[0].number2;
+	else if (ops[0].atom == DW_OP_breg7)
+		*off = ops[0].number;
+	else
+		return false;
+	return true;
+}
+
+static bool same_frame(const walk *w, uint64_t ra)
+{
+	Dwarf_Frame *g;
+	Dwarf_Op *ops;
+	size_t nops;
+	if (!w->cur_cfi || !w->cfa_sp || ra - 1 < w->cur_bias ||
+	    dwarf_cfi_addrframe(w->cur_cfi, ra - 1 - w->cur_bias, &g) != 0)
+		return false;
+	uint64_t off;
+	bool same = dwarf_frame_cfa(g, &ops, &nops) == 0 && cfa_sp_plus(ops, nops, &off) &&
+		    off == w->cfa_off;
+	free(g);
+	return same;
+}
+
+static bool extend(walk *w, uint64_t need)
+{
+	const strobe_unwind_sample *sm = w->sm;
+	uint64_t end = sm->regs[7] + sm->stack_len;
+	if (w->memfd == -2 || !w->proc_root || sm->stack_len < EXT_CHECK || need - end >= EXT_MAX)
+		return false;
+	if (w->memfd == -1) {
+		char path[64];
+		uint8_t now[EXT_CHECK];
+		uint64_t at = w->ra_slot ? w->ra_slot : end - EXT_CHECK;
+		size_t len = w->ra_slot ? 8 : EXT_CHECK;
+		snprintf(path, sizeof(path), "%s/%d/mem", w->proc_root, (int)sm->pid);
+		w->memfd = -2;
+		if (!w->u->ext && !(w->u->ext = malloc(EXT_MAX)))
+			return false;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		bool same = pread(fd, now, len, (off_t)at) == (ssize_t)len;
+		if (same && memcmp(now, sm->stack + (at - sm->regs[7]), len) != 0) {
+			uint64_t ra;
+			memcpy(&ra, now, 8);
+			same = w->ra_slot && same_frame(w, ra);
 		}
-		if (ph[i].p_vaddr + ph[i].p_memsz > hi)
-			hi = ph[i].p_vaddr + ph[i].p_memsz;
-		/* The segment this mapping is: the one whose page-aligned file range holds
-		 * pgoff. Its file offset X sits at m->start + X - pgoff and at ELF address
-		 * X - p_offset + p_vaddr. */
-		uint64_t off0 = ph[i].p_offset & ~(uint64_t)4095;
-		if ((ph[i].p_flags & PF_X) && !have_bias && m->pgoff >= off0 &&
-		    m->pgoff < ph[i].p_offset + ph[i].p_filesz) {
-			bias = m->start - m->pgoff + ph[i].p_offset - ph[i].p_vaddr;
-			have_bias = true;
+		if (!same) {
+			w->u->st.ext_changed++;
+			close(fd);
+			return false;
 		}
+		w->memfd = fd;
+		w->u->st.extended++;
 	}
-	if (!have_first || !have_bias || (eh.e_type == ET_EXEC && bias != 0))
-		goto out;
-	l->start = bias + first;
-	l->end = bias + hi;
-	l->state = l->end > l->start ? 1 : 2;
-out:
-	close(fd);
-	return l->state == 1 ? l : NULL;
+	size_t want = (size_t)(need - end) + EXT_CHUNK;
+	want = want > EXT_MAX ? EXT_MAX : want & ~(size_t)(EXT_CHUNK - 1);
+	while (w->ext_len < want) {
+		ssize_t got = pread(w->memfd, w->u->ext + w->ext_len, want - w->ext_len,
+				    (off_t)(end + w->ext_len));
+		if (got <= 0)
+			break; /* the top of the stack's mapping */
+		w->ext_len += (size_t)got;
+	}
+	return need - end < w->ext_len;
 }
 
-/* ---- sessions -------------------------------------------------------------------------------- */
-
-/* A signature of the file mappings of p: anonymous (JIT) code comes and goes without
- * changing the modules. */
-static uint64_t maps_signature(const strobe_tracker *t, const strobe_proc *p)
+static bool mem_read(walk *w, uint64_t addr, uint64_t *out)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull;
-	for (uint32_t i = 0; i < p->nvma; i++) {
-		const strobe_map *m = strobe_tracker_map(t, p->vma[i].map);
-		if (!m || m->anon)
+	uint64_t sp = w->sm->regs[7], len = w->sm->stack_len;
+	if (addr >= sp && addr - sp <= len && len - (addr - sp) >= 8) {
+		memcpy(out, w->sm->stack + (addr - sp), 8);
+		return true;
+	}
+	/* At or past the end of the copy, on what is plausibly still the stack: the slice was too
+	 * small. */
+	if (w->sm->stack_full && addr >= sp && addr - sp < (64u << 20) && addr - sp + 8 > len) {
+		/* (A word straddling the end does not happen on an aligned stack.) */
+		if (addr >= sp + len && extend(w, addr + 8)) {
+			memcpy(out, w->u->ext + (addr - sp - len), 8);
+			return true;
+		}
+		w->truncated = true;
+	}
+	return false;
+}
+
+/* Evaluates a CFI expression (libdw's rules come as DWARF expressions; those of offset and
+ * register rules are built by libdw, those of expression rules are the binary's, with the CFA
+ * pushed by a leading DW_OP_call_frame_cfa). *value: the result is a value rather than the
+ * address of one. */
+static bool eval(walk *w, const Dwarf_Op *ops, size_t nops, uint64_t cfa, uint64_t *res,
+		 bool *value)
+{
+	uint64_t st[32];
+	unsigned n = 0;
+	*value = false;
+#define NEED(k)                                                                                   \
+	do {                                                                                      \
+		if (n < (k))                                                                      \
+			return false;                                                             \
+	} while (0)
+#define PUSH(v)                                                                                   \
+	do {                                                                                      \
+		if (n >= 32)                                                                      \
+			return false;                                                             \
+		uint64_t v_ = (v);                                                                \
+		st[n++] = v_;                                                                     \
+	} while (0)
+	for (size_t i = 0; i < nops; i++) {
+		uint8_t a = ops[i].atom;
+		uint64_t x, y;
+		if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+			PUSH((uint64_t)(a - DW_OP_lit0));
 			continue;
-		h = (h ^ p->vma[i].start) * 0x100000001b3ull;
-		h = (h ^ p->vma[i].end) * 0x100000001b3ull;
-		h = (h ^ p->vma[i].map) * 0x100000001b3ull;
-	}
-	return h;
-}
-
-static void session_drop(strobe_unwinder *u, uint32_t i)
-{
-	session *s = u->ss[i];
-	if (s->dwfl)
-		dwfl_end(s->dwfl);
-	u->bytes -= s->bytes;
-	free(s);
-	u->ss[i] = u->ss[--u->nss];
-}
-
-/* Evicts least-recently-used sessions (never `keep`) until the estimate fits the budget. */
-static void evict(strobe_unwinder *u, const session *keep)
-{
-	while (u->bytes > u->budget || u->nss >= MAX_SESSIONS) {
-		uint32_t victim = UINT32_MAX;
-		for (uint32_t i = 0; i < u->nss; i++)
-			if (u->ss[i] != keep &&
-			    (victim == UINT32_MAX || u->ss[i]->last_use < u->ss[victim]->last_use))
-				victim = i;
-		if (victim == UINT32_MAX)
-			return;
-		session_drop(u, victim);
-		u->st.sessions_evicted++;
-	}
-}
-
-/* Reports the process's file mappings as the session's modules. The Dwfl is created and
- * attached once; later reports (the mappings changed: dlopen, exec) go through
- * dwfl_report_begin/end, which keeps the modules reported again unchanged - their open ELF
- * and decoded tables - and drops the others. */
-static int session_build(strobe_unwinder *u, session *s, const strobe_tracker *t,
-			 const strobe_proc *p)
-{
-	if (!s->dwfl) {
-		s->dwfl = dwfl_begin(&dwfl_cbs);
-		if (!s->dwfl)
-			return -ENOMEM;
-		u->bytes += SESSION_COST;
-		s->bytes += SESSION_COST;
-	}
-	u->st.sessions_built++;
-	dwfl_report_begin(s->dwfl);
-	unsigned mods = 0;
-	uint32_t last = 0;
-	for (uint32_t i = 0; i < p->nvma; i++) {
-		uint32_t id = p->vma[i].map;
-		if (id == last || id <= STROBE_MAP_KERNEL)
-			continue; /* one module per file even where it has several ranges */
-		last = id;
-		const strobe_map *m = strobe_tracker_map(t, id);
-		const layout *l = m ? layout_of(u, t, id, m) : NULL;
-		if (!l)
+		}
+		if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+			unsigned r = a - DW_OP_breg0;
+			if (r >= NREG || !(w->valid & (1u << r)))
+				return false;
+			PUSH(w->r[r] + ops[i].number);
 			continue;
-		/* The name is the path: find_elf opens it. Overlaps (a file mapped twice)
-		 * are refused by libdwfl; the first one stays. */
-		if (dwfl_report_module(s->dwfl, strobe_tracker_str(t, m->path), l->start, l->end))
-			mods++;
-	}
-	dwfl_report_end(s->dwfl, NULL, NULL);
-	if (mods && !s->usable && dwfl_attach_state(s->dwfl, u->arch, p->pid, &thread_cbs, s))
-		s->usable = true;
-	return 0;
-}
-
-static session *session_for(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p)
-{
-	uint64_t sig = maps_signature(t, p);
-	session *s = NULL;
-	for (uint32_t i = 0; i < u->nss; i++)
-		if (u->ss[i]->pid == p->pid) {
-			s = u->ss[i];
+		}
+		if (a >= DW_OP_reg0 && a <= DW_OP_reg31) { /* the value is in the register */
+			unsigned r = a - DW_OP_reg0;
+			if (r >= NREG || !(w->valid & (1u << r)) || i + 1 != nops)
+				return false;
+			*res = w->r[r];
+			*value = true;
+			return true;
+		}
+		switch (a) {
+		case DW_OP_bregx:
+			if (ops[i].number >= NREG || !(w->valid & (1u << ops[i].number)))
+				return false;
+			PUSH(w->r[ops[i].number] + ops[i].number2);
 			break;
+		case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+		case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+		case DW_OP_constu: case DW_OP_consts: case DW_OP_addr:
+			PUSH(ops[i].number);
+			break;
+		case DW_OP_call_frame_cfa:
+			PUSH(cfa);
+			break;
+		case DW_OP_dup:
+			NEED(1);
+			PUSH(st[n - 1]);
+			break;
+		case DW_OP_over:
+			NEED(2);
+			PUSH(st[n - 2]);
+			break;
+		case DW_OP_drop:
+			NEED(1);
+			n--;
+			break;
+		case DW_OP_swap:
+			NEED(2);
+			x = st[n - 1], st[n - 1] = st[n - 2], st[n - 2] = x;
+			break;
+		case DW_OP_deref:
+			NEED(1);
+			if (!mem_read(w, st[n - 1], &st[n - 1]))
+				return false;
+			break;
+		case DW_OP_plus_uconst:
+			NEED(1);
+			st[n - 1] += ops[i].number;
+			break;
+		case DW_OP_neg:
+			NEED(1);
+			st[n - 1] = -st[n - 1];
+			break;
+		case DW_OP_not:
+			NEED(1);
+			st[n - 1] = ~st[n - 1];
+			break;
+		case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or: case DW_OP_xor:
+		case DW_OP_mul: case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
+		case DW_OP_eq: case DW_OP_ne: case DW_OP_ge: case DW_OP_gt: case DW_OP_le:
+		case DW_OP_lt:
+			NEED(2);
+			y = st[--n];
+			x = st[n - 1];
+			switch (a) {
+			case DW_OP_plus: x += y; break;
+			case DW_OP_minus: x -= y; break;
+			case DW_OP_and: x &= y; break;
+			case DW_OP_or: x |= y; break;
+			case DW_OP_xor: x ^= y; break;
+			case DW_OP_mul: x *= y; break;
+			case DW_OP_shl: x = y < 64 ? x << y : 0; break;
+			case DW_OP_shr: x = y < 64 ? x >> y : 0; break;
+			case DW_OP_shra: x = (uint64_t)((int64_t)x >> (y < 64 ? y : 63)); break;
+			case DW_OP_eq: x = x == y; break;
+			case DW_OP_ne: x = x != y; break;
+			case DW_OP_ge: x = (int64_t)x >= (int64_t)y; break;
+			case DW_OP_gt: x = (int64_t)x > (int64_t)y; break;
+			case DW_OP_le: x = (int64_t)x <= (int64_t)y; break;
+			default: x = (int64_t)x < (int64_t)y; break;
+			}
+			st[n - 1] = x;
+			break;
+		case DW_OP_nop:
+			break;
+		case DW_OP_stack_value:
+			if (i + 1 != nops)
+				return false;
+			*value = true;
+			break;
+		default:
+			return false; /* not seen in CFI */
 		}
-	if (!s) {
-		if (u->nss == u->css) {
-			uint32_t nc = u->css ? u->css * 2 : 16;
-			session **n = realloc(u->ss, nc * sizeof(*n));
-			if (!n)
-				return NULL;
-			u->ss = n;
-			u->css = nc;
-		}
-		s = calloc(1, sizeof(*s));
-		if (!s)
-			return NULL;
-		s->pid = p->pid;
-		s->u = u;
-		s->sig = ~sig;
-		u->ss[u->nss++] = s;
 	}
-	s->last_use = ++u->clock;
-	if (s->sig != sig) {
-		s->sig = sig;
-		session_build(u, s, t, p);
-		evict(u, s);
-	}
-	return s;
+#undef NEED
+#undef PUSH
+	if (n == 0)
+		return false;
+	*res = st[n - 1];
+	return true;
 }
 
-static int frame_cb(Dwfl_Frame *state, void *arg)
+enum { STEP_OK, STEP_END, STEP_FAIL };
+
+/* One frame by the tables: the caller's registers in w from frame f's rules. */
+static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 {
-	strobe_unwinder *u = arg;
-	Dwarf_Addr pc;
-	bool act = false;
-	if (!dwfl_frame_pc(state, &pc, &act))
-		return DWARF_CB_ABORT;
-	if (u->n >= u->max)
-		return DWARF_CB_ABORT;
-	u->pcs[u->n] = pc;
-	u->act[u->n] = act;
-	u->n++;
-	return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+	Dwarf_Op *ops, mem[3];
+	size_t nops;
+	uint64_t cfa, v;
+	bool isval;
+	*signal = false;
+	int ra = dwarf_frame_info(f, NULL, NULL, signal);
+	if (ra != R_RA)
+		return STEP_FAIL;
+	if (dwarf_frame_cfa(f, &ops, &nops) != 0 || nops == 0 ||
+	    !eval(w, ops, nops, 0, &cfa, &isval))
+		return STEP_FAIL;
+	w->cfa_sp = cfa_sp_plus(ops, nops, &w->cfa_off);
+	/* The caller-saved registers are dead in the caller (the ABI): only the callee-saved ones
+	 * and the return address are recovered, all of them out of a signal frame. */
+	static const uint8_t callee[] = {3, R_BP, 12, 13, 14, 15, R_RA};
+	static const uint8_t all[] = {0, 1, 2, 3, 4, 5, R_BP, 8, 9, 10, 11, 12, 13, 14, 15, R_RA};
+	const uint8_t *regs = *signal ? all : callee;
+	size_t nr = *signal ? sizeof(all) : sizeof(callee);
+	uint64_t nv[NREG];
+	uint32_t nvalid = 0;
+	for (size_t i = 0; i < nr; i++) {
+		unsigned r = regs[i];
+		if (dwarf_frame_register(f, (int)r, mem, &ops, &nops) != 0)
+			continue;
+		if (nops == 0) {
+			if (ops == mem) { /* undefined */
+				if (r == R_RA)
+					return STEP_END;
+				continue;
+			}
+			if (w->valid & (1u << r)) { /* same value */
+				nv[r] = w->r[r];
+				nvalid |= 1u << r;
+			}
+			continue;
+		}
+		if (!eval(w, ops, nops, cfa, &v, &isval))
+			continue;
+		uint64_t slot = v;
+		if (!isval && !mem_read(w, v, &v))
+			continue;
+		if (r == R_RA && !isval && slot - w->sm->regs[7] < w->sm->stack_len)
+			w->ra_slot = slot;
+		nv[r] = v;
+		nvalid |= 1u << r;
+	}
+	if (!(nvalid & (1u << R_RA)))
+		return STEP_FAIL;
+	memcpy(w->r, nv, sizeof(nv));
+	w->valid = nvalid;
+	w->r[R_SP] = cfa; /* x86-64: the caller's stack pointer is the CFA */
+	w->valid |= 1u << R_SP;
+	return w->r[R_RA] == 0 ? STEP_END : STEP_OK;
+}
+
+/* One frame without a table: at a leaf of a binary's code (a PLT stub, entry code without CFI)
+ * the return address is at the stack pointer; elsewhere by the frame pointer. */
+static int step_nocfi(walk *w, bool leaf_of_file)
+{
+	uint64_t ra, bp;
+	uint64_t slot;
+	if (leaf_of_file) {
+		slot = w->r[R_SP];
+		if (!mem_read(w, slot, &ra))
+			return STEP_FAIL;
+		w->r[R_SP] += 8;
+	} else {
+		slot = w->r[R_BP] + 8;
+		if (!(w->valid & (1u << R_BP)) || w->r[R_BP] < w->r[R_SP] ||
+		    !mem_read(w, w->r[R_BP], &bp) || !mem_read(w, slot, &ra))
+			return STEP_FAIL;
+		w->r[R_SP] = w->r[R_BP] + 16;
+		w->r[R_BP] = bp;
+	}
+	if (slot - w->sm->regs[7] < w->sm->stack_len)
+		w->ra_slot = slot;
+	w->r[R_RA] = ra;
+	w->valid |= (1u << R_RA) | (1u << R_SP);
+	return ra == 0 ? STEP_FAIL : STEP_OK;
 }
 
 int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
@@ -464,28 +765,67 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		  unsigned *n)
 {
 	*n = 0;
-	session *s = session_for(u, t, p);
-	if (!s)
-		return -ENOMEM;
-	if (!s->usable)
-		return -ENOENT;
-	u->cur = sm;
-	u->pcs = pcs;
-	u->act = activation;
-	u->max = max;
-	u->n = 0;
-	u->truncated = u->mem_fail = false;
-	opening = s;
-	int rc = dwfl_getthread_frames(s->dwfl, sm->tid, frame_cb, u);
-	opening = NULL;
-	evict(u, s);
-	*n = u->n;
-	u->cur = NULL;
-	if (rc == 0 && !u->mem_fail)
-		return STROBE_UNWIND_COMPLETE;
-	if (u->n >= max)
+	if (max == 0)
 		return STROBE_UNWIND_FULL;
-	return u->truncated ? STROBE_UNWIND_TRUNCATED : STROBE_UNWIND_STOPPED;
+	u->clock++;
+	const uint64_t *r = sm->regs; /* perf order: AX BX CX DX SI DI BP SP IP R8..R15 */
+	walk w = {.u = u,
+		  .sm = sm,
+		  .proc_root = t->proc_root,
+		  .memfd = -1,
+		  .r = {r[0], r[3], r[2], r[1], r[4], r[5], r[6], r[7], r[9], r[10], r[11], r[12],
+			r[13], r[14], r[15], r[16], r[8]},
+		  .valid = (1u << NREG) - 1};
+	bool act = true, leaf_known = false;
+	int rc = STROBE_UNWIND_STOPPED;
+	for (;;) {
+		uint64_t pc = w.r[R_RA];
+		if (*n >= max) {
+			rc = STROBE_UNWIND_FULL;
+			break;
+		}
+		pcs[*n] = pc;
+		activation[*n] = act;
+		(*n)++;
+		/* A return address is looked up inside the call instruction before it. */
+		uint64_t at = act ? pc : pc - 1, bias = 0, sp = w.r[R_SP];
+		uint32_t id = strobe_tracker_find(p, at);
+		if (*n == 1)
+			leaf_known = id != STROBE_MAP_NONE;
+		bin *b = bin_for(u, t, p->pid, id, &bias);
+		Dwarf_Frame *f = NULL;
+		int step;
+		bool signal = false;
+		w.cur_cfi = NULL;
+		w.cfa_sp = false;
+		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0) {
+			w.cur_cfi = b->cfi;
+			w.cur_bias = bias;
+			step = step_cfi(&w, f, &signal);
+			free(f);
+		} else {
+			step = step_nocfi(&w, *n == 1 && b && b->cfi);
+		}
+		if (step == STEP_END) {
+			rc = STROBE_UNWIND_COMPLETE;
+			break;
+		}
+		/* The stack grows down: a caller's frame is above its callee's (a signal frame
+		 * may come from another stack: reads outside the copy stop it). */
+		if (step == STEP_FAIL || (!signal && w.r[R_SP] <= sp)) {
+			rc = w.truncated ? STROBE_UNWIND_TRUNCATED : STROBE_UNWIND_STOPPED;
+			break;
+		}
+		act = signal;
+	}
+	if (w.memfd >= 0)
+		close(w.memfd);
+	evict(u);
+	if (*n == 1 && !leaf_known && rc != STROBE_UNWIND_COMPLETE) {
+		*n = 0; /* the leaf is in no mapping known and nothing came of it */
+		return -ENOENT;
+	}
+	return rc;
 }
 
 strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
@@ -493,23 +833,13 @@ strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
 	strobe_unwinder *u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
-	u->budget = cache_bytes ? cache_bytes : (size_t)64 << 20;
-	elf_version(EV_CURRENT);
-	Elf64_Ehdr *h = &u->arch_hdr;
-	memcpy(h->e_ident, ELFMAG, SELFMAG);
-	h->e_ident[EI_CLASS] = ELFCLASS64;
-	h->e_ident[EI_DATA] = ELFDATA2LSB;
-	h->e_ident[EI_VERSION] = EV_CURRENT;
-	h->e_type = ET_EXEC;
-	h->e_machine = EM_X86_64;
-	h->e_version = EV_CURRENT;
-	h->e_ehsize = sizeof(*h);
-	u->arch = elf_memory((char *)h, sizeof(*h));
-	if (!u->arch) {
+	u->bins = calloc(MAX_BINS, sizeof(*u->bins));
+	if (!u->bins) {
 		free(u);
-		errno = EINVAL;
 		return NULL;
 	}
+	u->budget = cache_bytes ? cache_bytes : (size_t)64 << 20;
+	elf_version(EV_CURRENT);
 	return u;
 }
 
@@ -517,29 +847,20 @@ void strobe_unwinder_free(strobe_unwinder *u)
 {
 	if (!u)
 		return;
-	while (u->nss)
-		session_drop(u, u->nss - 1);
-	free(u->ss);
+	for (uint32_t i = 0; i < u->nbins; i++)
+		if (u->bins[i].used)
+			bin_drop(u, &u->bins[i]);
+	free(u->bins);
 	free(u->lay);
-	for (uint32_t i = 0; i < u->nimg; i++)
-		munmap(u->img[i].map, u->img[i].len);
-	free(u->img);
-	elf_end(u->arch);
+	free(u->ext);
 	free(u);
-}
-
-void strobe_unwind_forget(strobe_unwinder *u, int32_t pid)
-{
-	for (uint32_t i = 0; i < u->nss; i++)
-		if (u->ss[i]->pid == pid) {
-			session_drop(u, i);
-			return;
-		}
 }
 
 void strobe_unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st)
 {
 	*st = u->st;
-	st->sessions = u->nss;
 	st->cache_bytes = u->bytes;
+	st->binaries = 0;
+	for (uint32_t i = 0; i < u->nbins; i++)
+		st->binaries += u->bins[i].used;
 }

@@ -2,20 +2,18 @@
 /*
  * The user-stack unwinder: turns the registers and the copy of the user stack that the kernel
  * attaches to a sample (PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER) into the list of return
- * addresses, with the unwind tables (.eh_frame, or .debug_frame in the binary itself) of the
- * modules the process has mapped. Private to agent/.
+ * addresses, with the unwind tables (.eh_frame through .eh_frame_hdr) of the modules the process
+ * has mapped. Private to agent/.
  *
- * Driven by elfutils libdwfl, the way perf's unwind-libdw.c does it: one Dwfl per process,
- * modules reported from the tracker's executable mappings, dwfl_attach_state with callbacks that
- * read memory from the stack copy and hand over the sampled registers, dwfl_getthread_frames.
- * Unlike perf, the Dwfl of a process is kept between samples (attached once, the callbacks
- * read the current sample through the session), so a binary's tables are opened once per
- * process and the FDEs libdw decodes stay cached. Sessions are rebuilt when the process's
- * mappings change and evicted least-recently-used beyond a memory budget.
- *
- * For frames whose code has no unwind table (JIT code, a module that cannot be opened), libdwfl
- * on x86-64 falls back to the frame-pointer chain (its backend's unwind hook), so one walk is
- * already the per-frame hybrid of tables where they exist and frame pointers where not.
+ * The tables of a binary are parsed once per unwinder, whichever processes map it: a cache of
+ * elfutils libdw Dwarf_CFI handles keyed by the binary's build ID (dev/inode/mtime/size where it
+ * has none), least-recently-used beyond a byte budget. libdw interprets the CFI (the rules at an
+ * address: dwarf_cfi_addrframe, dwarf_frame_cfa, dwarf_frame_register); the walk itself - the
+ * x86-64 register set carried from frame to frame, the few DWARF expression operators CFI uses,
+ * reading the stack copy (and, past its end, the live process's stack, when what the copy ends
+ * with is still in place there), the stop conditions - is ours (unwind.c), so nothing is kept
+ * per process but the tracker's mappings. Where a frame's code has no table (JIT code, a binary
+ * without .eh_frame such as Go's) the walk follows the frame pointer for that frame.
  */
 #ifndef STROBE_AGENT_UNWIND_H
 #define STROBE_AGENT_UNWIND_H
@@ -33,8 +31,8 @@
 
 typedef struct strobe_unwinder strobe_unwinder;
 
-/* cache_bytes: budget for the per-process sessions (an estimate: the unwind sections of every
- * module reported plus a fixed cost per session and module); 0 = 64 MiB. NULL + errno. */
+/* cache_bytes: budget of the table cache (an estimate of what each binary's parsed tables hold,
+ * see unwind.c); 0 = 64 MiB. NULL + errno. */
 strobe_unwinder *strobe_unwinder_new(size_t cache_bytes);
 void strobe_unwinder_free(strobe_unwinder *u);
 
@@ -58,19 +56,20 @@ typedef struct strobe_unwind_sample {
  * Unwinds one sample of process p (its mappings from tracker t). Writes up to max program
  * counters, leaf first, into pcs, and for each whether it is an activation (the leaf, or the
  * frame interrupted by a signal) rather than a return address. Returns STROBE_UNWIND_* with *n
- * set (possibly 0), or -errno (no usable module, out of memory).
+ * set (possibly 0), or -errno (-ENOENT: the leaf is in no known mapping).
  */
 int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
 		  const strobe_unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
 		  unsigned *n);
 
-/* Drops the session of a process (it exited). */
-void strobe_unwind_forget(strobe_unwinder *u, int32_t pid);
-
 typedef struct strobe_unwind_stats {
-	uint64_t sessions_built, sessions_evicted;
-	uint32_t sessions;      /* held now */
-	size_t cache_bytes;     /* the estimate the budget applies to, now */
+	uint64_t hits;      /* a frame's binary found parsed in the cache */
+	uint64_t misses;    /* ... parsed for it (opened, tables located) */
+	uint64_t evictions; /* binaries dropped to keep the estimate under the budget */
+	uint64_t extended;     /* unwinds that read the stack beyond the copy from the process */
+	uint64_t ext_changed;  /* ... refused: the end of the copy had changed in the process */
+	uint32_t binaries;  /* held now */
+	size_t cache_bytes;      /* the estimate the budget applies to, now */
 	size_t cache_bytes_peak; /* its highest value */
 } strobe_unwind_stats;
 void strobe_unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st);

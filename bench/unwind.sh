@@ -18,7 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-strobe=$root/build/strobe
+strobe=${STROBE:-$root/build/strobe}
+before=${STROBE_BEFORE:-}  # another build of strobe, run as one more mode (strobe-auto-before)
 cpu_work=$root/build/bench/cpu_work
 results=${1:-/dev/stdout}
 note() { echo "bench: $*" >&2; }
@@ -38,6 +39,7 @@ recorder() { # MODE SECONDS
   case $1 in
     strobe-fp) echo "$strobe record -a -F 99 --call-graph fp -d $2 -o $work/s.pb.gz" ;;
     strobe-auto) echo "$strobe record -a -F 99 --call-graph auto -d $2 -o $work/s.pb.gz" ;;
+    strobe-auto-before) echo "$before record -a -F 99 --call-graph auto -d $2 -o $work/s.pb.gz" ;;
     perf-dwarf) echo "perf record -B -a -F 99 -e cpu-clock --call-graph dwarf -o $work/p.data -- sleep $2" ;;
   esac
 }
@@ -62,7 +64,7 @@ one() { # MODE: a row "mode ops/s ops/cpu-s recorder_cpu_share p50 p99 cache los
   fi
   if [ -n "$rec" ]; then
     wait "$rec" || { note "$mode failed:"; cat "$work/err" >&2; exit 1; }
-    if [ "$mode" = strobe-auto ]; then
+    if [ "${mode#strobe-auto}" != "$mode" ]; then
       read -r p50 p99 cache < <(sed -n 's/.*unwind-ns p50 \([0-9]*\) p99 \([0-9]*\) cache \([0-9]*\) bytes.*/\1 \2 \3/p' "$work/err")
     fi
     case $mode in
@@ -73,7 +75,8 @@ one() { # MODE: a row "mode ops/s ops/cpu-s recorder_cpu_share p50 p99 cache los
   note "$mode: $out ops/s, ops/cpu-s; recorder $steady CPU s/s; unwind p50 $p50 p99 $p99 ns; cache $cache; lost $lost"
   echo "$mode $out $steady ${p50:--} ${p99:--} ${cache:--} ${lost:--}" >> "$work/rows"
 }
-modes=(base strobe-fp strobe-auto); [ $have_perf = 1 ] && modes+=(perf-dwarf)
+modes=(base strobe-fp strobe-auto); [ -n "$before" ] && modes+=(strobe-auto-before)
+[ $have_perf = 1 ] && modes+=(perf-dwarf)
 n=${#modes[@]}
 for ((r = 0; r < rounds; r++)); do
   note "round $((r + 1))/$rounds"
@@ -95,7 +98,8 @@ est() { # MODE: loss per CPU-second + the recorder's own share of the CPUs
   for m in "${modes[@]}"; do
     label=$m
     case $m in base) label="none (alone)";; strobe-fp) label="\`strobe record --call-graph fp\`";;
-      strobe-auto) label="\`strobe record --call-graph auto\`";; perf-dwarf) label="\`perf record --call-graph dwarf\`";; esac
+      strobe-auto) label="\`strobe record --call-graph auto\`";;
+      strobe-auto-before) label="\`strobe record --call-graph auto\` (before: \`$(basename "$before")\`)";; perf-dwarf) label="\`perf record --call-graph dwarf\`";; esac
     lw=-; lc=-; e=-
     [ "$m" != base ] && { lw="$(loss "$(med "$m" 2)" "$(med base 2)") %"; lc="$(loss "$(med "$m" 3)" "$(med base 3)") %"; e="$(est "$m") %"; }
     echo "| $label | $(med "$m" 2) | $lw | $(med "$m" 3) | $lc | $(med "$m" 4) | $e | $(awk -v m="$m" '$1 == m {print $8}' "$work/rows" | sort -g | tail -1) |"
@@ -104,4 +108,8 @@ est() { # MODE: loss per CPU-second + the recorder's own share of the CPUs
   echo "Unwinder (auto runs, medians of the runs): p50 $(med strobe-auto 5) ns, p99 $(med strobe-auto 6) ns"
   echo "per unwind (clock_gettime around each call; 1/8-octave buckets); cache estimate at its peak"
   echo "$(awk -v b="$(med strobe-auto 7)" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }') (bound: \`--unwind-cache\`, 64 MiB by default)."
+  if [ -n "$before" ]; then
+    echo "The build before (\`$(basename "$before")\`), same rounds: p50 $(med strobe-auto-before 5) ns, p99"
+    echo "$(med strobe-auto-before 6) ns, cache estimate at its peak $(awk -v b="$(med strobe-auto-before 7)" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }')."
+  fi
 } >> "$results"

@@ -53,8 +53,9 @@ static const char usage_text[] =
 	"  --call-graph MODE      how user stacks are walked: fp (frame pointers, by the kernel),\n"
 	"                         dwarf (a copy of the stack unwound with the binaries' unwind\n"
 	"                         tables), auto (dwarf completed by frame pointers; default)\n"
-	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default 8192)\n"
-	"  --unwind-cache MIB     memory budget of the unwinder's caches (default 64)\n"
+	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default\n"
+	"                         16384 on-CPU, 8192 at switch-outs)\n"
+	"  --unwind-cache MIB     memory budget of the unwind-table cache (default 64)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
 	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
@@ -508,10 +509,14 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "strobe record: unwound %" PRIu64 " complete %" PRIu64
 					" truncated %" PRIu64 " failed %" PRIu64 " fp-spliced %" PRIu64
 					" fp-kept %" PRIu64 " unwind-ns p50 %" PRIu64 " p99 %" PRIu64
-					" cache %" PRIu64 " bytes\n",
+					" cache %" PRIu64 " bytes hits %" PRIu64 " misses %" PRIu64
+					" evictions %" PRIu64 " extended %" PRIu64
+					" ext-changed %" PRIu64 "\n",
 				st.unwound, st.unwind_complete, st.unwind_truncated, st.unwind_failed,
 				st.unwind_fp_spliced, st.unwind_fp_kept, st.unwind_ns_p50,
-				st.unwind_ns_p99, st.unwind_cache_bytes);
+				st.unwind_ns_p99, st.unwind_cache_bytes, st.unwind_cache_hits,
+				st.unwind_cache_misses, st.unwind_cache_evictions,
+				st.unwind_extended, st.unwind_ext_changed);
 		if (st.unwind_truncated)
 			fprintf(stderr, "strobe record: %" PRIu64 " stacks were deeper than the "
 					"copied slice (completed by frame pointers where possible): "

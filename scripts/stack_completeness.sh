@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # How many recorded stacks are complete: the share of on-CPU samples of user processes whose
 # outermost frame is a thread's true root (_start, __libc_start_main, __libc_start_call_main,
-# main, start_thread, clone, clone3). Frame-pointer unwinding through code built without frame
+# main, start_thread, clone, clone3; and _dl_start_user, the dynamic loader's entry code after
+# its _start, which runs the libraries' initializers before the program's _start). Frame-pointer unwinding through code built without frame
 # pointers (Debian's glibc and most of its libraries) loses the frames above the first such
 # function, and the stack then starts somewhere in the middle.
 #
@@ -22,10 +23,13 @@ shift || true
 [ "${1:-}" = "--" ] && shift
 strobe=${STROBE:-build/strobe}
 work=$(mktemp -d)
+# KEEP=DIR keeps the folded profiles and logs there, to look at the incomplete stacks.
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 
 busy() {
-  local end=$((SECONDS + secs + 2))
+  # the whole run: every mode one after the other (perf script takes as long again)
+  local n; n=$(echo ${MODES:-strobe:fp strobe:dwarf strobe:auto perf:fp perf:dwarf} | wc -w)
+  local end=$((SECONDS + (secs + 6) * n * 2 + 2))
   printf 'int main(void){return 0;}\n' > "$work/t.c"
   while [ $SECONDS -lt $end ]; do
     head -c 5000000 /dev/urandom | gzip -6 | gzip -dc | sha256sum > /dev/null
@@ -64,7 +68,7 @@ summary() {
     for (i = 1; i <= length(h); i++) { c = index("0123456789abcdef", substr(h, i, 1)); v = v * 16 + c - 1 }
     return v }
   BEGIN { ne = split(entries, es, " "); for (i = 1; i <= ne; i++) { split(es[i], kv, "="); entry[kv[1]] = hex(kv[2]) }
-          split("_start __libc_start_main __libc_start_call_main main start_thread clone clone3", r, " ")
+          split("_start _dl_start_user __libc_start_main __libc_start_call_main main start_thread clone clone3", r, " ")
           for (i in r) root[r[i]] = 1
           split("kthread ret_from_fork ret_from_fork_asm secondary_startup_64 start_kernel cpu_startup_entry common_startup_64 x86_64_start_kernel", k, " ")
           for (i in k) kroot[k[i]] = 1 }
@@ -119,4 +123,5 @@ for m in $modes; do
   summary "$tool:$cg" "$out.folded"
   [ "$tool" = strobe ] && sed -n 's/^strobe record: \(unwound .*\)/                 (\1)/p' "$out.log"
 done
+if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.folded "$work"/*.log "$KEEP"/ 2>/dev/null || true; fi
 true

@@ -55,8 +55,9 @@ typedef struct strobe_sampler_opts {
 	 * auto copy stack_size bytes of the user stack and the registers with every sample (on-CPU
 	 * and switch-out) and unwind them with the binaries' unwind tables (x86-64 only). */
 	unsigned call_graph;
-	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 8192 */
-	size_t unwind_cache_bytes;  /* budget of the unwinder's per-process caches; 0 = 64 MiB */
+	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 16384 with on-CPU
+				       samples, 8192 with switch-outs */
+	size_t unwind_cache_bytes;  /* budget of the unwinder's table cache; 0 = 64 MiB */
 } strobe_sampler_opts;
 
 enum {
@@ -92,6 +93,12 @@ typedef struct strobe_sampler_stats {
 	uint64_t unwind_fp_kept;    /* auto: the frame-pointer chain was longer and kept */
 	uint64_t unwind_ns_p50, unwind_ns_p99; /* time per unwind (approximate, 1/8 octave) */
 	uint64_t unwind_cache_bytes;           /* the unwinder's cache estimate, at its peak */
+	/* Its cache of parsed unwind tables, one entry per binary (build ID): frames whose binary
+	 * was found parsed, binaries parsed, binaries dropped for the budget. */
+	uint64_t unwind_cache_hits, unwind_cache_misses, unwind_cache_evictions;
+	/* Stacks deeper than the copy read on from the process (/proc/PID/mem), and those refused
+	 * because the end of the copy had changed there meanwhile. */
+	uint64_t unwind_extended, unwind_ext_changed;
 } strobe_sampler_stats;
 
 typedef struct strobe_sampler strobe_sampler;

@@ -5,6 +5,12 @@
  * calls deep, with an empty frame-pointer chain, must come out as the whole chain of calls
  * (named by the symbolizer), and a stack slice too small to reach them must be counted as
  * truncated. The sample carries no frame-pointer chain: only the unwinder can find the callers.
+ *
+ * Then the unwinder itself (agent/unwind.h) over a tracker built here: the table cache (a binary
+ * parsed once for two processes that map it, found by build ID for the second; eviction under a
+ * budget and the same stack after re-parsing), and the walk on synthetic stacks whose frames are
+ * known: a frame-pointer chain through JIT code (exact addresses, its end, a frame pointer that
+ * goes down, a slice too small), and a leaf in the vDSO, walked by the vDSO image's own CFI.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,10 +23,17 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <elf.h>
 #include <linux/perf_event.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
 
 #include "strobe/codec.h"
 #include "strobe/sampler.h"
+#include "strobe/symbolize.h"
+
+#include "../../agent/unwind.h"
 
 #if defined(__x86_64__)
 
@@ -250,11 +263,387 @@ static void test_truncated(void **state)
 	free(out);
 }
 
+/* ---- the unwinder directly --------------------------------------------------------------- */
+
+/* The tracker's mappings of pid: this process's executable file mappings, with none of their
+ * build IDs (as /proc/PID/maps gives them), or with the kernel's build ID of each (as MMAP2
+ * records carry them) under a path that does not exist here (as from another mount namespace):
+ * then only the build ID can find their tables. */
+static void track_self(strobe_tracker *t, int32_t pid, bool with_build_id)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+		int n = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &n) < 4 ||
+		    perms[2] != 'x')
+			continue;
+		char *path = line + n;
+		path[strcspn(path, "\n")] = 0;
+		if (path[0] != '/')
+			continue;
+		uint8_t id[STROBE_BUILD_ID_MAX];
+		int l = with_build_id ? strobe_elf_build_id(path, id, sizeof(id)) : 0;
+		char elsewhere[4200];
+		snprintf(elsewhere, sizeof(elsewhere), "/nonexistent%s", path);
+		assert_int_equal(strobe_tracker_mmap(t, pid, a, b - a, off, 0, 0, l > 0 ? id : NULL,
+						     (uint8_t)(l > 0 ? l : 0),
+						     with_build_id ? elsewhere : path), 0);
+	}
+	fclose(f);
+}
+
+static unsigned unwind_self(strobe_unwinder *u, strobe_tracker *t, int32_t pid, uint64_t *pcs,
+			    int *rc)
+{
+	bool act[128];
+	unsigned n = 0;
+	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = regs, .stack = stack_copy,
+				   .stack_len = stack_len};
+	const strobe_proc *p = strobe_tracker_proc(t, pid, false);
+	assert_non_null(p);
+	*rc = strobe_unwind(u, t, p, &sm, pcs, act, 128, &n);
+	assert_true(act[0]);
+	for (unsigned i = 1; i < n; i++)
+		assert_false(act[i]);
+	return n;
+}
+
+/* Two processes mapping the same binaries: parsed once. The second knows them by build ID only
+ * (its mappings are distinct tracker entries), so the cache is found by build ID. */
+static void test_cache_shared(void **state)
+{
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
+	level1();
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	track_self(&t, 100, false);
+	track_self(&t, -200, true); /* no such process: no /proc/PID/map_files either */
+	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_non_null(u);
+	uint64_t a[128], b[128];
+	int rc;
+	unsigned na = unwind_self(u, &t, 100, a, &rc);
+	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
+	assert_true(na >= 6); /* capture level3 level2 level1 test ... main libc _start */
+	assert_int_equal(a[0], regs[8]);
+	strobe_unwind_stats s1, s2;
+	strobe_unwind_get_stats(u, &s1);
+	assert_true(s1.misses >= 2); /* this binary and libc at least */
+	assert_int_equal(s1.binaries, s1.misses);
+	assert_int_equal(s1.evictions, 0);
+	unsigned nb = unwind_self(u, &t, -200, b, &rc);
+	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
+	assert_int_equal(nb, na);
+	assert_memory_equal(a, b, na * sizeof(a[0]));
+	strobe_unwind_get_stats(u, &s2);
+	assert_int_equal(s2.misses, s1.misses); /* nothing parsed again */
+	assert_true(s2.hits >= s1.hits + nb - 1);
+	assert_int_equal(s2.binaries, s1.binaries);
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
+
+/* A synthetic JIT stack (anonymous code, no tables): frames by the frame-pointer chain. */
+#define JIT 0x10000000ull
+static uint64_t syn_regs[17];
+static uint8_t syn_stack[512];
+static void syn_frame(uint64_t sp, unsigned off, uint64_t bp, uint64_t ra)
+{
+	(void)sp;
+	memcpy(syn_stack + off, &bp, 8);
+	memcpy(syn_stack + off + 8, &ra, 8);
+}
+
+static int syn_unwind(strobe_unwinder *u, strobe_tracker *t, size_t len, bool full, uint64_t *pcs,
+		      unsigned *n)
+{
+	bool act[16];
+	strobe_unwind_sample sm = {.pid = 300, .tid = 300, .regs = syn_regs, .stack = syn_stack,
+				   .stack_len = len, .stack_full = full};
+	return strobe_unwind(u, t, strobe_tracker_proc(t, 300, false), &sm, pcs, act, 16, n);
+}
+
+static void test_fp_chain(void **state)
+{
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(strobe_tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
+	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_non_null(u);
+	const uint64_t sp = 0x7ffd0000;
+	memset(syn_regs, 0, sizeof(syn_regs));
+	memset(syn_stack, 0, sizeof(syn_stack));
+	syn_regs[7] = sp;
+	syn_regs[8] = JIT + 0x100;
+	syn_regs[6] = sp + 32;
+	syn_frame(sp, 32, sp + 96, JIT + 0x200);
+	syn_frame(sp, 96, sp + 160, JIT + 0x300);
+	syn_frame(sp, 160, 0, 0); /* the end of the chain */
+	uint64_t pcs[16];
+	unsigned n;
+	int rc = syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
+	assert_int_equal(rc, STROBE_UNWIND_STOPPED);
+	assert_int_equal(n, 3);
+	assert_int_equal(pcs[0], JIT + 0x100);
+	assert_int_equal(pcs[1], JIT + 0x200);
+	assert_int_equal(pcs[2], JIT + 0x300);
+	/* A frame pointer that goes down the stack: the walk stops there. */
+	syn_frame(sp, 96, sp + 40, JIT + 0x300);
+	rc = syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
+	assert_int_equal(rc, STROBE_UNWIND_STOPPED);
+	assert_int_equal(n, 3);
+	/* The second frame record past the copied slice, which was full: truncated. */
+	syn_frame(sp, 96, sp + 160, JIT + 0x300);
+	rc = syn_unwind(u, &t, 64, true, pcs, &n);
+	assert_int_equal(rc, STROBE_UNWIND_TRUNCATED);
+	assert_int_equal(n, 2);
+	/* The same slice not full (the stack ends there): stopped, not truncated. */
+	rc = syn_unwind(u, &t, 64, false, pcs, &n);
+	assert_int_equal(rc, STROBE_UNWIND_STOPPED);
+	/* A leaf in no mapping at all: nothing to say. */
+	syn_regs[8] = 0x20000000;
+	syn_regs[6] = 0;
+	rc = syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
+	assert_int_equal(rc, -ENOENT);
+	assert_int_equal(n, 0);
+	strobe_unwind_stats st;
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.misses, 0); /* anonymous code: no binary */
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
+
+/* The budget: binaries not used by the current unwind are dropped beyond it, and an unwind
+ * after that parses them again and finds the same stack. */
+static void test_cache_budget(void **state)
+{
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
+	level1();
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	track_self(&t, 100, false);
+	assert_int_equal(strobe_tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
+	strobe_unwinder *u = strobe_unwinder_new(1); /* one byte: nothing fits */
+	assert_non_null(u);
+	uint64_t a[128], b[128];
+	int rc;
+	unsigned na = unwind_self(u, &t, 100, a, &rc);
+	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
+	strobe_unwind_stats s1, s2;
+	strobe_unwind_get_stats(u, &s1);
+	assert_true(s1.misses >= 2);
+	assert_int_equal(s1.evictions, 0); /* all in use by that unwind */
+	assert_true(s1.cache_bytes > 1);
+	/* An unwind that uses none of them (JIT code): they all go. */
+	memset(syn_regs, 0, sizeof(syn_regs));
+	syn_regs[7] = 0x7ffd0000;
+	syn_regs[8] = JIT + 0x100;
+	uint64_t pcs[16];
+	unsigned n;
+	syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
+	strobe_unwind_get_stats(u, &s2);
+	assert_int_equal(s2.evictions, s1.misses);
+	assert_int_equal(s2.binaries, 0);
+	assert_int_equal(s2.cache_bytes, 0);
+	assert_int_equal(s2.cache_bytes_peak, s1.cache_bytes_peak);
+	/* Parsed again: the same stack. */
+	unsigned nb = unwind_self(u, &t, 100, b, &rc);
+	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
+	assert_int_equal(nb, na);
+	assert_memory_equal(a, b, na * sizeof(a[0]));
+	strobe_unwind_get_stats(u, &s2);
+	assert_int_equal(s2.misses, 2 * s1.misses);
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
+
+/* A leaf at the first function of the vDSO (by its .eh_frame_hdr table), where nothing is pushed
+ * yet: only the vDSO's own CFI says that the return address is at the stack pointer (the frame
+ * pointer is 0, so no fallback could find it). */
+static void test_vdso(void **state)
+{
+	const uint8_t *v = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!v) {
+		skip();
+		return;
+	}
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(v + eh->e_phoff);
+	const uint8_t *hdr = NULL;
+	uint64_t size = 0;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			hdr = v + ph[i].p_vaddr;
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > size)
+			size = ph[i].p_vaddr + ph[i].p_memsz;
+	}
+	assert_non_null(hdr);
+	assert_int_equal(hdr[0], 1);
+	assert_int_equal(hdr[3], 0x3b); /* table: datarel sdata4 pairs */
+	int32_t loc;
+	memcpy(&loc, hdr + 12, 4);
+	uint64_t fn = (uint64_t)(uintptr_t)(hdr + loc);
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(strobe_tracker_mmap(&t, 300, (uint64_t)(uintptr_t)v, (size + 4095) & ~4095ull,
+					     0, 0, 0, NULL, 0, "[vdso]"), 0);
+	assert_int_equal(strobe_tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
+	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_non_null(u);
+	memset(syn_regs, 0, sizeof(syn_regs));
+	memset(syn_stack, 0, sizeof(syn_stack));
+	syn_regs[7] = 0x7ffd0000;
+	syn_regs[8] = fn;
+	uint64_t ra = JIT + 0x400;
+	memcpy(syn_stack, &ra, 8);
+	uint64_t pcs[16];
+	unsigned n;
+	syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
+	assert_true(n >= 2);
+	assert_int_equal(pcs[0], fn);
+	assert_int_equal(pcs[1], JIT + 0x400);
+	strobe_unwind_stats st;
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.misses, 1);
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
+
+/* ---- the stack beyond the copy, read from the process ------------------------------------ */
+
+typedef struct snap {
+	uint64_t regs[17];
+	uint8_t stack[STACK];
+	size_t len;
+} snap;
+static int to_parent[2], to_child[2];
+static pid_t child = -1;
+static snap child_snap; /* static: a local this large would move level3's frame */
+
+/* In a child: registers and the stack taken in capture(), cut just past level3's return address
+ * (so its callers lie beyond the copy), handed to the parent; then blocked in level3 until told. */
+__attribute__((noinline)) static void child_level3(void)
+{
+	capture();
+	snap *sn = &child_snap;
+	memcpy(sn->regs, regs, sizeof(regs));
+	memcpy(sn->stack, stack_copy, stack_len);
+	/* level3 keeps its frame pointer (the tests are built with them): its return address is
+	 * at frame + 8 */
+	uint64_t ra_end = (uint64_t)(uintptr_t)__builtin_frame_address(0) + 16;
+	sn->len = ra_end - regs[7];
+	if (write(to_parent[1], sn, sizeof(*sn)) != (ssize_t)sizeof(*sn))
+		_exit(1);
+	char c;
+	if (read(to_child[0], &c, 1) < 0)
+		_exit(1);
+	sink++;
+}
+__attribute__((noinline)) static void child_level2(void)
+{
+	child_level3();
+	sink++;
+}
+__attribute__((noinline)) static void child_level1(void)
+{
+	child_level2();
+	sink++;
+}
+
+static void test_extend(void **state)
+{
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
+	assert_int_equal(pipe(to_parent), 0);
+	assert_int_equal(pipe(to_child), 0);
+	pid_t pid = child = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		child_level1();
+		_exit(0);
+	}
+	static snap sn;
+	size_t got = 0;
+	while (got < sizeof(sn)) {
+		ssize_t r = read(to_parent[0], (uint8_t *)&sn + got, sizeof(sn) - got);
+		assert_true(r > 0);
+		got += (size_t)r;
+	}
+	assert_true(sn.len >= 64 && sn.len < 1024);
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	track_self(&t, pid, false); /* a fork: the same mappings */
+	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_non_null(u);
+	uint64_t pcs[128];
+	bool act[128];
+	unsigned n;
+	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = sn.regs, .stack = sn.stack,
+				   .stack_len = sn.len, .stack_full = true};
+	const strobe_proc *p = strobe_tracker_proc(&t, pid, false);
+	/* Without the process to read (records only): truncated after capture and level3. */
+	const char *root = t.proc_root;
+	t.proc_root = NULL;
+	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_TRUNCATED);
+	assert_int_equal(n, 3); /* capture, level3, level2 (its return address was in the copy) */
+	/* With it: the whole stack, level1 and the test's callers read from the child. */
+	t.proc_root = root;
+	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
+	assert_true(n >= 6);
+	strobe_unwind_stats st;
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.extended, 1);
+	assert_int_equal(st.ext_changed, 0);
+	/* The last return address of the copy differs from the child's: it has returned past that
+	 * frame since, what lies above may be another call's - refused. */
+	uint64_t slot = sn.len - 8, w;
+	memcpy(&w, sn.stack + slot, 8);
+	w ^= 0x10;
+	memcpy(sn.stack + slot, &w, 8);
+	int rc = strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n);
+	assert_int_not_equal(rc, STROBE_UNWIND_COMPLETE);
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.ext_changed, 1);
+	assert_int_equal(write(to_child[1], "x", 1), 1);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	child = -1;
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
+
+/* Whatever failed, the child does not stay blocked (it holds the test's output open). */
+static int end_child(void **state)
+{
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		close(to_parent[i]);
+		close(to_child[i]);
+	}
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_whole_chain),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_cache_shared),
+		cmocka_unit_test(test_cache_budget),
+		cmocka_unit_test(test_fp_chain),
+		cmocka_unit_test(test_vdso),
+		cmocka_unit_test_teardown(test_extend, end_child),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
