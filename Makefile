@@ -9,12 +9,12 @@ CLANG    ?= clang
 B        := build
 # libcurl is not linked: lib/curl_lazy.c loads it when an HTTP client first needs it (its headers
 # are still needed to build).
-PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd sqlite3 libzstd
+PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd sqlite3 libzstd libdeflate
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lsqlite3 -lzstd) -ldl -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lsqlite3 -lzstd -ldeflate) -ldl -lpthread -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)

@@ -25,6 +25,7 @@
 
 #include "profile.pb-c.h"
 #include "strobe/codec.h"
+#include "strobe/pprof_view.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 
@@ -54,6 +55,9 @@ typedef struct dec {
 	strobe_err *err;
 	uint32_t *str;        /* pprof string index -> model string id */
 	idmap fn, map, loc;
+	/* The view (strobe_pprof_view_open): strings are interned into the header model only
+	 * when something refers to them (str[i] == UINT32_MAX: not yet), from these spans. */
+	const span *lazy;
 } dec;
 
 /* -EINVAL with "<name>: invalid pprof: <what>". */
@@ -75,6 +79,11 @@ static uint32_t sref(dec *d, int64_t idx, const char *what, size_t which, const 
 		bad(d, "%s %zu refers to string %lld (%s), outside the string table of %zu", what,
 		    which, (long long)idx, field, d->pb->n_string_table);
 		return UINT32_MAX;
+	}
+	if (d->lazy && d->str[idx] == UINT32_MAX) {
+		d->str[idx] = strobe_str_intern(d->p, (const char *)d->lazy[idx].p, d->lazy[idx].len);
+		if (d->str[idx] == UINT32_MAX) /* out of memory: the view gives up, see there */
+			bad(d, "out of memory");
 	}
 	return d->str[idx];
 }
@@ -566,6 +575,236 @@ out:
 		return r;
 	}
 	*out = d.p;
+	return 0;
+}
+
+/* ---- the view: checked and flattened, not interned (include/strobe/pprof_view.h) -------- */
+
+typedef struct view_mem {
+	strobe_pprof_view v;
+	arena ar;
+	span *sp;
+	strobe_pprof_str *str;
+	strobe_function *fns;
+	strobe_mapping *maps;
+	strobe_pprof_loc *locs;
+	strobe_line *lines;
+	uint32_t *soff, *sloc;
+	int64_t *values;
+} view_mem;
+
+/* A string index of the view: checked, not interned (the store interns what it uses). */
+static bool sok(const dec *d, int64_t idx)
+{
+	return idx >= 0 && (uint64_t)idx < d->pb->n_string_table;
+}
+
+void strobe_pprof_view_free(strobe_pprof_view *v)
+{
+	if (!v)
+		return;
+	view_mem *m = v->priv_;
+	arena_release(&m->ar);
+	strobe_profile_free(v->hdr);
+	free(m->sp);
+	free(m->str);
+	free(m->fns);
+	free(m->maps);
+	free(m->locs);
+	free(m->lines);
+	free(m->soff);
+	free(m->sloc);
+	free(m->values);
+	free(m);
+}
+
+/* The checks of decode_tables and decode_samples, in the same order of entities; every id
+ * becomes a 1-based index into the view's arrays (0 = none). */
+static int view_tables(dec *d, view_mem *m)
+{
+	const PbProfile *pb = d->pb;
+	int r;
+	for (size_t i = 0; i < pb->n_function; i++) {
+		const Perftools__Profiles__Function *f = pb->function[i];
+		if ((r = add_id(d, &d->fn, f->id, "function", i)) < 0)
+			return r;
+		if (!sok(d, f->name) || !sok(d, f->system_name) || !sok(d, f->filename))
+			return -EINVAL;
+		m->fns[i] = (strobe_function){.name = (uint32_t)f->name,
+					      .system_name = (uint32_t)f->system_name,
+					      .filename = (uint32_t)f->filename,
+					      .start_line = f->start_line};
+		d->fn.model[i] = (uint32_t)i + 1;
+	}
+	for (size_t i = 0; i < pb->n_mapping; i++) {
+		const Perftools__Profiles__Mapping *mp = pb->mapping[i];
+		if ((r = add_id(d, &d->map, mp->id, "mapping", i)) < 0)
+			return r;
+		if (!sok(d, mp->filename) || !sok(d, mp->build_id))
+			return -EINVAL;
+		m->maps[i] = (strobe_mapping){.start = mp->memory_start, .limit = mp->memory_limit,
+					      .offset = mp->file_offset,
+					      .filename = (uint32_t)mp->filename,
+					      .build_id = (uint32_t)mp->build_id,
+					      .has_functions = mp->has_functions != 0,
+					      .has_filenames = mp->has_filenames != 0,
+					      .has_line_numbers = mp->has_line_numbers != 0,
+					      .has_inline_frames = mp->has_inline_frames != 0};
+		d->map.model[i] = (uint32_t)i + 1;
+	}
+	uint32_t nl = 0;
+	for (size_t i = 0; i < pb->n_location; i++) {
+		const Perftools__Profiles__Location *l = pb->location[i];
+		if ((r = add_id(d, &d->loc, l->id, "location", i)) < 0)
+			return r;
+		uint32_t mapping = idref(d, &d->map, l->mapping_id, "location", i, "mapping");
+		if (mapping == UINT32_MAX || l->n_line > STROBE_MAX_DEPTH)
+			return -EINVAL;
+		m->locs[i] = (strobe_pprof_loc){.address = l->address, .mapping = mapping,
+						.line0 = nl, .nline = (uint32_t)l->n_line,
+						.is_folded = l->is_folded != 0};
+		for (size_t j = 0; j < l->n_line; j++, nl++) {
+			uint32_t fn = l->line[j]->function_id == 0
+					      ? UINT32_MAX
+					      : idref(d, &d->fn, l->line[j]->function_id,
+						      "location", i, "function");
+			if (fn == UINT32_MAX)
+				return -EINVAL;
+			m->lines[nl] = (strobe_line){.function = fn, .line = l->line[j]->line,
+						     .column = l->line[j]->column};
+		}
+		d->loc.model[i] = (uint32_t)i + 1;
+	}
+	uint32_t nt = m->v.hdr->ntypes, k = 0;
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pb->sample[i];
+		if (s->n_value != nt || s->n_location_id > STROBE_MAX_DEPTH)
+			return -EINVAL;
+		m->soff[i] = k;
+		for (size_t j = 0; j < s->n_location_id; j++) {
+			uint32_t loc = s->location_id[j] == 0
+					       ? UINT32_MAX
+					       : idref(d, &d->loc, s->location_id[j], "sample", i,
+						       "location");
+			if (loc == UINT32_MAX)
+				return -EINVAL;
+			m->sloc[k++] = loc;
+		}
+		for (size_t j = 0; j < s->n_label; j++)
+			if (!sok(d, s->label[j]->key) || !sok(d, s->label[j]->str) ||
+			    !sok(d, s->label[j]->num_unit))
+				return -EINVAL;
+		if (s->n_label)
+			m->v.simple = false;
+		if (nt)
+			memcpy(m->values + i * nt, s->value, nt * sizeof(*m->values));
+	}
+	m->soff[pb->n_sample] = k;
+	return 0;
+}
+
+int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+{
+	*out = NULL;
+	view_mem *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->v.priv_ = m;
+	m->ar = (arena){NULL, len * 4 + 4096};
+	strobe_err err; /* the decoder says why, if asked */
+	dec d = {.name = "", .err = &err, .fn.dense = true, .map.dense = true, .loc.dense = true};
+	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &m->ar};
+	const PbProfile *pb = perftools__profiles__profile__unpack(&alloc, len, buf);
+	int r = -EINVAL;
+	if (!pb || !pb->n_string_table || pb->n_string_table > UINT32_MAX / 2 ||
+	    pb->n_function > UINT32_MAX / 2 || pb->n_mapping > UINT32_MAX / 2 ||
+	    pb->n_location > UINT32_MAX / 2 || pb->n_sample > UINT32_MAX / 2)
+		goto out;
+	d.pb = pb;
+	/* Counts are bounded by the input's length (every entry takes bytes), so these sums
+	 * cannot overflow; a sample whose value count is wrong is refused before sizing. */
+	size_t nl = 0, nsl = 0;
+	for (size_t i = 0; i < pb->n_location; i++)
+		nl += pb->location[i]->n_line;
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		nsl += pb->sample[i]->n_location_id;
+		if (pb->sample[i]->n_value != pb->n_sample_type)
+			goto out;
+	}
+	if (nl > UINT32_MAX / 2 || nsl > UINT32_MAX / 2)
+		goto out;
+	r = -ENOMEM;
+	size_t ns = pb->n_string_table;
+	m->sp = malloc(ns * sizeof(*m->sp));
+	m->str = malloc(ns * sizeof(*m->str));
+	d.str = malloc(ns * sizeof(*d.str));
+	d.fn.model = malloc((pb->n_function + 1) * sizeof(*d.fn.model));
+	d.map.model = malloc((pb->n_mapping + 1) * sizeof(*d.map.model));
+	d.loc.model = malloc((pb->n_location + 1) * sizeof(*d.loc.model));
+	m->fns = malloc((pb->n_function + 1) * sizeof(*m->fns));
+	m->maps = malloc((pb->n_mapping + 1) * sizeof(*m->maps));
+	m->locs = malloc((pb->n_location + 1) * sizeof(*m->locs));
+	m->lines = malloc((nl + 1) * sizeof(*m->lines));
+	m->soff = malloc((pb->n_sample + 1) * sizeof(*m->soff));
+	m->sloc = malloc((nsl + 1) * sizeof(*m->sloc));
+	m->values = malloc((pb->n_sample * pb->n_sample_type + 1) * sizeof(*m->values));
+	if (!m->sp || !m->str || !d.str || !d.fn.model || !d.map.model || !d.loc.model ||
+	    !m->fns || !m->maps || !m->locs || !m->lines || !m->soff || !m->sloc || !m->values ||
+	    !(m->v.hdr = strobe_profile_new()))
+		goto out;
+	if (string_spans(buf, len, m->sp, ns) < 0)
+		for (size_t i = 0; i < ns; i++)
+			m->sp[i] = (span){(const uint8_t *)pb->string_table[i],
+					  strlen(pb->string_table[i])};
+	r = -EINVAL;
+	if (m->sp[0].len != 0)
+		goto out;
+	for (size_t i = 0; i < ns; i++) {
+		if (m->sp[i].len > UINT32_MAX / 2)
+			goto out;
+		m->str[i] = (strobe_pprof_str){(const char *)m->sp[i].p, (uint32_t)m->sp[i].len};
+	}
+	memset(d.str, 0xff, ns * sizeof(*d.str));
+	d.str[0] = 0;
+	d.lazy = m->sp;
+	d.p = m->v.hdr;
+	m->v.simple = true;
+	if ((r = decode_header(&d)) < 0 || (r = view_tables(&d, m)) < 0)
+		goto out;
+	/* Go's mutex and block profiles are told apart by their leaves (strobe_profile_name):
+	 * those need the model. */
+	for (uint32_t t = 0; t < m->v.hdr->ntypes; t++) {
+		const char *st = strobe_str(m->v.hdr, m->v.hdr->types[t].type);
+		if (!strcmp(st, "contentions") || !strcmp(st, "delay"))
+			m->v.simple = false;
+	}
+	m->v.nstr = (uint32_t)ns;
+	m->v.nfn = (uint32_t)pb->n_function;
+	m->v.nmap = (uint32_t)pb->n_mapping;
+	m->v.nloc = (uint32_t)pb->n_location;
+	m->v.nsamples = (uint32_t)pb->n_sample;
+	m->v.str = m->str;
+	m->v.fns = m->fns;
+	m->v.maps = m->maps;
+	m->v.locs = m->locs;
+	m->v.lines = m->lines;
+	m->v.soff = m->soff;
+	m->v.sloc = m->sloc;
+	m->v.values = m->values;
+	r = 0;
+out:
+	free(d.str);
+	free(d.fn.model);
+	free(d.map.model);
+	free(d.loc.model);
+	strobe_itab_free(&d.fn.ids);
+	strobe_itab_free(&d.map.ids);
+	strobe_itab_free(&d.loc.ids);
+	if (r < 0) {
+		strobe_pprof_view_free(&m->v);
+		return r == -ENOMEM ? r : -EINVAL;
+	}
+	*out = &m->v;
 	return 0;
 }
 

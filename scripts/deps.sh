@@ -7,7 +7,7 @@ set -euo pipefail
 level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
-            libdw-dev libelf-dev libmicrohttpd-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev)
+            libdw-dev libelf-dev libmicrohttpd-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev libdeflate-dev)
 check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
             chromium) # chromium: the web UI's browser tests and benchmark (driven by playwright-core)
 # node and npm for the browser tests (jsdom and playwright-core from the npm registry, into
