@@ -44,6 +44,7 @@ typedef struct store_pending {
 	store_point *pt;
 	size_t npt;
 	struct store_pending *next;
+	pthread_cond_t cv; /* signalled by the committer when done (under qmu) */
 	bool done;
 	int r;
 	strobe_err err;
@@ -56,7 +57,7 @@ struct strobe_store {
 	 * its own connection, many per transaction. */
 	sqlite3 *wdb;
 	pthread_mutex_t qmu;
-	pthread_cond_t qcv, donecv;
+	pthread_cond_t qcv;
 	store_pending *qhead, **qtail;
 	bool qstop, committer_on;
 	pthread_t committer;
