@@ -682,10 +682,11 @@ static int view_tables(dec *d, view_mem *m)
 			return -EINVAL;
 		m->soff[i] = k;
 		for (size_t j = 0; j < s->n_location_id; j++) {
-			uint32_t loc = s->location_id[j] == 0
-					       ? UINT32_MAX
-					       : idref(d, &d->loc, s->location_id[j], "sample", i,
-						       "location");
+			uint64_t id = s->location_id[j];
+			/* Dense ids (Go's) are their own 1-based index: no call per frame. */
+			uint32_t loc = d->loc.dense && id - 1 < d->loc.n ? (uint32_t)id
+				       : id == 0 ? UINT32_MAX
+						 : idref(d, &d->loc, id, "sample", i, "location");
 			if (loc == UINT32_MAX)
 				return -EINVAL;
 			m->sloc[k++] = loc;
