@@ -704,7 +704,329 @@ static int view_tables(dec *d, view_mem *m)
 	return 0;
 }
 
+/* ---- the view's reader for the usual encoding ------------------------------------------------
+ *
+ * protobuf-c's generic unpacking was a quarter of the server's CPU per push once the double
+ * intern was gone. This reads the encoding every pprof writer produces (Go's runtime, pprof,
+ * strobe: packed repeated scalars, known fields, each singular message once) straight into the
+ * same generated structs, allocated from the same arena, so everything after it is the same
+ * code. Anything else, and anything it does not like, answers -EAGAIN and protobuf-c reads the
+ * buffer instead: it stays the reference, and fuzz_pprof checks that both agree. */
+
+typedef struct pbr {
+	const uint8_t *p, *e;
+} pbr;
+
+static inline bool rd_varint(pbr *r, uint64_t *v)
+{
+	const uint8_t *p = r->p;
+	uint64_t x = 0;
+	for (unsigned sh = 0; sh < 64 && p < r->e; sh += 7) {
+		uint8_t c = *p++;
+		x |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			if (sh == 63 && c > 1)
+				return false;
+			r->p = p;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+static inline bool rd_len(pbr *r, pbr *sub)
+{
+	uint64_t n;
+	if (!rd_varint(r, &n) || n > (uint64_t)(r->e - r->p))
+		return false;
+	sub->p = r->p;
+	sub->e = r->p + n;
+	r->p += n;
+	return true;
+}
+
+/* The varints of a packed field: as many as bytes without the continuation bit. */
+static size_t packed_count(pbr s)
+{
+	size_t n = 0;
+	for (const uint8_t *p = s.p; p < s.e; p++)
+		n += !(*p & 0x80);
+	return n;
+}
+
+static bool rd_packed(pbr s, uint64_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!rd_varint(&s, &out[i]))
+			return false;
+	return s.p == s.e;
+}
+
+/* Fields 1..n of a message of varint fields only, into vals[1..n]. */
+static bool rd_scalars(pbr s, uint64_t *vals, unsigned n)
+{
+	while (s.p < s.e) {
+		uint64_t k, x;
+		if (!rd_varint(&s, &k) || (k & 7) != 0 || (k >> 3) < 1 || (k >> 3) > n ||
+		    !rd_varint(&s, &x))
+			return false;
+		vals[k >> 3] = x;
+	}
+	return true;
+}
+
+static int fast_sample(pbr s, arena *a, Perftools__Profiles__Sample *o)
+{
+	pbr locs = {0}, vals = {0};
+	bool hl = false, hv = false;
+	while (s.p < s.e) {
+		uint64_t k;
+		pbr sub;
+		if (!rd_varint(&s, &k) || (k & 7) != 2 || !rd_len(&s, &sub))
+			return -EAGAIN;
+		if ((k >> 3) == 1 && !hl)
+			locs = sub, hl = true;
+		else if ((k >> 3) == 2 && !hv)
+			vals = sub, hv = true;
+		else
+			return -EAGAIN; /* labels, or a field given twice */
+	}
+	o->n_location_id = packed_count(locs);
+	o->n_value = packed_count(vals);
+	o->location_id = arena_alloc(a, (o->n_location_id + 1) * sizeof(uint64_t));
+	o->value = arena_alloc(a, (o->n_value + 1) * sizeof(int64_t));
+	if (!o->location_id || !o->value)
+		return -ENOMEM;
+	return rd_packed(locs, o->location_id, o->n_location_id) &&
+			       rd_packed(vals, (uint64_t *)o->value, o->n_value)
+		       ? 0
+		       : -EAGAIN;
+}
+
+static int fast_location(pbr s, arena *a, Perftools__Profiles__Location *o)
+{
+	size_t nl = 0;
+	for (pbr c = s; c.p < c.e;) {
+		uint64_t k, x;
+		pbr sub;
+		if (!rd_varint(&c, &k))
+			return -EAGAIN;
+		if ((k >> 3) == 4 && (k & 7) == 2) {
+			if (!rd_len(&c, &sub))
+				return -EAGAIN;
+			nl++;
+		} else if ((k >> 3) >= 1 && (k >> 3) <= 5 && (k >> 3) != 4 && (k & 7) == 0) {
+			if (!rd_varint(&c, &x))
+				return -EAGAIN;
+			if ((k >> 3) == 1)
+				o->id = x;
+			else if ((k >> 3) == 2)
+				o->mapping_id = x;
+			else if ((k >> 3) == 3)
+				o->address = x;
+			else
+				o->is_folded = x != 0;
+		} else {
+			return -EAGAIN;
+		}
+	}
+	o->n_line = nl;
+	o->line = arena_alloc(a, (nl + 1) * sizeof(*o->line));
+	Perftools__Profiles__Line *lines = arena_alloc(a, (nl + 1) * sizeof(*lines));
+	if (!o->line || !lines)
+		return -ENOMEM;
+	size_t i = 0;
+	while (s.p < s.e) {
+		uint64_t k = 0, x = 0;
+		pbr sub;
+		rd_varint(&s, &k); /* checked above */
+		if ((k & 7) == 0) {
+			rd_varint(&s, &x);
+			continue;
+		}
+		rd_len(&s, &sub);
+		uint64_t v[4] = {0};
+		if (!rd_scalars(sub, v, 3))
+			return -EAGAIN;
+		lines[i] = (Perftools__Profiles__Line)PERFTOOLS__PROFILES__LINE__INIT;
+		lines[i].function_id = v[1];
+		lines[i].line = (int64_t)v[2];
+		lines[i].column = (int64_t)v[3];
+		o->line[i] = &lines[i];
+		i++;
+	}
+	return 0;
+}
+
+/* The whole Profile message, or -EAGAIN for protobuf-c. *spans: the string table. */
+static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **out, span **spans)
+{
+	size_t n[16] = {0};
+	bool has_pt = false;
+	pbr top = {buf, buf + len};
+	for (pbr c = top; c.p < c.e;) {
+		uint64_t k, x;
+		pbr sub;
+		if (!rd_varint(&c, &k) || (k >> 3) < 1 || (k >> 3) > 15)
+			return -EAGAIN;
+		unsigned f = (unsigned)(k >> 3);
+		if ((k & 7) == 2 && (f <= 6 || f == 11 || f == 13)) {
+			if (!rd_len(&c, &sub))
+				return -EAGAIN;
+			if (f == 11 && has_pt)
+				return -EAGAIN; /* protobuf-c would merge the two */
+			has_pt |= f == 11;
+			n[f] += f == 13 ? packed_count(sub) : 1;
+		} else if ((k & 7) == 0 && f >= 7 && f != 11) {
+			if (!rd_varint(&c, &x))
+				return -EAGAIN;
+			n[f] += f == 13;
+		} else {
+			return -EAGAIN;
+		}
+	}
+	PbProfile *pb = arena_alloc(a, sizeof(*pb));
+	span *sp = arena_alloc(a, (n[6] + 1) * sizeof(*sp));
+	if (!pb || !sp)
+		return -ENOMEM;
+	*pb = (PbProfile)PERFTOOLS__PROFILES__PROFILE__INIT;
+	pb->sample_type = arena_alloc(a, (n[1] + 1) * sizeof(void *));
+	pb->sample = arena_alloc(a, (n[2] + 1) * sizeof(void *));
+	pb->mapping = arena_alloc(a, (n[3] + 1) * sizeof(void *));
+	pb->location = arena_alloc(a, (n[4] + 1) * sizeof(void *));
+	pb->function = arena_alloc(a, (n[5] + 1) * sizeof(void *));
+	pb->comment = arena_alloc(a, (n[13] + 1) * sizeof(int64_t));
+	Perftools__Profiles__ValueType *vts = arena_alloc(a, (n[1] + 2) * sizeof(*vts));
+	Perftools__Profiles__Sample *smp = arena_alloc(a, (n[2] + 1) * sizeof(*smp));
+	Perftools__Profiles__Mapping *mps = arena_alloc(a, (n[3] + 1) * sizeof(*mps));
+	Perftools__Profiles__Location *lcs = arena_alloc(a, (n[4] + 1) * sizeof(*lcs));
+	Perftools__Profiles__Function *fns = arena_alloc(a, (n[5] + 1) * sizeof(*fns));
+	if (!pb->sample_type || !pb->sample || !pb->mapping || !pb->location || !pb->function ||
+	    !pb->comment || !vts || !smp || !mps || !lcs || !fns)
+		return -ENOMEM;
+	int r = 0;
+	for (pbr c = top; r == 0 && c.p < c.e;) {
+		uint64_t k = 0, x = 0, v[11];
+		pbr sub;
+		rd_varint(&c, &k); /* the first pass checked the framing */
+		unsigned f = (unsigned)(k >> 3);
+		if ((k & 7) == 0) {
+			rd_varint(&c, &x);
+			switch (f) {
+			case 7: pb->drop_frames = (int64_t)x; break;
+			case 8: pb->keep_frames = (int64_t)x; break;
+			case 9: pb->time_nanos = (int64_t)x; break;
+			case 10: pb->duration_nanos = (int64_t)x; break;
+			case 12: pb->period = (int64_t)x; break;
+			case 13: pb->comment[pb->n_comment++] = (int64_t)x; break;
+			case 14: pb->default_sample_type = (int64_t)x; break;
+			case 15: pb->doc_url = (int64_t)x; break;
+			}
+			continue;
+		}
+		rd_len(&c, &sub);
+		switch (f) {
+		case 1:
+		case 11: {
+			Perftools__Profiles__ValueType *o = f == 1 ? &vts[pb->n_sample_type] : &vts[n[1]];
+			*o = (Perftools__Profiles__ValueType)PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, 2)) {
+				r = -EAGAIN;
+				break;
+			}
+			o->type = (int64_t)v[1];
+			o->unit = (int64_t)v[2];
+			if (f == 1)
+				pb->sample_type[pb->n_sample_type++] = o;
+			else
+				pb->period_type = o;
+			break;
+		}
+		case 2: {
+			Perftools__Profiles__Sample *o = &smp[pb->n_sample];
+			*o = (Perftools__Profiles__Sample)PERFTOOLS__PROFILES__SAMPLE__INIT;
+			r = fast_sample(sub, a, o);
+			pb->sample[pb->n_sample++] = o;
+			break;
+		}
+		case 3: {
+			Perftools__Profiles__Mapping *o = &mps[pb->n_mapping];
+			*o = (Perftools__Profiles__Mapping)PERFTOOLS__PROFILES__MAPPING__INIT;
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, 10)) {
+				r = -EAGAIN;
+				break;
+			}
+			o->id = v[1];
+			o->memory_start = v[2];
+			o->memory_limit = v[3];
+			o->file_offset = v[4];
+			o->filename = (int64_t)v[5];
+			o->build_id = (int64_t)v[6];
+			o->has_functions = v[7] != 0;
+			o->has_filenames = v[8] != 0;
+			o->has_line_numbers = v[9] != 0;
+			o->has_inline_frames = v[10] != 0;
+			pb->mapping[pb->n_mapping++] = o;
+			break;
+		}
+		case 4: {
+			Perftools__Profiles__Location *o = &lcs[pb->n_location];
+			*o = (Perftools__Profiles__Location)PERFTOOLS__PROFILES__LOCATION__INIT;
+			r = fast_location(sub, a, o);
+			pb->location[pb->n_location++] = o;
+			break;
+		}
+		case 5: {
+			Perftools__Profiles__Function *o = &fns[pb->n_function];
+			*o = (Perftools__Profiles__Function)PERFTOOLS__PROFILES__FUNCTION__INIT;
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, 5)) {
+				r = -EAGAIN;
+				break;
+			}
+			o->id = v[1];
+			o->name = (int64_t)v[2];
+			o->system_name = (int64_t)v[3];
+			o->filename = (int64_t)v[4];
+			o->start_line = (int64_t)v[5];
+			pb->function[pb->n_function++] = o;
+			break;
+		}
+		case 6:
+			sp[pb->n_string_table++] = (span){sub.p, (size_t)(sub.e - sub.p)};
+			break;
+		case 13: {
+			size_t cn = packed_count(sub);
+			if (!rd_packed(sub, (uint64_t *)pb->comment + pb->n_comment, cn))
+				r = -EAGAIN;
+			pb->n_comment += cn;
+			break;
+		}
+		}
+	}
+	if (r < 0)
+		return r;
+	*out = pb;
+	*spans = sp;
+	return 0;
+}
+
+static int view_open(const uint8_t *buf, size_t len, bool fast, strobe_pprof_view **out);
+
 int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+{
+	return view_open(buf, len, true, out);
+}
+
+int strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+{
+	return view_open(buf, len, false, out);
+}
+
+static int view_open(const uint8_t *buf, size_t len, bool fast, strobe_pprof_view **out)
 {
 	*out = NULL;
 	view_mem *m = calloc(1, sizeof(*m));
@@ -715,8 +1037,20 @@ int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **o
 	strobe_err err; /* the decoder says why, if asked */
 	dec d = {.name = "", .err = &err, .fn.dense = true, .map.dense = true, .loc.dense = true};
 	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &m->ar};
-	const PbProfile *pb = perftools__profiles__profile__unpack(&alloc, len, buf);
-	int r = -EINVAL;
+	PbProfile *fpb = NULL;
+	span *fsp = NULL;
+	int r = fast ? fast_profile(buf, len, &m->ar, &fpb, &fsp) : -EAGAIN;
+	if (r == -ENOMEM) {
+		strobe_pprof_view_free(&m->v);
+		return r;
+	}
+	if (r < 0) { /* protobuf-c reads it, in a fresh arena */
+		arena_release(&m->ar);
+		m->ar = (arena){NULL, len * 4 + 4096};
+		fpb = NULL;
+	}
+	const PbProfile *pb = fpb ? fpb : perftools__profiles__profile__unpack(&alloc, len, buf);
+	r = -EINVAL;
 	if (!pb || !pb->n_string_table || pb->n_string_table > UINT32_MAX / 2 ||
 	    pb->n_function > UINT32_MAX / 2 || pb->n_mapping > UINT32_MAX / 2 ||
 	    pb->n_location > UINT32_MAX / 2 || pb->n_sample > UINT32_MAX / 2)
@@ -753,7 +1087,9 @@ int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **o
 	    !m->fns || !m->maps || !m->locs || !m->lines || !m->soff || !m->sloc || !m->values ||
 	    !(m->v.hdr = strobe_profile_new()))
 		goto out;
-	if (string_spans(buf, len, m->sp, ns) < 0)
+	if (fpb)
+		memcpy(m->sp, fsp, ns * sizeof(*m->sp));
+	else if (string_spans(buf, len, m->sp, ns) < 0)
 		for (size_t i = 0; i < ns; i++)
 			m->sp[i] = (span){(const uint8_t *)pb->string_table[i],
 					  strlen(pb->string_table[i])};

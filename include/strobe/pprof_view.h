@@ -13,6 +13,9 @@
  * sample type is one whose profile name is guessed from the leaf frames (contentions, delay).
  * Anything else, and any input strobe_pprof_view_open refuses, goes through strobe_pprof_decode,
  * whose error messages are the reference: the view refuses whatever the decoder refuses.
+ *
+ * The protobuf message is read by a reader of the usual encoding (packed scalars, known fields)
+ * into protobuf-c's own structs, falling back to protobuf-c's unpacking for anything else.
  */
 #ifndef STROBE_PPROF_VIEW_H
 #define STROBE_PPROF_VIEW_H
@@ -54,6 +57,9 @@ typedef struct strobe_pprof_view {
  * decoder would refuse it or -ENOMEM (no message: decode it with strobe_pprof_decode for one). */
 int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **out);
 void strobe_pprof_view_free(strobe_pprof_view *v);
+/* The same, always through protobuf-c's unpacking rather than the view's own reader of the
+ * usual encoding: the reference the tests and fuzz_pprof compare the reader with. */
+int strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len, strobe_pprof_view **out);
 
 #ifdef __cplusplus
 }

@@ -114,6 +114,31 @@ static void check_view(const uint8_t *data, size_t size, const strobe_profile *p
 	}
 	if (!p)
 		return;
+	/* The view's own protobuf reader against protobuf-c's unpacking: the same view, entity
+	 * by entity. */
+	strobe_pprof_view *w = NULL;
+	if (strobe_pprof_view_open_pbc(data, size, &w) < 0)
+		abort();
+	if (v->nstr != w->nstr || v->nfn != w->nfn || v->nmap != w->nmap || v->nloc != w->nloc ||
+	    v->nsamples != w->nsamples || v->simple != w->simple ||
+	    v->soff[v->nsamples] != w->soff[w->nsamples] ||
+	    memcmp(v->fns, w->fns, v->nfn * sizeof(*v->fns)) ||
+	    memcmp(v->maps, w->maps, v->nmap * sizeof(*v->maps)) ||
+	    memcmp(v->soff, w->soff, (v->nsamples + 1) * sizeof(*v->soff)) ||
+	    memcmp(v->sloc, w->sloc, v->soff[v->nsamples] * sizeof(*v->sloc)) ||
+	    memcmp(v->values, w->values, (size_t)v->nsamples * p->ntypes * sizeof(*v->values)))
+		abort();
+	for (uint32_t i = 0; i < v->nstr; i++)
+		if (v->str[i].len != w->str[i].len || memcmp(v->str[i].p, w->str[i].p, v->str[i].len))
+			abort();
+	for (uint32_t i = 0; i < v->nloc; i++) {
+		const strobe_pprof_loc *a = &v->locs[i], *b = &w->locs[i];
+		if (a->address != b->address || a->mapping != b->mapping || a->nline != b->nline ||
+		    a->is_folded != b->is_folded ||
+		    memcmp(v->lines + a->line0, w->lines + b->line0, a->nline * sizeof(*v->lines)))
+			abort();
+	}
+	strobe_pprof_view_free(w);
 	const strobe_profile *h = v->hdr;
 	if (h->ntypes != p->ntypes || h->period != p->period || h->time_nanos != p->time_nanos ||
 	    h->duration_nanos != p->duration_nanos || h->default_type != p->default_type ||
