@@ -25,6 +25,7 @@
 
 #include "profile.pb-c.h"
 #include "strobe/codec.h"
+#include "strobe/pprof_view.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 
@@ -54,6 +55,9 @@ typedef struct dec {
 	strobe_err *err;
 	uint32_t *str;        /* pprof string index -> model string id */
 	idmap fn, map, loc;
+	/* The view (strobe_pprof_view_open): strings are interned into the header model only
+	 * when something refers to them (str[i] == UINT32_MAX: not yet), from these spans. */
+	const span *lazy;
 } dec;
 
 /* -EINVAL with "<name>: invalid pprof: <what>". */
@@ -75,6 +79,11 @@ static uint32_t sref(dec *d, int64_t idx, const char *what, size_t which, const 
 		bad(d, "%s %zu refers to string %lld (%s), outside the string table of %zu", what,
 		    which, (long long)idx, field, d->pb->n_string_table);
 		return UINT32_MAX;
+	}
+	if (d->lazy && d->str[idx] == UINT32_MAX) {
+		d->str[idx] = strobe_str_intern(d->p, (const char *)d->lazy[idx].p, d->lazy[idx].len);
+		if (d->str[idx] == UINT32_MAX) /* out of memory: the view gives up, see there */
+			bad(d, "out of memory");
 	}
 	return d->str[idx];
 }
@@ -566,6 +575,573 @@ out:
 		return r;
 	}
 	*out = d.p;
+	return 0;
+}
+
+/* ---- the view: checked and flattened, not interned (include/strobe/pprof_view.h) -------- */
+
+typedef struct view_mem {
+	strobe_pprof_view v;
+	arena ar;
+	span *sp;
+	strobe_pprof_str *str;
+	strobe_function *fns;
+	strobe_mapping *maps;
+	strobe_pprof_loc *locs;
+	strobe_line *lines;
+	uint32_t *soff, *sloc;
+	int64_t *values;
+} view_mem;
+
+/* A string index of the view: checked, not interned (the store interns what it uses). */
+static bool sok(const dec *d, int64_t idx)
+{
+	return idx >= 0 && (uint64_t)idx < d->pb->n_string_table;
+}
+
+void strobe_pprof_view_free(strobe_pprof_view *v)
+{
+	if (!v)
+		return;
+	view_mem *m = v->priv_;
+	arena_release(&m->ar);
+	strobe_profile_free(v->hdr);
+	free(m->sp);
+	free(m->str);
+	free(m->fns);
+	free(m->maps);
+	free(m->locs);
+	free(m->lines);
+	free(m->soff);
+	free(m->sloc);
+	free(m->values);
+	free(m);
+}
+
+/* The checks of decode_tables and decode_samples, in the same order of entities; every id
+ * becomes a 1-based index into the view's arrays (0 = none). */
+static int view_tables(dec *d, view_mem *m)
+{
+	const PbProfile *pb = d->pb;
+	int r;
+	for (size_t i = 0; i < pb->n_function; i++) {
+		const Perftools__Profiles__Function *f = pb->function[i];
+		if ((r = add_id(d, &d->fn, f->id, "function", i)) < 0)
+			return r;
+		if (!sok(d, f->name) || !sok(d, f->system_name) || !sok(d, f->filename))
+			return -EINVAL;
+		m->fns[i] = (strobe_function){.name = (uint32_t)f->name,
+					      .system_name = (uint32_t)f->system_name,
+					      .filename = (uint32_t)f->filename,
+					      .start_line = f->start_line};
+		d->fn.model[i] = (uint32_t)i + 1;
+	}
+	for (size_t i = 0; i < pb->n_mapping; i++) {
+		const Perftools__Profiles__Mapping *mp = pb->mapping[i];
+		if ((r = add_id(d, &d->map, mp->id, "mapping", i)) < 0)
+			return r;
+		if (!sok(d, mp->filename) || !sok(d, mp->build_id))
+			return -EINVAL;
+		m->maps[i] = (strobe_mapping){.start = mp->memory_start, .limit = mp->memory_limit,
+					      .offset = mp->file_offset,
+					      .filename = (uint32_t)mp->filename,
+					      .build_id = (uint32_t)mp->build_id,
+					      .has_functions = mp->has_functions != 0,
+					      .has_filenames = mp->has_filenames != 0,
+					      .has_line_numbers = mp->has_line_numbers != 0,
+					      .has_inline_frames = mp->has_inline_frames != 0};
+		d->map.model[i] = (uint32_t)i + 1;
+	}
+	uint32_t nl = 0;
+	for (size_t i = 0; i < pb->n_location; i++) {
+		const Perftools__Profiles__Location *l = pb->location[i];
+		if ((r = add_id(d, &d->loc, l->id, "location", i)) < 0)
+			return r;
+		uint32_t mapping = idref(d, &d->map, l->mapping_id, "location", i, "mapping");
+		if (mapping == UINT32_MAX || l->n_line > STROBE_MAX_DEPTH)
+			return -EINVAL;
+		m->locs[i] = (strobe_pprof_loc){.address = l->address, .mapping = mapping,
+						.line0 = nl, .nline = (uint32_t)l->n_line,
+						.is_folded = l->is_folded != 0};
+		for (size_t j = 0; j < l->n_line; j++, nl++) {
+			uint32_t fn = l->line[j]->function_id == 0
+					      ? UINT32_MAX
+					      : idref(d, &d->fn, l->line[j]->function_id,
+						      "location", i, "function");
+			if (fn == UINT32_MAX)
+				return -EINVAL;
+			m->lines[nl] = (strobe_line){.function = fn, .line = l->line[j]->line,
+						     .column = l->line[j]->column};
+		}
+		d->loc.model[i] = (uint32_t)i + 1;
+	}
+	uint32_t nt = m->v.hdr->ntypes, k = 0;
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = pb->sample[i];
+		if (s->n_value != nt || s->n_location_id > STROBE_MAX_DEPTH)
+			return -EINVAL;
+		m->soff[i] = k;
+		for (size_t j = 0; j < s->n_location_id; j++) {
+			uint64_t id = s->location_id[j];
+			/* Dense ids (Go's) are their own 1-based index: no call per frame. */
+			uint32_t loc = d->loc.dense && id - 1 < d->loc.n ? (uint32_t)id
+				       : id == 0 ? UINT32_MAX
+						 : idref(d, &d->loc, id, "sample", i, "location");
+			if (loc == UINT32_MAX)
+				return -EINVAL;
+			m->sloc[k++] = loc;
+		}
+		for (size_t j = 0; j < s->n_label; j++)
+			if (!sok(d, s->label[j]->key) || !sok(d, s->label[j]->str) ||
+			    !sok(d, s->label[j]->num_unit))
+				return -EINVAL;
+		if (s->n_label)
+			m->v.simple = false;
+		if (nt)
+			memcpy(m->values + i * nt, s->value, nt * sizeof(*m->values));
+	}
+	m->soff[pb->n_sample] = k;
+	return 0;
+}
+
+/* ---- the view's reader for the usual encoding ------------------------------------------------
+ *
+ * protobuf-c's generic unpacking was a quarter of the server's CPU per push once the double
+ * intern was gone. This reads the encoding every pprof writer produces (Go's runtime, pprof,
+ * strobe: packed repeated scalars, known fields, each singular message once) straight into the
+ * same generated structs, allocated from the same arena, so everything after it is the same
+ * code. Anything else, and anything it does not like, answers -EAGAIN and protobuf-c reads the
+ * buffer instead: it stays the reference, and fuzz_pprof checks that both agree. */
+
+typedef struct pbr {
+	const uint8_t *p, *e;
+} pbr;
+
+static inline bool rd_varint(pbr *r, uint64_t *v)
+{
+	const uint8_t *p = r->p;
+	uint64_t x = 0;
+	for (unsigned sh = 0; sh < 64 && p < r->e; sh += 7) {
+		uint8_t c = *p++;
+		x |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			if (sh == 63 && c > 1)
+				return false;
+			r->p = p;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+static inline bool rd_len(pbr *r, pbr *sub)
+{
+	uint64_t n;
+	if (!rd_varint(r, &n) || n > (uint64_t)(r->e - r->p))
+		return false;
+	sub->p = r->p;
+	sub->e = r->p + n;
+	r->p += n;
+	return true;
+}
+
+/* The varints of a packed field: as many as bytes without the continuation bit. */
+static size_t packed_count(pbr s)
+{
+	size_t n = 0;
+	for (const uint8_t *p = s.p; p < s.e; p++)
+		n += !(*p & 0x80);
+	return n;
+}
+
+static bool rd_packed(pbr s, uint64_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!rd_varint(&s, &out[i]))
+			return false;
+	return s.p == s.e;
+}
+
+/* Fields 1..n of a message of varint fields only, into vals[1..n]. */
+static bool rd_scalars(pbr s, uint64_t *vals, unsigned n)
+{
+	while (s.p < s.e) {
+		uint64_t k, x;
+		if (!rd_varint(&s, &k) || (k & 7) != 0 || (k >> 3) < 1 || (k >> 3) > n ||
+		    !rd_varint(&s, &x))
+			return false;
+		vals[k >> 3] = x;
+	}
+	return true;
+}
+
+static int fast_sample(pbr s, arena *a, Perftools__Profiles__Sample *o)
+{
+	pbr locs = {0}, vals = {0};
+	bool hl = false, hv = false;
+	while (s.p < s.e) {
+		uint64_t k;
+		pbr sub;
+		if (!rd_varint(&s, &k) || (k & 7) != 2 || !rd_len(&s, &sub))
+			return -EAGAIN;
+		if ((k >> 3) == 1 && !hl)
+			locs = sub, hl = true;
+		else if ((k >> 3) == 2 && !hv)
+			vals = sub, hv = true;
+		else
+			return -EAGAIN; /* labels, or a field given twice */
+	}
+	o->n_location_id = packed_count(locs);
+	o->n_value = packed_count(vals);
+	o->location_id = arena_alloc(a, (o->n_location_id + 1) * sizeof(uint64_t));
+	o->value = arena_alloc(a, (o->n_value + 1) * sizeof(int64_t));
+	if (!o->location_id || !o->value)
+		return -ENOMEM;
+	return rd_packed(locs, o->location_id, o->n_location_id) &&
+			       rd_packed(vals, (uint64_t *)o->value, o->n_value)
+		       ? 0
+		       : -EAGAIN;
+}
+
+static int fast_location(pbr s, arena *a, Perftools__Profiles__Location *o)
+{
+	size_t nl = 0;
+	for (pbr c = s; c.p < c.e;) {
+		uint64_t k, x;
+		pbr sub;
+		if (!rd_varint(&c, &k))
+			return -EAGAIN;
+		if ((k >> 3) == 4 && (k & 7) == 2) {
+			if (!rd_len(&c, &sub))
+				return -EAGAIN;
+			nl++;
+		} else if ((k >> 3) >= 1 && (k >> 3) <= 5 && (k >> 3) != 4 && (k & 7) == 0) {
+			if (!rd_varint(&c, &x))
+				return -EAGAIN;
+			if ((k >> 3) == 1)
+				o->id = x;
+			else if ((k >> 3) == 2)
+				o->mapping_id = x;
+			else if ((k >> 3) == 3)
+				o->address = x;
+			else
+				o->is_folded = x != 0;
+		} else {
+			return -EAGAIN;
+		}
+	}
+	o->n_line = nl;
+	o->line = arena_alloc(a, (nl + 1) * sizeof(*o->line));
+	Perftools__Profiles__Line *lines = arena_alloc(a, (nl + 1) * sizeof(*lines));
+	if (!o->line || !lines)
+		return -ENOMEM;
+	size_t i = 0;
+	while (s.p < s.e) {
+		uint64_t k = 0, x = 0;
+		pbr sub;
+		rd_varint(&s, &k); /* checked above */
+		if ((k & 7) == 0) {
+			rd_varint(&s, &x);
+			continue;
+		}
+		rd_len(&s, &sub);
+		uint64_t v[4] = {0};
+		if (!rd_scalars(sub, v, 3))
+			return -EAGAIN;
+		lines[i] = (Perftools__Profiles__Line)PERFTOOLS__PROFILES__LINE__INIT;
+		lines[i].function_id = v[1];
+		lines[i].line = (int64_t)v[2];
+		lines[i].column = (int64_t)v[3];
+		o->line[i] = &lines[i];
+		i++;
+	}
+	return 0;
+}
+
+/* The whole Profile message, or -EAGAIN for protobuf-c. *spans: the string table. */
+static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **out, span **spans)
+{
+	size_t n[16] = {0};
+	bool has_pt = false;
+	pbr top = {buf, buf + len};
+	for (pbr c = top; c.p < c.e;) {
+		uint64_t k, x;
+		pbr sub;
+		if (!rd_varint(&c, &k) || (k >> 3) < 1 || (k >> 3) > 15)
+			return -EAGAIN;
+		unsigned f = (unsigned)(k >> 3);
+		if ((k & 7) == 2 && (f <= 6 || f == 11 || f == 13)) {
+			if (!rd_len(&c, &sub))
+				return -EAGAIN;
+			if (f == 11 && has_pt)
+				return -EAGAIN; /* protobuf-c would merge the two */
+			has_pt |= f == 11;
+			n[f] += f == 13 ? packed_count(sub) : 1;
+		} else if ((k & 7) == 0 && f >= 7 && f != 11) {
+			if (!rd_varint(&c, &x))
+				return -EAGAIN;
+			n[f] += f == 13;
+		} else {
+			return -EAGAIN;
+		}
+	}
+	PbProfile *pb = arena_alloc(a, sizeof(*pb));
+	span *sp = arena_alloc(a, (n[6] + 1) * sizeof(*sp));
+	if (!pb || !sp)
+		return -ENOMEM;
+	*pb = (PbProfile)PERFTOOLS__PROFILES__PROFILE__INIT;
+	pb->sample_type = arena_alloc(a, (n[1] + 1) * sizeof(void *));
+	pb->sample = arena_alloc(a, (n[2] + 1) * sizeof(void *));
+	pb->mapping = arena_alloc(a, (n[3] + 1) * sizeof(void *));
+	pb->location = arena_alloc(a, (n[4] + 1) * sizeof(void *));
+	pb->function = arena_alloc(a, (n[5] + 1) * sizeof(void *));
+	pb->comment = arena_alloc(a, (n[13] + 1) * sizeof(int64_t));
+	Perftools__Profiles__ValueType *vts = arena_alloc(a, (n[1] + 2) * sizeof(*vts));
+	Perftools__Profiles__Sample *smp = arena_alloc(a, (n[2] + 1) * sizeof(*smp));
+	Perftools__Profiles__Mapping *mps = arena_alloc(a, (n[3] + 1) * sizeof(*mps));
+	Perftools__Profiles__Location *lcs = arena_alloc(a, (n[4] + 1) * sizeof(*lcs));
+	Perftools__Profiles__Function *fns = arena_alloc(a, (n[5] + 1) * sizeof(*fns));
+	if (!pb->sample_type || !pb->sample || !pb->mapping || !pb->location || !pb->function ||
+	    !pb->comment || !vts || !smp || !mps || !lcs || !fns)
+		return -ENOMEM;
+	int r = 0;
+	for (pbr c = top; r == 0 && c.p < c.e;) {
+		uint64_t k = 0, x = 0, v[11];
+		pbr sub;
+		rd_varint(&c, &k); /* the first pass checked the framing */
+		unsigned f = (unsigned)(k >> 3);
+		if ((k & 7) == 0) {
+			rd_varint(&c, &x);
+			switch (f) {
+			case 7: pb->drop_frames = (int64_t)x; break;
+			case 8: pb->keep_frames = (int64_t)x; break;
+			case 9: pb->time_nanos = (int64_t)x; break;
+			case 10: pb->duration_nanos = (int64_t)x; break;
+			case 12: pb->period = (int64_t)x; break;
+			case 13: pb->comment[pb->n_comment++] = (int64_t)x; break;
+			case 14: pb->default_sample_type = (int64_t)x; break;
+			case 15: pb->doc_url = (int64_t)x; break;
+			}
+			continue;
+		}
+		rd_len(&c, &sub);
+		switch (f) {
+		case 1:
+		case 11: {
+			Perftools__Profiles__ValueType *o = f == 1 ? &vts[pb->n_sample_type] : &vts[n[1]];
+			*o = (Perftools__Profiles__ValueType)PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, 2)) {
+				r = -EAGAIN;
+				break;
+			}
+			o->type = (int64_t)v[1];
+			o->unit = (int64_t)v[2];
+			if (f == 1)
+				pb->sample_type[pb->n_sample_type++] = o;
+			else
+				pb->period_type = o;
+			break;
+		}
+		case 2: {
+			Perftools__Profiles__Sample *o = &smp[pb->n_sample];
+			*o = (Perftools__Profiles__Sample)PERFTOOLS__PROFILES__SAMPLE__INIT;
+			r = fast_sample(sub, a, o);
+			pb->sample[pb->n_sample++] = o;
+			break;
+		}
+		case 3: {
+			Perftools__Profiles__Mapping *o = &mps[pb->n_mapping];
+			*o = (Perftools__Profiles__Mapping)PERFTOOLS__PROFILES__MAPPING__INIT;
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, 10)) {
+				r = -EAGAIN;
+				break;
+			}
+			o->id = v[1];
+			o->memory_start = v[2];
+			o->memory_limit = v[3];
+			o->file_offset = v[4];
+			o->filename = (int64_t)v[5];
+			o->build_id = (int64_t)v[6];
+			o->has_functions = v[7] != 0;
+			o->has_filenames = v[8] != 0;
+			o->has_line_numbers = v[9] != 0;
+			o->has_inline_frames = v[10] != 0;
+			pb->mapping[pb->n_mapping++] = o;
+			break;
+		}
+		case 4: {
+			Perftools__Profiles__Location *o = &lcs[pb->n_location];
+			*o = (Perftools__Profiles__Location)PERFTOOLS__PROFILES__LOCATION__INIT;
+			r = fast_location(sub, a, o);
+			pb->location[pb->n_location++] = o;
+			break;
+		}
+		case 5: {
+			Perftools__Profiles__Function *o = &fns[pb->n_function];
+			*o = (Perftools__Profiles__Function)PERFTOOLS__PROFILES__FUNCTION__INIT;
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, 5)) {
+				r = -EAGAIN;
+				break;
+			}
+			o->id = v[1];
+			o->name = (int64_t)v[2];
+			o->system_name = (int64_t)v[3];
+			o->filename = (int64_t)v[4];
+			o->start_line = (int64_t)v[5];
+			pb->function[pb->n_function++] = o;
+			break;
+		}
+		case 6:
+			sp[pb->n_string_table++] = (span){sub.p, (size_t)(sub.e - sub.p)};
+			break;
+		case 13: {
+			size_t cn = packed_count(sub);
+			if (!rd_packed(sub, (uint64_t *)pb->comment + pb->n_comment, cn))
+				r = -EAGAIN;
+			pb->n_comment += cn;
+			break;
+		}
+		}
+	}
+	if (r < 0)
+		return r;
+	*out = pb;
+	*spans = sp;
+	return 0;
+}
+
+static int view_open(const uint8_t *buf, size_t len, bool fast, strobe_pprof_view **out);
+
+int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+{
+	return view_open(buf, len, true, out);
+}
+
+int strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+{
+	return view_open(buf, len, false, out);
+}
+
+static int view_open(const uint8_t *buf, size_t len, bool fast, strobe_pprof_view **out)
+{
+	*out = NULL;
+	view_mem *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->v.priv_ = m;
+	m->ar = (arena){NULL, len * 4 + 4096};
+	strobe_err err; /* the decoder says why, if asked */
+	dec d = {.name = "", .err = &err, .fn.dense = true, .map.dense = true, .loc.dense = true};
+	ProtobufCAllocator alloc = {arena_alloc, arena_free_one, &m->ar};
+	PbProfile *fpb = NULL;
+	span *fsp = NULL;
+	int r = fast ? fast_profile(buf, len, &m->ar, &fpb, &fsp) : -EAGAIN;
+	if (r == -ENOMEM) {
+		strobe_pprof_view_free(&m->v);
+		return r;
+	}
+	if (r < 0) { /* protobuf-c reads it, in a fresh arena */
+		arena_release(&m->ar);
+		m->ar = (arena){NULL, len * 4 + 4096};
+		fpb = NULL;
+	}
+	const PbProfile *pb = fpb ? fpb : perftools__profiles__profile__unpack(&alloc, len, buf);
+	r = -EINVAL;
+	if (!pb || !pb->n_string_table || pb->n_string_table > UINT32_MAX / 2 ||
+	    pb->n_function > UINT32_MAX / 2 || pb->n_mapping > UINT32_MAX / 2 ||
+	    pb->n_location > UINT32_MAX / 2 || pb->n_sample > UINT32_MAX / 2)
+		goto out;
+	d.pb = pb;
+	/* Counts are bounded by the input's length (every entry takes bytes), so these sums
+	 * cannot overflow; a sample whose value count is wrong is refused before sizing. */
+	size_t nl = 0, nsl = 0;
+	for (size_t i = 0; i < pb->n_location; i++)
+		nl += pb->location[i]->n_line;
+	for (size_t i = 0; i < pb->n_sample; i++) {
+		nsl += pb->sample[i]->n_location_id;
+		if (pb->sample[i]->n_value != pb->n_sample_type)
+			goto out;
+	}
+	if (nl > UINT32_MAX / 2 || nsl > UINT32_MAX / 2)
+		goto out;
+	r = -ENOMEM;
+	size_t ns = pb->n_string_table;
+	m->sp = malloc(ns * sizeof(*m->sp));
+	m->str = malloc(ns * sizeof(*m->str));
+	d.str = malloc(ns * sizeof(*d.str));
+	d.fn.model = malloc((pb->n_function + 1) * sizeof(*d.fn.model));
+	d.map.model = malloc((pb->n_mapping + 1) * sizeof(*d.map.model));
+	d.loc.model = malloc((pb->n_location + 1) * sizeof(*d.loc.model));
+	m->fns = malloc((pb->n_function + 1) * sizeof(*m->fns));
+	m->maps = malloc((pb->n_mapping + 1) * sizeof(*m->maps));
+	m->locs = malloc((pb->n_location + 1) * sizeof(*m->locs));
+	m->lines = malloc((nl + 1) * sizeof(*m->lines));
+	m->soff = malloc((pb->n_sample + 1) * sizeof(*m->soff));
+	m->sloc = malloc((nsl + 1) * sizeof(*m->sloc));
+	m->values = malloc((pb->n_sample * pb->n_sample_type + 1) * sizeof(*m->values));
+	if (!m->sp || !m->str || !d.str || !d.fn.model || !d.map.model || !d.loc.model ||
+	    !m->fns || !m->maps || !m->locs || !m->lines || !m->soff || !m->sloc || !m->values ||
+	    !(m->v.hdr = strobe_profile_new()))
+		goto out;
+	if (fpb)
+		memcpy(m->sp, fsp, ns * sizeof(*m->sp));
+	else if (string_spans(buf, len, m->sp, ns) < 0)
+		for (size_t i = 0; i < ns; i++)
+			m->sp[i] = (span){(const uint8_t *)pb->string_table[i],
+					  strlen(pb->string_table[i])};
+	r = -EINVAL;
+	if (m->sp[0].len != 0)
+		goto out;
+	for (size_t i = 0; i < ns; i++) {
+		if (m->sp[i].len > UINT32_MAX / 2)
+			goto out;
+		m->str[i] = (strobe_pprof_str){(const char *)m->sp[i].p, (uint32_t)m->sp[i].len};
+	}
+	memset(d.str, 0xff, ns * sizeof(*d.str));
+	d.str[0] = 0;
+	d.lazy = m->sp;
+	d.p = m->v.hdr;
+	m->v.simple = true;
+	if ((r = decode_header(&d)) < 0 || (r = view_tables(&d, m)) < 0)
+		goto out;
+	/* Go's mutex and block profiles are told apart by their leaves (strobe_profile_name):
+	 * those need the model. */
+	for (uint32_t t = 0; t < m->v.hdr->ntypes; t++) {
+		const char *st = strobe_str(m->v.hdr, m->v.hdr->types[t].type);
+		if (!strcmp(st, "contentions") || !strcmp(st, "delay"))
+			m->v.simple = false;
+	}
+	m->v.nstr = (uint32_t)ns;
+	m->v.nfn = (uint32_t)pb->n_function;
+	m->v.nmap = (uint32_t)pb->n_mapping;
+	m->v.nloc = (uint32_t)pb->n_location;
+	m->v.nsamples = (uint32_t)pb->n_sample;
+	m->v.str = m->str;
+	m->v.fns = m->fns;
+	m->v.maps = m->maps;
+	m->v.locs = m->locs;
+	m->v.lines = m->lines;
+	m->v.soff = m->soff;
+	m->v.sloc = m->sloc;
+	m->v.values = m->values;
+	r = 0;
+out:
+	free(d.str);
+	free(d.fn.model);
+	free(d.map.model);
+	free(d.loc.model);
+	strobe_itab_free(&d.fn.ids);
+	strobe_itab_free(&d.map.ids);
+	strobe_itab_free(&d.loc.ids);
+	if (r < 0) {
+		strobe_pprof_view_free(&m->v);
+		return r == -ENOMEM ? r : -EINVAL;
+	}
+	*out = &m->v;
 	return 0;
 }
 

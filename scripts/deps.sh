@@ -7,7 +7,7 @@ set -euo pipefail
 level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
-            libdw-dev libelf-dev libmicrohttpd-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev
+            libdw-dev libelf-dev libmicrohttpd-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev libdeflate-dev
             clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
 check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
             chromium firefox-esr)

@@ -14,6 +14,7 @@
 
 #include "server_impl.h"
 #include "strobe/codec.h"
+#include "strobe/pprof_view.h"
 
 /* The profiles of a push: slices of the request body. */
 typedef struct part {
@@ -41,6 +42,9 @@ static int add_part(void *ctx, const char *name, const uint8_t *data, size_t len
 /* gunzip within the configured cap (the library's own cap is for files, far larger). */
 static int gunzip_capped(const uint8_t *in, size_t len, size_t cap, uint8_t **out, size_t *olen)
 {
+	int fr = srv_gunzip_fast(in, len, cap, out, olen);
+	if (fr != -EAGAIN)
+		return fr;
 	z_stream z = {0};
 	if (inflateInit2(&z, 15 + 16) != Z_OK)
 		return -ENOMEM;
@@ -186,6 +190,8 @@ int srv_push(srv_req *r)
 	strobe_err err = {{0}};
 	parts ps = {0};
 	strobe_profile **profs = NULL;
+	strobe_pprof_view **views = NULL;
+	uint8_t **raws = NULL; /* gunzipped bodies: a view points into its own */
 	strobe_push_item *items = NULL;
 	srv_label_groups *groups = NULL;
 	size_t nprof = 0, nitems = 0, capitems = 0;
@@ -224,8 +230,10 @@ int srv_push(srv_req *r)
 			goto oom;
 	}
 	profs = calloc(ps.n, sizeof(*profs));
+	views = calloc(ps.n, sizeof(*views));
+	raws = calloc(ps.n, sizeof(*raws));
 	groups = calloc(ps.n, sizeof(*groups));
-	if (!profs || !groups)
+	if (!profs || !views || !raws || !groups)
 		goto oom;
 	for (size_t i = 0; i < ps.n; i++) {
 		const uint8_t *d = ps.p[i].data;
@@ -245,10 +253,35 @@ int srv_push(srv_req *r)
 			}
 			d = raw;
 		}
+		raws[i] = raw;
+		/* The common case, a pprof without per-sample labels, goes to the store as a view:
+		 * no profile model in between (strobe/pprof_view.h). Anything else, and whatever
+		 * the view refuses, is decoded, and the decoder says what is wrong. */
+		if (strobe_detect(d, len) == STROBE_FMT_PPROF &&
+		    strobe_pprof_view_open(d, len, &views[i]) == 0 && !views[i]->simple) {
+			strobe_pprof_view_free(views[i]);
+			views[i] = NULL;
+		}
+		if (views[i]) {
+			nprof++;
+			if (!(groups[i].g = calloc(1, sizeof(*groups[i].g))))
+				goto oom;
+			groups[i].n = 1;
+			if (nitems == capitems) {
+				capitems = capitems ? capitems * 2 : 8;
+				strobe_push_item *ni = realloc(items, capitems * sizeof(*ni));
+				if (!ni)
+					goto oom;
+				items = ni;
+			}
+			items[nitems++] = (strobe_push_item){.profile = views[i]->hdr, .name = name,
+							     .time_ns = t, .average = average,
+							     .view = views[i]};
+			continue;
+		}
 		char nm[32];
 		snprintf(nm, sizeof(nm), "profile %zu", i + 1);
 		int dr = strobe_decode_profile(d, len, nm, &profs[i], &err);
-		free(raw);
 		if (dr < 0) {
 			srv_fail(r, dr, &err);
 			goto out;
@@ -291,7 +324,7 @@ int srv_push(srv_req *r)
 	strobe_push_result_free(&res);
 	uint64_t nsamples = 0;
 	for (size_t i = 0; i < nprof; i++)
-		nsamples += strobe_nsamples(profs[i]);
+		nsamples += views[i] ? views[i]->nsamples : strobe_nsamples(profs[i]);
 	srv_metrics_ingested(r->srv->metrics, r->tenant, SRV_SRC_PUSH, nprof, r->len, nsamples);
 	json_t *j = acc ? json_pack("{s:i, s:o}", "profiles", (int)nprof, "accepted", acc) : NULL;
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -305,6 +338,12 @@ oom:
 out:
 	for (size_t i = 0; profs && i < ps.n; i++)
 		strobe_profile_free(profs[i]);
+	for (size_t i = 0; views && i < ps.n; i++)
+		strobe_pprof_view_free(views[i]);
+	for (size_t i = 0; raws && i < ps.n; i++)
+		free(raws[i]);
+	free(views);
+	free(raws);
 	for (size_t i = 0; groups && i < ps.n; i++)
 		srv_label_groups_free(&groups[i]);
 	free(groups);

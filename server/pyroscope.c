@@ -475,6 +475,9 @@ int strobe_gunzip_capped(const uint8_t *in, size_t inlen, size_t cap, uint8_t **
 	z_stream z = {0};
 	*out = NULL;
 	*outlen = 0;
+	int fr = srv_gunzip_fast(in, inlen, cap, out, outlen);
+	if (fr != -EAGAIN)
+		return fr;
 	if (inflateInit2(&z, 15 + 16) != Z_OK)
 		return -ENOMEM;
 	size_t bufcap = inlen * 4 + 1024, len = 0;

@@ -115,15 +115,18 @@ static void *committer_main(void *arg)
 		int r = commit_batch(s, b, &err);
 		pthread_mutex_lock(&s->qmu);
 		uint64_t n = 0;
-		for (store_pending *p = b; p; p = p->next, n++) {
+		for (store_pending *p = b, *next; p; p = next, n++) {
+			next = p->next; /* p may be gone once signalled and qmu is let go */
 			p->r = r;
 			if (r < 0)
 				p->err = err;
 			p->done = true; /* its owner frees it only once it holds qmu again */
+			/* Each push sleeps on its own condition: a broadcast woke every waiting
+			 * push at every commit, most of them only to sleep again. */
+			pthread_cond_signal(&p->cv);
 		}
 		s->ncommits++;
 		s->ncommitted += n;
-		pthread_cond_broadcast(&s->donecv);
 	}
 	pthread_mutex_unlock(&s->qmu);
 	return NULL;
@@ -133,7 +136,6 @@ int store_committer_start(strobe_store *s, strobe_err *err)
 {
 	pthread_mutex_init(&s->qmu, NULL);
 	pthread_cond_init(&s->qcv, NULL);
-	pthread_cond_init(&s->donecv, NULL);
 	s->qhead = NULL;
 	s->qtail = &s->qhead;
 	int e = pthread_create(&s->committer, NULL, committer_main, s);
@@ -156,24 +158,26 @@ void store_committer_stop(strobe_store *s)
 	s->committer_on = false;
 	pthread_mutex_destroy(&s->qmu);
 	pthread_cond_destroy(&s->qcv);
-	pthread_cond_destroy(&s->donecv);
 }
 
 int store_commit_wait(strobe_store *s, store_pending *p, strobe_err *err)
 {
 	p->next = NULL;
 	p->done = false;
+	pthread_cond_init(&p->cv, NULL);
 	pthread_mutex_lock(&s->qmu);
 	if (s->qstop) {
 		pthread_mutex_unlock(&s->qmu);
+		pthread_cond_destroy(&p->cv);
 		return strobe_errf(err, -ESHUTDOWN, "store: closing");
 	}
 	*s->qtail = p;
 	s->qtail = &p->next;
 	pthread_cond_signal(&s->qcv);
 	while (!p->done)
-		pthread_cond_wait(&s->donecv, &s->qmu);
+		pthread_cond_wait(&p->cv, &s->qmu);
 	pthread_mutex_unlock(&s->qmu);
+	pthread_cond_destroy(&p->cv);
 	if (p->r < 0 && err)
 		*err = p->err;
 	return p->r;

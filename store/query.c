@@ -239,45 +239,107 @@ static void scanner_free(scanner *sc)
 
 /* ---- merged profile -------------------------------------------------------------------------- */
 
-/* A dense accumulator over stack ids that remembers which it touched. */
+/* An accumulator over stack ids, sized to the stacks a query touches rather than to every stack
+ * of the store (a query of one small service in a store of millions of stacks used to allocate
+ * and clear arrays for all of them, twice): values dense in the order stacks were first seen,
+ * found through an open-addressing table of (stack + 1, index). The order is kept so that the
+ * merged profile comes out in the same order as before. */
+typedef struct acc_slot {
+	uint32_t key; /* stack + 1; 0 = empty */
+	uint32_t idx; /* into touched[] and v[] */
+} acc_slot;
+
 typedef struct acc {
-	int64_t *v;
-	uint8_t *seen;
-	uint32_t *touched;
-	size_t nt;
+	acc_slot *slots;
+	uint32_t mask;      /* nslots - 1 */
+	uint32_t *touched;  /* stacks in the order first seen */
+	int64_t *v;         /* v[i]: the sum of touched[i] */
+	size_t nt, cap;
+	bool oom;           /* a growth failed: the query fails */
 } acc;
 
-static int acc_init(acc *a, size_t n)
+static int acc_init(acc *a)
 {
-	a->v = calloc(n, sizeof(*a->v));
-	a->seen = calloc(n, 1);
-	a->touched = malloc(n * sizeof(*a->touched));
-	a->nt = 0;
-	return a->v && a->seen && a->touched ? 0 : -ENOMEM;
+	memset(a, 0, sizeof(*a));
+	a->cap = 1024;
+	a->slots = calloc(2 * a->cap, sizeof(*a->slots));
+	a->mask = (uint32_t)(2 * a->cap - 1);
+	a->touched = malloc(a->cap * sizeof(*a->touched));
+	a->v = malloc(a->cap * sizeof(*a->v));
+	return a->slots && a->touched && a->v ? 0 : -ENOMEM;
 }
 
 static void acc_free(acc *a)
 {
-	free(a->v);
-	free(a->seen);
+	free(a->slots);
 	free(a->touched);
+	free(a->v);
+}
+
+static inline uint32_t acc_hash(uint32_t stack)
+{
+	return (stack * 0x9e3779b1u) ^ (stack >> 16);
+}
+
+/* Twice the room, the table rebuilt from touched[]. */
+static int acc_grow(acc *a)
+{
+	size_t nc = a->cap * 2;
+	acc_slot *ns = calloc(2 * nc, sizeof(*ns));
+	uint32_t *nt = realloc(a->touched, nc * sizeof(*nt));
+	if (nt)
+		a->touched = nt;
+	int64_t *nv = realloc(a->v, nc * sizeof(*nv));
+	if (nv)
+		a->v = nv;
+	if (!ns || !nt || !nv) {
+		free(ns);
+		return -ENOMEM;
+	}
+	uint32_t mask = (uint32_t)(2 * nc - 1);
+	for (size_t i = 0; i < a->nt; i++) {
+		uint32_t h = acc_hash(a->touched[i]) & mask;
+		while (ns[h].key)
+			h = (h + 1) & mask;
+		ns[h] = (acc_slot){a->touched[i] + 1, (uint32_t)i};
+	}
+	free(a->slots);
+	a->slots = ns;
+	a->mask = mask;
+	a->cap = nc;
+	return 0;
 }
 
 static inline void acc_add(acc *a, uint32_t stack, int64_t v)
 {
-	if (!a->seen[stack]) {
-		a->seen[stack] = 1;
-		a->touched[a->nt++] = stack;
+	uint32_t h = acc_hash(stack) & a->mask;
+	for (;;) {
+		acc_slot *sl = &a->slots[h];
+		if (sl->key == stack + 1) {
+			a->v[sl->idx] += v;
+			return;
+		}
+		if (!sl->key)
+			break;
+		h = (h + 1) & a->mask;
 	}
-	a->v[stack] += v;
+	if (a->nt == a->cap) {
+		if (acc_grow(a) < 0) {
+			a->oom = true;
+			return;
+		}
+		h = acc_hash(stack) & a->mask;
+		while (a->slots[h].key)
+			h = (h + 1) & a->mask;
+	}
+	a->slots[h] = (acc_slot){stack + 1, (uint32_t)a->nt};
+	a->touched[a->nt] = stack;
+	a->v[a->nt++] = v;
 }
 
 static void acc_clear(acc *a)
 {
-	for (size_t i = 0; i < a->nt; i++) {
-		a->v[a->touched[i]] = 0;
-		a->seen[a->touched[i]] = 0;
-	}
+	memset(a->slots, 0, ((size_t)a->mask + 1) * sizeof(*a->slots));
 	a->nt = 0;
 }
 
@@ -356,7 +418,7 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 	r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
 	if (r == 0)
 		r = scanner_init(&sc, s, err);
-	if (r == 0 && (acc_init(&tot, s->sym->stacks.n) < 0 || acc_init(&ser, s->sym->stacks.n) < 0))
+	if (r == 0 && (acc_init(&tot) < 0 || acc_init(&ser) < 0))
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
@@ -368,15 +430,17 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 		r = scan_window(&sc, se->id, q->from_ns, q->to_ns, q_row, &c, err);
 		if (r == 0 && se->gauge) {
 			for (size_t k = 0; k < ser.nt; k++)
-				acc_add(&tot, ser.touched[k], mean(ser.v[ser.touched[k]], c.count));
+				acc_add(&tot, ser.touched[k], mean(ser.v[k], c.count));
 			acc_clear(&ser);
 		}
+		if (tot.oom || ser.oom)
+			r = -ENOMEM;
 	}
 	if (r == 0 && store_remap_init(&m, s->sym) < 0)
 		r = -ENOMEM;
 	for (size_t k = 0; r == 0 && k < tot.nt; k++) {
 		uint32_t st = tot.touched[k];
-		int64_t v = tot.v[st];
+		int64_t v = tot.v[k];
 		if (!v)
 			continue;
 		uint32_t os = store_map_stack(p, s->sym, &m, st);

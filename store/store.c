@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "store_impl.h"
+#include "strobe/pprof_view.h"
 
 const int64_t store_level_width[STORE_LEVELS] = {0, 60 * STROBE_NS_PER_S,
 						 3600 * STROBE_NS_PER_S};
@@ -442,6 +443,7 @@ void strobe_store_close(strobe_store *s)
 		free(s->series[i].labels);
 	free(s->series);
 	strobe_itab_free(&s->series_key);
+	store_seq_reset(s);
 	pthread_mutex_destroy(&s->mu);
 	pthread_rwlock_destroy(&s->ids_lock);
 	free(s);
@@ -761,7 +763,7 @@ static size_t tenant_series(const strobe_store *s, const char *tenant)
  * split by per-sample labels); sample i (1-based) of the item is item_sid(i) of the profile. */
 static uint32_t item_ns(const strobe_push_item *it)
 {
-	return it->samples ? it->nsamples : strobe_nsamples(it->profile);
+	return it->view ? it->view->nsamples : it->samples ? it->nsamples : strobe_nsamples(it->profile);
 }
 
 static uint32_t item_sid(const strobe_push_item *it, uint32_t i)
@@ -792,6 +794,10 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 	for (size_t it = 0; r == 0 && it < rq->nitems; it++) {
 		const strobe_push_item *item = &rq->items[it];
 		const strobe_profile *p = item->profile;
+		if (item->view) {
+			r = store_map_view(s, item->view, gst[it]);
+			continue;
+		}
 		store_remap m;
 		if (store_remap_init(&m, p) < 0)
 			r = -ENOMEM;
@@ -879,17 +885,21 @@ static int push_encode(const strobe_push_item *it, const uint32_t *gst, const ui
 		       uint32_t ty, store_pair *pairs, store_point *pt, strobe_push_accepted *a)
 {
 	const strobe_profile *p = it->profile;
-	uint32_t ns = item_ns(it);
+	const int64_t *vv = it->view ? it->view->values : NULL;
+	uint32_t ns = item_ns(it), nt = p->ntypes;
 	size_t w = 0;
 	int64_t total = 0;
 	for (uint32_t k = 0; k < ns; k++) {
 		uint32_t i = order[k];
-		int64_t v = strobe_sample_values(p, item_sid(it, i))[ty];
+		int64_t v = vv ? vv[(size_t)(i - 1) * nt + ty]
+			       : strobe_sample_values(p, item_sid(it, i))[ty];
 		if (!v)
 			continue;
-		total += v;
+		/* Unsigned adds: hostile values wrap instead of overflowing (as the model's
+		 * sums of one sample's values do). */
+		total = (int64_t)((uint64_t)total + (uint64_t)v);
 		if (w && pairs[w - 1].stack == gst[i])
-			pairs[w - 1].value += v;
+			pairs[w - 1].value = (int64_t)((uint64_t)pairs[w - 1].value + (uint64_t)v);
 		else
 			pairs[w++] = (store_pair){gst[i], v};
 	}

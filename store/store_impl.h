@@ -44,6 +44,7 @@ typedef struct store_pending {
 	store_point *pt;
 	size_t npt;
 	struct store_pending *next;
+	pthread_cond_t cv; /* signalled by the committer when done (under qmu) */
 	bool done;
 	int r;
 	strobe_err err;
@@ -56,7 +57,7 @@ struct strobe_store {
 	 * its own connection, many per transaction. */
 	sqlite3 *wdb;
 	pthread_mutex_t qmu;
-	pthread_cond_t qcv, donecv;
+	pthread_cond_t qcv;
 	store_pending *qhead, **qtail;
 	bool qstop, committer_on;
 	pthread_t committer;
@@ -78,6 +79,12 @@ struct strobe_store {
 	strobe_itab series_key; /* "tenant\0type\0name\0value\0..." -> index */
 	bool use_rollups;
 	int64_t last_gc_ns; /* when symbol gc last ran (symgc.c) */
+	/* Whole stacks already mapped (ingest_view.c): their store location ids, root first ->
+	 * index into seq_stack, the store's stack id. Valid as long as the symbol ids are:
+	 * emptied when they are renumbered, and when it outgrows its cap. */
+	strobe_itab seq;
+	uint32_t *seq_stack;
+	size_t seq_cap;
 };
 
 static inline uint32_t tab_n(const strobe_profile *p, int t)
@@ -112,6 +119,11 @@ void store_remap_free(store_remap *m);
  * UINT32_MAX on ENOMEM. */
 uint32_t store_map_stack(strobe_profile *dst, const strobe_profile *src, store_remap *m,
 			 uint32_t id);
+
+/* ingest_view.c, under mu: the store stack id of each sample of a simple pprof view into
+ * gst[1..nsamples], interning what is new; 0 or -ENOMEM. */
+int store_map_view(strobe_store *s, const struct strobe_pprof_view *v, uint32_t *gst);
+void store_seq_reset(strobe_store *s);
 
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
 /* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */

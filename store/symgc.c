@@ -230,6 +230,7 @@ int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err)
 	}
 	strobe_profile_free(s->sym);
 	s->sym = q;
+	store_seq_reset(s); /* it holds the old ids */
 	q = NULL;
 	for (int t = 0; t < NTABS; t++)
 		s->saved[t] = tab_n(s->sym, t);

@@ -100,6 +100,10 @@ typedef struct strobe_push_item {
 	size_t nlabels;
 	const uint32_t *samples; /* only these samples of the profile (ids); NULL = all */
 	uint32_t nsamples;
+	/* Instead of the profile's samples and symbols: a simple pprof view
+	 * (strobe/pprof_view.h), mapped straight into the store's tables; `profile` is then its
+	 * header (view->hdr) and `samples` must be NULL. */
+	const struct strobe_pprof_view *view;
 } strobe_push_item;
 
 typedef struct strobe_push_req {

@@ -8,13 +8,16 @@
  *
  * The streaming reader behind `top` (strobe_pprof_fnstats) is fuzzed on the same input: it must
  * never crash, and when both it and the full decoder accept the input they must agree on every
- * function's flat and cumulative value.
+ * function's flat and cumulative value. So is the server's ingest form, the view: it accepts
+ * exactly what the decoder accepts and agrees with it on the header and the totals.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "strobe/codec.h"
+#include "strobe/pprof_view.h"
 #include "strobe/transform.h"
 
 static int same_table(const strobe_itab *a, const strobe_itab *b)
@@ -96,17 +99,79 @@ static void check_fnstats(const uint8_t *data, size_t size, strobe_profile *p)
 	free(arena);
 }
 
+/* The server's ingest form (strobe/pprof_view.h) accepts exactly what the decoder accepts, and
+ * then agrees with it on the header and on every type's total (sums wrap the same way). */
+static void check_view(const uint8_t *data, size_t size, const strobe_profile *p)
+{
+	strobe_pprof_view *v = NULL;
+	int r = strobe_pprof_view_open(data, size, &v);
+	if (r == -ENOMEM)
+		return;
+	if ((r == 0) != (p != NULL)) {
+		fprintf(stderr, "the view %s what the decoder %s\n", r ? "refused" : "accepted",
+			r ? "accepted" : "refused");
+		abort();
+	}
+	if (!p)
+		return;
+	/* The view's own protobuf reader against protobuf-c's unpacking: the same view, entity
+	 * by entity. */
+	strobe_pprof_view *w = NULL;
+	if (strobe_pprof_view_open_pbc(data, size, &w) < 0)
+		abort();
+	if (v->nstr != w->nstr || v->nfn != w->nfn || v->nmap != w->nmap || v->nloc != w->nloc ||
+	    v->nsamples != w->nsamples || v->simple != w->simple ||
+	    v->soff[v->nsamples] != w->soff[w->nsamples] ||
+	    memcmp(v->fns, w->fns, v->nfn * sizeof(*v->fns)) ||
+	    memcmp(v->maps, w->maps, v->nmap * sizeof(*v->maps)) ||
+	    memcmp(v->soff, w->soff, (v->nsamples + 1) * sizeof(*v->soff)) ||
+	    memcmp(v->sloc, w->sloc, v->soff[v->nsamples] * sizeof(*v->sloc)) ||
+	    memcmp(v->values, w->values, (size_t)v->nsamples * p->ntypes * sizeof(*v->values)))
+		abort();
+	for (uint32_t i = 0; i < v->nstr; i++)
+		if (v->str[i].len != w->str[i].len || memcmp(v->str[i].p, w->str[i].p, v->str[i].len))
+			abort();
+	for (uint32_t i = 0; i < v->nloc; i++) {
+		const strobe_pprof_loc *a = &v->locs[i], *b = &w->locs[i];
+		if (a->address != b->address || a->mapping != b->mapping || a->nline != b->nline ||
+		    a->is_folded != b->is_folded ||
+		    memcmp(v->lines + a->line0, w->lines + b->line0, a->nline * sizeof(*v->lines)))
+			abort();
+	}
+	strobe_pprof_view_free(w);
+	const strobe_profile *h = v->hdr;
+	if (h->ntypes != p->ntypes || h->period != p->period || h->time_nanos != p->time_nanos ||
+	    h->duration_nanos != p->duration_nanos || h->default_type != p->default_type ||
+	    strcmp(strobe_str(h, h->period_type.type), strobe_str(p, p->period_type.type)))
+		abort();
+	for (uint32_t t = 0; t < p->ntypes; t++) {
+		if (strcmp(strobe_str(h, h->types[t].type), strobe_str(p, p->types[t].type)) ||
+		    strcmp(strobe_str(h, h->types[t].unit), strobe_str(p, p->types[t].unit)))
+			abort();
+		uint64_t a = 0, b = 0;
+		for (uint32_t i = 0; i < v->nsamples; i++)
+			a += (uint64_t)v->values[(size_t)i * p->ntypes + t];
+		for (uint32_t i = 1; i <= strobe_nsamples(p); i++)
+			b += (uint64_t)strobe_sample_values(p, i)[t];
+		if (a != b)
+			abort();
+	}
+	strobe_pprof_view_free(v);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	strobe_profile *p = NULL, *q = NULL;
 	strobe_err err = {{0}};
 	if (strobe_pprof_decode(data, size, "fuzz", &p, &err) < 0) {
 		check_fnstats(data, size, NULL);
+		check_view(data, size, NULL);
 		if (!err.msg[0] || p)
 			abort(); /* every rejection says why, and leaves nothing behind */
 		return 0;
 	}
 	check_fnstats(data, size, p);
+	check_view(data, size, p);
 	uint8_t *gz, *gz2, *raw;
 	size_t gzlen, gzlen2, rawlen;
 	if (strobe_pprof_encode(p, &gz, &gzlen) < 0)
