@@ -650,6 +650,21 @@ static void apply_pause(strobe_agent *a)
 					   : "resumed: sampling at %u Hz", a->so.freq);
 }
 
+/* How long the loop may sleep when no ring reaches its wakeup watermark: about ten samples
+ * per CPU (100 ms at 99 Hz, 500 ms at the default 19 Hz), never past the interval's end. Each
+ * wakeup costs a context switch and a pass over the rings; at 19 Hz ten a second were a
+ * sizeable part of the agent's own CPU. Pause, resume and stop wait at most this long. */
+static int poll_ms(const strobe_agent *a, int64_t next)
+{
+	unsigned hz = a->so.freq ? a->so.freq : 99;
+	int64_t ms = 10000 / hz;
+	ms = ms < 100 ? 100 : ms > 500 ? 500 : ms;
+	int64_t left = (next - strobe_mono_ns()) / 1000000 + 1;
+	if (left < ms)
+		ms = left > 1 ? left : 1;
+	return (int)ms;
+}
+
 int strobe_agent_run(strobe_agent *a, strobe_err *err)
 {
 	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
@@ -665,7 +680,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 		apply_pause(a);
 		if (a->s) {
 			strobe_err pe = {{0}};
-			if (strobe_sampler_poll(a->s, 100, &pe) < 0 && pe.msg[0]) {
+			if (strobe_sampler_poll(a->s, poll_ms(a, next), &pe) < 0 && pe.msg[0]) {
 				agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
 				usleep(100000);
 			}

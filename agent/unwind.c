@@ -49,7 +49,8 @@
 
 #define MAX_BINS 4096
 #define BIN_COST 16384 /* libelf's and libdw's fixed state for an opened binary */
-#define FDE_COST 48    /* libdw's tree node and decoded FDE, per FDE of .eh_frame_hdr */
+#define FDE_COST 48    /* libdw's tree node and decoded FDE, per FDE it decoded */
+#define FDE_SET_MAX (1u << 22) /* FDE start addresses remembered per binary, at most */
 #define NREG 17        /* DWARF x86-64: rax rdx rcx rbx rsi rdi rbp rsp r8..r15, 16 = RA */
 #define R_BP 6
 #define R_SP 7
@@ -73,6 +74,13 @@ typedef struct bin {
 	Dwarf_CFI *cfi;   /* NULL: no .eh_frame (frames there go by frame pointers) */
 	size_t bytes;
 	uint64_t last_use;
+	/* Start addresses of the FDEs libdw has decoded here (open addressing, 0 = empty): the
+	 * estimate grows by FDE_COST per FDE actually decoded, not per FDE in the binary; charging
+	 * every FDE up front made libxul (274k FDEs: 13 MB) and node (76k) together overflow the
+	 * default budget, and each sample in one of them reloaded it (a 180 MB mapping parsed
+	 * again, several times a second on a host running a browser). */
+	uint64_t *fde;
+	uint32_t nfde, cfde;
 } bin;
 
 /* What a mapping (a tracker map id) resolved to. */
@@ -141,26 +149,46 @@ static unsigned image_build_id(const void *img, size_t len, uint8_t *out)
 }
 
 /* What a binary's entry is charged: libelf's and libdw's state, and what libdw decodes into its
- * tree of CIEs and FDEs as they are used, bounded by the number of FDEs, which .eh_frame_hdr's
- * table counts. The image itself is the page cache's (file-backed, shared) and not counted. */
-static size_t fde_count(const void *img, size_t len)
+ * tree of CIEs and FDEs as they are used: FDE_COST per distinct FDE a lookup returned (and the
+ * set that tells them apart). The image itself is the page cache's (file-backed, shared) and not
+ * counted. */
+static void fde_seen(strobe_unwinder *u, bin *b, uint64_t start)
 {
-	unsigned nph;
-	const Elf64_Phdr *ph = phdrs(img, len, &nph);
-	for (unsigned i = 0; ph && i < nph; i++) {
-		if (ph[i].p_type != PT_GNU_EH_FRAME || ph[i].p_offset >= len ||
-		    len - ph[i].p_offset < 12)
-			continue;
-		/* version, eh_frame_ptr_enc, fde_count_enc (udata4), table_enc, eh_frame_ptr
-		 * (4 bytes in practice), fde_count */
-		const uint8_t *h = (const uint8_t *)img + ph[i].p_offset;
-		if (h[0] == 1 && h[1] == 0x1b && h[2] == 0x03) {
-			uint32_t n;
-			memcpy(&n, h + 8, 4);
-			return n;
+	uint64_t key = start + 1; /* 0 marks an empty slot */
+	if (b->nfde >= FDE_SET_MAX)
+		return;
+	if (2 * (b->nfde + 1) > b->cfde) {
+		uint32_t nc = b->cfde ? b->cfde * 2 : 64;
+		uint64_t *nt = calloc(nc, sizeof(*nt));
+		if (!nt)
+			return; /* the estimate stays low: no harm beyond that */
+		for (uint32_t i = 0; i < b->cfde; i++) {
+			if (!b->fde[i])
+				continue;
+			uint32_t j = (uint32_t)((b->fde[i] * 0x9e3779b97f4a7c15ull) >> 32) & (nc - 1);
+			while (nt[j])
+				j = (j + 1) & (nc - 1);
+			nt[j] = b->fde[i];
 		}
+		size_t grown = (size_t)(nc - b->cfde) * sizeof(*nt);
+		free(b->fde);
+		b->fde = nt;
+		b->cfde = nc;
+		b->bytes += grown;
+		u->bytes += grown;
 	}
-	return 0;
+	uint32_t j = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (b->cfde - 1);
+	while (b->fde[j]) {
+		if (b->fde[j] == key)
+			return;
+		j = (j + 1) & (b->cfde - 1);
+	}
+	b->fde[j] = key;
+	b->nfde++;
+	b->bytes += FDE_COST;
+	u->bytes += FDE_COST;
+	if (u->bytes > u->st.cache_bytes_peak)
+		u->st.cache_bytes_peak = u->bytes;
 }
 
 static bool has_eh_frame(const void *img, size_t len)
@@ -185,6 +213,7 @@ static void bin_drop(strobe_unwinder *u, bin *b)
 		free(b->img);
 	else if (b->img)
 		munmap(b->img, b->len);
+	free(b->fde);
 	u->bytes -= b->bytes;
 	uint32_t gen = b->gen + 1;
 	memset(b, 0, sizeof(*b));
@@ -251,7 +280,7 @@ static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const 
 	b->elf = elf_memory(img, len);
 	if (b->elf && has_eh_frame(img, len))
 		b->cfi = dwarf_getcfi_elf(b->elf);
-	b->bytes = BIN_COST + fde_count(img, len) * FDE_COST + (heap ? len : 0);
+	b->bytes = BIN_COST + (heap ? len : 0);
 	u->bytes += b->bytes;
 	if (u->bytes > u->st.cache_bytes_peak)
 		u->st.cache_bytes_peak = u->bytes;
@@ -799,6 +828,9 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		w.cur_cfi = NULL;
 		w.cfa_sp = false;
 		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0) {
+			Dwarf_Addr fstart, fend;
+			if (dwarf_frame_info(f, &fstart, &fend, NULL) >= 0)
+				fde_seen(u, b, fstart);
 			w.cur_cfi = b->cfi;
 			w.cur_bias = bias;
 			step = step_cfi(&w, f, &signal);

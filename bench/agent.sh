@@ -29,7 +29,7 @@
 #   bench/agent.sh [RESULTS]
 #   ROUNDS=5 CPU_SECONDS=8 PINGPONG_SECONDS=5 RSS_SECONDS=40 BYTES_SECONDS=60 (defaults)
 #   BENCH_QUICK=1: 3 rounds of 5 s and 3 s, RSS over 25 s, bytes over 30 s
-#   AGENT_BENCH_ONLY=offcpu: the off-CPU part alone
+#   AGENT_BENCH_ONLY=offcpu: the off-CPU part alone; AGENT_BENCH_ONLY=cpu: the on-CPU rows alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -155,6 +155,24 @@ done
 [ "$only" = offcpu ] || spread=$(awk '$1 == "base" {print $3}' "$work/rows" | sort -g | awk '{a[NR] = $1} END {
   printf "%.0f-%.0f (+-%.1f %%)", a[1], a[NR], 50 * (a[NR] - a[1]) / a[int((NR + 1) / 2)] }')
 cp "$work/rows" "$work/rows.cpu"
+cpu_notes() { # the paragraph under the on-CPU rows
+  {
+    echo
+    echo "Loss per CPU-second divides each run's work by the CPU time its threads got, so other"
+    echo "processes taking CPUs cancel out; the sampling interrupt, charged to the interrupted thread,"
+    echo "does not. The agent's own CPU (sampling, symbolizing, pushing; after a 6 s warm-up) is"
+    echo "added to it, as a share of the $(nproc) CPUs, for the estimated loss the goals are judged on;"
+    echo "pingpong is judged on its wall-clock loss. cpu_work alone, per CPU-second, over the rounds:"
+    echo "$spread: a loss smaller than that spread is not resolved by this run."
+    echo
+  } >> "$results"
+}
+if [ "$only" = cpu ]; then
+  cpu_notes
+  printf '<details><summary>Every run (mode, rate/s wall, per CPU-second, agent CPU %%)</summary>\n\n```\n%s\n```\n</details>\n' \
+    "$(cat "$work/rows.cpu")" >> "$results"
+  exit 0
+fi
 pp_modes=(base offcpu offperf)
 command -v perf >/dev/null && pp_modes+=(perfrec)
 run_rounds "$pingpong" "$pp_s" "${pp_modes[@]}"
@@ -187,16 +205,7 @@ if [ "$only" = offcpu ]; then
     "$(cat "$work/rows.offcpu")" >> "$results"
   exit 0
 fi
-{
-  echo
-  echo "Loss per CPU-second divides each run's work by the CPU time its threads got, so other"
-  echo "processes taking CPUs cancel out; the sampling interrupt, charged to the interrupted thread,"
-  echo "does not. The agent's own CPU (sampling, symbolizing, pushing; after a 6 s warm-up) is"
-  echo "added to it, as a share of the $(nproc) CPUs, for the estimated loss the goals are judged on;"
-  echo "pingpong is judged on its wall-clock loss. cpu_work alone, per CPU-second, over the rounds:"
-  echo "$spread: a loss smaller than that spread is not resolved by this run."
-  echo
-} >> "$results"
+cpu_notes
 
 # ---- RSS with 200 processes ------------------------------------------------------------------
 rss_run() { # LABEL ARGS...: prints "hwm_kb status_rss_bytes processes_tracked"
