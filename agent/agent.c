@@ -433,9 +433,13 @@ static void export_interval(strobe_agent *a)
 
 /* ---- budget ---------------------------------------------------------------------------------- */
 
+/* The agent's own CPU is judged once per interval. One interval a little over the budget is
+ * not a trend (a push that met a slow server, a burst of new processes to read): a step down
+ * needs two intervals in a row over the budget, or one over twice the budget. */
 typedef struct budget {
 	int64_t cpu0, wall0;
 	unsigned over, under, seen;
+	bool over_once;
 } budget;
 
 /* Returns true when the sampler must be reopened with a.so changed. */
@@ -456,8 +460,12 @@ static bool budget_step(strobe_agent *a, budget *b)
 	bool want_off = a->o->offcpu;
 	char note[256] = "";
 	bool change = false;
-	if (pct > max) {
+	if (pct > max && pct <= 2 * max && !b->over_once) {
 		b->under = 0;
+		b->over_once = true; /* noted; the next interval decides */
+	} else if (pct > max) {
+		b->under = 0;
+		b->over_once = false;
 		if (a->so.freq > 1) {
 			unsigned f = a->so.freq / 2 ? a->so.freq / 2 : 1;
 			snprintf(note, sizeof(note), "over budget (%.3g%% > %.3g%% CPU): frequency %u -> %u Hz",
@@ -492,6 +500,8 @@ static bool budget_step(strobe_agent *a, budget *b)
 	} else {
 		b->under = 0;
 	}
+	if (pct <= max)
+		b->over_once = false;
 	if (change) {
 		agent_log(a, STROBE_LOG_WARN, "budget: %s", note);
 		pthread_mutex_lock(&a->mu);
@@ -710,6 +720,10 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 			pthread_mutex_lock(&a->mu);
 			a->st.sampler_reopens++;
 			pthread_mutex_unlock(&a->mu);
+			/* Opening the sampler (an event per CPU, the BPF maps, reading /proc) is a
+			 * one-off: the next interval is judged on the new rate's steady cost only. */
+			b.cpu0 = cpu_ns();
+			b.wall0 = strobe_mono_ns();
 		}
 	}
 	/* Clean stop: the last interval goes to the spool, and the sender gets a moment. */
