@@ -39,7 +39,7 @@ typedef struct vmap {
 	strobe_profile *dst;
 	uint32_t *str, *fn, *map, *loc;
 	strobe_line *lines;
-	uint32_t lcap;
+	size_t lcap;
 } vmap;
 
 static uint32_t v_str(vmap *m, uint32_t i)
@@ -82,13 +82,8 @@ static uint32_t v_loc(vmap *m, uint32_t i)
 	uint32_t mp = l->mapping ? v_map(m, l->mapping) : 0;
 	if (mp == UINT32_MAX)
 		return UINT32_MAX;
-	if (l->nline > m->lcap) {
-		strobe_line *nl = realloc(m->lines, l->nline * sizeof(*nl));
-		if (!nl)
-			return UINT32_MAX;
-		m->lines = nl;
-		m->lcap = l->nline;
-	}
+	if (store_lines_reserve(&m->lines, &m->lcap, l->nline) < 0)
+		return UINT32_MAX;
 	for (uint32_t k = 0; k < l->nline; k++) {
 		m->lines[k] = m->v->lines[l->line0 + k];
 		if ((m->lines[k].function = v_fn(m, m->lines[k].function)) == UINT32_MAX)

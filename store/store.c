@@ -593,13 +593,8 @@ static uint32_t map_loc(strobe_profile *dst, const strobe_profile *p, store_rema
 		if (mp == UINT32_MAX)
 			return UINT32_MAX;
 	}
-	if (l->nline > m->lcap) {
-		strobe_line *nl = realloc(m->lines, l->nline * sizeof(*nl));
-		if (!nl)
-			return UINT32_MAX;
-		m->lines = nl;
-		m->lcap = l->nline;
-	}
+	if (store_lines_reserve(&m->lines, &m->lcap, l->nline) < 0)
+		return UINT32_MAX;
 	for (uint32_t i = 0; i < l->nline; i++) {
 		m->lines[i] = l->line[i];
 		uint32_t f = l->line[i].function;

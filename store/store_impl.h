@@ -7,8 +7,10 @@
 #ifndef STROBE_STORE_IMPL_H
 #define STROBE_STORE_IMPL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdlib.h>
 
 #include "strobe/store.h"
 
@@ -105,6 +107,20 @@ int store_blob_encode(const store_pair *p, size_t n, uint8_t **out, size_t *len)
 /* Decodes into *buf (grown with realloc, capacity *cap); stacks are checked < nstacks. */
 int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pair **buf,
 		      size_t *cap, size_t *n);
+
+/* Grows a scratch array of lines to hold n (the locations of one profile are copied through it
+ * one at a time); 0 or -ENOMEM. */
+static inline int store_lines_reserve(strobe_line **lines, size_t *cap, size_t n)
+{
+	if (n <= *cap)
+		return 0;
+	strobe_line *nl = realloc(*lines, n * sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	*lines = nl;
+	*cap = n;
+	return 0;
+}
 
 /* Maps of one profile's ids to another's (a push into the store's tables, the store's tables
  * into a query's result), filled lazily; 0 = not yet mapped (id 0 always maps to 0). */

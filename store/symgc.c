@@ -121,13 +121,8 @@ static strobe_profile *rebuild(const strobe_profile *p, gcmap *g)
 		if (!m[TAB_LOCATIONS][i])
 			continue;
 		const strobe_location *l = strobe_location_get(p, i);
-		if (l->nline > lcap) {
-			strobe_line *nl = realloc(lines, l->nline * sizeof(*nl));
-			if (!(ok = nl != NULL))
-				break;
-			lines = nl;
-			lcap = l->nline;
-		}
+		if (!(ok = store_lines_reserve(&lines, &lcap, l->nline) == 0))
+			break;
 		for (uint32_t k = 0; k < l->nline; k++) {
 			lines[k] = l->line[k];
 			lines[k].function = m[TAB_FUNCTIONS][l->line[k].function];
