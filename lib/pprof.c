@@ -926,16 +926,20 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 			continue;
 		}
 		rd_len(&c, &sub);
+		/* ValueType, Mapping and Function hold only scalars: fields 1..nscalar[f] into v[] */
+		static const unsigned nscalar[16] = {[1] = 2, [3] = 10, [5] = 5, [11] = 2};
+		if (f < 16 && nscalar[f]) {
+			memset(v, 0, sizeof(v));
+			if (!rd_scalars(sub, v, nscalar[f])) {
+				r = -EAGAIN;
+				break;
+			}
+		}
 		switch (f) {
 		case 1:
 		case 11: {
 			Perftools__Profiles__ValueType *o = f == 1 ? &vts[pb->n_sample_type] : &vts[n[1]];
 			*o = (Perftools__Profiles__ValueType)PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-			memset(v, 0, sizeof(v));
-			if (!rd_scalars(sub, v, 2)) {
-				r = -EAGAIN;
-				break;
-			}
 			o->type = (int64_t)v[1];
 			o->unit = (int64_t)v[2];
 			if (f == 1)
@@ -954,11 +958,6 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 		case 3: {
 			Perftools__Profiles__Mapping *o = &mps[pb->n_mapping];
 			*o = (Perftools__Profiles__Mapping)PERFTOOLS__PROFILES__MAPPING__INIT;
-			memset(v, 0, sizeof(v));
-			if (!rd_scalars(sub, v, 10)) {
-				r = -EAGAIN;
-				break;
-			}
 			o->id = v[1];
 			o->memory_start = v[2];
 			o->memory_limit = v[3];
@@ -982,11 +981,6 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 		case 5: {
 			Perftools__Profiles__Function *o = &fns[pb->n_function];
 			*o = (Perftools__Profiles__Function)PERFTOOLS__PROFILES__FUNCTION__INIT;
-			memset(v, 0, sizeof(v));
-			if (!rd_scalars(sub, v, 5)) {
-				r = -EAGAIN;
-				break;
-			}
 			o->id = v[1];
 			o->name = (int64_t)v[2];
 			o->system_name = (int64_t)v[3];
