@@ -97,7 +97,7 @@ $(B)/strobe-san: $(patsubst %.c,$(B)/san/%.o,$(CLI_SRC)) $(B)/libstrobe-san.a
 	$(CLANG) $(TESTCFLAGS) -o $@ $^ $(LDLIBS)
 san-strobe: $(B)/strobe-san
 
-$(B)/test/%: tests/unit/%.c $(B)/libstrobe-san.a
+$(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 

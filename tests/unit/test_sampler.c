@@ -22,42 +22,8 @@
 
 #include "../../agent/sampler_impl.h" /* strobe_sampler_event_attr, EVK_* */
 
-/* The layout strobe requests on a 6.x kernel. */
-static const strobe_sampler_layout L = {
-	.id = {11, 22, 33},
-	.prev_state_offset = 32, .prev_state_size = 8, .next_pid_offset = 56, .wakeup_pid_offset = 24};
+#include "perf_records.h"
 
-/* ---- a record writer ------------------------------------------------------------------------- */
-
-typedef struct buf {
-	uint8_t b[1 << 16];
-	size_t len, start;
-} buf;
-
-static void put(buf *w, const void *p, size_t n)
-{
-	memcpy(w->b + w->len, p, n);
-	w->len += n;
-}
-static void u64(buf *w, uint64_t v) { put(w, &v, 8); }
-static void u32x2(buf *w, uint32_t a, uint32_t b)
-{
-	uint32_t v[2] = {a, b};
-	put(w, v, 8);
-}
-static void begin(buf *w, uint32_t type, uint16_t misc)
-{
-	w->start = w->len;
-	struct perf_event_header h = {.type = type, .misc = misc, .size = 0};
-	put(w, &h, sizeof(h));
-}
-static void end(buf *w)
-{
-	while (w->len % 8)
-		w->b[w->len++] = 0;
-	struct perf_event_header *h = (void *)(w->b + w->start);
-	h->size = (uint16_t)(w->len - w->start);
-}
 /* sample_id_all trailer: pid, tid, time, cpu, identifier */
 static void trailer(buf *w, uint32_t pid, uint32_t tid, uint64_t t)
 {

@@ -37,39 +37,7 @@
 
 #if defined(__x86_64__)
 
-static const strobe_sampler_layout L = {
-	.id = {11, 22, 33},
-	.prev_state_offset = 32, .prev_state_size = 8, .next_pid_offset = 56, .wakeup_pid_offset = 24};
-
-typedef struct buf {
-	uint8_t b[1 << 16];
-	size_t len, start;
-} buf;
-
-static void put(buf *w, const void *p, size_t n)
-{
-	memcpy(w->b + w->len, p, n);
-	w->len += n;
-}
-static void u64(buf *w, uint64_t v) { put(w, &v, 8); }
-static void u32x2(buf *w, uint32_t a, uint32_t b)
-{
-	uint32_t v[2] = {a, b};
-	put(w, v, 8);
-}
-static void begin(buf *w, uint32_t type, uint16_t misc)
-{
-	w->start = w->len;
-	struct perf_event_header h = {.type = type, .misc = misc, .size = 0};
-	put(w, &h, sizeof(h));
-}
-static void end(buf *w)
-{
-	while (w->len % 8)
-		w->b[w->len++] = 0;
-	struct perf_event_header *h = (void *)(w->b + w->start);
-	h->size = (uint16_t)(w->len - w->start);
-}
+#include "perf_records.h"
 
 /* MMAP2 records for this process's executable file mappings, from /proc/self/maps. */
 static void self_maps(buf *w, uint32_t pid)
