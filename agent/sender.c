@@ -106,7 +106,9 @@ static void *sender_main(void *arg)
 		char *meta;
 		void *body;
 		size_t len;
-		int rc = strobe_spool_peek(a->spool, stopping ? 0 : 500, &id, &meta, &body, &len);
+		/* A profile added and a stop both wake the wait: the timeout is only a safety
+		 * net, long so that an idle sender does not wake the CPU twice a second. */
+		int rc = strobe_spool_peek(a->spool, stopping ? 0 : 5000, &id, &meta, &body, &len);
 		if (rc == -ENOENT) {
 			if (stopping)
 				break;
