@@ -40,7 +40,7 @@ for r in $(seq "$ROUNDS"); do
 		a0=$(cpu $pa) b0=$(cpu $pb) t0=$(date +%s%N)
 		sleep "$M"
 		a1=$(cpu $pa) b1=$(cpu $pb) t1=$(date +%s%N)
-		kill $pa $pb; wait $pa $pb 2>/dev/null; wait $cp; pa= pb= cp=
+		kill $pa $pb; wait $pa $pb 2>/dev/null; wait $cp; pa='' pb='' cp=''
 		ms() { awk -v c="$1" -v w=$((t1 - t0)) 'BEGIN { printf "%.2f", c / w * 1000 }'; }
 		if [ "$A" = "$OLD" ]; then o=$(ms $((a1 - a0))) n=$(ms $((b1 - b0))); else n=$(ms $((a1 - a0))) o=$(ms $((b1 - b0))); fi
 		echo "round $r hz $hz old $o new $n ms/s load $(cut -d' ' -f1 /proc/loadavg)"
