@@ -8,15 +8,71 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "strobe/agent.h"
 #include "strobe/symbolize.h"
 
 #define ENV_CAP (256u * 1024) /* an environment larger than this is read in part */
+
+/* Executables' build IDs, by file identity. Reading one maps the executable and walks its
+ * notes, and unmapping it afterwards flushes TLBs on every CPU; a busy host starts the same
+ * few executables (compilers, shells) thousands of times an hour, and the agent rereads every
+ * process it profiles once a minute. (device, inode, size, mtime) of the file /proc/PID/exe
+ * opens names the bytes well enough: a binary replaced or rebuilt changes one of them. A small
+ * direct-mapped table, shared by the process's callers (hence the lock). */
+#define EXE_IDS 64u
+static struct {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	char hex[STROBE_BUILD_ID_MAX * 2 + 1];
+	bool used;
+} exe_ids[EXE_IDS];
+static pthread_mutex_t exe_ids_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void exe_build_id(const char *exe_link, char *hex, size_t cap)
+{
+	struct stat st;
+	if (stat(exe_link, &st) < 0)
+		return;
+	unsigned slot = (unsigned)((st.st_ino * 2654435761u) ^ st.st_dev) % EXE_IDS;
+	pthread_mutex_lock(&exe_ids_mu);
+	if (exe_ids[slot].used && exe_ids[slot].dev == st.st_dev && exe_ids[slot].ino == st.st_ino &&
+	    exe_ids[slot].size == st.st_size && exe_ids[slot].mtime.tv_sec == st.st_mtim.tv_sec &&
+	    exe_ids[slot].mtime.tv_nsec == st.st_mtim.tv_nsec) {
+		snprintf(hex, cap, "%s", exe_ids[slot].hex);
+		pthread_mutex_unlock(&exe_ids_mu);
+		return;
+	}
+	pthread_mutex_unlock(&exe_ids_mu);
+	uint8_t id[STROBE_BUILD_ID_MAX];
+	char buf[STROBE_BUILD_ID_MAX * 2 + 1] = "";
+	/* /proc/PID/exe opens the very file mapped, even in another mount namespace or deleted
+	 * since. No build ID is an answer too, cached as "". */
+	int l = strobe_elf_build_id(exe_link, id, sizeof(id));
+	if (l > 0)
+		strobe_build_id_hex(id, (size_t)l, buf);
+	else if (l != 0 && l != -ENOEXEC)
+		slot = EXE_IDS; /* not read (gone, no access, no memory): not an answer to keep */
+	snprintf(hex, cap, "%s", buf);
+	if (slot == EXE_IDS)
+		return;
+	pthread_mutex_lock(&exe_ids_mu);
+	exe_ids[slot].dev = st.st_dev;
+	exe_ids[slot].ino = st.st_ino;
+	exe_ids[slot].size = st.st_size;
+	exe_ids[slot].mtime = st.st_mtim;
+	snprintf(exe_ids[slot].hex, sizeof(exe_ids[slot].hex), "%s", buf);
+	exe_ids[slot].used = true;
+	pthread_mutex_unlock(&exe_ids_mu);
+}
 
 /* Reads up to cap-1 bytes of path into buf (NUL-terminated). Returns the length or -errno. */
 static ssize_t read_capped(const char *path, char *buf, size_t cap)
@@ -156,12 +212,7 @@ int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out)
 	n = readlink(path, out->exe, sizeof(out->exe) - 1);
 	if (n > 0) {
 		out->exe[n] = 0;
-		uint8_t id[STROBE_BUILD_ID_MAX];
-		/* /proc/PID/exe opens the very file mapped, even in another mount namespace or
-		 * deleted since. */
-		int l = strobe_elf_build_id(path, id, sizeof(id));
-		if (l > 0)
-			strobe_build_id_hex(id, (size_t)l, out->build_id);
+		exe_build_id(path, out->build_id, sizeof(out->build_id));
 	} else {
 		out->exe[0] = 0;
 	}

@@ -34,6 +34,29 @@ static size_t keep_start(char *p, size_t size, size_t n, void *ctx)
 }
 
 /* 0: stored; 1: refused for good; -1: try again later. msg gets why. */
+/* The request headers, the same for every push: built once per sender. */
+static struct curl_slist *push_headers(const strobe_agent_opts *o)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Expect:"), *n;
+	if (!h || !(n = curl_slist_append(h, "Content-Type: application/octet-stream")))
+		goto fail;
+	char line[512];
+	if (o->tenant) {
+		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", o->tenant);
+		if (!(n = curl_slist_append(h, line)))
+			goto fail;
+	}
+	if (o->token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", o->token);
+		if (!(n = curl_slist_append(h, line)))
+			goto fail;
+	}
+	return h;
+fail:
+	curl_slist_free_all(h);
+	return NULL;
+}
+
 static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body, size_t len,
 		    char *msg, size_t cap)
 {
@@ -45,20 +68,8 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 		return -1;
 	}
 	sprintf(url, "%s%sapi/v1/push?%s", o->server, sl && o->server[sl - 1] == '/' ? "" : "/", meta);
-	struct curl_slist *h = curl_slist_append(NULL, "Expect:");
-	h = curl_slist_append(h, "Content-Type: application/octet-stream");
-	char line[512];
-	if (o->tenant) {
-		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", o->tenant);
-		h = curl_slist_append(h, line);
-	}
-	if (o->token) {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", o->token);
-		h = curl_slist_append(h, line);
-	}
 	resp r = {.len = 0};
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)body);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -77,7 +88,6 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	CURLcode cr = curl_easy_perform(c);
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
 	free(url);
 	if (cr != CURLE_OK) {
 		snprintf(msg, cap, "%s: %s", o->server, curl_easy_strerror(cr));
@@ -93,6 +103,13 @@ static void *sender_main(void *arg)
 {
 	strobe_agent *a = arg;
 	CURL *c = curl_easy_init();
+	struct curl_slist *headers = push_headers(a->o);
+	if (!headers && c) {
+		curl_easy_cleanup(c);
+		c = NULL; /* out of memory: nothing is sent, the spool keeps the profiles */
+	}
+	if (c)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	strobe_backoff bo;
 	strobe_backoff_init(&bo, 500, 30000, (uint64_t)strobe_mono_ns() ^ (uint64_t)getpid());
 	bool failing = false;
@@ -106,7 +123,9 @@ static void *sender_main(void *arg)
 		char *meta;
 		void *body;
 		size_t len;
-		int rc = strobe_spool_peek(a->spool, stopping ? 0 : 500, &id, &meta, &body, &len);
+		/* A profile added and a stop both wake the wait: the timeout is only a safety
+		 * net, long so that an idle sender does not wake the CPU twice a second. */
+		int rc = strobe_spool_peek(a->spool, stopping ? 0 : 5000, &id, &meta, &body, &len);
 		if (rc == -ENOENT) {
 			if (stopping)
 				break;
@@ -161,6 +180,7 @@ static void *sender_main(void *arg)
 	}
 	if (c)
 		curl_easy_cleanup(c);
+	curl_slist_free_all(headers);
 	return NULL;
 }
 

@@ -58,6 +58,7 @@
 #define EXT_MAX (256u << 10) /* the most of a stack read beyond the copy, per unwind */
 #define EXT_CHUNK (16u << 10)
 #define EXT_CHECK 64 /* without a return address in the copy: its last bytes, unchanged */
+#define MEM_FDS 4    /* /proc/PID/mem kept open, for the processes extended last */
 
 /* A binary in the cache. */
 typedef struct bin {
@@ -98,6 +99,12 @@ struct strobe_unwinder {
 	layout *lay;
 	uint32_t nlay;
 	uint8_t *ext; /* EXT_MAX bytes: the stack read beyond the copy, for the current unwind */
+	struct {
+		int fd;       /* -1: free */
+		int32_t pid;
+		const char *root;
+		uint64_t used; /* clock of the last use */
+	} mem[MEM_FDS];
 	strobe_unwind_stats st;
 };
 
@@ -503,6 +510,49 @@ static bool same_frame(const walk *w, uint64_t ra)
 	return same;
 }
 
+/*
+ * /proc/PID/mem of a process, kept open between unwinds: a process with deep stacks has most
+ * of its samples extended, and opening the file for each was most of what an extension cost.
+ * An fd stays bound to the process it was opened for, so a pid reused since reads nothing
+ * through it: the caller asks again with `fresh` when a read fails.
+ */
+static int mem_fd(strobe_unwinder *u, const char *root, int32_t pid, bool fresh)
+{
+	unsigned slot = MEM_FDS;
+	for (unsigned i = 0; i < MEM_FDS; i++)
+		if (u->mem[i].fd >= 0 && u->mem[i].pid == pid && u->mem[i].root == root) {
+			if (!fresh) {
+				u->mem[i].used = u->clock;
+				return u->mem[i].fd;
+			}
+			close(u->mem[i].fd);
+			u->mem[i].fd = -1;
+			slot = i;
+			break;
+		}
+	for (unsigned i = 0; slot == MEM_FDS && i < MEM_FDS; i++)
+		if (u->mem[i].fd < 0)
+			slot = i;
+	if (slot == MEM_FDS) {
+		slot = 0;
+		for (unsigned i = 1; i < MEM_FDS; i++)
+			if (u->mem[i].used < u->mem[slot].used)
+				slot = i;
+		close(u->mem[slot].fd);
+		u->mem[slot].fd = -1;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "%s/%d/mem", root, (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	u->mem[slot].fd = fd;
+	u->mem[slot].pid = pid;
+	u->mem[slot].root = root;
+	u->mem[slot].used = u->clock;
+	return fd;
+}
+
 static bool extend(walk *w, uint64_t need)
 {
 	const strobe_unwind_sample *sm = w->sm;
@@ -510,18 +560,19 @@ static bool extend(walk *w, uint64_t need)
 	if (w->memfd == -2 || !w->proc_root || sm->stack_len < EXT_CHECK || need - end >= EXT_MAX)
 		return false;
 	if (w->memfd == -1) {
-		char path[64];
 		uint8_t now[EXT_CHECK];
 		uint64_t at = w->ra_slot ? w->ra_slot : end - EXT_CHECK;
 		size_t len = w->ra_slot ? 8 : EXT_CHECK;
-		snprintf(path, sizeof(path), "%s/%d/mem", w->proc_root, (int)sm->pid);
 		w->memfd = -2;
 		if (!w->u->ext && !(w->u->ext = malloc(EXT_MAX)))
 			return false;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return false;
-		bool same = pread(fd, now, len, (off_t)at) == (ssize_t)len;
+		int fd = -1;
+		bool same = false;
+		for (int fresh = 0; fresh < 2 && !same; fresh++) {
+			if ((fd = mem_fd(w->u, w->proc_root, sm->pid, fresh)) < 0)
+				return false;
+			same = pread(fd, now, len, (off_t)at) == (ssize_t)len;
+		}
 		if (same && memcmp(now, sm->stack + (at - sm->regs[7]), len) != 0) {
 			uint64_t ra;
 			memcpy(&ra, now, 8);
@@ -529,10 +580,9 @@ static bool extend(walk *w, uint64_t need)
 		}
 		if (!same) {
 			w->u->st.ext_changed++;
-			close(fd);
 			return false;
 		}
-		w->memfd = fd;
+		w->memfd = fd; /* the unwinder's: kept open for the next unwind */
 		w->u->st.extended++;
 	}
 	size_t want = (size_t)(need - end) + EXT_CHUNK;
@@ -850,8 +900,6 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		}
 		act = signal;
 	}
-	if (w.memfd >= 0)
-		close(w.memfd);
 	evict(u);
 	if (*n == 1 && !leaf_known && rc != STROBE_UNWIND_COMPLETE) {
 		*n = 0; /* the leaf is in no mapping known and nothing came of it */
@@ -871,6 +919,8 @@ strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
 		return NULL;
 	}
 	u->budget = cache_bytes ? cache_bytes : (size_t)64 << 20;
+	for (unsigned i = 0; i < MEM_FDS; i++)
+		u->mem[i].fd = -1;
 	elf_version(EV_CURRENT);
 	return u;
 }
@@ -885,6 +935,9 @@ void strobe_unwinder_free(strobe_unwinder *u)
 	free(u->bins);
 	free(u->lay);
 	free(u->ext);
+	for (unsigned i = 0; i < MEM_FDS; i++)
+		if (u->mem[i].fd >= 0)
+			close(u->mem[i].fd);
 	free(u);
 }
 

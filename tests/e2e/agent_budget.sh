@@ -11,17 +11,10 @@
 #          again, with a "load allows" note, and stays there: no "over budget" step in the
 #          quiet seconds that follow
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/record.sh
-. "$here/lib/record.sh"
-# shellcheck source=lib/server.sh
-. "$here/lib/server.sh"
 # shellcheck source=lib/agent.sh
-. "$here/lib/agent.sh"
-need_workloads cpu_split
-command -v curl >/dev/null || { echo "SKIP agent_budget: curl is not installed"; exit 0; }
-pid= apid= tpid=
-trap 'for p in $apid $pid $tpid; do kill -9 $p 2>/dev/null; done' EXIT
+. "$(dirname "$0")/lib/agent.sh"
+agent_test agent_budget cpu_split
+kill_at_exit apid pid tpid
 LOAD=${AGENT_BUDGET_LOAD_SECONDS:-10}
 
 start_server

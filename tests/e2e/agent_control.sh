@@ -12,17 +12,10 @@
 #                 then turns off-CPU off, and says so in /status (budget_note, frequency_hz)
 #   loopback      --admin 0.0.0.0:0 is refused (the admin port is loopback-only)
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/record.sh
-. "$here/lib/record.sh"
-# shellcheck source=lib/server.sh
-. "$here/lib/server.sh"
 # shellcheck source=lib/agent.sh
-. "$here/lib/agent.sh"
-need_workloads cpu_split
-command -v curl >/dev/null || { echo "SKIP agent_control: curl is not installed"; exit 0; }
-pid= apid= wpid=
-trap 'for p in $apid $pid $wpid; do kill -9 $p 2>/dev/null; done' EXIT
+. "$(dirname "$0")/lib/agent.sh"
+agent_test agent_control cpu_split
+kill_at_exit apid pid wpid
 
 start_server
 "$WL/cpu_split" -o "$TMPDIR/cpu.truth" 60 & wpid=$!

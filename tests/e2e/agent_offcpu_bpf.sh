@@ -12,19 +12,12 @@
 #   counters  no intervals or stacks dropped for full maps, no stacks missing
 # Needs root and kernel BTF (/sys/kernel/btf/vmlinux); SKIPs otherwise.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/record.sh
-. "$here/lib/record.sh"
-# shellcheck source=lib/server.sh
-. "$here/lib/server.sh"
 # shellcheck source=lib/agent.sh
-. "$here/lib/agent.sh"
-need_workloads offcpu_block
-command -v curl >/dev/null || { echo "SKIP agent_offcpu_bpf: curl is not installed"; exit 0; }
+. "$(dirname "$0")/lib/agent.sh"
+agent_test agent_offcpu_bpf offcpu_block
 [ "$(id -u)" = 0 ] || { echo "SKIP agent_offcpu_bpf: needs root (loading eBPF programs)"; exit 0; }
 [ -r /sys/kernel/btf/vmlinux ] || { echo "SKIP agent_offcpu_bpf: no kernel BTF (/sys/kernel/btf/vmlinux)"; exit 0; }
-pid= apid= tpid= opid=
-trap 'for p in $apid $pid $tpid $opid; do kill -9 $p 2>/dev/null; done' EXIT
+kill_at_exit apid pid tpid opid
 SECS=${AGENT_BPF_SECONDS:-8}
 OFF='process_cpu:off_cpu:nanoseconds:cpu:nanoseconds'
 

@@ -10,18 +10,11 @@
 #   drops    a second agent, restricted to the workload's pid with a 4 KiB spool, has to drop
 #            profiles during the same outage: oldest first, counted in /status and /metrics
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/record.sh
-. "$here/lib/record.sh"
-# shellcheck source=lib/server.sh
-. "$here/lib/server.sh"
 # shellcheck source=lib/agent.sh
-. "$here/lib/agent.sh"
-need_workloads cpu_split
-command -v curl >/dev/null || { echo "SKIP agent_outage: curl is not installed"; exit 0; }
+. "$(dirname "$0")/lib/agent.sh"
+agent_test agent_outage cpu_split
 OUT=${OUTAGE_SECONDS:-30}
-pid= apid= apid2= wpid=
-trap 'for p in $apid $apid2 $pid $wpid; do kill -9 $p 2>/dev/null; done' EXIT
+kill_at_exit apid apid2 pid wpid
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
 start_server

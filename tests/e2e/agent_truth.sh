@@ -18,17 +18,10 @@
 # that moment are lost (agent_control tests the budget). --comm keeps the pushes to the two
 # workloads: a busy shared host's hundreds of processes would queue behind a sanitized server.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=lib/record.sh
-. "$here/lib/record.sh"
-# shellcheck source=lib/server.sh
-. "$here/lib/server.sh"
 # shellcheck source=lib/agent.sh
-. "$here/lib/agent.sh"
-need_workloads cpu_split offcpu_block
-command -v curl >/dev/null || { echo "SKIP agent_truth: curl is not installed"; exit 0; }
-pid= apid=
-trap '[ -n "$apid" ] && kill -9 $apid 2>/dev/null; [ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
+. "$(dirname "$0")/lib/agent.sh"
+agent_test agent_truth cpu_split offcpu_block
+kill_at_exit apid pid
 SECS=${AGENT_TRUTH_SECONDS:-25}
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 OFF='process_cpu:off_cpu:nanoseconds:cpu:nanoseconds'

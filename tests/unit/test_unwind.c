@@ -578,11 +578,22 @@ static void test_extend(void **state)
 	assert_int_not_equal(rc, STROBE_UNWIND_COMPLETE);
 	strobe_unwind_get_stats(u, &st);
 	assert_int_equal(st.ext_changed, 1);
+	/* The slot restored: extended again, through the /proc/PID/mem the unwinder kept open. */
+	w ^= 0x10;
+	memcpy(sn.stack + slot, &w, 8);
+	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.extended, 2);
 	assert_int_equal(write(to_child[1], "x", 1), 1);
 	int status;
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	child = -1;
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The process gone: the kept fd reads nothing, the reopen fails, the stack stays cut. */
+	rc = strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n);
+	assert_int_not_equal(rc, STROBE_UNWIND_COMPLETE);
+	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(st.extended, 2);
 	strobe_unwinder_free(u);
 	strobe_tracker_free(&t);
 }

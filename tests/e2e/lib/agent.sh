@@ -1,13 +1,45 @@
 # SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced by tests/e2e/agent_*.sh: runs `strobe agent` against a `strobe server` on loopback.
+# Sourcing it sources record.sh (verdicts, workloads) and server.sh (start_server) too.
 #
+#   agent_test NAME W...      the prologue every agent test shares: need_workloads W..., a SKIP
+#                             NAME line and exit when curl is missing
+#   kill_at_exit VAR...       empties these variables now and sets an EXIT trap that kill -9s
+#                             the pids they hold at exit (start_server's $pid, start_agent's
+#                             $apid, the test's workloads), so no process outlives a test
 #   start_agent LOG ARGS...   $STROBE_FAST agent --server $url --admin 127.0.0.1:0 ARGS, stderr
 #                             to LOG; waits for its admin port and sets apid and admin (the
 #                             admin base URL); FAIL and exit when it does not come up
 #   stop_agent                SIGTERM, then waits (the agent pushes its last interval first)
 #   status_field PATH         a field of GET /status by key path, e.g. push.pushed
 #   qfolded SEL FROM TO OUT   strobe query -t folded of SEL over [FROM, TO) into OUT
+_agent_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=record.sh
+. "$_agent_lib/record.sh"
+# shellcheck source=server.sh
+. "$_agent_lib/server.sh"
+
+agent_test() {
+	local name=$1
+	shift
+	need_workloads "$@"
+	command -v curl >/dev/null || { echo "SKIP $name: curl is not installed"; exit 0; }
+}
+kill_at_exit() {
+	local v
+	_agent_kill_vars="$*"
+	for v in "$@"; do printf -v "$v" %s ''; done
+	trap '_agent_kill_all' EXIT
+}
+# The variables are read at exit, not when the trap is set: the pids come later.
+_agent_kill_all() {
+	local v
+	for v in $_agent_kill_vars; do
+		[ -n "${!v:-}" ] && kill -9 "${!v}" 2>/dev/null
+	done
+	return 0
+}
 start_agent() {
 	local log=$1 i port=
 	shift
