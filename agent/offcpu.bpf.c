@@ -101,17 +101,18 @@ struct {
 	__type(value, struct strobe_ob_stack);
 } stacks1 SEC(".maps");
 
-/* The kernel stack a thread last blocked in, by tid, and what it blocked from: the user address
- * it entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept.
- * See on_switch. */
+/* The kernel stack a thread last blocked in, and what it blocked from: the user address it
+ * entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept. See
+ * on_switch. Kept in the task itself (task-local storage): found through a slot cached in the
+ * task rather than a hash of its tid, and freed with it. */
 struct kcache {
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
 };
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct kcache);
 } kcache SEC(".maps");
 
@@ -182,15 +183,15 @@ static __always_inline __u64 kernel_stack_key(void *ctx, __u32 gen)
 static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __u64 *sys,
 					    __u64 *leaf)
 {
-	if (!BPF_CORE_READ(t, mm))
+	if (!t->mm)
 		return 0; /* a kernel thread */
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 zero = 0;
 	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r || !b)
 		return 0;
-	__u64 ip = BPF_CORE_READ(r, ip), sp = BPF_CORE_READ(r, sp), fp = BPF_CORE_READ(r, bp);
-	*sys = BPF_CORE_READ(r, orig_ax);
+	__u64 ip = r->ip, sp = r->sp, fp = r->bp;
+	*sys = r->orig_ax;
 	*leaf = ip;
 	if (!ip)
 		return 0;
@@ -222,7 +223,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
+	/* The arguments are BTF pointers the verifier trusts: their fields are read directly,
+	 * where BPF_CORE_READ would call bpf_probe_read_kernel for each. */
+	__u32 tid = prev->pid, tgid = prev->tgid;
 
 	/* Switch-out of prev: this program runs in its context, so the stacks are its own. */
 	if (tid != 0 && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
@@ -244,17 +247,18 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		 * preemption) and reused for the switch-outs that match; kernel threads, with no
 		 * user state to tell their waits apart, are walked every time. */
 		if (kernel_stacks) {
-			struct kcache *c = st.ustack ? bpf_map_lookup_elem(&kcache, &tid) : 0;
+			struct kcache *c =
+				st.ustack ? bpf_task_storage_get(&kcache, prev, 0,
+								 BPF_LOCAL_STORAGE_GET_F_CREATE)
+					  : 0;
 			if (c && c->gen == gen && c->ukey == leaf && c->sys == sys &&
-			    c->blocked == st.blocked) {
+			    c->blocked == st.blocked && c->kkey) {
 				st.kstack = c->kkey;
 				count(STROBE_OB_KCACHE_HITS);
 			} else {
 				st.kstack = kernel_stack_key(ctx, gen);
-				if (st.ustack) {
-					struct kcache n = {leaf, sys, st.kstack, gen, st.blocked};
-					bpf_map_update_elem(&kcache, &tid, &n, BPF_ANY);
-				}
+				if (c)
+					*c = (struct kcache){leaf, sys, st.kstack, gen, st.blocked};
 			}
 		}
 		if (bpf_map_update_elem(&starts, &tid, &st, BPF_ANY) < 0)
@@ -262,7 +266,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	}
 
 	/* Switch-in of next. */
-	__u32 ntid = BPF_CORE_READ(next, pid);
+	__u32 ntid = next->pid;
 	if (ntid == 0)
 		return 0;
 	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &ntid);
@@ -307,7 +311,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_wakeup, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = p->pid;
 	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &tid);
 	if (st && st->blocked && !st->wake_ns)
 		st->wake_ns = bpf_ktime_get_ns();
@@ -321,7 +325,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	if (!filter_tgids)
 		return 0;
-	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
 		return 0;
 	__u8 one = 1;

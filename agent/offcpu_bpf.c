@@ -144,7 +144,6 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		b->skel->rodata->kernel_stacks = o->kernel;
 		bpf_map__set_max_entries(b->skel->maps.starts, n);
 		bpf_map__set_max_entries(b->skel->maps.counts, n);
-		bpf_map__set_max_entries(b->skel->maps.kcache, n);
 		bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
 		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
 		if (o->npids > 4096)
