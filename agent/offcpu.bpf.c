@@ -7,7 +7,9 @@
  *
  *   switch-out of a task (sched_switch, prev): its kernel and user stacks (frame-pointer
  *     walks by bpf_get_stack, kept once each in a stack map keyed by their hash) and the
- *     time, in `starts` by tid;
+ *     time, in `starts` by tid (an entry is kept for the thread's life and rewritten in place,
+ *     out_ns = 0 meaning "on CPU": no allocation and free at every switch; sched_process_exit
+ *     deletes it);
  *   wake-up (sched_wakeup): the time it became runnable, which splits blocked from run-queue;
  *   switch-in (sched_switch, next): the interval is added, with a count, to `counts` under
  *     (tgid, tid, generation, kernel stack, user stack).
@@ -30,6 +32,7 @@
 
 struct mm_struct;
 struct task_struct {
+	unsigned int flags;
 	int pid;
 	int tgid;
 	struct mm_struct *mm;
@@ -41,6 +44,7 @@ struct pt_regs {
 	unsigned long bp, sp, ip, orig_ax;
 } __attribute__((preserve_access_index));
 
+#define PF_EXITING 0x00000004 /* include/linux/sched.h */
 #define USER_STACK_MAX (8ull << 20) /* a frame pointer this far above sp is not one */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -228,7 +232,10 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	__u32 tid = prev->pid, tgid = prev->tgid;
 
 	/* Switch-out of prev: this program runs in its context, so the stacks are its own. */
-	if (tid != 0 && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
+	/* An exiting thread is skipped: its last switch-out (TASK_DEAD) would leave an entry in
+	 * `starts` after sched_process_exit deleted it. */
+	if (tid != 0 && !(prev->flags & PF_EXITING) &&
+	    (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
 		__u32 gen = generation;
 		__u64 sys = 0, leaf = 0;
 		struct strobe_ob_start st = {
@@ -261,7 +268,10 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 					*c = (struct kcache){leaf, sys, st.kstack, gen, st.blocked};
 			}
 		}
-		if (bpf_map_update_elem(&starts, &tid, &st, BPF_ANY) < 0)
+		struct strobe_ob_start *o = bpf_map_lookup_elem(&starts, &tid);
+		if (o)
+			*o = st;
+		else if (bpf_map_update_elem(&starts, &tid, &st, BPF_NOEXIST) < 0)
 			count(STROBE_OB_STARTS_FULL);
 	}
 
@@ -270,12 +280,12 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	if (ntid == 0)
 		return 0;
 	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &ntid);
-	if (!st)
+	if (!st || !st->out_ns)
 		return 0;
 	__u64 total = now > st->out_ns ? now - st->out_ns : 0;
 	if (total < min_block_ns) {
 		count(STROBE_OB_SHORT);
-		bpf_map_delete_elem(&starts, &ntid);
+		st->out_ns = 0;
 		return 0;
 	}
 	__u64 blocked = 0;
@@ -289,7 +299,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		.kstack = st->kstack,
 		.ustack = st->ustack,
 	};
-	bpf_map_delete_elem(&starts, &ntid);
+	st->out_ns = 0; /* on CPU now */
 	struct strobe_ob_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (!v) {
 		struct strobe_ob_val z = {0};
@@ -313,8 +323,17 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 {
 	__u32 tid = p->pid;
 	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &tid);
-	if (st && st->blocked && !st->wake_ns)
+	if (st && st->out_ns && st->blocked && !st->wake_ns)
 		st->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* A thread's entry in `starts` goes with it. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tid = p->pid;
+	bpf_map_delete_elem(&starts, &tid);
 	return 0;
 }
 

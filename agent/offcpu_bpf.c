@@ -194,6 +194,7 @@ void strobe_offcpu_detach(strobe_offcpu *b)
 	offcpu_bpf__detach(b->skel);
 	/* the skeleton's detach destroys the links but leaves the pointers */
 	b->skel->links.on_switch = b->skel->links.on_wakeup = b->skel->links.on_fork = NULL;
+	b->skel->links.on_exit = NULL;
 }
 
 static void free_saved(saved_stack *v, size_t n)
@@ -308,7 +309,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 		pk = tid;
 		have = true;
 		struct strobe_ob_start st;
-		if (bpf_map_lookup_elem(b->fd_starts, &tid, &st) < 0 || st.gen == cur)
+		if (bpf_map_lookup_elem(b->fd_starts, &tid, &st) < 0 || !st.out_ns || st.gen == cur)
 			continue;
 		rc = save_one(b, &nv, &nn, &cap, cur, st.gen, st.kstack);
 		if (rc == 0)
