@@ -36,6 +36,7 @@ typedef struct strobe_offcpu_stats {
 				    more than an interval while its generation was cleared) */
 	uint64_t entries;        /* sums read */
 	uint64_t kstacks_reused; /* switch-outs whose kernel stack was not walked again */
+	uint64_t ustacks_reused; /* switch-outs whose user stack was not walked again */
 } strobe_offcpu_stats;
 
 typedef struct strobe_offcpu strobe_offcpu;

@@ -355,6 +355,7 @@ void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
 		.counts_full = c[STROBE_OB_COUNTS_FULL],
 		.stack_errors = c[STROBE_OB_STACK_ERRORS],
 		.kstacks_reused = c[STROBE_OB_KCACHE_HITS],
+		.ustacks_reused = c[STROBE_OB_UCACHE_HITS],
 		.stacks_missing = b->stacks_missing,
 		.entries = b->entries,
 	};

@@ -42,6 +42,7 @@ enum {
 	STROBE_OB_STACK_ERRORS, /* stacks not kept: the stack map was full */
 	STROBE_OB_TARGETS_FULL, /* children not added to the pid filter */
 	STROBE_OB_KCACHE_HITS,  /* kernel stacks reused rather than walked (see on_switch) */
+	STROBE_OB_UCACHE_HITS,  /* user stacks reused rather than walked (see user_stack_key) */
 	STROBE_OB_NCOUNTERS
 };
 
