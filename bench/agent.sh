@@ -250,6 +250,9 @@ sed 's/^/bg /' "$work/rows" >> "$work/rows.offcpu"
   echo "every run, alone too. Estimated loss = loss per CPU-second + (agent CPU + the extra CPU the"
   echo "background pingpong took beside the agent: the programs run at each of its switches,"
   echo "charged to it; '+N background') / $(nproc) CPUs. Background pingpong CPU alone: $bgbase % of a core."
+  echo "The sched_switch program's time is charged to the task switched to (the scheduler starts"
+  echo "charging it before the tracepoint), often cpu_work: that part is in the loss per CPU-second,"
+  echo "within its noise; bench/offcpu_prog_ns.sh gives the programs' whole time per switch."
 } >> "$results"
 if [ "${only#offcpu}" != "$only" ]; then
   printf '\n<details><summary>Every run (mode, rate/s wall, per CPU-second, agent CPU %%, background CPU %%)</summary>\n\n```\n%s\n```\n</details>\n' \
