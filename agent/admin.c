@@ -122,14 +122,15 @@ static json_t *status_json(strobe_agent *a)
 	if (j && o->offcpu)
 		json_object_set_new(
 			j, "offcpu_bpf",
-			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "intervals",
+			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "intervals",
 				  (json_int_t)st.ob.intervals, "sums_read", (json_int_t)st.ob.entries,
 				  "short", (json_int_t)st.ob.short_blocks, "dropped_threads_full",
 				  (json_int_t)st.ob.starts_full, "dropped_stacks_full",
 				  (json_int_t)st.ob.counts_full, "stack_errors",
 				  (json_int_t)st.ob.stack_errors, "stacks_missing",
 				  (json_int_t)st.ob.stacks_missing, "kernel_stacks_reused",
-				  (json_int_t)st.ob.kstacks_reused));
+				  (json_int_t)st.ob.kstacks_reused, "user_stacks_reused",
+				  (json_int_t)st.ob.ustacks_reused));
 	return j;
 }
 

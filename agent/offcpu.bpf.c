@@ -7,7 +7,9 @@
  *
  *   switch-out of a task (sched_switch, prev): its kernel and user stacks (frame-pointer
  *     walks by bpf_get_stack, kept once each in a stack map keyed by their hash) and the
- *     time, in `starts` by tid;
+ *     time, in `starts` by tid (an entry is kept for the thread's life and rewritten in place,
+ *     out_ns = 0 meaning "on CPU": no allocation and free at every switch; sched_process_exit
+ *     deletes it);
  *   wake-up (sched_wakeup): the time it became runnable, which splits blocked from run-queue;
  *   switch-in (sched_switch, next): the interval is added, with a count, to `counts` under
  *     (tgid, tid, generation, kernel stack, user stack).
@@ -30,6 +32,7 @@
 
 struct mm_struct;
 struct task_struct {
+	unsigned int flags;
 	int pid;
 	int tgid;
 	struct mm_struct *mm;
@@ -41,6 +44,7 @@ struct pt_regs {
 	unsigned long bp, sp, ip, orig_ax;
 } __attribute__((preserve_access_index));
 
+#define PF_EXITING 0x00000004 /* include/linux/sched.h */
 #define USER_STACK_MAX (8ull << 20) /* a frame pointer this far above sp is not one */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -101,19 +105,25 @@ struct {
 	__type(value, struct strobe_ob_stack);
 } stacks1 SEC(".maps");
 
-/* The kernel stack a thread last blocked in, by tid, and what it blocked from: the user address
- * it entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept.
- * See on_switch. */
-struct kcache {
+/* What a thread last switched out from, kept in the task itself (task-local storage: found
+ * through a slot cached in the task rather than a hash of its tid, and freed with it); see
+ * on_switch and user_stack_key.
+ *   kernel: the kernel stack it last blocked in, and what it blocked from: the user address it
+ *     entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept;
+ *   user: its user registers (ip, sp, bp) at its last user-stack walk, the first two frame
+ *     records (saved rbp, return address) the walk read, and the stack's key. */
+struct tcache {
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
+	__u64 uip, usp, ubp, ufr[4], ustack;
+	__u32 ugen, pad_;
 };
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct kcache);
-} kcache SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tcache);
+} tcache SEC(".maps");
 
 /* Room for one stack walk per CPU (too large for the BPF stack). */
 struct {
@@ -180,22 +190,50 @@ static __always_inline __u64 kernel_stack_key(void *ctx, __u32 gen)
  * pointer that is not above the previous one or is far from the stack pointer.
  */
 static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __u64 *sys,
-					    __u64 *leaf)
+					    __u64 *leaf, struct tcache *c)
 {
-	if (!BPF_CORE_READ(t, mm))
-		return 0; /* a kernel thread */
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 zero = 0;
 	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r || !b)
 		return 0;
-	__u64 ip = BPF_CORE_READ(r, ip), sp = BPF_CORE_READ(r, sp), fp = BPF_CORE_READ(r, bp);
-	*sys = BPF_CORE_READ(r, orig_ax);
+	__u64 ip = r->ip, sp = r->sp, fp = r->bp;
+	*sys = r->orig_ax;
 	*leaf = ip;
 	if (!ip)
 		return 0;
+	/*
+	 * The shortcut: a thread that switches out again with the same ip, sp and bp, whose first
+	 * two frame records (read anyway as the walk's first two steps) hold the same saved rbp
+	 * and return address as at its last walk in this generation, is taken to be in the same
+	 * stack, and its key is reused without walking the rest or hashing. It is wrong only when
+	 * the thread returned above those two frames and came back down, through a different
+	 * caller three or more frames up, to the very same stack addresses (callers of equal
+	 * frame sizes at the same depth) and the same two innermost frames; a caller that differs
+	 * one or two frames up changes a return address compared here (the e2e test
+	 * agent_offcpu_bpf/alternate checks a thread alternating between two such sites).
+	 */
+	__u64 fr[4] = {0}; /* the first two frame records: saved rbp, return address */
+	__u32 nfr = 0;     /* records read */
+	if (fp >= sp && fp - sp <= USER_STACK_MAX && !(fp & 15) &&
+	    bpf_probe_read_user(fr, 16, (void *)fp) == 0) {
+		nfr = 1;
+		if (fr[0] > fp && fr[0] - sp <= USER_STACK_MAX && !(fr[0] & 15) &&
+		    bpf_probe_read_user(fr + 2, 16, (void *)fr[0]) == 0)
+			nfr = 2;
+		else
+			fr[2] = fr[3] = 0;
+	} else {
+		fr[0] = fr[1] = 0;
+	}
+	if (c && c->ustack && c->ugen == gen && c->uip == ip && c->usp == sp && c->ubp == fp &&
+	    c->ufr[0] == fr[0] && c->ufr[1] == fr[1] && c->ufr[2] == fr[2] && c->ufr[3] == fr[3]) {
+		count(STROBE_OB_UCACHE_HITS);
+		return c->ustack;
+	}
 	b->ips[0] = ip;
 	__u32 n = 1;
+	__u64 f = fp;
 	for (__u32 i = 1; i < STROBE_OB_MAX_DEPTH; i++) {
 		/* A frame pointer is 16-byte aligned (the call's push and the push of rbp) and
 		 * points into the stack, above sp; a return address is not a small number, not
@@ -203,37 +241,63 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 		 * frame pointers left in rbp mostly fails these, and the walk ends there rather
 		 * than adding frames of whatever the stack held (which differ from call to call
 		 * and would make every stack a new one). */
-		if (fp < sp || fp - sp > USER_STACK_MAX || (fp & 15))
+		if (f < sp || f - sp > USER_STACK_MAX || (f & 15))
 			break;
-		__u64 fr[2]; /* saved rbp, return address */
-		if (bpf_probe_read_user(fr, sizeof(fr), (void *)fp) < 0 || fr[1] < 4096 ||
-		    fr[1] >= 0x800000000000ull || (fr[1] >= sp && fr[1] - sp < USER_STACK_MAX))
+		__u64 w[2]; /* saved rbp, return address */
+		if (i <= nfr) { /* read above */
+			w[0] = fr[2 * (i - 1)];
+			w[1] = fr[2 * (i - 1) + 1];
+		} else if (bpf_probe_read_user(w, sizeof(w), (void *)f) < 0) {
 			break;
-		b->ips[i] = fr[1];
+		}
+		if (w[1] < 4096 || w[1] >= 0x800000000000ull || (w[1] >= sp && w[1] - sp < USER_STACK_MAX))
+			break;
+		b->ips[i] = w[1];
 		n = i + 1;
-		if (fr[0] <= fp)
+		if (w[0] <= f)
 			break;
-		fp = fr[0];
+		f = w[0];
 	}
-	return intern(b, n, gen);
+	__u64 key = intern(b, n, gen);
+	if (c) {
+		c->uip = ip;
+		c->usp = sp;
+		c->ubp = fp;
+		c->ufr[0] = fr[0];
+		c->ufr[1] = fr[1];
+		c->ufr[2] = fr[2];
+		c->ufr[3] = fr[3];
+		c->ustack = key;
+		c->ugen = gen;
+	}
+	return key;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tid = BPF_CORE_READ(prev, pid), tgid = BPF_CORE_READ(prev, tgid);
+	/* The arguments are BTF pointers the verifier trusts: their fields are read directly,
+	 * where BPF_CORE_READ would call bpf_probe_read_kernel for each. */
+	__u32 tid = prev->pid, tgid = prev->tgid;
 
 	/* Switch-out of prev: this program runs in its context, so the stacks are its own. */
-	if (tid != 0 && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
+	/* An exiting thread is skipped: its last switch-out (TASK_DEAD) would leave an entry in
+	 * `starts` after sched_process_exit deleted it. */
+	if (tid != 0 && !(prev->flags & PF_EXITING) &&
+	    (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
 		__u32 gen = generation;
 		__u64 sys = 0, leaf = 0;
+		/* user threads only (kernel threads have no user state to cache) */
+		struct tcache *c = prev->mm ? bpf_task_storage_get(&tcache, prev, 0,
+								   BPF_LOCAL_STORAGE_GET_F_CREATE)
+					    : 0;
 		struct strobe_ob_start st = {
 			.out_ns = now,
 			.wake_ns = 0,
 			.tgid = tgid,
 			.gen = gen,
-			.ustack = user_stack_key(prev, gen, &sys, &leaf),
+			.ustack = prev->mm ? user_stack_key(prev, gen, &sys, &leaf, c) : 0,
 			.blocked = !preempt,
 		};
 		/* Walking the kernel stack is most of this program's cost (the kernel's unwinder,
@@ -244,34 +308,41 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		 * preemption) and reused for the switch-outs that match; kernel threads, with no
 		 * user state to tell their waits apart, are walked every time. */
 		if (kernel_stacks) {
-			struct kcache *c = st.ustack ? bpf_map_lookup_elem(&kcache, &tid) : 0;
+			if (!st.ustack)
+				c = 0;
 			if (c && c->gen == gen && c->ukey == leaf && c->sys == sys &&
-			    c->blocked == st.blocked) {
+			    c->blocked == st.blocked && c->kkey) {
 				st.kstack = c->kkey;
 				count(STROBE_OB_KCACHE_HITS);
 			} else {
 				st.kstack = kernel_stack_key(ctx, gen);
-				if (st.ustack) {
-					struct kcache n = {leaf, sys, st.kstack, gen, st.blocked};
-					bpf_map_update_elem(&kcache, &tid, &n, BPF_ANY);
+				if (c) {
+					c->ukey = leaf;
+					c->sys = sys;
+					c->kkey = st.kstack;
+					c->gen = gen;
+					c->blocked = st.blocked;
 				}
 			}
 		}
-		if (bpf_map_update_elem(&starts, &tid, &st, BPF_ANY) < 0)
+		struct strobe_ob_start *o = bpf_map_lookup_elem(&starts, &tid);
+		if (o)
+			*o = st;
+		else if (bpf_map_update_elem(&starts, &tid, &st, BPF_NOEXIST) < 0)
 			count(STROBE_OB_STARTS_FULL);
 	}
 
 	/* Switch-in of next. */
-	__u32 ntid = BPF_CORE_READ(next, pid);
+	__u32 ntid = next->pid;
 	if (ntid == 0)
 		return 0;
 	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &ntid);
-	if (!st)
+	if (!st || !st->out_ns)
 		return 0;
 	__u64 total = now > st->out_ns ? now - st->out_ns : 0;
 	if (total < min_block_ns) {
 		count(STROBE_OB_SHORT);
-		bpf_map_delete_elem(&starts, &ntid);
+		st->out_ns = 0;
 		return 0;
 	}
 	__u64 blocked = 0;
@@ -285,7 +356,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		.kstack = st->kstack,
 		.ustack = st->ustack,
 	};
-	bpf_map_delete_elem(&starts, &ntid);
+	st->out_ns = 0; /* on CPU now */
 	struct strobe_ob_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (!v) {
 		struct strobe_ob_val z = {0};
@@ -307,10 +378,19 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_wakeup, struct task_struct *p)
 {
-	__u32 tid = BPF_CORE_READ(p, pid);
+	__u32 tid = p->pid;
 	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &tid);
-	if (st && st->blocked && !st->wake_ns)
+	if (st && st->out_ns && st->blocked && !st->wake_ns)
 		st->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* A thread's entry in `starts` goes with it. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tid = p->pid;
+	bpf_map_delete_elem(&starts, &tid);
 	return 0;
 }
 
@@ -321,7 +401,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	if (!filter_tgids)
 		return 0;
-	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
 		return 0;
 	__u8 one = 1;

@@ -5,7 +5,7 @@
  * per interval into the sampler's aggregate, where they are symbolized and labelled like the
  * perf path's off-CPU samples. Private to agent/.
  *
- * User stacks are frame-pointer walks (bpf_get_stackid): no stack copy, no unwind tables.
+ * User stacks are frame-pointer walks in the program: no stack copy, no unwind tables.
  */
 #ifndef STROBE_AGENT_OFFCPU_H
 #define STROBE_AGENT_OFFCPU_H
@@ -21,21 +21,23 @@ typedef struct strobe_offcpu_opts {
 	unsigned npids;
 	bool kernel;            /* kernel stacks too */
 	int64_t min_block_ns;   /* shorter intervals are counted, not recorded */
-	unsigned max_entries;   /* threads off CPU at once, and distinct (thread, stacks) sums
-				   per interval; stack maps hold half as many stacks each.
+	unsigned max_entries;   /* live threads that have switched out (each keeps its entry
+				   until it exits), and distinct (thread, stacks) sums per
+				   interval; stack maps hold half as many stacks each.
 				   0 = 16384 */
 } strobe_offcpu_opts;
 
 typedef struct strobe_offcpu_stats {
 	uint64_t intervals;      /* off-CPU intervals summed in the kernel */
 	uint64_t short_blocks;   /* below min_block_ns */
-	uint64_t starts_full;    /* switch-outs lost: too many threads off CPU at once */
+	uint64_t starts_full;    /* switch-outs lost: too many live threads (see max_entries) */
 	uint64_t counts_full;    /* intervals lost: too many distinct stacks in one interval */
 	uint64_t stack_errors;   /* stack walks that failed (stack map full, hash collision) */
 	uint64_t stacks_missing; /* sums whose stacks were gone when read (thread off CPU for
 				    more than an interval while its generation was cleared) */
 	uint64_t entries;        /* sums read */
 	uint64_t kstacks_reused; /* switch-outs whose kernel stack was not walked again */
+	uint64_t ustacks_reused; /* switch-outs whose user stack was not walked again */
 } strobe_offcpu_stats;
 
 typedef struct strobe_offcpu strobe_offcpu;

@@ -144,7 +144,6 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		b->skel->rodata->kernel_stacks = o->kernel;
 		bpf_map__set_max_entries(b->skel->maps.starts, n);
 		bpf_map__set_max_entries(b->skel->maps.counts, n);
-		bpf_map__set_max_entries(b->skel->maps.kcache, n);
 		bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
 		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
 		if (o->npids > 4096)
@@ -195,6 +194,7 @@ void strobe_offcpu_detach(strobe_offcpu *b)
 	offcpu_bpf__detach(b->skel);
 	/* the skeleton's detach destroys the links but leaves the pointers */
 	b->skel->links.on_switch = b->skel->links.on_wakeup = b->skel->links.on_fork = NULL;
+	b->skel->links.on_exit = NULL;
 }
 
 static void free_saved(saved_stack *v, size_t n)
@@ -309,7 +309,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 		pk = tid;
 		have = true;
 		struct strobe_ob_start st;
-		if (bpf_map_lookup_elem(b->fd_starts, &tid, &st) < 0 || st.gen == cur)
+		if (bpf_map_lookup_elem(b->fd_starts, &tid, &st) < 0 || !st.out_ns || st.gen == cur)
 			continue;
 		rc = save_one(b, &nv, &nn, &cap, cur, st.gen, st.kstack);
 		if (rc == 0)
@@ -355,6 +355,7 @@ void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
 		.counts_full = c[STROBE_OB_COUNTS_FULL],
 		.stack_errors = c[STROBE_OB_STACK_ERRORS],
 		.kstacks_reused = c[STROBE_OB_KCACHE_HITS],
+		.ustacks_reused = c[STROBE_OB_UCACHE_HITS],
 		.stacks_missing = b->stacks_missing,
 		.entries = b->entries,
 	};

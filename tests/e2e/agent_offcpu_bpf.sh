@@ -8,13 +8,18 @@
 #             itself), started as a child of the -p target after the agent: the off_cpu query
 #             gives each site's blocked time within ±10% of the truth (so the pid filter
 #             followed the fork, and the stacks were named through the user-space symbolizer)
+#   alternate build/workloads/offcpu_alternate, a second child of the target: one thread blocking
+#             turn about at two sites whose stacks differ only two frames up (same ip, sp, bp
+#             and innermost frame record at each switch-out): each site's blocked time within
+#             ±10% of its truth, so the kernel's reuse of a thread's last user stack
+#             (user_stack_key) did not give one site's time to the other
 #   filter    a second offcpu_block that is not under the -p target is not in the store
 #   counters  no intervals or stacks dropped for full maps, no stacks missing
 # Needs root and kernel BTF (/sys/kernel/btf/vmlinux); SKIPs otherwise.
 set -u
 # shellcheck source=lib/agent.sh
 . "$(dirname "$0")/lib/agent.sh"
-agent_test agent_offcpu_bpf offcpu_block
+agent_test agent_offcpu_bpf offcpu_block offcpu_alternate
 [ "$(id -u)" = 0 ] || { echo "SKIP agent_offcpu_bpf: needs root (loading eBPF programs)"; exit 0; }
 [ -r /sys/kernel/btf/vmlinux ] || { echo "SKIP agent_offcpu_bpf: no kernel BTF (/sys/kernel/btf/vmlinux)"; exit 0; }
 kill_at_exit apid pid tpid opid
@@ -32,8 +37,9 @@ stop_agent
 
 # ---- truth, through a -p target whose child is the workload ---------------------------------
 # The target: a shell that waits until the agent is up, then runs the workload as its child.
-bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done; STROBE_SERVICE=bpftruth "$2" -o "$3" "$4"' \
-	_ "$TMPDIR/go" "$WL/offcpu_block" "$TMPDIR/off.truth" "$SECS" & tpid=$!
+bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done
+	STROBE_SERVICE=bpfalt "$5" -o "$6" "$4" & STROBE_SERVICE=bpftruth "$2" -o "$3" "$4"; wait' \
+	_ "$TMPDIR/go" "$WL/offcpu_block" "$TMPDIR/off.truth" "$SECS" "$WL/offcpu_alternate" "$TMPDIR/alt.truth" & tpid=$!
 t0=$(date +%s)
 start_agent "$TMPDIR/agent.log" --offcpu --off-cpu-mode bpf -F 19 -i 2 --max-cpu 100 -p "$tpid"
 name=agent_offcpu_bpf/mode
@@ -74,6 +80,22 @@ else
 	if [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
 	elif ! grep -q 'site_read_outer;.*;vfs_read;.*;__schedule ' "$TMPDIR/off.folded"; then
 		fail "$name" "no kernel frames down to __schedule under site_read_outer: $(grep -m1 site_read_outer "$TMPDIR/off.folded" | cut -c1-300)"
+	else ok "$name" "${detail% }"; fi
+fi
+
+name=agent_offcpu_bpf/alternate
+ALT=(site_alt_a_outer site_alt_b_outer)
+if ! qfolded "$OFF{service_name=\"bpfalt\"}" "$t0" "$t1" "$TMPDIR/alt.folded"; then
+	fail "$name" "query failed: $(errof "$TMPDIR/alt.folded.err")"
+else
+	s=$(shares "$TMPDIR/alt.folded" "${ALT[@]}")
+	bad="" detail=""
+	for fn in "${ALT[@]}"; do
+		got=$(field "$s" "$fn"); want=$(truth "$TMPDIR/alt.truth" "$fn")
+		detail+="$fn $(awk -v g="${got:-0}" 'BEGIN { printf "%.0f", g / 1e6 }') ms (truth $(awk -v w="${want:-0}" 'BEGIN { printf "%.0f", w / 1e6 }')) "
+		within_rel "${got:-0}" "$want" 10 || bad+="$fn "
+	done
+	if [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
 	else ok "$name" "${detail% }"; fi
 fi
 
