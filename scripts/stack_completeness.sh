@@ -8,6 +8,8 @@
 # function, and the stack then starts somewhere in the middle.
 #
 #   scripts/stack_completeness.sh [SECONDS] [-- extra strobe record options]
+#   KEEP=DIR: keep the folded profiles and logs; SUMMARY_ONLY=DIR: summarise those again
+#   TOP=N: list N outermost frames of the incomplete stacks (4)
 #
 # Runs a busy workload of Debian binaries (gzip, sort, sha256sum, python3, cc1 compiling) and
 # samples it system-wide, one after the other, with `strobe record -a --call-graph fp`, `dwarf`
@@ -16,6 +18,16 @@
 # the share of complete stacks and the outermost frames of the incomplete ones. Samples of kernel
 # threads (stacks rooted in kthread, ret_from_fork, the idle loop) are left out: they have no user
 # stack; so are those of strobe and perf themselves.
+#
+# The incomplete stacks are sorted into three kinds, counted the same way for every tool:
+#  - no user stack: a user process's sample with nothing of its user stack to walk - its root is
+#    a kernel entry point (entry_SYSCALL_64..., asm_exc_...: the kernel gave no user frame), or it
+#    was taken while the process's address space was being torn down (__mmput or exit_mmap under
+#    do_exit or execve's begin_new_exec: the kernel copies no user memory then). No unwinder can
+#    complete these. The second ratio printed leaves them out of the total.
+#  - at the depth limit: MAX_STACK (127, the kernel's perf_event_max_stack default, which strobe
+#    and perf both apply) frames or more: cut by the limit, not by a failed unwind.
+#  - the rest: unwinding failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-8}
@@ -38,9 +50,6 @@ busy() {
     cc -O2 -c -o "$work/t.o" "$work/t.c" 2> /dev/null || true
   done
 }
-busy & busy &
-sleep 1
-
 # Stripped binaries (gzip, sort, ...) have no name for _start: an unnamed root frame within 64
 # bytes of its binary's ELF entry point counts as _start ("[gzip+0x3e1a]" from strobe,
 # "[gzip <3e19>]" from perf --addrs).
@@ -63,7 +72,7 @@ done
 
 # summary NAME FOLDED: the share of complete stacks (roots first in each line)
 summary() {
-  awk -v name="$1" -v entries="$entries" '
+  awk -v name="$1" -v entries="$entries" -v maxstack="${MAX_STACK:-127}" '
   function hex(h,   i, v, c) { v = 0; h = tolower(h); sub(/^0x/, "", h)
     for (i = 1; i <= length(h); i++) { c = index("0123456789abcdef", substr(h, i, 1)); v = v * 16 + c - 1 }
     return v }
@@ -74,7 +83,7 @@ summary() {
           for (i in k) kroot[k[i]] = 1 }
   {
     n = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
-    split(stack, f, ";"); first = f[1]
+    nf = split(stack, f, ";"); first = f[1]
     if (first in kroot) next
     total += n
     if (!(first in root) && match(first, /^\[[^+ ]+(\+0x| <)[0-9a-f]+>?\]$/)) {
@@ -85,19 +94,35 @@ summary() {
         if ((key in entry) && hex(off) - entry[key] >= 0 && hex(off) - entry[key] < 64) first = "_start"
       }
     }
-    if (first in root) ok += n
-    else bad[first] += n
+    if (first in root) { ok += n; next }
+    if (first ~ /^(entry_SYSCALL_64|entry_INT80|asm_|ret_from_fork|do_syscall_64|x64_sys_call)/ ||
+        stack ~ /(^|;)(do_exit|begin_new_exec);(.*;)?(__mmput|exit_mmap)(;|$)/) { nouser += n; first = "(no user stack) " first }
+    else if (nf >= maxstack) { capped += n; first = "(depth limit) " first }
+    bad[first] += n
   }
   END {
     if (!total) { printf "%-14s no user samples\n", name; exit }
-    printf "%-14s complete stacks: %5.1f%% of %.0f user samples\n", name, 100 * ok / total, total
+    printf "%-14s complete stacks: %5.1f%% of %.0f user samples; %5.1f%% of the %.0f with a user stack\n",
+      name, 100 * ok / total, total, (total > nouser ? 100 * ok / (total - nouser) : 0), total - nouser
+    printf "                 incomplete: %.2f%% no user stack, %.2f%% at the depth limit (%d frames), %.2f%% failed\n",
+      100 * nouser / total, 100 * capped / total, maxstack, 100 * (total - ok - nouser - capped) / total
     m = 0
     for (b in bad) top[++m] = sprintf("%6.2f%%  %s", 100 * bad[b] / total, b)
-    cmd = "sort -rn | head -4"
+    cmd = "sort -rn | head -" (ENVIRON["TOP"] ? ENVIRON["TOP"] : 4)
     for (i = 1; i <= m; i++) print "                 " top[i] | cmd
     close(cmd)
   }' "$2"
 }
+
+# SUMMARY_ONLY=DIR: only the summaries of the folded profiles a run left there with KEEP=DIR.
+if [ -n "${SUMMARY_ONLY:-}" ]; then
+  for f in "$SUMMARY_ONLY"/*.folded; do
+    m=$(basename "$f" .folded); summary "${m/-/:}" "$f"
+  done
+  exit 0
+fi
+busy & busy &
+sleep 1
 
 # Only the workload'"'"'s own processes: the host may be running anything else meanwhile.
 procs='gzip|sort|sha256sum|python3|python3.11|cc|cc1|as|collect2|ld|seq|head'
