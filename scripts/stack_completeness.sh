@@ -139,9 +139,13 @@ for m in $modes; do
     command -v perf > /dev/null || { echo "perf:$cg       perf is not installed"; continue; }
     perf record -q -B -a -F 199 --call-graph "$cg" -o "$out.data" -- sleep "$secs" > "$out.log" 2>&1 ||
       { echo "perf:$cg       perf record failed: $(head -1 "$out.log")"; continue; }
+    # Debian's perf 6.1 now and then aborts in its own build-id code: tried twice, then reported
+    perf script -i "$out.data" > "$out.script" 2> /dev/null ||
+      perf script -i "$out.data" > "$out.script" 2> /dev/null ||
+      { echo "perf:$cg       perf script crashed twice (perf itself): no result"; continue; }
     # "comm;root;...;leaf N": drop the comm, and perf's own samples
     # its values are periods (ns at 199 Hz): made sample counts like strobe's
-    perf script -i "$out.data" 2> /dev/null | "$strobe" collapse --addrs | grep -E "^($procs);" |
+    "$strobe" collapse --addrs "$out.script" | { grep -E "^($procs);" || true; } |
       sed 's/^[^;]*;//' | awk '{ n = $NF; sub(/ [0-9]+$/, ""); printf "%s %.0f\n", $0, n / (1e9 / 199) }' \
       > "$out.folded"
   fi
