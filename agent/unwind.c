@@ -959,6 +959,13 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		bool signal = false;
 		w.cur_cfi = NULL;
 		w.cfa_sp = false;
+		/* A leaf at its binary's entry point (a process or ld.so sampled before its first
+		 * instruction ran): the stack pointer is at argc, no return address, nothing above.
+		 * Entry code has no CFI, and taking argc for a return address made "0x5;_start". */
+		if (*n == 1 && b && !b->heap && at - bias == ((const Elf64_Ehdr *)b->img)->e_entry) {
+			rc = STROBE_UNWIND_COMPLETE;
+			break;
+		}
 		Dwarf_CFI *cfi = NULL;
 		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0)
 			cfi = b->cfi;

@@ -22,9 +22,12 @@
 # The incomplete stacks are sorted into three kinds, counted the same way for every tool:
 #  - no user stack: a user process's sample with nothing of its user stack to walk - its root is
 #    a kernel entry point (entry_SYSCALL_64..., asm_exc_...: the kernel gave no user frame), or it
-#    was taken while the process's address space was being torn down (__mmput or exit_mmap under
-#    do_exit or execve's begin_new_exec: the kernel copies no user memory then). No unwinder can
-#    complete these. The second ratio printed leaves them out of the total.
+#    was taken while the process's address space was being torn down (__mmput, __mmdrop or
+#    exit_mmap under do_exit or execve's begin_new_exec), or in execve past its point of no return
+#    (load_elf_binary's work after begin_new_exec: elf_load, setup_arg_pages, create_elf_tables
+#    and what they call): the old image's memory is gone, the registers still point into it, and
+#    the kernel copies no stack of it. No unwinder can complete these. The second ratio printed
+#    leaves them out of the total.
 #  - at the depth limit: MAX_STACK (127, the kernel's perf_event_max_stack default, which strobe
 #    and perf both apply) frames or more: cut by the limit, not by a failed unwind.
 #  - the rest: unwinding failed.
@@ -54,7 +57,8 @@ busy() {
 # bytes of its binary's ELF entry point counts as _start ("[gzip+0x3e1a]" from strobe,
 # "[gzip <3e19>]" from perf --addrs).
 entries=""
-for b in gzip sort sha256sum /usr/bin/python3 seq head cc as ld "$(cc -print-prog-name=cc1 2>/dev/null)"; do
+ldso=$(readelf -lW /bin/sh 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+for b in gzip sort sha256sum /usr/bin/python3 seq head cc as ld sh env $ldso "$(cc -print-prog-name=cc1 2>/dev/null)"; do
   f=$(command -v "$b" 2>/dev/null || true)
   if [ -z "$f" ]; then continue; fi
   f=$(readlink -f "$f")
@@ -96,7 +100,9 @@ summary() {
     }
     if (first in root) { ok += n; next }
     if (first ~ /^(entry_SYSCALL_64|entry_INT80|asm_|ret_from_fork|do_syscall_64|x64_sys_call)/ ||
-        stack ~ /(^|;)(do_exit|begin_new_exec);(.*;)?(__mmput|exit_mmap)(;|$)/) { nouser += n; first = "(no user stack) " first }
+        stack ~ /(^|;)(do_exit|begin_new_exec);(.*;)?(__mmput|__mmdrop|exit_mmap)(;|$)/ ||
+        stack ~ /;load_elf_binary;(begin_new_exec|setup_new_exec|setup_arg_pages|elf_load|elf_map|set_brk|create_elf_tables|load_elf_interp|finalize_exec|_copy_to_user|strnlen_user|clear_user|padzero|__check_object_size|from_kuid_munged|vm_brk_flags)(;|$)/) {
+      nouser += n; first = "(no user stack) " first }
     else if (nf >= maxstack) { capped += n; first = "(depth limit) " first }
     bad[first] += n
   }
