@@ -39,7 +39,8 @@ WL_SRC   := $(wildcard tests/workloads/*.c)
 WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 # ... and the same built as release builds are, -O2 without any frame pointers (X-nofp), for the
 # unwinder's tests: only the unwind tables can walk them.
-WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp
+WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp \
+	    $(B)/workloads/cpu_split-dbgframe
 
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads
 all: $(B)/strobe
@@ -117,6 +118,11 @@ $(B)/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 $(B)/workloads/%-nofp: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -pthread -o $@ $< -lm
+# ... and with its CFI only in .debug_frame (as -g without unwind tables emits it): the unwinder's
+# .debug_frame fallback is the only way through its functions.
+$(B)/workloads/%-dbgframe: tests/workloads/%.c $(wildcard tests/workloads/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -pthread -o $@ $< -lm
 workloads: $(WL_BIN) $(WL_NOFP)
 
 # ---- the two commands of the README -----------------------------------------------------------

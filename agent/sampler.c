@@ -1130,8 +1130,19 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 		if (blen < 16)
 			return;
 		memcpy(v, b, 16);
-		if (h->type == PERF_RECORD_FORK)
+		if (h->type == PERF_RECORD_FORK) {
+			/* A new process starts with its parent's mappings: a parent we never
+			 * sampled (a shell that predates recording) is read now, while it lives,
+			 * so that the child has them. Without this a child that exec'd before its
+			 * first sample was processed was looked up in the new image's mappings:
+			 * the samples in execve (the old image's libc) had an unknown leaf. */
+			if (v[0] != v[1] && !s->offline) {
+				strobe_proc *pp = strobe_tracker_proc(&s->tr, (int32_t)v[1], false);
+				if (!pp || (!pp->maps_read && !pp->exited))
+					proc_for(s, (int32_t)v[1]);
+			}
 			strobe_tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
+		}
 		else
 			strobe_tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
 		return;
@@ -1425,6 +1436,7 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->unwind_cache_evictions = us.evictions;
 	st->unwind_extended = us.extended;
 	st->unwind_ext_changed = us.ext_changed;
+	st->unwind_debug_frame = us.debug_frame_frames;
 	st->unwind_ns_p50 = unwind_pct(s, 0.5);
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;

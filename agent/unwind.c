@@ -16,9 +16,16 @@
  * binary-search table), as the loader sees the binary: the ELF header of the image is edited to
  * hide the section headers. Through the section headers, libdw 0.188 misses the search table when
  * .eh_frame comes before .eh_frame_hdr (lld's layout: libLLVM, Chromium, Rust binaries) and then
- * decodes the whole .eh_frame linearly, 100+ ms for libLLVM. .debug_frame is not read: only
- * binaries without .eh_frame have it alone (Go's), libdw would decompress their whole DWARF to
- * get at it, and Go keeps frame pointers, which the walk follows where a binary has no table.
+ * decodes the whole .eh_frame linearly, 100+ ms for libLLVM.
+ *
+ * .debug_frame is the fallback for a program counter that .eh_frame has no FDE for (code built
+ * with -fno-asynchronous-unwind-tables -g: its CFI goes to .debug_frame, while the C runtime's
+ * objects still bring an .eh_frame): from the binary's own sections, else from its debug file
+ * under /usr/lib/debug/.build-id/. It is opened only then, once per binary, through libdw's
+ * Dwarf (which reads and decompresses the file's DWARF sections: charged to the budget), so
+ * binaries whose .eh_frame covers everything never pay for it. Go binaries (.debug_frame only,
+ * compressed with the rest of their DWARF) keep frame pointers, which the walk follows where no
+ * table has the address; their .debug_frame is read all the same on the first such frame.
  *
  * The vDSO has no file: its image is the kernel's, the same in every process, so ours
  * (AT_SYSINFO_EHDR) is copied once and stands for every process's [vdso] mapping.
@@ -73,6 +80,16 @@ typedef struct bin {
 	size_t len;
 	Elf *elf;
 	Dwarf_CFI *cfi;   /* NULL: no .eh_frame (frames there go by frame pointers) */
+	/* .debug_frame, opened on the first PC .eh_frame lacks: dstate 0 not tried, 1 dcfi
+	 * usable, 2 none. dimg: a second, unedited view of the file (section headers intact)
+	 * when its own sections include .debug_frame; else the debug file's image. */
+	uint8_t dstate;
+	bool own_debug_frame;
+	void *dimg;
+	size_t dlen;
+	Elf *delf;
+	Dwarf *dw;
+	Dwarf_CFI *dcfi;
 	size_t bytes;
 	uint64_t last_use;
 	/* Start addresses of the FDEs libdw has decoded here (open addressing, 0 = empty): the
@@ -105,6 +122,7 @@ struct strobe_unwinder {
 		const char *root;
 		uint64_t used; /* clock of the last use */
 	} mem[MEM_FDS];
+	char debug_dir[256]; /* where debug files are looked up by build ID */
 	strobe_unwind_stats st;
 };
 
@@ -208,10 +226,39 @@ static bool has_eh_frame(const void *img, size_t len)
 	return false;
 }
 
+/* Whether the image's section headers (still there: read before bin_add hides them) name a
+ * non-empty section `name` with contents in the file. Bounds-checked: the image is untrusted. */
+static bool has_section(const void *img, size_t len, const char *name)
+{
+	const Elf64_Ehdr *eh = img;
+	if (len < sizeof(*eh) || eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum == 0 ||
+	    eh->e_shnum > 65000 || eh->e_shoff >= len || eh->e_shoff % 8 ||
+	    (len - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum || eh->e_shstrndx >= eh->e_shnum)
+		return false;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)((const char *)img + eh->e_shoff);
+	const Elf64_Shdr *st = &sh[eh->e_shstrndx];
+	if (st->sh_offset >= len || st->sh_size > len - st->sh_offset)
+		return false;
+	const char *names = (const char *)img + st->sh_offset;
+	size_t nl = strlen(name);
+	for (unsigned i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type == SHT_PROGBITS && sh[i].sh_size && sh[i].sh_name < st->sh_size &&
+		    st->sh_size - sh[i].sh_name > nl &&
+		    memcmp(names + sh[i].sh_name, name, nl + 1) == 0)
+			return true;
+	return false;
+}
+
 /* ---- the cache ------------------------------------------------------------------------------- */
 
 static void bin_drop(strobe_unwinder *u, bin *b)
 {
+	if (b->dw)
+		dwarf_end(b->dw); /* dcfi is the Dwarf's */
+	if (b->delf)
+		elf_end(b->delf);
+	if (b->dimg)
+		munmap(b->dimg, b->dlen);
 	if (b->cfi)
 		dwarf_cfi_end(b->cfi);
 	if (b->elf)
@@ -269,6 +316,7 @@ static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const 
 			munmap(img, len);
 		return NULL;
 	}
+	b->own_debug_frame = !heap && has_section(img, len, ".debug_frame");
 	Elf64_Ehdr *eh = img;
 	eh->e_shoff = 0;
 	eh->e_shnum = 0;
@@ -321,6 +369,15 @@ static bin *bin_open(strobe_unwinder *u, const char *path)
 	void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	if (m != MAP_FAILED)
 		b = bin_add(u, m, (size_t)sb.st_size, false, &sb);
+	if (b && b->own_debug_frame) {
+		/* The unedited view .debug_frame is read through, if ever: address space only, the
+		 * pages are the page cache's until libelf writes (it does not) */
+		m = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+		if (m != MAP_FAILED) {
+			b->dimg = m;
+			b->dlen = (size_t)sb.st_size;
+		}
+	}
 out:
 	close(fd);
 	return b;
@@ -352,6 +409,81 @@ static bin *bin_vdso(strobe_unwinder *u)
 		return NULL;
 	memcpy(img, v, len);
 	return bin_add(u, img, len, true, NULL);
+}
+
+/* What libdw holds for a Dwarf: its state, and the decompressed copies of compressed sections
+ * (dwarf_begin_elf decompresses every DWARF section it knows). */
+static size_t dwarf_cost(Elf *elf)
+{
+	size_t c = BIN_COST;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
+		    gelf_getchdr(scn, &ch))
+			c += ch.ch_size < ((size_t)1 << 32) ? (size_t)ch.ch_size : ((size_t)1 << 32);
+	}
+	return c;
+}
+
+/* Maps the file fd (size len) when it has a .debug_frame section: into *img, true. */
+static bool has_debug_frame_fd(int fd, size_t len, void **img)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED)
+		return false;
+	if (!has_section(m, len, ".debug_frame")) {
+		munmap(m, len);
+		return false;
+	}
+	*img = m;
+	return true;
+}
+
+/* The .debug_frame CFI of a binary, opened on first use (see the top of the file); NULL when it
+ * has none. Its addresses are the binary's (a debug file keeps the addresses of its binary). */
+static Dwarf_CFI *debug_cfi(strobe_unwinder *u, bin *b)
+{
+	if (b->dstate)
+		return b->dstate == 1 ? b->dcfi : NULL;
+	b->dstate = 2;
+	if (b->heap)
+		return NULL; /* the vDSO: .eh_frame only */
+	if (!b->dimg && b->id_len) {
+		char path[64 + 2 * STROBE_BUILD_ID_MAX];
+		int o = snprintf(path, sizeof(path), "%s/.build-id/%02x/", u->debug_dir, b->id[0]);
+		for (unsigned i = 1; i < b->id_len && o > 0 && (size_t)o + 3 < sizeof(path); i++)
+			o += snprintf(path + o, sizeof(path) - (size_t)o, "%02x", b->id[i]);
+		if (o > 0 && (size_t)o + 7 < sizeof(path)) {
+			memcpy(path + o, ".debug", 7);
+			int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+			struct stat sb;
+			if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+			    sb.st_size >= (off_t)sizeof(Elf64_Ehdr) && sb.st_size <= ((off_t)4 << 30) &&
+			    has_debug_frame_fd(fd, (size_t)sb.st_size, &b->dimg))
+				b->dlen = (size_t)sb.st_size;
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	if (!b->dimg)
+		return NULL;
+	b->delf = elf_memory(b->dimg, b->dlen);
+	if (b->delf)
+		b->dw = dwarf_begin_elf(b->delf, DWARF_C_READ, NULL);
+	if (b->dw)
+		b->dcfi = dwarf_getcfi(b->dw);
+	size_t cost = b->delf ? dwarf_cost(b->delf) : 0;
+	b->bytes += cost;
+	u->bytes += cost;
+	if (u->bytes > u->st.cache_bytes_peak)
+		u->st.cache_bytes_peak = u->bytes;
+	if (!b->dcfi)
+		return NULL;
+	u->st.debug_frame_bins++;
+	b->dstate = 1;
+	return b->dcfi;
 }
 
 /* Where an image sits in a process whose mapping m (of file offset pgoff) is its executable
@@ -877,11 +1009,26 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		bool signal = false;
 		w.cur_cfi = NULL;
 		w.cfa_sp = false;
-		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0) {
+		/* A leaf at its binary's entry point (a process or ld.so sampled before its first
+		 * instruction ran): the stack pointer is at argc, no return address, nothing above.
+		 * Entry code has no CFI, and taking argc for a return address made "0x5;_start". */
+		if (*n == 1 && b && !b->heap && at - bias == ((const Elf64_Ehdr *)b->img)->e_entry) {
+			rc = STROBE_UNWIND_COMPLETE;
+			break;
+		}
+		Dwarf_CFI *cfi = NULL;
+		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0)
+			cfi = b->cfi;
+		else if (b && (cfi = debug_cfi(u, b)) &&
+			 dwarf_cfi_addrframe(cfi, at - bias, &f) == 0)
+			u->st.debug_frame_frames++;
+		else
+			cfi = NULL;
+		if (cfi) {
 			Dwarf_Addr fstart, fend;
 			if (dwarf_frame_info(f, &fstart, &fend, NULL) >= 0)
 				fde_seen(u, b, fstart);
-			w.cur_cfi = b->cfi;
+			w.cur_cfi = cfi;
 			w.cur_bias = bias;
 			step = step_cfi(&w, f, &signal);
 			free(f);
@@ -921,8 +1068,14 @@ strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
 	u->budget = cache_bytes ? cache_bytes : (size_t)64 << 20;
 	for (unsigned i = 0; i < MEM_FDS; i++)
 		u->mem[i].fd = -1;
+	strobe_unwinder_set_debug_dir(u, NULL);
 	elf_version(EV_CURRENT);
 	return u;
+}
+
+void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
+{
+	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s", dir ? dir : "/usr/lib/debug");
 }
 
 void strobe_unwinder_free(strobe_unwinder *u)

@@ -2,7 +2,8 @@
 /*
  * The user-stack unwinder: turns the registers and the copy of the user stack that the kernel
  * attaches to a sample (PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER) into the list of return
- * addresses, with the unwind tables (.eh_frame through .eh_frame_hdr) of the modules the process
+ * addresses, with the unwind tables (.eh_frame through .eh_frame_hdr; .debug_frame, of the
+ * binary or of its debug file, for code .eh_frame does not cover) of the modules the process
  * has mapped. Private to agent/.
  *
  * The tables of a binary are parsed once per unwinder, whichever processes map it: a cache of
@@ -35,6 +36,9 @@ typedef struct strobe_unwinder strobe_unwinder;
  * see unwind.c); 0 = 64 MiB. NULL + errno. */
 strobe_unwinder *strobe_unwinder_new(size_t cache_bytes);
 void strobe_unwinder_free(strobe_unwinder *u);
+/* Where debug files are looked up by build ID (DIR/.build-id/xx/yyyy.debug) for the
+ * .debug_frame of code .eh_frame does not cover; NULL: /usr/lib/debug. */
+void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir);
 
 enum {
 	STROBE_UNWIND_COMPLETE = 0,  /* reached the outermost frame (its return address is
@@ -68,6 +72,8 @@ typedef struct strobe_unwind_stats {
 	uint64_t evictions; /* binaries dropped to keep the estimate under the budget */
 	uint64_t extended;     /* unwinds that read the stack beyond the copy from the process */
 	uint64_t ext_changed;  /* ... refused: the end of the copy had changed in the process */
+	uint64_t debug_frame_frames; /* frames stepped by .debug_frame (.eh_frame had no FDE) */
+	uint32_t debug_frame_bins;   /* binaries whose .debug_frame was opened */
 	uint32_t binaries;  /* held now */
 	size_t cache_bytes;      /* the estimate the budget applies to, now */
 	size_t cache_bytes_peak; /* its highest value */

@@ -14,6 +14,13 @@
 #     clock_gettime and prints the percentiles with STROBE_DEBUG=1), and the peak of its cache
 #     estimate (bounded by --unwind-cache, 64 MiB by default), from the auto runs.
 #
+#  3. stack completeness (scripts/stack_completeness.sh, one run: the same busy workload of Debian
+#     binaries sampled by strobe fp/dwarf/auto and perf fp/dwarf, one after the other, every
+#     tool's stacks counted by the same awk): the share of complete stacks of all user samples,
+#     and of those with a user stack (leaving out samples of processes in exit or execve with no
+#     user memory left, which no unwinder can complete), with the kinds of the incomplete ones.
+#     COMPLETENESS_SECONDS=8 per mode; COMPLETENESS_SECONDS=0 skips it.
+#
 #   bench/unwind.sh [RESULTS]          ROUNDS=5 CPU_SECONDS=8 (BENCH_QUICK=1: 3 rounds of 5 s)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,3 +120,33 @@ est() { # MODE: loss per CPU-second + the recorder's own share of the CPUs
     echo "$(med strobe-auto-before 6) ns, cache estimate at its peak $(awk -v b="$(med strobe-auto-before 7)" 'BEGIN { if (b == "-") print "-"; else printf "%.1f MiB", b / 1048576 }')."
   fi
 } >> "$results"
+
+# ---- 3. stack completeness ----------------------------------------------------------------------
+csecs=${COMPLETENESS_SECONDS:-8}
+if [ "$csecs" != 0 ]; then
+  cmodes="strobe:fp strobe:dwarf strobe:auto"
+  [ $have_perf = 1 ] && cmodes+=" perf:fp perf:dwarf perf:dwarf,16384"
+  note "stack completeness: $cmodes, $csecs s each"
+  MODES=$cmodes STROBE=$strobe bash scripts/stack_completeness.sh "$csecs" > "$work/complete" 2>&1 ||
+    note "stack_completeness.sh failed: $(tail -2 "$work/complete")"
+  {
+    echo
+    echo "Stack completeness (\`scripts/stack_completeness.sh $csecs\`, run $(date -u +%Y-%m-%dT%H:%MZ), load"
+    echo "average $(cut -d' ' -f1 /proc/loadavg) after it): the same busy workload (gzip, sort -R, sha256sum, python3, cc1)"
+    echo "sampled system-wide at 199 Hz by each mode in turn, $csecs s each, its processes' user samples only;"
+    echo "complete = rooted in _start, _dl_start_user, __libc_start_main, main, start_thread, clone or clone3."
+    echo
+    echo "| mode | complete, of all user samples | complete, of those with a user stack | no user stack | at the 127-frame limit | failed |"
+    echo "|---|---|---|---|---|---|"
+    awk '
+      / complete stacks: / { m = $1; a = $4; n = $6; b = $9; u = $12 }
+      /incomplete: / && m != "" {
+        sub(/^ +incomplete: /, "")
+        split($0, k, ", ")
+        nu = k[1]; sub(/ no user stack/, "", nu); cap = k[2]; sub(/ at the depth limit.*/, "", cap)
+        fl = k[3]; sub(/ failed/, "", fl)
+        t = m; sub(/:/, " --call-graph ", t)
+        printf "| `%s` | %s of %s | %s of %s | %s | %s | %s |\n", t, a, n, b, u, nu, cap, fl; m = "" }
+      / crashed twice/ { t = $1; sub(/:/, " --call-graph ", t); printf "| `%s` | perf script crashed twice (perf 6.1) | | | | |\n", t }' "$work/complete"
+  } >> "$results"
+fi

@@ -8,6 +8,8 @@
 # function, and the stack then starts somewhere in the middle.
 #
 #   scripts/stack_completeness.sh [SECONDS] [-- extra strobe record options]
+#   KEEP=DIR: keep the folded profiles and logs; SUMMARY_ONLY=DIR: summarise those again
+#   TOP=N: list N outermost frames of the incomplete stacks (4)
 #
 # Runs a busy workload of Debian binaries (gzip, sort, sha256sum, python3, cc1 compiling) and
 # samples it system-wide, one after the other, with `strobe record -a --call-graph fp`, `dwarf`
@@ -16,6 +18,19 @@
 # the share of complete stacks and the outermost frames of the incomplete ones. Samples of kernel
 # threads (stacks rooted in kthread, ret_from_fork, the idle loop) are left out: they have no user
 # stack; so are those of strobe and perf themselves.
+#
+# The incomplete stacks are sorted into three kinds, counted the same way for every tool:
+#  - no user stack: a user process's sample with nothing of its user stack to walk - its root is
+#    a kernel entry point (entry_SYSCALL_64..., asm_exc_...: the kernel gave no user frame), or it
+#    was taken while the process's address space was being torn down (__mmput, __mmdrop or
+#    exit_mmap under do_exit or execve's begin_new_exec), or in execve past its point of no return
+#    (load_elf_binary's work after begin_new_exec: elf_load, setup_arg_pages, create_elf_tables
+#    and what they call): the old image's memory is gone, the registers still point into it, and
+#    the kernel copies no stack of it. No unwinder can complete these. The second ratio printed
+#    leaves them out of the total.
+#  - at the depth limit: MAX_STACK (127, the kernel's perf_event_max_stack default, which strobe
+#    and perf both apply) frames or more: cut by the limit, not by a failed unwind.
+#  - the rest: unwinding failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-8}
@@ -38,14 +53,12 @@ busy() {
     cc -O2 -c -o "$work/t.o" "$work/t.c" 2> /dev/null || true
   done
 }
-busy & busy &
-sleep 1
-
 # Stripped binaries (gzip, sort, ...) have no name for _start: an unnamed root frame within 64
 # bytes of its binary's ELF entry point counts as _start ("[gzip+0x3e1a]" from strobe,
 # "[gzip <3e19>]" from perf --addrs).
 entries=""
-for b in gzip sort sha256sum /usr/bin/python3 seq head cc as ld "$(cc -print-prog-name=cc1 2>/dev/null)"; do
+ldso=$(readelf -lW /bin/sh 2>/dev/null | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+for b in gzip sort sha256sum /usr/bin/python3 seq head cc as ld sh env $ldso "$(cc -print-prog-name=cc1 2>/dev/null)"; do
   f=$(command -v "$b" 2>/dev/null || true)
   if [ -z "$f" ]; then continue; fi
   f=$(readlink -f "$f")
@@ -63,7 +76,7 @@ done
 
 # summary NAME FOLDED: the share of complete stacks (roots first in each line)
 summary() {
-  awk -v name="$1" -v entries="$entries" '
+  awk -v name="$1" -v entries="$entries" -v maxstack="${MAX_STACK:-127}" '
   function hex(h,   i, v, c) { v = 0; h = tolower(h); sub(/^0x/, "", h)
     for (i = 1; i <= length(h); i++) { c = index("0123456789abcdef", substr(h, i, 1)); v = v * 16 + c - 1 }
     return v }
@@ -74,7 +87,7 @@ summary() {
           for (i in k) kroot[k[i]] = 1 }
   {
     n = $NF; stack = $0; sub(/ [0-9]+$/, "", stack)
-    split(stack, f, ";"); first = f[1]
+    nf = split(stack, f, ";"); first = f[1]
     if (first in kroot) next
     total += n
     if (!(first in root) && match(first, /^\[[^+ ]+(\+0x| <)[0-9a-f]+>?\]$/)) {
@@ -85,19 +98,37 @@ summary() {
         if ((key in entry) && hex(off) - entry[key] >= 0 && hex(off) - entry[key] < 64) first = "_start"
       }
     }
-    if (first in root) ok += n
-    else bad[first] += n
+    if (first in root) { ok += n; next }
+    if (first ~ /^(entry_SYSCALL_64|entry_INT80|asm_|ret_from_fork|do_syscall_64|x64_sys_call)/ ||
+        stack ~ /(^|;)(do_exit|begin_new_exec);(.*;)?(__mmput|__mmdrop|exit_mmap)(;|$)/ ||
+        stack ~ /;load_elf_binary;(begin_new_exec|setup_new_exec|setup_arg_pages|elf_load|elf_map|set_brk|create_elf_tables|load_elf_interp|finalize_exec|_copy_to_user|strnlen_user|clear_user|padzero|__check_object_size|from_kuid_munged|vm_brk_flags)(;|$)/) {
+      nouser += n; first = "(no user stack) " first }
+    else if (nf >= maxstack) { capped += n; first = "(depth limit) " first }
+    bad[first] += n
   }
   END {
     if (!total) { printf "%-14s no user samples\n", name; exit }
-    printf "%-14s complete stacks: %5.1f%% of %.0f user samples\n", name, 100 * ok / total, total
+    printf "%-14s complete stacks: %5.1f%% of %.0f user samples; %5.1f%% of the %.0f with a user stack\n",
+      name, 100 * ok / total, total, (total > nouser ? 100 * ok / (total - nouser) : 0), total - nouser
+    printf "                 incomplete: %.2f%% no user stack, %.2f%% at the depth limit (%d frames), %.2f%% failed\n",
+      100 * nouser / total, 100 * capped / total, maxstack, 100 * (total - ok - nouser - capped) / total
     m = 0
     for (b in bad) top[++m] = sprintf("%6.2f%%  %s", 100 * bad[b] / total, b)
-    cmd = "sort -rn | head -4"
+    cmd = "sort -rn | head -" (ENVIRON["TOP"] ? ENVIRON["TOP"] : 4)
     for (i = 1; i <= m; i++) print "                 " top[i] | cmd
     close(cmd)
   }' "$2"
 }
+
+# SUMMARY_ONLY=DIR: only the summaries of the folded profiles a run left there with KEEP=DIR.
+if [ -n "${SUMMARY_ONLY:-}" ]; then
+  for f in "$SUMMARY_ONLY"/*.folded; do
+    m=$(basename "$f" .folded); summary "${m/-/:}" "$f"
+  done
+  exit 0
+fi
+busy & busy &
+sleep 1
 
 # Only the workload'"'"'s own processes: the host may be running anything else meanwhile.
 procs='gzip|sort|sha256sum|python3|python3.11|cc|cc1|as|collect2|ld|seq|head'
@@ -114,9 +145,13 @@ for m in $modes; do
     command -v perf > /dev/null || { echo "perf:$cg       perf is not installed"; continue; }
     perf record -q -B -a -F 199 --call-graph "$cg" -o "$out.data" -- sleep "$secs" > "$out.log" 2>&1 ||
       { echo "perf:$cg       perf record failed: $(head -1 "$out.log")"; continue; }
+    # Debian's perf 6.1 now and then aborts in its own build-id code: tried twice, then reported
+    perf script -i "$out.data" > "$out.script" 2> /dev/null ||
+      perf script -i "$out.data" > "$out.script" 2> /dev/null ||
+      { echo "perf:$cg       perf script crashed twice (perf itself): no result"; continue; }
     # "comm;root;...;leaf N": drop the comm, and perf's own samples
     # its values are periods (ns at 199 Hz): made sample counts like strobe's
-    perf script -i "$out.data" 2> /dev/null | "$strobe" collapse --addrs | grep -E "^($procs);" |
+    "$strobe" collapse --addrs "$out.script" | { grep -E "^($procs);" || true; } |
       sed 's/^[^;]*;//' | awk '{ n = $NF; sub(/ [0-9]+$/, ""); printf "%s %.0f\n", $0, n / (1e9 / 199) }' \
       > "$out.folded"
   fi

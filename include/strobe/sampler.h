@@ -99,6 +99,7 @@ typedef struct strobe_sampler_stats {
 	/* Stacks deeper than the copy read on from the process (/proc/PID/mem), and those refused
 	 * because the end of the copy had changed there meanwhile. */
 	uint64_t unwind_extended, unwind_ext_changed;
+	uint64_t unwind_debug_frame; /* frames stepped by .debug_frame (no .eh_frame FDE) */
 } strobe_sampler_stats;
 
 typedef struct strobe_sampler strobe_sampler;

@@ -14,13 +14,21 @@
 #   offcpu       offcpu_block, -e offcpu: each blocking function (site_nanosleep, site_mutex_lock,
 #                site_read) directly above its libc frame, with its off-CPU time within ±10% of
 #                the time the workload measured around the call
+#   debug-frame  cpu_split-dbgframe (built -g -fno-asynchronous-unwind-tables: the workload's own
+#                functions have CFI in .debug_frame only), --call-graph dwarf: the split within
+#                ±3 pp and >= 99% of the burn samples complete, as split-nofp, with frames stepped
+#                by .debug_frame counted by strobe (STROBE_DEBUG's debug-frame > 0)
+#   deep         deep_recurse-nofp: 100 frames of recursion (about 30 KiB of stack, past the 16 KiB
+#                copy), --call-graph auto: >= 97% of the samples in spin() have the whole chain
+#                _start;...;main;run;recurse x100;spin (the rest: the last samples, processed after
+#                the workload exited, when its stack can no longer be read on: truncated)
 #   perf         the peer: perf record --call-graph dwarf on qsort_cmp-nofp, cmp_hot's share within
 #                ±3 pp of its truth and of strobe's (qsort-nofp)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/record.sh
 . "$here/lib/record.sh"
-need_workloads qsort_cmp qsort_cmp-nofp cpu_split-nofp offcpu_block
+need_workloads qsort_cmp qsort_cmp-nofp cpu_split-nofp offcpu_block cpu_split-dbgframe deep_recurse-nofp
 TOL_PP=3
 TOL=10
 if [ "$(uname -m)" != x86_64 ]; then
@@ -98,6 +106,54 @@ else
 		atleast "$c" 99 || bad+="$fn stacks; "
 	done
 	if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
+fi
+
+# ---- debug-frame: CFI only in .debug_frame -----------------------------------------------------
+name=record_unwind/debug-frame
+if ! readelf -SW "$WL/cpu_split-dbgframe" 2>/dev/null | grep -q '\.debug_frame'; then
+	fail "$name" "$WL/cpu_split-dbgframe has no .debug_frame (the compiler put its CFI elsewhere?)"
+elif ! STROBE_DEBUG=1 rec "$name" 60 -F 999 --call-graph dwarf -o "$TMPDIR/df.pb.gz" -- "$WL/cpu_split-dbgframe" -o "$TMPDIR/df.truth" 3; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/df.pb.gz" "$TMPDIR/df.folded" cpu; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/df.folded.err")"
+else
+	s=$(shares "$TMPDIR/df.folded" "${FNS[@]}")
+	dframes=$(sed -n 's/.* debug-frame \([0-9]*\).*/\1/p' "$TMPDIR/$(_fname "$name").err" | tail -1)
+	bad="" detail="frames stepped by .debug_frame: ${dframes:-none}; "
+	for fn in "${FNS[@]}"; do
+		got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/df.truth" "$fn")
+		c=$(complete "$TMPDIR/df.folded" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
+		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
+		within_pp "$got" "$want" "$TOL_PP" || bad+="$fn share; "
+		atleast "$c" 99 || bad+="$fn stacks; "
+	done
+	[ "${dframes:-0}" -gt 0 ] || bad+="no frame stepped by .debug_frame; "
+	if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
+fi
+
+# ---- deep: a stack deeper than the copy ------------------------------------------------------
+name=record_unwind/deep
+# deep_complete FOLDED: % of the samples in spin whose stack is _start;...;main;run, then exactly
+# 100 recurse and spin (compared as a string: mawk's regular expressions have no {n} and give up
+# on one spelled out that long)
+deep_complete() {
+	awk -v want="$(printf 'recurse;%.0s' {1..100})spin" '
+		{ sp = match($0, / [0-9]+$/); if (!sp) next
+		  v = substr($0, sp + 1) + 0; st = substr($0, 1, sp - 1)
+		  if (index(";" st ";", ";spin;") == 0) next
+		  all += v
+		  if (sub(/^_start;[^;]*libc_start_main[^;]*;([^;]*;)?main;run;/, "", st) &&
+		      (st == want || index(st, want ";") == 1)) good += v }
+		END { if (!all) { print "nan"; exit 1 } printf "%.2f\n", 100 * good / all }' "$1"
+}
+if ! rec "$name" 60 -F 999 -o "$TMPDIR/dr.pb.gz" -- "$WL/deep_recurse-nofp" 3; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/dr.pb.gz" "$TMPDIR/dr.folded" samples; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/dr.folded.err")"
+else
+	c=$(deep_complete "$TMPDIR/dr.folded")
+	detail="${c}% of the samples in spin under _start;...;main;run;recurse x100;spin"
+	if atleast "$c" 97; then ok "$name" "$detail"; else fail "$name" "stacks incomplete: $detail"; fi
 fi
 
 # ---- offcpu: the function that called libc, directly above it --------------------------------

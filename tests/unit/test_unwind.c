@@ -10,7 +10,8 @@
  * parsed once for two processes that map it, found by build ID for the second; eviction under a
  * budget and the same stack after re-parsing), and the walk on synthetic stacks whose frames are
  * known: a frame-pointer chain through JIT code (exact addresses, its end, a frame pointer that
- * goes down, a slice too small), and a leaf in the vDSO, walked by the vDSO image's own CFI.
+ * goes down, a slice too small), a leaf in the vDSO, walked by the vDSO image's own CFI, and a
+ * leaf at the program's entry point (nothing above it).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -612,10 +613,36 @@ static int end_child(void **state)
 	}
 	return 0;
 }
+/* A leaf at the program's entry point (a process sampled before its first instruction): the
+ * stack pointer is at argc and nothing was pushed; the stack is the entry alone, complete. Taking
+ * argc for a return address made "0x5;_start". */
+static void test_entry_point(void **state)
+{
+	strobe_tracker t;
+	assert_int_equal(strobe_tracker_init(&t), 0);
+	track_self(&t, 300, false);
+	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_non_null(u);
+	memset(syn_regs, 0, sizeof(syn_regs));
+	memset(syn_stack, 0, sizeof(syn_stack));
+	syn_regs[7] = 0x7ffd0000;
+	syn_regs[8] = getauxval(AT_ENTRY);
+	uint64_t argc = 5;
+	memcpy(syn_stack, &argc, 8);
+	uint64_t pcs[16];
+	unsigned n;
+	assert_int_equal(syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n),
+			 STROBE_UNWIND_COMPLETE);
+	assert_int_equal(n, 1);
+	assert_int_equal(pcs[0], getauxval(AT_ENTRY));
+	strobe_unwinder_free(u);
+	strobe_tracker_free(&t);
+}
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_entry_point),
 		cmocka_unit_test(test_whole_chain),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_cache_shared),
