@@ -49,7 +49,10 @@ for (const size of sizes) {
     const d = s.data, cand = [];
     for (let i = 1; i < d.n && cand.length < 20; i = d.depth[i] < 4 ? i + 1 : d.end[i])
       if (d.total[i] / d.total[0] > 0.01 && d.depth[i] >= 1) cand.push(i);
-    const zoom = [];
+    // The old way (the draw forced right away) and the app's way (the draw in the next animation
+    // frame: timed from the start of the app's frame callback to the end of the style and
+    // layout, in a callback queued after it), alternating by frame, one zoom a frame either way.
+    const zoom = [], zoomRaf = [];
     for (const i of cand) {
       for (const target of [i, 0]) {
         const t0 = performance.now();
@@ -59,8 +62,15 @@ for (const size of sizes) {
         zoom.push(performance.now() - t0);
         await frame();
       }
+      for (const target of [i, 0]) {
+        f.onZoom(target);
+        zoomRaf.push(await new Promise((ok) => requestAnimationFrame(() => {
+          void document.body.offsetHeight;
+          ok(performance.now() - s.frame.start);
+        })));
+      }
     }
-    return {hov, zoom, drawn: f.stats.drawn, n: d.n, cand};
+    return {hov, zoom, zoomRaf, drawn: f.stats.drawn, n: d.n, cand};
   });
   // Real clicks through the browser's input pipeline (the driver's mouse), alternating between
   // the old way (ui.drawInHandler: the draw in the click handler) and the new (the handler asks
@@ -115,7 +125,8 @@ for (const size of sizes) {
   console.log(`| ${kind} | ${size} | ${res.n.toLocaleString('en-US')} | ${(bytes / 1048576).toFixed(1)} MB | ${ms(med(tot))} | ` +
     `${ms(pick.fetch)} / ${ms(pick.parse)} / ${ms(pick.draw)} | ${res.drawn.toLocaleString('en-US')} | ` +
     `${ms(med(res.hov))} / ${ms(p95(res.hov))} | ${ms(med(res.zoom))} / ${ms(p95(res.zoom))} / ${ms(Math.max(...res.zoom))} | ` +
+    `${ms(med(res.zoomRaf))} / ${ms(p95(res.zoomRaf))} / ${ms(Math.max(...res.zoomRaf))} | ` +
     `${ms(med(real.old))} / ${ms(p95(real.old))} | ${ms(med(real.raf))} / ${ms(p95(real.raf))} | ${ms(med(real.work))} / ${ms(p95(real.work))} | ` +
-    `${goal}hover, zoom < 16 ms a frame: ${p95(res.hov) < 16 && p95(real.work) < 16 ? 'met' : 'NOT met'} |`);
+    `${goal}hover, zoom < 16 ms a frame: ${p95(res.hov) < 16 && p95(res.zoomRaf) < 16 && p95(real.work) < 16 ? 'met' : 'NOT met'} |`);
 }
 await browser.close();
