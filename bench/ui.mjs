@@ -6,7 +6,11 @@
 // and layout of the changed page (forced right after, so the main thread's work of that frame is
 // measured; the compositor's paint of the canvas is not). The first zoom after a load is among
 // them (it pays for the code's first run and the collection of the parsed JSON), so the worst
-// zoom is reported too. Prints one markdown row per size. BROWSER is chromium (playwright-core)
+// zoom is reported too. The app draws a zoom in the next animation frame, so the zooms are timed
+// both ways, alternating: forced right away (the old measure, the old code's behaviour) and in
+// the frame (that frame's work); then 40 real clicks each way, from the event's timeStamp to the
+// drawn and laid-out frame (docs/BENCHMARKS.md says exactly what each column counts). Prints one
+// markdown row per size. BROWSER is chromium (playwright-core)
 // or firefox (puppeteer-core over WebDriver BiDi), as in tests/browser/driver.mjs.
 //   node bench/ui.mjs URL BROWSER EXECUTABLE RUNS SIZE...
 import path from 'node:path';
