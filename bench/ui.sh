@@ -61,10 +61,10 @@ done
 load1=$(cut -d' ' -f1 /proc/loadavg)
 {
   # the load average is part of the result: on a shared machine it decides the numbers
-  echo "Run of $(date -u +%F) on $(nproc) cores (load average $load0 before, $load1 after), headless $(IFS=,; echo "${vers[*]}" | sed 's/,/ and /'); $runs loads each, medians; hover and zoom over 200 and 40 interactions, median and 95th percentile (and the slowest zoom)."
+  echo "Run of $(date -u +%F) on $(nproc) cores (load average $load0 before, $load1 after), headless $(IFS=,; echo "${vers[*]}" | sed 's/,/ and /'); $runs loads each, medians; hover and zoom over 200 and 40 interactions, median and 95th percentile (and the slowest zoom); then 40 real clicks each way, alternating."
   echo
-  echo "| browser | profile | nodes | JSON | query → drawn (median) | of which fetch / parse / draw | frames drawn | hover (median / p95) | zoom (median / p95 / max) | goals |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| browser | profile | nodes | JSON | query → drawn (median) | of which fetch / parse / draw | frames drawn | hover (median / p95) | zoom in a loop, one a frame: drawn right away (before; old measure; median / p95 / max) | the same, drawn in the next frame (now; that frame's work; median / p95 / max) | click → drawn, draw in the handler (before; median / p95) | click → drawn, draw in the next frame (now; median / p95) | that frame's work (now; median / p95) | goals |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   cat "$work/ui/rows.md"
 } > "$out"
 cat "$out" >&2

@@ -32,7 +32,11 @@ async function idle(page, minRenders = 1) {
   await page.waitForFunction((n) => window.strobe && window.strobe.idle && window.strobe.renders >= n, minRenders,
     {timeout: 15000});
 }
-const drawn = (page) => page.evaluate(() => window.strobe.flame.drawnNodes());
+// a zoom draws in the next animation frame (ui/app.js scheduleFlame): wait for it
+const drawn = async (page) => {
+  await page.waitForFunction(() => !window.strobe.framePending, null, {timeout: 15000});
+  return page.evaluate(() => window.strobe.flame.drawnNodes());
+};
 const rows = (page) => page.$$eval('#top tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
 const api = (page, p) => page.evaluate(async (u) => (await fetch(u)).json(), p);
 const q = (s) => encodeURIComponent(s);
@@ -129,6 +133,22 @@ await run('window', async () => {
   const back = await drawn(page);
   check('zoom/breadcrumb', back.some((n) => n.name === 'idle') && (await page.evaluate(() => window.strobe.state.focus)) === '',
     'idle not drawn again after clicking "total"');
+  // a burst of clicks within one frame (main, then work, then hot, at their places in the root
+  // view) records each and draws once, in the next frame: the view of the last click
+  const burst = await page.evaluate(() => new Promise((ok) => {
+    const s = window.strobe, f = s.flame, r = f.canvas.getBoundingClientRect(), before = s.flameDraws;
+    for (const name of ['main', 'work', 'hot']) {
+      const n = f.drawnNodes().find((m) => m.name === name);
+      f.canvas.dispatchEvent(new MouseEvent('click', {clientX: r.left + n.x + n.w / 2, clientY: r.top + n.y + n.h / 2, bubbles: true}));
+    }
+    const sync = s.flameDraws - before;
+    requestAnimationFrame(() => requestAnimationFrame(() => ok({sync, draws: s.flameDraws - before, focus: s.state.focus,
+      crumbs: [...document.querySelectorAll('#crumbs a')].map((a) => a.textContent).join('>'),
+      names: f.drawnNodes().map((n) => n.name)})));
+  }));
+  check('zoom/burst', burst.sync === 0 && burst.draws === 1 && burst.focus === 'main;work;hot' &&
+    burst.crumbs === 'total>main>work>hot' && !burst.names.includes('idle'),
+  `draws in the clicks' task ${burst.sync} (want 0), then ${burst.draws} (want 1), focus ${burst.focus}, crumbs ${burst.crumbs}`);
   await page.close();
 });
 
