@@ -51,6 +51,9 @@ run_unit() {
     if [ $rc -eq 0 ]; then
       tally <<<"ok $name ($(grep -o '[0-9]* test(s) run' <<<"$out" | head -1 || true))"
     else
+      # cmocka's verdict lines first: a sanitizer's leak report after a failed
+      # assertion can be longer than the tail below and hide which check failed.
+      grep -E '^\[ *(ERROR|LINE|FAILED) *\]|error: ' <<<"$out" | head -20 | sed 's/^/    /'
       printf '%s\n' "$out" | tail -40 | sed 's/^/    /'
       tally <<<"FAIL $name: exit $rc"
     fi
