@@ -707,6 +707,16 @@ static void expect_names(const strobe_profile *p, const char *hint, const char *
 			 p->ntypes > 1 ? names[1] : "", first, second ? second : "");
 }
 
+/* n MiB blocks allocated by main.allocBlocks, and at most a few small objects more. */
+static void expect_near_blocks(const strobe_profile *p, int64_t n)
+{
+	int64_t bytes = leaf_total(p, "alloc_space", "main.allocBlocks");
+	int64_t objs = leaf_total(p, "alloc_objects", "main.allocBlocks");
+	if (bytes < (n << 20) || bytes > (n << 20) + 4096 || objs < n || objs > n + 4)
+		fail_msg("main.allocBlocks: %lld bytes in %lld objects, expected %lld MiB in %lld",
+			 (long long)bytes, (long long)objs, (long long)n, (long long)n);
+}
+
 static void test_go_target(void **state)
 {
 	gosrv g = {0};
@@ -770,8 +780,10 @@ static void test_go_target(void **state)
 	for (int c = 0; c < 2; c++)
 		assert_int_equal(total_of(r->p, cols[c]),
 				 total_of(raw2, cols[c]) - total_of(raw1, cols[c]));
-	assert_int_equal(leaf_total(r->p, "alloc_space", "main.allocBlocks"), 10 << 20);
-	assert_int_equal(leaf_total(r->p, "alloc_objects", "main.allocBlocks"), 10);
+	/* The 10 blocks, give or take what Go's runtime allocates now and then on the way (a
+	 * 96-byte object charged to allocBlocks was seen under load): the deltas above are the
+	 * exact check; this one says the blocks and only about them came through. */
+	expect_near_blocks(r->p, 10);
 	assert_int_equal(total_of(r->p, "inuse_space"), total_of(raw2, "inuse_space"));
 	assert_true(r->dur > 0);
 	r = find(&k, "mutex");
@@ -793,7 +805,7 @@ static void test_go_target(void **state)
 	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
 	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw3), 0);
 	r = find(&k, "memory");
-	assert_int_equal(leaf_total(r->p, "alloc_space", "main.allocBlocks"), 5 << 20);
+	expect_near_blocks(r->p, 5);
 	assert_int_equal(total_of(r->p, "alloc_space"),
 			 total_of(raw3, "alloc_space") - total_of(raw2, "alloc_space"));
 	sink_clear(&k);
