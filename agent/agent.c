@@ -36,6 +36,22 @@ static int64_t cpu_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A new symbolizer (at start, and every SYM_RENEW_NS). The kernel's symbol table (reading and
+ * sorting /proc/kallsyms: tens of ms) is loaded now rather than at the first kernel frame: at
+ * 19 Hz on a host busy in user code that frame can come many seconds after the start, and the
+ * load then lands in the middle of the steady state as a burst of the agent's CPU. */
+static int new_symbolizer(strobe_agent *a)
+{
+	strobe_sym_opts syo = {.no_kernel = !a->so.kernel, .no_dwarf = a->o->no_dwarf};
+	a->sym = strobe_symbolizer_new(&syo);
+	a->sym_born_ns = strobe_mono_ns();
+	if (!a->sym)
+		return -errno;
+	if (a->so.kernel)
+		strobe_sym_kernel(a->sym, 0, NULL, NULL);
+	return 0;
+}
+
 static uint64_t rss_bytes(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -383,9 +399,7 @@ static void export_interval(strobe_agent *a)
 	int64_t t0 = strobe_mono_ns();
 	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
 		strobe_symbolizer_free(a->sym);
-		strobe_sym_opts syo = {.no_kernel = !a->so.kernel, .no_dwarf = a->o->no_dwarf};
-		a->sym = strobe_symbolizer_new(&syo);
-		a->sym_born_ns = t0;
+		new_symbolizer(a);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		proc_entry *pe = proc_lookup(a, pids[i], interval);
@@ -589,12 +603,9 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	if ((rc = open_sampler(a, err)) < 0)
 		goto fail;
 	if (!o->no_symbolize) {
-		strobe_sym_opts syo = {.no_kernel = !o->kernel, .no_dwarf = o->no_dwarf};
-		a->sym = strobe_symbolizer_new(&syo);
-		if (!a->sym)
+		if (new_symbolizer(a) < 0)
 			agent_log(a, STROBE_LOG_WARN, "cannot start the symbolizer (%s): sending raw "
 				  "addresses", strerror(errno));
-		a->sym_born_ns = strobe_mono_ns();
 	}
 	if ((rc = agent_sender_start(a, err)) < 0)
 		goto fail;
