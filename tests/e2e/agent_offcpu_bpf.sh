@@ -65,39 +65,21 @@ if [ "${n:-0}" -gt 0 ] 2>/dev/null; then ok "$name" "offcpu_mode bpf, $n interva
 else fail "$name" "offcpu_mode bpf but offcpu_bpf.intervals is '${n:-}'"; fi
 
 name=agent_offcpu_bpf/truth
-SITES=(site_nanosleep_outer site_mutex_outer site_read_outer)
-if ! qfolded "$OFF{service_name=\"bpftruth\"}" "$t0" "$t1" "$TMPDIR/off.folded"; then
-	fail "$name" "query failed: $(errof "$TMPDIR/off.folded.err")"
-else
-	s=$(shares "$TMPDIR/off.folded" "${SITES[@]}")
-	bad="" detail=""
-	for fn in "${SITES[@]}"; do
-		got=$(field "$s" "$fn"); want=$(truth "$TMPDIR/off.truth" "$fn")
-		detail+="$fn $(awk -v g="${got:-0}" 'BEGIN { printf "%.0f", g / 1e6 }') ms (truth $(awk -v w="${want:-0}" 'BEGIN { printf "%.0f", w / 1e6 }')) "
-		within_rel "${got:-0}" "$want" 10 || bad+="$fn "
-	done
+if offcpu_vs_truth "$OFF{service_name=\"bpftruth\"}" "$t0" "$t1" "$TMPDIR/off.folded" \
+	"$TMPDIR/off.truth" site_nanosleep_outer site_mutex_outer site_read_outer; then
 	# the kernel part of the stacks is there and starts at the scheduler
-	if [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
-	elif ! grep -q 'site_read_outer;.*;vfs_read;.*;__schedule ' "$TMPDIR/off.folded"; then
+	if ! grep -q 'site_read_outer;.*;vfs_read;.*;__schedule ' "$TMPDIR/off.folded"; then
 		fail "$name" "no kernel frames down to __schedule under site_read_outer: $(grep -m1 site_read_outer "$TMPDIR/off.folded" | cut -c1-300)"
-	else ok "$name" "${detail% }"; fi
-fi
+	else ok "$name" "$detail"; fi
+elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
+else fail "$name" "$detail"; fi
 
 name=agent_offcpu_bpf/alternate
-ALT=(site_alt_a_outer site_alt_b_outer)
-if ! qfolded "$OFF{service_name=\"bpfalt\"}" "$t0" "$t1" "$TMPDIR/alt.folded"; then
-	fail "$name" "query failed: $(errof "$TMPDIR/alt.folded.err")"
-else
-	s=$(shares "$TMPDIR/alt.folded" "${ALT[@]}")
-	bad="" detail=""
-	for fn in "${ALT[@]}"; do
-		got=$(field "$s" "$fn"); want=$(truth "$TMPDIR/alt.truth" "$fn")
-		detail+="$fn $(awk -v g="${got:-0}" 'BEGIN { printf "%.0f", g / 1e6 }') ms (truth $(awk -v w="${want:-0}" 'BEGIN { printf "%.0f", w / 1e6 }')) "
-		within_rel "${got:-0}" "$want" 10 || bad+="$fn "
-	done
-	if [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
-	else ok "$name" "${detail% }"; fi
-fi
+if offcpu_vs_truth "$OFF{service_name=\"bpfalt\"}" "$t0" "$t1" "$TMPDIR/alt.folded" \
+	"$TMPDIR/alt.truth" site_alt_a_outer site_alt_b_outer; then
+	ok "$name" "$detail"
+elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
+else fail "$name" "$detail"; fi
 
 name=agent_offcpu_bpf/filter
 "$STROBE_FAST" query -s "$url" -t folded --from "$t0" --to "$t1" -o "$TMPDIR/other.folded" \

@@ -63,20 +63,11 @@ fi
 
 # ---- offcpu ----------------------------------------------------------------------------------
 name=agent_truth/offcpu
-SITES=(site_nanosleep_outer site_mutex_outer site_read_outer)
-if ! qfolded "$OFF{service_name=\"offtruth\"}" "$t0" "$t1" "$TMPDIR/off.folded"; then
-	fail "$name" "query failed: $(errof "$TMPDIR/off.folded.err")"
-else
-	s=$(shares "$TMPDIR/off.folded" "${SITES[@]}")
-	bad="" detail=""
-	for fn in "${SITES[@]}"; do
-		got=$(field "$s" "$fn"); want=$(truth "$TMPDIR/off.truth" "$fn")
-		detail+="$fn $(awk -v g="${got:-0}" 'BEGIN { printf "%.0f", g / 1e6 }') ms (truth $(awk -v w="${want:-0}" 'BEGIN { printf "%.0f", w / 1e6 }')) "
-		within_rel "${got:-0}" "$want" 10 || bad+="$fn "
-	done
-	if [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
-	else ok "$name" "${detail% }"; fi
-fi
+if offcpu_vs_truth "$OFF{service_name=\"offtruth\"}" "$t0" "$t1" "$TMPDIR/off.folded" \
+	"$TMPDIR/off.truth" site_nanosleep_outer site_mutex_outer site_read_outer; then
+	ok "$name" "$detail"
+elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
+else fail "$name" "$detail"; fi
 
 # ---- labels ----------------------------------------------------------------------------------
 name=agent_truth/labels

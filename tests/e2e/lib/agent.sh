@@ -14,6 +14,11 @@
 #   stop_agent                SIGTERM, then waits (the agent pushes its last interval first)
 #   status_field PATH         a field of GET /status by key path, e.g. push.pushed
 #   qfolded SEL FROM TO OUT   strobe query -t folded of SEL over [FROM, TO) into OUT
+#   offcpu_vs_truth SEL FROM TO OUT TRUTH FN...
+#                             queries SEL into OUT (qfolded) and compares each FN's off-CPU time
+#                             with the workload's own measure in TRUTH, within 10 %; sets detail
+#                             (each FN's ms and its truth's, or the query's error) and bad (the
+#                             FNs off by more); true when every FN is within
 _agent_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=record.sh
 . "$_agent_lib/record.sh"
@@ -87,4 +92,21 @@ jqpath() {
 }
 qfolded() {
 	"$STROBE_FAST" query -s "$url" -t folded --from "$2" --to "$3" -o "$4" "$1" 2>"$4.err"
+}
+offcpu_vs_truth() {
+	local sel=$1 from=$2 to=$3 out=$4 truthf=$5 fn s got want
+	shift 5
+	bad="" detail=""
+	if ! qfolded "$sel" "$from" "$to" "$out"; then
+		detail="query failed: $(errof "$out.err")"
+		return 1
+	fi
+	s=$(shares "$out" "$@")
+	for fn in "$@"; do
+		got=$(field "$s" "$fn"); want=$(truth "$truthf" "$fn")
+		detail+="$fn $(awk -v g="${got:-0}" 'BEGIN { printf "%.0f", g / 1e6 }') ms (truth $(awk -v w="${want:-0}" 'BEGIN { printf "%.0f", w / 1e6 }')) "
+		within_rel "${got:-0}" "$want" 10 || bad+="$fn "
+	done
+	detail=${detail% }
+	[ -z "$bad" ]
 }
