@@ -8,17 +8,17 @@
 # run, some tens of ns, to every figure.)
 #
 # Starts `strobe agent --offcpu --off-cpu-mode bpf` (no server: pushes fail and are spooled,
-# which does not touch the programs), waits WARMUP s, runs `pingpong -r RATE -s SECONDS`, and
+# which does not touch the programs), waits WARMUP s, runs `pingpong -r RATE -s SECONDS_RUN`, and
 # prints the per-run ns of each of the agent's programs over the pingpong run (the whole host's
 # switches: pingpong's and everyone else's), then restores the sysctl.
 #
 #   bench/offcpu_prog_ns.sh [STROBE_BINARY]
-#   RATE=25000 SECONDS=10 WARMUP=3 REPEAT=1 (defaults); AGENT_ARGS=extra agent options
+#   RATE=25000 SECONDS_RUN=10 WARMUP=3 REPEAT=1 (defaults); AGENT_ARGS=extra agent options
 set -euo pipefail
 cd "$(dirname "$0")/.."
 strobe=${1:-$PWD/build/strobe}
 pingpong=$PWD/build/bench/pingpong
-rate=${RATE:-25000} secs=${SECONDS_RUN:-${SECONDS:-10}} warmup=${WARMUP:-3} repeat=${REPEAT:-1}
+rate=${RATE:-25000} secs=${SECONDS_RUN:-10} warmup=${WARMUP:-3} repeat=${REPEAT:-1}
 [ "$(id -u)" = 0 ] || { echo "SKIP offcpu_prog_ns: needs root" >&2; exit 0; }
 command -v bpftool >/dev/null || { echo "SKIP offcpu_prog_ns: no bpftool" >&2; exit 0; }
 command -v jq >/dev/null || { echo "SKIP offcpu_prog_ns: no jq" >&2; exit 0; }
