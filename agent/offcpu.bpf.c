@@ -6,17 +6,21 @@
  * second), the kernel keeps the sums:
  *
  *   switch-out of a task (sched_switch, prev): its kernel and user stacks (frame-pointer
- *     walks by bpf_get_stack, kept once each in a stack map keyed by their hash) and the
- *     time, in `starts` by tid (an entry is kept for the thread's life and rewritten in place,
- *     out_ns = 0 meaning "on CPU": no allocation and free at every switch; sched_process_exit
- *     deletes it);
- *   wake-up (sched_wakeup): the time it became runnable, which splits blocked from run-queue;
+ *     walks, kept once each in a stack map keyed by their hash) and the time, in the task's
+ *     own local storage (`tcache`: found through a slot in the task_struct, with no hash of
+ *     its tid to compute and no bucket lock, and freed by the kernel with the task; the record
+ *     is rewritten in place, out_ns = 0 meaning "on CPU");
  *   switch-in (sched_switch, next): the interval is added, with a count, to `counts` under
- *     (tgid, tid, generation, kernel stack, user stack).
+ *     (tgid, tid, generation, kernel stack, user stack); the part of it spent runnable, waiting
+ *     on the run queue, is the scheduler's own (sched_info.last_queued, see on_switch), so no
+ *     program runs at wake-ups.
  *
  * User space drains `counts` once per export interval. Stacks of generation g live in stack
  * map g % 2: user space flips the generation after each drain and clears the map it is about to
- * reuse, so stack maps never fill up with stacks of long ago (see offcpu_bpf.c).
+ * reuse, so stack maps never fill up with stacks of long ago (see offcpu_bpf.c). To save the
+ * stacks of threads still off CPU before their map is cleared, user space reads the switch-out
+ * records of all threads through a task iterator (off_threads), as task-local storage cannot be
+ * walked from user space.
  *
  * The kernel's types are declared here with only the fields used, relocated by CO-RE against
  * the running kernel's BTF, so the build needs no vmlinux.h of the build machine's kernel.
@@ -31,11 +35,42 @@
 #include "offcpu_bpf.h"
 
 struct mm_struct;
+struct sched_info {
+	unsigned long long last_queued;
+} __attribute__((preserve_access_index));
+/* The run queue, for its clock, reached from the CFS run queue a fair-class task is queued on
+ * (CONFIG_FAIR_GROUP_SCHED; the per-CPU `runqueues` itself is not in kallsyms without
+ * CONFIG_KALLSYMS_ALL, so a __ksym of it does not load everywhere). */
+struct rq {
+	__u64 clock;
+} __attribute__((preserve_access_index));
+struct cfs_rq {
+	struct rq *rq;
+} __attribute__((preserve_access_index));
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+} __attribute__((preserve_access_index));
 struct task_struct {
 	unsigned int flags;
 	int pid;
 	int tgid;
+	unsigned int policy;
+	struct sched_entity se;
 	struct mm_struct *mm;
+	struct sched_info sched_info;
+} __attribute__((preserve_access_index));
+#define SCHED_NORMAL 0 /* the fair class's policies (include/uapi/linux/sched.h) */
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
+
+/* The task iterator's context (kernel/bpf/task_iter.c). */
+struct seq_file;
+struct bpf_iter_meta {
+	struct seq_file *seq;
+} __attribute__((preserve_access_index));
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
 } __attribute__((preserve_access_index));
 
 /* x86-64's saved user registers (elsewhere the program does not load, and auto falls back to
@@ -69,13 +104,6 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __u32); /* tid */
-	__type(value, struct strobe_ob_start);
-} starts SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
 	__type(key, struct strobe_ob_key);
 	__type(value, struct strobe_ob_val);
 } counts SEC(".maps");
@@ -105,14 +133,15 @@ struct {
 	__type(value, struct strobe_ob_stack);
 } stacks1 SEC(".maps");
 
-/* What a thread last switched out from, kept in the task itself (task-local storage: found
- * through a slot cached in the task rather than a hash of its tid, and freed with it); see
- * on_switch and user_stack_key.
+/* A thread's state, kept in the task itself (task-local storage: found through a slot in the
+ * task rather than a hash of its tid, and freed with it); see on_switch and user_stack_key.
+ *   st: its last switch-out (out_ns 0: on CPU now);
  *   kernel: the kernel stack it last blocked in, and what it blocked from: the user address it
  *     entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept;
  *   user: its user registers (ip, sp, bp) at its last user-stack walk, the first two frame
  *     records (saved rbp, return address) the walk read, and the stack's key. */
 struct tcache {
+	struct strobe_ob_start st;
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
 	__u64 uip, usp, ubp, ufr[4], ustack;
@@ -288,13 +317,16 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	    (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
 		__u32 gen = generation;
 		__u64 sys = 0, leaf = 0;
-		/* user threads only (kernel threads have no user state to cache) */
-		struct tcache *c = prev->mm ? bpf_task_storage_get(&tcache, prev, 0,
-								   BPF_LOCAL_STORAGE_GET_F_CREATE)
-					    : 0;
+		struct tcache *t = bpf_task_storage_get(&tcache, prev, 0,
+							BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t) { /* out of memory, or the storage busy on this CPU (a nested program) */
+			count(STROBE_OB_STARTS_FULL);
+			goto switch_in;
+		}
+		/* (kernel threads have no user stack, and so no kernel-stack cache below either) */
+		struct tcache *c = t;
 		struct strobe_ob_start st = {
 			.out_ns = now,
-			.wake_ns = 0,
 			.tgid = tgid,
 			.gen = gen,
 			.ustack = prev->mm ? user_stack_key(prev, gen, &sys, &leaf, c) : 0,
@@ -325,30 +357,52 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 				}
 			}
 		}
-		struct strobe_ob_start *o = bpf_map_lookup_elem(&starts, &tid);
-		if (o)
-			*o = st;
-		else if (bpf_map_update_elem(&starts, &tid, &st, BPF_NOEXIST) < 0)
-			count(STROBE_OB_STARTS_FULL);
+		t->st = st;
 	}
 
+switch_in:;
 	/* Switch-in of next. */
 	__u32 ntid = next->pid;
 	if (ntid == 0)
 		return 0;
-	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &ntid);
-	if (!st || !st->out_ns)
+	struct tcache *nt = bpf_task_storage_get(&tcache, next, 0, 0);
+	if (!nt || !nt->st.out_ns)
 		return 0;
+	struct strobe_ob_start *st = &nt->st;
 	__u64 total = now > st->out_ns ? now - st->out_ns : 0;
 	if (total < min_block_ns) {
 		count(STROBE_OB_SHORT);
 		st->out_ns = 0;
 		return 0;
 	}
+	/*
+	 * Of a sleep, the part after the wake-up, runnable but waiting for a CPU, is not blocked
+	 * time. The scheduler keeps when the task was queued (sched_info.last_queued, set at the
+	 * wake-up's enqueue from the run queue's clock; CONFIG_SCHED_INFO) and, right after this
+	 * tracepoint, adds (rq clock - last_queued) to the task's run_delay: the same difference is
+	 * taken here, on the clock it was taken with. This replaces a program on sched_wakeup that
+	 * stamped the time of every wake-up on the host (a fifth of the programs' cost per switch).
+	 * The run queue is reached through the fair class's run queue of the task, which is this
+	 * CPU's for a fair task being switched in. Where that cannot be known (a real-time task,
+	 * a kernel without group scheduling) or last_queued is 0 (not queued the usual way), the
+	 * whole interval counts as blocked.
+	 */
 	__u64 blocked = 0;
-	if (st->blocked)
-		blocked = st->wake_ns > st->out_ns && st->wake_ns <= now ? st->wake_ns - st->out_ns
-									  : total;
+	if (st->blocked) {
+		__u64 queued = next->sched_info.last_queued, wait = 0, clock = 0;
+		unsigned int pol = next->policy;
+		if (queued && bpf_core_field_exists(struct cfs_rq, rq) &&
+		    (pol == SCHED_NORMAL || pol == SCHED_BATCH || pol == SCHED_IDLE)) {
+			/* direct loads: the verifier makes them fault-safe (no helper calls) */
+			struct cfs_rq *cq = next->se.cfs_rq;
+			struct rq *rq = cq ? cq->rq : 0;
+			if (rq)
+				clock = rq->clock;
+		}
+		if (clock > queued)
+			wait = clock - queued;
+		blocked = wait < total ? total - wait : 0;
+	}
 	struct strobe_ob_key k = {
 		.tgid = st->tgid,
 		.tid = ntid,
@@ -375,22 +429,19 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	return 0;
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(on_wakeup, struct task_struct *p)
+/* For user space, once per interval: the switch-out record of every thread now off CPU (see
+ * the top of this file). */
+SEC("iter/task")
+int off_threads(struct bpf_iter__task *ctx)
 {
-	__u32 tid = p->pid;
-	struct strobe_ob_start *st = bpf_map_lookup_elem(&starts, &tid);
-	if (st && st->out_ns && st->blocked && !st->wake_ns)
-		st->wake_ns = bpf_ktime_get_ns();
-	return 0;
-}
-
-/* A thread's entry in `starts` goes with it. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(on_exit, struct task_struct *p)
-{
-	__u32 tid = p->pid;
-	bpf_map_delete_elem(&starts, &tid);
+	struct task_struct *task = ctx->task;
+	if (!task)
+		return 0;
+	struct tcache *t = bpf_task_storage_get(&tcache, task, 0, 0);
+	if (!t || !t->st.out_ns)
+		return 0;
+	struct strobe_ob_start st = t->st;
+	bpf_seq_write(ctx->meta->seq, &st, sizeof(st));
 	return 0;
 }
 

@@ -21,16 +21,14 @@ typedef struct strobe_offcpu_opts {
 	unsigned npids;
 	bool kernel;            /* kernel stacks too */
 	int64_t min_block_ns;   /* shorter intervals are counted, not recorded */
-	unsigned max_entries;   /* live threads that have switched out (each keeps its entry
-				   until it exits), and distinct (thread, stacks) sums per
-				   interval; stack maps hold half as many stacks each.
-				   0 = 16384 */
+	unsigned max_entries;   /* distinct (thread, stacks) sums per interval; stack maps
+				   hold half as many stacks each. 0 = 16384 */
 } strobe_offcpu_opts;
 
 typedef struct strobe_offcpu_stats {
 	uint64_t intervals;      /* off-CPU intervals summed in the kernel */
 	uint64_t short_blocks;   /* below min_block_ns */
-	uint64_t starts_full;    /* switch-outs lost: too many live threads (see max_entries) */
+	uint64_t starts_full;    /* switch-outs lost: no per-thread storage (kernel memory) */
 	uint64_t counts_full;    /* intervals lost: too many distinct stacks in one interval */
 	uint64_t stack_errors;   /* stack walks that failed (stack map full, hash collision) */
 	uint64_t stacks_missing; /* sums whose stacks were gone when read (thread off CPU for

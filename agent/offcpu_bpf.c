@@ -43,7 +43,8 @@ typedef struct saved_stack {
 
 struct strobe_offcpu {
 	struct offcpu_bpf *skel;
-	int fd_counts, fd_starts, fd_stacks[2];
+	int fd_counts, fd_stacks[2];
+	struct bpf_link *threads;    /* the task iterator off_threads (see collect) */
 	uint32_t max_entries;
 	int ncpus;                   /* possible CPUs: the per-CPU counters' width */
 	uint64_t sched_lo, sched_hi; /* __schedule's addresses, from /proc/kallsyms (0: unknown) */
@@ -142,13 +143,19 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		b->skel->rodata->min_block_ns = o->min_block_ns > 0 ? (uint64_t)o->min_block_ns : 0;
 		b->skel->rodata->filter_tgids = o->npids > 0;
 		b->skel->rodata->kernel_stacks = o->kernel;
-		bpf_map__set_max_entries(b->skel->maps.starts, n);
 		bpf_map__set_max_entries(b->skel->maps.counts, n);
 		bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
 		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
 		if (o->npids > 4096)
 			bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
+		/* the iterator is run by collect, not attached to anything */
+		bpf_program__set_autoattach(b->skel->progs.off_threads, false);
 		rc = offcpu_bpf__load(b->skel);
+	}
+	if (rc == 0) {
+		b->threads = bpf_program__attach_iter(b->skel->progs.off_threads, NULL);
+		if (!b->threads)
+			rc = -errno;
 	}
 	if (rc < 0) {
 		strobe_errf(err, rc, "cannot load the eBPF off-CPU programs: %s%s%s%s", strerror(-rc),
@@ -163,7 +170,6 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	if (b->ncpus > 4096) /* the counters are read into a stack array */
 		b->ncpus = 0;
 	b->fd_counts = bpf_map__fd(b->skel->maps.counts);
-	b->fd_starts = bpf_map__fd(b->skel->maps.starts);
 	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
 	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
 	int fd_targets = bpf_map__fd(b->skel->maps.targets);
@@ -193,8 +199,7 @@ void strobe_offcpu_detach(strobe_offcpu *b)
 {
 	offcpu_bpf__detach(b->skel);
 	/* the skeleton's detach destroys the links but leaves the pointers */
-	b->skel->links.on_switch = b->skel->links.on_wakeup = b->skel->links.on_fork = NULL;
-	b->skel->links.on_exit = NULL;
+	b->skel->links.on_switch = b->skel->links.on_fork = NULL;
 }
 
 static void free_saved(saved_stack *v, size_t n)
@@ -298,23 +303,41 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 					       (int64_t)v.switches);
 	}
 
-	/* 2. The stacks of threads off CPU since cur - 1 or before, which a later drain needs. */
+	/* 2. The stacks of threads off CPU since cur - 1 or before, which a later drain needs:
+	 * the switch-out records of all threads off CPU, from the task iterator. */
 	saved_stack *nv = NULL;
 	size_t nn = 0, cap = 0;
-	uint32_t tid, pk = 0;
-	bool have = false;
-	size_t walked = 0;
-	while (rc == 0 && walked++ < b->max_entries &&
-	       bpf_map_get_next_key(b->fd_starts, have ? &pk : NULL, &tid) == 0) {
-		pk = tid;
-		have = true;
-		struct strobe_ob_start st;
-		if (bpf_map_lookup_elem(b->fd_starts, &tid, &st) < 0 || !st.out_ns || st.gen == cur)
+	int it = bpf_iter_create(bpf_link__fd(b->threads));
+	if (it < 0)
+		rc = -errno;
+	struct strobe_ob_start recs[256];
+	size_t have = 0; /* bytes in recs */
+	while (rc == 0) {
+		ssize_t got = read(it, (char *)recs + have, sizeof(recs) - have);
+		if (got < 0 && errno == EINTR)
 			continue;
-		rc = save_one(b, &nv, &nn, &cap, cur, st.gen, st.kstack);
-		if (rc == 0)
-			rc = save_one(b, &nv, &nn, &cap, cur, st.gen, st.ustack);
+		if (got < 0) {
+			rc = -errno;
+			break;
+		}
+		have += (size_t)got;
+		size_t n = have / sizeof(recs[0]);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			const struct strobe_ob_start *st = &recs[i];
+			if (st->gen == cur)
+				continue;
+			rc = save_one(b, &nv, &nn, &cap, cur, st->gen, st->kstack);
+			if (rc == 0)
+				rc = save_one(b, &nv, &nn, &cap, cur, st->gen, st->ustack);
+		}
+		/* bpf_seq_write writes whole records, but a read may end inside one */
+		memmove(recs, (char *)recs + n * sizeof(recs[0]), have - n * sizeof(recs[0]));
+		have -= n * sizeof(recs[0]);
+		if (got == 0)
+			break;
 	}
+	if (it >= 0)
+		close(it);
 	if (rc < 0) {
 		free_saved(nv, nn);
 		return rc;
@@ -365,6 +388,7 @@ void strobe_offcpu_close(strobe_offcpu *b)
 {
 	if (!b)
 		return;
+	bpf_link__destroy(b->threads);
 	offcpu_bpf__destroy(b->skel);
 	free_saved(b->saved, b->nsaved);
 	free(b->keys);

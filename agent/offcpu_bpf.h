@@ -9,9 +9,10 @@
 
 #define STROBE_OB_MAX_DEPTH 127 /* frames per stack, as perf's sample_max_stack */
 
-/* A thread's last switch-out (map `starts`, by tid; kept until it exits). */
+/* A thread's last switch-out (in its task-local storage, kept until it exits; read by user
+ * space through the task iterator off_threads). */
 struct strobe_ob_start {
-	__u64 out_ns, wake_ns; /* switch-out (0 = on CPU now); wake-up (0 = not yet), CLOCK_MONOTONIC */
+	__u64 out_ns, pad0_;   /* switch-out (0 = on CPU now), CLOCK_MONOTONIC */
 	__u64 kstack, ustack;  /* stacks (keys of the stack maps), 0 = none */
 	__u32 tgid, gen;       /* gen: the generation its stacks belong to */
 	__u32 blocked;         /* went to sleep (else preempted: waiting on the run queue) */
@@ -37,7 +38,7 @@ struct strobe_ob_val {
 enum {
 	STROBE_OB_INTERVALS,    /* off-CPU intervals added */
 	STROBE_OB_SHORT,        /* shorter than min_block_ns, not added */
-	STROBE_OB_STARTS_FULL,  /* switch-outs not recorded: `starts` full (live threads) */
+	STROBE_OB_STARTS_FULL,  /* switch-outs not recorded: no task-local storage (no memory) */
 	STROBE_OB_COUNTS_FULL,  /* intervals dropped: `counts` full (distinct stacks) */
 	STROBE_OB_STACK_ERRORS, /* stacks not kept: the stack map was full */
 	STROBE_OB_TARGETS_FULL, /* children not added to the pid filter */

@@ -32,7 +32,7 @@ static const char usage_text[] =
 	"  --off-cpu-mode MODE    bpf (summed in the kernel by an eBPF program: cheap; user stacks\n"
 	"                         by frame pointers only), perf (a sample per context switch), or\n"
 	"                         auto (default: bpf when it loads, else perf)\n"
-	"  --off-cpu-entries N    bpf: live threads and stacks per interval the kernel's\n"
+	"  --off-cpu-entries N    bpf: sums and stacks per interval the kernel's\n"
 	"                         maps hold (default 16384); what does not fit is counted\n"
 	"  -p, --pid PID[,PID]    only these processes (and their children)\n"
 	"  --comm REGEX           only processes whose name (comm) matches\n"

@@ -8,11 +8,18 @@
 #             itself), started as a child of the -p target after the agent: the off_cpu query
 #             gives each site's blocked time within ±10% of the truth (so the pid filter
 #             followed the fork, and the stacks were named through the user-space symbolizer)
+#   blocked   the same sites' blocked time (off-CPU less the run-queue wait after the wake-up,
+#             which the program takes from the scheduler's sched_info) within ±10% of the
+#             truth too, and not above their off-CPU time
 #   alternate build/workloads/offcpu_alternate, a second child of the target: one thread blocking
 #             turn about at two sites whose stacks differ only two frames up (same ip, sp, bp
 #             and innermost frame record at each switch-out): each site's blocked time within
 #             ±10% of its truth, so the kernel's reuse of a thread's last user stack
 #             (user_stack_key) did not give one site's time to the other
+#   long      a third child sleeping 3 s a round while the agent exports every 2 s: each sleep
+#             spans a rotation of the stack maps or two, so its stacks must have been saved
+#             from the switch-out records (the task iterator off_threads) before their map was
+#             cleared; its blocked time within ±10% of the truth
 #   filter    a second offcpu_block that is not under the -p target is not in the store
 #   counters  no intervals or stacks dropped for full maps, no stacks missing
 # Needs root and kernel BTF (/sys/kernel/btf/vmlinux); SKIPs otherwise.
@@ -38,8 +45,11 @@ stop_agent
 # ---- truth, through a -p target whose child is the workload ---------------------------------
 # The target: a shell that waits until the agent is up, then runs the workload as its child.
 bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done
-	STROBE_SERVICE=bpfalt "$5" -o "$6" "$4" & STROBE_SERVICE=bpftruth "$2" -o "$3" "$4"; wait' \
-	_ "$TMPDIR/go" "$WL/offcpu_block" "$TMPDIR/off.truth" "$SECS" "$WL/offcpu_alternate" "$TMPDIR/alt.truth" & tpid=$!
+	STROBE_SERVICE=bpfalt "$5" -o "$6" "$4" &
+	STROBE_SERVICE=bpflong "$2" -s 3000 -o "$7" "$4" &
+	STROBE_SERVICE=bpftruth "$2" -o "$3" "$4"; wait' \
+	_ "$TMPDIR/go" "$WL/offcpu_block" "$TMPDIR/off.truth" "$SECS" "$WL/offcpu_alternate" "$TMPDIR/alt.truth" \
+	"$TMPDIR/long.truth" & tpid=$!
 t0=$(date +%s)
 start_agent "$TMPDIR/agent.log" --offcpu --off-cpu-mode bpf -F 19 -i 2 --max-cpu 100 -p "$tpid"
 name=agent_offcpu_bpf/mode
@@ -74,11 +84,29 @@ if offcpu_vs_truth "$OFF{service_name=\"bpftruth\"}" "$t0" "$t1" "$TMPDIR/off.fo
 elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
 else fail "$name" "$detail"; fi
 
+name=agent_offcpu_bpf/blocked
+BLK='process_cpu:blocked:nanoseconds:cpu:nanoseconds'
+if offcpu_vs_truth "$BLK{service_name=\"bpftruth\"}" "$t0" "$t1" "$TMPDIR/blk.folded" \
+	"$TMPDIR/off.truth" site_nanosleep_outer site_mutex_outer site_read_outer; then
+	over=$(awk 'NR == FNR { off += $NF; next } { blk += $NF } END { if (blk > off) print blk - off }' \
+		"$TMPDIR/off.folded" "$TMPDIR/blk.folded")
+	if [ -n "$over" ]; then fail "$name" "blocked exceeds off_cpu by $over ns"
+	else ok "$name" "$detail"; fi
+elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
+else fail "$name" "$detail"; fi
+
 name=agent_offcpu_bpf/alternate
 if offcpu_vs_truth "$OFF{service_name=\"bpfalt\"}" "$t0" "$t1" "$TMPDIR/alt.folded" \
 	"$TMPDIR/alt.truth" site_alt_a_outer site_alt_b_outer; then
 	ok "$name" "$detail"
 elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad: $detail"
+else fail "$name" "$detail"; fi
+
+name=agent_offcpu_bpf/long
+if offcpu_vs_truth "$OFF{service_name=\"bpflong\"}" "$t0" "$t1" "$TMPDIR/long.folded" \
+	"$TMPDIR/long.truth" site_nanosleep_outer; then
+	ok "$name" "$detail"
+elif [ -n "$bad" ]; then fail "$name" "off by more than 10% for $bad (its stacks lost in a rotation?): $detail"
 else fail "$name" "$detail"; fi
 
 name=agent_offcpu_bpf/filter
