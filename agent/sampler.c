@@ -20,6 +20,10 @@
  * round's start (minus a margin): any such record was written before this round's reads began,
  * so nothing older can still be waiting in another CPU's ring. This is perf's "finished round"
  * rule, and it is what lets a sample be resolved against the mappings its process had then.
+ * With unwinding, a sample's user stack is walked as soon as it is read, unless a side-band
+ * record of its process (mmap, exec, fork, exit) is held too: then its mappings may still
+ * change before its turn, and it waits whole (take_unwound). Only the walk moves earlier; the
+ * frames are named at the sample's turn as before.
  */
 #include <dirent.h>
 #include <errno.h>
