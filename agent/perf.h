@@ -34,6 +34,13 @@ void strobe_ring_unmap(strobe_ring *r);
  * valid only during the call. Stops (returning fn's value) when fn returns non-zero. */
 int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx),
 		     void *ctx);
+/* The same in two passes over one stretch of the ring: its head now; the records from the tail
+ * up to that head without moving the tail (peek), then again, moving the tail past them. */
+uint64_t strobe_ring_head(const strobe_ring *r);
+int strobe_ring_peek(strobe_ring *r, uint64_t head,
+		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
+int strobe_ring_read_to(strobe_ring *r, uint64_t head,
+			int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
 
 /* Number of possible CPUs and whether cpu i is online (events can only be opened there). */
 int strobe_cpu_count(void);

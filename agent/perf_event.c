@@ -98,12 +98,12 @@ void strobe_ring_unmap(strobe_ring *r)
 	r->fd = -1;
 }
 
-int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx),
-		     void *ctx)
+/* The records from the tail up to head, to fn; the tail moved past them when consume. */
+static int ring_walk(strobe_ring *r, uint64_t head, bool consume,
+		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
 {
 	if (!r->meta)
 		return 0;
-	uint64_t head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = r->meta->data_tail;
 	int rc = 0;
 	while (tail < head) {
@@ -135,8 +135,32 @@ int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h
 		if (rc)
 			break;
 	}
-	__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
+	if (consume)
+		__atomic_store_n(&r->meta->data_tail, tail, __ATOMIC_RELEASE);
 	return rc;
+}
+
+int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx),
+		     void *ctx)
+{
+	return r->meta ? ring_walk(r, strobe_ring_head(r), true, fn, ctx) : 0;
+}
+
+uint64_t strobe_ring_head(const strobe_ring *r)
+{
+	return r->meta ? __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE) : 0;
+}
+
+int strobe_ring_peek(strobe_ring *r, uint64_t head,
+		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
+{
+	return ring_walk(r, head, false, fn, ctx);
+}
+
+int strobe_ring_read_to(strobe_ring *r, uint64_t head,
+			int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
+{
+	return ring_walk(r, head, true, fn, ctx);
 }
 
 /* ---- CPUs ------------------------------------------------------------------------------------ */

@@ -20,6 +20,10 @@
  * round's start (minus a margin): any such record was written before this round's reads began,
  * so nothing older can still be waiting in another CPU's ring. This is perf's "finished round"
  * rule, and it is what lets a sample be resolved against the mappings its process had then.
+ * With unwinding, a sample's user stack is walked as soon as it is read, unless a side-band
+ * record of its process (mmap, exec, fork, exit) is held too: then its mappings may still
+ * change before its turn, and it waits whole (take_unwound). Only the walk moves earlier; the
+ * frames are named at the sample's turn as before.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -138,7 +142,15 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 		a->exclude_callchain_user = s->o.call_graph == STROBE_CG_DWARF;
 	}
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(ring_pages(&s->o) * (size_t)sysconf(_SC_PAGESIZE) / 4);
+	/* A wake-up when a quarter of the ring is written; on-CPU samples with a stack copy, half:
+	 * the kernel wakes the reader per ring, every watermark bytes written to it whatever the
+	 * reader has read meanwhile, so at 99 Hz with 16 KiB copies each CPU woke the recorder
+	 * three times a second, and on a virtual machine each wake-up (two context switches and
+	 * a poll) cost about 60 us, a sixth of the recorder's CPU. Half of a 2 MiB ring still
+	 * leaves 0.6 s at 99 Hz before anything is lost, and reading it is quick now that samples
+	 * are unwound as they are read. Off-CPU records come at every context switch: a quarter. */
+	unsigned frac = copies_stack(&s->o) && !(s->o.events & STROBE_EV_OFFCPU) ? 2 : 4;
+	a->wakeup_watermark = (uint32_t)(ring_pages(&s->o) * (size_t)sysconf(_SC_PAGESIZE) / frac);
 	switch (kind) {
 	case EVK_CLOCK:
 		if (s->o.cycles) {
@@ -528,6 +540,8 @@ void strobe_sampler_close(strobe_sampler *s)
 	free(s->pids);
 	free(s->arena);
 	free(s->pend);
+	free(s->heads);
+	strobe_pid_count_free(&s->held_sb);
 	strobe_tracker_free(&s->tr);
 	strobe_itab_free(&s->frames);
 	strobe_itab_free(&s->agg);
@@ -573,6 +587,20 @@ typedef struct sample {
 	uint64_t stack_size, stack_dyn; /* STACK_USER: bytes copied, bytes valid */
 	const uint8_t *stack;
 } sample;
+
+/* A private record type for the arena (the kernel's types are below PERF_RECORD_MAX, and take()
+ * drops unknown ones, so none comes from outside): a sample whose user stack was unwound when it
+ * was read (take_unwound). Its body: the sample record without its stack copy (stack size 0),
+ * then int32 nu (unwind_user's answer) and uint32 n, n program counters (8 bytes each) and n
+ * activation bytes, padded to 8. */
+#define REC_UNWOUND 0x7f01
+
+/* The unwound user stack such a record carries to its turn. */
+typedef struct pre_unwound {
+	int32_t nu;         /* -1: keep the kernel's frame-pointer chain */
+	const uint8_t *pcs; /* nu program counters, unaligned */
+	const uint8_t *act; /* nu activation flags */
+} pre_unwound;
 
 /* Walks a PERF_RECORD_SAMPLE's fields in the order the kernel writes them. */
 static bool parse_sample(const struct perf_event_header *h, uint64_t type, sample *sm)
@@ -845,7 +873,7 @@ static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const sa
 }
 
 /* Resolves a sample's stack into frame ids (leaf first) in s->scratch; returns the count. */
-static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
+static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm, const pre_unwound *pre)
 {
 	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
 		return 0;
@@ -873,7 +901,16 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm)
 			fp[nfp++] = ip;
 		}
 	}
-	int nu = s->uw ? unwind_user(s, pid, &p, sm, fp, nfp, s->o.max_stack) : -1;
+	int nu = -1;
+	if (pre) {
+		nu = pre->nu;
+		for (int i = 0; i < nu; i++) {
+			memcpy(&s->upcs[i], pre->pcs + 8 * (size_t)i, 8);
+			s->uact[i] = pre->act[i] != 0;
+		}
+	} else if (s->uw) {
+		nu = unwind_user(s, pid, &p, sm, fp, nfp, s->o.max_stack);
+	}
 	if (nu < 0) {
 		for (uint32_t i = 0; i < nfp; i++) {
 			add_frame(s, pid, &p, &rescanned, fp[i], false, !first, &n);
@@ -921,14 +958,14 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 	return th;
 }
 
-static void on_clock(strobe_sampler *s, const sample *sm)
+static void on_clock(strobe_sampler *s, const sample *sm, const pre_unwound *pre)
 {
 	if (sm->tid == 0 && !s->o.keep_idle) {
 		s->st.idle++;
 		return;
 	}
 	s->st.samples++;
-	uint32_t n = resolve(s, (int32_t)sm->pid, sm);
+	uint32_t n = resolve(s, (int32_t)sm->pid, sm, pre);
 	thread_for(s, (int32_t)sm->tid, (int32_t)sm->pid);
 	int64_t v[NV] = {0};
 	v[V_SAMPLES] = 1;
@@ -984,11 +1021,11 @@ static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
 	}
 }
 
-static void on_switch(strobe_sampler *s, const sample *sm)
+static void on_switch(strobe_sampler *s, const sample *sm, const pre_unwound *pre)
 {
 	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
 	if (tid != 0) {
-		uint32_t n = resolve(s, pid, sm);
+		uint32_t n = resolve(s, pid, sm, pre);
 		strobe_thread *th = thread_for(s, tid, pid);
 		if (th) {
 			if (th->out) { /* a switch-in we never saw (lost): do not count the gap */
@@ -1073,11 +1110,37 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 		if (!kind || !parse_sample(h, s->sample_type[kind], &sm))
 			return;
 		if (kind == EVK_CLOCK)
-			on_clock(s, &sm);
+			on_clock(s, &sm, NULL);
 		else if (kind == EVK_SWITCH)
-			on_switch(s, &sm);
+			on_switch(s, &sm, NULL);
 		else
 			on_wakeup(s, &sm);
+		return;
+	}
+	case REC_UNWOUND: { /* ours (take_unwound): checked all the same */
+		const struct perf_event_header *in = (const void *)(h + 1);
+		uint64_t id;
+		if (blen < sizeof(*in) + 8 + 8 || in->size < sizeof(*in) + 8 || in->size > blen - 8)
+			return;
+		memcpy(&id, in + 1, 8);
+		int kind = kind_of(s, id);
+		sample sm;
+		if ((kind != EVK_CLOCK && kind != EVK_SWITCH) ||
+		    !parse_sample(in, s->sample_type[kind], &sm))
+			return;
+		const uint8_t *a = (const uint8_t *)in + in->size;
+		size_t rest = blen - in->size;
+		int32_t nu;
+		uint32_t n;
+		memcpy(&nu, a, 4);
+		memcpy(&n, a + 4, 4);
+		if (n > 256 || n != (nu > 0 ? (uint32_t)nu : 0) || rest < 8 + (size_t)n * 9)
+			return;
+		pre_unwound pre = {nu, a + 8, a + 8 + (size_t)n * 8};
+		if (kind == EVK_CLOCK)
+			on_clock(s, &sm, &pre);
+		else
+			on_switch(s, &sm, &pre);
 		return;
 	}
 	case PERF_RECORD_MMAP2: {
@@ -1176,6 +1239,54 @@ static int64_t record_time(const strobe_sampler *s, const struct perf_event_head
 	return get_trailer(h, &t) ? ts(t.time) : 0;
 }
 
+/* Room for a record of len bytes at the end of the arena, held until `time`'s turn. */
+static uint8_t *hold(strobe_sampler *s, int64_t time, size_t len)
+{
+	if (s->alen + len > s->acap) {
+		size_t nc = s->acap ? s->acap * 2 : 1 << 20;
+		while (nc < s->alen + len)
+			nc *= 2;
+		uint8_t *na = realloc(s->arena, nc);
+		if (!na)
+			return NULL;
+		s->arena = na;
+		s->acap = nc;
+	}
+	if (s->npend == s->cpend) {
+		size_t nc = s->cpend ? s->cpend * 2 : 4096;
+		strobe_pending *np = realloc(s->pend, nc * sizeof(*np));
+		if (!np)
+			return NULL;
+		s->pend = np;
+		s->cpend = nc;
+	}
+	uint8_t *d = s->arena + s->alen;
+	s->pend[s->npend++] = (strobe_pending){time, s->seq++, s->alen, (uint32_t)len};
+	s->alen += len;
+	return d;
+}
+
+/* Counts a side-band record held (or, processed, no longer held) against the processes whose
+ * mappings or life it changes: their samples wait for their turn to be unwound. */
+static void note_sideband(strobe_sampler *s, const struct perf_event_header *h, bool held)
+{
+	uint32_t v[2];
+	unsigned k = 0;
+	size_t blen = h->size - sizeof(*h);
+	if ((h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_COMM) && blen >= 4)
+		k = 1;
+	else if ((h->type == PERF_RECORD_FORK || h->type == PERF_RECORD_EXIT) && blen >= 8)
+		k = 2; /* pid, ppid */
+	if (k)
+		memcpy(v, h + 1, k * 4);
+	for (unsigned i = 0; i < k; i++) {
+		if (held)
+			strobe_pid_count_add(&s->held_sb, (int32_t)v[i]);
+		else
+			strobe_pid_count_sub(&s->held_sb, (int32_t)v[i]);
+	}
+}
+
 static int take(const struct perf_event_header *h, void *ctx)
 {
 	strobe_sampler *s = ctx;
@@ -1208,28 +1319,101 @@ static int take(const struct perf_event_header *h, void *ctx)
 	default:
 		return 0;
 	}
-	if (s->alen + h->size > s->acap) {
-		size_t nc = s->acap ? s->acap * 2 : 1 << 20;
-		while (nc < s->alen + h->size)
-			nc *= 2;
-		uint8_t *na = realloc(s->arena, nc);
-		if (!na)
-			return -ENOMEM;
-		s->arena = na;
-		s->acap = nc;
-	}
-	if (s->npend == s->cpend) {
-		size_t nc = s->cpend ? s->cpend * 2 : 4096;
-		strobe_pending *np = realloc(s->pend, nc * sizeof(*np));
-		if (!np)
-			return -ENOMEM;
-		s->pend = np;
-		s->cpend = nc;
-	}
-	memcpy(s->arena + s->alen, h, h->size);
-	s->pend[s->npend++] = (strobe_pending){record_time(s, h), s->seq++, s->alen, h->size};
-	s->alen += h->size;
+	uint8_t *d = hold(s, record_time(s, h), h->size);
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, h, h->size);
+	note_sideband(s, h, true);
 	return 0;
+}
+
+/* The user part of the kernel's call chain (what resolve() collects), leaf first. */
+static uint32_t user_chain(const sample *sm, uint64_t fp[256])
+{
+	bool user = true;
+	uint32_t n = 0;
+	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
+		uint64_t ip = sm->ips[i];
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+			user = ip == (uint64_t)PERF_CONTEXT_USER;
+		else if (user && ip)
+			fp[n++] = ip;
+	}
+	return n;
+}
+
+/*
+ * A sample as it is read from a ring: its user stack unwound now, when nothing its process has
+ * done since can be waiting (no side-band record of that process held: read_rings takes every
+ * ring's side-band records first), so that only the program counters wait for the sample's turn
+ * instead of its 16 KiB stack copy, which was copied into the arena and moved once more at the
+ * end of the round. Otherwise it is held whole and unwound at its turn, as before.
+ */
+static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
+{
+	uint64_t id;
+	sample sm;
+	if (h->size < sizeof(*h) + 8)
+		return take(h, s);
+	memcpy(&id, h + 1, 8);
+	int kind = kind_of(s, id);
+	if ((kind != EVK_CLOCK && kind != EVK_SWITCH) || !parse_sample(h, s->sample_type[kind], &sm) ||
+	    !sm.abi || !sm.stack_size || sm.tid == 0 ||
+	    strobe_pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
+		return take(h, s);
+	size_t inner = (size_t)(sm.stack - (const uint8_t *)h); /* through the stack size */
+	uint32_t max = s->o.max_stack;
+	if (sizeof(*h) + inner + 8 + (size_t)max * 9 + 8 > 0xffff)
+		return take(h, s);
+	uint64_t fp[256];
+	uint32_t nfp = user_chain(&sm, fp);
+	strobe_proc *p = NULL;
+	int nu = unwind_user(s, (int32_t)sm.pid, &p, &sm, fp, nfp, max);
+	uint32_t n = nu > 0 ? (uint32_t)nu : 0;
+	size_t len = sizeof(*h) + inner + 8 + (size_t)n * 8 + ((n + 7) & ~7u);
+	uint8_t *d = hold(s, ts(sm.time), len);
+	if (!d)
+		return -ENOMEM;
+	struct perf_event_header o = {.type = REC_UNWOUND, .misc = 0, .size = (uint16_t)len};
+	memcpy(d, &o, sizeof(o));
+	uint8_t *in = d + sizeof(o);
+	memcpy(in, h, inner);
+	struct perf_event_header ih;
+	memcpy(&ih, in, sizeof(ih));
+	ih.size = (uint16_t)inner;
+	memcpy(in, &ih, sizeof(ih));
+	memset(in + inner - 8, 0, 8); /* no stack copy */
+	uint8_t *a = in + inner;
+	memcpy(a, &nu, 4);
+	memcpy(a + 4, &n, 4);
+	memcpy(a + 8, s->upcs, (size_t)n * 8);
+	for (uint32_t i = 0; i < n; i++)
+		a[8 + (size_t)n * 8 + i] = s->uact[i];
+	memset(a + 8 + (size_t)n * 9, 0, ((n + 7) & ~7u) - n);
+	s->arrival_unwound++;
+	return 0;
+}
+
+static bool is_sideband(uint32_t type)
+{
+	return type == PERF_RECORD_MMAP2 || type == PERF_RECORD_COMM || type == PERF_RECORD_FORK ||
+	       type == PERF_RECORD_EXIT;
+}
+
+/* Read_rings' first pass: the side-band records only. */
+static int take_sideband(const struct perf_event_header *h, void *ctx)
+{
+	return is_sideband(h->type) ? take(h, ctx) : 0;
+}
+
+/* Its second pass: the rest. */
+static int take_arrived(const struct perf_event_header *h, void *ctx)
+{
+	if (is_sideband(h->type))
+		return 0;
+	if (h->type == PERF_RECORD_SAMPLE)
+		return take_unwound(ctx, h);
+	return take(h, ctx);
 }
 
 static int by_time(const void *a, const void *b)
@@ -1262,7 +1446,10 @@ static void process_until(strobe_sampler *s, int64_t cutoff)
 	for (; i < sorted && s->pend[i].time < cutoff; i++) {
 		if (s->pend[i].time < s->horizon_ns)
 			s->st.late++; /* arrived after its turn: processed out of order */
-		process(s, (const struct perf_event_header *)(s->arena + s->pend[i].off));
+		const struct perf_event_header *h =
+			(const struct perf_event_header *)(s->arena + s->pend[i].off);
+		note_sideband(s, h, false);
+		process(s, h);
 		/* Unwinding makes processing slow enough for the rings to fill meanwhile (a
 		 * stack copy per sample): empty them into the arena every 10 ms. What they add
 		 * is newer than the cutoff and waits, unsorted, after the sorted part. */
@@ -1294,10 +1481,34 @@ static void process_until(strobe_sampler *s, int64_t cutoff)
 	s->alen = alen;
 }
 
+/* Empties the rings into the arena. With unwinding, in two passes over what each ring holds
+ * now: every side-band record first, then the samples, unwound as they come unless a side-band
+ * record of their process is held (take_unwound). */
 static int read_rings(strobe_sampler *s)
 {
+	if (!s->uw) {
+		for (unsigned i = 0; i < s->nrings; i++) {
+			int rc = strobe_ring_read(&s->rings[i], take, s);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	if (s->nrings > s->nheads) {
+		uint64_t *nh = realloc(s->heads, s->nrings * sizeof(*nh));
+		if (!nh)
+			return -ENOMEM;
+		s->heads = nh;
+		s->nheads = s->nrings;
+	}
 	for (unsigned i = 0; i < s->nrings; i++) {
-		int rc = strobe_ring_read(&s->rings[i], take, s);
+		s->heads[i] = strobe_ring_head(&s->rings[i]);
+		int rc = strobe_ring_peek(&s->rings[i], s->heads[i], take_sideband, s);
+		if (rc < 0)
+			return rc;
+	}
+	for (unsigned i = 0; i < s->nrings; i++) {
+		int rc = strobe_ring_read_to(&s->rings[i], s->heads[i], take_arrived, s);
 		if (rc < 0)
 			return rc;
 	}
@@ -1364,30 +1575,52 @@ int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampl
 	return 0;
 }
 
-int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t until)
+/* One pass of strobe_sampler_feed over buf: fn on each record (copied so that the parser may
+ * assume the ring's 8-byte alignment), the times of the first and last. -EINVAL at the first
+ * record that cannot be one, after those before it. */
+static int feed_pass(strobe_sampler *s, const uint8_t *p, size_t len,
+		     int (*fn)(const struct perf_event_header *h, void *ctx), int64_t *first,
+		     int64_t *last)
 {
-	const uint8_t *p = buf;
-	int64_t first = INT64_MAX, last = INT64_MIN;
 	while (len >= sizeof(struct perf_event_header)) {
 		struct perf_event_header h;
 		memcpy(&h, p, sizeof(h));
 		if (h.size < sizeof(h) || h.size > len || h.size % 8)
 			return -EINVAL;
-		/* Records are 8-byte aligned in the ring; copy so the parser may assume it. */
 		uint64_t rec[65536 / 8];
 		memcpy(rec, p, h.size);
 		const struct perf_event_header *hp = (const void *)rec;
-		int rc = take(hp, s);
+		int rc = fn(hp, s);
 		if (rc < 0)
 			return rc;
 		int64_t t = record_time(s, hp);
-		first = t < first ? t : first;
-		last = t > last ? t : last;
+		*first = t < *first ? t : *first;
+		*last = t > *last ? t : *last;
 		p += h.size;
 		len -= h.size;
 	}
-	if (len)
-		return -EINVAL;
+	return len ? -EINVAL : 0;
+}
+
+int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t until)
+{
+	int64_t first = INT64_MAX, last = INT64_MIN;
+	int rc;
+	if (s->uw) {
+		/* As read_rings does with a ring: the side-band records first, then the samples,
+		 * unwound on arrival where no side-band record of their process is held. */
+		int64_t f1 = INT64_MAX, l1 = INT64_MIN;
+		rc = feed_pass(s, buf, len, take_sideband, &f1, &l1);
+		if (rc == 0 || rc == -EINVAL) {
+			int rc2 = feed_pass(s, buf, len, take_arrived, &first, &last);
+			if (rc == 0)
+				rc = rc2;
+		}
+	} else {
+		rc = feed_pass(s, buf, len, take, &first, &last);
+	}
+	if (rc < 0)
+		return rc;
 	if (last == INT64_MIN)
 		return 0;
 	if (s->start_ns < 0)
@@ -1409,6 +1642,7 @@ void strobe_sampler_trim(strobe_sampler *s)
 	s->arena = NULL;
 	s->pend = NULL;
 	s->alen = s->acap = s->npend = s->cpend = 0;
+	strobe_pid_count_clear(&s->held_sb);
 	/* The unwinder: its sessions, decoded tables and mapped binaries. */
 	if (s->uw) {
 		strobe_unwind_get_stats(s->uw, &s->uw_st);

@@ -13,6 +13,7 @@
 #include <poll.h>
 
 #include "perf.h"
+#include "pid_count.h"
 #include "proc.h"
 #include "unwind.h"
 #include "strobe/sampler.h"
@@ -70,6 +71,12 @@ struct strobe_sampler {
 	size_t npend, cpend;
 	uint64_t seq;
 	int64_t prev_round_ns, horizon_ns;
+	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
+	 * ring's head for the two passes over it. */
+	strobe_pid_count held_sb;
+	uint64_t *heads;
+	unsigned nheads;
+	uint64_t arrival_unwound; /* samples unwound when read, not at their turn */
 
 	strobe_tracker tr;
 	strobe_itab frames;      /* strobe_frame_key, fixed size */

@@ -597,6 +597,7 @@ typedef struct walk {
 	bool cfa_sp;
 	int memfd;       /* /proc/PID/mem: -1 not opened yet, -2 not usable */
 	size_t ext_len;  /* bytes of u->ext valid, from the end of the copy up */
+	bool ext_end;    /* a read reached the top of the stack's mapping: nothing more to read */
 } walk;
 
 /*
@@ -719,12 +720,16 @@ static bool extend(walk *w, uint64_t need)
 	}
 	size_t want = (size_t)(need - end) + EXT_CHUNK;
 	want = want > EXT_MAX ? EXT_MAX : want & ~(size_t)(EXT_CHUNK - 1);
-	while (w->ext_len < want) {
+	/* Once a read has failed (the top of the stack's mapping: EIO), later reads of this walk
+	 * would fail the same way: each deref past the top retried it, a dozen failed system
+	 * calls for some unwinds of a main thread. */
+	while (w->ext_len < want && !w->ext_end) {
 		ssize_t got = pread(w->memfd, w->u->ext + w->ext_len, want - w->ext_len,
 				    (off_t)(end + w->ext_len));
 		if (got <= 0)
-			break; /* the top of the stack's mapping */
-		w->ext_len += (size_t)got;
+			w->ext_end = true;
+		else
+			w->ext_len += (size_t)got;
 	}
 	return need - end < w->ext_len;
 }

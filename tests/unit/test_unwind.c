@@ -34,6 +34,7 @@
 #include "strobe/sampler.h"
 #include "strobe/symbolize.h"
 
+#include "../../agent/sampler_impl.h"
 #include "../../agent/unwind.h"
 
 #if defined(__x86_64__)
@@ -159,7 +160,46 @@ static void sample(buf *w, uint32_t pid, size_t len)
 	end(w);
 }
 
-static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
+/* The exec of another program by pid at time t: its COMM record and the new image's mapping
+ * (nothing of this test's code is in it). */
+static void exec_other(buf *w, uint32_t pid, uint64_t t)
+{
+	begin(w, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC);
+	u32x2(w, pid, pid);
+	char c[16] = "true";
+	put(w, c, 16);
+	u32x2(w, pid, pid); /* trailer */
+	u64(w, t);
+	u32x2(w, 0, 0);
+	u64(w, L.id[0]);
+	end(w);
+	begin(w, PERF_RECORD_MMAP2, 0);
+	u32x2(w, pid, pid);
+	u64(w, 0x10000);
+	u64(w, 0x1000);
+	u64(w, 0);
+	u32x2(w, 0, 0);
+	u64(w, 0);
+	u64(w, 0);
+	u32x2(w, 5, 2);
+	put(w, "/bin/true", 10);
+	while ((w->len - w->start) % 8)
+		w->b[w->len++] = 0;
+	u32x2(w, pid, pid);
+	u64(w, t + 1);
+	u32x2(w, 0, 0);
+	u64(w, L.id[0]);
+	end(w);
+}
+
+/* How run() feeds the records: the mappings and the sample in one buffer (the sample waits
+ * for its turn, behind its process's MMAP2 records), the mappings first and then the sample
+ * alone (unwound on arrival), or the mappings first and then an exec of another program
+ * followed by the sample in one buffer (the exec is held: the sample must wait for it). */
+enum { FEED_ONE, FEED_SPLIT, FEED_EXEC };
+
+static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how,
+		     uint64_t *arrival)
 {
 	strobe_sampler_opts o = {.events = STROBE_EV_CPU, .freq = 100, .kernel = true,
 				 .call_graph = cg, .stack_size = (unsigned)len};
@@ -169,6 +209,12 @@ static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
 	w.len = 0;
 	uint32_t pid = (uint32_t)getpid();
 	self_maps(&w, pid);
+	if (how != FEED_ONE) {
+		assert_int_equal(strobe_sampler_feed(s, w.b, w.len, INT64_MAX), 0);
+		w.len = 0;
+		if (how == FEED_EXEC)
+			exec_other(&w, pid, 5);
+	}
 	sample(&w, pid, len);
 	const char *dir = getenv("STROBE_SEED_DIR"); /* a seed for fuzz_perf_records */
 	if (dir) {
@@ -184,6 +230,8 @@ static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
 	}
 	assert_int_equal(strobe_sampler_feed(s, w.b, w.len, INT64_MAX), 0);
 	strobe_sampler_get_stats(s, st);
+	if (arrival)
+		*arrival = s->arrival_unwound;
 	strobe_sym_opts so = {.no_kernel = true};
 	strobe_symbolizer *sym = strobe_symbolizer_new(&so);
 	assert_non_null(sym);
@@ -200,6 +248,44 @@ static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
 	strobe_symbolizer_free(sym);
 	strobe_sampler_close(s);
 	return out;
+}
+
+static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
+{
+	return run_fed(cg, len, st, FEED_ONE, NULL);
+}
+
+/* A sample unwound as it arrives (no side-band record of its process held) comes out as the
+ * same stack as one unwound at its turn; one that arrives behind a held exec of its process
+ * waits and is resolved against the new image (which has none of these functions), as it
+ * would have been at its turn: unwinding it on arrival, with the old mappings, would wrongly
+ * give the whole chain. */
+static void test_unwound_on_arrival(void **state)
+{
+	int here;
+	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
+	level1();
+	strobe_sampler_stats st;
+	uint64_t arrival = 0;
+	char *out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_ONE, &arrival);
+	assert_non_null(strstr(out, "test_unwound_on_arrival;level1;level2;level3;capture 1"));
+	assert_int_equal(arrival, 0); /* its MMAP2 records were held with it */
+	free(out);
+	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_SPLIT, &arrival);
+	assert_non_null(strstr(out, "test_unwound_on_arrival;level1;level2;level3;capture 1"));
+	assert_int_equal(arrival, 1);
+	assert_int_equal(st.unwound, 1);
+	assert_int_equal(st.unwind_complete, 1);
+	free(out);
+	out = run_fed(STROBE_CG_AUTO, stack_len, &st, FEED_SPLIT, &arrival);
+	assert_non_null(strstr(out, "level1;level2;level3;capture 1"));
+	assert_int_equal(arrival, 1);
+	free(out);
+	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_EXEC, &arrival);
+	assert_int_equal(arrival, 0);
+	assert_null(strstr(out, "level1"));
+	assert_int_equal(st.samples, 1);
+	free(out);
 }
 
 static void test_whole_chain(void **state)
@@ -645,6 +731,7 @@ int main(void)
 		cmocka_unit_test(test_entry_point),
 		cmocka_unit_test(test_whole_chain),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_unwound_on_arrival),
 		cmocka_unit_test(test_cache_shared),
 		cmocka_unit_test(test_cache_budget),
 		cmocka_unit_test(test_fp_chain),
