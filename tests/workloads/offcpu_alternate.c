@@ -51,16 +51,9 @@ static __attribute__((noinline)) void site_alt_b_outer(void)
 
 int main(int argc, char **argv)
 {
-	const char *truth = NULL;
-	int c;
-	while ((c = getopt(argc, argv, "o:")) != -1) {
-		if (c != 'o')
-			goto usage;
-		truth = optarg;
-	}
-	if (optind != argc - 1)
-		goto usage;
-	double secs = wl_parse_seconds(argv[optind], "offcpu_alternate");
+	const char *truth;
+	double secs;
+	wl_args_truth_seconds(argc, argv, "offcpu_alternate", &truth, &secs);
 	FILE *tf = wl_truth_open(truth, "offcpu_alternate");
 	int64_t deadline = wl_mono_ns() + (int64_t)(secs * 1e9);
 	while (wl_mono_ns() < deadline) {
@@ -73,7 +66,4 @@ int main(int argc, char **argv)
 			(int)getpid(), (long long)s_a.ns, s_a.rounds, (long long)s_b.ns, s_b.rounds);
 	wl_truth_close(tf, truth, "offcpu_alternate");
 	return 0;
-usage:
-	fprintf(stderr, "usage: offcpu_alternate [-o TRUTH] SECONDS\n");
-	return 2;
 }

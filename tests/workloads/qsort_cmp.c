@@ -65,16 +65,9 @@ static __attribute__((noinline)) void sort_rounds(int64_t deadline, int64_t ns[2
 
 int main(int argc, char **argv)
 {
-	const char *truth = NULL;
-	int c;
-	while ((c = getopt(argc, argv, "o:")) != -1) {
-		if (c != 'o')
-			goto usage;
-		truth = optarg;
-	}
-	if (optind != argc - 1)
-		goto usage;
-	double secs = wl_parse_seconds(argv[optind], "qsort_cmp");
+	const char *truth;
+	double secs;
+	wl_args_truth_seconds(argc, argv, "qsort_cmp", &truth, &secs);
 	FILE *tf = wl_truth_open(truth, "qsort_cmp");
 	int64_t ns[2] = {0, 0};
 	long rounds = 0;
@@ -88,7 +81,4 @@ int main(int argc, char **argv)
 	}
 	wl_truth_close(tf, truth, "qsort_cmp");
 	return 0;
-usage:
-	fprintf(stderr, "usage: qsort_cmp [-o TRUTH] SECONDS\n");
-	return 2;
 }

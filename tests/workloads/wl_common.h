@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline int64_t wl_clock_ns(clockid_t c)
 {
@@ -75,6 +76,27 @@ static inline double wl_parse_seconds(const char *s, const char *prog)
 		exit(2);
 	}
 	return d;
+}
+
+/* The command line "PROG [-o TRUTH] SECONDS" of the workloads that take nothing else: the
+ * truth file's path (NULL: none) and the duration; exits 2 with a usage line otherwise. */
+static inline void wl_args_truth_seconds(int argc, char **argv, const char *prog,
+					 const char **truth, double *secs)
+{
+	int c;
+	*truth = NULL;
+	while ((c = getopt(argc, argv, "o:")) != -1) {
+		if (c != 'o')
+			goto usage;
+		*truth = optarg;
+	}
+	if (optind != argc - 1)
+		goto usage;
+	*secs = wl_parse_seconds(argv[optind], prog);
+	return;
+usage:
+	fprintf(stderr, "usage: %s [-o TRUTH] SECONDS\n", prog);
+	exit(2);
 }
 
 static inline FILE *wl_truth_open(const char *path, const char *prog)
