@@ -311,8 +311,8 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	__u32 tid = prev->pid, tgid = prev->tgid;
 
 	/* Switch-out of prev: this program runs in its context, so the stacks are its own. */
-	/* An exiting thread is skipped: its last switch-out (TASK_DEAD) would leave an entry in
-	 * `starts` after sched_process_exit deleted it. */
+	/* An exiting thread is skipped: its last switch-out (TASK_DEAD) is never followed by a
+	 * switch-in, so walking its stacks would be wasted. */
 	if (tid != 0 && !(prev->flags & PF_EXITING) &&
 	    (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
 		__u32 gen = generation;

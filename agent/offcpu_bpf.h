@@ -12,7 +12,7 @@
 /* A thread's last switch-out (in its task-local storage, kept until it exits; read by user
  * space through the task iterator off_threads). */
 struct strobe_ob_start {
-	__u64 out_ns, pad0_;   /* switch-out (0 = on CPU now), CLOCK_MONOTONIC */
+	__u64 out_ns;          /* switch-out (0 = on CPU now), CLOCK_MONOTONIC */
 	__u64 kstack, ustack;  /* stacks (keys of the stack maps), 0 = none */
 	__u32 tgid, gen;       /* gen: the generation its stacks belong to */
 	__u32 blocked;         /* went to sleep (else preempted: waiting on the run queue) */
