@@ -23,6 +23,12 @@ suites=("$@")
 
 export STROBE="$root/build/strobe-san" STROBE_FAST="$root/build/strobe"
 export TESTDATA="${TESTDATA:-$(cd "$root/../shared/testdata" 2>/dev/null && pwd)}"
+# The fixtures (real Go pprof and perf captures) live beside the checkout, not in it: without
+# them the cases that read them fail, and this says why once rather than in each message.
+if [ -z "$TESTDATA" ] || ! [ -d "$TESTDATA/pprof" ]; then
+  echo "tests/run.sh: no test fixtures: ../shared/testdata not found beside $root and TESTDATA" \
+    "not set; the cases that read them will fail (clone beside shared/, or set TESTDATA)" >&2
+fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 pass=0 fail=0 skip=0
