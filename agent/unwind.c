@@ -741,15 +741,20 @@ static bool mem_read(walk *w, uint64_t addr, uint64_t *out)
 		memcpy(out, w->sm->stack + (addr - sp), 8);
 		return true;
 	}
-	/* At or past the end of the copy, on what is plausibly still the stack: the slice was too
-	 * small. */
-	if (w->sm->stack_full && addr >= sp && addr - sp < (64u << 20) && addr - sp + 8 > len) {
+	/* At or past the end of the copy, on what is plausibly still the stack. A full copy: the
+	 * slice was too small. A short one: the kernel's copy (which cannot fault pages in) stopped
+	 * at the top of the stack's mapping, where nothing is left to read and the read below fails,
+	 * or at a page of the stack that was never touched - a large local buffer used only in part,
+	 * as GNU sort's 8.6 KB one - with the callers' frames above it: the process's memory has
+	 * them (and reads the untouched page as zeros). */
+	if (addr >= sp && addr - sp < (64u << 20) && addr - sp + 8 > len) {
 		/* (A word straddling the end does not happen on an aligned stack.) */
 		if (addr >= sp + len && extend(w, addr + 8)) {
 			memcpy(out, w->u->ext + (addr - sp - len), 8);
 			return true;
 		}
-		w->truncated = true;
+		if (w->sm->stack_full)
+			w->truncated = true;
 	}
 	return false;
 }

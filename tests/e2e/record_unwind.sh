@@ -22,13 +22,19 @@
 #                copy), --call-graph auto: >= 97% of the samples in spin() have the whole chain
 #                _start;...;main;run;recurse x100;spin (the rest: the last samples, processed after
 #                the workload exited, when its stack can no longer be read on: truncated)
+#   hole         stack_hole-nofp: a frame with a 12 KiB buffer whose middle pages were never touched,
+#                so the kernel's stack copy stops short at them (copy_from_user_nmi cannot fault a
+#                page in), --call-graph auto: >= 97% of the samples in spin() have the whole chain
+#                clone3;start_thread;thread_main;hole;spin (the walk reads the rest from the
+#                process, as for a copy too small). SKIP when the pages were present after all
 #   perf         the peer: perf record --call-graph dwarf on qsort_cmp-nofp, cmp_hot's share within
 #                ±3 pp of its truth and of strobe's (qsort-nofp)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/record.sh
 . "$here/lib/record.sh"
-need_workloads qsort_cmp qsort_cmp-nofp cpu_split-nofp offcpu_block cpu_split-dbgframe deep_recurse-nofp
+need_workloads qsort_cmp qsort_cmp-nofp cpu_split-nofp offcpu_block cpu_split-dbgframe deep_recurse-nofp \
+	stack_hole-nofp
 TOL_PP=3
 TOL=10
 if [ "$(uname -m)" != x86_64 ]; then
@@ -154,6 +160,21 @@ else
 	c=$(deep_complete "$TMPDIR/dr.folded")
 	detail="${c}% of the samples in spin under _start;...;main;run;recurse x100;spin"
 	if atleast "$c" 97; then ok "$name" "$detail"; else fail "$name" "stacks incomplete: $detail"; fi
+fi
+
+# ---- hole: a copy that stops short, at a page of the stack never touched ------------------------
+name=record_unwind/hole
+if ! rec "$name" 60 -F 999 -o "$TMPDIR/sh.pb.gz" -- "$WL/stack_hole-nofp" -o "$TMPDIR/sh.truth" 2; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/sh.pb.gz" "$TMPDIR/sh.folded" samples; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/sh.folded.err")"
+else
+	absent=$(truth "$TMPDIR/sh.truth" absent_pages || echo 0)
+	c=$(complete "$TMPDIR/sh.folded" spin '^(clone3;|clone;)?start_thread;thread_main;hole[^;]*;spin(;|$)')
+	detail="${c}% of the samples in spin under start_thread;thread_main;hole;spin, $absent page(s) of hole's buffer not present"
+	if [ "$absent" -lt 1 ]; then
+		skip "$name" "the buffer's pages were all present (a compiler that probes the stack, or transparent huge pages on thread stacks): nothing to test; $detail"
+	elif atleast "$c" 97; then ok "$name" "$detail"; else fail "$name" "stacks incomplete: $detail"; fi
 fi
 
 # ---- offcpu: the function that called libc, directly above it --------------------------------
