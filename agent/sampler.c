@@ -567,6 +567,7 @@ int strobe_sampler_enable(strobe_sampler *s, strobe_err *err)
 	if (s->o.enable_on_exec)
 		return 0; /* the kernel enables them at exec */
 	int rc = ioctl_all(s, PERF_EVENT_IOC_ENABLE);
+	s->enabled_ns = strobe_mono_ns();
 	return rc < 0 ? strobe_errf(err, rc, "cannot enable the events: %s", strerror(-rc)) : 0;
 }
 
@@ -1361,13 +1362,20 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	    !sm.abi || !sm.stack_size || sm.tid == 0 ||
 	    strobe_pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
 		return take(h, s);
+	/* A process met for the first time has its mappings read now, while it lives. A leaf in
+	 * none of its known mappings (its exec or mmap is in a record not read yet) is held whole,
+	 * to be unwound at its turn, after that record. */
+	strobe_proc *p = proc_for(s, (int32_t)sm.pid);
+	if (!p || strobe_tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
+		s->st.unwind_held++;
+		return take(h, s);
+	}
 	size_t inner = (size_t)(sm.stack - (const uint8_t *)h); /* through the stack size */
 	uint32_t max = s->o.max_stack;
 	if (sizeof(*h) + inner + 8 + (size_t)max * 9 + 8 > 0xffff)
 		return take(h, s);
 	uint64_t fp[256];
 	uint32_t nfp = user_chain(&sm, fp);
-	strobe_proc *p = NULL;
 	int nu = unwind_user(s, (int32_t)sm.pid, &p, &sm, fp, nfp, max);
 	uint32_t n = nu > 0 ? (uint32_t)nu : 0;
 	size_t len = sizeof(*h) + inner + 8 + (size_t)n * 8 + ((n + 7) & ~7u);
@@ -1390,7 +1398,7 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	for (uint32_t i = 0; i < n; i++)
 		a[8 + (size_t)n * 8 + i] = s->uact[i];
 	memset(a + 8 + (size_t)n * 9, 0, ((n + 7) & ~7u) - n);
-	s->arrival_unwound++;
+	s->st.unwind_at_arrival++;
 	return 0;
 }
 
@@ -1501,8 +1509,12 @@ static int read_rings(strobe_sampler *s)
 		s->heads = nh;
 		s->nheads = s->nrings;
 	}
-	for (unsigned i = 0; i < s->nrings; i++) {
+	/* Every head first, in a tight loop: a sample read up to a head taken after another ring's
+	 * side-band records had been peeked at could be of a process that exec'd or mapped code
+	 * meanwhile, on that other CPU, and be unwound without knowing it. */
+	for (unsigned i = 0; i < s->nrings; i++)
 		s->heads[i] = strobe_ring_head(&s->rings[i]);
+	for (unsigned i = 0; i < s->nrings; i++) {
 		int rc = strobe_ring_peek(&s->rings[i], s->heads[i], take_sideband, s);
 		if (rc < 0)
 			return rc;
@@ -1515,8 +1527,18 @@ static int read_rings(strobe_sampler *s)
 	return 0;
 }
 
+/* How long after enabling a whole-host sampler reads its rings at least every EARLY_POLL_MS:
+ * the processes that predate it are met at their first sample, and their mappings read then,
+ * from /proc; one that exits before its sample is read (a short job already running, waiting
+ * for the ring's wake-up at half full: up to a second) would keep no mapping at all. */
+#define EARLY_NS 1000000000
+#define EARLY_POLL_MS 50
+
 int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
 {
+	if (s->o.all && timeout_ms > EARLY_POLL_MS && s->enabled_ns &&
+	    strobe_mono_ns() - s->enabled_ns < EARLY_NS)
+		timeout_ms = EARLY_POLL_MS;
 	if (timeout_ms > 0 && poll(s->pfd, s->nrings, timeout_ms) < 0 && errno != EINTR)
 		return strobe_errf(err, -errno, "poll: %s", strerror(errno));
 	int64_t now = strobe_mono_ns();

@@ -75,8 +75,8 @@ struct strobe_sampler {
 	 * ring's head for the two passes over it. */
 	strobe_pid_count held_sb;
 	uint64_t *heads;
+	int64_t enabled_ns; /* when strobe_sampler_enable enabled the events (0: not yet) */
 	unsigned nheads;
-	uint64_t arrival_unwound; /* samples unwound when read, not at their turn */
 
 	strobe_tracker tr;
 	strobe_itab frames;      /* strobe_frame_key, fixed size */

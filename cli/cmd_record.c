@@ -511,12 +511,14 @@ int cmd_record(int argc, char **argv)
 					" fp-kept %" PRIu64 " unwind-ns p50 %" PRIu64 " p99 %" PRIu64
 					" cache %" PRIu64 " bytes hits %" PRIu64 " misses %" PRIu64
 					" evictions %" PRIu64 " extended %" PRIu64
-					" ext-changed %" PRIu64 " debug-frame %" PRIu64 "\n",
+					" ext-changed %" PRIu64 " debug-frame %" PRIu64
+					" at-arrival %" PRIu64 " held %" PRIu64 "\n",
 				st.unwound, st.unwind_complete, st.unwind_truncated, st.unwind_failed,
 				st.unwind_fp_spliced, st.unwind_fp_kept, st.unwind_ns_p50,
 				st.unwind_ns_p99, st.unwind_cache_bytes, st.unwind_cache_hits,
 				st.unwind_cache_misses, st.unwind_cache_evictions,
-				st.unwind_extended, st.unwind_ext_changed, st.unwind_debug_frame);
+				st.unwind_extended, st.unwind_ext_changed, st.unwind_debug_frame,
+				st.unwind_at_arrival, st.unwind_held);
 		if (st.unwind_truncated)
 			fprintf(stderr, "strobe record: %" PRIu64 " stacks were deeper than the "
 					"copied slice (completed by frame pointers where possible): "

@@ -196,10 +196,12 @@ static void exec_other(buf *w, uint32_t pid, uint64_t t)
  * for its turn, behind its process's MMAP2 records), the mappings first and then the sample
  * alone (unwound on arrival), or the mappings first and then an exec of another program
  * followed by the sample in one buffer (the exec is held: the sample must wait for it). */
-enum { FEED_ONE, FEED_SPLIT, FEED_EXEC };
+/* FEED_ONE: mappings and sample in one feed; FEED_SPLIT: the mappings fed (processed) first;
+ * FEED_EXEC: ... then an exec of the process, held with the sample; FEED_STRANGER: the
+ * mappings fed first, the sample of another process, never met. */
+enum { FEED_ONE, FEED_SPLIT, FEED_EXEC, FEED_STRANGER };
 
-static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how,
-		     uint64_t *arrival)
+static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how)
 {
 	strobe_sampler_opts o = {.events = STROBE_EV_CPU, .freq = 100, .kernel = true,
 				 .call_graph = cg, .stack_size = (unsigned)len};
@@ -215,7 +217,7 @@ static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how,
 		if (how == FEED_EXEC)
 			exec_other(&w, pid, 5);
 	}
-	sample(&w, pid, len);
+	sample(&w, how == FEED_STRANGER ? pid + 1000000 : pid, len);
 	const char *dir = getenv("STROBE_SEED_DIR"); /* a seed for fuzz_perf_records */
 	if (dir) {
 		char path[512];
@@ -230,8 +232,6 @@ static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how,
 	}
 	assert_int_equal(strobe_sampler_feed(s, w.b, w.len, INT64_MAX), 0);
 	strobe_sampler_get_stats(s, st);
-	if (arrival)
-		*arrival = s->arrival_unwound;
 	strobe_sym_opts so = {.no_kernel = true};
 	strobe_symbolizer *sym = strobe_symbolizer_new(&so);
 	assert_non_null(sym);
@@ -252,38 +252,43 @@ static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how,
 
 static char *run(unsigned cg, size_t len, strobe_sampler_stats *st)
 {
-	return run_fed(cg, len, st, FEED_ONE, NULL);
+	return run_fed(cg, len, st, FEED_ONE);
 }
 
 /* A sample unwound as it arrives (no side-band record of its process held) comes out as the
  * same stack as one unwound at its turn; one that arrives behind a held exec of its process
  * waits and is resolved against the new image (which has none of these functions), as it
  * would have been at its turn: unwinding it on arrival, with the old mappings, would wrongly
- * give the whole chain. */
+ * give the whole chain. One of a process never met (its records not read yet) waits too. */
 static void test_unwound_on_arrival(void **state)
 {
 	int here;
 	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
 	strobe_sampler_stats st;
-	uint64_t arrival = 0;
-	char *out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_ONE, &arrival);
+	char *out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_ONE);
 	assert_non_null(strstr(out, "test_unwound_on_arrival;level1;level2;level3;capture 1"));
-	assert_int_equal(arrival, 0); /* its MMAP2 records were held with it */
+	assert_int_equal(st.unwind_at_arrival, 0); /* its MMAP2 records were held with it */
 	free(out);
-	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_SPLIT, &arrival);
+	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_SPLIT);
 	assert_non_null(strstr(out, "test_unwound_on_arrival;level1;level2;level3;capture 1"));
-	assert_int_equal(arrival, 1);
+	assert_int_equal(st.unwind_at_arrival, 1);
+	assert_int_equal(st.unwind_held, 0);
 	assert_int_equal(st.unwound, 1);
 	assert_int_equal(st.unwind_complete, 1);
 	free(out);
-	out = run_fed(STROBE_CG_AUTO, stack_len, &st, FEED_SPLIT, &arrival);
+	out = run_fed(STROBE_CG_AUTO, stack_len, &st, FEED_SPLIT);
 	assert_non_null(strstr(out, "level1;level2;level3;capture 1"));
-	assert_int_equal(arrival, 1);
+	assert_int_equal(st.unwind_at_arrival, 1);
 	free(out);
-	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_EXEC, &arrival);
-	assert_int_equal(arrival, 0);
+	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_EXEC);
+	assert_int_equal(st.unwind_at_arrival, 0);
 	assert_null(strstr(out, "level1"));
+	assert_int_equal(st.samples, 1);
+	free(out);
+	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_STRANGER);
+	assert_int_equal(st.unwind_at_arrival, 0);
+	assert_int_equal(st.unwind_held, 1);
 	assert_int_equal(st.samples, 1);
 	free(out);
 }
