@@ -66,6 +66,7 @@
 #define EXT_CHUNK (16u << 10)
 #define EXT_CHECK 64 /* without a return address in the copy: its last bytes, unchanged */
 #define MEM_FDS 4    /* /proc/PID/mem kept open, for the processes extended last */
+#define ENTRY_CODE 64 /* bytes after a binary's entry point taken for its entry code */
 
 /* A binary in the cache. */
 typedef struct bin {
@@ -690,7 +691,8 @@ static bool extend(walk *w, uint64_t need)
 {
 	const strobe_unwind_sample *sm = w->sm;
 	uint64_t end = sm->regs[7] + sm->stack_len;
-	if (w->memfd == -2 || !w->proc_root || sm->stack_len < EXT_CHECK || need - end >= EXT_MAX)
+	if (w->memfd == -2 || !w->proc_root || (!w->ra_slot && sm->stack_len < EXT_CHECK) ||
+	    need - end >= EXT_MAX)
 		return false;
 	if (w->memfd == -1) {
 		uint8_t now[EXT_CHECK];
@@ -713,6 +715,11 @@ static bool extend(walk *w, uint64_t need)
 		}
 		if (!same) {
 			w->u->st.ext_changed++;
+			/* A copy cut short by pages never touched: they are read all the same, which
+			 * maps them (the shared zero page, no memory charged), so that the kernel's
+			 * next copies of this stack go through them. */
+			if (fd >= 0 && !sm->stack_full)
+				(void)!pread(fd, w->u->ext, (size_t)(need - end), (off_t)end);
 			return false;
 		}
 		w->memfd = fd; /* the unwinder's: kept open for the next unwind */
@@ -1034,6 +1041,14 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 			u->st.debug_frame_frames++;
 		else
 			cfi = NULL;
+		/* A leaf without CFI just past the entry point: the dynamic loader's _start and
+		 * _dl_start_user (the code before and after its call of _dl_start, which jumps to the
+		 * program's entry), hand-written and without CFI; the stack pointer is still at argc. */
+		if (*n == 1 && !cfi && b && !b->heap &&
+		    at - bias - ((const Elf64_Ehdr *)b->img)->e_entry < ENTRY_CODE) {
+			rc = STROBE_UNWIND_COMPLETE;
+			break;
+		}
 		if (cfi) {
 			Dwarf_Addr fstart, fend;
 			if (dwarf_frame_info(f, &fstart, &fend, NULL) >= 0)
