@@ -39,7 +39,8 @@
 
 #include "sampler_impl.h"
 
-#define MARGIN_NS 2000000  /* a record is written within this long after its timestamp */
+#define ORDER_NS 50000000 /* records this recent wait for the next round, in case some older one
+			     is still being written */
 #define MAX_PENDING (256u << 20) /* bytes of held records before processing is forced */
 
 int64_t strobe_mono_ns(void)
@@ -518,7 +519,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	int64_t now = strobe_mono_ns();
 	for (unsigned i = 0; i < o->npids && !o->enable_on_exec; i++)
 		strobe_tracker_read_proc(&s->tr, o->pids[i], now);
-	s->start_ns = s->prev_round_ns = s->horizon_ns = now;
+	s->start_ns = s->horizon_ns = now;
 	s->start_real_ns = real_ns();
 	*out = s;
 	return 0;
@@ -1267,25 +1268,28 @@ static uint8_t *hold(strobe_sampler *s, int64_t time, size_t len)
 	return d;
 }
 
-/* Counts a side-band record held (or, processed, no longer held) against the processes whose
- * mappings or life it changes: their samples wait for their turn to be unwound. */
+/* Counts a side-band record held (or, processed, no longer held) against the process whose
+ * code it changes: its samples wait for their turn to be unwound. That is code mapped (MMAP2),
+ * an exec (COMM with the exec flag) and a new process (FORK of another pid: it starts with its
+ * parent's mappings, which its samples must not be read against from /proc meanwhile). A new
+ * thread, a thread's new name, an exit and the parent of a fork change no mapping: counting
+ * them held every sample of a process that starts threads, such as a thread pool, whole for a
+ * round, with its 16 KiB stack copy. */
 static void note_sideband(strobe_sampler *s, const struct perf_event_header *h, bool held)
 {
 	uint32_t v[2];
-	unsigned k = 0;
 	size_t blen = h->size - sizeof(*h);
-	if ((h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_COMM) && blen >= 4)
-		k = 1;
-	else if ((h->type == PERF_RECORD_FORK || h->type == PERF_RECORD_EXIT) && blen >= 8)
-		k = 2; /* pid, ppid */
-	if (k)
-		memcpy(v, h + 1, k * 4);
-	for (unsigned i = 0; i < k; i++) {
-		if (held)
-			strobe_pid_count_add(&s->held_sb, (int32_t)v[i]);
-		else
-			strobe_pid_count_sub(&s->held_sb, (int32_t)v[i]);
-	}
+	if (blen < 8)
+		return;
+	memcpy(v, h + 1, 8); /* pid, and: tid (MMAP2, COMM) or ppid (FORK, EXIT) */
+	if (!(h->type == PERF_RECORD_MMAP2 ||
+	      (h->type == PERF_RECORD_COMM && (h->misc & PERF_RECORD_MISC_COMM_EXEC)) ||
+	      (h->type == PERF_RECORD_FORK && v[0] != v[1])))
+		return;
+	if (held)
+		strobe_pid_count_add(&s->held_sb, (int32_t)v[0]);
+	else
+		strobe_pid_count_sub(&s->held_sb, (int32_t)v[0]);
 }
 
 static int take(const struct perf_event_header *h, void *ctx)
@@ -1350,6 +1354,40 @@ static uint32_t user_chain(const sample *sm, uint64_t fp[256])
  * instead of its 16 KiB stack copy, which was copied into the arena and moved once more at the
  * end of the round. Otherwise it is held whole and unwound at its turn, as before.
  */
+/*
+ * A sample held whole for its turn, with its stack copy cut to what the kernel wrote in it (its
+ * dyn_size: a thread's copy stops at the top of its stack, a few KiB above a shallow one) rather
+ * than the 16 KiB reserved: less to copy into the arena and to move when it is compacted, and
+ * fewer fresh arena pages to fault in when a new process's first samples all wait. A copy that
+ * was cut short keeps 8 bytes more than it holds, so that it still reads as cut short.
+ */
+static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h, const sample *sm)
+{
+	size_t inner = (size_t)(sm->stack - (const uint8_t *)h); /* through the stack size */
+	size_t keep = sm->stack_dyn >= sm->stack_size ? sm->stack_size
+						      : (sm->stack_dyn & ~(size_t)7) + 8;
+	if (keep > sm->stack_size)
+		keep = sm->stack_size;
+	if (keep == sm->stack_size)
+		return take(h, s);
+	size_t rest = h->size - inner - sm->stack_size; /* dyn_size and what follows */
+	size_t len = inner + keep + rest;
+	uint8_t *d = hold(s, ts(sm->time), len);
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, h, inner);
+	struct perf_event_header nh;
+	memcpy(&nh, d, sizeof(nh));
+	nh.size = (uint16_t)len;
+	memcpy(d, &nh, sizeof(nh));
+	uint64_t k = keep;
+	memcpy(d + inner - 8, &k, 8);
+	memcpy(d + inner, sm->stack, sm->stack_dyn);
+	memset(d + inner + sm->stack_dyn, 0, keep - sm->stack_dyn);
+	memcpy(d + inner + keep, sm->stack + sm->stack_size, rest);
+	return 0;
+}
+
 static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 {
 	uint64_t id;
@@ -1359,16 +1397,17 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	memcpy(&id, h + 1, 8);
 	int kind = kind_of(s, id);
 	if ((kind != EVK_CLOCK && kind != EVK_SWITCH) || !parse_sample(h, s->sample_type[kind], &sm) ||
-	    !sm.abi || !sm.stack_size || sm.tid == 0 ||
-	    strobe_pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
+	    !sm.abi || !sm.stack_size || sm.tid == 0)
 		return take(h, s);
+	if (strobe_pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
+		return take_trimmed(s, h, &sm);
 	/* A process met for the first time has its mappings read now, while it lives. A leaf in
 	 * none of its known mappings (its exec or mmap is in a record not read yet) is held whole,
 	 * to be unwound at its turn, after that record. */
 	strobe_proc *p = proc_for(s, (int32_t)sm.pid);
 	if (!p || strobe_tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
 		s->st.unwind_held++;
-		return take(h, s);
+		return take_trimmed(s, h, &sm);
 	}
 	size_t inner = (size_t)(sm.stack - (const uint8_t *)h); /* through the stack size */
 	uint32_t max = s->o.max_stack;
@@ -1494,14 +1533,6 @@ static void process_until(strobe_sampler *s, int64_t cutoff)
  * record of their process is held (take_unwound). */
 static int read_rings(strobe_sampler *s)
 {
-	if (!s->uw) {
-		for (unsigned i = 0; i < s->nrings; i++) {
-			int rc = strobe_ring_read(&s->rings[i], take, s);
-			if (rc < 0)
-				return rc;
-		}
-		return 0;
-	}
 	if (s->nrings > s->nheads) {
 		uint64_t *nh = realloc(s->heads, s->nrings * sizeof(*nh));
 		if (!nh)
@@ -1509,11 +1540,20 @@ static int read_rings(strobe_sampler *s)
 		s->heads = nh;
 		s->nheads = s->nrings;
 	}
-	/* Every head first, in a tight loop: a sample read up to a head taken after another ring's
-	 * side-band records had been peeked at could be of a process that exec'd or mapped code
-	 * meanwhile, on that other CPU, and be unwound without knowing it. */
+	/* Every head first, in a tight loop, so that what is read is everything written up to one
+	 * moment (strobe_sampler_poll's cutoff relies on it); and a sample read up to a head taken
+	 * after another ring's side-band records had been peeked at could be of a process that
+	 * exec'd or mapped code meanwhile, on that other CPU, and be unwound without knowing it. */
 	for (unsigned i = 0; i < s->nrings; i++)
 		s->heads[i] = strobe_ring_head(&s->rings[i]);
+	if (!s->uw) {
+		for (unsigned i = 0; i < s->nrings; i++) {
+			int rc = strobe_ring_read_to(&s->rings[i], s->heads[i], take, s);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
 	for (unsigned i = 0; i < s->nrings; i++) {
 		int rc = strobe_ring_peek(&s->rings[i], s->heads[i], take_sideband, s);
 		if (rc < 0)
@@ -1545,13 +1585,15 @@ int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
 	int rc = read_rings(s);
 	if (rc < 0)
 		return strobe_errf(err, rc, "reading the ring buffers: %s", strerror(-rc));
-	int64_t cutoff = s->prev_round_ns;
-	if (cutoff > now - MARGIN_NS)
-		cutoff = now - MARGIN_NS;
+	/* Every ring was read up to heads taken after `now`: a record stamped before now - ORDER_NS
+	 * was in them, unless the kernel took longer than that to write it (a virtual CPU stopped
+	 * by its host in the middle: then it is processed late, and counted). Side-band records
+	 * are processed as soon as that allows, so that the samples of a process that just exec'd
+	 * or mapped code wait for them (whole, with their stack copies) as little as possible. */
+	int64_t cutoff = now - ORDER_NS;
 	if (s->alen > MAX_PENDING) /* rather than grow without bound */
 		cutoff = now;
 	process_until(s, cutoff);
-	s->prev_round_ns = now;
 	return 0;
 }
 

@@ -70,7 +70,7 @@ struct strobe_sampler {
 	strobe_pending *pend;
 	size_t npend, cpend;
 	uint64_t seq;
-	int64_t prev_round_ns, horizon_ns;
+	int64_t horizon_ns;
 	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
 	 * ring's head for the two passes over it. */
 	strobe_pid_count held_sb;

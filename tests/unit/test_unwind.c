@@ -142,6 +142,9 @@ __attribute__((noinline)) static void level1(void)
 
 /* A cpu-clock sample with the captured registers and `len` bytes of the stack copy, and an
  * empty user call chain (what --call-graph dwarf asks of the kernel). */
+/* Bytes of the stack copy reserved past what the kernel wrote (0: it filled the slice). */
+static size_t sample_slack;
+
 static void sample(buf *w, uint32_t pid, size_t len)
 {
 	begin(w, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
@@ -154,8 +157,10 @@ static void sample(buf *w, uint32_t pid, size_t len)
 	u64(w, 0); /* callchain: nr 0 */
 	u64(w, PERF_SAMPLE_REGS_ABI_64);
 	put(w, regs, sizeof(regs));
-	u64(w, len);
+	u64(w, len + sample_slack);
 	put(w, stack_copy, len);
+	for (size_t i = 0; i < sample_slack; i++)
+		w->b[w->len++] = 0;
 	u64(w, len); /* dyn_size */
 	end(w);
 }
@@ -195,10 +200,8 @@ static void exec_other(buf *w, uint32_t pid, uint64_t t)
 /* How run() feeds the records: the mappings and the sample in one buffer (the sample waits
  * for its turn, behind its process's MMAP2 records), the mappings first and then the sample
  * alone (unwound on arrival), or the mappings first and then an exec of another program
- * followed by the sample in one buffer (the exec is held: the sample must wait for it). */
-/* FEED_ONE: mappings and sample in one feed; FEED_SPLIT: the mappings fed (processed) first;
- * FEED_EXEC: ... then an exec of the process, held with the sample; FEED_STRANGER: the
- * mappings fed first, the sample of another process, never met. */
+ * followed by the sample in one buffer (the exec is held: the sample must wait for it), or the
+ * mappings first and then a sample of another process, never met (it waits too). */
 enum { FEED_ONE, FEED_SPLIT, FEED_EXEC, FEED_STRANGER };
 
 static char *run_fed(unsigned cg, size_t len, strobe_sampler_stats *st, int how)
@@ -285,6 +288,16 @@ static void test_unwound_on_arrival(void **state)
 	assert_int_equal(st.unwind_at_arrival, 0);
 	assert_null(strstr(out, "level1"));
 	assert_int_equal(st.samples, 1);
+	free(out);
+	/* Held whole with a copy the kernel did not fill (a thread's stack ends first): kept
+	 * trimmed to what was written, and still read as cut short, not as truncated. */
+	sample_slack = 8192;
+	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_ONE);
+	sample_slack = 0;
+	assert_non_null(strstr(out, "test_unwound_on_arrival;level1;level2;level3;capture 1"));
+	assert_int_equal(st.unwind_at_arrival, 0);
+	assert_int_equal(st.unwind_complete, 1);
+	assert_int_equal(st.unwind_truncated, 0);
 	free(out);
 	out = run_fed(STROBE_CG_DWARF, stack_len, &st, FEED_STRANGER);
 	assert_int_equal(st.unwind_at_arrival, 0);
