@@ -34,10 +34,12 @@
  * caller, which is inside the call instruction), the CFI rules at that address from libdw, the
  * CFA from its rule, the caller's registers from theirs (DWARF expressions over the registers
  * and the stack copy, evaluated here: the handful of operators CFI uses), the caller's stack
- * pointer = CFA. Without a table entry: at the leaf of a file-backed binary the return address is
- * taken at the stack pointer (a PLT stub or hand-written entry code: nothing pushed yet),
- * elsewhere the frame pointer is followed. It stops at an undefined return address (the outermost
- * frame), at a read outside the copied slice, or when the stack pointer does not grow.
+ * pointer = CFA. Without a table entry: a leaf just past its binary's entry point is the
+ * outermost frame (the dynamic loader's entry code), at another leaf of a file-backed binary the
+ * return address is taken at the stack pointer (a PLT stub: nothing pushed yet), elsewhere the
+ * frame pointer is followed. It stops at an undefined return address (the outermost frame), at a
+ * read outside the stack (past the copy, the process's own memory is read: see extend()), or when
+ * the stack pointer does not grow.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
