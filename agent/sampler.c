@@ -1735,6 +1735,7 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->unwind_extended = us.extended;
 	st->unwind_ext_changed = us.ext_changed;
 	st->unwind_debug_frame = us.debug_frame_frames;
+	st->unwind_rule_hits = us.rule_hits;
 	st->unwind_ns_p50 = unwind_pct(s, 0.5);
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;

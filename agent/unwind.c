@@ -31,7 +31,8 @@
  * (AT_SYSINFO_EHDR) is copied once and stands for every process's [vdso] mapping.
  *
  * The walk, per frame: the binary of the program counter (the return address minus one for a
- * caller, which is inside the call instruction), the CFI rules at that address from libdw, the
+ * caller, which is inside the call instruction), the CFI rules at that address (from a small
+ * cache of rules by address, else from libdw, then cached when they have the usual forms), the
  * CFA from its rule, the caller's registers from theirs (DWARF expressions over the registers
  * and the stack copy, evaluated here: the handful of operators CFI uses), the caller's stack
  * pointer = CFA. Without a table entry: a leaf just past its binary's entry point is the
@@ -69,6 +70,8 @@
 #define EXT_CHECK 64 /* without a return address in the copy: its last bytes, unchanged */
 #define MEM_FDS 4    /* /proc/PID/mem kept open, for the processes extended last */
 #define ENTRY_CODE 64 /* bytes after a binary's entry point taken for its entry code */
+#define RULE_BITS 11   /* the per-address rule cache: 2^11 entries of 64 bytes */
+#define RULE_SLOTS (1u << RULE_BITS)
 
 /* A binary in the cache. */
 typedef struct bin {
@@ -104,6 +107,32 @@ typedef struct bin {
 	uint32_t nfde, cfde;
 } bin;
 
+/*
+ * The rules of one address, as a frame step needs them: what libdw's dwarf_cfi_addrframe gives
+ * (finding the FDE, running its CIE's and its own instructions up to the address) and the
+ * questions put to it cost most of a step, and the same few hundred addresses come back sample
+ * after sample (the same loops, the same call sites). Only the forms compilers emit are kept:
+ * the CFA a register plus a constant, each callee-saved register and the return address
+ * undefined, unchanged, or saved at the CFA plus a constant; any other address (an expression
+ * rule, a signal frame) is stepped by libdw every time. Keyed by binary (slot and generation,
+ * so a dropped binary's rules are never used for its successor) and address; direct-mapped.
+ */
+enum { RK_NONE, RK_UNDEF, RK_SAME, RK_OFF };
+typedef struct urule {
+	uint64_t pc;     /* ELF address in the binary */
+	uint32_t bin;    /* slot + 1; 0 = empty */
+	uint32_t gen;
+	int32_t cfa_off;
+	uint8_t cfa_reg;
+	bool dbg;        /* from .debug_frame */
+	uint8_t kind[7]; /* per callee[] register below */
+	int32_t off[7];  /* RK_OFF: saved at CFA + off */
+} urule;
+
+/* The registers a step recovers (the caller-saved ones are dead in the caller, by the ABI):
+ * DWARF rbx, rbp, r12-r15 and the return address. */
+static const uint8_t callee[] = {3, 6, 12, 13, 14, 15, 16};
+
 /* What a mapping (a tracker map id) resolved to. */
 typedef struct layout {
 	uint8_t state;    /* 0 not yet, 1 usable, 2 not usable (not ELF, missing, odd) */
@@ -126,6 +155,7 @@ struct strobe_unwinder {
 		uint64_t used; /* clock of the last use */
 	} mem[MEM_FDS];
 	char debug_dir[256]; /* where debug files are looked up by build ID */
+	urule *rules;        /* RULE_SLOTS, allocated on first use */
 	strobe_unwind_stats st;
 };
 
@@ -906,6 +936,82 @@ static bool eval(walk *w, const Dwarf_Op *ops, size_t nops, uint64_t cfa, uint64
 
 enum { STEP_OK, STEP_END, STEP_FAIL };
 
+/* The end of a step: the caller's registers (those in nvalid), its stack pointer the CFA. */
+static int step_finish(walk *w, const uint64_t *nv, uint32_t nvalid, uint64_t cfa)
+{
+	if (!(nvalid & (1u << R_RA)))
+		return STEP_FAIL;
+	for (unsigned r = 0; r < NREG; r++)
+		if (nvalid & (1u << r))
+			w->r[r] = nv[r];
+	w->valid = nvalid;
+	w->r[R_SP] = cfa; /* x86-64: the caller's stack pointer is the CFA */
+	w->valid |= 1u << R_SP;
+	return w->r[R_RA] == 0 ? STEP_END : STEP_OK;
+}
+
+static urule *rule_slot(strobe_unwinder *u, const bin *b, uint64_t pc)
+{
+	uint64_t h = (pc ^ ((uint64_t)(b - u->bins) << 44)) * 0x9e3779b97f4a7c15ull;
+	return &u->rules[h >> (64 - RULE_BITS)];
+}
+
+/* The cached rules of address pc of binary b, or NULL. */
+static const urule *rule_find(strobe_unwinder *u, const bin *b, uint64_t pc)
+{
+	if (!u->rules)
+		return NULL;
+	const urule *e = rule_slot(u, b, pc);
+	return e->bin == (uint32_t)(b - u->bins) + 1 && e->gen == b->gen && e->pc == pc ? e : NULL;
+}
+
+/* Caches frame f's rules for address pc of b when they have the forms urule holds (NULL if
+ * not: the frame is stepped by libdw). */
+static const urule *rule_keep(strobe_unwinder *u, const bin *b, uint64_t pc, Dwarf_Frame *f,
+			      bool dbg)
+{
+	bool signal = false;
+	if (dwarf_frame_info(f, NULL, NULL, &signal) != R_RA || signal)
+		return NULL;
+	Dwarf_Op *ops, mem[3];
+	size_t nops;
+	if (dwarf_frame_cfa(f, &ops, &nops) != 0 || nops != 1)
+		return NULL;
+	uint64_t reg, off;
+	if (ops[0].atom == DW_OP_bregx) {
+		reg = ops[0].number;
+		off = ops[0].number2;
+	} else if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		reg = (uint64_t)(ops[0].atom - DW_OP_breg0);
+		off = ops[0].number;
+	} else {
+		return NULL;
+	}
+	if (reg >= NREG || (int64_t)off != (int32_t)off)
+		return NULL;
+	urule r = {.pc = pc, .bin = (uint32_t)(b - u->bins) + 1, .gen = b->gen, .dbg = dbg,
+		   .cfa_reg = (uint8_t)reg, .cfa_off = (int32_t)off};
+	for (size_t i = 0; i < sizeof(callee); i++) {
+		if (dwarf_frame_register(f, callee[i], mem, &ops, &nops) != 0) {
+			r.kind[i] = RK_NONE;
+		} else if (nops == 0) {
+			r.kind[i] = ops == mem ? RK_UNDEF : RK_SAME;
+		} else if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+			   ops[1].atom == DW_OP_plus_uconst &&
+			   (int64_t)ops[1].number == (int32_t)ops[1].number) {
+			r.kind[i] = RK_OFF; /* libdw's form of "saved at CFA + N" */
+			r.off[i] = (int32_t)ops[1].number;
+		} else {
+			return NULL;
+		}
+	}
+	if (!u->rules && !(u->rules = calloc(RULE_SLOTS, sizeof(*u->rules))))
+		return NULL;
+	urule *e = rule_slot(u, b, pc);
+	*e = r;
+	return e;
+}
+
 /* One frame by the tables: the caller's registers in w from frame f's rules. */
 static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 {
@@ -921,9 +1027,8 @@ static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 	    !eval(w, ops, nops, 0, &cfa, &isval))
 		return STEP_FAIL;
 	w->cfa_sp = cfa_sp_plus(ops, nops, &w->cfa_off);
-	/* The caller-saved registers are dead in the caller (the ABI): only the callee-saved ones
-	 * and the return address are recovered, all of them out of a signal frame. */
-	static const uint8_t callee[] = {3, R_BP, 12, 13, 14, 15, R_RA};
+	/* Only the callee-saved registers and the return address are recovered (callee[]), all
+	 * of them out of a signal frame. */
 	static const uint8_t all[] = {0, 1, 2, 3, 4, 5, R_BP, 8, 9, 10, 11, 12, 13, 14, 15, R_RA};
 	const uint8_t *regs = *signal ? all : callee;
 	size_t nr = *signal ? sizeof(all) : sizeof(callee);
@@ -955,13 +1060,47 @@ static int step_cfi(walk *w, Dwarf_Frame *f, bool *signal)
 		nv[r] = v;
 		nvalid |= 1u << r;
 	}
-	if (!(nvalid & (1u << R_RA)))
+	return step_finish(w, nv, nvalid, cfa);
+}
+
+/* One frame by rules from the cache: step_cfi's work, without libdw. */
+static int step_rule(walk *w, const urule *ru)
+{
+	if (!(w->valid & (1u << ru->cfa_reg)))
 		return STEP_FAIL;
-	memcpy(w->r, nv, sizeof(nv));
-	w->valid = nvalid;
-	w->r[R_SP] = cfa; /* x86-64: the caller's stack pointer is the CFA */
-	w->valid |= 1u << R_SP;
-	return w->r[R_RA] == 0 ? STEP_END : STEP_OK;
+	uint64_t cfa = w->r[ru->cfa_reg] + (uint64_t)(int64_t)ru->cfa_off;
+	w->cfa_sp = ru->cfa_reg == R_SP;
+	w->cfa_off = (uint64_t)(int64_t)ru->cfa_off;
+	uint64_t nv[NREG], v;
+	uint32_t nvalid = 0;
+	for (size_t i = 0; i < sizeof(callee); i++) {
+		unsigned r = callee[i];
+		switch (ru->kind[i]) {
+		case RK_UNDEF:
+			if (r == R_RA)
+				return STEP_END;
+			break;
+		case RK_SAME:
+			if (w->valid & (1u << r)) {
+				nv[r] = w->r[r];
+				nvalid |= 1u << r;
+			}
+			break;
+		case RK_OFF: {
+			uint64_t slot = cfa + (uint64_t)(int64_t)ru->off[i];
+			if (!mem_read(w, slot, &v))
+				break;
+			if (r == R_RA && slot - w->sm->regs[7] < w->sm->stack_len)
+				w->ra_slot = slot;
+			nv[r] = v;
+			nvalid |= 1u << r;
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	return step_finish(w, nv, nvalid, cfa);
 }
 
 /* One frame without a table: at a leaf of a binary's code (a PLT stub, entry code without CFI)
@@ -1036,7 +1175,13 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 			break;
 		}
 		Dwarf_CFI *cfi = NULL;
-		if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0)
+		const urule *ru = b ? rule_find(u, b, at - bias) : NULL;
+		if (ru) {
+			cfi = ru->dbg ? b->dcfi : b->cfi;
+			u->st.rule_hits++;
+			if (ru->dbg)
+				u->st.debug_frame_frames++;
+		} else if (b && b->cfi && dwarf_cfi_addrframe(b->cfi, at - bias, &f) == 0)
 			cfi = b->cfi;
 		else if (b && (cfi = debug_cfi(u, b)) &&
 			 dwarf_cfi_addrframe(cfi, at - bias, &f) == 0)
@@ -1052,12 +1197,15 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 			break;
 		}
 		if (cfi) {
-			Dwarf_Addr fstart, fend;
-			if (dwarf_frame_info(f, &fstart, &fend, NULL) >= 0)
-				fde_seen(u, b, fstart);
+			if (!ru) {
+				Dwarf_Addr fstart, fend;
+				if (dwarf_frame_info(f, &fstart, &fend, NULL) >= 0)
+					fde_seen(u, b, fstart);
+				ru = rule_keep(u, b, at - bias, f, cfi != b->cfi);
+			}
 			w.cur_cfi = cfi;
 			w.cur_bias = bias;
-			step = step_cfi(&w, f, &signal);
+			step = ru ? step_rule(&w, ru) : step_cfi(&w, f, &signal);
 			free(f);
 		} else {
 			step = step_nocfi(&w, *n == 1 && b && b->cfi);
@@ -1113,6 +1261,7 @@ void strobe_unwinder_free(strobe_unwinder *u)
 		if (u->bins[i].used)
 			bin_drop(u, &u->bins[i]);
 	free(u->bins);
+	free(u->rules);
 	free(u->lay);
 	free(u->ext);
 	for (unsigned i = 0; i < MEM_FDS; i++)

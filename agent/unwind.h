@@ -73,6 +73,7 @@ typedef struct strobe_unwind_stats {
 	uint64_t extended;     /* unwinds that read the stack beyond the copy from the process */
 	uint64_t ext_changed;  /* ... refused: the end of the copy had changed in the process */
 	uint64_t debug_frame_frames; /* frames stepped by .debug_frame (.eh_frame had no FDE) */
+	uint64_t rule_hits;          /* frames stepped by rules from the per-address cache */
 	uint32_t debug_frame_bins;   /* binaries whose .debug_frame was opened */
 	uint32_t binaries;  /* held now */
 	size_t cache_bytes;      /* the estimate the budget applies to, now */

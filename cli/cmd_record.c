@@ -512,13 +512,13 @@ int cmd_record(int argc, char **argv)
 					" cache %" PRIu64 " bytes hits %" PRIu64 " misses %" PRIu64
 					" evictions %" PRIu64 " extended %" PRIu64
 					" ext-changed %" PRIu64 " debug-frame %" PRIu64
-					" at-arrival %" PRIu64 " held %" PRIu64 "\n",
+					" at-arrival %" PRIu64 " held %" PRIu64 " rule-hits %" PRIu64 "\n",
 				st.unwound, st.unwind_complete, st.unwind_truncated, st.unwind_failed,
 				st.unwind_fp_spliced, st.unwind_fp_kept, st.unwind_ns_p50,
 				st.unwind_ns_p99, st.unwind_cache_bytes, st.unwind_cache_hits,
 				st.unwind_cache_misses, st.unwind_cache_evictions,
 				st.unwind_extended, st.unwind_ext_changed, st.unwind_debug_frame,
-				st.unwind_at_arrival, st.unwind_held);
+				st.unwind_at_arrival, st.unwind_held, st.unwind_rule_hits);
 		if (st.unwind_truncated)
 			fprintf(stderr, "strobe record: %" PRIu64 " stacks were deeper than the "
 					"copied slice (completed by frame pointers where possible): "

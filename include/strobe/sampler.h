@@ -100,6 +100,7 @@ typedef struct strobe_sampler_stats {
 	 * because the end of the copy had changed there meanwhile. */
 	uint64_t unwind_extended, unwind_ext_changed;
 	uint64_t unwind_debug_frame; /* frames stepped by .debug_frame (no .eh_frame FDE) */
+	uint64_t unwind_rule_hits;   /* frames stepped by cached rules, without libdw */
 	/* Samples unwound as they were read, and those held whole for their turn because their
 	 * process or its leaf's mapping was not known yet. */
 	uint64_t unwind_at_arrival, unwind_held;
