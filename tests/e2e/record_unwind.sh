@@ -42,20 +42,6 @@ if [ "$(uname -m)" != x86_64 ]; then
 	exit 0
 fi
 
-# complete FOLDED LEAF REGEX: % of the value of stacks holding frame LEAF whose whole stack matches
-# REGEX (frames joined by ';', root first)
-complete() {
-	awk -v leaf="$2" -v re="$3" '
-		{ line = $0; sp = match(line, / [0-9]+$/); if (!sp) next
-		  v = substr(line, sp + 1) + 0; stack = substr(line, 1, sp - 1)
-		  if (index(";" stack ";", ";" leaf ";") == 0) next
-		  all += v; if (stack ~ re) good += v }
-		END { if (!all) { print "nan"; exit 1 } printf "%.2f\n", 100 * good / all }' "$1"
-}
-# sum FOLDED REGEX: the value of the stacks matching REGEX
-sum() { awk -v re="$2" '{ sp = match($0, / [0-9]+$/); if (sp && substr($0, 1, sp - 1) ~ re) t += substr($0, sp + 1) } END { printf "%.0f\n", t }' "$1"; }
-atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "nan" && a + 0 >= b + 0) }'; }
-
 QSORT_RE='^_start;[^;]*libc_start_main[^;]*;([^;]*;)?main;sort_rounds;sort_once;[^;]*qsort[^;]*;(.*;)?cmp_hot(;|$)'
 
 check_qsort() { # NAME FOLDED TRUTH: sets detail, returns 1 on failure (after a FAIL line)

@@ -14,6 +14,9 @@
 #   truth_share TRUTH FN         100 * FN / process_cpu_ns from a truth file
 #   perf_cpu_folded OUT ARGS...  perf record -e cpu-clock -F 999 -g -- ARGS, collapsed by strobe
 #   perf_offcpu_folded OUT ARGS...  perf sched_switch + switch events -- ARGS, folded ns (perf_offcpu.awk)
+#   complete FOLDED LEAF REGEX   % of the value of the stacks holding frame LEAF that match REGEX
+#   sum FOLDED REGEX             the value of the stacks matching REGEX
+#   atleast A B                  true when A (not "nan") >= B
 _rec_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=shares.sh
 . "$_rec_lib/shares.sh"
@@ -91,3 +94,17 @@ perf_offcpu_folded() { # OUT CMD...
 	perf script -i "$out.data" --ns --show-switch-events -F comm,tid,time,event,trace,ip,sym 2>>"$out.log" |
 		awk -f "$_rec_lib/perf_offcpu.awk" >"$out"
 }
+
+# complete FOLDED LEAF REGEX: % of the value of stacks holding frame LEAF whose whole stack matches
+# REGEX (frames joined by ';', root first)
+complete() {
+	awk -v leaf="$2" -v re="$3" '
+		{ line = $0; sp = match(line, / [0-9]+$/); if (!sp) next
+		  v = substr(line, sp + 1) + 0; stack = substr(line, 1, sp - 1)
+		  if (index(";" stack ";", ";" leaf ";") == 0) next
+		  all += v; if (stack ~ re) good += v }
+		END { if (!all) { print "nan"; exit 1 } printf "%.2f\n", 100 * good / all }' "$1"
+}
+# sum FOLDED REGEX: the value of the stacks matching REGEX
+sum() { awk -v re="$2" '{ sp = match($0, / [0-9]+$/); if (sp && substr($0, 1, sp - 1) ~ re) t += substr($0, sp + 1) } END { printf "%.0f\n", t }' "$1"; }
+atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "nan" && a + 0 >= b + 0) }'; }
