@@ -1348,16 +1348,9 @@ static uint32_t user_chain(const sample *sm, uint64_t fp[256])
 }
 
 /*
- * A sample as it is read from a ring: its user stack unwound now, when nothing its process has
- * done since can be waiting (no side-band record of that process held: read_rings takes every
- * ring's side-band records first), so that only the program counters wait for the sample's turn
- * instead of its 16 KiB stack copy, which was copied into the arena and moved once more at the
- * end of the round. Otherwise it is held whole and unwound at its turn, as before.
- */
-/*
  * A sample held whole for its turn, with its stack copy cut to what the kernel wrote in it (its
- * dyn_size: a thread's copy stops at the top of its stack, a few KiB above a shallow one) rather
- * than the 16 KiB reserved: less to copy into the arena and to move when it is compacted, and
+ * dyn_size: the copy stops at the top of the stack's mapping, a few KiB above a shallow main
+ * thread, or at a page never touched) rather than the 16 KiB reserved: less to copy into the arena and to move when it is compacted, and
  * fewer fresh arena pages to fault in when a new process's first samples all wait. A copy that
  * was cut short keeps 8 bytes more than it holds, so that it still reads as cut short.
  */
@@ -1388,6 +1381,14 @@ static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h, co
 	return 0;
 }
 
+/*
+ * A sample as it is read from a ring: its user stack unwound now, when nothing its process has
+ * done since can be waiting (no side-band record of that process held: read_rings takes every
+ * ring's side-band records first), so that only the program counters wait for the sample's turn
+ * instead of its 16 KiB stack copy, which was copied into the arena and moved once more at the
+ * end of the round. Otherwise (a side-band record of its process waiting, or its leaf in no
+ * mapping known yet) it is held (take_trimmed) and unwound at its turn.
+ */
 static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 {
 	uint64_t id;
