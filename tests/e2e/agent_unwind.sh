@@ -47,37 +47,21 @@ t1=$(($(date +%s) + 1))
 
 # ---- cpu: no frame pointers anywhere ----------------------------------------------------------
 name=agent_unwind/cpu
-FNS=(burn_60 burn_30 burn_10)
 if ! qfolded "$CPU{service_name=\"uwcpu\"}" "$t0" "$t1" "$TMPDIR/cpu.folded"; then
 	fail "$name" "query failed: $(errof "$TMPDIR/cpu.folded.err")"
 else
-	s=$(shares "$TMPDIR/cpu.folded" "${FNS[@]}")
 	bad="" detail=""
-	for fn in "${FNS[@]}"; do
-		got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/cpu.truth" "$fn")
-		c=$(complete "$TMPDIR/cpu.folded" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
-		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
-		within_pp "$got" "$want" 3 || bad+="$fn share; "
-		atleast "$c" 99 || bad+="$fn stacks; "
-	done
+	split_complete "$TMPDIR/cpu.folded" "$TMPDIR/cpu.truth" 3
 	if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
 fi
 
 # ---- offcpu: the caller of libc, directly above it --------------------------------------------
 name=agent_unwind/offcpu
-declare -A SITE_RE=(
-	[site_nanosleep_outer]=';site_nanosleep_outer;site_nanosleep;[^;]*nanosleep[^;]*;'
-	[site_mutex_outer]=';site_mutex_outer;site_mutex_lock;[^;]*(pthread_mutex_lock|lll_lock)[^;]*;'
-	[site_read_outer]=';site_read_outer;site_read;[^;]*read[^;]*;')
 if ! qfolded "$OFF{service_name=\"uwoff\"}" "$t0" "$t1" "$TMPDIR/off.folded"; then
 	fail "$name" "query failed: $(errof "$TMPDIR/off.folded.err")"
 else
 	bad="" detail=""
-	for site in site_nanosleep_outer site_mutex_outer site_read_outer; do
-		got=$(sum "$TMPDIR/off.folded" "${SITE_RE[$site]}"); want=$(truth "$TMPDIR/off.truth" "$site")
-		detail+="${site%_outer} $(awk -v g="$got" 'BEGIN { printf "%.1f", g / 1e6 }') ms (truth $(awk -v w="$want" 'BEGIN { printf "%.1f", w / 1e6 }')) "
-		within_rel "$got" "$want" 10 || bad+="${site%_outer} "
-	done
+	sites_above_libc "$TMPDIR/off.folded" "$TMPDIR/off.truth" 10
 	if [ -n "$bad" ]; then
 		fail "$name" "not within 10% directly above the libc frame for $bad: $detail; stacks: $(grep -m2 site_ "$TMPDIR/off.folded" | cut -c1-200 | tr '\n' ' ')"
 	else ok "$name" "${detail% }"; fi

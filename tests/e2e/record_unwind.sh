@@ -82,21 +82,13 @@ fi
 
 # ---- split-nofp: the 60/30/10 split built -O2 -fomit-frame-pointer ---------------------------
 name=record_unwind/split-nofp
-FNS=(burn_60 burn_30 burn_10)
 if ! rec "$name" 60 -F 999 -o "$TMPDIR/s.pb.gz" -- "$WL/cpu_split-nofp" -o "$TMPDIR/s.truth" 4; then
 	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
 elif ! fold "$TMPDIR/s.pb.gz" "$TMPDIR/s.folded" cpu; then
 	fail "$name" "convert failed: $(errof "$TMPDIR/s.folded.err")"
 else
-	s=$(shares "$TMPDIR/s.folded" "${FNS[@]}")
 	bad="" detail=""
-	for fn in "${FNS[@]}"; do
-		got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/s.truth" "$fn")
-		c=$(complete "$TMPDIR/s.folded" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
-		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
-		within_pp "$got" "$want" "$TOL_PP" || bad+="$fn share; "
-		atleast "$c" 99 || bad+="$fn stacks; "
-	done
+	split_complete "$TMPDIR/s.folded" "$TMPDIR/s.truth" "$TOL_PP"
 	if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
 fi
 
@@ -109,16 +101,9 @@ elif ! STROBE_DEBUG=1 rec "$name" 60 -F 999 --call-graph dwarf -o "$TMPDIR/df.pb
 elif ! fold "$TMPDIR/df.pb.gz" "$TMPDIR/df.folded" cpu; then
 	fail "$name" "convert failed: $(errof "$TMPDIR/df.folded.err")"
 else
-	s=$(shares "$TMPDIR/df.folded" "${FNS[@]}")
 	dframes=$(sed -n 's/.* debug-frame \([0-9]*\).*/\1/p' "$TMPDIR/$(_fname "$name").err" | tail -1)
 	bad="" detail="frames stepped by .debug_frame: ${dframes:-none}; "
-	for fn in "${FNS[@]}"; do
-		got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/df.truth" "$fn")
-		c=$(complete "$TMPDIR/df.folded" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
-		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
-		within_pp "$got" "$want" "$TOL_PP" || bad+="$fn share; "
-		atleast "$c" 99 || bad+="$fn stacks; "
-	done
+	split_complete "$TMPDIR/df.folded" "$TMPDIR/df.truth" "$TOL_PP"
 	[ "${dframes:-0}" -gt 0 ] || bad+="no frame stepped by .debug_frame; "
 	if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
 fi
@@ -165,21 +150,13 @@ fi
 
 # ---- offcpu: the function that called libc, directly above it --------------------------------
 name=record_unwind/offcpu
-declare -A SITE_RE=(
-	[site_nanosleep_outer]=';site_nanosleep_outer;site_nanosleep;[^;]*nanosleep[^;]*;'
-	[site_mutex_outer]=';site_mutex_outer;site_mutex_lock;[^;]*(pthread_mutex_lock|lll_lock)[^;]*;'
-	[site_read_outer]=';site_read_outer;site_read;[^;]*read[^;]*;')
 if ! rec "$name" 60 -e offcpu -o "$TMPDIR/o.pb.gz" -- "$WL/offcpu_block" -o "$TMPDIR/o.truth" 4; then
 	fail "$name" "strobe record -e offcpu failed (exit $rc): $(recerr "$name")"
 elif ! fold "$TMPDIR/o.pb.gz" "$TMPDIR/o.folded" off_cpu; then
 	fail "$name" "convert failed: $(errof "$TMPDIR/o.folded.err")"
 else
 	bad="" detail=""
-	for site in site_nanosleep_outer site_mutex_outer site_read_outer; do
-		got=$(sum "$TMPDIR/o.folded" "${SITE_RE[$site]}"); want=$(truth "$TMPDIR/o.truth" "$site")
-		detail+="${site%_outer} $(awk -v g="$got" 'BEGIN { printf "%.1f", g / 1e6 }') ms (truth $(awk -v w="$want" 'BEGIN { printf "%.1f", w / 1e6 }')) "
-		within_rel "$got" "$want" "$TOL" || bad+="${site%_outer} "
-	done
+	sites_above_libc "$TMPDIR/o.folded" "$TMPDIR/o.truth" "$TOL"
 	if [ -n "$bad" ]; then fail "$name" "not directly above libc for ±${TOL}% of the truth: $bad: $detail"
 	else ok "$name" "${detail% }"; fi
 fi

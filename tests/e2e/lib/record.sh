@@ -17,6 +17,12 @@
 #   complete FOLDED LEAF REGEX   % of the value of the stacks holding frame LEAF that match REGEX
 #   sum FOLDED REGEX             the value of the stacks matching REGEX
 #   atleast A B                  true when A (not "nan") >= B
+#   split_complete FOLDED TRUTH TOL  cpu_split's burn_60/30/10 shares within TOL pp of TRUTH and
+#                                >= 99% of each under start_thread;thread_main;run_rounds;burn_X:
+#                                appends to $detail, and what is off to $bad
+#   sites_above_libc FOLDED TRUTH TOL  offcpu_block's blocking functions each directly above its
+#                                libc frame (site_nanosleep;...nanosleep...) for within TOL % of
+#                                its truth: appends to $detail and $bad the same way
 _rec_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=shares.sh
 . "$_rec_lib/shares.sh"
@@ -108,3 +114,26 @@ complete() {
 # sum FOLDED REGEX: the value of the stacks matching REGEX
 sum() { awk -v re="$2" '{ sp = match($0, / [0-9]+$/); if (sp && substr($0, 1, sp - 1) ~ re) t += substr($0, sp + 1) } END { printf "%.0f\n", t }' "$1"; }
 atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "nan" && a + 0 >= b + 0) }'; }
+split_complete() {
+	local fn got want c s
+	s=$(shares "$1" burn_60 burn_30 burn_10)
+	for fn in burn_60 burn_30 burn_10; do
+		got=$(pct "$s" "$fn"); want=$(truth_share "$2" "$fn")
+		c=$(complete "$1" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
+		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
+		within_pp "$got" "$want" "$3" || bad+="$fn share; "
+		atleast "$c" 99 || bad+="$fn stacks; "
+	done
+}
+declare -A _SITE_RE=(
+	[site_nanosleep_outer]=';site_nanosleep_outer;site_nanosleep;[^;]*nanosleep[^;]*;'
+	[site_mutex_outer]=';site_mutex_outer;site_mutex_lock;[^;]*(pthread_mutex_lock|lll_lock)[^;]*;'
+	[site_read_outer]=';site_read_outer;site_read;[^;]*read[^;]*;')
+sites_above_libc() {
+	local site got want
+	for site in site_nanosleep_outer site_mutex_outer site_read_outer; do
+		got=$(sum "$1" "${_SITE_RE[$site]}"); want=$(truth "$2" "$site")
+		detail+="${site%_outer} $(awk -v g="$got" 'BEGIN { printf "%.1f", g / 1e6 }') ms (truth $(awk -v w="$want" 'BEGIN { printf "%.1f", w / 1e6 }')) "
+		within_rel "$got" "$want" "$3" || bad+="${site%_outer} "
+	done
+}
