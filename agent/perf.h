@@ -30,13 +30,12 @@ typedef struct strobe_ring {
 
 int strobe_ring_map(strobe_ring *r, int fd, unsigned pages);
 void strobe_ring_unmap(strobe_ring *r);
-/* Calls fn for every complete record from tail to head, then moves the tail. fn's record stays
- * valid only during the call. Stops (returning fn's value) when fn returns non-zero. */
-int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx),
-		     void *ctx);
-/* The same in two passes over one stretch of the ring: its head now; the records from the tail
- * up to that head without moving the tail (peek), then again, moving the tail past them. */
+/* The ring's head now: what the kernel has written up to. */
 uint64_t strobe_ring_head(const strobe_ring *r);
+/* Calls fn for every complete record from the tail up to head (a value strobe_ring_head gave);
+ * read_to then moves the tail past them, peek leaves it (the same records are read again). fn's
+ * record stays valid only during the call. Stops (returning fn's value) when fn returns
+ * non-zero. */
 int strobe_ring_peek(strobe_ring *r, uint64_t head,
 		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
 int strobe_ring_read_to(strobe_ring *r, uint64_t head,

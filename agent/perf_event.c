@@ -140,12 +140,6 @@ static int ring_walk(strobe_ring *r, uint64_t head, bool consume,
 	return rc;
 }
 
-int strobe_ring_read(strobe_ring *r, int (*fn)(const struct perf_event_header *h, void *ctx),
-		     void *ctx)
-{
-	return r->meta ? ring_walk(r, strobe_ring_head(r), true, fn, ctx) : 0;
-}
-
 uint64_t strobe_ring_head(const strobe_ring *r)
 {
 	return r->meta ? __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE) : 0;

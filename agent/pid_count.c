@@ -2,7 +2,7 @@
 /*
  * Counts per process id (see pid_count.h): linear probing over a power-of-two table of pid + 1
  * keys, grown at three quarters full up to STROBE_PID_COUNT_MAX slots. The sampler holds a few
- * side-band records at a time (the last round's mmaps, forks and exits), so the table stays
+ * side-band records at a time (the last 50 ms of mmaps, execs and new processes), so the table stays
  * small and emptying it is cheap.
  */
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A count per process id: how many of its side-band records (MMAP2, COMM, FORK, EXIT) the
- * sampler holds, read but not yet processed. A sample of a process with none held can be
+ * A count per process id: how many of the side-band records that change its code (MMAP2, an
+ * exec's COMM, the FORK that made it) the sampler holds, read but not yet processed. A sample of a process with none held can be
  * unwound the moment it is read (its mappings cannot change before its turn); the others wait
  * for their turn. Open addressing over pids; entries are never removed one by one: the whole
  * table is emptied when the last count drops to zero, which happens at nearly every round.

@@ -16,14 +16,15 @@
  * Per-task targets (-p, a command) open each event per (thread, CPU) with inherit, so threads
  * and children created later are followed by the kernel; system-wide targets per CPU.
  *
- * Ordering: each round reads every ring, then processes only records older than the previous
- * round's start (minus a margin): any such record was written before this round's reads began,
- * so nothing older can still be waiting in another CPU's ring. This is perf's "finished round"
- * rule, and it is what lets a sample be resolved against the mappings its process had then.
- * With unwinding, a sample's user stack is walked as soon as it is read, unless a side-band
- * record of its process (mmap, exec, fork, exit) is held too: then its mappings may still
- * change before its turn, and it waits whole (take_unwound). Only the walk moves earlier; the
- * frames are named at the sample's turn as before.
+ * Ordering: each round takes every ring's head at once, reads every ring up to it, then
+ * processes, in time order, only the records older than the round's start minus ORDER_NS: any
+ * such record was in the rings when the heads were taken, so nothing older can still be waiting
+ * in another CPU's ring (perf's "finished round" rule, with one moment for all rings). This is
+ * what lets a sample be resolved against the mappings its process had then. With unwinding, a
+ * sample's user stack is walked as soon as it is read, unless a side-band record that changes
+ * its process's code (an mmap, an exec, the fork that made it) is held too, or its leaf is in
+ * no mapping known yet: then it waits, with its stack copy (take_unwound). Only the walk moves
+ * earlier; the frames are named at the sample's turn as before.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -1348,20 +1349,18 @@ static uint32_t user_chain(const sample *sm, uint64_t fp[256])
 }
 
 /*
- * A sample held whole for its turn, with its stack copy cut to what the kernel wrote in it (its
+ * A sample held for its turn, with its stack copy cut to what the kernel wrote in it (its
  * dyn_size: the copy stops at the top of the stack's mapping, a few KiB above a shallow main
- * thread, or at a page never touched) rather than the 16 KiB reserved: less to copy into the arena and to move when it is compacted, and
- * fewer fresh arena pages to fault in when a new process's first samples all wait. A copy that
- * was cut short keeps 8 bytes more than it holds, so that it still reads as cut short.
+ * thread, or at a page never touched) rather than the 16 KiB reserved: less to copy into the
+ * arena and to move when it is compacted, and fewer fresh arena pages to fault in when a new
+ * process's first samples all wait. A copy that was cut short keeps 8 bytes more than it
+ * holds, so that it still reads as cut short.
  */
 static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h, const sample *sm)
 {
 	size_t inner = (size_t)(sm->stack - (const uint8_t *)h); /* through the stack size */
-	size_t keep = sm->stack_dyn >= sm->stack_size ? sm->stack_size
-						      : (sm->stack_dyn & ~(size_t)7) + 8;
-	if (keep > sm->stack_size)
-		keep = sm->stack_size;
-	if (keep == sm->stack_size)
+	size_t keep = (sm->stack_dyn & ~(size_t)7) + 8;
+	if (keep >= sm->stack_size) /* full, or nearly: nothing to cut */
 		return take(h, s);
 	size_t rest = h->size - inner - sm->stack_size; /* dyn_size and what follows */
 	size_t len = inner + keep + rest;
@@ -1403,8 +1402,8 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	if (strobe_pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
 		return take_trimmed(s, h, &sm);
 	/* A process met for the first time has its mappings read now, while it lives. A leaf in
-	 * none of its known mappings (its exec or mmap is in a record not read yet) is held whole,
-	 * to be unwound at its turn, after that record. */
+	 * none of its known mappings (its exec or mmap is in a record not read yet) is held, to be
+	 * unwound at its turn, after that record. */
 	strobe_proc *p = proc_for(s, (int32_t)sm.pid);
 	if (!p || strobe_tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
 		s->st.unwind_held++;

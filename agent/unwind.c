@@ -156,6 +156,7 @@ struct strobe_unwinder {
 	} mem[MEM_FDS];
 	char debug_dir[256]; /* where debug files are looked up by build ID */
 	urule *rules;        /* RULE_SLOTS, allocated on first use */
+	bool no_rules;       /* every frame stepped by libdw (strobe_unwinder_set_rule_cache) */
 	strobe_unwind_stats st;
 };
 
@@ -1167,15 +1168,8 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		bool signal = false;
 		w.cur_cfi = NULL;
 		w.cfa_sp = false;
-		/* A leaf at its binary's entry point (a process or ld.so sampled before its first
-		 * instruction ran): the stack pointer is at argc, no return address, nothing above.
-		 * Entry code has no CFI, and taking argc for a return address made "0x5;_start". */
-		if (*n == 1 && b && !b->heap && at - bias == ((const Elf64_Ehdr *)b->img)->e_entry) {
-			rc = STROBE_UNWIND_COMPLETE;
-			break;
-		}
 		Dwarf_CFI *cfi = NULL;
-		const urule *ru = b ? rule_find(u, b, at - bias) : NULL;
+		const urule *ru = b && !u->no_rules ? rule_find(u, b, at - bias) : NULL;
 		if (ru) {
 			cfi = ru->dbg ? b->dcfi : b->cfi;
 			u->st.rule_hits++;
@@ -1188,20 +1182,26 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 			u->st.debug_frame_frames++;
 		else
 			cfi = NULL;
-		/* A leaf without CFI just past the entry point: the dynamic loader's _start and
-		 * _dl_start_user (the code before and after its call of _dl_start, which jumps to the
-		 * program's entry), hand-written and without CFI; the stack pointer is still at argc. */
-		if (*n == 1 && !cfi && b && !b->heap &&
-		    at - bias - ((const Elf64_Ehdr *)b->img)->e_entry < ENTRY_CODE) {
-			rc = STROBE_UNWIND_COMPLETE;
-			break;
+		/* A leaf at its binary's entry point (a process or ld.so sampled before its first
+		 * instruction ran), or without CFI just past it (the dynamic loader's _start and
+		 * _dl_start_user, around its call of _dl_start, hand-written without CFI): the stack
+		 * pointer is at argc, no return address, nothing above. Taking argc for a return
+		 * address made "0x5;_start". */
+		if (*n == 1 && b && !b->heap) {
+			uint64_t past = at - bias - ((const Elf64_Ehdr *)b->img)->e_entry;
+			if (past == 0 || (!cfi && past < ENTRY_CODE)) {
+				free(f);
+				rc = STROBE_UNWIND_COMPLETE;
+				break;
+			}
 		}
 		if (cfi) {
 			if (!ru) {
 				Dwarf_Addr fstart, fend;
 				if (dwarf_frame_info(f, &fstart, &fend, NULL) >= 0)
 					fde_seen(u, b, fstart);
-				ru = rule_keep(u, b, at - bias, f, cfi != b->cfi);
+				if (!u->no_rules)
+					ru = rule_keep(u, b, at - bias, f, cfi != b->cfi);
 			}
 			w.cur_cfi = cfi;
 			w.cur_bias = bias;
@@ -1246,6 +1246,11 @@ strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
 	strobe_unwinder_set_debug_dir(u, NULL);
 	elf_version(EV_CURRENT);
 	return u;
+}
+
+void strobe_unwinder_set_rule_cache(strobe_unwinder *u, bool on)
+{
+	u->no_rules = !on;
 }
 
 void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)

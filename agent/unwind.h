@@ -39,6 +39,9 @@ void strobe_unwinder_free(strobe_unwinder *u);
 /* Where debug files are looked up by build ID (DIR/.build-id/xx/yyyy.debug) for the
  * .debug_frame of code .eh_frame does not cover; NULL: /usr/lib/debug. */
 void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir);
+/* The per-address rule cache (unwind.c): on by default; off, every frame is stepped through
+ * libdw (the tests compare the two). */
+void strobe_unwinder_set_rule_cache(strobe_unwinder *u, bool on);
 
 enum {
 	STROBE_UNWIND_COMPLETE = 0,  /* reached the outermost frame (its return address is

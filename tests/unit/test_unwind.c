@@ -420,6 +420,20 @@ static void test_cache_shared(void **state)
 	/* The same addresses again: stepped by the rules cached the first time (direct-mapped:
 	 * two of them could share a slot), with the same result (above). */
 	assert_true(s2.rule_hits >= s1.rule_hits + nb / 2);
+	/* Without the rule cache, every frame through libdw: the same stack, no rule used. */
+	strobe_unwinder *v = strobe_unwinder_new(0);
+	assert_non_null(v);
+	strobe_unwinder_set_rule_cache(v, false);
+	unsigned nc = unwind_self(v, &t, 100, b, &rc);
+	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
+	assert_int_equal(nc, na);
+	assert_memory_equal(a, b, na * sizeof(a[0]));
+	nc = unwind_self(v, &t, 100, b, &rc);
+	assert_int_equal(nc, na);
+	assert_memory_equal(a, b, na * sizeof(a[0]));
+	strobe_unwind_get_stats(v, &s2);
+	assert_int_equal(s2.rule_hits, 0);
+	strobe_unwinder_free(v);
 	strobe_unwinder_free(u);
 	strobe_tracker_free(&t);
 }
