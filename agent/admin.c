@@ -131,6 +131,22 @@ static json_t *status_json(strobe_agent *a)
 				  (json_int_t)st.ob.stacks_missing, "kernel_stacks_reused",
 				  (json_int_t)st.ob.kstacks_reused, "user_stacks_reused",
 				  (json_int_t)st.ob.ustacks_reused));
+	json_t *ob = j && o->offcpu ? json_object_get(j, "offcpu_bpf") : NULL;
+	if (ob)
+		json_object_set_new(
+			ob, "unwind_tables",
+			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "frames",
+				  (json_int_t)st.ob.table_frames, "fp_frames",
+				  (json_int_t)st.ob.fp_frames, "stops", (json_int_t)st.ob.table_stops,
+				  "walks_without_maps", (json_int_t)st.ob.no_maps, "processes",
+				  (json_int_t)st.ob.tables.procs, "processes_loaded",
+				  (json_int_t)st.ob.tables.procs_loaded, "binaries",
+				  (json_int_t)st.ob.tables.binaries, "binaries_without_tables",
+				  (json_int_t)st.ob.tables.binaries_none, "binaries_full",
+				  (json_int_t)st.ob.tables.binaries_full, "rows",
+				  (json_int_t)st.ob.tables.rows, "rows_max",
+				  (json_int_t)st.ob.tables.rows_max, "build_seconds",
+				  (double)st.ob.tables.build_ns / 1e9));
 	return j;
 }
 

@@ -105,7 +105,11 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 	int code = 0;
 	if (!a->ob) {
 		strobe_offcpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
-					 .kernel = a->so.kernel, .max_entries = a->o->offcpu_entries};
+					 .kernel = a->so.kernel, .max_entries = a->o->offcpu_entries,
+					 /* 8 bytes a row (struct strobe_ob_row) */
+					 .table_rows = a->o->call_graph == STROBE_CG_FP
+							       ? 0
+							       : a->o->unwind_table_mb << 17};
 		if (!(a->ob = strobe_offcpu_open(&oo, &e)))
 			code = -errno;
 	}
@@ -708,6 +712,8 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 		} else {
 			usleep(100000);
 		}
+		if (a->ob && a->ob_active)
+			strobe_offcpu_poll(a->ob);
 		publish_stats(a);
 		int64_t now = strobe_mono_ns();
 		if (now < next)

@@ -64,6 +64,7 @@ void strobe_agent_opts_init(strobe_agent_opts *o)
 	/* Smaller than the recorder's 64: the agent's memory is part of its budget, and an
 	 * evicted process's tables are only re-read at its next sample. */
 	o->unwind_cache_mb = 16;
+	o->unwind_table_mb = 8;
 }
 
 static void free_labels(char **l, unsigned n)
@@ -305,6 +306,9 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 		} else if (strcmp(k, "unwind_cache_mb") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 1 << 20, &d)) == 0)
 				o->unwind_cache_mb = (unsigned)d;
+		} else if (strcmp(k, "unwind_table_mb") == 0) {
+			if ((rc = get_num(&c, v, k, 0, 32, &d)) == 0)
+				o->unwind_table_mb = (unsigned)d;
 		} else if (strcmp(k, "interval") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 3600, &d)) == 0)
 				o->interval_s = (unsigned)d;

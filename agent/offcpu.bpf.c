@@ -88,6 +88,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 min_block_ns = 0;
 const volatile __u8 filter_tgids = 0; /* 1: only tgids in `targets` (and their children) */
 const volatile __u8 kernel_stacks = 1;
+const volatile __u8 tables = 0; /* 1: user stacks by unwind tables where loaded (see uwalk) */
 
 /* Written by user space while running. */
 __u32 generation = 0;
@@ -138,13 +139,14 @@ struct {
  *   st: its last switch-out (out_ns 0: on CPU now);
  *   kernel: the kernel stack it last blocked in, and what it blocked from: the user address it
  *     entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept;
- *   user: its user registers (ip, sp, bp) at its last user-stack walk, the first two frame
- *     records (saved rbp, return address) the walk read, and the stack's key. */
+ *   user: its user registers (ip, sp, bp) at its last user-stack walk, its first two frame
+ *     records (saved rbp, return address), where the walk's first two steps led, and the
+ *     stack's key. */
 struct tcache {
 	struct strobe_ob_start st;
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
-	__u64 uip, usp, ubp, ufr[4], ustack;
+	__u64 uip, usp, ubp, ufr[8], ustack;
 	__u32 ugen, pad_;
 };
 struct {
@@ -161,6 +163,32 @@ struct {
 	__type(key, __u32);
 	__type(value, struct strobe_ob_stack);
 } scratch SEC(".maps");
+
+/* The unwind rows of every binary loaded (unwind_rows.h), each binary's a slice, and each
+ * process's executable mappings with their slices; filled by user space (offcpu_bpf.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 20);
+	__type(key, __u32);
+	__type(value, struct strobe_ob_row);
+} urows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tgid */
+	__type(value, struct strobe_ob_maps);
+} umaps SEC(".maps");
+
+/* Processes whose mappings user space should (re)load: none loaded yet, or an address in none
+ * of them. User space takes them out as it loads them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} uwant SEC(".maps");
 
 /* The innermost kernel frames are this program and the tracepoint's BPF runner
  * (bpf_prog_..._on_switch, bpf_trace_run4), skipped; what else runs the tracepoint
@@ -211,12 +239,158 @@ static __always_inline __u64 kernel_stack_key(void *ctx, __u32 gen)
 }
 
 /*
- * The task's user stack, by frame pointers from its saved user registers. Not
- * bpf_get_stack(BPF_F_USER_STACK): the kernel's walk follows the chain until a read faults,
- * and every chain ends that way (the outermost frame's rbp is 0; code without frame pointers,
- * glibc, leaves any value there). A fault costs microseconds, more in a virtual machine: it was
- * two thirds of this program's time per switch. This walk stops, without reading, at a frame
- * pointer that is not above the previous one or is far from the stack pointer.
+ * The user-stack walk, one frame per call of ustep (run by bpf_loop, so the verifier checks a
+ * frame once rather than every unrolled copy). A frame's address is looked up in the process's
+ * mappings (umaps) and, when its binary has rows, in them (both binary searches); the row says
+ * where the CFA is and where the return address and rbp were saved. Without a row (no mappings
+ * loaded yet, JIT code, a binary without .eh_frame_hdr, tables off) the frame pointer is
+ * followed instead, as frame-pointer builds (Go, most JITs) expect. Stack reads are
+ * bpf_probe_read_user: a page not present fails the read (it cannot be faulted in here), and the
+ * walk ends there.
+ */
+struct uwalk {
+	__u64 ip, sp, bp; /* the frame being stepped */
+	__u32 tgid, n;    /* n: addresses in the scratch stack */
+	__u32 asked;      /* this walk asked user space for the mappings */
+	__u32 known;      /* the process's mappings are loaded */
+	__u32 outside;    /* the address of the last find_row is in none of them */
+};
+
+#define MAPS_STEPS 7  /* a binary search over STROBE_OB_MAX_MAPS mappings */
+#define ROWS_STEPS 23 /* ... over up to 1 << 22 rows (the loader's cap on urows) */
+
+static __always_inline void want_maps(struct uwalk *w)
+{
+	__u8 one = 1;
+	if (!w->asked && !bpf_map_lookup_elem(&uwant, &w->tgid))
+		bpf_map_update_elem(&uwant, &w->tgid, &one, BPF_NOEXIST);
+	w->asked = 1;
+}
+
+/* The row for address pc of the walk's process; kind FP when there is none. */
+static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc)
+{
+	struct strobe_ob_row none = {.kind = STROBE_OB_ROW_FP};
+	struct strobe_ob_maps *ms = bpf_map_lookup_elem(&umaps, &w->tgid);
+	if (!ms) {
+		if (!w->asked)
+			count(STROBE_OB_NO_MAPS);
+		want_maps(w);
+		return none;
+	}
+	w->known = 1;
+	__u32 lo = 0, hi = ms->n < STROBE_OB_MAX_MAPS ? ms->n : STROBE_OB_MAX_MAPS;
+	for (int k = 0; k < MAPS_STEPS && lo < hi; k++) { /* the first mapping starting above pc */
+		__u32 mid = (lo + hi) / 2;
+		if (ms->m[mid & (STROBE_OB_MAX_MAPS - 1)].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct strobe_ob_map *m = &ms->m[(lo - 1) & (STROBE_OB_MAX_MAPS - 1)];
+	if (lo == 0 || pc >= m->end) {
+		/* a library loaded since the mappings were read: ask again, once a second */
+		if (bpf_ktime_get_ns() - ms->loaded_ns > 1000000000ull)
+			want_maps(w);
+		w->outside = 1;
+		return none;
+	}
+	__u64 rel = pc - m->bias;
+	if (!m->nrows || rel >= 0xffffffffull)
+		return none;
+	__u32 r0 = m->row0, rlo = m->row0, rhi = m->row0 + m->nrows;
+	for (int k = 0; k < ROWS_STEPS && rlo < rhi; k++) { /* the first row above rel */
+		__u32 mid = rlo + (rhi - rlo) / 2;
+		struct strobe_ob_row *r = bpf_map_lookup_elem(&urows, &mid);
+		if (!r)
+			return none;
+		if (r->pc <= rel)
+			rlo = mid + 1;
+		else
+			rhi = mid;
+	}
+	if (rlo == r0)
+		return none;
+	__u32 at = rlo - 1;
+	struct strobe_ob_row *r = bpf_map_lookup_elem(&urows, &at);
+	return r ? *r : none;
+}
+
+/* Adds the walk's current frame and steps to its caller: 0 to go on, 1 at the end. */
+static long ustep(__u64 idx, void *ctx)
+{
+	struct uwalk *w = ctx;
+	__u32 zero = 0, n = w->n;
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!b || n >= STROBE_OB_MAX_DEPTH)
+		return 1;
+	__u64 ip = w->ip, sp = w->sp, bp = w->bp;
+	b->ips[n] = ip;
+	w->n = n + 1;
+	/* the leaf's address is where it is; a caller's is its return address, just past the
+	 * call, which may be the first address of the next function's rows */
+	struct strobe_ob_row r = {.kind = STROBE_OB_ROW_FP};
+	w->outside = 0;
+	if (tables)
+		r = find_row(w, n == 0 ? ip : ip - 1);
+	/* a return address in no executable mapping is not one (what a frame-pointer step read
+	 * from a register that held something else); a leaf there is JIT code, or a library
+	 * loaded since the mappings were read */
+	if (w->outside && n > 0)
+		return 1;
+	__u32 kind = r.kind & STROBE_OB_ROW_KIND;
+	if (kind == STROBE_OB_ROW_END)
+		return 1;
+	if (kind == STROBE_OB_ROW_SP || kind == STROBE_OB_ROW_BP) {
+		__u64 cfa = (kind == STROBE_OB_ROW_SP ? sp : bp) + (__u64)(__s64)r.cfa_off;
+		if (cfa <= sp || cfa - sp > USER_STACK_MAX ||
+		    bpf_probe_read_user(&ip, 8, (void *)(cfa - 8)) < 0 ||
+		    ((r.kind & STROBE_OB_ROW_RBP) &&
+		     bpf_probe_read_user(&bp, 8, (void *)(cfa + 8 * (__s64)r.rbp_off8)) < 0)) {
+			count(STROBE_OB_TABLE_STOPS);
+			return 1;
+		}
+		sp = cfa;
+		count(STROBE_OB_TABLE_FRAMES);
+	} else if (kind == STROBE_OB_ROW_FP) {
+		/* A frame pointer is 16-byte aligned (the call's push and the push of rbp) and
+		 * points into the stack, above sp. A register that code without frame pointers
+		 * left in rbp mostly fails this, and the walk ends there rather than adding frames
+		 * of whatever the stack held (which differ from call to call and would make every
+		 * stack a new one). */
+		__u64 fr[2]; /* saved rbp, return address */
+		if (bp < sp || bp - sp > USER_STACK_MAX || (bp & 15) ||
+		    bpf_probe_read_user(fr, sizeof(fr), (void *)bp) < 0)
+			return 1;
+		sp = bp + 16;
+		bp = fr[0];
+		ip = fr[1];
+		if (tables)
+			count(STROBE_OB_FP_FRAMES);
+	} else {
+		count(STROBE_OB_TABLE_STOPS);
+		return 1;
+	}
+	/* A return address is not a small number and is below the top of user space. Without the
+	 * mappings, it is also taken not to be within 8 MiB above sp, in the stack (where a
+	 * frame-pointer step that read garbage often lands); with them, the next step checks it is
+	 * in one (a thread's stack can lie just below libc's code). */
+	if (ip < 4096 || ip >= 0x800000000000ull ||
+	    (!w->known && ip >= sp && ip - sp < USER_STACK_MAX))
+		return 1;
+	w->ip = ip;
+	w->sp = sp;
+	w->bp = bp;
+	return 0;
+}
+
+/*
+ * The task's user stack, from its saved user registers, walked by ustep. Not
+ * bpf_get_stack(BPF_F_USER_STACK): the kernel's walk follows frame pointers only, and follows
+ * the chain until a read faults, and every chain ends that way (the outermost frame's rbp is 0;
+ * code without frame pointers, glibc, leaves any value there). A fault costs microseconds, more
+ * in a virtual machine: it was two thirds of this program's time per switch. ustep stops,
+ * without reading, at a frame pointer that is not above the stack pointer or is far from it.
  */
 static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __u64 *sys,
 					    __u64 *leaf, struct tcache *c)
@@ -226,68 +400,53 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r || !b)
 		return 0;
-	__u64 ip = r->ip, sp = r->sp, fp = r->bp;
+	struct uwalk w = {.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = t->tgid};
+	__u64 ip = w.ip, sp = w.sp, fp = w.bp;
 	*sys = r->orig_ax;
 	*leaf = ip;
 	if (!ip)
 		return 0;
 	/*
 	 * The shortcut: a thread that switches out again with the same ip, sp and bp, whose first
-	 * two frame records (read anyway as the walk's first two steps) hold the same saved rbp
-	 * and return address as at its last walk in this generation, is taken to be in the same
-	 * stack, and its key is reused without walking the rest or hashing. It is wrong only when
-	 * the thread returned above those two frames and came back down, through a different
-	 * caller three or more frames up, to the very same stack addresses (callers of equal
-	 * frame sizes at the same depth) and the same two innermost frames; a caller that differs
-	 * one or two frames up changes a return address compared here (the e2e test
-	 * agent_offcpu_bpf/alternate checks a thread alternating between two such sites).
+	 * two frame records (saved rbp and return address at bp, then at the saved rbp) hold the
+	 * same values, and whose first two steps (taken anyway as the walk's start) reach the same
+	 * return address and then the same registers, as at its last walk in this generation, is
+	 * taken to be in the same stack: its key is reused without walking the rest or hashing.
+	 * It is wrong only when the thread returned above all those frames and came back down,
+	 * through a different caller further up, to the very same stack addresses (callers of
+	 * equal frame sizes at the same depth) and the same innermost frames. The frame records
+	 * reach past frames without frame pointers (libc's) to the first two of code built with
+	 * them; the steps cover code without any (the e2e test agent_offcpu_bpf/alternate checks
+	 * a thread alternating between two sites that differ five frames up, two records up).
 	 */
-	__u64 fr[4] = {0}; /* the first two frame records: saved rbp, return address */
-	__u32 nfr = 0;     /* records read */
+	__u64 fr[8] = {0}; /* frame records: saved rbp, return address; then the steps */
 	if (fp >= sp && fp - sp <= USER_STACK_MAX && !(fp & 15) &&
 	    bpf_probe_read_user(fr, 16, (void *)fp) == 0) {
-		nfr = 1;
-		if (fr[0] > fp && fr[0] - sp <= USER_STACK_MAX && !(fr[0] & 15) &&
-		    bpf_probe_read_user(fr + 2, 16, (void *)fr[0]) == 0)
-			nfr = 2;
-		else
+		if (!(fr[0] > fp && fr[0] - sp <= USER_STACK_MAX && !(fr[0] & 15) &&
+		      bpf_probe_read_user(fr + 2, 16, (void *)fr[0]) == 0))
 			fr[2] = fr[3] = 0;
 	} else {
 		fr[0] = fr[1] = 0;
 	}
+	int end = ustep(0, &w) || ustep(1, &w);
+	if (!end) {
+		fr[4] = b->ips[1];
+		fr[5] = w.ip;
+		fr[6] = w.sp;
+		fr[7] = w.bp;
+	}
+	/* (clang's BPF target has no memcmp; a loop here is unrolled into too many branches
+	 * for the verifier) */
 	if (c && c->ustack && c->ugen == gen && c->uip == ip && c->usp == sp && c->ubp == fp &&
-	    c->ufr[0] == fr[0] && c->ufr[1] == fr[1] && c->ufr[2] == fr[2] && c->ufr[3] == fr[3]) {
+	    !((c->ufr[0] ^ fr[0]) | (c->ufr[1] ^ fr[1]) | (c->ufr[2] ^ fr[2]) | (c->ufr[3] ^ fr[3]) |
+	      (c->ufr[4] ^ fr[4]) | (c->ufr[5] ^ fr[5]) | (c->ufr[6] ^ fr[6]) |
+	      (c->ufr[7] ^ fr[7]))) {
 		count(STROBE_OB_UCACHE_HITS);
 		return c->ustack;
 	}
-	b->ips[0] = ip;
-	__u32 n = 1;
-	__u64 f = fp;
-	for (__u32 i = 1; i < STROBE_OB_MAX_DEPTH; i++) {
-		/* A frame pointer is 16-byte aligned (the call's push and the push of rbp) and
-		 * points into the stack, above sp; a return address is not a small number, not
-		 * in the stack and below the top of user space. A register that code without
-		 * frame pointers left in rbp mostly fails these, and the walk ends there rather
-		 * than adding frames of whatever the stack held (which differ from call to call
-		 * and would make every stack a new one). */
-		if (f < sp || f - sp > USER_STACK_MAX || (f & 15))
-			break;
-		__u64 w[2]; /* saved rbp, return address */
-		if (i <= nfr) { /* read above */
-			w[0] = fr[2 * (i - 1)];
-			w[1] = fr[2 * (i - 1) + 1];
-		} else if (bpf_probe_read_user(w, sizeof(w), (void *)f) < 0) {
-			break;
-		}
-		if (w[1] < 4096 || w[1] >= 0x800000000000ull || (w[1] >= sp && w[1] - sp < USER_STACK_MAX))
-			break;
-		b->ips[i] = w[1];
-		n = i + 1;
-		if (w[0] <= f)
-			break;
-		f = w[0];
-	}
-	__u64 key = intern(b, n, gen);
+	if (!end)
+		bpf_loop(STROBE_OB_MAX_DEPTH, ustep, &w, 0);
+	__u64 key = intern(b, w.n, gen);
 	if (c) {
 		c->uip = ip;
 		c->usp = sp;
@@ -296,6 +455,10 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 		c->ufr[1] = fr[1];
 		c->ufr[2] = fr[2];
 		c->ufr[3] = fr[3];
+		c->ufr[4] = fr[4];
+		c->ufr[5] = fr[5];
+		c->ufr[6] = fr[6];
+		c->ufr[7] = fr[7];
 		c->ustack = key;
 		c->ugen = gen;
 	}
@@ -452,13 +615,30 @@ int off_threads(struct bpf_iter__task *ctx)
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
-	if (!filter_tgids)
-		return 0;
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	if (ptgid == ctgid || !bpf_map_lookup_elem(&targets, &ptgid))
-		return 0;
-	__u8 one = 1;
-	if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY) < 0)
-		count(STROBE_OB_TARGETS_FULL);
+	if (ptgid == ctgid)
+		return 0; /* a new thread */
+	if (filter_tgids) {
+		if (!bpf_map_lookup_elem(&targets, &ptgid))
+			return 0;
+		__u8 one = 1;
+		if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY) < 0)
+			count(STROBE_OB_TARGETS_FULL);
+	}
+	/* A new process has its parent's mappings until it execs (most soon do). */
+	struct strobe_ob_maps *pm = tables ? bpf_map_lookup_elem(&umaps, &ptgid) : 0;
+	if (pm)
+		bpf_map_update_elem(&umaps, &ctgid, pm, BPF_ANY);
+	return 0;
+}
+
+/* An exec replaces every mapping: the old ones are forgotten at once (frame pointers until user
+ * space loads the new ones, which the next walk asks for). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	if (tables)
+		bpf_map_delete_elem(&umaps, &tgid);
 	return 0;
 }

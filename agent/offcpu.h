@@ -5,7 +5,9 @@
  * per interval into the sampler's aggregate, where they are symbolized and labelled like the
  * perf path's off-CPU samples. Private to agent/.
  *
- * User stacks are frame-pointer walks in the program: no stack copy, no unwind tables.
+ * User stacks are walked in the program, with no stack copy: by the binaries' unwind tables
+ * (.eh_frame, made into rows the program binary-searches: offcpu_tables.c) where they are
+ * loaded, by frame pointers elsewhere.
  */
 #ifndef STROBE_AGENT_OFFCPU_H
 #define STROBE_AGENT_OFFCPU_H
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "offcpu_tables.h"
 #include "sampler_impl.h"
 
 typedef struct strobe_offcpu_opts {
@@ -23,6 +26,8 @@ typedef struct strobe_offcpu_opts {
 	int64_t min_block_ns;   /* shorter intervals are counted, not recorded */
 	unsigned max_entries;   /* distinct (thread, stacks) sums per interval; stack maps
 				   hold half as many stacks each. 0 = 16384 */
+	uint32_t table_rows;    /* capacity of the unwind rows' map (8 bytes a row);
+				   0 = frame pointers only */
 } strobe_offcpu_opts;
 
 typedef struct strobe_offcpu_stats {
@@ -36,6 +41,11 @@ typedef struct strobe_offcpu_stats {
 	uint64_t entries;        /* sums read */
 	uint64_t kstacks_reused; /* switch-outs whose kernel stack was not walked again */
 	uint64_t ustacks_reused; /* switch-outs whose user stack was not walked again */
+	uint64_t table_frames;   /* user frames stepped by unwind tables */
+	uint64_t fp_frames;      /* ... by frame pointers, with tables on (no table there) */
+	uint64_t table_stops;    /* walks ended by a rule the program does not follow */
+	uint64_t no_maps;        /* walks of processes whose mappings were not loaded yet */
+	strobe_otables_stats tables;
 } strobe_offcpu_stats;
 
 typedef struct strobe_offcpu strobe_offcpu;
@@ -47,6 +57,9 @@ int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err);
 void strobe_offcpu_detach(strobe_offcpu *b);
 /* Moves the sums collected since the last call into s (see strobe_sampler_add_offcpu). */
 int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
+/* Loads the unwind tables of the processes the program asked for (a bounded amount of work:
+ * call it every poll of the sampler). */
+void strobe_offcpu_poll(strobe_offcpu *b);
 void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st);
 void strobe_offcpu_close(strobe_offcpu *b);
 

@@ -31,9 +31,13 @@
 #include "offcpu.h"
 #include "offcpu_bpf.h"
 #include "offcpu.skel.h"
+#include "offcpu_tables.h"
 
 #define DEFAULT_ENTRIES 16384
 #define MAX_ENTRIES (1u << 20)
+/* What one poll may spend loading tables (most binaries take a few ms; a compiler's cc1, 0.2 s,
+ * is one call's overrun once). */
+#define POLL_BUDGET_NS 20000000ll
 
 typedef struct saved_stack {
 	uint64_t id;
@@ -53,6 +57,7 @@ struct strobe_offcpu {
 	uint64_t stacks_missing, entries;
 	struct strobe_ob_key *keys;  /* scratch for one drain */
 	uint64_t *skeys;             /* scratch for clearing a stack map */
+	strobe_otables *tables;      /* the table walk's mappings and rows (NULL: off) */
 };
 
 /* libbpf's last warning, for the error message (libraries never print). */
@@ -143,6 +148,9 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		b->skel->rodata->min_block_ns = o->min_block_ns > 0 ? (uint64_t)o->min_block_ns : 0;
 		b->skel->rodata->filter_tgids = o->npids > 0;
 		b->skel->rodata->kernel_stacks = o->kernel;
+		b->skel->rodata->tables = o->table_rows > 0;
+		/* the rows' map is an array, allocated whole at load */
+		bpf_map__set_max_entries(b->skel->maps.urows, o->table_rows ? o->table_rows : 1);
 		bpf_map__set_max_entries(b->skel->maps.counts, n);
 		bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
 		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
@@ -173,10 +181,22 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
 	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
 	int fd_targets = bpf_map__fd(b->skel->maps.targets);
+	if (o->table_rows &&
+	    !(b->tables = strobe_otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
+					     bpf_map__fd(b->skel->maps.umaps),
+					     bpf_map__fd(b->skel->maps.uwant)))) {
+		strobe_errf(err, -ENOMEM, "cannot load the eBPF off-CPU programs: out of memory");
+		strobe_offcpu_close(b);
+		errno = ENOMEM;
+		return NULL;
+	}
 	for (unsigned i = 0; i < o->npids; i++) {
 		uint32_t tgid = (uint32_t)o->pids[i];
 		uint8_t one = 1;
 		bpf_map_update_elem(fd_targets, &tgid, &one, BPF_ANY);
+		/* their tables before their first switch (children inherit them at fork) */
+		if (b->tables)
+			strobe_otables_load(b->tables, tgid);
 	}
 	return b;
 }
@@ -199,7 +219,13 @@ void strobe_offcpu_detach(strobe_offcpu *b)
 {
 	offcpu_bpf__detach(b->skel);
 	/* the skeleton's detach destroys the links but leaves the pointers */
-	b->skel->links.on_switch = b->skel->links.on_fork = NULL;
+	b->skel->links.on_switch = b->skel->links.on_fork = b->skel->links.on_exec = NULL;
+}
+
+void strobe_offcpu_poll(strobe_offcpu *b)
+{
+	if (b->tables)
+		strobe_otables_poll(b->tables, POLL_BUDGET_NS);
 }
 
 static void free_saved(saved_stack *v, size_t n)
@@ -381,7 +407,13 @@ void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
 		.ustacks_reused = c[STROBE_OB_UCACHE_HITS],
 		.stacks_missing = b->stacks_missing,
 		.entries = b->entries,
+		.table_frames = c[STROBE_OB_TABLE_FRAMES],
+		.fp_frames = c[STROBE_OB_FP_FRAMES],
+		.table_stops = c[STROBE_OB_TABLE_STOPS],
+		.no_maps = c[STROBE_OB_NO_MAPS],
 	};
+	if (b->tables)
+		strobe_otables_get_stats(b->tables, &st->tables);
 }
 
 void strobe_offcpu_close(strobe_offcpu *b)
@@ -390,6 +422,7 @@ void strobe_offcpu_close(strobe_offcpu *b)
 		return;
 	bpf_link__destroy(b->threads);
 	offcpu_bpf__destroy(b->skel);
+	strobe_otables_free(b->tables);
 	free_saved(b->saved, b->nsaved);
 	free(b->keys);
 	free(b->skeys);

@@ -35,6 +35,42 @@ struct strobe_ob_val {
 	__u64 off_ns, blocked_ns, switches;
 };
 
+/*
+ * The user-stack walk by unwind tables (see offcpu.bpf.c and unwind_rows.h). A row covers the
+ * addresses from its pc to the next row's: how to find the caller from an address there.
+ */
+enum {
+	STROBE_OB_ROW_FP = 0,  /* no table here: follow the frame pointer */
+	STROBE_OB_ROW_SP = 1,  /* CFA = rsp + cfa_off; return address at CFA - 8 */
+	STROBE_OB_ROW_BP = 2,  /* CFA = rbp + cfa_off; return address at CFA - 8 */
+	STROBE_OB_ROW_END = 3, /* the outermost frame (return address undefined: _start, clone3) */
+	STROBE_OB_ROW_BAD = 4, /* a rule the walk does not follow (an expression, a signal frame) */
+	STROBE_OB_ROW_KIND = 7,
+	STROBE_OB_ROW_RBP = 8, /* flag: the caller's rbp is saved at CFA + 8 * rbp_off8 (else
+				  rbp is unchanged) */
+};
+struct strobe_ob_row {
+	__u32 pc;       /* ELF address of the binary */
+	__s16 cfa_off;
+	__s8 rbp_off8;
+	__u8 kind;
+};
+
+/* A process's executable mappings (map `umaps`, by tgid), sorted by start, written by user
+ * space: bias = process address - ELF address; rows [row0, row0 + nrows) of map `urows` (none:
+ * frame pointers there). loaded_ns: when they were read (bpf_ktime_get_ns), so the program asks
+ * again, at most once a second, for an address in none of them (a library loaded since). */
+#define STROBE_OB_MAX_MAPS 64
+struct strobe_ob_map {
+	__u64 start, end, bias;
+	__u32 row0, nrows;
+};
+struct strobe_ob_maps {
+	__u64 loaded_ns;
+	__u32 n, pad_;
+	struct strobe_ob_map m[STROBE_OB_MAX_MAPS];
+};
+
 enum {
 	STROBE_OB_INTERVALS,    /* off-CPU intervals added */
 	STROBE_OB_SHORT,        /* shorter than min_block_ns, not added */
@@ -44,6 +80,10 @@ enum {
 	STROBE_OB_TARGETS_FULL, /* children not added to the pid filter */
 	STROBE_OB_KCACHE_HITS,  /* kernel stacks reused rather than walked (see on_switch) */
 	STROBE_OB_UCACHE_HITS,  /* user stacks reused rather than walked (see user_stack_key) */
+	STROBE_OB_TABLE_FRAMES, /* user frames stepped by unwind tables */
+	STROBE_OB_FP_FRAMES,    /* ... by the frame pointer (no table for the address) */
+	STROBE_OB_TABLE_STOPS,  /* walks ended at a row the walk does not follow, or a bad CFA */
+	STROBE_OB_NO_MAPS,      /* walks of a process whose mappings were not loaded yet */
 	STROBE_OB_NCOUNTERS
 };
 

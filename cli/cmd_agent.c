@@ -46,6 +46,8 @@ static const char usage_text[] =
 	"  --call-graph MODE      how user stacks are walked: fp (frame pointers), dwarf (unwind\n"
 	"                         tables), auto (tables completed by frame pointers; default)\n"
 	"  --unwind-cache MIB     memory budget of the unwinder's caches (default 16)\n"
+	"  --unwind-table MIB     kernel memory for the eBPF off-CPU walk's unwind tables\n"
+	"                         (default 8, at most 32; 0: frame pointers only there)\n"
 	"  --max-cpu PCT          CPU budget in percent of one core (default 1): above it the\n"
 	"                         agent halves its frequency, then turns off-CPU off\n"
 	"  --admin ADDR:PORT      admin HTTP server on loopback (GET /status, /metrics,\n"
@@ -118,7 +120,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
 	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
-	       O_CALLGRAPH, O_UWCACHE, O_OFFMODE, O_OFFENTRIES };
+	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -133,6 +135,7 @@ int cmd_agent(int argc, char **argv)
 		{"token", required_argument, 0, O_TOKEN}, {"log-level", required_argument, 0, O_LOGLEVEL},
 		{"call-graph", required_argument, 0, O_CALLGRAPH},
 		{"unwind-cache", required_argument, 0, O_UWCACHE},
+		{"unwind-table", required_argument, 0, O_UWTABLE},
 		{"off-cpu-mode", required_argument, 0, O_OFFMODE},
 		{"off-cpu-entries", required_argument, 0, O_OFFENTRIES},
 		{0, 0, 0, 0}};
@@ -229,6 +232,11 @@ int cmd_agent(int argc, char **argv)
 			if (cli_int(cmd, "--unwind-cache", optarg, 1, 1 << 20, &v) < 0)
 				goto out;
 			o.unwind_cache_mb = (unsigned)v;
+			break;
+		case O_UWTABLE:
+			if (cli_int(cmd, "--unwind-table", optarg, 0, 32, &v) < 0)
+				goto out;
+			o.unwind_table_mb = (unsigned)v;
 			break;
 		case O_MAXCPU:
 			if (cli_double(cmd, "--max-cpu", optarg, &d) < 0)

@@ -77,6 +77,8 @@ typedef struct strobe_agent_opts {
 	bool kernel;             /* kernel frames (default true) */
 	unsigned call_graph;     /* STROBE_CG_* of include/strobe/sampler.h, default auto */
 	unsigned unwind_cache_mb;/* the unwinder's cache budget, default 16 (MiB) */
+	unsigned unwind_table_mb;/* the eBPF off-CPU walk's unwind rows (kernel memory), default
+				    8 (MiB); 0 = frame pointers only there */
 	double max_cpu;          /* percent of one core, default 1 */
 	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server */
 	char *spool_dir;         /* NULL = in memory only */

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the eBPF off-CPU program's table walk reads (agent/offcpu.bpf.c): each process's
+ * executable mappings (map umaps) and the unwind rows of their binaries (map urows), loaded
+ * from /proc and the binaries' .eh_frame by offcpu_tables.c when the program asks for a process
+ * (map uwant). Private to agent/.
+ */
+#ifndef STROBE_AGENT_OFFCPU_TABLES_H
+#define STROBE_AGENT_OFFCPU_TABLES_H
+
+#include <stdint.h>
+
+typedef struct strobe_otables strobe_otables;
+
+typedef struct strobe_otables_stats {
+	uint64_t procs_loaded;   /* processes whose mappings were written (again) */
+	uint64_t procs_failed;   /* ... that could not be read (gone, no permission) */
+	uint32_t procs;          /* processes with mappings in the kernel now */
+	uint32_t binaries;       /* binaries with rows in the kernel */
+	uint32_t binaries_none;  /* binaries without usable tables (frame pointers there) */
+	uint32_t binaries_full;  /* binaries left out: the rows' map was full */
+	uint64_t rows;           /* rows in the kernel */
+	uint64_t rows_max;       /* the map's capacity */
+	int64_t build_ns;        /* spent building rows, in all */
+} strobe_otables_stats;
+
+/* fds of the maps urows (max_rows entries), umaps and uwant.
+ * NULL + errno. */
+strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want);
+void strobe_otables_free(strobe_otables *t);
+/* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
+int strobe_otables_load(strobe_otables *t, uint32_t tgid);
+/* Loads the processes the program asked for, for about budget_ns at most (the rest wait for
+ * the next call), and forgets processes that have exited. */
+void strobe_otables_poll(strobe_otables *t, int64_t budget_ns);
+void strobe_otables_get_stats(const strobe_otables *t, strobe_otables_stats *st);
+
+#endif
