@@ -5,7 +5,9 @@
  * ours and must not crash on any file a process maps: the edit of the image's ELF header that
  * hides the section headers, the program-header walk to PT_GNU_EH_FRAME, the FDE bookkeeping,
  * the .debug_frame fallback (the file's own sections, else a debug file by build ID), and the
- * evaluation of the CFA and register rules over the registers and the stack copy.
+ * evaluation of the CFA and register rules over the registers and the stack copy. The same file
+ * is also made into the eBPF off-CPU walk's rows (agent/unwind_rows.c: .eh_frame_hdr's search
+ * table read by hand, every FDE's ranges from libdw), and the rows looked up at the pc.
  *
  * Input: 2 bytes (little-endian) the program counter's offset in the file's mapping, 1 byte of
  * flags (bit 0: the stack copy was full, so the walk may try to read on; bit 1: the frame
@@ -24,6 +26,9 @@
 #include "strobe/sampler.h"
 
 #include "../../agent/unwind.h"
+#include "../../agent/unwind_rows.h"
+
+#include <fcntl.h>
 
 #define BASE 0x400000ull
 #define SP 0x7ffd00000000ull
@@ -99,5 +104,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		strobe_unwind(u, &t, p, &sm, pcs, act, 64, &n);
 	strobe_unwinder_free(u);
 	strobe_tracker_free(&t);
+
+	int fd = open(path, O_RDONLY);
+	strobe_urows r;
+	if (fd >= 0 && strobe_urows_build(fd, 1 << 16, &r) == 0) {
+		for (uint32_t i = 1; i < r.n; i++) /* strictly sorted, as the program's search needs */
+			if (r.rows[i - 1].pc >= r.rows[i].pc)
+				abort();
+		const struct strobe_ob_row *row = strobe_urows_find(&r, pc_off);
+		if (row && row->pc > pc_off)
+			abort();
+		uint64_t bias;
+		strobe_urows_bias(&r, BASE, 0, &bias);
+		strobe_urows_free(&r);
+	}
+	if (fd >= 0)
+		close(fd);
 	return 0;
 }

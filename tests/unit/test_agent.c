@@ -364,12 +364,15 @@ static void test_config(void **state)
 	assert_false(o.no_dwarf);
 	assert_int_equal(o.call_graph, STROBE_CG_AUTO); /* the default */
 	assert_int_equal(o.unwind_cache_mb, 16);
+	assert_int_equal(o.unwind_table_mb, 8);
 	strobe_agent_opts_free(&o);
 	strobe_agent_opts_init(&o);
-	static const char cg[] = "{\"call_graph\": \"fp\", \"unwind_cache_mb\": 4}";
+	static const char cg[] =
+		"{\"call_graph\": \"fp\", \"unwind_cache_mb\": 4, \"unwind_table_mb\": 0}";
 	assert_int_equal(strobe_agent_config_parse(cg, sizeof(cg) - 1, "agent.json", &o, &err), 0);
 	assert_int_equal(o.call_graph, STROBE_CG_FP);
 	assert_int_equal(o.unwind_cache_mb, 4);
+	assert_int_equal(o.unwind_table_mb, 0);
 	assert_int_equal(o.offcpu_mode, STROBE_OFFCPU_AUTO); /* the default */
 	strobe_agent_opts_free(&o);
 	strobe_agent_opts_init(&o);
@@ -381,6 +384,7 @@ static void test_config(void **state)
 	assert_int_equal(strobe_offcpu_mode_parse("bpf"), STROBE_OFFCPU_BPF);
 	assert_int_equal(strobe_offcpu_mode_parse("ebpf"), -EINVAL);
 	assert_string_equal(strobe_offcpu_mode_name(STROBE_OFFCPU_BPF), "bpf");
+	config_error("{\"unwind_table_mb\": 64}", "\"unwind_table_mb\"");
 	config_error("{\"offcpu_mode\": \"kprobe\"}",
 		     "\"offcpu_mode\": expected \"auto\", \"bpf\" or \"perf\"");
 	config_error("{\"offcpu_entries\": 10}", "\"offcpu_entries\": 10 is out of range");
