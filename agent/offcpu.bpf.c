@@ -141,13 +141,17 @@ struct {
  *     entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept;
  *   user: its user registers (ip, sp, bp) at its last user-stack walk, its first two frame
  *     records (saved rbp, return address), where the walk's first two steps led, and the
- *     stack's key. */
+ *     stack's key;
+ *   rows: the rows its walk's first two steps used, by address (see ustep). */
 struct tcache {
 	struct strobe_ob_start st;
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
 	__u64 uip, usp, ubp, ufr[8], ustack;
-	__u32 ugen, pad_;
+	__u32 ugen, rgen;
+	__u64 rpc[2];
+	struct strobe_ob_row row[2];
+	__u32 rvalid, pad_;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -254,7 +258,29 @@ struct uwalk {
 	__u32 asked;      /* this walk asked user space for the mappings */
 	__u32 known;      /* the process's mappings are loaded */
 	__u32 outside;    /* the address of the last find_row is in none of them */
+	/* The rows of the first two steps, by address, kept in the thread's tcache from one
+	 * switch-out to the next in the same generation: a thread blocks again and again at the
+	 * same places, and a row found here costs no mapping or row search (most of a step).
+	 * A row depends only on the binary mapped at the address, which does not change under a
+	 * thread but at exec (on_exec forgets them) or when a library is unloaded and another
+	 * loaded at the same address within one interval. */
+	__u64 rpc[2];
+	struct strobe_ob_row row[2];
+	__u32 rvalid;     /* bit i: rpc[i], row[i] hold */
+	__u32 rnew;       /* bit i: found by this walk (to keep) */
+	__u32 end;        /* the walk is over */
 };
+
+/* The walk's state, in a map rather than on the BPF stack: the verifier tracks every stack slot
+ * of the caller while it checks bpf_loop's callback, frame after frame, and with the frame
+ * count and the rows in those slots no two frames' states were alike, so it never finished;
+ * what it reads from a map value it takes as any value, and checks the callback once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uwalk);
+} uwalks SEC(".maps");
 
 #define MAPS_STEPS 7  /* a binary search over STROBE_OB_MAX_MAPS mappings */
 #define ROWS_STEPS 23 /* ... over up to 1 << 22 rows (the loader's cap on urows) */
@@ -317,9 +343,8 @@ static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc)
 }
 
 /* Adds the walk's current frame and steps to its caller: 0 to go on, 1 at the end. */
-static long ustep(__u64 idx, void *ctx)
+static __always_inline long ustep1(struct uwalk *w)
 {
-	struct uwalk *w = ctx;
 	__u32 zero = 0, n = w->n;
 	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!b || n >= STROBE_OB_MAX_DEPTH)
@@ -330,9 +355,19 @@ static long ustep(__u64 idx, void *ctx)
 	/* the leaf's address is where it is; a caller's is its return address, just past the
 	 * call, which may be the first address of the next function's rows */
 	struct strobe_ob_row r = {.kind = STROBE_OB_ROW_FP};
+	__u64 pc = n == 0 ? ip : ip - 1;
 	w->outside = 0;
-	if (tables)
-		r = find_row(w, n == 0 ? ip : ip - 1);
+	if (tables && n < 2 && (w->rvalid & (1u << n)) && w->rpc[n & 1] == pc) {
+		r = w->row[n & 1];
+		w->known = 1; /* (kept only from a walk that had the mappings) */
+	} else if (tables) {
+		r = find_row(w, pc);
+		if (n < 2 && w->known && !w->outside) {
+			w->rpc[n & 1] = pc;
+			w->row[n & 1] = r;
+			w->rnew |= 1u << n;
+		}
+	}
 	/* a return address in no executable mapping is not one (what a frame-pointer step read
 	 * from a register that held something else); a leaf there is JIT code, or a library
 	 * loaded since the mappings were read */
@@ -384,6 +419,20 @@ static long ustep(__u64 idx, void *ctx)
 	return 0;
 }
 
+/* ustep1 for bpf_loop (verified once, however many frames it runs for). */
+static long ustep(__u64 idx, void *ctx)
+{
+	__u32 zero = 0;
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
+	if (!w)
+		return 1;
+	if (ustep1(w)) {
+		w->end = 1;
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * The task's user stack, from its saved user registers, walked by ustep. Not
  * bpf_get_stack(BPF_F_USER_STACK): the kernel's walk follows frame pointers only, and follows
@@ -400,8 +449,18 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r || !b)
 		return 0;
-	struct uwalk w = {.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = t->tgid};
-	__u64 ip = w.ip, sp = w.sp, fp = w.bp;
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
+	if (!w)
+		return 0;
+	__u64 ip = r->ip, sp = r->sp, fp = r->bp;
+	*w = (struct uwalk){.ip = ip, .sp = sp, .bp = fp, .tgid = t->tgid};
+	if (c && c->rgen == gen) {
+		w->rvalid = c->rvalid;
+		w->rpc[0] = c->rpc[0];
+		w->rpc[1] = c->rpc[1];
+		w->row[0] = c->row[0];
+		w->row[1] = c->row[1];
+	}
 	*sys = r->orig_ax;
 	*leaf = ip;
 	if (!ip)
@@ -428,12 +487,27 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	} else {
 		fr[0] = fr[1] = 0;
 	}
-	int end = ustep(0, &w) || ustep(1, &w);
+	bpf_loop(2, ustep, NULL, 0);
+	int end = w->end;
+	if (c && w->rnew) {
+		if (c->rgen != gen)
+			c->rvalid = 0;
+		if (w->rnew & 1) {
+			c->rpc[0] = w->rpc[0];
+			c->row[0] = w->row[0];
+		}
+		if (w->rnew & 2) {
+			c->rpc[1] = w->rpc[1];
+			c->row[1] = w->row[1];
+		}
+		c->rvalid |= w->rnew;
+		c->rgen = gen;
+	}
 	if (!end) {
 		fr[4] = b->ips[1];
-		fr[5] = w.ip;
-		fr[6] = w.sp;
-		fr[7] = w.bp;
+		fr[5] = w->ip;
+		fr[6] = w->sp;
+		fr[7] = w->bp;
 	}
 	/* (clang's BPF target has no memcmp; a loop here is unrolled into too many branches
 	 * for the verifier) */
@@ -445,8 +519,8 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 		return c->ustack;
 	}
 	if (!end)
-		bpf_loop(STROBE_OB_MAX_DEPTH, ustep, &w, 0);
-	__u64 key = intern(b, w.n, gen);
+		bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
+	__u64 key = intern(b, w->n, gen);
 	if (c) {
 		c->uip = ip;
 		c->usp = sp;
@@ -638,7 +712,11 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
-	if (tables)
-		bpf_map_delete_elem(&umaps, &tgid);
+	if (!tables)
+		return 0;
+	bpf_map_delete_elem(&umaps, &tgid);
+	struct tcache *c = bpf_task_storage_get(&tcache, p, 0, 0);
+	if (c)
+		c->rvalid = 0;
 	return 0;
 }
