@@ -135,10 +135,12 @@ static json_t *status_json(strobe_agent *a)
 	if (ob)
 		json_object_set_new(
 			ob, "unwind_tables",
-			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}", "frames",
+			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}",
+				  "frames",
 				  (json_int_t)st.ob.table_frames, "fp_frames",
 				  (json_int_t)st.ob.fp_frames, "stops", (json_int_t)st.ob.table_stops,
-				  "walks_without_maps", (json_int_t)st.ob.no_maps, "processes",
+				  "walks_without_maps", (json_int_t)st.ob.no_maps, "walked_again",
+				  (json_int_t)st.ob.rewalks, "processes",
 				  (json_int_t)st.ob.tables.procs, "processes_loaded",
 				  (json_int_t)st.ob.tables.procs_loaded, "binaries",
 				  (json_int_t)st.ob.tables.binaries, "binaries_without_tables",
@@ -146,7 +148,14 @@ static json_t *status_json(strobe_agent *a)
 				  (json_int_t)st.ob.tables.binaries_full, "rows",
 				  (json_int_t)st.ob.tables.rows, "rows_max",
 				  (json_int_t)st.ob.tables.rows_max, "build_seconds",
-				  (double)st.ob.tables.build_ns / 1e9));
+				  (double)st.ob.tables.build_ns / 1e9, "load_wait_ms_mean",
+				  st.ob.tables.waits ? (double)st.ob.tables.wait_ns_sum / 1e6 /
+							       (double)st.ob.tables.waits
+						     : 0.0,
+				  "load_wait_ms_max", (double)st.ob.tables.wait_ns_max / 1e6,
+				  "time_walked_without_pct",
+				  st.ob.user_ns ? 100.0 * (double)st.ob.prov_ns / (double)st.ob.user_ns
+						: 0.0));
 	return j;
 }
 

@@ -712,8 +712,6 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 		} else {
 			usleep(100000);
 		}
-		if (a->ob && a->ob_active)
-			strobe_offcpu_poll(a->ob);
 		publish_stats(a);
 		int64_t now = strobe_mono_ns();
 		if (now < next)

@@ -151,7 +151,7 @@ struct tcache {
 	__u32 ugen, rgen;
 	__u64 rpc[2];
 	struct strobe_ob_row row[2];
-	__u32 rvalid, pad_;
+	__u32 rvalid, uprov; /* uprov: ustack was walked without the process's mappings */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -179,14 +179,17 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 16384);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* 2 KiB a process, as they come */
+	__uint(max_entries, 8192);
 	__type(key, __u32); /* tgid */
 	__type(value, struct strobe_ob_maps);
 } umaps SEC(".maps");
 
 /* Processes whose mappings user space should (re)load: none loaded yet, or an address in none
- * of them. User space takes them out as it loads them. */
+ * of them. User space takes them out as it loads them. Each new one is also sent through ureq,
+ * which wakes user space's loader at once: a process that has just exec'd is walked by frame
+ * pointers until its mappings are in, and most short-lived ones (a compiler's passes, gzip in a
+ * pipeline) would be over before a periodic scan found them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
@@ -194,18 +197,33 @@ struct {
 	__type(value, __u8);
 } uwant SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} ureq SEC(".maps");
+
+/* Execs by process, for user space to tell whether one happened while it read the mappings (it
+ * then read the old image's, or wrote them after on_exec removed them: see offcpu_tables.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u32);
+} uexec SEC(".maps");
+
 /* The innermost kernel frames are this program and the tracepoint's BPF runner
  * (bpf_prog_..._on_switch, bpf_trace_run4), skipped; what else runs the tracepoint
  * (__traceiter_sched_switch when more than one program is attached) is cut in user space, which
  * starts the stack at __schedule as the perf path's sched_switch samples do. */
 #define KERNEL_SKIP 2
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_n(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 	if (c)
-		(*c)++; /* this CPU's own: no other writer while the program runs */
+		*c += n; /* this CPU's own: no other writer while the program runs */
 }
+static __always_inline void count(__u32 which) { count_n(which, 1); }
 
 /* Keeps the n addresses in b once in the generation's stack map; returns their key. */
 static __always_inline __u64 intern(struct strobe_ob_stack *b, __u32 n, __u32 gen)
@@ -257,6 +275,7 @@ struct uwalk {
 	__u32 tgid, n;    /* n: addresses in the scratch stack */
 	__u32 asked;      /* this walk asked user space for the mappings */
 	__u32 known;      /* the process's mappings are loaded */
+	__u32 stale;      /* ... but its leaf is in none of them */
 	__u32 outside;    /* the address of the last find_row is in none of them */
 	/* The rows of the first two steps, by address, kept in the thread's tcache from one
 	 * switch-out to the next in the same generation: a thread blocks again and again at the
@@ -282,19 +301,38 @@ struct {
 	__type(value, struct uwalk);
 } uwalks SEC(".maps");
 
+/* The same for the re-walk (rewalk), which may sleep while it reads a stack: sched_switch then
+ * runs on its CPU, and must not find its per-CPU state changed under it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uwalk);
+} uwalks_it SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct strobe_ob_stack);
+} scratch_it SEC(".maps");
+
 #define MAPS_STEPS 7  /* a binary search over STROBE_OB_MAX_MAPS mappings */
 #define ROWS_STEPS 23 /* ... over up to 1 << 22 rows (the loader's cap on urows) */
 
 static __always_inline void want_maps(struct uwalk *w)
 {
 	__u8 one = 1;
-	if (!w->asked && !bpf_map_lookup_elem(&uwant, &w->tgid))
-		bpf_map_update_elem(&uwant, &w->tgid, &one, BPF_NOEXIST);
+	if (!w->asked && !bpf_map_lookup_elem(&uwant, &w->tgid) &&
+	    bpf_map_update_elem(&uwant, &w->tgid, &one, BPF_NOEXIST) == 0) {
+		struct strobe_ob_req q = {.ns = bpf_ktime_get_ns(), .tgid = w->tgid};
+		bpf_ringbuf_output(&ureq, &q, sizeof(q), 0);
+	}
 	w->asked = 1;
 }
 
 /* The row for address pc of the walk's process; kind FP when there is none. */
-static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc)
+static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc, int leaf)
 {
 	struct strobe_ob_row none = {.kind = STROBE_OB_ROW_FP};
 	struct strobe_ob_maps *ms = bpf_map_lookup_elem(&umaps, &w->tgid);
@@ -315,10 +353,15 @@ static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc)
 	}
 	struct strobe_ob_map *m = &ms->m[(lo - 1) & (STROBE_OB_MAX_MAPS - 1)];
 	if (lo == 0 || pc >= m->end) {
-		/* a library loaded since the mappings were read: ask again, once a second */
-		if (bpf_ktime_get_ns() - ms->loaded_ns > 1000000000ull)
+		/* Code mapped since the mappings were read: ask again. For a leaf, which is surely
+		 * code, soon: mappings read right after an exec have only the program and the
+		 * dynamic linker, which then maps the libraries. For a return address, which may
+		 * be what a frame-pointer step read from elsewhere, once a second. */
+		if (bpf_ktime_get_ns() - ms->loaded_ns > (leaf ? 10000000ull : 1000000000ull))
 			want_maps(w);
 		w->outside = 1;
+		if (leaf)
+			w->stale = 1;
 		return none;
 	}
 	__u64 rel = pc - m->bias;
@@ -342,12 +385,20 @@ static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc)
 	return r ? *r : none;
 }
 
-/* Adds the walk's current frame and steps to its caller: 0 to go on, 1 at the end. */
-static __always_inline long ustep1(struct uwalk *w)
+/* Reads user memory of the current task (task NULL), or of task from a sleepable program. */
+static __always_inline long uread(void *dst, __u32 size, __u64 addr, struct task_struct *task)
 {
-	__u32 zero = 0, n = w->n;
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
-	if (!b || n >= STROBE_OB_MAX_DEPTH)
+	if (task)
+		return bpf_copy_from_user_task(dst, size, (void *)addr, task, 0);
+	return bpf_probe_read_user(dst, size, (void *)addr);
+}
+
+/* Adds the walk's current frame to b and steps to its caller: 0 to go on, 1 at the end. */
+static __always_inline long ustep1(struct uwalk *w, struct strobe_ob_stack *b,
+				   struct task_struct *task)
+{
+	__u32 n = w->n;
+	if (n >= STROBE_OB_MAX_DEPTH)
 		return 1;
 	__u64 ip = w->ip, sp = w->sp, bp = w->bp;
 	b->ips[n] = ip;
@@ -361,7 +412,7 @@ static __always_inline long ustep1(struct uwalk *w)
 		r = w->row[n & 1];
 		w->known = 1; /* (kept only from a walk that had the mappings) */
 	} else if (tables) {
-		r = find_row(w, pc);
+		r = find_row(w, pc, n == 0);
 		if (n < 2 && w->known && !w->outside) {
 			w->rpc[n & 1] = pc;
 			w->row[n & 1] = r;
@@ -379,9 +430,9 @@ static __always_inline long ustep1(struct uwalk *w)
 	if (kind == STROBE_OB_ROW_SP || kind == STROBE_OB_ROW_BP) {
 		__u64 cfa = (kind == STROBE_OB_ROW_SP ? sp : bp) + (__u64)(__s64)r.cfa_off;
 		if (cfa <= sp || cfa - sp > USER_STACK_MAX ||
-		    bpf_probe_read_user(&ip, 8, (void *)(cfa - 8)) < 0 ||
+		    uread(&ip, 8, cfa - 8, task) < 0 ||
 		    ((r.kind & STROBE_OB_ROW_RBP) &&
-		     bpf_probe_read_user(&bp, 8, (void *)(cfa + 8 * (__s64)r.rbp_off8)) < 0)) {
+		     uread(&bp, 8, cfa + 8 * (__s64)r.rbp_off8, task) < 0)) {
 			count(STROBE_OB_TABLE_STOPS);
 			return 1;
 		}
@@ -395,7 +446,7 @@ static __always_inline long ustep1(struct uwalk *w)
 		 * stack a new one). */
 		__u64 fr[2]; /* saved rbp, return address */
 		if (bp < sp || bp - sp > USER_STACK_MAX || (bp & 15) ||
-		    bpf_probe_read_user(fr, sizeof(fr), (void *)bp) < 0)
+		    uread(fr, sizeof(fr), bp, task) < 0)
 			return 1;
 		sp = bp + 16;
 		bp = fr[0];
@@ -424,12 +475,28 @@ static long ustep(__u64 idx, void *ctx)
 {
 	__u32 zero = 0;
 	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
-	if (!w)
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!w || !b)
 		return 1;
-	if (ustep1(w)) {
+	if (ustep1(w, b, NULL)) {
 		w->end = 1;
 		return 1;
 	}
+	return 0;
+}
+
+/* ... and for rewalk, of another task's stack (ctx: a pointer to it). */
+struct task_ref {
+	struct task_struct *task;
+};
+static long ustep_task(__u64 idx, void *ctx)
+{
+	struct task_ref *x = ctx;
+	__u32 zero = 0;
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks_it, &zero);
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch_it, &zero);
+	if (!w || !b || !x->task || ustep1(w, b, x->task))
+		return 1;
 	return 0;
 }
 
@@ -442,7 +509,7 @@ static long ustep(__u64 idx, void *ctx)
  * without reading, at a frame pointer that is not above the stack pointer or is far from it.
  */
 static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __u64 *sys,
-					    __u64 *leaf, struct tcache *c)
+					    __u64 *leaf, struct tcache *c, __u32 *prov)
 {
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 zero = 0;
@@ -516,12 +583,15 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	      (c->ufr[4] ^ fr[4]) | (c->ufr[5] ^ fr[5]) | (c->ufr[6] ^ fr[6]) |
 	      (c->ufr[7] ^ fr[7]))) {
 		count(STROBE_OB_UCACHE_HITS);
+		*prov = c->uprov;
 		return c->ustack;
 	}
 	if (!end)
 		bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
 	__u64 key = intern(b, w->n, gen);
+	*prov = tables && (!w->known || w->stale);
 	if (c) {
+		c->uprov = *prov;
 		c->uip = ip;
 		c->usp = sp;
 		c->ubp = fp;
@@ -554,6 +624,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 	    (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid))) {
 		__u32 gen = generation;
 		__u64 sys = 0, leaf = 0;
+		__u32 prov = 0;
 		struct tcache *t = bpf_task_storage_get(&tcache, prev, 0,
 							BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!t) { /* out of memory, or the storage busy on this CPU (a nested program) */
@@ -566,9 +637,11 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 			.out_ns = now,
 			.tgid = tgid,
 			.gen = gen,
-			.ustack = prev->mm ? user_stack_key(prev, gen, &sys, &leaf, c) : 0,
+			.ustack = prev->mm ? user_stack_key(prev, gen, &sys, &leaf, c, &prov) : 0,
 			.blocked = !preempt,
 		};
+		if (prov)
+			st.flags = STROBE_OB_START_PROV;
 		/* Walking the kernel stack is most of this program's cost (the kernel's unwinder,
 		 * about 1.5 us here), and a thread that blocks again from the same user stack in the
 		 * same system call the same way blocks in the same kernel path nearly always (a
@@ -665,6 +738,11 @@ switch_in:;
 	v->blocked_ns += blocked;
 	v->switches++;
 	count(STROBE_OB_INTERVALS);
+	if (k.ustack) {
+		count_n(STROBE_OB_USER_NS, total);
+		if (st->flags & STROBE_OB_START_PROV)
+			count_n(STROBE_OB_PROV_NS, total);
+	}
 	return 0;
 }
 
@@ -681,6 +759,49 @@ int off_threads(struct bpf_iter__task *ctx)
 		return 0;
 	struct strobe_ob_start st = t->st;
 	bpf_seq_write(ctx->meta->seq, &st, sizeof(st));
+	return 0;
+}
+
+/*
+ * For user space's table loader, right after it loaded a process's mappings (offcpu_tables.c,
+ * run for that process's threads only): each thread off CPU now whose user stack was walked
+ * without them (a process blocks within microseconds of its exec, long before its tables can be
+ * loaded, and that first block is often its longest: waiting for the other end of a pipe) has
+ * it walked again, now by the tables, and its switch-out record takes the new stack, which the
+ * switch-in then sums. The thread is still blocked where it was, so its stack is unchanged; the
+ * record is rewritten only if it is still the same switch-out. Sleepable, to read another
+ * task's stack (bpf_copy_from_user_task: it may fault pages in), with per-CPU state of its own.
+ */
+SEC("iter.s/task")
+int rewalk(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	if (!task || !tables)
+		return 0;
+	struct tcache *t = bpf_task_storage_get(&tcache, task, 0, 0);
+	__u32 gen = generation, zero = 0;
+	/* (an older generation's stacks are being saved or gone: left as they are) */
+	if (!t || !t->st.out_ns || !(t->st.flags & STROBE_OB_START_PROV) || t->st.gen != gen)
+		return 0;
+	__u64 out = t->st.out_ns;
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks_it, &zero);
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch_it, &zero);
+	if (!r || !w || !b)
+		return 0;
+	*w = (struct uwalk){.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = task->tgid};
+	if (!w->ip)
+		return 0;
+	struct task_ref x = {.task = task};
+	bpf_loop(STROBE_OB_MAX_DEPTH, ustep_task, &x, 0);
+	if (!w->known || w->stale)
+		return 0;
+	__u64 key = intern(b, w->n, gen);
+	if (key && t->st.out_ns == out) {
+		t->st.ustack = key;
+		t->st.flags &= ~STROBE_OB_START_PROV;
+		count(STROBE_OB_REWALKS);
+	}
 	return 0;
 }
 
@@ -714,6 +835,11 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	__u32 tgid = p->tgid;
 	if (!tables)
 		return 0;
+	__u32 *n = bpf_map_lookup_elem(&uexec, &tgid), one = 1;
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&uexec, &tgid, &one, BPF_ANY);
 	bpf_map_delete_elem(&umaps, &tgid);
 	struct tcache *c = bpf_task_storage_get(&tcache, p, 0, 0);
 	if (c)

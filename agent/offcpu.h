@@ -45,6 +45,9 @@ typedef struct strobe_offcpu_stats {
 	uint64_t fp_frames;      /* ... by frame pointers, with tables on (no table there) */
 	uint64_t table_stops;    /* walks ended by a rule the program does not follow */
 	uint64_t no_maps;        /* walks of processes whose mappings were not loaded yet */
+	uint64_t rewalks;        /* ... walked again once they were, the thread still off CPU */
+	uint64_t user_ns;        /* off-CPU time summed with a user stack */
+	uint64_t prov_ns;        /* ... of which with one walked without the mappings */
 	strobe_otables_stats tables;
 } strobe_offcpu_stats;
 
@@ -57,10 +60,7 @@ int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err);
 void strobe_offcpu_detach(strobe_offcpu *b);
 /* Moves the sums collected since the last call into s (see strobe_sampler_add_offcpu). */
 int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
-/* Loads the unwind tables of the processes the program asked for (a bounded amount of work:
- * call it every poll of the sampler). */
-void strobe_offcpu_poll(strobe_offcpu *b);
-void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st);
+void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st);
 void strobe_offcpu_close(strobe_offcpu *b);
 
 #endif

@@ -35,9 +35,6 @@
 
 #define DEFAULT_ENTRIES 16384
 #define MAX_ENTRIES (1u << 20)
-/* What one poll may spend loading tables (most binaries take a few ms; a compiler's cc1, 0.2 s,
- * is one call's overrun once). */
-#define POLL_BUDGET_NS 20000000ll
 
 typedef struct saved_stack {
 	uint64_t id;
@@ -119,6 +116,28 @@ static uint32_t cut_to_schedule(const strobe_offcpu *b, uint64_t *ips, uint32_t 
 	return n;
 }
 
+/* After the tables' loader wrote the mappings of process tgid (on its thread): the program
+ * rewalk over that process's threads (see offcpu.bpf.c), as an iterator for its pid alone. */
+static void rewalk(void *ctx, uint32_t tgid)
+{
+	strobe_offcpu *b = ctx;
+	union bpf_iter_link_info li;
+	memset(&li, 0, sizeof(li));
+	li.task.pid = tgid;
+	LIBBPF_OPTS(bpf_iter_attach_opts, io, .link_info = &li, .link_info_len = sizeof(li));
+	struct bpf_link *l = bpf_program__attach_iter(b->skel->progs.rewalk, &io);
+	if (!l)
+		return;
+	int fd = bpf_iter_create(bpf_link__fd(l));
+	if (fd >= 0) {
+		char buf[64];
+		while (read(fd, buf, sizeof(buf)) > 0) /* it writes nothing: runs to the end */
+			;
+		close(fd);
+	}
+	bpf_link__destroy(l);
+}
+
 strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 {
 	libbpf_set_print(on_libbpf_print);
@@ -156,8 +175,9 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
 		if (o->npids > 4096)
 			bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
-		/* the iterator is run by collect, not attached to anything */
+		/* the iterators are run by collect and the tables' loader, not attached */
 		bpf_program__set_autoattach(b->skel->progs.off_threads, false);
+		bpf_program__set_autoattach(b->skel->progs.rewalk, false);
 		rc = offcpu_bpf__load(b->skel);
 	}
 	if (rc == 0) {
@@ -184,7 +204,8 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	if (o->table_rows &&
 	    !(b->tables = strobe_otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(b->skel->maps.umaps),
-					     bpf_map__fd(b->skel->maps.uwant)))) {
+					     bpf_map__fd(b->skel->maps.uwant),
+					     bpf_map__fd(b->skel->maps.uexec)))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF off-CPU programs: out of memory");
 		strobe_offcpu_close(b);
 		errno = ENOMEM;
@@ -197,6 +218,17 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		/* their tables before their first switch (children inherit them at fork) */
 		if (b->tables)
 			strobe_otables_load(b->tables, tgid);
+	}
+	if (b->tables) {
+		int trc = strobe_otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq), rewalk,
+					       b);
+		if (trc < 0) {
+			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
+				    strerror(-trc));
+			strobe_offcpu_close(b);
+			errno = -trc;
+			return NULL;
+		}
 	}
 	return b;
 }
@@ -222,11 +254,7 @@ void strobe_offcpu_detach(strobe_offcpu *b)
 	b->skel->links.on_switch = b->skel->links.on_fork = b->skel->links.on_exec = NULL;
 }
 
-void strobe_offcpu_poll(strobe_offcpu *b)
-{
-	if (b->tables)
-		strobe_otables_poll(b->tables, POLL_BUDGET_NS);
-}
+
 
 static void free_saved(saved_stack *v, size_t n)
 {
@@ -387,7 +415,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	return 0;
 }
 
-void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
+void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st)
 {
 	uint64_t c[STROBE_OB_NCOUNTERS] = {0};
 	int fd = bpf_map__fd(b->skel->maps.counters);
@@ -411,6 +439,9 @@ void strobe_offcpu_get_stats(const strobe_offcpu *b, strobe_offcpu_stats *st)
 		.fp_frames = c[STROBE_OB_FP_FRAMES],
 		.table_stops = c[STROBE_OB_TABLE_STOPS],
 		.no_maps = c[STROBE_OB_NO_MAPS],
+		.rewalks = c[STROBE_OB_REWALKS],
+		.user_ns = c[STROBE_OB_USER_NS],
+		.prov_ns = c[STROBE_OB_PROV_NS],
 	};
 	if (b->tables)
 		strobe_otables_get_stats(b->tables, &st->tables);
@@ -420,9 +451,9 @@ void strobe_offcpu_close(strobe_offcpu *b)
 {
 	if (!b)
 		return;
+	strobe_otables_free(b->tables); /* first: its thread uses the maps and programs */
 	bpf_link__destroy(b->threads);
 	offcpu_bpf__destroy(b->skel);
-	strobe_otables_free(b->tables);
 	free_saved(b->saved, b->nsaved);
 	free(b->keys);
 	free(b->skeys);

@@ -16,8 +16,10 @@ struct strobe_ob_start {
 	__u64 kstack, ustack;  /* stacks (keys of the stack maps), 0 = none */
 	__u32 tgid, gen;       /* gen: the generation its stacks belong to */
 	__u32 blocked;         /* went to sleep (else preempted: waiting on the run queue) */
-	__u32 pad_;
+	__u32 flags;           /* STROBE_OB_START_* */
 };
+/* ustack was walked without the process's mappings (by frame pointers): to walk again */
+#define STROBE_OB_START_PROV 1u
 
 /* A stack (value of the stack maps, keyed by a 64-bit hash of its addresses): n addresses,
  * leaf first (what follows them is not cleared). */
@@ -71,6 +73,12 @@ struct strobe_ob_maps {
 	struct strobe_ob_map m[STROBE_OB_MAX_MAPS];
 };
 
+/* A request for a process's mappings (ring buffer ureq). */
+struct strobe_ob_req {
+	__u64 ns; /* when (bpf_ktime_get_ns) */
+	__u32 tgid, pad_;
+};
+
 enum {
 	STROBE_OB_INTERVALS,    /* off-CPU intervals added */
 	STROBE_OB_SHORT,        /* shorter than min_block_ns, not added */
@@ -84,6 +92,9 @@ enum {
 	STROBE_OB_FP_FRAMES,    /* ... by the frame pointer (no table for the address) */
 	STROBE_OB_TABLE_STOPS,  /* walks ended at a row the walk does not follow, or a bad CFA */
 	STROBE_OB_NO_MAPS,      /* walks of a process whose mappings were not loaded yet */
+	STROBE_OB_REWALKS,      /* ... walked again once they were, the thread still off CPU */
+	STROBE_OB_USER_NS,      /* off-CPU ns summed with a user stack */
+	STROBE_OB_PROV_NS,      /* ... of which with one walked without the mappings */
 	STROBE_OB_NCOUNTERS
 };
 

@@ -10,11 +10,20 @@
  * full, binaries not loaded yet get no rows and their frames are walked by frame pointers,
  * counted as binaries_full; the cap is the agent's unwind_table_mb. A process's entry in umaps
  * is removed when it exits (checked every few seconds) and by the program itself at exec.
+ *
+ * The loading runs on a thread of its own, woken by the program's requests (ring buffer ureq)
+ * within a millisecond or so: a process that has just exec'd is walked by frame pointers until
+ * its mappings are in, and the agent's sampling loop wakes only every 100-500 ms. Every second
+ * it also scans uwant, for requests whose ring-buffer message was lost (the ring full). Map
+ * updates are system calls, safe beside the program and the agent's other threads; the
+ * statistics are read under a mutex.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +31,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "offcpu_tables.h"
 #include "sampler_impl.h"
@@ -29,7 +39,16 @@
 
 #define MAX_BINS 65536
 #define GC_NS 3000000000ll /* how often exited processes are looked for */
-#define MAX_WANT 1024      /* processes taken from uwant per poll (its size) */
+#define MAX_WANT 1024      /* processes taken from uwant per scan (its size) */
+#define SCAN_NS 1000000000ll /* how often uwant is scanned (for messages lost) */
+
+#define RECHECKS 4        /* a process read too early is read again up to this many times */
+#define MAX_RECHECK 256
+
+typedef struct recheck {
+	uint32_t tgid, tries;
+	int64_t due;
+} recheck;
 
 typedef struct obin {
 	uint64_t dev, ino, size;
@@ -39,25 +58,40 @@ typedef struct obin {
 } obin;
 
 struct strobe_otables {
-	int fd_rows, fd_maps, fd_want;
+	int fd_rows, fd_maps, fd_want, fd_exec;
 	uint32_t max_rows, used_rows;
 	obin *bins;
 	uint32_t nbins, cbins;
-	int64_t last_gc;
+	int64_t last_gc, last_scan;
 	strobe_otables_stats st;
+	pthread_mutex_t mu;   /* st, for strobe_otables_get_stats */
+	struct ring_buffer *rb;
+	pthread_t thread;
+	bool running;
+	atomic_bool stop;
+	uint32_t pending[MAX_WANT]; /* tgids from the ring, for the loop to load */
+	int64_t pending_ns[MAX_WANT];
+	unsigned npending;
+	void (*after_load)(void *, uint32_t);
+	void *after_ctx;
+	recheck recheck[MAX_RECHECK]; /* processes to read again (see load_one) */
+	unsigned nrecheck;
 };
 
-strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want)
+strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+				   int fd_exec)
 {
 	strobe_otables *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
+	t->fd_exec = fd_exec;
 	t->fd_rows = fd_rows;
 	t->fd_maps = fd_maps;
 	t->fd_want = fd_want;
 	t->max_rows = max_rows;
 	t->st.rows_max = max_rows;
-	t->last_gc = strobe_mono_ns();
+	t->last_gc = t->last_scan = strobe_mono_ns();
+	pthread_mutex_init(&t->mu, NULL);
 	return t;
 }
 
@@ -65,6 +99,12 @@ void strobe_otables_free(strobe_otables *t)
 {
 	if (!t)
 		return;
+	if (t->running) {
+		atomic_store(&t->stop, true);
+		pthread_join(t->thread, NULL);
+	}
+	ring_buffer__free(t->rb);
+	pthread_mutex_destroy(&t->mu);
 	free(t->bins);
 	free(t);
 }
@@ -132,8 +172,50 @@ static int map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static int load(strobe_otables *t, uint32_t tgid, bool *early);
+static int load_checked(strobe_otables *t, uint32_t tgid, bool *early);
+
+/* The process's exec count (map uexec; 0 = none seen). */
+static uint32_t execs(const strobe_otables *t, uint32_t tgid)
+{
+	uint32_t n = 0;
+	if (t->fd_exec >= 0)
+		bpf_map_lookup_elem(t->fd_exec, &tgid, &n);
+	return n;
+}
+
 int strobe_otables_load(strobe_otables *t, uint32_t tgid)
 {
+	bool early;
+	return load_checked(t, tgid, &early);
+}
+
+/* load, again while an exec came in between; early: see load. */
+static int load_checked(strobe_otables *t, uint32_t tgid, bool *early)
+{
+	pthread_mutex_lock(&t->mu);
+	/* An exec while the mappings are read and written (the program's on_exec counts them)
+	 * may leave the old image's mappings in the map, after on_exec removed what was there:
+	 * then every address of the new image is in none of them, and its stacks end at the leaf
+	 * until the program asks again. So they are read again until no exec
+	 * came in between. */
+	int rc = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		uint32_t e0 = execs(t, tgid);
+		rc = load(t, tgid, early);
+		if (rc < 0 || execs(t, tgid) == e0)
+			break;
+		bpf_map_delete_elem(t->fd_maps, &tgid);
+		t->st.exec_races++;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+/* Loads the mappings of tgid; t->mu held (bins and st are shared with get_stats). */
+static int load(strobe_otables *t, uint32_t tgid, bool *early)
+{
+	*early = false;
 	char path[4352];
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", tgid);
 	struct strobe_ob_maps *ms = calloc(1, sizeof(*ms));
@@ -152,6 +234,8 @@ int strobe_otables_load(strobe_otables *t, uint32_t tgid)
 		return rc;
 	}
 	char line[4352];
+	unsigned nfiles = 0;
+	bool ldso = false;
 	while (fgets(line, sizeof(line), f) && ms->n < STROBE_OB_MAX_MAPS) {
 		unsigned long long start, end, off, ino;
 		char perms[8];
@@ -165,6 +249,11 @@ int strobe_otables_load(strobe_otables *t, uint32_t tgid)
 		name[strcspn(name, "\n")] = 0;
 		if (name[0] != '/' || !ino)
 			continue; /* anonymous (JIT), [vdso]: frame pointers */
+		nfiles++;
+		const char *base = strrchr(name, '/') + 1;
+		if (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld-musl", 7) == 0 ||
+		    strcmp(base, "ld.so") == 0)
+			ldso = true;
 		/* Through the process's root (a container's files), and only the file the mapping
 		 * is of: a binary replaced since it was mapped has other rows. */
 		snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", tgid, name);
@@ -184,6 +273,11 @@ int strobe_otables_load(strobe_otables *t, uint32_t tgid)
 		}
 	}
 	fclose(f);
+	/* The program and the dynamic linker alone: read right after an exec, before the linker
+	 * mapped the libraries. The leaf of the next walk will be in none of these, and the program
+	 * asks again then; but a process that blocks at once (in a pipeline) makes no next walk for
+	 * as long as it blocks, so the loader reads it again shortly anyway (see loader). */
+	*early = ldso && nfiles <= 2;
 	qsort(ms->m, ms->n, sizeof(ms->m[0]), map_cmp); /* /proc lists them sorted already */
 	ms->loaded_ns = (uint64_t)strobe_mono_ns();
 	int rc = bpf_map_update_elem(t->fd_maps, &tgid, ms, BPF_ANY) < 0 ? -errno : 0;
@@ -211,29 +305,115 @@ static void gc(strobe_otables *t)
 	t->st.procs = n - ngone;
 }
 
-void strobe_otables_poll(strobe_otables *t, int64_t budget_ns)
+/* Loads a process the program asked for (a process gone meanwhile: nothing to load), takes
+ * the request out, and has its threads' stacks walked without the mappings walked again. */
+static void load_one(strobe_otables *t, uint32_t tgid, unsigned tries)
 {
-	int64_t t0 = strobe_mono_ns();
+	bool early = false;
+	int rc = load_checked(t, tgid, &early);
+	bpf_map_delete_elem(t->fd_want, &tgid);
+	if (rc == 0 && t->after_load)
+		t->after_load(t->after_ctx, tgid);
+	/* read too early (see load): again in 10, 20, 40 ... ms, up to RECHECKS times */
+	if (rc == 0 && early && tries < RECHECKS && t->nrecheck < MAX_RECHECK)
+		t->recheck[t->nrecheck++] = (recheck){tgid, tries + 1,
+						     strobe_mono_ns() + (10000000ll << tries)};
+}
+
+/* Loads the processes uwant holds (for messages the ring lost). */
+static void scan(strobe_otables *t)
+{
 	uint32_t want[MAX_WANT], key, *prev = NULL;
 	unsigned n = 0;
 	while (n < MAX_WANT && bpf_map_get_next_key(t->fd_want, prev, &key) == 0) {
 		want[n++] = key;
 		prev = &want[n - 1];
 	}
-	for (unsigned i = 0; i < n; i++) {
-		if (strobe_mono_ns() - t0 > budget_ns)
-			break; /* the rest stay asked for */
-		int rc = strobe_otables_load(t, want[i]);
-		(void)rc; /* a process gone meanwhile: nothing to load */
-		bpf_map_delete_elem(t->fd_want, &want[i]);
-	}
-	if (strobe_mono_ns() - t->last_gc > GC_NS) {
-		t->last_gc = strobe_mono_ns();
-		gc(t);
-	}
+	for (unsigned i = 0; i < n && !atomic_load(&t->stop); i++)
+		load_one(t, want[i], 0);
 }
 
-void strobe_otables_get_stats(const strobe_otables *t, strobe_otables_stats *st)
+static int on_request(void *ctx, void *data, size_t len)
 {
+	strobe_otables *t = ctx;
+	struct strobe_ob_req q;
+	if (len < sizeof(q))
+		return 0;
+	memcpy(&q, data, sizeof(q));
+	for (unsigned i = 0; i < t->npending; i++)
+		if (t->pending[i] == q.tgid)
+			return 0;
+	if (t->npending < MAX_WANT) { /* else left in uwant, for the next scan */
+		t->pending_ns[t->npending] = (int64_t)q.ns;
+		t->pending[t->npending++] = q.tgid;
+	}
+	return 0;
+}
+
+static void *loader(void *arg)
+{
+	strobe_otables *t = arg;
+	while (!atomic_load(&t->stop)) {
+		int64_t now = strobe_mono_ns(), wait_ms = 100;
+		for (unsigned i = 0; i < t->nrecheck; i++)
+			if ((t->recheck[i].due - now) / 1000000 + 1 < wait_ms)
+				wait_ms = (t->recheck[i].due - now) / 1000000 + 1;
+		ring_buffer__poll(t->rb, wait_ms > 0 ? (int)wait_ms : 0);
+		now = strobe_mono_ns();
+		for (unsigned i = 0; i < t->nrecheck;) {
+			if (t->recheck[i].due > now) {
+				i++;
+				continue;
+			}
+			recheck r = t->recheck[i];
+			t->recheck[i] = t->recheck[--t->nrecheck];
+			load_one(t, r.tgid, r.tries);
+		}
+		for (unsigned i = 0; i < t->npending; i++) {
+			load_one(t, t->pending[i], 0);
+			/* how long the process waited, from its first walk without them */
+			int64_t lat = strobe_mono_ns() - t->pending_ns[i];
+			pthread_mutex_lock(&t->mu);
+			t->st.wait_ns_sum += lat;
+			t->st.waits++;
+			if (lat > t->st.wait_ns_max)
+				t->st.wait_ns_max = lat;
+			pthread_mutex_unlock(&t->mu);
+		}
+		t->npending = 0;
+		now = strobe_mono_ns();
+		if (now - t->last_scan > SCAN_NS) {
+			t->last_scan = now;
+			scan(t);
+		}
+		if (now - t->last_gc > GC_NS) {
+			t->last_gc = now;
+			pthread_mutex_lock(&t->mu);
+			gc(t);
+			pthread_mutex_unlock(&t->mu);
+		}
+	}
+	return NULL;
+}
+
+int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
+			 void *ctx)
+{
+	t->after_load = after_load;
+	t->after_ctx = ctx;
+	t->rb = ring_buffer__new(fd_ring, on_request, t, NULL);
+	if (!t->rb)
+		return -errno;
+	int rc = pthread_create(&t->thread, NULL, loader, t);
+	if (rc != 0)
+		return -rc;
+	t->running = true;
+	return 0;
+}
+
+void strobe_otables_get_stats(strobe_otables *t, strobe_otables_stats *st)
+{
+	pthread_mutex_lock(&t->mu);
 	*st = t->st;
+	pthread_mutex_unlock(&t->mu);
 }

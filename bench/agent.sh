@@ -9,8 +9,9 @@
 #     and pushes happen during the runs); goals: loss <= 0.3 % at 19 Hz, <= 1 % at 99 Hz.
 #  2. off-CPU overhead: bench/pingpong (two threads passing a token through pipes: a high
 #     context-switch rate) alone and beside `strobe agent --offcpu`, summed in the kernel
-#     (--off-cpu-mode bpf, the default where it loads) and from a perf sample per switch
-#     (--off-cpu-mode perf), and beside `perf record -a -g -e sched:sched_switch` (the peer):
+#     (--off-cpu-mode bpf, the default where it loads; with its user stacks walked by unwind
+#     tables, the default, and by frame pointers only, --call-graph fp) and from a perf sample
+#     per switch (--off-cpu-mode perf), and beside `perf record -a -g -e sched:sched_switch` (the peer):
 #     once as fast as it goes (the wall-clock rate, hundreds of thousands of switches a second
 #     here) and once paced to 25,000 round trips a second, i.e. the goal's 50,000 switch-outs
 #     a second (pingpong -r 25000; judged per CPU-second of pingpong, as the rate is fixed, and
@@ -102,6 +103,7 @@ one() {
     agent99) agent_start -F 99 -i 2 --max-cpu 100 ;;
     agent999) agent_start -F 999 -i 2 --max-cpu 100 ;;
     offcpu) agent_start -F 19 -i 2 --offcpu --off-cpu-mode bpf --max-cpu 100 ;;
+    offfp) agent_start -F 19 -i 2 --offcpu --off-cpu-mode bpf --call-graph fp --max-cpu 100 ;;
     offperf) agent_start -F 19 -i 2 --offcpu --off-cpu-mode perf --max-cpu 100 ;;
     perfrec) perf record -q -a -g -e sched:sched_switch -o "$work/perf.data" 2>"$work/perf.log" &
              apid=$! ;;
@@ -203,11 +205,12 @@ if [ "$only" = cpu ]; then
     "$(cat "$work/rows.cpu")" >> "$results"
   exit 0
 fi
-pp_modes=(base offcpu offperf)
+pp_modes=(base offcpu offfp offperf)
 command -v perf >/dev/null && pp_modes+=(perfrec)
 what_of() {
   case $1 in
-    offcpu) echo '`--offcpu -F 19` (bpf)' ;;
+    offcpu) echo '`--offcpu -F 19` (bpf, user stacks by unwind tables: the default)' ;;
+    offfp) echo '`--offcpu -F 19 --call-graph fp` (bpf, frame pointers only)' ;;
     offperf) echo '`--offcpu -F 19 --off-cpu-mode perf`' ;;
     perfrec) echo 'peer: `perf record -a -g -e sched:sched_switch`' ;;
   esac
@@ -239,7 +242,7 @@ bench_args=
 # in every run, base too). Judged as the on-CPU rows: cpu_work's loss per CPU-second, plus the
 # agent's own CPU, plus what its programs cost the switching threads (the background's CPU
 # beside the agent less its median alone), both as shares of the machine's CPUs.
-bg_modes=(base offcpu)
+bg_modes=(base offcpu offfp)
 command -v perf >/dev/null && bg_modes+=(perfrec)
 "$pingpong" -r "$pp_rate" -s 100000 >/dev/null & bgpid=$!; bg+=("$bgpid")
 sleep 1

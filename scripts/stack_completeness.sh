@@ -15,7 +15,11 @@
 # samples it system-wide, one after the other, with `strobe record -a --call-graph fp`, `dwarf`
 # and `auto`, and with `perf record -a --call-graph fp` and `dwarf` where perf is installed
 # (MODES="strobe:auto perf:dwarf" picks some), each for SECONDS at 199 Hz, and prints for each
-# the share of complete stacks and the outermost frames of the incomplete ones. Samples of kernel
+# the share of complete stacks and the outermost frames of the incomplete ones. MODES may also
+# name agent:auto and agent:fp: `strobe agent --offcpu` (the eBPF off-CPU mode, whose program
+# walks user stacks in the kernel: by unwind tables, or frame pointers only) pushing to a
+# `strobe server` on loopback for SECONDS, and its off-CPU profile of the workload's processes
+# queried back; there the shares are of off-CPU time, not of samples. Samples of kernel
 # threads (stacks rooted in kthread, ret_from_fork, the idle loop) are left out: they have no user
 # stack; so are those of strobe and perf themselves.
 #
@@ -76,7 +80,7 @@ done
 
 # summary NAME FOLDED: the share of complete stacks (roots first in each line)
 summary() {
-  awk -v name="$1" -v entries="$entries" -v maxstack="${MAX_STACK:-127}" '
+  awk -v name="$1" -v entries="$entries" -v maxstack="${MAX_STACK:-127}" -v what="${3:-user samples}" '
   function hex(h,   i, v, c) { v = 0; h = tolower(h); sub(/^0x/, "", h)
     for (i = 1; i <= length(h); i++) { c = index("0123456789abcdef", substr(h, i, 1)); v = v * 16 + c - 1 }
     return v }
@@ -108,8 +112,8 @@ summary() {
   }
   END {
     if (!total) { printf "%-14s no user samples\n", name; exit }
-    printf "%-14s complete stacks: %5.1f%% of %.0f user samples; %5.1f%% of the %.0f with a user stack\n",
-      name, 100 * ok / total, total, (total > nouser ? 100 * ok / (total - nouser) : 0), total - nouser
+    printf "%-14s complete stacks: %5.1f%% of %.0f %s; %5.1f%% of the %.0f with a user stack\n",
+      name, 100 * ok / total, total, what, (total > nouser ? 100 * ok / (total - nouser) : 0), total - nouser
     printf "                 incomplete: %.2f%% no user stack, %.2f%% at the depth limit (%d frames), %.2f%% failed\n",
       100 * nouser / total, 100 * capped / total, maxstack, 100 * (total - ok - nouser - capped) / total
     m = 0
@@ -136,7 +140,24 @@ modes=${MODES:-strobe:fp strobe:dwarf strobe:auto perf:fp perf:dwarf}
 for m in $modes; do
   tool=${m%%:*} cg=${m#*:}
   out=$work/$tool-$cg
-  if [ "$tool" = strobe ]; then
+  if [ "$tool" = agent ]; then
+    port=$((20000 + RANDOM % 20000))
+    "$strobe" server --data "$work/srv-$cg" --listen "127.0.0.1:$port" > "$out.srv.log" 2>&1 &
+    spid=$!
+    sleep 1
+    t0=$(date +%s)
+    "$strobe" agent --server "http://127.0.0.1:$port" --offcpu --off-cpu-mode bpf -i 2 \
+      --call-graph "$cg" --max-cpu 100 --admin 127.0.0.1:0 --log-level warn > "$out.log" 2>&1 &
+    apid=$!
+    sleep "$secs"
+    kill -TERM "$apid"; wait "$apid" || true
+    "$strobe" query -s "http://127.0.0.1:$port" -t folded --from "$t0" --to "$(($(date +%s) + 1))" \
+      "process_cpu:off_cpu:nanoseconds:cpu:nanoseconds{comm=~\"^($procs)\$\"}" 2>> "$out.log" |
+      awk '{ n = $NF; sub(/ [0-9]+$/, ""); printf "%s %.3f\n", $0, n / 1e6 }' > "$out.folded"
+    kill "$spid"; wait "$spid" 2>/dev/null || true
+    summary "$tool:$cg" "$out.folded" "ms off CPU"
+    continue
+  elif [ "$tool" = strobe ]; then
     STROBE_DEBUG=1 "$strobe" record -a -F 199 -d "$secs" --call-graph "$cg" -o "$out.pb.gz" "$@" \
       2> "$out.log"
     "$strobe" convert -t folded --sample-index samples --tagfocus "process=^($procs)\$" \
