@@ -139,15 +139,14 @@ struct {
  *   st: its last switch-out (out_ns 0: on CPU now);
  *   kernel: the kernel stack it last blocked in, and what it blocked from: the user address it
  *     entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept;
- *   user: its user registers (ip, sp, bp) at its last user-stack walk, its first two frame
- *     records (saved rbp, return address), where the walk's first two steps led, and the
- *     stack's key;
+ *   user: its user registers (ip, sp) at its last user-stack walk, where the walk's first two
+ *     steps led, the two frame records above, and the stack's key (see user_stack_key);
  *   rows: the rows its walk's first two steps used, by address (see ustep). */
 struct tcache {
 	struct strobe_ob_start st;
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
-	__u64 uip, usp, ubp, ufr[8], ustack;
+	__u64 uip, usp, ufr[8], ustack;
 	__u32 ugen, rgen;
 	__u64 rpc[2];
 	struct strobe_ob_row row[2];
@@ -532,28 +531,6 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	*leaf = ip;
 	if (!ip)
 		return 0;
-	/*
-	 * The shortcut: a thread that switches out again with the same ip, sp and bp, whose first
-	 * two frame records (saved rbp and return address at bp, then at the saved rbp) hold the
-	 * same values, and whose first two steps (taken anyway as the walk's start) reach the same
-	 * return address and then the same registers, as at its last walk in this generation, is
-	 * taken to be in the same stack: its key is reused without walking the rest or hashing.
-	 * It is wrong only when the thread returned above all those frames and came back down,
-	 * through a different caller further up, to the very same stack addresses (callers of
-	 * equal frame sizes at the same depth) and the same innermost frames. The frame records
-	 * reach past frames without frame pointers (libc's) to the first two of code built with
-	 * them; the steps cover code without any (the e2e test agent_offcpu_bpf/alternate checks
-	 * a thread alternating between two sites that differ five frames up, two records up).
-	 */
-	__u64 fr[8] = {0}; /* frame records: saved rbp, return address; then the steps */
-	if (fp >= sp && fp - sp <= USER_STACK_MAX && !(fp & 15) &&
-	    bpf_probe_read_user(fr, 16, (void *)fp) == 0) {
-		if (!(fr[0] > fp && fr[0] - sp <= USER_STACK_MAX && !(fr[0] & 15) &&
-		      bpf_probe_read_user(fr + 2, 16, (void *)fr[0]) == 0))
-			fr[2] = fr[3] = 0;
-	} else {
-		fr[0] = fr[1] = 0;
-	}
 	bpf_loop(2, ustep, NULL, 0);
 	int end = w->end;
 	if (c && w->rnew) {
@@ -570,15 +547,42 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 		c->rvalid |= w->rnew;
 		c->rgen = gen;
 	}
+	/*
+	 * The shortcut: a thread that switches out again with the same ip and sp, whose first two
+	 * steps (taken anyway as the walk's start) reach the same return address and then the same
+	 * registers (ip, sp, bp), and for which the two frame records above those (saved rbp and
+	 * return address at that bp, then at the saved rbp) hold the same values, as at its last
+	 * walk in this generation, is taken to be in the same stack: its key is reused without
+	 * walking the rest or hashing. It is wrong only when the thread returned above all those
+	 * frames and came back down, through a different caller further up, to the very same stack
+	 * addresses (callers of equal frame sizes at the same depth) and the same innermost frames.
+	 * The frame records reach two frames further in code built with frame pointers, past the
+	 * libc frames the steps go through (the e2e test agent_offcpu_bpf/alternate checks a
+	 * thread alternating between two sites that differ five frames up); in code without any,
+	 * the two steps are all there is. The leaf's rbp is not compared: code without frame
+	 * pointers keeps anything there (a loop counter), and what of it the walk uses is in the
+	 * registers after the steps.
+	 */
+	__u64 fr[8] = {0}; /* the steps: return address, then ip, sp, bp; then frame records */
 	if (!end) {
-		fr[4] = b->ips[1];
-		fr[5] = w->ip;
-		fr[6] = w->sp;
-		fr[7] = w->bp;
+		fr[0] = b->ips[1];
+		fr[1] = w->ip;
+		fr[2] = w->sp;
+		fr[3] = w->bp;
+	}
+	__u64 f = end ? fp : w->bp, s2 = end ? sp : w->sp;
+	if (f >= s2 && f - s2 <= USER_STACK_MAX && !(f & 15) &&
+	    bpf_probe_read_user(fr + 4, 16, (void *)f) == 0) {
+		if (!(fr[4] > f && fr[4] - s2 <= USER_STACK_MAX && !(fr[4] & 15) &&
+		      bpf_probe_read_user(fr + 6, 16, (void *)fr[4]) == 0))
+			fr[6] = fr[7] = 0;
+	} else {
+		fr[4] = fr[5] = 0;
 	}
 	/* (clang's BPF target has no memcmp; a loop here is unrolled into too many branches
 	 * for the verifier) */
-	if (c && c->ustack && c->ugen == gen && c->uip == ip && c->usp == sp && c->ubp == fp &&
+	if (c && c->ustack && c->ugen == gen && c->uip == ip && c->usp == sp &&
+	    !(c->uprov && w->known && !w->stale) && /* walked without tables, which are in now */
 	    !((c->ufr[0] ^ fr[0]) | (c->ufr[1] ^ fr[1]) | (c->ufr[2] ^ fr[2]) | (c->ufr[3] ^ fr[3]) |
 	      (c->ufr[4] ^ fr[4]) | (c->ufr[5] ^ fr[5]) | (c->ufr[6] ^ fr[6]) |
 	      (c->ufr[7] ^ fr[7]))) {
@@ -594,7 +598,6 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 		c->uprov = *prov;
 		c->uip = ip;
 		c->usp = sp;
-		c->ubp = fp;
 		c->ufr[0] = fr[0];
 		c->ufr[1] = fr[1];
 		c->ufr[2] = fr[2];
