@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of agent/offcpu_tables.c, which fills the eBPF off-CPU program's unwind tables:
+ * maps made here as the program declares them (no program loaded), this process's own mappings
+ * loaded into them and read back. Checked: the mappings are this process's executable ones,
+ * sorted; libc's carries its rows, the same rows unwind_rows.c makes of the file, with a bias
+ * that takes a libc function's address to its ELF address; a second load reuses the rows; a cap
+ * too small leaves libc without rows (counted); a process gone is -ESRCH; the loader thread
+ * loads a process asked for through uwant. BPF maps need root (or CAP_BPF): elsewhere it prints
+ * SKIP with the reason.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <gnu/libc-version.h>
+#include <cmocka.h>
+#include <linux/types.h>
+
+#include "../../agent/offcpu_bpf.h"
+#include "../../agent/offcpu_tables.h"
+#include "../../agent/unwind_rows.h"
+
+typedef struct fds {
+	int rows, maps, want, exec, ring;
+} fds;
+
+static int make_maps(fds *f, uint32_t max_rows)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, nopre, .map_flags = BPF_F_NO_PREALLOC);
+	f->rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_urows", 4, sizeof(struct strobe_ob_row),
+				 max_rows, NULL);
+	f->maps = bpf_map_create(BPF_MAP_TYPE_HASH, "t_umaps", 4, sizeof(struct strobe_ob_maps), 64,
+				 &nopre);
+	f->want = bpf_map_create(BPF_MAP_TYPE_HASH, "t_uwant", 4, 1, 64, NULL);
+	f->exec = bpf_map_create(BPF_MAP_TYPE_HASH, "t_uexec", 4, 4, 64, NULL);
+	f->ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "t_ureq", 0, 0, 4096, NULL);
+	return f->rows >= 0 && f->maps >= 0 && f->want >= 0 && f->exec >= 0 && f->ring >= 0
+		       ? 0
+		       : -errno;
+}
+
+static void close_maps(fds *f)
+{
+	close(f->rows);
+	close(f->maps);
+	close(f->want);
+	close(f->exec);
+	close(f->ring);
+}
+
+/* The mapping of ms holding address a, or NULL. */
+static const struct strobe_ob_map *mapping_of(const struct strobe_ob_maps *ms, uint64_t a)
+{
+	for (uint32_t i = 0; i < ms->n; i++)
+		if (a >= ms->m[i].start && a < ms->m[i].end)
+			return &ms->m[i];
+	return NULL;
+}
+
+/* libc's path, from this process's mappings. */
+static void libc_path(char *out, size_t len)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	char line[4352];
+	out[0] = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (p && strstr(p, "/libc.so")) {
+			p[strcspn(p, "\n")] = 0;
+			snprintf(out, len, "%s", p);
+			break;
+		}
+	}
+	fclose(f);
+}
+
+static void test_load_self(void **state)
+{
+	(void)state;
+	fds f;
+	assert_int_equal(make_maps(&f, 1u << 20), 0);
+	strobe_otables *t = strobe_otables_new(f.rows, 1u << 20, f.maps, f.want, f.exec);
+	assert_non_null(t);
+	uint32_t me = (uint32_t)getpid();
+	assert_int_equal(strobe_otables_load(t, me), 0);
+
+	struct strobe_ob_maps ms;
+	assert_int_equal(bpf_map_lookup_elem(f.maps, &me, &ms), 0);
+	assert_true(ms.n >= 3); /* the test, libc, ld.so (and the vDSO) */
+	for (uint32_t i = 1; i < ms.n; i++)
+		assert_true(ms.m[i - 1].end <= ms.m[i].start);
+	assert_true(ms.loaded_ns > 0);
+
+	/* libc's rows, as unwind_rows.c makes them from the file */
+	uint64_t fn = (uint64_t)(uintptr_t)&gnu_get_libc_version;
+	const struct strobe_ob_map *m = mapping_of(&ms, fn);
+	assert_non_null(m);
+	assert_true(m->nrows > 1000);
+	char path[4096];
+	libc_path(path, sizeof(path));
+	assert_true(path[0]);
+	int fd = open(path, O_RDONLY);
+	strobe_urows r;
+	assert_int_equal(strobe_urows_build(fd, 1u << 24, &r), 0);
+	close(fd);
+	assert_int_equal(m->nrows, r.n);
+	uint64_t rel = fn - m->bias; /* its ELF address */
+	const struct strobe_ob_row *want = strobe_urows_find(&r, rel);
+	assert_non_null(want);
+	uint32_t k = m->row0 + (uint32_t)(want - r.rows);
+	struct strobe_ob_row got;
+	assert_int_equal(bpf_map_lookup_elem(f.rows, &k, &got), 0);
+	assert_memory_equal(&got, want, sizeof(got));
+	assert_true(got.pc <= rel);
+	strobe_urows_free(&r);
+
+	strobe_otables_stats st;
+	strobe_otables_get_stats(t, &st);
+	assert_int_equal(st.procs_loaded, 1);
+	assert_true(st.binaries >= 2);
+	uint64_t rows = st.rows;
+	uint32_t bins = st.binaries;
+
+	/* again: the same binaries, no new rows */
+	assert_int_equal(strobe_otables_load(t, me), 0);
+	strobe_otables_get_stats(t, &st);
+	assert_int_equal(st.procs_loaded, 2);
+	assert_int_equal(st.rows, rows);
+	assert_int_equal(st.binaries, bins);
+
+	/* a process that is gone */
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	assert_int_equal(strobe_otables_load(t, (uint32_t)child), -ESRCH);
+	strobe_otables_free(t);
+	close_maps(&f);
+}
+
+/* A cap on rows smaller than libc's: libc is mapped, without rows, and counted. */
+static void test_rows_full(void **state)
+{
+	(void)state;
+	fds f;
+	assert_int_equal(make_maps(&f, 2000), 0);
+	strobe_otables *t = strobe_otables_new(f.rows, 2000, f.maps, f.want, f.exec);
+	assert_non_null(t);
+	uint32_t me = (uint32_t)getpid();
+	assert_int_equal(strobe_otables_load(t, me), 0);
+	struct strobe_ob_maps ms;
+	assert_int_equal(bpf_map_lookup_elem(f.maps, &me, &ms), 0);
+	const struct strobe_ob_map *m = mapping_of(&ms, (uint64_t)(uintptr_t)&gnu_get_libc_version);
+	assert_non_null(m);
+	assert_int_equal(m->nrows, 0);
+	strobe_otables_stats st;
+	strobe_otables_get_stats(t, &st);
+	assert_true(st.binaries_full >= 1);
+	assert_true(st.rows <= 2000);
+	strobe_otables_free(t);
+	close_maps(&f);
+}
+
+/* The loader thread loads what uwant asks for (its scan, once a second) and takes it out. */
+static void test_thread(void **state)
+{
+	(void)state;
+	fds f;
+	assert_int_equal(make_maps(&f, 1u << 20), 0);
+	strobe_otables *t = strobe_otables_new(f.rows, 1u << 20, f.maps, f.want, f.exec);
+	assert_non_null(t);
+	assert_int_equal(strobe_otables_start(t, f.ring, NULL, NULL), 0);
+	uint32_t me = (uint32_t)getpid();
+	uint8_t one = 1;
+	assert_int_equal(bpf_map_update_elem(f.want, &me, &one, BPF_ANY), 0);
+	struct strobe_ob_maps ms;
+	int rc = -1;
+	for (int i = 0; i < 60 && rc != 0; i++) { /* up to 3 s */
+		usleep(50000);
+		rc = bpf_map_lookup_elem(f.maps, &me, &ms);
+	}
+	assert_int_equal(rc, 0);
+	assert_true(ms.n >= 3);
+	usleep(50000);
+	assert_int_not_equal(bpf_map_lookup_elem(f.want, &me, &one), 0); /* taken out */
+	strobe_otables_free(t); /* stops the thread */
+	close_maps(&f);
+}
+
+int main(void)
+{
+	fds f;
+	if (make_maps(&f, 16) < 0) {
+		printf("SKIP test_offcpu_tables: cannot create BPF maps (%s): needs root or CAP_BPF\n",
+		       strerror(errno));
+		return 0;
+	}
+	close_maps(&f);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_self),
+		cmocka_unit_test(test_rows_full),
+		cmocka_unit_test(test_thread),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
