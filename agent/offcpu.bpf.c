@@ -22,6 +22,13 @@
  * records of all threads through a task iterator (off_threads), as task-local storage cannot be
  * walked from user space.
  *
+ * User stacks are walked here, with no copy for user space to unwind: by the binaries' unwind
+ * tables where the agent has loaded them (rows made from .eh_frame, one array for all binaries,
+ * and each process's executable mappings: see offcpu_tables.c and ustep below), by frame
+ * pointers elsewhere. The program asks for a process's tables through a ring buffer when it
+ * meets one without; a stack walked before they were in is walked again once they are, if the
+ * thread is still blocked (rewalk).
+ *
  * The kernel's types are declared here with only the fields used, relocated by CO-RE against
  * the running kernel's BTF, so the build needs no vmlinux.h of the build machine's kernel.
  * Full maps and failed stack walks are counted, never silent.

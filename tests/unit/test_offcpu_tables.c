@@ -49,6 +49,15 @@ static int make_maps(fds *f, uint32_t max_rows)
 		       : -errno;
 }
 
+/* Maps for max_rows rows, and a strobe_otables over them. */
+static strobe_otables *new_tables(fds *f, uint32_t max_rows)
+{
+	assert_int_equal(make_maps(f, max_rows), 0);
+	strobe_otables *t = strobe_otables_new(f->rows, max_rows, f->maps, f->want, f->exec);
+	assert_non_null(t);
+	return t;
+}
+
 static void close_maps(fds *f)
 {
 	close(f->rows);
@@ -89,9 +98,7 @@ static void test_load_self(void **state)
 {
 	(void)state;
 	fds f;
-	assert_int_equal(make_maps(&f, 1u << 20), 0);
-	strobe_otables *t = strobe_otables_new(f.rows, 1u << 20, f.maps, f.want, f.exec);
-	assert_non_null(t);
+	strobe_otables *t = new_tables(&f, 1u << 20);
 	uint32_t me = (uint32_t)getpid();
 	assert_int_equal(strobe_otables_load(t, me), 0);
 
@@ -154,9 +161,7 @@ static void test_rows_full(void **state)
 {
 	(void)state;
 	fds f;
-	assert_int_equal(make_maps(&f, 2000), 0);
-	strobe_otables *t = strobe_otables_new(f.rows, 2000, f.maps, f.want, f.exec);
-	assert_non_null(t);
+	strobe_otables *t = new_tables(&f, 2000);
 	uint32_t me = (uint32_t)getpid();
 	assert_int_equal(strobe_otables_load(t, me), 0);
 	struct strobe_ob_maps ms;
@@ -177,9 +182,7 @@ static void test_thread(void **state)
 {
 	(void)state;
 	fds f;
-	assert_int_equal(make_maps(&f, 1u << 20), 0);
-	strobe_otables *t = strobe_otables_new(f.rows, 1u << 20, f.maps, f.want, f.exec);
-	assert_non_null(t);
+	strobe_otables *t = new_tables(&f, 1u << 20);
 	assert_int_equal(strobe_otables_start(t, f.ring, NULL, NULL), 0);
 	uint32_t me = (uint32_t)getpid();
 	uint8_t one = 1;
