@@ -135,7 +135,7 @@ static json_t *status_json(strobe_agent *a)
 	if (ob)
 		json_object_set_new(
 			ob, "unwind_tables",
-			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}",
+			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s,s:f}",
 				  "frames",
 				  (json_int_t)st.ob.table_frames, "fp_frames",
 				  (json_int_t)st.ob.fp_frames, "stops", (json_int_t)st.ob.table_stops,
@@ -153,7 +153,7 @@ static json_t *status_json(strobe_agent *a)
 							       (double)st.ob.tables.waits
 						     : 0.0,
 				  "load_wait_ms_max", (double)st.ob.tables.wait_ns_max / 1e6,
-				  "time_walked_without_pct",
+				  "not_loaded", st.ob.tables_off, "time_walked_without_pct",
 				  st.ob.user_ns ? 100.0 * (double)st.ob.prov_ns / (double)st.ob.user_ns
 						: 0.0));
 	return j;

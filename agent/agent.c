@@ -110,8 +110,15 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 					 .table_rows = a->o->call_graph == STROBE_CG_FP
 							       ? 0
 							       : a->o->unwind_table_mb << 17};
-		if (!(a->ob = strobe_offcpu_open(&oo, &e)))
+		if (!(a->ob = strobe_offcpu_open(&oo, &e))) {
 			code = -errno;
+		} else if (oo.table_rows) {
+			strobe_offcpu_stats st;
+			strobe_offcpu_get_stats(a->ob, &st);
+			if (st.tables_off[0])
+				agent_log(a, STROBE_LOG_WARN, "off-CPU: user stacks by frame pointers "
+					  "only: the unwind-table walk did not load (%s)", st.tables_off);
+		}
 	}
 	if (a->ob && (atomic_load(&a->want_pause) || (code = strobe_offcpu_attach(a->ob, &e)) == 0)) {
 		*bpf = true;

@@ -49,6 +49,7 @@ typedef struct strobe_offcpu_stats {
 	uint64_t user_ns;        /* off-CPU time summed with a user stack */
 	uint64_t prov_ns;        /* ... of which with one walked without the mappings */
 	strobe_otables_stats tables;
+	char tables_off[256];    /* why the table walk asked for did not load ("": it did) */
 } strobe_offcpu_stats;
 
 typedef struct strobe_offcpu strobe_offcpu;

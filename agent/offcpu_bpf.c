@@ -55,6 +55,7 @@ struct strobe_offcpu {
 	struct strobe_ob_key *keys;  /* scratch for one drain */
 	uint64_t *skeys;             /* scratch for clearing a stack map */
 	strobe_otables *tables;      /* the table walk's mappings and rows (NULL: off) */
+	char tables_off[256];        /* why the table walk did not load (empty: it did) */
 };
 
 /* libbpf's last warning, for the error message (libraries never print). */
@@ -138,6 +139,32 @@ static void rewalk(void *ctx, uint32_t tgid)
 	bpf_link__destroy(l);
 }
 
+/* Opens and loads the programs, with the table walk when table_rows > 0. 0 or -errno. */
+static int load(strobe_offcpu *b, const strobe_offcpu_opts *o, uint32_t table_rows)
+{
+	uint32_t n = b->max_entries;
+	b->skel = offcpu_bpf__open();
+	if (!b->skel)
+		return -errno;
+	b->skel->rodata->min_block_ns = o->min_block_ns > 0 ? (uint64_t)o->min_block_ns : 0;
+	b->skel->rodata->filter_tgids = o->npids > 0;
+	b->skel->rodata->kernel_stacks = o->kernel;
+	b->skel->rodata->tables = table_rows > 0;
+	/* the rows' map is an array, allocated whole at load */
+	bpf_map__set_max_entries(b->skel->maps.urows, table_rows ? table_rows : 1);
+	bpf_map__set_max_entries(b->skel->maps.counts, n);
+	bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
+	bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
+	if (o->npids > 4096)
+		bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
+	/* the iterators are run by collect and the tables' loader, not attached */
+	bpf_program__set_autoattach(b->skel->progs.off_threads, false);
+	bpf_program__set_autoattach(b->skel->progs.rewalk, false);
+	if (!table_rows)
+		bpf_program__set_autoload(b->skel->progs.rewalk, false);
+	return offcpu_bpf__load(b->skel);
+}
+
 strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 {
 	libbpf_set_print(on_libbpf_print);
@@ -161,24 +188,16 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	b->max_entries = n;
 	b->keys = malloc(n * sizeof(*b->keys));
 	b->skeys = malloc(n * sizeof(*b->skeys));
-	b->skel = offcpu_bpf__open();
-	int rc = b->skel && b->keys && b->skeys ? 0 : -errno;
-	if (rc == 0) {
-		b->skel->rodata->min_block_ns = o->min_block_ns > 0 ? (uint64_t)o->min_block_ns : 0;
-		b->skel->rodata->filter_tgids = o->npids > 0;
-		b->skel->rodata->kernel_stacks = o->kernel;
-		b->skel->rodata->tables = o->table_rows > 0;
-		/* the rows' map is an array, allocated whole at load */
-		bpf_map__set_max_entries(b->skel->maps.urows, o->table_rows ? o->table_rows : 1);
-		bpf_map__set_max_entries(b->skel->maps.counts, n);
-		bpf_map__set_max_entries(b->skel->maps.stacks0, n / 2);
-		bpf_map__set_max_entries(b->skel->maps.stacks1, n / 2);
-		if (o->npids > 4096)
-			bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
-		/* the iterators are run by collect and the tables' loader, not attached */
-		bpf_program__set_autoattach(b->skel->progs.off_threads, false);
-		bpf_program__set_autoattach(b->skel->progs.rewalk, false);
-		rc = offcpu_bpf__load(b->skel);
+	int rc = b->keys && b->skeys ? load(b, o, o->table_rows) : -ENOMEM;
+	if (rc < 0 && rc != -EPERM && o->table_rows) {
+		/* The table walk needs more of the kernel than the rest (bpf_loop, sleepable task
+		 * iterators, bpf_copy_from_user_task): without it, frame pointers only. */
+		snprintf(b->tables_off, sizeof(b->tables_off), "%s%s%s", strerror(-rc),
+			 libbpf_msg[0] ? ": " : "", libbpf_msg);
+		offcpu_bpf__destroy(b->skel);
+		b->skel = NULL;
+		libbpf_msg[0] = 0;
+		rc = load(b, o, 0);
 	}
 	if (rc == 0) {
 		b->threads = bpf_program__attach_iter(b->skel->progs.off_threads, NULL);
@@ -201,7 +220,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
 	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
 	int fd_targets = bpf_map__fd(b->skel->maps.targets);
-	if (o->table_rows &&
+	if (o->table_rows && !b->tables_off[0] &&
 	    !(b->tables = strobe_otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(b->skel->maps.umaps),
 					     bpf_map__fd(b->skel->maps.uwant),
@@ -445,6 +464,7 @@ void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st)
 	};
 	if (b->tables)
 		strobe_otables_get_stats(b->tables, &st->tables);
+	memcpy(st->tables_off, b->tables_off, sizeof(st->tables_off));
 }
 
 void strobe_offcpu_close(strobe_offcpu *b)
