@@ -197,8 +197,7 @@ static int load_checked(strobe_otables *t, uint32_t tgid, bool *early)
 	/* An exec while the mappings are read and written (the program's on_exec counts them)
 	 * may leave the old image's mappings in the map, after on_exec removed what was there:
 	 * then every address of the new image is in none of them, and its stacks end at the leaf
-	 * until the program asks again. So they are read again until no exec
-	 * came in between. */
+	 * until the program asks again. So they are read again until no exec came in between. */
 	int rc = 0;
 	for (int tries = 0; tries < 3; tries++) {
 		uint32_t e0 = execs(t, tgid);
@@ -226,7 +225,7 @@ static int load(strobe_otables *t, uint32_t tgid, bool *early)
 		int rc = errno == ENOENT ? -ESRCH : -errno;
 		t->st.procs_failed++;
 		if (rc != -ESRCH) {
-			/* none, so that the program asks again only once a second */
+			/* none: the program then asks again at most every 10 ms, not at every walk */
 			ms->loaded_ns = (uint64_t)strobe_mono_ns();
 			bpf_map_update_elem(t->fd_maps, &tgid, ms, BPF_ANY);
 		}
