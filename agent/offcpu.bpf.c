@@ -148,16 +148,28 @@ struct {
  *     entered the kernel from, its system call (orig_ax; -1 outside one) and whether it slept;
  *   user: its user registers (ip, sp) at its last user-stack walk, where the walk's first two
  *     steps led, the two frame records above, and the stack's key (see user_stack_key);
- *   rows: the rows its walk's first two steps used, by address (see ustep). */
+ *   rows: the rows its walk's first two steps used, by address (see struct rowmemo). */
+
+/* The rows of a walk's first two steps, by address, kept in the thread's tcache from one
+ * switch-out to the next in the same generation: a thread blocks again and again at the same
+ * places, and a row found here costs no mapping or row search (most of a step). A row depends
+ * only on the binary mapped at the address, which does not change under a thread but at exec
+ * (on_exec forgets them) or when a library is unloaded and another loaded at the same address
+ * within one interval. */
+struct rowmemo {
+	__u64 pc[2];
+	struct strobe_ob_row row[2];
+	__u32 valid; /* bit i: pc[i], row[i] hold */
+	__u32 gen;   /* the generation they were found in */
+};
+
 struct tcache {
 	struct strobe_ob_start st;
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
 	__u64 uip, usp, ufr[8], ustack;
-	__u32 ugen, rgen;
-	__u64 rpc[2];
-	struct strobe_ob_row row[2];
-	__u32 rvalid, uprov; /* uprov: ustack was walked without the process's mappings */
+	__u32 ugen, uprov; /* uprov: ustack was walked without the process's mappings */
+	struct rowmemo rows;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -283,17 +295,9 @@ struct uwalk {
 	__u32 known;      /* the process's mappings are loaded */
 	__u32 stale;      /* ... but its leaf is in none of them */
 	__u32 outside;    /* the address of the last find_row is in none of them */
-	/* The rows of the first two steps, by address, kept in the thread's tcache from one
-	 * switch-out to the next in the same generation: a thread blocks again and again at the
-	 * same places, and a row found here costs no mapping or row search (most of a step).
-	 * A row depends only on the binary mapped at the address, which does not change under a
-	 * thread but at exec (on_exec forgets them) or when a library is unloaded and another
-	 * loaded at the same address within one interval. */
-	__u64 rpc[2];
-	struct strobe_ob_row row[2];
-	__u32 rvalid;     /* bit i: rpc[i], row[i] hold */
-	__u32 rnew;       /* bit i: found by this walk (to keep) */
 	__u32 end;        /* the walk is over */
+	__u32 rnew;       /* rows found by this walk (for the thread's memo) */
+	struct rowmemo rows; /* the thread's, for the first two steps */
 };
 
 /* The walk's state, in a map rather than on the BPF stack: the verifier tracks every stack slot
@@ -414,15 +418,16 @@ static __always_inline long ustep1(struct uwalk *w, struct strobe_ob_stack *b,
 	struct strobe_ob_row r = {.kind = STROBE_OB_ROW_FP};
 	__u64 pc = n == 0 ? ip : ip - 1;
 	w->outside = 0;
-	if (tables && n < 2 && (w->rvalid & (1u << n)) && w->rpc[n & 1] == pc) {
-		r = w->row[n & 1];
+	if (tables && n < 2 && (w->rows.valid & (1u << n)) && w->rows.pc[n & 1] == pc) {
+		r = w->rows.row[n & 1];
 		w->known = 1; /* (kept only from a walk that had the mappings) */
 	} else if (tables) {
 		r = find_row(w, pc, n == 0);
 		if (n < 2 && w->known && !w->outside) {
-			w->rpc[n & 1] = pc;
-			w->row[n & 1] = r;
-			w->rnew |= 1u << n;
+			w->rows.pc[n & 1] = pc;
+			w->rows.row[n & 1] = r;
+			w->rows.valid |= 1u << n;
+			w->rnew = 1;
 		}
 	}
 	/* a return address in no executable mapping is not one (what a frame-pointer step read
@@ -527,13 +532,8 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 		return 0;
 	__u64 ip = r->ip, sp = r->sp, fp = r->bp;
 	*w = (struct uwalk){.ip = ip, .sp = sp, .bp = fp, .tgid = t->tgid};
-	if (c && c->rgen == gen) {
-		w->rvalid = c->rvalid;
-		w->rpc[0] = c->rpc[0];
-		w->rpc[1] = c->rpc[1];
-		w->row[0] = c->row[0];
-		w->row[1] = c->row[1];
-	}
+	if (c && c->rows.gen == gen)
+		w->rows = c->rows;
 	*sys = r->orig_ax;
 	*leaf = ip;
 	if (!ip)
@@ -541,18 +541,8 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	bpf_loop(2, ustep, NULL, 0);
 	int end = w->end;
 	if (c && w->rnew) {
-		if (c->rgen != gen)
-			c->rvalid = 0;
-		if (w->rnew & 1) {
-			c->rpc[0] = w->rpc[0];
-			c->row[0] = w->row[0];
-		}
-		if (w->rnew & 2) {
-			c->rpc[1] = w->rpc[1];
-			c->row[1] = w->row[1];
-		}
-		c->rvalid |= w->rnew;
-		c->rgen = gen;
+		c->rows = w->rows;
+		c->rows.gen = gen;
 	}
 	/*
 	 * The shortcut: a thread that switches out again with the same ip and sp, whose first two
@@ -853,6 +843,6 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	bpf_map_delete_elem(&umaps, &tgid);
 	struct tcache *c = bpf_task_storage_get(&tcache, p, 0, 0);
 	if (c)
-		c->rvalid = 0;
+		c->rows.valid = 0;
 	return 0;
 }

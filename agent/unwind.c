@@ -520,23 +520,26 @@ static Dwarf_CFI *debug_cfi(strobe_unwinder *u, bin *b)
 	return b->dcfi;
 }
 
-/* Where an image sits in a process whose mapping m (of file offset pgoff) is its executable
- * segment: the segment's file offset X is at m->start + X - pgoff, its ELF address is X -
- * p_offset + p_vaddr. */
-static bool image_bias(const bin *b, uint64_t start, uint64_t pgoff, uint64_t *bias)
+bool strobe_unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
+			uint64_t pgoff, uint64_t *bias)
 {
-	unsigned nph;
-	const Elf64_Phdr *ph = phdrs(b->img, b->len, &nph);
 	for (unsigned i = 0; ph && i < nph; i++) {
 		uint64_t off0 = ph[i].p_offset & ~(uint64_t)4095;
 		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && pgoff >= off0 &&
 		    pgoff < ph[i].p_offset + ph[i].p_filesz) {
 			*bias = start - pgoff + ph[i].p_offset - ph[i].p_vaddr;
-			const Elf64_Ehdr *eh = b->img;
-			return eh->e_type != ET_EXEC || *bias == 0;
+			return e_type != ET_EXEC || *bias == 0;
 		}
 	}
 	return false;
+}
+
+static bool image_bias(const bin *b, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	unsigned nph;
+	const Elf64_Phdr *ph = phdrs(b->img, b->len, &nph);
+	const Elf64_Ehdr *eh = b->img;
+	return strobe_unwind_bias(ph, nph, eh->e_type, start, pgoff, bias);
 }
 
 /* The entry of mapping id in process pid, resolved on first use and after its entry was

@@ -19,6 +19,7 @@
 #ifndef STROBE_AGENT_UNWIND_H
 #define STROBE_AGENT_UNWIND_H
 
+#include <elf.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,6 +69,13 @@ typedef struct strobe_unwind_sample {
 int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
 		  const strobe_unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
 		  unsigned *n);
+
+/* Process address - ELF address of a binary whose executable segment is mapped at start from
+ * file offset pgoff (the segment's file offset X is at start + X - pgoff, its ELF address is
+ * X - p_offset + p_vaddr), from its program headers; false when no executable PT_LOAD holds
+ * pgoff, or a non-PIE executable (e_type ET_EXEC) is not where it was linked. */
+bool strobe_unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
+			uint64_t pgoff, uint64_t *bias);
 
 typedef struct strobe_unwind_stats {
 	uint64_t hits;      /* a frame's binary found parsed in the cache */

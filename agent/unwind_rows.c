@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "unwind.h"
 #include "unwind_rows.h"
 
 #define R_BP 6
@@ -227,10 +228,7 @@ int strobe_urows_build(int fd, uint32_t max_rows, strobe_urows *out)
 			    ph.p_filesz > len - ph.p_offset)
 				continue;
 			if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && out->nload < 4) {
-				out->load[out->nload].vaddr = ph.p_vaddr;
-				out->load[out->nload].offset = ph.p_offset;
-				out->load[out->nload].filesz = ph.p_filesz;
-				out->nload++;
+				out->load[out->nload++] = ph; /* GElf_Phdr is Elf64_Phdr */
 			} else if (ph.p_type == PT_GNU_EH_FRAME) {
 				hdr = img + ph.p_offset;
 				hlen = ph.p_filesz;
@@ -264,14 +262,7 @@ void strobe_urows_free(strobe_urows *r)
 
 bool strobe_urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
-	for (unsigned i = 0; i < r->nload; i++) {
-		uint64_t off0 = r->load[i].offset & ~(uint64_t)4095;
-		if (pgoff >= off0 && pgoff < r->load[i].offset + r->load[i].filesz) {
-			*bias = start - pgoff + r->load[i].offset - r->load[i].vaddr;
-			return r->e_type != ET_EXEC || *bias == 0;
-		}
-	}
-	return false;
+	return strobe_unwind_bias(r->load, r->nload, r->e_type, start, pgoff, bias);
 }
 
 const struct strobe_ob_row *strobe_urows_find(const strobe_urows *r, uint64_t pc)

@@ -11,6 +11,7 @@
 #ifndef STROBE_AGENT_UNWIND_ROWS_H
 #define STROBE_AGENT_UNWIND_ROWS_H
 
+#include <elf.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -21,9 +22,7 @@ typedef struct strobe_urows {
 	struct strobe_ob_row *rows; /* sorted by pc (ELF addresses) */
 	uint32_t n;
 	uint32_t fdes;              /* FDEs in .eh_frame_hdr */
-	struct {                    /* the executable PT_LOAD segments, for a mapping's bias */
-		uint64_t vaddr, offset, filesz;
-	} load[4];
+	Elf64_Phdr load[4];         /* the executable PT_LOAD segments, for a mapping's bias */
 	unsigned nload;
 	uint16_t e_type;
 } strobe_urows;
@@ -36,8 +35,8 @@ typedef struct strobe_urows {
 int strobe_urows_build(int fd, uint32_t max_rows, strobe_urows *out);
 void strobe_urows_free(strobe_urows *r);
 
-/* Process address - ELF address for the mapping at start of file offset pgoff; false when no
- * executable segment of the file holds pgoff. */
+/* Process address - ELF address for the mapping at start of file offset pgoff
+ * (strobe_unwind_bias); false when no executable segment of the file holds pgoff. */
 bool strobe_urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias);
 
 /* The row for ELF address pc (the last at or before it), or NULL before the first. */

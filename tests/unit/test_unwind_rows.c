@@ -106,7 +106,7 @@ static void check_binary(const char *path, unsigned step)
 	assert_non_null(cfi);
 	unsigned checked = 0, nofde = 0, bad = 0;
 	for (unsigned s = 0; s < r.nload; s++) {
-		uint64_t lo = r.load[s].vaddr, hi = lo + r.load[s].filesz;
+		uint64_t lo = r.load[s].p_vaddr, hi = lo + r.load[s].p_filesz;
 		uint32_t ri = 0;
 		for (uint64_t pc = lo; pc < hi;) {
 			const struct strobe_ob_row *row = strobe_urows_find(&r, pc);
@@ -248,17 +248,16 @@ static void test_bias(void **state)
 {
 	(void)state;
 	strobe_urows r = {.nload = 1, .e_type = ET_DYN};
-	r.load[0].vaddr = 0x26000;
-	r.load[0].offset = 0x26000;
-	r.load[0].filesz = 0x156000;
+	r.load[0] = (Elf64_Phdr){.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_vaddr = 0x26000,
+				 .p_offset = 0x26000, .p_filesz = 0x156000};
 	uint64_t bias = 0;
 	assert_true(strobe_urows_bias(&r, 0x7f0000026000ull, 0x26000, &bias));
 	assert_int_equal(bias, 0x7f0000000000ull);
 	assert_false(strobe_urows_bias(&r, 0x7f0000000000ull, 0x200000, &bias)); /* not x */
 	/* a non-PIE executable is where it was linked, or it is not the file */
 	r.e_type = ET_EXEC;
-	r.load[0].vaddr = 0x401000;
-	r.load[0].offset = 0x1000;
+	r.load[0].p_vaddr = 0x401000;
+	r.load[0].p_offset = 0x1000;
 	assert_true(strobe_urows_bias(&r, 0x401000, 0x1000, &bias));
 	assert_int_equal(bias, 0);
 	assert_false(strobe_urows_bias(&r, 0x501000, 0x1000, &bias));
