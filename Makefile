@@ -42,7 +42,7 @@ WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
-.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads
+.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures
 all: $(B)/strobe
 
 deps:
@@ -125,20 +125,28 @@ $(B)/workloads/%-dbgframe: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -pthread -o $@ $< -lm
 workloads: $(WL_BIN) $(WL_NOFP)
 
+# The project's own Go profiles (cpu, heap, allocs, mutex, block, goroutine) for the tests,
+# written by Go's runtime/pprof from tests/fixtures/goservice.go: a bare clone makes its own.
+FIXTURES := $(B)/fixtures/pprof/go_cpu.pb.gz
+$(FIXTURES): tests/fixtures/goservice.go
+	@rm -rf $(B)/fixtures/pprof $(B)/fixtures/pprof.tmp && mkdir -p $(B)/fixtures
+	cd $(B)/fixtures && go run $(abspath $<) pprof.tmp > /dev/null && mv pprof.tmp pprof
+fixtures: $(FIXTURES)
+
 # ---- the two commands of the README -----------------------------------------------------------
 demo: deps
 	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
 check: check-deps
-	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP)
+	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(FIXTURES)
 	@bash tests/run.sh
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit
-golden: $(B)/strobe-san
+golden: $(B)/strobe-san $(FIXTURES)
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP)
+e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP) $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz

@@ -735,10 +735,23 @@ static inline bool rd_varint(pbr *r, uint64_t *v)
 	return false;
 }
 
+/* A tag or a length prefix: at most 5 bytes, as protobuf-c reads them. The protobuf encoding
+ * allows longer, non-minimal varints there and no writer emits them; protobuf-c refuses them,
+ * and it is the reference this reader must agree with (a 6-byte length of 0 once made the view
+ * accept a profile the decoder refused: tests/fuzz/corpus/fuzz_pprof/regress-overlong-length). */
+static inline bool rd_key(pbr *r, uint64_t *v)
+{
+	pbr c = {r->p, r->e - r->p > 5 ? r->p + 5 : r->e};
+	if (!rd_varint(&c, v))
+		return false;
+	r->p = c.p;
+	return true;
+}
+
 static inline bool rd_len(pbr *r, pbr *sub)
 {
 	uint64_t n;
-	if (!rd_varint(r, &n) || n > (uint64_t)(r->e - r->p))
+	if (!rd_key(r, &n) || n > (uint64_t)(r->e - r->p))
 		return false;
 	sub->p = r->p;
 	sub->e = r->p + n;
@@ -768,7 +781,7 @@ static bool rd_scalars(pbr s, uint64_t *vals, unsigned n)
 {
 	while (s.p < s.e) {
 		uint64_t k, x;
-		if (!rd_varint(&s, &k) || (k & 7) != 0 || (k >> 3) < 1 || (k >> 3) > n ||
+		if (!rd_key(&s, &k) || (k & 7) != 0 || (k >> 3) < 1 || (k >> 3) > n ||
 		    !rd_varint(&s, &x))
 			return false;
 		vals[k >> 3] = x;
@@ -783,7 +796,7 @@ static int fast_sample(pbr s, arena *a, Perftools__Profiles__Sample *o)
 	while (s.p < s.e) {
 		uint64_t k;
 		pbr sub;
-		if (!rd_varint(&s, &k) || (k & 7) != 2 || !rd_len(&s, &sub))
+		if (!rd_key(&s, &k) || (k & 7) != 2 || !rd_len(&s, &sub))
 			return -EAGAIN;
 		if ((k >> 3) == 1 && !hl)
 			locs = sub, hl = true;
@@ -810,7 +823,7 @@ static int fast_location(pbr s, arena *a, Perftools__Profiles__Location *o)
 	for (pbr c = s; c.p < c.e;) {
 		uint64_t k, x;
 		pbr sub;
-		if (!rd_varint(&c, &k))
+		if (!rd_key(&c, &k))
 			return -EAGAIN;
 		if ((k >> 3) == 4 && (k & 7) == 2) {
 			if (!rd_len(&c, &sub))
@@ -840,7 +853,7 @@ static int fast_location(pbr s, arena *a, Perftools__Profiles__Location *o)
 	while (s.p < s.e) {
 		uint64_t k = 0, x = 0;
 		pbr sub;
-		rd_varint(&s, &k); /* checked above */
+		rd_key(&s, &k); /* checked above */
 		if ((k & 7) == 0) {
 			rd_varint(&s, &x);
 			continue;
@@ -868,7 +881,7 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 	for (pbr c = top; c.p < c.e;) {
 		uint64_t k, x;
 		pbr sub;
-		if (!rd_varint(&c, &k) || (k >> 3) < 1 || (k >> 3) > 15)
+		if (!rd_key(&c, &k) || (k >> 3) < 1 || (k >> 3) > 15)
 			return -EAGAIN;
 		unsigned f = (unsigned)(k >> 3);
 		if ((k & 7) == 2 && (f <= 6 || f == 11 || f == 13)) {
@@ -909,7 +922,7 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 	for (pbr c = top; r == 0 && c.p < c.e;) {
 		uint64_t k = 0, x = 0, v[11];
 		pbr sub;
-		rd_varint(&c, &k); /* the first pass checked the framing */
+		rd_key(&c, &k); /* the first pass checked the framing */
 		unsigned f = (unsigned)(k >> 3);
 		if ((k & 7) == 0) {
 			rd_varint(&c, &x);

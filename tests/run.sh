@@ -22,17 +22,28 @@ suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e browser fuzz)
 
 export STROBE="$root/build/strobe-san" STROBE_FAST="$root/build/strobe"
+# The project's own fixtures: Go profiles written by Go's runtime from tests/fixtures/goservice.go
+# (make fixtures; `make check` makes them). Tests compare strobe with go tool pprof on them.
+export GOPROF="${GOPROF:-$root/build/fixtures/pprof}"
+# The external conformance vectors (FlameGraph's perf captures and their expected folded output,
+# Go profiles whose contents are pinned, fuzz regression inputs found elsewhere) live beside the
+# checkout, not in it: an extra layer. Absent, every case that needs them prints SKIP and why;
+# absent under CI=true, that is a failure (CI must run them).
 export TESTDATA="${TESTDATA:-$(cd "$root/../shared/testdata" 2>/dev/null && pwd)}"
-# The fixtures (real Go pprof and perf captures) live beside the checkout, not in it: without
-# them the cases that read them fail, and this says why once rather than in each message.
-if [ -z "$TESTDATA" ] || ! [ -d "$TESTDATA/pprof" ]; then
-  echo "tests/run.sh: no test fixtures: ../shared/testdata not found beside $root and TESTDATA" \
-    "not set; the cases that read them will fail (clone beside shared/, or set TESTDATA)" >&2
-fi
+[ -n "$TESTDATA" ] && ! [ -d "$TESTDATA/pprof" ] && TESTDATA=
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 pass=0 fail=0 skip=0
 failed=()
+testdata_verdict() { # once, before the suites: whether the external vectors are here
+  if [ -n "$TESTDATA" ]; then
+    echo "external vectors at $TESTDATA" # a note, not a verdict
+  elif [ "${CI:-}" = true ]; then
+    echo "FAIL testdata: CI=true but the external vectors are absent (../shared/testdata beside $root, or TESTDATA)"
+  else
+    echo "SKIP testdata: external vectors absent (../shared/testdata beside $root, or set TESTDATA): the cases that need them say SKIP"
+  fi
+}
 
 tally() { # reads verdict lines on stdin, echoes them, counts them
   local line
@@ -54,10 +65,16 @@ run_unit() {
     local name out rc
     name=$(basename "$t")
     out=$(cd "$root" && "$t" 2>&1); rc=$?
+    # A binary that cannot run here prints "SKIP NAME: why" alone; a case that cannot prints
+    # "SKIP case: why" (tests/unit/fixtures.h) and counts as a skip beside the binary's verdict.
+    tally < <(grep '^SKIP ' <<<"$out" | sed "/^SKIP $name[:/]/! s|^SKIP |SKIP $name/|")
     if [ $rc -eq 0 ] && grep -q '^SKIP ' <<<"$out" && ! grep -q 'test(s) run' <<<"$out"; then
-      tally < <(grep '^SKIP ' <<<"$out") # it could not run here, and says why
+      : # it could not run here, and said why
     elif [ $rc -eq 0 ]; then
-      tally <<<"ok $name ($(grep -o '[0-9]* test(s) run' <<<"$out" | head -1 || true))"
+      local n extra=
+      n=$(grep -c '^SKIP ' <<<"$out")
+      [ "$n" -gt 0 ] && extra=", $n skipped"
+      tally <<<"ok $name ($(grep -o '[0-9]* test(s) run' <<<"$out" | head -1 || true)$extra)"
     else
       # cmocka's verdict lines first: a sanitizer's leak report after a failed
       # assertion can be longer than the tail below and hide which check failed.
@@ -109,6 +126,8 @@ run_fuzz() {
   done
 }
 
+tally < <(testdata_verdict)
+[ -f "$GOPROF/go_cpu.pb.gz" ] || tally <<<"FAIL fixtures: the project's Go profiles are not in $GOPROF (make fixtures: needs go)"
 for s in "${suites[@]}"; do
   case "$s" in
     unit) run_unit ;;

@@ -49,7 +49,7 @@ push "$TMPDIR/v1.folded" $tb '{service_name="api",version="v1"}'
 push "$TMPDIR/v2.folded" $tn '{service_name="api",version="v2"}'
 push "$TMPDIR/v1.folded" $tn '{service_name="team"}' team1 # another tenant's: only with tenant=team1
 push "$TMPDIR/v1.folded" $tn '{service_name="vault"}' secure "$token" # only with the token
-[ -f "$TESTDATA/pprof/go_cpu.pb.gz" ] && push "$TESTDATA/pprof/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
+[ -f "$GOPROF/go_cpu.pb.gz" ] && push "$GOPROF/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
 
 # the embedded files
 hdr=$(curl -si "$url/ui/app.js" | tr -d '\r')

@@ -56,14 +56,14 @@ compare() { # $1 = case name, $2 = input profile
   echo "ok pprof_go/$name ($want)"
 }
 
-for f in "$TESTDATA"/pprof/*.pb.gz; do
+for f in "$GOPROF"/*.pb.gz; do
   compare "$(basename "$f" .pb.gz)" "$f"
 done
 # Hand-made, uncompressed (go tool pprof and strobe both take raw protobuf too).
 compare handmade-everything "$here/../fuzz/corpus/fuzz_pprof/handmade-everything.pb"
 
 # merge doubles
-f=$TESTDATA/pprof/go_cpu.pb.gz
+f=$GOPROF/go_cpu.pb.gz
 if "$STROBE" merge -o "$TMPDIR/double.pb.gz" "$f" "$f" 2>"$TMPDIR/err"; then
   want=$(totals "$f" | awk '{ printf "%d samples;", $1; for (i = 3; i <= NF; i++) { split($i, a, "="); printf " %s=%.0f", a[1], a[2] * 2 } print "" }')
   got=$(totals "$TMPDIR/double.pb.gz")

@@ -12,7 +12,7 @@ st=0
 fail() { echo "FAIL server_api/$1: $2"; st=1; }
 pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
-cpu=$TESTDATA/pprof/go_cpu.pb.gz
+cpu=$GOPROF/go_cpu.pb.gz
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
 start() { # $1 = binary; the rest = extra options. Sets pid and url; polls until ready.
@@ -99,7 +99,8 @@ if [ "$rf" = "$((sha * 2))" ]; then echo "ok server_api/range-function ($rf)"; e
 # ---- diff: the same profile against itself is all grey; normalised ------------------------------
 curl -s -o /dev/null --data-binary @"$cpu" "$url/api/v1/push?service_name=web&time=now"
 dtop=$(q diff --data-urlencode "base=$CPU{service_name=\"api\"}" -d base_from=now-5m --data-urlencode "new=$CPU{service_name=\"web\"}" -d new_from=now-5m -d format=top)
-if grep -q 'Total: base 3.70s (normalised), new 3.70s' <<<"$dtop" && [ "$(wc -l <<<"$dtop")" = 3 ]; then echo "ok server_api/diff-normalised"; else fail diff-normalised "$(head -5 <<<"$dtop")"; fi
+secs=$(awk -v t="$(gototal "$cpu" 2)" 'BEGIN { printf "%.2fs", t / 1e9 }')
+if grep -q "Total: base $secs (normalised), new $secs" <<<"$dtop" && [ "$(wc -l <<<"$dtop")" = 3 ]; then echo "ok server_api/diff-normalised"; else fail diff-normalised "$(head -5 <<<"$dtop")"; fi
 dsvg=$(q diff --data-urlencode "base=$CPU{service_name=\"api\"}" -d base_from=now-5m --data-urlencode "new=$CPU{service_name=\"web\"}" -d new_from=now-5m)
 if grep -q '<svg' <<<"$dsvg"; then echo "ok server_api/diff-svg"; else fail diff-svg "no svg"; fi
 
@@ -115,7 +116,7 @@ else fail labels "labels $l; values $v; filtered $v2; types $t"; fi
 for pair in heap:memory:inuse_space:bytes:space:bytes mutex:mutex:delay:nanoseconds:contentions:count \
             block:block:contentions:count:contentions:count goroutine:goroutine:goroutine:count:goroutine:count; do
   f=${pair%%:*}; ty=${pair#*:}
-  r=$(curl -s --data-binary @"$TESTDATA/pprof/go_$f.pb.gz" "$url/api/v1/push?service_name=types&time=now")
+  r=$(curl -s --data-binary @"$GOPROF/go_$f.pb.gz" "$url/api/v1/push?service_name=types&time=now")
   if grep -q "\"type\":\"$ty\"" <<<"$r"; then echo "ok server_api/type-$f"; else fail type-$f "want $ty in $r"; fi
 done
 
@@ -139,7 +140,7 @@ before=$(q query --data-urlencode "query=$CPU" -d format=folded -d from=now-5m |
 check_err rejected-stores-nothing 400 'profile 2' -F "p=@$cpu" -F 'p=garbage;filename=x' "$url/api/v1/push?service_name=api&time=now"
 after=$(q query --data-urlencode "query=$CPU" -d format=folded -d from=now-5m | md5sum)
 [ "$before" = "$after" ] && echo "ok server_api/rejected-unchanged" || fail rejected-unchanged "a rejected push changed the data"
-r=$(curl -s -F "a=@$cpu" -F "b=@$TESTDATA/pprof/go_heap.pb.gz" "$url/api/v1/push?service_name=multi&time=now")
+r=$(curl -s -F "a=@$cpu" -F "b=@$GOPROF/go_heap.pb.gz" "$url/api/v1/push?service_name=multi&time=now")
 grep -q '"profiles":2' <<<"$r" && echo "ok server_api/multipart" || fail multipart "$r"
 stop || fail stop "server exited non-zero: $(tail -3 "$TMPDIR/log")"
 

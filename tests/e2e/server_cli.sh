@@ -14,7 +14,7 @@ ok() { echo "ok server_cli/$1${2:+ ($2)}"; }
 pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-cpu=$TESTDATA/pprof/go_cpu.pb.gz
+cpu=$GOPROF/go_cpu.pb.gz
 # shellcheck source=lib/server.sh
 . "$(dirname "$0")/lib/server.sh"
 start_server

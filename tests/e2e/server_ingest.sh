@@ -52,7 +52,7 @@ t=$(total "$CPU{service_name=\"lineapp\"}")
 if [ "$code" = 200 ] && [ "$t" = 30000000 ]; then ok lines "3 lines = $t ns"; else fail lines "HTTP $code $(cat "$TMPDIR/r3"); total $t"; fi
 
 # ---- pprof ----------------------------------------------------------------------------------------
-cpu=$TESTDATA/pprof/go_cpu.pb.gz
+cpu=$GOPROF/go_cpu.pb.gz
 code=$(curl -s -o "$TMPDIR/r4" -w '%{http_code}' --data-binary @"$cpu" "$url/ingest?name=goapp&$win&format=pprof")
 t=$(total "$CPU{service_name=\"goapp\"}")
 if command -v go >/dev/null; then

@@ -52,7 +52,7 @@ if [ "$code" = 200 ] && [ "$dp" = 1 ] && [ "$db" = "$flen" ] && [ "$ds" = 3 ]; t
 else fail ingested "HTTP $code; profiles +$dp, bytes +$db (want $flen), samples +$ds (want 3)"; fi
 
 # ---- tenant ---------------------------------------------------------------------------------------
-cpu=$TESTDATA/pprof/go_cpu.pb.gz
+cpu=$GOPROF/go_cpu.pb.gz
 code=$(curl -s -o "$TMPDIR/r2" -w '%{http_code}' -H 'X-Scope-OrgID: team-m' --data-binary @"$cpu" "$url/api/v1/push?service_name=m")
 scrape m2
 tp=$(val m2 "strobe_ingested_profiles_total{$M}")

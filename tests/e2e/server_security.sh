@@ -11,7 +11,7 @@ fail() { echo "FAIL server_security/$1: $2"; st=1; }
 ok() { echo "ok server_security/$1${2:+ ($2)}"; }
 pid=
 trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null' EXIT
-cpu=$TESTDATA/pprof/go_cpu.pb.gz
+cpu=$GOPROF/go_cpu.pb.gz
 WARN='warning: listening on .* (not loopback) without a token for'
 
 # run_server LISTEN_HOST [options...]: starts on port 0, waits for the listening line, sets url.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# strobe top against the peer: for every real Go profile in $TESTDATA/pprof and every sample
+# strobe top against the peer: for every real Go profile in $GOPROF (tests/fixtures/goservice.go) and every sample
 # type, `strobe top` must list the same functions with the same flat% and cum% as
 # `go tool pprof -top` (all nodes, no dropping), and the same total in its header.
 set -u
@@ -14,7 +14,7 @@ rows() { # keep "name flat% cum%" rows of a -top table, sorted by name
          name = $6; for (i = 7; i <= NF; i++) name = name " " $i
          sub(/ \((partial-)?inline\)$/, "", name); print name "\t" $2 "\t" $5 }' | LC_ALL=C sort
 }
-for f in "$TESTDATA"/pprof/*.pb.gz; do
+for f in "$GOPROF"/*.pb.gz; do
   base=$(basename "$f" .pb.gz)
   types=$(go tool pprof -raw "$f" 2>/dev/null | awk '/^Samples:/ {getline; for (i = 1; i <= NF; i++) { split($i, a, "/"); print a[1] }; exit}')
   for t in $types; do

@@ -6,7 +6,8 @@
 # forces the model path).
 set -u
 st=0
-for f in "$TESTDATA"/pprof/*.pb.gz "$(dirname "$0")"/../fuzz/corpus/fuzz_pprof/handmade-everything.pb; do
+[ -f "$GOPROF/go_cpu.pb.gz" ] || { echo "FAIL top: no Go fixtures in $GOPROF (make fixtures)"; exit 1; }
+for f in "$GOPROF"/*.pb.gz "$(dirname "$0")"/../fuzz/corpus/fuzz_pprof/handmade-everything.pb; do
   [ -f "$f" ] || continue
   b=$(basename "$f")
   for t in 0 1 2 3; do
@@ -21,7 +22,7 @@ for f in "$TESTDATA"/pprof/*.pb.gz "$(dirname "$0")"/../fuzz/corpus/fuzz_pprof/h
 done
 # The streaming path keeps memory to the tables: a Go CPU profile's top in well under 30 MB.
 if command -v /usr/bin/time >/dev/null; then
-  rss=$( { /usr/bin/time -f '%M' "$STROBE_FAST" top "$TESTDATA/pprof/go_cpu.pb.gz" > /dev/null; } 2>&1 | tail -1)
+  rss=$( { /usr/bin/time -f '%M' "$STROBE_FAST" top "$GOPROF/go_cpu.pb.gz" > /dev/null; } 2>&1 | tail -1)
   if [ "$rss" -lt 30000 ]; then echo "ok top/streaming-rss (${rss} KB)"; else
     echo "FAIL top/streaming-rss: ${rss} KB"; st=1; fi
 else

@@ -3,7 +3,7 @@
  * Unit tests of cumulative-to-delta conversion (lib/delta.c): samples matched by content (frame
  * names, addresses, labels) across profiles whose ids differ, negative differences clamped,
  * counter resets detected, gauge columns left alone, and the column helpers (select_type,
- * drop_zero). Real Go allocs/heap/mutex profiles from ../shared/testdata check the arithmetic on
+ * drop_zero). Real Go allocs/heap/mutex profiles (tests/fixtures/goservice.go) check the arithmetic on
  * the data the scraper will see.
  */
 #include <errno.h>
@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "fixtures.h"
 
 #include "strobe/codec.h"
 #include "strobe/delta.h"
@@ -223,12 +225,9 @@ static void test_time_window(void **state)
 
 static strobe_profile *read_testdata(const char *name)
 {
-	char path[1024];
-	const char *td = getenv("TESTDATA");
-	snprintf(path, sizeof(path), "%s/pprof/%s", td && *td ? td : "../shared/testdata", name);
 	strobe_profile *p = NULL;
 	strobe_err err = {{0}};
-	if (strobe_read_profile(path, &p, &err) < 0)
+	if (strobe_read_profile(go_fixture(name), &p, &err) < 0)
 		return NULL;
 	return p;
 }
@@ -239,7 +238,7 @@ static void test_go_profiles(void **state)
 	for (size_t i = 0; i < 3; i++) {
 		strobe_profile *cur = read_testdata(files[i]);
 		if (!cur)
-			skip();
+			SKIP_CASE(GO_FIXTURE_MISSING);
 		/* prev = half of every count: the delta is exactly the other half, per column. */
 		strobe_profile *prev = strobe_profile_clone(cur), *d = NULL, *same = NULL;
 		strobe_profile_scale(prev, 0.5);
@@ -260,7 +259,7 @@ static void test_go_profiles(void **state)
 	 * written at different moments: the allocs delta is never negative. */
 	strobe_profile *heap = read_testdata("go_heap.pb.gz"), *allocs = read_testdata("go_allocs.pb.gz");
 	if (!heap || !allocs)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	strobe_profile *d = NULL;
 	bool cum[4] = {true, true, false, false};
 	assert_int_equal(strobe_profile_delta_cols(heap, allocs, cum, &d, NULL, NULL), 0);
@@ -276,7 +275,7 @@ static void test_select_and_drop(void **state)
 {
 	strobe_profile *p = read_testdata("go_heap.pb.gz");
 	if (!p)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	uint32_t zero_inuse = 0;
 	for (uint32_t s = 1; s <= strobe_nsamples(p); s++)
 		zero_inuse += strobe_sample_values(p, s)[3] == 0;

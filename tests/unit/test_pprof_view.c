@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "fixtures.h"
+
 #include "profile.pb-c.h"
 #include "strobe/codec.h"
 #include "strobe/pprof_view.h"
@@ -95,11 +97,9 @@ static uint8_t *cpu_pprof(const char *text, size_t *len)
 
 static uint8_t *read_testdata(const char *name, size_t *len)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "../shared/testdata/pprof/%s", name);
 	strobe_input in;
 	strobe_err err = {{0}};
-	if (strobe_input_open(path, &in, &err) < 0)
+	if (strobe_input_open(go_fixture(name), &in, &err) < 0)
 		return NULL;
 	uint8_t *raw = malloc(in.len + 1);
 	assert_non_null(raw);
@@ -207,7 +207,7 @@ static void test_view_matches_model(void **state)
 		push_model(m, "go", go, lg, NOW - 4 * S);
 		push_view(v, "go", go, lg, NOW - 4 * S);
 	} else {
-		printf("skipping the Go profile: no ../shared/testdata\n");
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	}
 	assert_same_store(m, v, CPU);
 	assert_same_store(m, v, "process_cpu:samples:count:cpu:nanoseconds{service_name=\"x\"}");

@@ -4,7 +4,7 @@
  * refusals, from/until syntax, folded and lines bodies with sampleRate and name suffixes, pprof
  * bodies raw and gzipped, multipart bodies with profile, prev_profile and sample_type_config as
  * the Pyroscope Go SDK sends them, the HTTP status of every refusal, and the profile type names
- * of the real Go profiles in ../shared/testdata (Pyroscope's and Parca's names for them).
+ * of the real Go profiles (tests/fixtures/goservice.go) (Pyroscope's and Parca's names for them).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "fixtures.h"
 
 #include "strobe/codec.h"
 
@@ -114,10 +116,7 @@ static void expect_error(const result *r, int status, const char *needle)
 
 static uint8_t *slurp_raw(const char *name, size_t *len)
 {
-	char path[1024];
-	const char *td = getenv("TESTDATA");
-	snprintf(path, sizeof(path), "%s/pprof/%s", td && *td ? td : "../shared/testdata", name);
-	FILE *f = fopen(path, "rb");
+	FILE *f = fopen(go_fixture(name), "rb");
 	if (!f)
 		return NULL;
 	uint8_t *buf = malloc(1 << 20);
@@ -128,11 +127,8 @@ static uint8_t *slurp_raw(const char *name, size_t *len)
 
 static strobe_profile *decode_file(const char *name)
 {
-	char path[1024];
-	const char *td = getenv("TESTDATA");
-	snprintf(path, sizeof(path), "%s/pprof/%s", td && *td ? td : "../shared/testdata", name);
 	strobe_profile *p = NULL;
-	return strobe_read_profile(path, &p, NULL) < 0 ? NULL : p;
+	return strobe_read_profile(go_fixture(name), &p, NULL) < 0 ? NULL : p;
 }
 
 /* A multipart/form-data body as Go's mime/multipart writes it. */
@@ -462,7 +458,7 @@ static void test_type_names_go(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		strobe_profile *p = decode_file(cases[i].file);
 		if (!p)
-			skip();
+			SKIP_CASE(GO_FIXTURE_MISSING);
 		char names[4][STROBE_PTYPE_MAX];
 		strobe_err err = {{0}};
 		assert_int_equal(type_names(p, NULL, names, &err), 0);
@@ -501,7 +497,7 @@ static void test_pprof_raw_and_gzip(void **state)
 	uint8_t *gz = slurp_raw("go_cpu.pb.gz", &len);
 	strobe_profile *ref = decode_file("go_cpu.pb.gz");
 	if (!gz || !ref)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	const char *p[] = {"name=checkout{env=prod}", "format=pprof", "spyName=gospy",
 			   "from=1700000000", "until=1700000010", NULL};
 	result r = ingest(p, "application/octet-stream", gz, len, NULL);
@@ -559,7 +555,7 @@ static void test_multipart_prev_profile(void **state)
 {
 	strobe_profile *cur = decode_file("go_allocs.pb.gz");
 	if (!cur)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	/* prev: the same counters halved, as an older cumulative snapshot would be. */
 	strobe_profile *prev = strobe_profile_clone(cur);
 	strobe_profile_scale(prev, 0.5);
@@ -642,7 +638,7 @@ static void test_multipart_sdk_configs(void **state)
 	size_t len;
 	uint8_t *mutex = slurp_raw("go_mutex.pb.gz", &len);
 	if (!mutex)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	for (int k = 0; k < 2; k++) {
 		mp m = {0};
 		/* quoted boundary, LF-only line ends, a preamble: all as Go's reader accepts */
@@ -698,7 +694,7 @@ static void test_multipart_errors(void **state)
 	size_t len;
 	uint8_t *prof = slurp_raw("go_goroutine.pb.gz", &len);
 	if (!prof)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	const char *bad[] = {"[1,2]", "{\"goroutine\":{\"cumulative\":\"yes\"}}", "{\"a\":",
 			     "{\"goroutine\":{\"aggregation\":\"max\"}}"};
 	for (size_t i = 0; i < 4; i++) {

@@ -39,6 +39,8 @@
 
 #include <cmocka.h>
 
+#include "fixtures.h"
+
 #include "strobe/codec.h"
 
 #include "../../server/scrape.h"
@@ -253,11 +255,8 @@ static void server_set(server *s, const char *path, int status, const void *body
 
 static strobe_profile *testdata(const char *name)
 {
-	char path[1024];
-	const char *td = getenv("TESTDATA");
-	snprintf(path, sizeof(path), "%s/pprof/%s", td && *td ? td : "../shared/testdata", name);
 	strobe_profile *p = NULL;
-	return strobe_read_profile(path, &p, NULL) < 0 ? NULL : p;
+	return strobe_read_profile(go_fixture(name), &p, NULL) < 0 ? NULL : p;
 }
 
 /* Serves p scaled by factor (gzipped pprof, as Go sends it). */
@@ -300,7 +299,7 @@ static void test_canned_deltas(void **state)
 	strobe_profile *mutex = testdata("go_mutex.pb.gz"), *heap = testdata("go_heap.pb.gz"),
 		       *gor = testdata("go_goroutine.pb.gz");
 	if (!mutex || !heap || !gor)
-		skip();
+		SKIP_CASE(GO_FIXTURE_MISSING);
 	server srv;
 	server_start(&srv);
 	serve_profile(&srv, "/debug/pprof/mutex", mutex, 0.5);
@@ -722,8 +721,7 @@ static void test_go_target(void **state)
 	gosrv g = {0};
 	char why[256];
 	if (!go_start(&g, why, sizeof(why))) {
-		print_message("SKIP test_go_target: %s\n", why);
-		skip();
+		SKIP_CASE(why);
 	}
 	running_go = &g;
 	char url[64];

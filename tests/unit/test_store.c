@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "fixtures.h"
+
 #include "strobe/codec.h"
 #include "strobe/server.h"
 
@@ -307,10 +309,8 @@ static void test_go_cpu(void **state)
 	(void)state;
 	strobe_profile *p = NULL;
 	strobe_err err = {{0}};
-	if (strobe_read_profile("../shared/testdata/pprof/go_cpu.pb.gz", &p, &err) < 0) {
-		printf("skipping: %s\n", err.msg);
-		return;
-	}
+	if (strobe_read_profile(go_fixture("go_cpu.pb.gz"), &p, &err) < 0)
+		SKIP_CASE(err.msg);
 	strobe_store *s = open_store(0, 0);
 	assert_int_equal(push(s, "t", "api", p, NOW - 1, &err), 0);
 	strobe_store_stats a, b;

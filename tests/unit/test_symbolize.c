@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "fixtures.h"
+
 #include "strobe/symbolize.h"
 
 /* ---- fixtures -------------------------------------------------------------------------------- */
@@ -523,8 +525,7 @@ static void test_addr2line_agrees(void **state)
 	(void)state;
 	NEED_FIXTURES();
 	if (!fx.have_addr2line) {
-		print_message("SKIP: addr2line not installed, cross-check not run\n");
-		skip();
+		SKIP_CASE("addr2line not installed, cross-check not run");
 	}
 	char *nm = capture("nm -S %s/fix", fx.dir);
 	char *phdrs = capture("readelf -lW %s/fix", fx.dir);
@@ -660,8 +661,7 @@ static void test_minidebuginfo(void **state)
 	(void)state;
 	NEED_FIXTURES();
 	if (!fx.have_xz) {
-		print_message("SKIP: xz not installed, MiniDebugInfo fixture not built\n");
-		skip();
+		SKIP_CASE("xz not installed, MiniDebugInfo fixture not built");
 	}
 	strobe_symbolizer *s = new_sym(false, NULL);
 	strobe_sym_object *o = get(s, "fix.mini");
@@ -1152,7 +1152,7 @@ static void test_vdso(void **state)
 {
 	const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
 	if (!base)
-		skip();
+		SKIP_CASE("no vDSO mapped in this process");
 	size_t size = 0;
 	FILE *f = fopen("/proc/self/maps", "r");
 	char line[512];

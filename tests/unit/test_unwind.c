@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "fixtures.h"
 #include <elf.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -559,10 +561,8 @@ static void test_cache_budget(void **state)
 static void test_vdso(void **state)
 {
 	const uint8_t *v = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	if (!v) {
-		skip();
-		return;
-	}
+	if (!v)
+		SKIP_CASE("no vDSO mapped in this process");
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
 	const Elf64_Phdr *ph = (const Elf64_Phdr *)(v + eh->e_phoff);
 	const uint8_t *hdr = NULL;

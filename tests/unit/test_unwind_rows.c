@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "fixtures.h"
+
 #include "../../agent/unwind_rows.h"
 #define UNIT_TMPDIR_NAME "urows"
 #include "unit_tmpdir.h"
@@ -180,7 +182,7 @@ static void test_libc(void **state)
 	char path[4096] = "";
 	dl_iterate_phdr(find_libc, path);
 	if (!path[0])
-		skip(); /* statically linked: no libc.so mapped */
+		SKIP_CASE("statically linked: no libc.so mapped");
 	check_binary(path, 5);
 }
 
