@@ -42,7 +42,7 @@ WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
-.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures
+.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load
 all: $(B)/strobe
 
 deps:
@@ -141,6 +141,11 @@ demo: deps
 check: check-deps
 	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(FIXTURES)
 	@bash tests/run.sh
+
+# The whole suite beside CPU hogs that double the machine's load (tests/run.sh --load).
+check-load: check-deps
+	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(FIXTURES)
+	@bash tests/run.sh --load
 
 unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit

@@ -3,7 +3,11 @@
 # Runs strobe's test suites and prints one verdict line per test, then a summary line
 # "N passed, N failed, N skipped". Exit status is non-zero when anything failed.
 #
-#   tests/run.sh [unit|golden|e2e|fuzz]...   (default: all of them)
+#   tests/run.sh [--load] [unit|golden|e2e|browser|fuzz]...   (default: all of them)
+#
+# --load (or LOAD=1) runs the suites beside CPU hogs, one per core, that double the load of the
+# machine: the tests judge by what their workloads actually got (CPU time, measured waits), so
+# they must pass there too. `make check-load` runs the whole suite that way.
 #
 # Suites:
 #   unit    build/test/test_*      cmocka binaries built with ASan+UBSan
@@ -18,8 +22,21 @@
 set -u
 cd "$(dirname "$0")/.."
 root=$(pwd)
+load=${LOAD:-}
+[ "${1:-}" = --load ] && { load=1; shift; }
 suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e browser fuzz)
+hogs=()
+stop_hogs() { [ ${#hogs[@]} -gt 0 ] && kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null; hogs=(); }
+trap stop_hogs EXIT
+trap 'stop_hogs; exit 130' INT TERM
+if [ -n "$load" ]; then
+  for ((i = 0; i < $(nproc); i++)); do
+    # A busy loop at the tests' own priority: each takes a core's worth of CPU when it can.
+    bash -c 'while :; do :; done' & hogs+=($!)
+  done
+  echo "tests/run.sh: --load: ${#hogs[@]} CPU hogs beside the suites (pids ${hogs[*]})"
+fi
 
 export STROBE="$root/build/strobe-san" STROBE_FAST="$root/build/strobe"
 # The project's own fixtures: Go profiles written by Go's runtime from tests/fixtures/goservice.go

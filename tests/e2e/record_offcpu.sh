@@ -10,7 +10,8 @@
 #   threads   each site's time carries its thread label (>= 95% of it)
 #   kernel    kernel frames are in the stacks: do_nanosleep under site_nanosleep_outer, schedule
 #             under every site (>= 90% of their time)
-#   min-block --min-block 80ms drops the 50 ms sleeps (< 5% of their time left) and keeps the
+#   min-block --min-block 80ms drops the 50 ms sleeps (< 5% of the time of those the workload
+#             measured under 80 ms left: a loaded machine runs some late) and keeps the
 #             150 ms mutex waits and 100 ms pipe reads (±10%)
 #   perf      the peer: perf sched_switch stacks + switch events (lib/perf_offcpu.awk) on the same
 #             workload, each site within ±10% of its truth and of strobe's ratio to truth
@@ -121,17 +122,22 @@ fi
 
 # ---- min-block ---------------------------------------------------------------------------------
 name=record_offcpu/min-block
-if ! rec "$name" 60 -e offcpu --min-block 80ms -o "$TMPDIR/mb.pb.gz" -- "$WL/offcpu_block" -o "$TMPDIR/mb.truth" 3; then
+if ! rec "$name" 60 -e offcpu --min-block 80ms -o "$TMPDIR/mb.pb.gz" -- "$WL/offcpu_block" -k 80 -o "$TMPDIR/mb.truth" 3; then
 	fail "$name" "strobe record -e offcpu --min-block 80ms failed (exit $rc): $(recerr "$name")"
 elif ! fold "$TMPDIR/mb.pb.gz" "$TMPDIR/mb.folded" off_cpu; then
 	fail "$name" "convert failed: $(errof "$TMPDIR/mb.folded.err")"
 elif check_sites "$name" "$TMPDIR/mb.folded" "$TMPDIR/mb.truth" site_mutex_outer site_read_outer; then
 	got=$(field "$(shares "$TMPDIR/mb.folded" site_nanosleep_outer)" site_nanosleep_outer)
 	want=$(truth "$TMPDIR/mb.truth" site_nanosleep_outer)
-	if awk -v g="${got:-0}" -v w="${want:-0}" 'BEGIN { exit !(w > 0 && g <= 0.05 * w) }'; then
-		ok "$name" "site_nanosleep_outer $(ratio_pct "$got" "$want")% of its 50 ms sleeps kept; $detail"
+	# The sleeps that really took >= 80 ms (a loaded machine runs a woken thread late) are kept,
+	# rightly: what is judged is the rest, the sleeps the workload measured under 80 ms.
+	long=$(truth "$TMPDIR/mb.truth" long_site_nanosleep_outer)
+	if awk -v l="${long:-0}" -v w="${want:-0}" 'BEGIN { exit !(w > 0 && l > 0.5 * w) }'; then
+		skip "$name" "the machine is too loaded to judge: $(ratio_pct "$long" "$want")% of the 50 ms sleeps took >= 80 ms"
+	elif awk -v g="${got:-0}" -v w="${want:-0}" -v l="${long:-0}" 'BEGIN { exit !(w > 0 && g <= l + 0.05 * (w - l)) }'; then
+		ok "$name" "site_nanosleep_outer $(ratio_pct "$got" "$want")% of its 50 ms sleeps kept, $(ratio_pct "$long" "$want")% took >= 80 ms; $detail"
 	else
-		fail "$name" "--min-block 80ms kept $(ratio_pct "$got" "$want")% of site_nanosleep_outer's 50 ms sleeps (want < 5%)"
+		fail "$name" "--min-block 80ms kept $(ratio_pct "$got" "$want")% of site_nanosleep_outer's 50 ms sleeps; $(ratio_pct "$long" "$want")% took >= 80 ms (want at most that + 5% of the rest)"
 	fi
 fi
 

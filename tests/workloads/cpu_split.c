@@ -4,7 +4,7 @@
  * for 3 ms and burn_10 for 1 ms, so the three functions take 60/30/10% of the process's CPU. The
  * truth file records the CPU each function really used, measured with the same thread CPU clock:
  *
- *   cpu_split [-t THREADS] [-o TRUTH] [-r READY] SECONDS
+ *   cpu_split [-t THREADS] [-o TRUTH] [-r READY] [-c CPU_SECONDS] [-l LOG] SECONDS
  *
  *   pid N, threads N, rounds N, burn_60 NS, burn_30 NS, burn_10 NS (summed over threads),
  *   process_cpu_ns NS (CLOCK_PROCESS_CPUTIME_ID at exit: everything the process used),
@@ -13,7 +13,13 @@
  * With -t 0 the main thread burns itself (stacks main;run_rounds;burn_NN, for tests that want
  * main named); otherwise THREADS threads "burner-N" burn (default 1) while main waits.
  * READY, when given, is created once every burner thread is running (for tests that attach with
- * -p and need the threads to exist first). The burners are leaf functions of ours, compiled with
+ * -p and need the threads to exist first).
+ *
+ * For tests that must hold on a loaded machine: -c stops the burners once the process has used
+ * CPU_SECONDS of CPU (SECONDS of wall time stays the cap), so a profile of it holds the same
+ * number of samples however busy the machine is; -l LOG has the main thread (THREADS >= 1)
+ * append "REALTIME_NS PROCESS_CPU_NS" every 20 ms, so that a test can tell how much CPU the
+ * workload got inside a profile's own time window. The burners are leaf functions of ours, compiled with
  * frame pointers, so a sampled stack is thread_main;run_rounds;burn_NN with nothing skipped. */
 #include "wl_common.h"
 
@@ -23,7 +29,7 @@
 struct burner {
 	pthread_t th;
 	int index;
-	int64_t deadline;
+	int64_t deadline, cpu_budget;
 	int64_t ns[3];
 	long rounds;
 };
@@ -63,7 +69,7 @@ static __attribute__((noinline)) int64_t burn_10(int64_t want)
 
 static __attribute__((noinline)) void run_rounds(struct burner *b)
 {
-	while (wl_mono_ns() < b->deadline) {
+	while (wl_mono_ns() < b->deadline && wl_process_cpu_ns() < b->cpu_budget) {
 		b->ns[0] += burn_60(6000000);
 		b->ns[1] += burn_30(3000000);
 		b->ns[2] += burn_10(1000000);
@@ -83,11 +89,14 @@ static __attribute__((noinline)) void *thread_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	const char *truth = NULL, *ready = NULL;
+	const char *truth = NULL, *ready = NULL, *log = NULL;
 	int nthreads = 1, c;
-	while ((c = getopt(argc, argv, "t:o:r:")) != -1) {
+	int64_t cpu_budget = INT64_MAX;
+	while ((c = getopt(argc, argv, "t:o:r:c:l:")) != -1) {
 		switch (c) {
 		case 't': nthreads = atoi(optarg); break;
+		case 'c': cpu_budget = (int64_t)(wl_parse_seconds(optarg, "cpu_split") * 1e9); break;
+		case 'l': log = optarg; break;
 		case 'o': truth = optarg; break;
 		case 'r': ready = optarg; break;
 		default: goto usage;
@@ -108,6 +117,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthreads && !inmain; i++) {
 		b[i].index = i;
 		b[i].deadline = deadline;
+		b[i].cpu_budget = cpu_budget;
 		if (pthread_create(&b[i].th, NULL, thread_main, &b[i])) {
 			fprintf(stderr, "cpu_split: pthread_create failed\n");
 			return 1;
@@ -122,7 +132,22 @@ int main(int argc, char **argv)
 	}
 	if (inmain) {
 		b[0].deadline = deadline;
+		b[0].cpu_budget = cpu_budget;
 		run_rounds(&b[0]);
+	} else if (log) {
+		FILE *lf = fopen(log, "w");
+		if (!lf) {
+			perror(log);
+			return 1;
+		}
+		setvbuf(lf, NULL, _IOLBF, 0);
+		while (wl_mono_ns() < deadline && wl_process_cpu_ns() < cpu_budget) {
+			fprintf(lf, "%lld %lld\n", (long long)wl_clock_ns(CLOCK_REALTIME),
+				(long long)wl_process_cpu_ns());
+			wl_sleep_ns(20000000);
+		}
+		fprintf(lf, "%lld %lld\n", (long long)wl_clock_ns(CLOCK_REALTIME), (long long)wl_process_cpu_ns());
+		fclose(lf);
 	}
 	int64_t ns[3] = { 0, 0, 0 };
 	long rounds = 0;
@@ -147,6 +172,6 @@ int main(int argc, char **argv)
 	free(b);
 	return 0;
 usage:
-	fprintf(stderr, "usage: cpu_split [-t THREADS] [-o TRUTH] [-r READY] SECONDS\n");
+	fprintf(stderr, "usage: cpu_split [-t THREADS] [-o TRUTH] [-r READY] [-c CPU_SECONDS] [-l LOG] SECONDS\n");
 	return 2;
 }

@@ -2,7 +2,7 @@
 /* offcpu_block: threads that block for known times in three different ways, for the off-CPU
  * recorder's truth tests.
  *
- *   offcpu_block [-o TRUTH] [-s SLEEP_MS] [-m HOLD_MS] [-p PIPE_MS] SECONDS
+ *   offcpu_block [-o TRUTH] [-s SLEEP_MS] [-m HOLD_MS] [-p PIPE_MS] [-k LONG_MS] SECONDS
  *
  * - thread "sleeper": nanosleep(SLEEP_MS, default 50) a round, in site_nanosleep_outer.
  * - threads "mtx-holder" and "mtx-waiter": the holder takes a mutex and keeps it HOLD_MS (default
@@ -20,7 +20,10 @@
  *
  * Truth ("key value" lines): for each site, "site_X_outer NS" is the CLOCK_MONOTONIC time spent
  * inside the blocking call, summed over all its calls (all of which end before exit), and
- * "rounds_site_X_outer N" the number of calls; also pid and the nominal per-round times. */
+ * "rounds_site_X_outer N" the number of calls; also pid and the nominal per-round times. With
+ * -k LONG_MS, "long_site_nanosleep_outer NS" sums the sleeps that took LONG_MS or more as
+ * measured here: on a loaded machine a 50 ms sleep can wait its turn to run long after it
+ * expired, and a --min-block filter rightly keeps those. */
 #include "wl_common.h"
 
 #include <pthread.h>
@@ -30,6 +33,7 @@
 
 static int64_t deadline;
 static int64_t sleep_ns = 50000000, hold_ns = 150000000, pipe_ns = 100000000;
+static int64_t long_ns = INT64_MAX, sleep_long_ns; /* -k, and the sleeps that took that long */
 
 struct site {
 	int64_t ns;
@@ -53,8 +57,11 @@ static __attribute__((noinline)) int64_t site_nanosleep(void)
 }
 static __attribute__((noinline)) void site_nanosleep_outer(void)
 {
-	s_sleep.ns += site_nanosleep();
+	int64_t t = site_nanosleep();
+	s_sleep.ns += t;
 	s_sleep.rounds++;
+	if (t >= long_ns)
+		sleep_long_ns += t;
 }
 static __attribute__((noinline)) void *sleeper_main(void *arg)
 {
@@ -161,12 +168,13 @@ int main(int argc, char **argv)
 {
 	const char *truth = NULL;
 	int c;
-	while ((c = getopt(argc, argv, "o:s:m:p:")) != -1) {
+	while ((c = getopt(argc, argv, "o:s:m:p:k:")) != -1) {
 		switch (c) {
 		case 'o': truth = optarg; break;
 		case 's': sleep_ns = ms_arg(optarg); break;
 		case 'm': hold_ns = ms_arg(optarg); break;
 		case 'p': pipe_ns = ms_arg(optarg); break;
+		case 'k': long_ns = ms_arg(optarg); break;
 		default: goto usage;
 		}
 	}
@@ -200,10 +208,12 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 3; i++)
 			fprintf(tf, "%s %lld\nrounds_%s %ld\n", out[i].name, (long long)out[i].s->ns,
 				out[i].name, out[i].s->rounds);
+		if (long_ns != INT64_MAX)
+			fprintf(tf, "long_site_nanosleep_outer %lld\n", (long long)sleep_long_ns);
 	}
 	wl_truth_close(tf, truth, "offcpu_block");
 	return 0;
 usage:
-	fprintf(stderr, "usage: offcpu_block [-o TRUTH] [-s SLEEP_MS] [-m HOLD_MS] [-p PIPE_MS] SECONDS\n");
+	fprintf(stderr, "usage: offcpu_block [-o TRUTH] [-s SLEEP_MS] [-m HOLD_MS] [-p PIPE_MS] [-k LONG_MS] SECONDS\n");
 	return 2;
 }

@@ -17,6 +17,8 @@
 #   complete FOLDED LEAF REGEX   % of the value of the stacks holding frame LEAF that match REGEX
 #   sum FOLDED REGEX             the value of the stacks matching REGEX
 #   atleast A B                  true when A (not "nan") >= B
+#   window_cpu PPROF LOG         ns of CPU a workload used inside the profile's own time window
+#                                (Time, Duration), from its cpu_split -l LOG: what it really got
 #   split_complete FOLDED TRUTH TOL  cpu_split's burn_60/30/10 shares within TOL pp of TRUTH and
 #                                >= 99% of each under start_thread;thread_main;run_rounds;burn_X:
 #                                appends to $detail, and what is off to $bad
@@ -113,6 +115,18 @@ complete() {
 }
 # sum FOLDED REGEX: the value of the stacks matching REGEX
 sum() { awk -v re="$2" '{ sp = match($0, / [0-9]+$/); if (sp && substr($0, 1, sp - 1) ~ re) t += substr($0, sp + 1) } END { printf "%.0f\n", t }' "$1"; }
+window_cpu() {
+	local hdr t0 dur
+	hdr=$(go tool pprof -raw "$1" 2>/dev/null | head -8) || return 1
+	t0=$(date -d "$(sed -n 's/^Time: \(.*\) UTC$/\1/p' <<<"$hdr")" +%s%N 2>/dev/null) || return 1
+	dur=$(sed -n 's/^Duration: //p' <<<"$hdr")
+	[ -n "$t0" ] && [ -n "$dur" ] || return 1
+	# the log's CPU clock, linearly interpolated at the window's two ends
+	awk -v a="$t0" -v d="$dur" 'BEGIN { b = a + d * 1e9 }
+		function at(t,   i) { if (t <= T[1]) return C[1]; for (i = 2; i <= n; i++) if (T[i] >= t)
+			return C[i - 1] + (C[i] - C[i - 1]) * (t - T[i - 1]) / (T[i] - T[i - 1]); return C[n] }
+		{ n++; T[n] = $1; C[n] = $2 } END { if (n < 2) exit 1; printf "%.0f\n", at(b) - at(a) }' "$2"
+}
 atleast() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "nan" && a + 0 >= b + 0) }'; }
 split_complete() {
 	local fn got want c s
