@@ -42,7 +42,7 @@ WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
-.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load
+.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly
 all: $(B)/strobe
 
 deps:
@@ -155,8 +155,11 @@ e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP) $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz
+# Each target for its budget in tests/fuzz/budgets (FUZZ_SECONDS=N: N each); nightly: 10 min each.
 fuzz: $(FUZZ_BIN)
-	@FUZZ_SECONDS=$${FUZZ_SECONDS:-300} bash tests/run.sh fuzz
+	@FUZZ_BUDGETS=1 bash tests/run.sh fuzz
+fuzz-nightly: $(FUZZ_BIN)
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-600} bash tests/run.sh fuzz
 
 bench:
 	@bash scripts/deps.sh bench

@@ -14,8 +14,8 @@
 #   golden  tests/golden/*.sh      text cases compared byte for byte
 #   e2e     tests/e2e/*.sh         real binaries end to end (peers such as go tool pprof)
 #   browser tests/browser/*.sh     the web UI in chromium and firefox-esr (playwright-core, puppeteer-core), the SVG's script in jsdom
-#   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15) over its
-#                                  corpus in tests/fuzz/corpus/<name>/
+#   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15; FUZZ_BUDGETS=1:
+#                                  tests/fuzz/budgets) over its corpus in tests/fuzz/corpus/<name>/
 # Script protocol (golden, e2e, browser): env STROBE (ASan CLI), STROBE_FAST (optimised CLI), TESTDATA
 # (absolute path of ../shared/testdata), TMPDIR (a fresh directory); the script prints
 # "ok NAME", "FAIL NAME: why" or "SKIP NAME: why" per case and exits non-zero on any failure.
@@ -120,24 +120,35 @@ run_scripts() { # $1 = folder
 }
 
 run_fuzz() {
-  echo "== fuzz (${FUZZ_SECONDS:-15} s each)"
+  # FUZZ_SECONDS (all targets), else FUZZ_BUDGETS=1 (make fuzz: tests/fuzz/budgets), else 15 s.
+  local how="15 s each"
+  [ -n "${FUZZ_BUDGETS:-}" ] && how="each for its budget in tests/fuzz/budgets"
+  [ -n "${FUZZ_SECONDS:-}" ] && how="$FUZZ_SECONDS s each"
+  echo "== fuzz ($how)"
   local f
   for f in build/fuzz/fuzz_*; do
     [ -x "$f" ] || continue
-    local name corpus work rc
+    local name corpus work rc secs runs
     name=$(basename "$f")
+    secs=${FUZZ_SECONDS:-}
+    [ -z "$secs" ] && [ -n "${FUZZ_BUDGETS:-}" ] && secs=$(awk -v n="$name" '$1 == n { print $2 }' tests/fuzz/budgets)
+    secs=${secs:-15}
     corpus="tests/fuzz/corpus/$name"
     work=$(mktemp -d)
     [ -d "$corpus" ] && cp -r "$corpus/." "$work/" 2>/dev/null
-    mkdir -p build/fuzz-crashes
-    "$f" -artifact_prefix=build/fuzz-crashes/ -max_total_time="${FUZZ_SECONDS:-15}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=0 "$work" > "$work.log" 2>&1
+    # Inputs that stopped a target elsewhere, kept in the external vectors as NAME-*.bin
+    # (fuzz_pprof: pprof-*), run as seeds too when they are here.
+    [ -n "$TESTDATA" ] && [ -d "$TESTDATA/fuzz" ] && cp "$TESTDATA/fuzz/${name#fuzz_}"-* "$work/" 2>/dev/null
+    mkdir -p "build/fuzz-crashes/$name"
+    "$f" -artifact_prefix="build/fuzz-crashes/$name/" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 "$work" > "$work.log" 2>&1
     rc=$?
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work.log" | tail -1)
     if [ $rc -eq 0 ]; then
-      tally <<<"ok $name ($(grep -o 'DONE.*' "$work.log" | head -1 || echo "ran ${FUZZ_SECONDS:-15}s"))"
+      tally <<<"ok $name (${secs} s, ${runs:-?} runs, $(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' "$work.log" | tail -1))"
     else
       grep -A30 -m1 'ERROR\|==ERROR\|runtime error' "$work.log" | sed 's/^/    /' | head -40
-      tally <<<"FAIL $name: fuzzer found a failure (exit $rc; inputs in build/fuzz-crashes/)"
+      tally <<<"FAIL $name: fuzzer found a failure after ${runs:-?} runs (exit $rc; inputs in build/fuzz-crashes/$name/)"
     fi
     rm -rf "$work" "$work.log"
   done
