@@ -24,6 +24,14 @@ within_pp() {
 	_num "${1:-}" && _num "${2:-}" || return 1
 	awk -v g="$1" -v w="$2" -v t="$3" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= t) }'
 }
+# proc_cpu_ms PID: the CPU (user + system) the process has used so far, in ms, from /proc (what
+# a workload really got, to judge sample counts on a loaded machine by); empty once it is gone.
+proc_cpu_ms() {
+	local st
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($12 + $13) * 1000 / hz }' <<<"$st"
+}
 within_rel() {
 	_num "${1:-}" && _num "${2:-}" || return 1
 	awk -v g="$1" -v w="$2" -v t="$3" 'BEGIN { if (w <= 0) exit 1; d = g - w; if (d < 0) d = -d; exit !(100 * d / w <= t) }'
