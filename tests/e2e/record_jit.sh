@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # JIT code named from /tmp/perf-PID.map: build/workloads/jit_map runs machine code it copied into
 # anonymous executable memory and announced in its perf map; at least 90% of its samples must
-# have the leaf frame jit_hot_loop, named at the end of recording, after the process exited.
+# have the leaf frame jit_hot_loop, named at the end of recording, after the process exited, and
+# its 2 s of CPU (its own clock: however loaded the machine) make at least 500 samples.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/record.sh

@@ -2,8 +2,9 @@
 /*
  * A JIT, reduced to its essence for the recorder's test: machine code copied into anonymous
  * executable memory and announced in /tmp/perf-PID.map (the convention perf, V8, the JVM's
- * perf-map-agent and LuaJIT use), then run for the given seconds. Nearly all of the process's
- * CPU is spent in that code, so a profile must name it "jit_hot_loop" from the map.
+ * perf-map-agent and LuaJIT use), then run until it has used the given seconds of CPU (its own
+ * CPU clock, so a loaded machine gives a profile as full as an idle one). Nearly all of the
+ * process's CPU is spent in that code, so a profile must name it "jit_hot_loop" from the map.
  *
  *   jit_map SECONDS
  *
@@ -46,10 +47,10 @@ int main(int argc, char **argv)
 	fclose(f);
 	void (*fn)(void) = (void (*)(void))(uintptr_t)mem;
 	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
 	do {
 		fn();
-		clock_gettime(CLOCK_MONOTONIC, &t);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	} while ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
 	/* The map stays after exit, as a JIT's does: the recorder names frames at the end. The
 	 * test removes it. */
