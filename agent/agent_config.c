@@ -247,8 +247,13 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 	ctx c = {name, err};
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
+	if (!root) {
+		/* Without jansson's "near '...'": it quotes the file, which may hold the token. */
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = 0;
 		return strobe_errf(err, -EINVAL, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+	}
 	int rc = 0;
 	if (!json_is_object(root)) {
 		rc = strobe_errf(err, -EINVAL, "%s: the config must be a JSON object", name);
@@ -416,11 +421,17 @@ int strobe_agent_config_load(const char *path, strobe_agent_opts *o, strobe_err 
 	char *buf = malloc(1u << 20);
 	size_t n = buf ? fread(buf, 1, 1u << 20, f) : 0;
 	bool too_big = buf && n == 1u << 20;
-	fclose(f);
-	if (!buf)
+	if (!buf) {
+		fclose(f);
 		return -ENOMEM;
+	}
+	char *old_token = o->token;
 	int rc = too_big ? strobe_errf(err, -EFBIG, "%s: larger than 1 MiB; not a config", path)
 			 : strobe_agent_config_parse(buf, n, path, o, err);
+	/* A file that holds the push token is only the agent's (mode checked on what was read). */
+	if (rc == 0 && o->token && o->token != old_token)
+		rc = strobe_secret_file_check(fileno(f), path, err);
+	fclose(f);
 	free(buf);
 	return rc;
 }

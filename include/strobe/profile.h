@@ -42,6 +42,10 @@ typedef struct strobe_err {
 int strobe_errf(strobe_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* For a file that holds tokens (open as fd): -EACCES with a message naming path and the fix
+ * (chmod 600) when its mode lets the group or others read it; 0 when only its owner can. */
+int strobe_secret_file_check(int fd, const char *path, strobe_err *err);
+
 /* ---- interning table (exported for codecs that want their own dedup) ------------------------- */
 
 /* Byte blobs -> dense ids, in insertion order. Keys are copied into an arena. */
