@@ -273,6 +273,10 @@ int cmd_agent(int argc, char **argv)
 		cli_err(cmd, "--server URL is required (or \"server\" in the config)");
 		goto out;
 	}
+	if (strobe_url_check_secrets(o.server, "--server (or \"server\" in the config)", &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
+		goto out;
+	}
 	if (o.comm_re && o.npids) {
 		cli_err(cmd, "give --pid or --comm, not both");
 		goto out;

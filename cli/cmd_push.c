@@ -103,6 +103,11 @@ int cmd_push(int argc, char **argv)
 		cli_err(cmd, "--server URL is required");
 		goto out;
 	}
+	strobe_err uerr = {{0}};
+	if (strobe_url_check_secrets(server, "--server", &uerr) < 0) {
+		cli_err(cmd, "%s", uerr.msg);
+		goto out;
+	}
 	if (!service) {
 		cli_err(cmd, "--service NAME (or --label service_name=NAME) is required");
 		goto out;

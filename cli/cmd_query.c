@@ -84,6 +84,11 @@ int cmd_query(int argc, char **argv)
 		cli_err(cmd, "--server URL is required");
 		return 2;
 	}
+	strobe_err uerr = {{0}};
+	if (strobe_url_check_secrets(server, "--server", &uerr) < 0) {
+		cli_err(cmd, "%s", uerr.msg);
+		return 2;
+	}
 	if (optind + 1 != argc) {
 		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
 		return 2;
