@@ -19,7 +19,7 @@ command -v curl >/dev/null || { echo "SKIP server_secrets: curl is not installed
 kill_at_exit pid apid apid2 wpid
 T=server_secrets
 TA=tokA-c0ffee5e11 TB=tokB-deadbeef77 TADM=tokAdm-5eed1e55aa TW=tokWrong-0badf00d99
-TBAD=tokBad-1dea5c0ff TBARE=tokBare-f00d5ca1e TAG=tokAg-7e57ab1e01
+TBAD=tokBad-1dea5c0ff TBARE=tokbareletterszq TAG=tokAg-7e57ab1e01
 SEEN=$TMPDIR/seen # every text the test saw; grepped for the tokens at the end
 mkdir -p "$SEEN"
 keep() { cp "$1" "$SEEN/$2"; }
@@ -96,17 +96,21 @@ if [ "$codes" = "401401401401400401401200401401200404" ] && [ "$q1 $q2 $q3 $q4" 
 else fail $T/auth-outcomes "codes $codes, CLI $q1 $q2 $q3 $q4: $(head -c 300 "$SEEN/cli-query-ok")"; fi
 
 # ---- bad configs next to a token --------------------------------------------------------------------
-printf '{ "tenants": [ { "id": "a", "token": "%s" ] }\n' "$TBAD" >"$TMPDIR/bad1.json"
+# jansson's messages quote the text "near" the error: an unterminated string, a newline or a bad
+# escape in one quote the token whole, a bare word its letters (so TBARE is letters only).
+printf '{ "tenants": [ { "id": "a", "token": "%s' "$TBAD" >"$TMPDIR/bad1.json"
 printf '{ "tenants": [ { "id": "a", "token": %s } ] }\n' "$TBARE" >"$TMPDIR/bad2.json"
 printf '{ "tenants": [ { "id": "a", "token": "%s" } ], "admin_token": "%s" }\n' "$TBAD" "$TBAD" >"$TMPDIR/bad3.json"
 printf '{ "server": "http://127.0.0.1:1", "token": %s }\n' "$TBARE" >"$TMPDIR/bad4.json"
-printf '{ "server": "http://127.0.0.1:1", "token": "%s", }\n' "$TBAD" >"$TMPDIR/bad5.json"
+printf '{ "server": "http://127.0.0.1:1", "token": "%s\\u00" }\n' "$TBAD" >"$TMPDIR/bad5.json"
+printf '{ "server": "http://127.0.0.1:1", "token": "%s\n" }\n' "$TBAD" >"$TMPDIR/bad6.json"
+printf '{ "tenants": [ { "id": "a", "token": "%s\n" } ] }\n' "$TBAD" >"$TMPDIR/bad7.json"
 chmod 600 "$TMPDIR"/bad*.json
 bc=
-for i in 1 2 3; do timeout 20 "$STROBE" server --data "$TMPDIR/d0" --listen 127.0.0.1:0 --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
-for i in 4 5; do timeout 20 "$STROBE" agent --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
-if [ "$bc" = "2 2 2 2 2 " ] && grep -q "bad1.json:1:" "$SEEN/badcfg1" && grep -q "bad4.json:1:" "$SEEN/badcfg4"; then
-	ok $T/bad-configs "5 refused: $(head -c 80 "$SEEN/badcfg2")"
+for i in 1 2 3 7; do timeout 20 "$STROBE" server --data "$TMPDIR/d0" --listen 127.0.0.1:0 --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
+for i in 4 5 6; do timeout 20 "$STROBE" agent --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
+if [ "$bc" = "2 2 2 2 2 2 2 " ] && grep -q "bad1.json:1:" "$SEEN/badcfg1" && grep -q "bad4.json:1:" "$SEEN/badcfg4"; then
+	ok $T/bad-configs "7 refused: $(head -c 80 "$SEEN/badcfg2")"
 else fail $T/bad-configs "exits $bc: $(cat "$SEEN"/badcfg*)"; fi
 
 # ---- agents: the token from a 600 config, a wrong one from the command line --------------------------
