@@ -16,7 +16,7 @@ set -u
 # shellcheck source=lib/agent.sh
 . "$(dirname "$0")/lib/agent.sh"
 command -v curl >/dev/null || { echo "SKIP server_secrets: curl is not installed"; exit 0; }
-kill_at_exit pid apid apid2 wpid
+kill_at_exit pid apid apid2 apid3 wpid
 T=server_secrets
 TA=tokA-c0ffee5e11 TB=tokB-deadbeef77 TADM=tokAdm-5eed1e55aa TW=tokWrong-0badf00d99
 TBAD=tokBad-1dea5c0ff TBARE=tokbareletterszq TAG=tokAg-7e57ab1e01
@@ -95,6 +95,20 @@ if [ "$codes" = "401401401401400401401200401401200404" ] && [ "$q1 $q2 $q3 $q4" 
 	ok $T/auth-outcomes "12 requests as expected; CLI: wrong token fails, right token (header only) pushes and reads"
 else fail $T/auth-outcomes "codes $codes, CLI $q1 $q2 $q3 $q4: $(head -c 300 "$SEEN/cli-query-ok")"; fi
 
+# ---- token files (not on the command line, where ps shows them) ---------------------------------------
+printf '%s\n' "$TB" >"$TMPDIR/tokb"
+chmod 600 "$TMPDIR/tokb"
+"$STROBE" push --server "$url" --tenant team-b --token-file "$TMPDIR/tokb" --service tf "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/tf-ok"; t1=$?
+chmod 640 "$TMPDIR/tokb"
+"$STROBE" push --server "$url" --tenant team-b --token-file "$TMPDIR/tokb" --service tf "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/tf-640"; t2=$?
+chmod 600 "$TMPDIR/tokb"
+"$STROBE" query --server "$url" --tenant team-b --token $'x\r\nX-Scope-OrgID: team-a' 'x{}' >/dev/null 2>"$SEEN/tf-crlf"; t3=$?
+"$STROBE" query --server "$url" --tenant team-b --token x --token-file "$TMPDIR/tokb" 'x{}' >/dev/null 2>"$SEEN/tf-both"; t4=$?
+if [ "$t1 $t2 $t3 $t4" = "0 2 2 2" ] && grep -q "tokb holds tokens but is readable by its group (mode 0640): run chmod 600 $TMPDIR/tokb" "$SEEN/tf-640" &&
+	grep -q 'control character' "$SEEN/tf-crlf" && grep -q 'not both' "$SEEN/tf-both"; then
+	ok $T/token-file "600 file pushes; 640 refused with the fix; CR LF in a token refused"
+else fail $T/token-file "exits $t1 $t2 $t3 $t4: $(cat "$SEEN"/tf-*)"; fi
+
 # ---- bad configs next to a token --------------------------------------------------------------------
 # jansson's messages quote the text "near" the error: an unterminated string, a newline or a bad
 # escape in one quote the token whole, a bare word its letters (so TBARE is letters only).
@@ -130,6 +144,12 @@ JSON
 	start_agent "$TMPDIR/agent.log" --config "$TMPDIR/agent.json" --pid "$wpid"
 	apid2=$apid admin2=$admin
 	start_agent "$TMPDIR/agentw.log" -i 1 -F 49 --pid "$wpid" --tenant team-a --token "$TW"
+	apid3=$apid admin3=$admin
+	# A config that names a token file need not be 600 itself (it holds no token).
+	printf '{ "server": "%s", "tenant": "team-b", "token_file": "%s", "interval": 1, "frequency": 49 }\n' "$url" "$TMPDIR/tokb" >"$TMPDIR/agentf.json"
+	chmod 644 "$TMPDIR/agentf.json"
+	start_agent "$TMPDIR/agentf.log" --config "$TMPDIR/agentf.json" --pid "$wpid"
+	adminf=$admin admin=$admin3
 	for _ in $(seq 200); do
 		[ "$(admin=$admin2 status_field push.pushed)" -ge 1 ] 2>/dev/null &&
 			[ "$(status_field push.rejected)" -ge 1 ] 2>/dev/null && break
@@ -137,10 +157,16 @@ JSON
 	done
 	curl -s "$admin2/status" >"$SEEN/agent-status"; curl -s "$admin2/metrics" >"$SEEN/agent-metrics"
 	curl -s "$admin/status" >"$SEEN/agentw-status"; curl -s "$admin/metrics" >"$SEEN/agentw-metrics"
+	for _ in $(seq 100); do [ "$(admin=$adminf status_field push.pushed)" -ge 1 ] 2>/dev/null && break; sleep 0.1; done
+	curl -s "$adminf/status" >"$SEEN/agentf-status"
 	pushed=$(admin=$admin2 status_field push.pushed) rejected=$(status_field push.rejected)
-	stop_agent; apid=$apid2; stop_agent
+	pushedf=$(admin=$adminf status_field push.pushed)
+	stop_agent; apid=$apid2; stop_agent; apid=$apid3; stop_agent
 	kill $wpid 2>/dev/null; wait $wpid 2>/dev/null; wpid=
 	keep "$TMPDIR/agent.log" agent.log; keep "$TMPDIR/agentw.log" agentw.log
+	keep "$TMPDIR/agentf.log" agentf.log
+	if [ "${pushedf:-0}" -ge 1 ]; then ok $T/agent-token-file "$pushedf pushes stored with the token of its token_file"
+	else fail $T/agent-token-file "pushed ${pushedf:-?}: $(tail -3 "$TMPDIR/agentf.log")"; fi
 	if [ "$a644" = 2 ] && grep -q "agent.json holds tokens but is readable by others (mode 0644): run chmod 600 $TMPDIR/agent.json" "$SEEN/agent644" &&
 		[ "${pushed:-0}" -ge 1 ]; then
 		ok $T/agent-config-mode "644 refused; at 600 $pushed pushes stored with the file's token"
