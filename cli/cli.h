@@ -105,6 +105,7 @@ char *cli_url_escape(const char *s);
  * first line is the token; not on the command line, where ps shows it); NULL when neither. On a
  * bad one (both given, a control character, a file others can read) prints why, sets *bad. */
 const char *cli_token(const char *cmd, const char *token, const char *file, bool *bad);
+#define CLI_TOKEN_HINT "give the token with --token-file or --token (sent as Authorization: Bearer)"
 
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a number with checking; prints an error and returns -1 when bad. */

@@ -285,7 +285,10 @@ int cmd_agent(int argc, char **argv)
 		cli_err(cmd, "--server URL is required (or \"server\" in the config)");
 		goto out;
 	}
-	if (strobe_url_check_secrets(o.server, "--server (or \"server\" in the config)", &err) < 0) {
+	if (strobe_url_check_secrets(o.server, "--server (or \"server\" in the config)",
+				     "give the token with --token-file, \"token_file\" or \"token\" "
+				     "(sent as Authorization: Bearer)",
+				     &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
 		goto out;
 	}

@@ -107,7 +107,7 @@ int cmd_push(int argc, char **argv)
 		goto out;
 	}
 	strobe_err uerr = {{0}};
-	if (strobe_url_check_secrets(server, "--server", &uerr) < 0) {
+	if (strobe_url_check_secrets(server, "--server", CLI_TOKEN_HINT, &uerr) < 0) {
 		cli_err(cmd, "%s", uerr.msg);
 		goto out;
 	}

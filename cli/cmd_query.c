@@ -88,7 +88,7 @@ int cmd_query(int argc, char **argv)
 		return 2;
 	}
 	strobe_err uerr = {{0}};
-	if (strobe_url_check_secrets(server, "--server", &uerr) < 0) {
+	if (strobe_url_check_secrets(server, "--server", CLI_TOKEN_HINT, &uerr) < 0) {
 		cli_err(cmd, "%s", uerr.msg);
 		return 2;
 	}

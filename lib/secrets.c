@@ -30,7 +30,8 @@ int strobe_secret_file_check(int fd, const char *path, strobe_err *err)
 			   path);
 }
 
-int strobe_url_check_secrets(const char *url, const char *what, strobe_err *err)
+int strobe_url_check_secrets(const char *url, const char *what, const char *instead,
+			     strobe_err *err)
 {
 	const char *a = strstr(url, "://");
 	a = a ? a + 3 : url;
@@ -46,10 +47,9 @@ int strobe_url_check_secrets(const char *url, const char *what, strobe_err *err)
 		return 0;
 	/* The URL itself is not quoted: it holds the secret. */
 	return strobe_errf(err, -EINVAL,
-			   "%s: the URL carries credentials (%s): give them as the token instead "
-			   "(--token, or \"token\" in the agent's config), which is sent as "
-			   "Authorization: Bearer; a URL ends up in logs",
-			   what, userinfo ? "user:password@" : "a token= parameter");
+			   "%s: the URL carries credentials (%s), and URLs end up in logs and "
+			   "status pages; %s",
+			   what, userinfo ? "user:password@" : "a token= parameter", instead);
 }
 
 int strobe_token_check(const char *tok, const char *what, strobe_err *err)

@@ -119,12 +119,15 @@ printf '{ "server": "http://127.0.0.1:1", "token": %s }\n' "$TBARE" >"$TMPDIR/ba
 printf '{ "server": "http://127.0.0.1:1", "token": "%s\\u00" }\n' "$TBAD" >"$TMPDIR/bad5.json"
 printf '{ "server": "http://127.0.0.1:1", "token": "%s\n" }\n' "$TBAD" >"$TMPDIR/bad6.json"
 printf '{ "tenants": [ { "id": "a", "token": "%s\n" } ] }\n' "$TBAD" >"$TMPDIR/bad7.json"
+# A scrape target's URL is a label of the public /metrics: no credentials in it.
+printf '{ "scrape": [ { "url": "http://u:%s@127.0.0.1:1" } ] }\n' "$TBAD" >"$TMPDIR/bad8.json"
 chmod 600 "$TMPDIR"/bad*.json
 bc=
-for i in 1 2 3 7; do timeout 20 "$STROBE" server --data "$TMPDIR/d0" --listen 127.0.0.1:0 --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
+for i in 1 2 3 7 8; do timeout 20 "$STROBE" server --data "$TMPDIR/d0" --listen 127.0.0.1:0 --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
 for i in 4 5 6; do timeout 20 "$STROBE" agent --config "$TMPDIR/bad$i.json" >/dev/null 2>"$SEEN/badcfg$i"; bc+="$? "; done
-if [ "$bc" = "2 2 2 2 2 2 2 " ] && grep -q "bad1.json:1:" "$SEEN/badcfg1" && grep -q "bad4.json:1:" "$SEEN/badcfg4"; then
-	ok $T/bad-configs "7 refused: $(head -c 80 "$SEEN/badcfg2")"
+if [ "$bc" = "2 2 2 2 2 2 2 2 " ] && grep -q "bad1.json:1:" "$SEEN/badcfg1" && grep -q "bad4.json:1:" "$SEEN/badcfg4" &&
+	grep -q "scrape target 1: the URL carries credentials" "$SEEN/badcfg8"; then
+	ok $T/bad-configs "8 refused: $(head -c 80 "$SEEN/badcfg2")"
 else fail $T/bad-configs "exits $bc: $(cat "$SEEN"/badcfg*)"; fi
 
 # ---- agents: the token from a 600 config, a wrong one from the command line --------------------------
