@@ -46,7 +46,7 @@ echo '{ "retention": "7d", "tenants": [ { "id": "open" } ] }' >"$TMPDIR/notok.js
 chmod 644 "$TMPDIR/notok.json"
 start_server --config "$TMPDIR/notok.json"
 ok $T/no-token-config-any-mode "a 644 config without tokens starts"
-kill $pid; wait $pid 2>/dev/null; pid=
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
 
 # The server of the rest of the test, its config at 600.
 chmod 600 "$TMPDIR/cfg.json"
@@ -181,7 +181,7 @@ fi
 
 # ---- no token anywhere ----------------------------------------------------------------------------------
 curl -s "$url/metrics" >"$SEEN/metrics"
-kill $pid; wait $pid 2>/dev/null; pid=
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
 keep "$TMPDIR/log" server.log
 # Not vacuous: the server logged, the error bodies and messages are there.
 nf=$(find "$SEEN" -type f -size +0 | wc -l)

@@ -18,6 +18,7 @@
 # without credentials and show nothing of A's.
 set -u
 if ! command -v curl >/dev/null; then echo "SKIP server_tenants: curl is not installed"; exit 0; fi
+# shellcheck source=lib/server.sh
 . "$(dirname "$0")/lib/server.sh"
 st=0
 fail() { echo "FAIL server_tenants/$1: $2"; st=1; }
@@ -196,11 +197,11 @@ while read -r m p access; do
 	r="$m $p"
 	# What the test expects each route's class to be: a change is a failure, not a skip.
 	case $r in
-	"GET /ready" | "GET /healthz" | "GET /metrics" | "GET /" | "GET /ui/*") want=public ;;
-	"POST /api/v1/admin/compact") want=admin ;;
+	"GET /ready" | "GET /healthz" | "GET /metrics" | "GET /" | "GET /ui/*") want="public" ;;
+	"POST /api/v1/admin/compact") want="admin" ;;
 	"POST /api/v1/push" | "POST /ingest" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
-		"GET /api/v1/series") want=tenant ;;
+		"GET /api/v1/series") want="tenant" ;;
 	*) fail "$r" "add a case for $r (access: $access) to tests/e2e/server_tenants.sh"; continue ;;
 	esac
 	if [ "$access" != "$want" ]; then fail "$r" "the route table says $access, this test expects $want"; continue; fi
@@ -232,5 +233,5 @@ else ok b-writes-not-in-a "B's writes in B only; B's writes as A refused and now
 c=$(hit adma -G "$url/api/v1/series")
 if [ "$c" = 401 ]; then ok admin-not-tenant "admin token as team-a: 401"; else fail admin-not-tenant "$c"; fi
 
-kill $pid; wait $pid 2>/dev/null; pid=
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
 exit $st
