@@ -247,8 +247,13 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 	ctx c = {name, err};
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
+	if (!root) {
+		/* Without jansson's "near '...'": it quotes the file, which may hold the token. */
+		char *near = strstr(je.text, " near ");
+		if (near)
+			*near = 0;
 		return strobe_errf(err, -EINVAL, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+	}
 	int rc = 0;
 	if (!json_is_object(root)) {
 		rc = strobe_errf(err, -EINVAL, "%s: the config must be a JSON object", name);
@@ -264,6 +269,19 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 			rc = get_str(&c, v, k, &o->tenant);
 		else if (strcmp(k, "token") == 0)
 			rc = get_str(&c, v, k, &o->token);
+		else if (strcmp(k, "token_file") == 0) {
+			char *path = NULL, *tok = NULL;
+			if ((rc = get_str(&c, v, k, &path)) == 0) {
+				strobe_err e2 = {{0}};
+				rc = strobe_token_file_read(path, &tok, &e2);
+				if (rc == 0) {
+					free(o->token);
+					o->token = tok;
+				} else if (rc != -ENOMEM)
+					rc = bad(&c, k, e2.msg);
+			}
+			free(path);
+		}
 		else if (strcmp(k, "frequency") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 10000, &d)) == 0)
 				o->freq = (unsigned)d;
@@ -416,11 +434,20 @@ int strobe_agent_config_load(const char *path, strobe_agent_opts *o, strobe_err 
 	char *buf = malloc(1u << 20);
 	size_t n = buf ? fread(buf, 1, 1u << 20, f) : 0;
 	bool too_big = buf && n == 1u << 20;
-	fclose(f);
-	if (!buf)
+	if (!buf) {
+		fclose(f);
 		return -ENOMEM;
+	}
 	int rc = too_big ? strobe_errf(err, -EFBIG, "%s: larger than 1 MiB; not a config", path)
 			 : strobe_agent_config_parse(buf, n, path, o, err);
+	/* A file that holds the push token is only the agent's (mode checked on what was read); one
+	 * that names a token_file need not be (that file is checked itself). */
+	json_t *root = rc == 0 ? json_loadb(buf, n, 0, NULL) : NULL;
+	bool has_token = root && json_object_get(root, "token");
+	json_decref(root);
+	if (has_token)
+		rc = strobe_secret_file_check(fileno(f), path, err);
+	fclose(f);
 	free(buf);
 	return rc;
 }

@@ -101,6 +101,11 @@ typedef struct cli_http_req {
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len);
 /* A malloc'd percent-encoded copy of s for a URL query, NULL on ENOMEM. */
 char *cli_url_escape(const char *s);
+/* The bearer token of --token TOKEN or --token-file FILE (a file only its owner can read, whose
+ * first line is the token; not on the command line, where ps shows it); NULL when neither. On a
+ * bad one (both given, a control character, a file others can read) prints why, sets *bad. */
+const char *cli_token(const char *cmd, const char *token, const char *file, bool *bad);
+#define CLI_TOKEN_HINT "give the token with --token-file or --token (sent as Authorization: Bearer)"
 
 void cli_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Parses a number with checking; prints an error and returns -1 when bad. */

@@ -56,7 +56,8 @@ static const char usage_text[] =
 	"  --spool-max BYTES      spool limit (default 64M; K, M, G suffixes); oldest dropped first\n"
 	"  --host NAME            host label (default: the host name)\n"
 	"  --tenant ID            X-Scope-OrgID of the pushes\n"
-	"  --token TOKEN          Authorization: Bearer TOKEN\n"
+	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
+	"  --token-file FILE      the token from FILE (mode 600), its first line\n"
 	"  --log-level LEVEL      error, warn, info (default) or debug\n\n"
 	"Signals: SIGTERM/SIGINT stop (after a final push), SIGUSR1 pauses, SIGUSR2 resumes.\n";
 
@@ -120,7 +121,7 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
 	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
-	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES };
+	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -138,6 +139,7 @@ int cmd_agent(int argc, char **argv)
 		{"unwind-table", required_argument, 0, O_UWTABLE},
 		{"off-cpu-mode", required_argument, 0, O_OFFMODE},
 		{"off-cpu-entries", required_argument, 0, O_OFFENTRIES},
+		{"token-file", required_argument, 0, O_TOKENFILE},
 		{0, 0, 0, 0}};
 	const char *cmd = "agent";
 	strobe_agent_opts o;
@@ -256,6 +258,16 @@ int cmd_agent(int argc, char **argv)
 		case O_HOST: if (set_str(&o.host, optarg) < 0) goto oom; break;
 		case O_TENANT: if (set_str(&o.tenant, optarg) < 0) goto oom; break;
 		case O_TOKEN: if (set_str(&o.token, optarg) < 0) goto oom; break;
+		case O_TOKENFILE: {
+			char *t = NULL;
+			if (strobe_token_file_read(optarg, &t, &err) < 0) {
+				cli_err(cmd, "--token-file %s", err.msg);
+				goto out;
+			}
+			free(o.token);
+			o.token = t;
+			break;
+		}
 		case O_LOGLEVEL:
 			if ((o.log_level = strobe_log_level_parse(optarg)) < 0) {
 				cli_err(cmd, "--log-level: '%s' is not error, warn, info or debug", optarg);
@@ -271,6 +283,17 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (!o.server) {
 		cli_err(cmd, "--server URL is required (or \"server\" in the config)");
+		goto out;
+	}
+	if (strobe_url_check_secrets(o.server, "--server (or \"server\" in the config)",
+				     "give the token with --token-file, \"token_file\" or \"token\" "
+				     "(sent as Authorization: Bearer)",
+				     &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
+		goto out;
+	}
+	if (o.token && strobe_token_check(o.token, "--token (or \"token\" in the config)", &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
 		goto out;
 	}
 	if (o.comm_re && o.npids) {

@@ -24,7 +24,8 @@ static const char usage_text[] =
 	"  --base-from T, --base-to T  the baseline's window (default: the same window)\n"
 	"  --max-nodes N          trim frames below the N-th heaviest\n"
 	"  --tenant ID            X-Scope-OrgID\n"
-	"  --token TOKEN          Authorization: Bearer TOKEN\n";
+	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
+	"  --token-file FILE      the token from FILE (mode 600), its first line\n";
 
 typedef struct qbuf {
 	char *s;
@@ -49,7 +50,7 @@ static void add(qbuf *q, const char *k, const char *v)
 
 int cmd_query(int argc, char **argv)
 {
-	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN };
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN, O_TOKENFILE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
@@ -58,10 +59,11 @@ int cmd_query(int argc, char **argv)
 		{"base-to", required_argument, 0, O_BTO},
 		{"max-nodes", required_argument, 0, O_MAXN},
 		{"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN}, {0, 0, 0, 0}};
+		{"token", required_argument, 0, O_TOKEN},
+		{"token-file", required_argument, 0, O_TOKENFILE}, {0, 0, 0, 0}};
 	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
-	const char *tenant = NULL, *token = NULL;
+	const char *tenant = NULL, *token = NULL, *token_file = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:t:o:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -77,6 +79,7 @@ int cmd_query(int argc, char **argv)
 		case O_MAXN: maxn = optarg; break;
 		case O_TENANT: tenant = optarg; break;
 		case O_TOKEN: token = optarg; break;
+		case O_TOKENFILE: token_file = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -84,6 +87,14 @@ int cmd_query(int argc, char **argv)
 		cli_err(cmd, "--server URL is required");
 		return 2;
 	}
+	strobe_err uerr = {{0}};
+	if (strobe_url_check_secrets(server, "--server", CLI_TOKEN_HINT, &uerr) < 0) {
+		cli_err(cmd, "%s", uerr.msg);
+		return 2;
+	}
+	bool bad_token;
+	if (!(token = cli_token(cmd, token, token_file, &bad_token)) && bad_token)
+		return 2;
 	if (optind + 1 != argc) {
 		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
 		return 2;

@@ -23,7 +23,9 @@ static const char usage_text[] =
 	"  --listen HOST:PORT  address to listen on (default 127.0.0.1:4100; port 0 = any free\n"
 	"                      port, printed on stderr)\n"
 	"  --config FILE       configuration file\n"
-	"  --retention D       keep profiles for D (e.g. 28d, 6h; 0 = forever)\n";
+	"  --retention D       keep profiles for D (e.g. 28d, 6h; 0 = forever)\n"
+	"  --list-routes       print the HTTP routes, one \"METHOD PATH ACCESS\" line each\n"
+	"                      (ACCESS: public, tenant or admin; docs/http-api.md) and exit\n";
 
 static volatile sig_atomic_t stop;
 
@@ -47,12 +49,13 @@ static int64_t now_ns(void)
 
 int cmd_server(int argc, char **argv)
 {
-	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION };
+	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_ROUTES };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
 		{"listen", required_argument, 0, O_LISTEN},
 		{"config", required_argument, 0, O_CONFIG},
-		{"retention", required_argument, 0, O_RETENTION}, {0, 0, 0, 0}};
+		{"retention", required_argument, 0, O_RETENTION},
+		{"list-routes", no_argument, 0, O_ROUTES}, {0, 0, 0, 0}};
 	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -62,6 +65,7 @@ int cmd_server(int argc, char **argv)
 		case O_LISTEN: listen = optarg; break;
 		case O_CONFIG: config = optarg; break;
 		case O_RETENTION: ret = optarg; break;
+		case O_ROUTES: strobe_server_list_routes(stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}

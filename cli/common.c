@@ -206,3 +206,30 @@ int cli_out_close(const char *cmd, cli_out *o, bool ok)
 	free(o->tmp);
 	return r;
 }
+
+const char *cli_token(const char *cmd, const char *token, const char *file, bool *bad)
+{
+	static char buf[STROBE_TOKEN_MAX + 1]; /* one token per process: no free at each exit */
+	strobe_err err = {{0}};
+	*bad = true;
+	if (token && file) {
+		cli_err(cmd, "give --token or --token-file, not both");
+		return NULL;
+	}
+	if (token && strobe_token_check(token, "--token", &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
+		return NULL;
+	}
+	if (file) {
+		char *t = NULL;
+		if (strobe_token_file_read(file, &t, &err) < 0) {
+			cli_err(cmd, "--token-file %s", err.msg);
+			return NULL;
+		}
+		snprintf(buf, sizeof(buf), "%s", t);
+		free(t);
+		token = buf;
+	}
+	*bad = false;
+	return token;
+}

@@ -38,6 +38,7 @@ void strobe_server_config_free(strobe_server_config *c)
 		free(c->tenants[i].token);
 	}
 	free(c->tenants);
+	free(c->admin_token);
 	free(c->scrape_json);
 	memset(c, 0, sizeof(*c));
 }
@@ -153,6 +154,20 @@ static int tenants(json_t *a, strobe_server_config *c, strobe_err *err)
 					   "\"token\": \"...\"}",
 					   i);
 		}
+		const char *bad = NULL;
+		if (tok && !*json_string_value(tok))
+			bad = "an empty token (leave \"token\" out for a tenant without one)";
+		for (size_t k = 0; k < i && !bad; k++)
+			if (strcmp(t[k].id, json_string_value(id)) == 0)
+				bad = "the id of an earlier tenant";
+		if (bad) {
+			for (size_t k = 0; k < i; k++) {
+				free(t[k].id);
+				free(t[k].token);
+			}
+			free(t);
+			return strobe_errf(err, -EINVAL, "config: tenants[%zu] has %s", i, bad);
+		}
 		t[i].id = strdup(json_string_value(id));
 		t[i].token = tok ? strdup(json_string_value(tok)) : NULL;
 	}
@@ -166,12 +181,29 @@ static int tenants(json_t *a, strobe_server_config *c, strobe_err *err)
 	return 0;
 }
 
+/* jansson's message without its "near '...'": that part quotes the file, and a config file holds
+ * tokens, so a typo next to one would put it on stderr. */
+static const char *json_reason(json_error_t *je)
+{
+	char *near = strstr(je->text, " near ");
+	if (near)
+		*near = 0;
+	return je->text;
+}
+
 int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err)
 {
 	json_error_t je;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root)
-		return strobe_errf(err, -EINVAL, "config %s:%d: %s", path, je.line, je.text);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strobe_errf(err, -errno, "config %s: %s", path, strerror(errno));
+	/* Mode checked on the descriptor that was read, not on the path (no swap in between). */
+	json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+	if (!root) {
+		fclose(f);
+		return strobe_errf(err, -EINVAL, "config %s:%d:%d: %s", path, je.line, je.column,
+				   json_reason(&je));
+	}
 	int r = 0;
 	if (!json_is_object(root))
 		r = strobe_errf(err, -EINVAL, "config %s: must be a JSON object", path);
@@ -207,7 +239,13 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 				r = limits(v, c, err);
 			else if (strcmp(k, "tenants") == 0)
 				r = tenants(v, c, err);
-			else if (strcmp(k, "scrape") == 0) {
+			else if (strcmp(k, "admin_token") == 0) {
+				if (!json_is_string(v) || !*json_string_value(v))
+					r = strobe_errf(err, -EINVAL,
+							"config: \"admin_token\" must be a non-empty string");
+				else
+					r = str_opt(v, k, &c->admin_token, err);
+			} else if (strcmp(k, "scrape") == 0) {
 				/* Parsed by the scraper; kept as text so it owns its schema. */
 				char *s = json_dumps(v, JSON_COMPACT);
 				if (!s)
@@ -220,5 +258,21 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 				break;
 		}
 	json_decref(root);
+	if (r == 0) {
+		bool tokens = c->admin_token != NULL;
+		for (size_t i = 0; i < c->ntenants && r == 0; i++) {
+			tokens |= c->tenants[i].token != NULL;
+			/* One secret for two roles would let that tenant act on everybody's data. */
+			if (c->admin_token && c->tenants[i].token &&
+			    strcmp(c->admin_token, c->tenants[i].token) == 0)
+				r = strobe_errf(err, -EINVAL,
+						"config %s: admin_token is also the token of tenant "
+						"'%s'; give the admin a token of its own",
+						path, c->tenants[i].id);
+		}
+		if (r == 0 && tokens)
+			r = strobe_secret_file_check(fileno(f), path, err);
+	}
+	fclose(f);
 	return r;
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The HTTP front of the server (libmicrohttpd): reading request bodies within the configured
- * limit, resolving the tenant (X-Scope-OrgID, checked against the configured tokens), routing to
- * the endpoint files, and writing replies. Every error is JSON {"error": "...", "status": N}.
+ * limit, handing each request to the route table (server/routes.c: access class, auth, the
+ * endpoint), and writing replies. Every error is JSON {"error": "...", "status": N}.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -117,146 +117,6 @@ int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *s
 	return 0;
 }
 
-/* Tenant ids go into paths of future backends and into logs: keep them plain. */
-static bool tenant_ok(const char *t)
-{
-	size_t n = strlen(t);
-	if (!n || n > 64)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = t[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '-' || c == '.'))
-			return false;
-	}
-	return true;
-}
-
-/* Compares without an early exit, so the time taken says nothing about the token. */
-static bool same_secret(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char d = la != lb;
-	for (size_t i = 0; i < la; i++)
-		d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-	return d == 0;
-}
-
-static int auth(srv_req *r)
-{
-	const char *t = srv_header(r, "X-Scope-OrgID");
-	r->tenant = t ? t : "anonymous";
-	if (!tenant_ok(r->tenant)) {
-		srv_error(r, 400, "X-Scope-OrgID must be 1 to 64 of [A-Za-z0-9_.-]");
-		return -1;
-	}
-	const strobe_server_config *c = &r->srv->cfg;
-	if (!c->ntenants)
-		return 0;
-	for (size_t i = 0; i < c->ntenants; i++) {
-		if (strcmp(c->tenants[i].id, r->tenant) != 0)
-			continue;
-		if (!c->tenants[i].token)
-			return 0;
-		const char *h = srv_header(r, "Authorization");
-		if (h && strncmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, c->tenants[i].token))
-			return 0;
-		srv_error(r, 401, "missing or wrong bearer token for tenant '%s'", r->tenant);
-		return -1;
-	}
-	srv_error(r, 401, "unknown tenant '%s'", r->tenant);
-	return -1;
-}
-
-static void route(srv_req *r)
-{
-	bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
-	const char *u = r->url;
-	if (get && (strcmp(u, "/ready") == 0 || strcmp(u, "/healthz") == 0)) {
-		char *ok = strdup("ok\n");
-		srv_reply(r, 200, "text/plain", ok, ok ? 3 : 0);
-		return;
-	}
-	if (get && strcmp(u, "/metrics") == 0) {
-		srv_metrics_get(r); /* unauthenticated, as Prometheus scrapes it: server/metrics.c */
-		return;
-	}
-	/* The UI's files are public (no tenant data): the API calls they make carry the auth. */
-	if (get && srv_ui(r))
-		return;
-	if (auth(r) < 0)
-		return;
-	if (post && strcmp(u, "/api/v1/push") == 0) {
-		srv_push(r);
-	} else if (post && strcmp(u, "/ingest") == 0) {
-		strobe_pyroscope_ingest(r); /* Pyroscope's protocol: server/ingest.c */
-	} else if (get && strcmp(u, "/api/v1/query") == 0) {
-		srv_query(r);
-	} else if (get && strcmp(u, "/api/v1/diff") == 0) {
-		srv_diff(r);
-	} else if (get && strcmp(u, "/api/v1/range") == 0) {
-		srv_range(r);
-	} else if (get && strcmp(u, "/api/v1/labels") == 0) {
-		srv_labels(r);
-	} else if (get && strcmp(u, "/api/v1/profile_types") == 0) {
-		srv_profile_types(r);
-	} else if (get && strcmp(u, "/api/v1/series") == 0) {
-		srv_series(r);
-	} else if (get && strncmp(u, "/api/v1/label/", 14) == 0 && strlen(u) > 21 &&
-		   strcmp(u + strlen(u) - 7, "/values") == 0) {
-		size_t nl = strlen(u) - 21;
-		char name[STROBE_LABEL_NAME_MAX + 1];
-		if (nl > STROBE_LABEL_NAME_MAX) {
-			srv_error(r, 400, "label name longer than %u bytes", STROBE_LABEL_NAME_MAX);
-			return;
-		}
-		memcpy(name, u + 14, nl);
-		name[nl] = 0;
-		srv_label_values(r, name);
-	} else if (post && strcmp(u, "/api/v1/admin/compact") == 0) {
-		strobe_err err = {{0}};
-		int n = strobe_store_compact(r->srv->store, r->now_ns, &err);
-		int d = n < 0 ? 0 : strobe_store_retain(r->srv->store, r->now_ns, &err);
-		if (n < 0 || d < 0) {
-			srv_fail(r, n < 0 ? n : d, &err);
-			return;
-		}
-		char *s = NULL;
-		int len = asprintf(&s, "{\"buckets_compacted\":%d,\"rows_deleted\":%d}\n", n, d);
-		srv_reply(r, 200, "application/json", len < 0 ? NULL : s, len < 0 ? 0 : (size_t)len);
-	} else {
-		srv_error(r, 404, "no endpoint %s %s", r->method, u);
-	}
-}
-
-/* Which histogram of /metrics a request's latency goes to. */
-static int handler_of(const char *url)
-{
-	static const struct {
-		const char *path;
-		int h;
-	} t[] = {{"/api/v1/push", SRV_H_PUSH},	    {"/ingest", SRV_H_INGEST},
-		 {"/api/v1/query", SRV_H_QUERY},    {"/api/v1/diff", SRV_H_DIFF},
-		 {"/api/v1/range", SRV_H_RANGE},    {"/api/v1/labels", SRV_H_LABELS},
-		 {"/api/v1/profile_types", SRV_H_TYPES}, {"/api/v1/series", SRV_H_SERIES},
-		 {"/metrics", SRV_H_METRICS}};
-	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (strcmp(url, t[i].path) == 0)
-			return t[i].h;
-	if (strncmp(url, "/api/v1/label/", 14) == 0)
-		return SRV_H_LABEL_VALUES;
-	if (strncmp(url, "/api/v1/admin/", 14) == 0)
-		return SRV_H_ADMIN;
-	return SRV_H_OTHER;
-}
-
-void srv_handle(srv_req *r)
-{
-	route(r);
-	if (!r->status)
-		srv_error(r, 500, "internal error: no reply");
-}
-
 /* Query arguments and headers into the request's arrays, up to their caps. */
 typedef struct kv_vec {
 	strobe_kv *v;
@@ -341,7 +201,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	else
 		srv_handle(&r);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	srv_metrics_request(srv->metrics, handler_of(url), r.status, r.errmsg,
+	srv_metrics_request(srv->metrics, srv_route_metric(url), r.status, r.errmsg,
 			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(args.v);
 	free(hdrs.v);

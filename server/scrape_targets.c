@@ -168,6 +168,14 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 			strobe_errf(err, -EINVAL, "config: scrape target %zu has no \"url\"", i + 1);
 			goto bad;
 		}
+		/* The URL is a label of the public /metrics and goes into the log: no secrets in it. */
+		char what[48];
+		snprintf(what, sizeof(what), "config: scrape target %zu", i + 1);
+		if (strobe_url_check_secrets(url, what,
+					      "scrape targets take none (the URL is a label "
+					      "of the public /metrics)",
+					      err) < 0)
+			goto bad;
 		tg->url = url;
 		json_t *labels = json_object_get(t, "labels");
 		size_t nl = labels ? json_object_size(labels) : 0;

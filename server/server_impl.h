@@ -2,7 +2,7 @@
 /*
  * What the server's endpoint files share: the request as the router hands it over (tenant
  * resolved, body read within the limit), and the reply helpers. Each endpoint family lives in
- * its own file (push.c, read.c, labels.c) and is called from the route table in http.c.
+ * its own file (push.c, read.c, labels.c) and is called from the route table in routes.c.
  */
 #ifndef STROBE_SERVER_IMPL_H
 #define STROBE_SERVER_IMPL_H
@@ -45,6 +45,8 @@ typedef struct srv_req {
 	const uint8_t *body;
 	size_t len;
 	int64_t now_ns;
+	const char *path_arg; /* the route's {name} segment (not terminated), or NULL */
+	size_t path_arg_len;
 	/* The reply, filled by an endpoint: status, content type, body (malloc'd). */
 	char errmsg[160]; /* the start of the last error message, for /metrics' reasons */
 	unsigned status;
@@ -58,8 +60,28 @@ typedef struct srv_req {
 const char *srv_arg(srv_req *r, const char *name);
 /* A request header (name compared without case), or NULL. */
 const char *srv_header(srv_req *r, const char *name);
-/* Routes a request (auth, then the endpoint) and makes sure it has a reply. */
+/* Routes a request through the table of server/routes.c (its access class's checks, then the
+ * endpoint) and makes sure it has a reply. */
 void srv_handle(srv_req *r);
+
+/* Who may call a route: anyone; a tenant (X-Scope-OrgID and its token), seeing only its own
+ * data; or the operator (the config's admin_token), acting on the whole store. */
+typedef enum srv_access { SRV_PUBLIC, SRV_TENANT, SRV_ADMIN } srv_access;
+typedef struct srv_route {
+	const char *method; /* "GET", "POST" */
+	const char *path;   /* exact, one {name} segment (r->path_arg), or a trailing * */
+	srv_access access;
+	int metric; /* SRV_H_*: the /metrics histogram of its latency */
+	int (*fn)(srv_req *r);
+} srv_route;
+extern const srv_route srv_routes[];
+extern const size_t srv_nroutes;
+const char *srv_access_name(srv_access a);
+/* The SRV_H_* histogram a URL's latency goes to (any method). */
+int srv_route_metric(const char *url);
+/* Compares a presented token with a configured one in time that does not depend on how much
+ * of it matches. */
+bool srv_secret_equal(const char *given, const char *secret);
 /* A JSON error reply {"error": msg, "status": N}; returns 0 so endpoints can `return`. */
 int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

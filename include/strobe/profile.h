@@ -42,6 +42,22 @@ typedef struct strobe_err {
 int strobe_errf(strobe_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* For a file that holds tokens (open as fd): -EACCES with a message naming path and the fix
+ * (chmod 600) when its mode lets the group or others read it; 0 when only its owner can. */
+int strobe_secret_file_check(int fd, const char *path, strobe_err *err);
+/* -EINVAL with a message naming `what` (not quoting the URL) and saying what to do `instead`
+ * when url carries credentials: user:password@ in its authority, or a token= / access_token=
+ * query parameter. */
+int strobe_url_check_secrets(const char *url, const char *what, const char *instead,
+			     strobe_err *err);
+#define STROBE_TOKEN_MAX 4096u
+/* -EINVAL naming `what` unless tok is 1 to STROBE_TOKEN_MAX printable non-space characters (it
+ * goes into an Authorization header, where a CR or LF would start another header). */
+int strobe_token_check(const char *tok, const char *what, strobe_err *err);
+/* Reads a token from a file of one line (its newline dropped), refused like a config with
+ * tokens when the group or others may read it; *out is malloc'd. */
+int strobe_token_file_read(const char *path, char **out, strobe_err *err);
+
 /* ---- interning table (exported for codecs that want their own dedup) ------------------------- */
 
 /* Byte blobs -> dense ids, in insertion order. Keys are copied into an arena. */

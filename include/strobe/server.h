@@ -11,6 +11,8 @@
 #ifndef STROBE_SERVER_H
 #define STROBE_SERVER_H
 
+#include <stdio.h>
+
 #include "strobe/store.h"
 
 #ifdef __cplusplus
@@ -53,6 +55,7 @@ typedef struct strobe_server_config {
 	uint64_t max_query_profiles, max_query_bytes; /* query cost caps (strobe_store_opts) */
 	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
 	size_t ntenants;
+	char *admin_token; /* bearer token of the admin routes; NULL = open only without tenants */
 	char *scrape_json; /* the "scrape" section as JSON text, for the scraper; NULL = none */
 } strobe_server_config;
 
@@ -60,6 +63,10 @@ void strobe_server_config_init(strobe_server_config *c);
 /* Reads a JSON configuration file over the current values (see docs/server.md). */
 int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err);
 void strobe_server_config_free(strobe_server_config *c);
+
+/* Writes the server's route table, one "METHOD PATH ACCESS" line per route (ACCESS: public,
+ * tenant or admin), for `strobe server --list-routes` and the tenant test. */
+void strobe_server_list_routes(FILE *f);
 
 /* Whether a listen address ("host:port", NULL = the default) is a loopback one (127.0.0.0/8,
  * ::1, localhost); false for anything else, unparsable included. */

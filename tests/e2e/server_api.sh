@@ -149,6 +149,7 @@ cat > "$TMPDIR/cfg.json" <<'JSON'
 { "retention": "28d", "limits": { "max_body_bytes": 20000, "max_labels": 3 },
   "tenants": [ { "id": "team-a", "token": "sekrit-a" }, { "id": "team-b", "token": "sekrit-b" } ] }
 JSON
+chmod 600 "$TMPDIR/cfg.json" # it holds tokens: the server refuses it readable by others
 start "$STROBE" --config "$TMPDIR/cfg.json"
 A=(-H 'X-Scope-OrgID: team-a' -H 'Authorization: Bearer sekrit-a')
 B=(-H 'X-Scope-OrgID: team-b' -H 'Authorization: Bearer sekrit-b')

@@ -45,8 +45,10 @@ stop || fail stop "exit $?"
 cat > "$TMPDIR/cfg.json" <<'JSON'
 { "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "team-b", "token": "tok-b" } ] }
 JSON
+chmod 600 "$TMPDIR/cfg.json" # it holds tokens: the server refuses it readable by others
 # One tenant without a token is as open as no tokens at all, for that tenant.
 echo '{ "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "public" } ] }' > "$TMPDIR/half.json"
+chmod 600 "$TMPDIR/half.json"
 run_server 127.0.0.1 --listen 0.0.0.0:0 --config "$TMPDIR/half.json"
 if grep -q -- "$WARN tenant public:" "$TMPDIR/log"; then ok open-tenant-warning; else fail open-tenant-warning "$(cat "$TMPDIR/log")"; fi
 stop || fail stop "exit $?"
