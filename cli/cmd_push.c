@@ -20,7 +20,9 @@ static const char usage_text[] =
 	"  --time T               when it was taken (unix time, RFC 3339, now-1h); default: the\n"
 	"                         profile's own time, else now\n"
 	"  --tenant ID            X-Scope-OrgID\n"
-	"  --token TOKEN          Authorization: Bearer TOKEN\n";
+	"  --token TOKEN          Authorization: Bearer TOKEN\n"
+	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
+	"                         certificates (default: the system's); always verified\n";
 
 /* Appends to a growing string; returns false on ENOMEM. */
 static bool cat(char **s, size_t *len, size_t *cap, const char *add)
@@ -56,15 +58,16 @@ static bool cat_quoted(char **s, size_t *len, size_t *cap, const char *v)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN };
+	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN, O_CA };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	    {"server", required_argument, 0, 's'},
 		{"label", required_argument, 0, 'l'}, {"service", required_argument, 0, O_SERVICE},
 		{"name", required_argument, 0, O_NAME}, {"time", required_argument, 0, O_TIME},
 		{"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN}, {0, 0, 0, 0}};
+		{"token", required_argument, 0, O_TOKEN}, {"ca", required_argument, 0, O_CA},
+		{0, 0, 0, 0}};
 	const char *cmd = "push", *server = NULL, *service = NULL, *name = NULL, *when = NULL;
-	const char *tenant = NULL, *token = NULL;
+	const char *tenant = NULL, *token = NULL, *ca = NULL;
 	char *labels = NULL;
 	size_t llen = 0, lcap = 0;
 	int c, rc = 2;
@@ -96,6 +99,7 @@ int cmd_push(int argc, char **argv)
 		case O_TIME: when = optarg; break;
 		case O_TENANT: tenant = optarg; break;
 		case O_TOKEN: token = optarg; break;
+		case O_CA: ca = optarg; break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
@@ -103,6 +107,8 @@ int cmd_push(int argc, char **argv)
 		cli_err(cmd, "--server URL is required");
 		goto out;
 	}
+	if (cli_ca_check(cmd, ca) < 0)
+		goto out;
 	if (!service) {
 		cli_err(cmd, "--service NAME (or --label service_name=NAME) is required");
 		goto out;
@@ -152,7 +158,7 @@ int cmd_push(int argc, char **argv)
 			continue;
 		}
 		cli_http_req rq = {.url = url, .body = pb, .len = pblen, .tenant = tenant,
-				   .token = token};
+				   .token = token, .ca = ca};
 		char *resp;
 		size_t rlen;
 		if (cli_http(cmd, &rq, &resp, &rlen) < 0) {

@@ -24,7 +24,9 @@ static const char usage_text[] =
 	"  --base-from T, --base-to T  the baseline's window (default: the same window)\n"
 	"  --max-nodes N          trim frames below the N-th heaviest\n"
 	"  --tenant ID            X-Scope-OrgID\n"
-	"  --token TOKEN          Authorization: Bearer TOKEN\n";
+	"  --token TOKEN          Authorization: Bearer TOKEN\n"
+	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
+	"                         certificates (default: the system's); always verified\n";
 
 typedef struct qbuf {
 	char *s;
@@ -49,7 +51,7 @@ static void add(qbuf *q, const char *k, const char *v)
 
 int cmd_query(int argc, char **argv)
 {
-	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN };
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN, O_CA };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
@@ -58,10 +60,11 @@ int cmd_query(int argc, char **argv)
 		{"base-to", required_argument, 0, O_BTO},
 		{"max-nodes", required_argument, 0, O_MAXN},
 		{"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN}, {0, 0, 0, 0}};
+		{"token", required_argument, 0, O_TOKEN}, {"ca", required_argument, 0, O_CA},
+		{0, 0, 0, 0}};
 	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
-	const char *tenant = NULL, *token = NULL;
+	const char *tenant = NULL, *token = NULL, *ca = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:t:o:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -77,6 +80,7 @@ int cmd_query(int argc, char **argv)
 		case O_MAXN: maxn = optarg; break;
 		case O_TENANT: tenant = optarg; break;
 		case O_TOKEN: token = optarg; break;
+		case O_CA: ca = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -84,6 +88,8 @@ int cmd_query(int argc, char **argv)
 		cli_err(cmd, "--server URL is required");
 		return 2;
 	}
+	if (cli_ca_check(cmd, ca) < 0)
+		return 2;
 	if (optind + 1 != argc) {
 		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
 		return 2;
@@ -130,7 +136,7 @@ int cmd_query(int argc, char **argv)
 		cli_err(cmd, "out of memory");
 		return 2;
 	}
-	cli_http_req rq = {.url = q.s, .tenant = tenant, .token = token};
+	cli_http_req rq = {.url = q.s, .tenant = tenant, .token = token, .ca = ca};
 	char *resp;
 	size_t len;
 	int r = cli_http(cmd, &rq, &resp, &len);
