@@ -6,9 +6,12 @@
  * the caller after the file, so they win.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -79,6 +82,10 @@ void strobe_agent_opts_free(strobe_agent_opts *o)
 	free(o->server);
 	free(o->tenant);
 	free(o->token);
+	free(o->ca);
+	if (o->admin_token)
+		explicit_bzero(o->admin_token, strlen(o->admin_token));
+	free(o->admin_token);
 	free(o->pids);
 	free(o->comm_re);
 	free(o->cgroup);
@@ -264,6 +271,18 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 			rc = get_str(&c, v, k, &o->tenant);
 		else if (strcmp(k, "token") == 0)
 			rc = get_str(&c, v, k, &o->token);
+		else if (strcmp(k, "ca") == 0)
+			rc = get_str(&c, v, k, &o->ca);
+		else if (strcmp(k, "admin_token") == 0) {
+			if ((rc = get_str(&c, v, k, &o->admin_token)) == 0 && !*o->admin_token)
+				rc = bad(&c, k, "must not be empty");
+		} else if (strcmp(k, "admin_token_file") == 0) {
+			if (!json_is_string(v))
+				rc = bad(&c, k, "expected a string (a file name)");
+			else
+				rc = strobe_agent_read_token_file(json_string_value(v), &o->admin_token,
+								  err);
+		}
 		else if (strcmp(k, "frequency") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 10000, &d)) == 0)
 				o->freq = (unsigned)d;
@@ -422,5 +441,59 @@ int strobe_agent_config_load(const char *path, strobe_agent_opts *o, strobe_err 
 	int rc = too_big ? strobe_errf(err, -EFBIG, "%s: larger than 1 MiB; not a config", path)
 			 : strobe_agent_config_parse(buf, n, path, o, err);
 	free(buf);
+	return rc;
+}
+
+int strobe_agent_read_token_file(const char *path, char **out, strobe_err *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return strobe_errf(err, -errno, "token file %s: %s", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return strobe_errf(err, -EINVAL, "token file %s: not a regular file", path);
+	}
+	/* A secret others can read is no secret: refused, as ssh refuses a readable key. */
+	if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
+		close(fd);
+		return strobe_errf(err, -EPERM, "token file %s: readable or writable by group or "
+				   "others (mode %03o); chmod 600 it", path,
+				   (unsigned)(sb.st_mode & 0777));
+	}
+	char buf[4097];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return strobe_errf(err, -errno, "token file %s: %s", path, strerror(errno));
+	if ((size_t)n == sizeof(buf)) {
+		explicit_bzero(buf, sizeof(buf));
+		return strobe_errf(err, -EINVAL, "token file %s: longer than 4096 bytes", path);
+	}
+	/* The first line, without its newline or trailing blanks (echo adds one). */
+	size_t len = 0;
+	while (len < (size_t)n && buf[len] != '\n' && buf[len] != '\r')
+		len++;
+	while (len && (buf[len - 1] == ' ' || buf[len - 1] == '\t'))
+		len--;
+	int rc = 0;
+	bool printable = len > 0;
+	for (size_t i = 0; i < len; i++)
+		printable &= buf[i] > ' ' && buf[i] < 0x7f;
+	if (!printable)
+		rc = strobe_errf(err, -EINVAL, "token file %s: the first line must be the token "
+				 "(printable ASCII, no spaces)", path);
+	else {
+		char *t = strndup(buf, len);
+		if (!t) {
+			rc = -ENOMEM;
+		} else {
+			if (*out)
+				explicit_bzero(*out, strlen(*out));
+			free(*out);
+			*out = t;
+		}
+	}
+	explicit_bzero(buf, sizeof(buf));
 	return rc;
 }
