@@ -9,7 +9,8 @@
 #   wrong-ca       a client trusting another CA is refused: non-zero exit, a message naming the
 #                  server, curl's reason and the CA file; nothing stored
 #   system-ca      without --ca (the system's CAs) the same refusal, with a hint to give --ca
-#   wrong-host     a certificate of the right CA for another host name is refused too
+#   wrong-host     a certificate of the right CA for another host name is refused too (that
+#                  server's certificate and key come from the config, tls_cert and tls_key)
 #   plain-http     http:// to the TLS port fails (curl and strobe push); nothing stored
 #   bad-files      missing file, a key as certificate, junk as key, a certificate as key, a key
 #                  of another pair, one without the other, an expired certificate: exit 2, an
@@ -60,13 +61,12 @@ for f in ca other srv elsewhere old; do
 	[ -s "$D/$f.pem" ] || { fail "$name0/pki" "certtool did not make $f.pem"; exit 1; }
 done
 
-# tls_server CERT: starts the server on a free loopback port with CERT and srv.key, waits for
-# /ready over https (trusting ca.pem), sets pid, port and surl.
+# tls_server OPTIONS...: starts the server on a free loopback port with OPTIONS (the certificate
+# and key), waits for its https start line, sets pid, port and surl.
 tls_server() {
 	rm -rf "$TMPDIR/data"
 	: >"$TMPDIR/log"
-	"$STROBE" server --data "$TMPDIR/data" --listen 127.0.0.1:0 --tls-cert "$D/$1.pem" \
-		--tls-key "$D/srv.key" 2>"$TMPDIR/log" & pid=$!
+	"$STROBE" server --data "$TMPDIR/data" --listen 127.0.0.1:0 "$@" 2>"$TMPDIR/log" & pid=$!
 	local i
 	port=
 	for ((i = 0; i < 300; i++)); do
@@ -85,7 +85,7 @@ total() {
 		awk '{ s += $NF } END { print s + 0 }'
 }
 
-tls_server srv
+tls_server --tls-cert "$D/srv.pem" --tls-key "$D/srv.key"
 name=$name0/ready
 r1=$(curl -sS --cacert "$D/ca.pem" "$surl/ready" 2>&1)
 r2=$(curl -sS --cacert "$D/ca.pem" "https://localhost:$port/ready" 2>&1)
@@ -198,7 +198,9 @@ fi
 stop_server
 
 name=$name0/wrong-host
-tls_server elsewhere
+# (given by the config file this time, with a thread pool: both paths serve TLS)
+printf '{"tls_cert": "%s", "tls_key": "%s", "threads": 2}\n' "$D/elsewhere.pem" "$D/srv.key" >"$TMPDIR/tls.json"
+tls_server --config "$TMPDIR/tls.json"
 "$STROBE" push --ca "$D/ca.pem" -s "$surl" --service tls-wronghost "$TMPDIR/known.folded" >/dev/null 2>"$TMPDIR/h.err"; hrc=$?
 if [ -z "$port" ]; then fail "$name" "the server did not start: $(errof "$TMPDIR/log")"
 elif [ "$hrc" = 0 ]; then fail "$name" "a push to 127.0.0.1 accepted a certificate for elsewhere.example"
