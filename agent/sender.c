@@ -101,7 +101,11 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 		snprintf(msg, cap, "%s: %s%s%s%s", o->server, errbuf[0] ? errbuf : curl_easy_strerror(cr),
 			 tls ? " (the server's TLS certificate could not be verified with " : "",
 			 tls ? (o->ca ? o->ca : "the system's CA certificates") : "",
-			 tls ? (o->ca ? ", given by --ca)" : "; give its CA with --ca FILE)") : "");
+			 tls ? (o->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
+			 /* a TLS port answers plain HTTP with nothing */
+			 : cr == CURLE_GOT_NOTHING && strncmp(o->server, "http://", 7) == 0
+				 ? " (if the server serves TLS, its URL is https://...)"
+				 : "");
 		return -1;
 	}
 	if (status == 200)

@@ -111,7 +111,11 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 				    : curl_easy_strerror(cr),
 			cli_tls_failure(cr) ? " (the server's TLS certificate could not be verified with " : "",
 			cli_tls_failure(cr) ? (rq->ca ? rq->ca : "the system's CA certificates") : "",
-			cli_tls_failure(cr) ? (rq->ca ? ", given by --ca)" : "; give its CA with --ca FILE)") : "");
+			cli_tls_failure(cr) ? (rq->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
+			/* a TLS port answers plain HTTP with nothing */
+			: cr == CURLE_GOT_NOTHING && strncmp(rq->url, "http://", 7) == 0
+				? " (if the server serves TLS, its URL is https://...)"
+				: "");
 		free(s.buf);
 		return -1;
 	}

@@ -11,7 +11,8 @@
 #   system-ca      without --ca (the system's CAs) the same refusal, with a hint to give --ca
 #   wrong-host     a certificate of the right CA for another host name is refused too (that
 #                  server's certificate and key come from the config, tls_cert and tls_key)
-#   plain-http     http:// to the TLS port fails (curl and strobe push); nothing stored
+#   plain-http     http:// to the TLS port fails (curl and strobe push, which suggests https://);
+#                  nothing stored
 #   bad-files      missing file, a key as certificate, junk as key, a certificate as key, a key
 #                  of another pair, one without the other, an expired certificate: exit 2, an
 #                  error naming the file and what is wrong, no data directory
@@ -145,6 +146,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/ready"); c
 t=$(total tls-plain)
 if [ "$crc" = 0 ] || [ "$code" = 200 ]; then fail "$name" "curl http:// to the TLS port: exit $crc, HTTP $code"
 elif [ "$prc" = 0 ]; then fail "$name" "strobe push over http:// to the TLS port succeeded"
+elif ! grep -q "its URL is https://" "$TMPDIR/p.err"; then fail "$name" "the push's error does not suggest https://: $(errof "$TMPDIR/p.err")"
 elif [ "$t" != 0 ]; then fail "$name" "$t samples stored from a plain-http push"
 else ok "$name" "curl exit $crc (HTTP $code); push: $(cut -c1-100 "$TMPDIR/p.err")"; fi
 
