@@ -10,12 +10,12 @@ BPFTOOL  ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 B        := build
 # libcurl is not linked: lib/curl_lazy.c loads it when an HTTP client first needs it (its headers
 # are still needed to build).
-PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd sqlite3 libzstd libbpf libdeflate
+PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd gnutls sqlite3 libzstd libbpf libdeflate
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lsqlite3 -lzstd -lbpf -ldeflate) -ldl -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lgnutls -lsqlite3 -lzstd -lbpf -ldeflate) -ldl -lpthread -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The agent's admin server (libmicrohttpd, loopback only: it can stop profiling and read any
- * process's stacks, so it is never exposed):
+ * The agent's admin server (libmicrohttpd). It can stop profiling and read any process's stacks,
+ * so it listens on loopback only, unless an admin token is configured (--admin-token-file,
+ * "admin_token"); with a token, on any address, everything but /status, /metrics, /ready and
+ * the index wants "Authorization: Bearer TOKEN" (compared in constant time; 401 otherwise):
  *
  *   GET  /status                 what it profiles, counters, its own CPU and RSS (JSON)
+ *   GET  /ready                  200 "ok" once it serves (for probes)
  *   GET  /metrics                the same counters as Prometheus text
  *   POST /pause, POST /resume    the kill switch (answers once the sampling thread obeyed)
  *   GET  /debug/pprof/profile?pid=PID&seconds=N[&hz=HZ][&type=cpu|offcpu|wall]
@@ -328,6 +331,24 @@ out:
 	atomic_store(&a->capturing, 0);
 }
 
+/* Compares every byte of the longer of the two, so the time taken says nothing about how much
+ * of the token was right, nor (beyond a multiple of its length) how long it is. */
+static bool same_token(const char *got, const char *want)
+{
+	size_t lg = strlen(got), lw = strlen(want), n = lg > lw ? lg : lw;
+	volatile unsigned char d = lg != lw;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)((i < lg ? got[i] : 0) ^ (i < lw ? want[i] : 0));
+	return d == 0;
+}
+
+/* What anyone who reaches the port may read: counters and health, no stacks, no controls. */
+static bool open_endpoint(const char *url, bool get)
+{
+	return get && (strcmp(url, "/status") == 0 || strcmp(url, "/metrics") == 0 ||
+		       strcmp(url, "/ready") == 0 || strcmp(url, "/") == 0);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
 			       const char *method, const char *version, const char *upload,
 			       size_t *upload_size, void **con_cls)
@@ -344,10 +365,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	}
 	reply r = {0};
 	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-	if (strcmp(url, "/status") == 0 && get)
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (a->o->admin_token && !open_endpoint(url, get) &&
+	    !(auth && strncmp(auth, "Bearer ", 7) == 0 && same_token(auth + 7, a->o->admin_token)))
+		reply_err(&r, 401, "this endpoint needs the admin token: Authorization: Bearer TOKEN "
+				   "(--admin-token-file); /status, /metrics and /ready do not");
+	else if (strcmp(url, "/status") == 0 && get)
 		reply_json(&r, 200, status_json(a));
 	else if (strcmp(url, "/metrics") == 0 && get)
 		metrics(a, &r);
+	else if (strcmp(url, "/ready") == 0 && get)
+		reply_text(&r, 200, "text/plain", "ok\n");
 	else if (strcmp(url, "/pause") == 0 && post)
 		set_pause(a, true, &r);
 	else if (strcmp(url, "/resume") == 0 && post)
@@ -356,7 +384,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		capture(a, c, &r);
 	else if (strcmp(url, "/") == 0 && get)
 		reply_text(&r, 200, "text/plain",
-			   "strobe agent admin: GET /status, GET /metrics, POST /pause, POST /resume, "
+			   "strobe agent admin: GET /status, GET /metrics, GET /ready, POST /pause, POST /resume, "
 			   "GET /debug/pprof/profile?pid=PID&seconds=N[&hz=HZ][&type=cpu|offcpu|wall]\n");
 	else if (strcmp(url, "/pause") == 0 || strcmp(url, "/resume") == 0)
 		reply_err(&r, 405, "use POST");
@@ -376,10 +404,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", r.ctype ? r.ctype : "text/plain");
+	if (r.status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"strobe-agent\"");
 	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
+
+/* The admin port can pause profiling and read any process's stacks. */
+#define OFF_LOOPBACK                                                                           \
+	"--admin %s: without an admin token the admin port is loopback-only (127.0.0.0/8 or "  \
+	"[::1]): it can pause profiling and read any process's stacks. To listen there, give "  \
+	"a token with --admin-token-file FILE (config \"admin_token\" or \"admin_token_file\")"
 
 int agent_admin_start(strobe_agent *a, strobe_err *err)
 {
@@ -409,16 +445,13 @@ int agent_admin_start(strobe_agent *a, strobe_err *err)
 	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 	if (inet_pton(AF_INET, h, &s4->sin_addr) == 1) {
-		if ((ntohl(s4->sin_addr.s_addr) >> 24) != 127)
-			return strobe_errf(err, -EINVAL, "--admin %s: the admin port is loopback-only "
-					   "(127.0.0.0/8 or [::1]): it can pause profiling and read "
-					   "any process's stacks", spec);
+		if ((ntohl(s4->sin_addr.s_addr) >> 24) != 127 && !a->o->admin_token)
+			return strobe_errf(err, -EINVAL, OFF_LOOPBACK, spec);
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)port);
 	} else if (inet_pton(AF_INET6, h, &s6->sin6_addr) == 1) {
-		if (!IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return strobe_errf(err, -EINVAL, "--admin %s: the admin port is loopback-only "
-					   "(127.0.0.0/8 or [::1])", spec);
+		if (!IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr) && !a->o->admin_token)
+			return strobe_errf(err, -EINVAL, OFF_LOOPBACK, spec);
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)port);
 		flags |= MHD_USE_IPv6;

@@ -549,6 +549,20 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	*out = NULL;
 	if (!o->server || !*o->server)
 		return strobe_errf(err, -EINVAL, "no server URL (--server or \"server\" in the config)");
+	/* The CA file is checked now, by name: a typo would otherwise show only as pushes that
+	 * fail and are retried for ever. */
+	if (o->ca) {
+		FILE *f = fopen(o->ca, "rb");
+		if (!f)
+			return strobe_errf(err, -EINVAL, "--ca %s: %s", o->ca, strerror(errno));
+		char head[1 << 16];
+		size_t n = fread(head, 1, sizeof(head) - 1, f);
+		fclose(f);
+		head[n] = 0;
+		if (!strstr(head, "-----BEGIN CERTIFICATE-----"))
+			return strobe_errf(err, -EINVAL, "--ca %s: not a PEM file of CA certificates "
+					   "(-----BEGIN CERTIFICATE-----)", o->ca);
+	}
 	strobe_agent *a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;

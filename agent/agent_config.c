@@ -6,9 +6,12 @@
  * the caller after the file, so they win.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -79,6 +82,10 @@ void strobe_agent_opts_free(strobe_agent_opts *o)
 	free(o->server);
 	free(o->tenant);
 	free(o->token);
+	free(o->ca);
+	if (o->admin_token)
+		explicit_bzero(o->admin_token, strlen(o->admin_token));
+	free(o->admin_token);
 	free(o->pids);
 	free(o->comm_re);
 	free(o->cgroup);
@@ -154,6 +161,25 @@ static int get_str(ctx *c, json_t *v, const char *key, char **out)
 	free(*out);
 	*out = s;
 	return 0;
+}
+
+/* A token read from the file the config names (mode 600, one line: lib/secrets.c). */
+static int get_token_file(ctx *c, json_t *v, const char *key, char **out)
+{
+	char *path = NULL, *tok = NULL;
+	int rc = get_str(c, v, key, &path);
+	if (rc == 0) {
+		strobe_err e2 = {{0}};
+		rc = strobe_token_file_read(path, &tok, &e2);
+		if (rc == 0) {
+			free(*out);
+			*out = tok;
+		} else if (rc != -ENOMEM) {
+			rc = bad(c, key, e2.msg);
+		}
+	}
+	free(path);
+	return rc;
 }
 
 int strobe_agent_regcomp(regex_t *re, const char *pattern, const char **why)
@@ -269,19 +295,15 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 			rc = get_str(&c, v, k, &o->tenant);
 		else if (strcmp(k, "token") == 0)
 			rc = get_str(&c, v, k, &o->token);
-		else if (strcmp(k, "token_file") == 0) {
-			char *path = NULL, *tok = NULL;
-			if ((rc = get_str(&c, v, k, &path)) == 0) {
-				strobe_err e2 = {{0}};
-				rc = strobe_token_file_read(path, &tok, &e2);
-				if (rc == 0) {
-					free(o->token);
-					o->token = tok;
-				} else if (rc != -ENOMEM)
-					rc = bad(&c, k, e2.msg);
-			}
-			free(path);
-		}
+		else if (strcmp(k, "token_file") == 0)
+			rc = get_token_file(&c, v, k, &o->token);
+		else if (strcmp(k, "ca") == 0)
+			rc = get_str(&c, v, k, &o->ca);
+		else if (strcmp(k, "admin_token") == 0) {
+			if ((rc = get_str(&c, v, k, &o->admin_token)) == 0 && !*o->admin_token)
+				rc = bad(&c, k, "must not be empty");
+		} else if (strcmp(k, "admin_token_file") == 0)
+			rc = get_token_file(&c, v, k, &o->admin_token);
 		else if (strcmp(k, "frequency") == 0) {
 			if ((rc = get_num(&c, v, k, 1, 10000, &d)) == 0)
 				o->freq = (unsigned)d;
@@ -443,7 +465,7 @@ int strobe_agent_config_load(const char *path, strobe_agent_opts *o, strobe_err 
 	/* A file that holds the push token is only the agent's (mode checked on what was read); one
 	 * that names a token_file need not be (that file is checked itself). */
 	json_t *root = rc == 0 ? json_loadb(buf, n, 0, NULL) : NULL;
-	bool has_token = root && json_object_get(root, "token");
+	bool has_token = root && (json_object_get(root, "token") || json_object_get(root, "admin_token"));
 	json_decref(root);
 	if (has_token)
 		rc = strobe_secret_file_check(fileno(f), path, err);
@@ -451,3 +473,4 @@ int strobe_agent_config_load(const char *path, strobe_agent_opts *o, strobe_err 
 	free(buf);
 	return rc;
 }
+

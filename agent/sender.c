@@ -85,12 +85,27 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, limit < 5 ? limit : 5L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, limit);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	char errbuf[CURL_ERROR_SIZE];
+	errbuf[0] = 0;
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	CURLcode cr = curl_easy_perform(c);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL); /* errbuf goes out of scope */
 	long status = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	free(url);
 	if (cr != CURLE_OK) {
-		snprintf(msg, cap, "%s: %s", o->server, curl_easy_strerror(cr));
+		/* curl's error buffer says which check failed (expired, wrong host name, unknown
+		 * issuer); a failed verification is retried like any failed push, never dropped. */
+		bool tls = cr == CURLE_PEER_FAILED_VERIFICATION || cr == CURLE_SSL_CACERT_BADFILE ||
+			   cr == CURLE_SSL_ISSUER_ERROR;
+		snprintf(msg, cap, "%s: %s%s%s%s", o->server, errbuf[0] ? errbuf : curl_easy_strerror(cr),
+			 tls ? " (the server's TLS certificate could not be verified with " : "",
+			 tls ? (o->ca ? o->ca : "the system's CA certificates") : "",
+			 tls ? (o->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
+			 /* a TLS port answers plain HTTP with nothing */
+			 : cr == CURLE_GOT_NOTHING && strncmp(o->server, "http://", 7) == 0
+				 ? " (if the server serves TLS, its URL is https://...)"
+				 : "");
 		return -1;
 	}
 	if (status == 200)
@@ -108,8 +123,15 @@ static void *sender_main(void *arg)
 		curl_easy_cleanup(c);
 		c = NULL; /* out of memory: nothing is sent, the spool keeps the profiles */
 	}
-	if (c)
+	if (c) {
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+		/* https: certificate and host name verified (libcurl's default, said here so that no
+		 * change of default turns it off), against --ca when given. */
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+		if (a->o->ca)
+			curl_easy_setopt(c, CURLOPT_CAINFO, a->o->ca);
+	}
 	strobe_backoff bo;
 	strobe_backoff_init(&bo, 500, 30000, (uint64_t)strobe_mono_ns() ^ (uint64_t)getpid());
 	bool failing = false;

@@ -96,9 +96,12 @@ typedef struct cli_http_req {
 	const void *body; /* NULL: GET */
 	size_t len;
 	const char *tenant, *token; /* X-Scope-OrgID, Authorization: Bearer; NULL = none */
+	const char *ca; /* --ca: PEM file of the CAs to verify an https server by; NULL = the system's */
 	long timeout_s;
 } cli_http_req;
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len);
+/* --ca FILE: readable and holding PEM certificates, else an error naming it and -1. */
+int cli_ca_check(const char *cmd, const char *ca);
 /* A malloc'd percent-encoded copy of s for a URL query, NULL on ENOMEM. */
 char *cli_url_escape(const char *s);
 /* The bearer token of --token TOKEN or --token-file FILE (a file only its owner can read, whose

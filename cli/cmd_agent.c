@@ -50,14 +50,21 @@ static const char usage_text[] =
 	"                         (default 8, at most 32; 0: frame pointers only there)\n"
 	"  --max-cpu PCT          CPU budget in percent of one core (default 1): above it the\n"
 	"                         agent halves its frequency, then turns off-CPU off\n"
-	"  --admin ADDR:PORT      admin HTTP server on loopback (GET /status, /metrics,\n"
-	"                         /debug/pprof/profile; POST /pause, /resume)\n"
+	"  --admin ADDR:PORT      admin HTTP server (GET /status, /metrics, /ready,\n"
+	"                         /debug/pprof/profile; POST /pause, /resume); loopback only\n"
+	"                         unless an admin token is set\n"
+	"  --admin-token-file FILE  the admin token (first line; the file must be mode 600):\n"
+	"                         then all but /status, /metrics and /ready want\n"
+	"                         Authorization: Bearer TOKEN, and --admin may be off loopback\n"
 	"  --spool DIR            keep unsent profiles on disk here (default: in memory)\n"
 	"  --spool-max BYTES      spool limit (default 64M; K, M, G suffixes); oldest dropped first\n"
 	"  --host NAME            host label (default: the host name)\n"
 	"  --tenant ID            X-Scope-OrgID of the pushes\n"
 	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
 	"  --token-file FILE      the token from FILE (mode 600), its first line\n"
+	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
+	"                         certificates (default: the system's); always verified, and a\n"
+	"                         failed check is retried like any failed push\n"
 	"  --log-level LEVEL      error, warn, info (default) or debug\n\n"
 	"Signals: SIGTERM/SIGINT stop (after a final push), SIGUSR1 pauses, SIGUSR2 resumes.\n";
 
@@ -121,7 +128,8 @@ int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
 	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
-	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE };
+	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE, O_CA,
+	       O_ADMINTOKEN };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -140,6 +148,8 @@ int cmd_agent(int argc, char **argv)
 		{"off-cpu-mode", required_argument, 0, O_OFFMODE},
 		{"off-cpu-entries", required_argument, 0, O_OFFENTRIES},
 		{"token-file", required_argument, 0, O_TOKENFILE},
+		{"ca", required_argument, 0, O_CA},
+		{"admin-token-file", required_argument, 0, O_ADMINTOKEN},
 		{0, 0, 0, 0}};
 	const char *cmd = "agent";
 	strobe_agent_opts o;
@@ -268,6 +278,17 @@ int cmd_agent(int argc, char **argv)
 			o.token = t;
 			break;
 		}
+		case O_CA: if (set_str(&o.ca, optarg) < 0) goto oom; break;
+		case O_ADMINTOKEN: {
+			char *t = NULL;
+			if (strobe_token_file_read(optarg, &t, &err) < 0) {
+				cli_err(cmd, "--admin-token-file %s", err.msg[0] ? err.msg : "out of memory");
+				goto out;
+			}
+			free(o.admin_token);
+			o.admin_token = t;
+			break;
+		}
 		case O_LOGLEVEL:
 			if ((o.log_level = strobe_log_level_parse(optarg)) < 0) {
 				cli_err(cmd, "--log-level: '%s' is not error, warn, info or debug", optarg);
@@ -337,8 +358,9 @@ int cmd_agent(int argc, char **argv)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (o.admin) {
 		char msg[128];
-		snprintf(msg, sizeof(msg), "admin listening on %s port %u", o.admin,
-			 strobe_agent_admin_port(a));
+		snprintf(msg, sizeof(msg), "admin listening on %s port %u%s", o.admin,
+			 strobe_agent_admin_port(a),
+			 o.admin_token ? " (admin token required for controls and captures)" : "");
 		log_line(NULL, STROBE_LOG_INFO, msg);
 	}
 	rc = strobe_agent_run(a, &err) < 0 ? 1 : 0;

@@ -21,7 +21,9 @@ static const char usage_text[] =
 	"                         profile's own time, else now\n"
 	"  --tenant ID            X-Scope-OrgID\n"
 	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
-	"  --token-file FILE      the token from FILE (mode 600), its first line\n";
+	"  --token-file FILE      the token from FILE (mode 600), its first line\n"
+	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
+	"                         certificates (default: the system's); always verified\n";
 
 /* Appends to a growing string; returns false on ENOMEM. */
 static bool cat(char **s, size_t *len, size_t *cap, const char *add)
@@ -57,16 +59,17 @@ static bool cat_quoted(char **s, size_t *len, size_t *cap, const char *v)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN, O_TOKENFILE };
+	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN, O_TOKENFILE, O_CA };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	    {"server", required_argument, 0, 's'},
 		{"label", required_argument, 0, 'l'}, {"service", required_argument, 0, O_SERVICE},
 		{"name", required_argument, 0, O_NAME}, {"time", required_argument, 0, O_TIME},
 		{"tenant", required_argument, 0, O_TENANT},
 		{"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {0, 0, 0, 0}};
+		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		{0, 0, 0, 0}};
 	const char *cmd = "push", *server = NULL, *service = NULL, *name = NULL, *when = NULL;
-	const char *tenant = NULL, *token = NULL, *token_file = NULL;
+	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
 	char *labels = NULL;
 	size_t llen = 0, lcap = 0;
 	int c, rc = 2;
@@ -99,6 +102,7 @@ int cmd_push(int argc, char **argv)
 		case O_TENANT: tenant = optarg; break;
 		case O_TOKEN: token = optarg; break;
 		case O_TOKENFILE: token_file = optarg; break;
+		case O_CA: ca = optarg; break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
@@ -113,6 +117,8 @@ int cmd_push(int argc, char **argv)
 	}
 	bool bad_token;
 	if (!(token = cli_token(cmd, token, token_file, &bad_token)) && bad_token)
+		goto out;
+	if (cli_ca_check(cmd, ca) < 0)
 		goto out;
 	if (!service) {
 		cli_err(cmd, "--service NAME (or --label service_name=NAME) is required");
@@ -163,7 +169,7 @@ int cmd_push(int argc, char **argv)
 			continue;
 		}
 		cli_http_req rq = {.url = url, .body = pb, .len = pblen, .tenant = tenant,
-				   .token = token};
+				   .token = token, .ca = ca};
 		char *resp;
 		size_t rlen;
 		if (cli_http(cmd, &rq, &resp, &rlen) < 0) {

@@ -25,7 +25,9 @@ static const char usage_text[] =
 	"  --max-nodes N          trim frames below the N-th heaviest\n"
 	"  --tenant ID            X-Scope-OrgID\n"
 	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
-	"  --token-file FILE      the token from FILE (mode 600), its first line\n";
+	"  --token-file FILE      the token from FILE (mode 600), its first line\n"
+	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
+	"                         certificates (default: the system's); always verified\n";
 
 typedef struct qbuf {
 	char *s;
@@ -50,7 +52,8 @@ static void add(qbuf *q, const char *k, const char *v)
 
 int cmd_query(int argc, char **argv)
 {
-	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN, O_TOKENFILE };
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN,
+	       O_TOKENFILE, O_CA };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
@@ -60,10 +63,11 @@ int cmd_query(int argc, char **argv)
 		{"max-nodes", required_argument, 0, O_MAXN},
 		{"tenant", required_argument, 0, O_TENANT},
 		{"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {0, 0, 0, 0}};
+		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		{0, 0, 0, 0}};
 	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
-	const char *tenant = NULL, *token = NULL, *token_file = NULL;
+	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:t:o:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -80,6 +84,7 @@ int cmd_query(int argc, char **argv)
 		case O_TENANT: tenant = optarg; break;
 		case O_TOKEN: token = optarg; break;
 		case O_TOKENFILE: token_file = optarg; break;
+		case O_CA: ca = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -94,6 +99,8 @@ int cmd_query(int argc, char **argv)
 	}
 	bool bad_token;
 	if (!(token = cli_token(cmd, token, token_file, &bad_token)) && bad_token)
+		return 2;
+	if (cli_ca_check(cmd, ca) < 0)
 		return 2;
 	if (optind + 1 != argc) {
 		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
@@ -141,7 +148,7 @@ int cmd_query(int argc, char **argv)
 		cli_err(cmd, "out of memory");
 		return 2;
 	}
-	cli_http_req rq = {.url = q.s, .tenant = tenant, .token = token};
+	cli_http_req rq = {.url = q.s, .tenant = tenant, .token = token, .ca = ca};
 	char *resp;
 	size_t len;
 	int r = cli_http(cmd, &rq, &resp, &len);

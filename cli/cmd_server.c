@@ -15,7 +15,8 @@
 #include "strobe/server.h"
 
 static const char usage_text[] =
-	"usage: strobe server --data DIR [--listen HOST:PORT] [--config FILE] [--retention D]\n\n"
+	"usage: strobe server --data DIR [--listen HOST:PORT] [--config FILE] [--retention D]\n"
+	"                     [--tls-cert FILE --tls-key FILE] [--insecure]\n\n"
 	"Runs the profile server: push profiles to POST /api/v1/push, query them with\n"
 	"GET /api/v1/query (docs/http-api.md). Settings in FILE (JSON, docs/server.md) are\n"
 	"overridden by the options given here.\n\n"
@@ -24,6 +25,11 @@ static const char usage_text[] =
 	"                      port, printed on stderr)\n"
 	"  --config FILE       configuration file\n"
 	"  --retention D       keep profiles for D (e.g. 28d, 6h; 0 = forever)\n"
+	"  --tls-cert FILE     serve HTTPS with this PEM certificate (chain); needs --tls-key\n"
+	"  --tls-key FILE      the certificate's PEM private key (unencrypted)\n"
+	"  --insecure          allow listening off loopback while some tenant needs no token\n"
+	"                      (refused otherwise: anyone who can reach the server could read\n"
+	"                      and write those tenants' profiles)\n"
 	"  --list-routes       print the HTTP routes, one \"METHOD PATH ACCESS\" line each\n"
 	"                      (ACCESS: public, tenant or admin; docs/http-api.md) and exit\n";
 
@@ -49,14 +55,20 @@ static int64_t now_ns(void)
 
 int cmd_server(int argc, char **argv)
 {
-	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_ROUTES };
+	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_ROUTES, O_TLSCERT, O_TLSKEY,
+	       O_INSECURE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
 		{"listen", required_argument, 0, O_LISTEN},
 		{"config", required_argument, 0, O_CONFIG},
 		{"retention", required_argument, 0, O_RETENTION},
-		{"list-routes", no_argument, 0, O_ROUTES}, {0, 0, 0, 0}};
+		{"list-routes", no_argument, 0, O_ROUTES},
+		{"tls-cert", required_argument, 0, O_TLSCERT},
+		{"tls-key", required_argument, 0, O_TLSKEY},
+		{"insecure", no_argument, 0, O_INSECURE}, {0, 0, 0, 0}};
 	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
+	const char *tls_cert = NULL, *tls_key = NULL;
+	bool insecure = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -66,6 +78,9 @@ int cmd_server(int argc, char **argv)
 		case O_CONFIG: config = optarg; break;
 		case O_RETENTION: ret = optarg; break;
 		case O_ROUTES: strobe_server_list_routes(stdout); return 0;
+		case O_TLSCERT: tls_cert = optarg; break;
+		case O_TLSKEY: tls_key = optarg; break;
+		case O_INSECURE: insecure = true; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -97,6 +112,16 @@ int cmd_server(int argc, char **argv)
 		free(cfg.listen);
 		cfg.listen = strdup(listen);
 	}
+	if (tls_cert) {
+		free(cfg.tls_cert);
+		cfg.tls_cert = strdup(tls_cert);
+	}
+	if (tls_key) {
+		free(cfg.tls_key);
+		cfg.tls_key = strdup(tls_key);
+	}
+	if (insecure)
+		cfg.insecure = true;
 	if (ret) {
 		if (strcmp(ret, "0") == 0)
 			cfg.retention_ns = 0;
@@ -107,6 +132,11 @@ int cmd_server(int argc, char **argv)
 	}
 	if (!cfg.data_dir) {
 		cli_err(cmd, "--data DIR (or data_dir in the config) is required");
+		goto out;
+	}
+	/* Before the store is opened: a refused start leaves nothing behind. */
+	if (strobe_server_check_exposure(&cfg, &err) < 0 || strobe_server_check_tls(&cfg, &err) < 0) {
+		cli_err(cmd, "%s", err.msg);
 		goto out;
 	}
 	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,
@@ -139,16 +169,23 @@ int cmd_server(int argc, char **argv)
 	if (scraper)
 		strobe_server_set_scraper(srv, scraper);
 	const char *l = cfg.listen ? cfg.listen : "127.0.0.1:4100";
-	fprintf(stderr, "strobe server: listening on %.*s:%u (data in %s)\n",
-		(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
+	if (cfg.tls_cert)
+		fprintf(stderr, "strobe server: listening on https://%.*s:%u (TLS, certificate %s; data in "
+			"%s)\n", (int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.tls_cert,
+			cfg.data_dir);
+	else
+		fprintf(stderr, "strobe server: listening on %.*s:%u (data in %s)\n",
+			(int)(strrchr(l, ':') - l), l, strobe_server_port(srv), cfg.data_dir);
 	/* Loopback is the default; anything wider without tokens is open to whoever can reach
-	 * it, which is allowed (a private network, a proxy in front) but must not go unnoticed. */
+	 * it. strobe_server_check_exposure refused that above unless --insecure accepted it (a
+	 * private network, a proxy in front that checks who comes in): then it is said once. */
 	const char *open = strobe_server_config_open_tenant(&cfg);
 	if (!strobe_listen_is_loopback(l) && open)
 		fprintf(stderr,
 			"strobe server: warning: listening on %.*s (not loopback) without a token "
-			"for %s%s: anyone who can reach it can push and read %s profiles; give every "
-			"tenant a token (docs/server.md) or listen on 127.0.0.1\n",
+			"for %s%s: anyone who can reach it can push and read %s profiles "
+			"(accepted with --insecure); give every tenant a token (docs/server.md) or "
+			"listen on 127.0.0.1\n",
 			(int)(strrchr(l, ':') - l), l, strcmp(open, "any") ? "tenant " : "",
 			strcmp(open, "any") ? open : "any tenant",
 			strcmp(open, "any") ? "that tenant's" : "every tenant's");

@@ -45,6 +45,13 @@ static size_t collect(char *p, size_t size, size_t n, void *ctx)
 	return add;
 }
 
+/* The errors that mean the server's certificate was not trusted (or could not be checked). */
+static bool cli_tls_failure(CURLcode cr)
+{
+	return cr == CURLE_PEER_FAILED_VERIFICATION || cr == CURLE_SSL_CACERT_BADFILE ||
+	       cr == CURLE_SSL_ISSUER_ERROR;
+}
+
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 {
 	*body = NULL;
@@ -78,6 +85,15 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->timeout_s > 0 ? rq->timeout_s : 120L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	/* https: the server's certificate and host name are verified (libcurl's default, said here
+	 * so that no change of default can turn it off), against --ca when given. */
+	char errbuf[CURL_ERROR_SIZE];
+	errbuf[0] = 0;
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (rq->ca)
+		curl_easy_setopt(c, CURLOPT_CAINFO, rq->ca);
 	if (rq->body) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)rq->body);
@@ -89,8 +105,17 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 	if (cr != CURLE_OK) {
-		cli_err(cmd, "%s: %s", rq->url,
-			s.too_big ? "the response is larger than 1 GiB" : curl_easy_strerror(cr));
+		cli_err(cmd, "%s: %s%s%s%s", rq->url,
+			s.too_big ? "the response is larger than 1 GiB"
+			: errbuf[0] ? errbuf
+				    : curl_easy_strerror(cr),
+			cli_tls_failure(cr) ? " (the server's TLS certificate could not be verified with " : "",
+			cli_tls_failure(cr) ? (rq->ca ? rq->ca : "the system's CA certificates") : "",
+			cli_tls_failure(cr) ? (rq->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
+			/* a TLS port answers plain HTTP with nothing */
+			: cr == CURLE_GOT_NOTHING && strncmp(rq->url, "http://", 7) == 0
+				? " (if the server serves TLS, its URL is https://...)"
+				: "");
 		free(s.buf);
 		return -1;
 	}
@@ -118,4 +143,27 @@ char *cli_url_escape(const char *s)
 	if (c)
 		curl_easy_cleanup(c);
 	return out;
+}
+
+int cli_ca_check(const char *cmd, const char *ca)
+{
+	if (!ca)
+		return 0;
+	/* Said now, by name, rather than as libcurl's "error setting certificate file" after a
+	 * connection was made. */
+	FILE *f = fopen(ca, "rb");
+	if (!f) {
+		cli_err(cmd, "--ca %s: %s", ca, strerror(errno));
+		return -1;
+	}
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	if (!strstr(buf, "-----BEGIN CERTIFICATE-----")) {
+		cli_err(cmd, "--ca %s: not a PEM file of CA certificates (-----BEGIN CERTIFICATE-----)",
+			ca);
+		return -1;
+	}
+	return 0;
 }

@@ -40,6 +40,8 @@ void strobe_server_config_free(strobe_server_config *c)
 	free(c->tenants);
 	free(c->admin_token);
 	free(c->scrape_json);
+	free(c->tls_cert);
+	free(c->tls_key);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -215,6 +217,17 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 				r = str_opt(v, k, &c->listen, err);
 			else if (strcmp(k, "data_dir") == 0)
 				r = str_opt(v, k, &c->data_dir, err);
+			else if (strcmp(k, "tls_cert") == 0)
+				r = str_opt(v, k, &c->tls_cert, err);
+			else if (strcmp(k, "tls_key") == 0)
+				r = str_opt(v, k, &c->tls_key, err);
+			else if (strcmp(k, "insecure") == 0) {
+				if (json_is_boolean(v))
+					c->insecure = json_is_true(v);
+				else
+					r = strobe_errf(err, -EINVAL,
+							"config: \"insecure\" must be true or false");
+			}
 			else if (strcmp(k, "retention") == 0)
 				r = dur_opt(v, k, &c->retention_ns, true, err);
 			else if (strcmp(k, "maintenance_interval") == 0)
@@ -275,4 +288,20 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 	}
 	fclose(f);
 	return r;
+}
+
+int strobe_server_check_exposure(const strobe_server_config *c, strobe_err *err)
+{
+	const char *l = c->listen ? c->listen : "127.0.0.1:4100";
+	const char *open = strobe_server_config_open_tenant(c);
+	if (strobe_listen_is_loopback(l) || !open || c->insecure)
+		return 0;
+	bool any = strcmp(open, "any") == 0;
+	return strobe_errf(err, -EPERM,
+			   "refusing to listen on %s (not loopback) without a token for %s%s: anyone "
+			   "who can reach it could read and write %s profiles. Give every tenant a "
+			   "token (\"tenants\" in the config, docs/server.md), listen on 127.0.0.1, "
+			   "or accept this explicitly with --insecure (config \"insecure\": true)",
+			   l, any ? "" : "tenant ", any ? "any tenant" : open,
+			   any ? "every tenant's" : "that tenant's");
 }

@@ -296,12 +296,26 @@ const char *strobe_server_config_open_tenant(const strobe_server_config *c)
 	return NULL;
 }
 
+/* The key's text is wiped before it is freed. */
+static void srv_tls_free(strobe_server *s)
+{
+	if (s->tls_key_pem)
+		explicit_bzero(s->tls_key_pem, strlen(s->tls_key_pem));
+	free(s->tls_key_pem);
+	free(s->tls_cert_pem);
+	s->tls_key_pem = s->tls_cert_pem = NULL;
+}
+
 strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *st,
 				   strobe_err *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	bool v6;
+	if (strobe_server_check_exposure(c, err) < 0) {
+		errno = EPERM;
+		return NULL;
+	}
 	const char *listen = c->listen ? c->listen : "127.0.0.1:4100";
 	if (parse_listen(listen, &ss, &sl, &v6) < 0) {
 		strobe_errf(err, -EINVAL, "listen address '%s' is not host:port (IPv4 or [IPv6])",
@@ -316,7 +330,14 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	s->cfg = *c;
 	s->store = st;
+	int tr = srv_tls_load(c, &s->tls_cert_pem, &s->tls_key_pem, &s->tls_not_after, err);
+	if (tr < 0) {
+		free(s);
+		errno = -tr;
+		return NULL;
+	}
 	if (!(s->metrics = srv_metrics_new())) {
+		srv_tls_free(s);
 		free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -328,15 +349,24 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	unsigned pool = c->threads ? c->threads : 0;
+	/* HTTPS: libmicrohttpd with GnuTLS, given the PEM texts server/tls.c has checked. */
+	struct MHD_OptionItem tls[] = {
+		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert_pem},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key_pem},
+		{MHD_OPTION_END, 0, NULL}};
+	if (s->tls_cert_pem)
+		flags |= MHD_USE_TLS;
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_ARRAY,
+				s->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
 		srv_metrics_free(s->metrics);
+		srv_tls_free(s);
 		free(s);
 		errno = e;
 		return NULL;
@@ -357,5 +387,6 @@ void strobe_server_stop(strobe_server *s)
 		return;
 	MHD_stop_daemon(s->d);
 	srv_metrics_free(s->metrics);
+	srv_tls_free(s);
 	free(s);
 }

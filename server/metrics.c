@@ -11,6 +11,7 @@
  *   strobe_store_size_bytes                         the store's files on disk (db, WAL, shm)
  *   strobe_store_series / _stacks / _points ...     what the store holds
  *   strobe_store_commits_total, _committed_pushes_total   group commit: pushes per fsync
+ *   strobe_tls_enabled, strobe_tls_certificate_expiry_seconds   HTTPS on, and until when
  *   strobe_scrape_*{target}                         pull scraping: rounds, errors, last round
  *   process_resident_memory_bytes, process_cpu_seconds_total
  *
@@ -287,6 +288,14 @@ int srv_metrics_get(srv_req *r)
 	counter(f, "strobe_store_committed_pushes_total",
 		"Pushes written by those transactions (group commit: many per fsync).");
 	fprintf(f, "strobe_store_committed_pushes_total %llu\n", (unsigned long long)pushes);
+	gauge(f, "strobe_tls_enabled", "1 when the server speaks HTTPS (--tls-cert), 0 for plain HTTP.");
+	fprintf(f, "strobe_tls_enabled %d\n", r->srv->tls_cert_pem != NULL);
+	if (r->srv->tls_cert_pem && r->srv->tls_not_after) {
+		gauge(f, "strobe_tls_certificate_expiry_seconds",
+		      "When the served certificate expires (unix seconds): alert before it does.");
+		fprintf(f, "strobe_tls_certificate_expiry_seconds %lld\n",
+			(long long)r->srv->tls_not_after);
+	}
 	if (r->srv->scraper)
 		strobe_server_scrape_metrics(r->srv->scraper, f);
 	write_process(f);

@@ -27,7 +27,15 @@ struct strobe_server {
 	uint16_t port;
 	srv_metrics *metrics;
 	strobe_server_scraper *scraper; /* for its counters in /metrics; may be NULL */
+	char *tls_cert_pem, *tls_key_pem; /* HTTPS when set (server/tls.c); libmicrohttpd reads them */
+	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
 };
+
+/* Reads and checks c->tls_cert and c->tls_key (both or neither; server/tls.c): the PEM texts,
+ * malloc'd, and the certificate's expiry; NULLs when TLS is off. -errno with err naming the
+ * file and what is wrong with it. */
+int srv_tls_load(const strobe_server_config *c, char **cert_pem, char **key_pem,
+		 int64_t *not_after, strobe_err *err);
 
 /* Caps on what one request may make the router hold. */
 #define SRV_MAX_ARGS    1024u /* query parameters */

@@ -58,6 +58,8 @@ const char *strobe_offcpu_mode_name(unsigned mode);
 typedef struct strobe_agent_opts {
 	char *server;            /* base URL of the strobe server */
 	char *tenant, *token;    /* X-Scope-OrgID, Bearer token; NULL = none */
+	char *ca;                /* PEM CA certificates to verify an https server by; NULL = the
+				    system's (verification is always on) */
 	unsigned freq;           /* on-CPU Hz, default 19 */
 	bool offcpu;             /* off-CPU collection too */
 	unsigned offcpu_mode;    /* STROBE_OFFCPU_*: how (default auto) */
@@ -80,7 +82,10 @@ typedef struct strobe_agent_opts {
 	unsigned unwind_table_mb;/* the eBPF off-CPU walk's unwind rows (kernel memory), default
 				    8 (MiB); 0 = frame pointers only there */
 	double max_cpu;          /* percent of one core, default 1 */
-	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server */
+	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server; off loopback only
+				    with admin_token */
+	char *admin_token;       /* when set, the admin endpoints that act or reveal profiles want
+				    "Authorization: Bearer admin_token" (on any address) */
 	char *spool_dir;         /* NULL = in memory only */
 	uint64_t spool_max;      /* bytes, default 64 MiB */
 	int log_level;           /* STROBE_LOG_*, default INFO */

@@ -57,6 +57,9 @@ typedef struct strobe_server_config {
 	size_t ntenants;
 	char *admin_token; /* bearer token of the admin routes; NULL = open only without tenants */
 	char *scrape_json; /* the "scrape" section as JSON text, for the scraper; NULL = none */
+	bool insecure;     /* "insecure" / --insecure: listen off loopback although some tenant needs
+			      no token (strobe_server_check_exposure refuses that otherwise) */
+	char *tls_cert, *tls_key; /* PEM files (--tls-cert, --tls-key): both or neither; HTTPS */
 } strobe_server_config;
 
 void strobe_server_config_init(strobe_server_config *c);
@@ -75,6 +78,15 @@ bool strobe_listen_is_loopback(const char *listen);
  * X-Scope-OrgID is accepted), else the id of the first configured tenant without a token, or
  * NULL when every tenant needs one. */
 const char *strobe_server_config_open_tenant(const strobe_server_config *c);
+/* Refuses (-EPERM, err saying why and what to do) a listen address off loopback while some
+ * tenant is reachable without a token, unless c->insecure accepts that explicitly: anyone who
+ * can reach such a server could read and write every open tenant's profiles. 0 when allowed.
+ * strobe_server_start checks it too. */
+int strobe_server_check_exposure(const strobe_server_config *c, strobe_err *err);
+/* Reads and checks c->tls_cert and c->tls_key as strobe_server_start will (both or neither;
+ * readable PEM; the key the certificate's; not expired), so a caller can refuse before it
+ * creates anything. 0, or -errno with err naming the file and the problem. */
+int strobe_server_check_tls(const strobe_server_config *c, strobe_err *err);
 
 typedef struct strobe_server strobe_server;
 

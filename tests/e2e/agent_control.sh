@@ -12,7 +12,8 @@
 #   metrics       /metrics is Prometheus text with the same sample count as /status
 #   budget        an agent with --max-cpu 0.001 (far below what it needs) lowers its frequency,
 #                 then turns off-CPU off, and says so in /status (budget_note, frequency_hz)
-#   loopback      --admin 0.0.0.0:0 is refused (the admin port is loopback-only)
+#   loopback      --admin 0.0.0.0:0 without a token is refused (loopback-only; agent_admin_token.sh
+#                 tests the token)
 set -u
 # shellcheck source=lib/agent.sh
 . "$(dirname "$0")/lib/agent.sh"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The server's exposure and access control end to end: loopback by default; off loopback
-# without any token, exactly one warning line (none on loopback, none with tokens); with tenant
-# tokens, 401 without or with a wrong token, 200 with the right one; and /api/v1/series (with
+# The server's exposure and access control end to end: loopback by default; off loopback (0.0.0.0
+# and this host's own address) while some tenant needs no token, a refusal (exit status 2, a
+# message saying why and what to do, no data directory created), and with --insecure a start
+# with exactly one warning line (none on loopback, none with tokens); with tenant tokens, 401 without or with a wrong token, 200 with the right one; and /api/v1/series (with
 # the right tokens) never shows one tenant another's series, whatever the selector.
 set -u
 if ! command -v curl >/dev/null; then echo "SKIP server_security: curl is not installed"; exit 0; fi
@@ -34,9 +35,27 @@ stop() { kill $pid; wait $pid; local rc=$?; pid=; return $rc; }
 # ---- exposure ---------------------------------------------------------------------------------
 # The default address is loopback (port 4100 may be taken here, so only the help says it).
 if "$STROBE" server --help | grep -q 'default 127.0.0.1:4100'; then ok default-loopback; else fail default-loopback "help does not say 127.0.0.1:4100"; fi
-run_server 127.0.0.1 --listen 0.0.0.0:0
+# refused LISTEN NAME [options...]: the server must exit non-zero at once, say why and what to do,
+# and leave no data directory behind.
+refused() {
+  local l=$1 name=$2 rc; shift 2
+  rm -rf "$TMPDIR/data"
+  timeout 20 "$STROBE" server --data "$TMPDIR/data" --listen "$l" "$@" 2>"$TMPDIR/log"; rc=$?
+  if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then fail "$name" "started (exit $rc) on $l: $(cat "$TMPDIR/log")"
+  elif ! grep -q "refusing to listen on $l (not loopback) without a token for" "$TMPDIR/log" ||
+       ! grep -q 'could read and write' "$TMPDIR/log" || ! grep -q -- '--insecure' "$TMPDIR/log" ||
+       ! grep -q 'token' "$TMPDIR/log"; then fail "$name" "exit $rc, but the message does not say why and how: $(cat "$TMPDIR/log")"
+  elif [ -e "$TMPDIR/data" ]; then fail "$name" "refused, but the data directory was created"
+  else ok "$name" "exit $rc: $(cut -c1-110 "$TMPDIR/log")..."; fi
+}
+refused 0.0.0.0:0 open-refused
+# This host's own non-loopback address, where it has one (what a real deployment would name).
+hostip=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$' | grep -v '^127\.' | head -1)
+if [ -n "$hostip" ]; then refused "$hostip:0" open-refused-hostip; else echo "SKIP server_security/open-refused-hostip: this host has no non-loopback IPv4 address"; fi
+# --insecure accepts it explicitly: the server starts and says once what that means.
+run_server 127.0.0.1 --listen 0.0.0.0:0 --insecure
 n=$(grep -c -- "$WARN" "$TMPDIR/log")
-if [ "$n" = 1 ] && grep -q 'listening on 0.0.0.0:' "$TMPDIR/log"; then ok open-warning "$(grep -- "$WARN" "$TMPDIR/log" | cut -c1-90)..."; else fail open-warning "$n warning lines in: $(cat "$TMPDIR/log")"; fi
+if [ "$n" = 1 ] && grep -q 'listening on 0.0.0.0:' "$TMPDIR/log" && grep -q 'accepted with --insecure' "$TMPDIR/log"; then ok insecure-warning "$(grep -- "$WARN" "$TMPDIR/log" | cut -c1-90)..."; else fail insecure-warning "$n warning lines in: $(cat "$TMPDIR/log")"; fi
 stop || fail stop "exit $?"
 run_server 127.0.0.1 --listen 127.0.0.1:0
 if ! grep -q warning "$TMPDIR/log"; then ok loopback-quiet; else fail loopback-quiet "$(cat "$TMPDIR/log")"; fi
@@ -46,11 +65,16 @@ cat > "$TMPDIR/cfg.json" <<'JSON'
 { "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "team-b", "token": "tok-b" } ] }
 JSON
 chmod 600 "$TMPDIR/cfg.json" # it holds tokens: the server refuses it readable by others
-# One tenant without a token is as open as no tokens at all, for that tenant.
+# One tenant without a token is as open as no tokens at all, for that tenant: refused, and with
+# "insecure": true in the config (not only the flag) accepted with a warning naming the tenant.
 echo '{ "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "public" } ] }' > "$TMPDIR/half.json"
 chmod 600 "$TMPDIR/half.json"
-run_server 127.0.0.1 --listen 0.0.0.0:0 --config "$TMPDIR/half.json"
-if grep -q -- "$WARN tenant public:" "$TMPDIR/log"; then ok open-tenant-warning; else fail open-tenant-warning "$(cat "$TMPDIR/log")"; fi
+refused 0.0.0.0:0 open-tenant-refused --config "$TMPDIR/half.json"
+grep -q 'for tenant public:' "$TMPDIR/log" || fail open-tenant-refused "the refusal does not name tenant public: $(cat "$TMPDIR/log")"
+echo '{ "insecure": true, "tenants": [ { "id": "team-a", "token": "tok-a" }, { "id": "public" } ] }' > "$TMPDIR/half-insecure.json"
+chmod 600 "$TMPDIR/half-insecure.json"
+run_server 127.0.0.1 --listen 0.0.0.0:0 --config "$TMPDIR/half-insecure.json"
+if grep -q -- "$WARN tenant public:" "$TMPDIR/log"; then ok open-tenant-warning "config \"insecure\": true"; else fail open-tenant-warning "$(cat "$TMPDIR/log")"; fi
 stop || fail stop "exit $?"
 run_server 127.0.0.1 --listen 0.0.0.0:0 --config "$TMPDIR/cfg.json"
 if ! grep -q warning "$TMPDIR/log"; then ok tokens-quiet; else fail tokens-quiet "$(cat "$TMPDIR/log")"; fi

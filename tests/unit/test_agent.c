@@ -426,13 +426,63 @@ static void test_config(void **state)
 	strobe_agent_opts_free(&o);
 }
 
+/* --ca, the admin token in the config, and --admin-token-file's checks. */
+static void test_config_tls_admin(void **state)
+{
+	strobe_agent_opts o;
+	strobe_agent_opts_init(&o);
+	strobe_err err = {{0}};
+	static const char good[] = "{\"ca\": \"/etc/strobe/ca.pem\", \"admin_token\": \"t0k\"}";
+	assert_int_equal(strobe_agent_config_parse(good, sizeof(good) - 1, "agent.json", &o, &err), 0);
+	assert_string_equal(o.ca, "/etc/strobe/ca.pem");
+	assert_string_equal(o.admin_token, "t0k");
+	strobe_agent_opts_free(&o);
+	config_error("{\"admin_token\": \"\"}", "\"admin_token\": must not be empty");
+	config_error("{\"ca\": 5}", "\"ca\": expected a string");
+	config_error("{\"admin_token_file\": 5}", "\"admin_token_file\": expected a string");
+
+	char *d = tmpdir(), path[256];
+	snprintf(path, sizeof(path), "%s/tok", d);
+	char *tok = NULL;
+	write_file(path, "s3cret\n", 7);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(strobe_token_file_read(path, &tok, &err), 0);
+	assert_string_equal(tok, "s3cret"); /* the line, without its newline */
+	free(tok);
+	/* readable by the group: refused, the file named and the fix said */
+	assert_int_equal(chmod(path, 0640), 0);
+	assert_int_equal(strobe_token_file_read(path, &tok, &err), -EACCES);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "chmod 600"));
+	assert_null(tok);
+	write_file(path, "two words\n", 10);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(strobe_token_file_read(path, &tok, &err), -EINVAL);
+	write_file(path, "\n", 1);
+	assert_int_equal(strobe_token_file_read(path, &tok, &err), -EINVAL);
+	/* through the config, replacing a token given before */
+	write_file(path, "from-file\n", 10);
+	char json[400];
+	snprintf(json, sizeof(json), "{\"admin_token\": \"old\", \"admin_token_file\": \"%s\"}", path);
+	strobe_agent_opts_init(&o);
+	assert_int_equal(strobe_agent_config_parse(json, strlen(json), "agent.json", &o, &err), 0);
+	assert_string_equal(o.admin_token, "from-file");
+	strobe_agent_opts_free(&o);
+	snprintf(path, sizeof(path), "%s/none", d);
+	assert_int_equal(strobe_token_file_read(path, &tok, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, path));
+	free(tok);
+	rm_rf(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spool_bounded_memory), cmocka_unit_test(test_spool_bounded_disk),
 		cmocka_unit_test(test_spool_restart),	     cmocka_unit_test(test_spool_corrupt),
 		cmocka_unit_test(test_spool_bad_dir),	     cmocka_unit_test(test_backoff),
-		cmocka_unit_test(test_service_name),	     cmocka_unit_test(test_config),
+		cmocka_unit_test(test_service_name),	     cmocka_unit_test(test_config), cmocka_unit_test(test_config_tls_admin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
