@@ -70,6 +70,14 @@ int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 
 int srv_fail(srv_req *r, int code, const strobe_err *err)
 {
+	if (code == -ENOSPC) {
+		/* The disk is full: nothing of the request was stored, and nothing has to be
+		 * given up; the client keeps it and comes back (agents retry every 5xx). */
+		r->retry_after = SRV_RETRY_DISK_FULL_S;
+		return srv_error(r, 507, "disk full: the store has no space left, nothing of this "
+					 "request was stored; retry later (%s)",
+				 err->msg[0] ? err->msg : strerror(-code));
+	}
 	unsigned st = code == -EINVAL || code == -ERANGE ? 400
 		      : code == -EDQUOT			 ? 429
 		      : code == -EFBIG			 ? 413
@@ -358,6 +366,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		MHD_add_response_header(resp, "ETag", r.etag);
 	if (r.cache)
 		MHD_add_response_header(resp, "Cache-Control", r.cache);
+	if (r.retry_after) {
+		char ra[16];
+		snprintf(ra, sizeof(ra), "%u", r.retry_after);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
 	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;

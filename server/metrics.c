@@ -131,6 +131,8 @@ static void reason_of(unsigned status, const char *msg, char *out, size_t cap)
 		 : status == 401 ? "unauthorized"
 		 : status == 413 ? "too_large"
 		 : status == 429 ? "limit"
+		 : status == 507 ? "disk_full"
+		 : status == 503 ? "overloaded"
 		 : status == 404 ? "not_found"
 		 : status >= 500 ? "internal"
 				 : "other");

@@ -33,6 +33,10 @@ struct strobe_server {
 #define SRV_MAX_ARGS    1024u /* query parameters */
 #define SRV_MAX_HEADERS 256u
 
+/* Retry-After of a push refused because the disk is full: long enough not to hammer a full disk,
+ * short enough that ingest resumes soon after space returns. */
+#define SRV_RETRY_DISK_FULL_S 30u
+
 /* The request as the endpoints see it: no libmicrohttpd connection in it, so tests and fuzzers
  * can build one by hand and hand it to srv_handle. */
 typedef struct srv_req {
@@ -52,6 +56,7 @@ typedef struct srv_req {
 	char *out;
 	size_t outlen;
 	const char *etag, *cache; /* ETag and Cache-Control headers when set (static files) */
+	unsigned retry_after;     /* seconds, sent as Retry-After when set (507, 503) */
 } srv_req;
 
 /* A query argument (the first when repeated), or NULL. */

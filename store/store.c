@@ -44,18 +44,40 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS points_by_series ON points(series, level, time);"
 	"CREATE INDEX IF NOT EXISTS points_by_time ON points(level, time);";
 
+/* What a failed SQLite call means for the caller: -ENOSPC when the disk (or the quota) of the
+ * data directory is full, whatever part of SQLite ran into it (a page write, the WAL, the
+ * shared-memory index), so the server can say "full, retry later" instead of "internal error";
+ * -EIO for the rest. The file's damage gets words of its own: the operator must act. */
+static int db_errno(sqlite3 *db, int code)
+{
+	int se = sqlite3_system_errno(db);
+	if ((code & 0xff) == SQLITE_FULL ||
+	    ((code & 0xff) == SQLITE_IOERR && (se == ENOSPC || se == EDQUOT)))
+		return -ENOSPC;
+	return -EIO;
+}
+
+static const char *db_hint(int code)
+{
+	switch (code & 0xff) {
+	case SQLITE_FULL: return " (no space left on the data directory's disk)";
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return " (the database file is damaged: see docs/server.md, Recovery)";
+	default: return "";
+	}
+}
+
 int store_sqlerr(strobe_store *s, strobe_err *err, const char *what)
 {
-	int code = sqlite3_errcode(s->db);
-	return strobe_errf(err, code == SQLITE_FULL ? -ENOSPC : -EIO, "store: %s: %s", what,
-			   sqlite3_errmsg(s->db));
+	return store_dberr(s->db, err, what);
 }
 
 int store_dberr(sqlite3 *db, strobe_err *err, const char *what)
 {
-	int code = sqlite3_errcode(db);
-	return strobe_errf(err, code == SQLITE_FULL ? -ENOSPC : -EIO, "store: %s: %s", what,
-			   sqlite3_errmsg(db));
+	int code = sqlite3_extended_errcode(db);
+	return strobe_errf(err, db_errno(db, code), "store: %s: %s%s", what, sqlite3_errmsg(db),
+			   db_hint(code));
 }
 
 int store_exec(strobe_store *s, const char *sql, strobe_err *err)
@@ -66,8 +88,11 @@ int store_exec(strobe_store *s, const char *sql, strobe_err *err)
 int store_db_exec(sqlite3 *db, const char *sql, strobe_err *err)
 {
 	char *msg = NULL;
-	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		int r = strobe_errf(err, -EIO, "store: %s", msg ? msg : "sqlite error");
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		int code = sqlite3_extended_errcode(db);
+		int r = strobe_errf(err, db_errno(db, code), "store: %s%s",
+				    msg ? msg : sqlite3_errstr(rc), db_hint(code));
 		sqlite3_free(msg);
 		return r;
 	}
