@@ -23,7 +23,10 @@ static const char usage_text[] =
 	"  --listen HOST:PORT  address to listen on (default 127.0.0.1:4100; port 0 = any free\n"
 	"                      port, printed on stderr)\n"
 	"  --config FILE       configuration file\n"
-	"  --retention D       keep profiles for D (e.g. 28d, 6h; 0 = forever)\n";
+	"  --retention D       keep profiles for D (e.g. 28d, 6h; 0 = forever)\n"
+	"  --check MODE        check the store file at start: quick (default: its structure,\n"
+	"                      all of it up to 256 MiB, else the tables loaded at start), full\n"
+	"                      (SQLite's integrity_check of everything), off\n";
 
 static volatile sig_atomic_t stop;
 
@@ -47,13 +50,15 @@ static int64_t now_ns(void)
 
 int cmd_server(int argc, char **argv)
 {
-	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION };
+	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_CHECK };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
 		{"listen", required_argument, 0, O_LISTEN},
 		{"config", required_argument, 0, O_CONFIG},
-		{"retention", required_argument, 0, O_RETENTION}, {0, 0, 0, 0}};
+		{"retention", required_argument, 0, O_RETENTION},
+		{"check", required_argument, 0, O_CHECK}, {0, 0, 0, 0}};
 	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
+	const char *check = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -62,6 +67,7 @@ int cmd_server(int argc, char **argv)
 		case O_LISTEN: listen = optarg; break;
 		case O_CONFIG: config = optarg; break;
 		case O_RETENTION: ret = optarg; break;
+		case O_CHECK: check = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -101,6 +107,18 @@ int cmd_server(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (check) {
+		if (strcmp(check, "quick") == 0)
+			cfg.check_on_start = STROBE_STORE_CHECK_QUICK;
+		else if (strcmp(check, "full") == 0)
+			cfg.check_on_start = STROBE_STORE_CHECK_FULL;
+		else if (strcmp(check, "off") == 0)
+			cfg.check_on_start = STROBE_STORE_CHECK_OFF;
+		else {
+			cli_err(cmd, "--check: '%s' is not quick, full or off", check);
+			goto out;
+		}
+	}
 	if (!cfg.data_dir) {
 		cli_err(cmd, "--data DIR (or data_dir in the config) is required");
 		goto out;
@@ -110,7 +128,8 @@ int cmd_server(int argc, char **argv)
 				.max_stacks = cfg.max_stacks,
 				.sync_normal = cfg.sync_normal,
 				.max_query_points = cfg.max_query_profiles,
-				.max_query_bytes = cfg.max_query_bytes};
+				.max_query_bytes = cfg.max_query_bytes,
+				.check = cfg.check_on_start};
 	if (!(st = strobe_store_open(&so, &err))) {
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
 		goto out;

@@ -203,6 +203,17 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 					r = strobe_errf(err, -EINVAL,
 							"config: \"threads\" must be an integer from 0 "
 							"(a thread per connection) to 256");
+			} else if (strcmp(k, "check_on_start") == 0) {
+				const char *cv = json_is_string(v) ? json_string_value(v) : "";
+				if (strcmp(cv, "quick") == 0)
+					c->check_on_start = STROBE_STORE_CHECK_QUICK;
+				else if (strcmp(cv, "full") == 0)
+					c->check_on_start = STROBE_STORE_CHECK_FULL;
+				else if (strcmp(cv, "off") == 0)
+					c->check_on_start = STROBE_STORE_CHECK_OFF;
+				else
+					r = strobe_errf(err, -EINVAL, "config: \"check_on_start\" must "
+							"be \"quick\", \"full\" or \"off\"");
 			} else if (strcmp(k, "limits") == 0)
 				r = limits(v, c, err);
 			else if (strcmp(k, "tenants") == 0)

@@ -50,6 +50,7 @@ typedef struct strobe_server_config {
 	uint32_t max_series_per_tenant, max_profiles_per_push;
 	uint32_t max_stacks;          /* distinct stacks in the store (its memory); 0 = unlimited */
 	uint32_t threads;             /* 0 = one per connection (default), N = a pool of N */
+	int check_on_start;           /* STROBE_STORE_CHECK_*: "quick" (default), "full", "off" */
 	uint64_t max_query_profiles, max_query_bytes; /* query cost caps (strobe_store_opts) */
 	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
 	size_t ntenants;
