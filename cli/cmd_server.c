@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cli.h"
@@ -138,6 +139,20 @@ int cmd_server(int argc, char **argv)
 	 * expired. */
 	if (strobe_store_retain(st, now_ns(), &err) < 0)
 		cli_err(cmd, "retention: %s", err.msg);
+	/* A connection is a descriptor: the common soft limit of 1024 would stop accepting
+	 * before max_connections (the store, logs and listen socket need some too). */
+	struct rlimit rl;
+	rlim_t want = (rlim_t)cfg.max_connections + 128;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		if (rl.rlim_cur < want)
+			fprintf(stderr,
+				"strobe server: warning: at most %llu open files (ulimit -n), fewer than "
+				"limits.max_connections %u needs; raise the hard limit or lower "
+				"max_connections\n",
+				(unsigned long long)rl.rlim_cur, cfg.max_connections);
+	}
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -27,6 +27,11 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->threads = 0; /* one thread per connection */
 	c->max_query_profiles = 1000000;
 	c->max_query_bytes = 4ull << 30;
+	c->max_connections = 1000;
+	c->max_inflight_pushes = 64;
+	c->max_inflight_bytes = 256ull << 20;
+	c->connection_timeout_ns = 60 * STROBE_NS_PER_S;
+	c->request_timeout_ns = 30 * STROBE_NS_PER_S;
 }
 
 void strobe_server_config_free(strobe_server_config *c)
@@ -122,6 +127,21 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		else if (strcmp(k, "max_query_bytes") == 0 &&
 			 (r = num_opt(v, k, 1ull << 50, &x, err)) == 0)
 			c->max_query_bytes = x;
+		else if (strcmp(k, "max_connections") == 0 &&
+			 (r = num_opt(v, k, 100000, &x, err)) == 0)
+			c->max_connections = (uint32_t)x;
+		else if (strcmp(k, "max_inflight_pushes") == 0 &&
+			 (r = num_opt(v, k, 100000, &x, err)) == 0)
+			c->max_inflight_pushes = (uint32_t)x;
+		else if (strcmp(k, "max_inflight_bytes") == 0 &&
+			 (r = num_opt(v, k, 1ull << 40, &x, err)) == 0)
+			c->max_inflight_bytes = x;
+		else if (strcmp(k, "connection_timeout") == 0 &&
+			 (r = dur_opt(v, k, &c->connection_timeout_ns, false, err)) == 0)
+			;
+		else if (strcmp(k, "request_timeout") == 0 &&
+			 (r = dur_opt(v, k, &c->request_timeout_ns, false, err)) == 0)
+			;
 		else if (err && err->msg[0])
 			return -EINVAL;
 		else

@@ -20,7 +20,48 @@ typedef struct conn {
 	uint8_t *buf;
 	size_t len, cap;
 	bool too_big;
+	/* Admission (admit.c): a push slot and the body bytes reserved, given back when the
+	 * request ends; busy names the limit that refused it (its body is read and dropped). */
+	bool push_slot;
+	size_t held;
+	const char *busy;
 } conn;
+
+/* At a request's headers: a push takes a slot, a body its announced size; either refused
+ * makes the request a 503 (answered once its body has been read and dropped). */
+static void admit_request(strobe_server *srv, conn *cn, const char *url, const char *method,
+			  const char *cl)
+{
+	if (strcmp(method, "POST") == 0 &&
+	    (strcmp(url, "/api/v1/push") == 0 || strcmp(url, "/ingest") == 0)) {
+		if (srv_admit_push(srv->admit) < 0) {
+			cn->busy = "max_inflight_pushes";
+			return;
+		}
+		cn->push_slot = true;
+	}
+	size_t n = cl && !cn->too_big ? (size_t)strtoull(cl, NULL, 10) : 0;
+	if (n && srv_admit_bytes(srv->admit, n) < 0)
+		cn->busy = "max_inflight_bytes";
+	else
+		cn->held = n;
+}
+
+/* More of a body arrived than was reserved (chunked, no Content-Length): reserve the rest, or
+ * refuse the request and let go of what it held. */
+static void admit_more(strobe_server *srv, conn *cn, size_t upto)
+{
+	if (upto <= cn->held)
+		return;
+	if (srv_admit_bytes(srv->admit, upto - cn->held) == 0) {
+		cn->held = upto;
+		return;
+	}
+	cn->busy = "max_inflight_bytes";
+	free(cn->buf);
+	cn->buf = NULL;
+	cn->len = cn->cap = 0;
+}
 
 const char *srv_arg(srv_req *r, const char *name)
 {
@@ -308,13 +349,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
 			cn->too_big = true;
+		admit_request(srv, cn, url, method, cl);
 		return MHD_YES;
 	}
 	if (*upload_size) {
 		/* Past the limit the rest is read and dropped, so the client gets the 413. */
 		if (!cn->too_big && cn->len + *upload_size > srv->cfg.max_body_bytes)
 			cn->too_big = true;
-		if (!cn->too_big) {
+		if (!cn->too_big && !cn->busy)
+			admit_more(srv, cn, cn->len + *upload_size);
+		if (!cn->too_big && !cn->busy) {
 			if (cn->len + *upload_size > cn->cap) {
 				size_t nc = cn->cap ? cn->cap : 65536;
 				while (nc < cn->len + *upload_size)
@@ -331,6 +375,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	srv_admit_phase(srv->admit, c, true); /* complete: no deadline while it is answered */
 	struct timespec ts, t0, t1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -343,7 +388,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (cn->too_big)
 		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
 			  srv->cfg.max_body_bytes);
-	else if (args.over || hdrs.over)
+	else if (cn->busy) {
+		r.retry_after = SRV_RETRY_BUSY_S;
+		srv_error(&r, 503, "limit %s: the server is busy (%s in flight); nothing was "
+				   "stored, retry later",
+			  cn->busy, strcmp(cn->busy, "max_inflight_pushes") == 0 ? "pushes" : "bytes");
+	} else if (args.over || hdrs.over)
 		srv_error(&r, 400, "more than %u query parameters or %u headers", SRV_MAX_ARGS,
 			  SRV_MAX_HEADERS);
 	else
@@ -379,12 +429,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
+	strobe_server *srv = cls;
 	conn *cn = *con_cls;
 	if (cn) {
+		if (cn->push_slot)
+			srv_admit_push_done(srv->admit);
+		if (cn->held)
+			srv_admit_bytes_done(srv->admit, cn->held);
 		free(cn->buf);
 		free(cn);
 		*con_cls = NULL;
 	}
+	srv_admit_phase(srv->admit, c, false); /* its next request's deadline starts now */
 }
 
 /* "host:port" or "[v6]:port" into a socket address. */
@@ -478,17 +534,33 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	 * connection has a thread of its own: the pushes waiting for one commit are exactly the
 	 * concurrent ones, and a slow one holds up nobody else. */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (c->threads ? 0 : MHD_USE_THREAD_PER_CONNECTION);
+	/* poll or epoll, not select: select cannot watch a descriptor past 1024, which a
+	 * thousand connections reach. */
+	flags |= MHD_USE_AUTO;
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	unsigned pool = c->threads ? c->threads : 0;
+	if (!(s->admit = srv_admit_new(c))) {
+		srv_metrics_free(s->metrics);
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Connections past max_connections wait in the listen backlog (libmicrohttpd stops
+	 * accepting at the cap); admit.c closes the ones that take too long to send a request. */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, srv_admit_conn, s,
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)((c->connection_timeout_ns + STROBE_NS_PER_S - 1) /
+					   STROBE_NS_PER_S),
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+				MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		srv_admit_free(s->admit);
 		srv_metrics_free(s->metrics);
 		free(s);
 		errno = e;
@@ -509,6 +581,7 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->d);
+	srv_admit_free(s->admit);
 	srv_metrics_free(s->metrics);
 	free(s);
 }

@@ -27,7 +27,32 @@ struct strobe_server {
 	uint16_t port;
 	srv_metrics *metrics;
 	strobe_server_scraper *scraper; /* for its counters in /metrics; may be NULL */
+	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */
 };
+
+/* Admission control and request deadlines (server/admit.c). */
+typedef struct srv_admit srv_admit;
+typedef struct srv_admit_counts {
+	size_t conns, pushes, bytes;
+	uint64_t evicted_timeout, evicted_busy, peak_conns, peak_pushes, peak_bytes;
+} srv_admit_counts;
+srv_admit *srv_admit_new(const strobe_server_config *c);
+void srv_admit_free(srv_admit *a);
+/* A push (push, /ingest) starts: 0, or -EBUSY at limits.max_inflight_pushes. */
+int srv_admit_push(srv_admit *a);
+void srv_admit_push_done(srv_admit *a);
+/* n more bytes of request bodies held: 0, or -EBUSY past limits.max_inflight_bytes. */
+int srv_admit_bytes(srv_admit *a, size_t n);
+void srv_admit_bytes_done(srv_admit *a, size_t n);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls: the server): watches each connection's deadline. */
+void srv_admit_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		    enum MHD_ConnectionNotificationCode toe);
+/* The connection's request is complete and being answered (true), or answered (false: the
+ * deadline of its next request starts now). */
+void srv_admit_phase(srv_admit *a, struct MHD_Connection *c, bool processing);
+void srv_admit_stats(srv_admit *a, srv_admit_counts *out);
+/* Retry-After of a request refused for load. */
+#define SRV_RETRY_BUSY_S 1u
 
 /* Caps on what one request may make the router hold. */
 #define SRV_MAX_ARGS    1024u /* query parameters */
