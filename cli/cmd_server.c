@@ -142,7 +142,7 @@ int cmd_server(int argc, char **argv)
 	/* A connection is a descriptor: the common soft limit of 1024 would stop accepting
 	 * before max_connections (the store, logs and listen socket need some too). */
 	struct rlimit rl;
-	rlim_t want = (rlim_t)cfg.max_connections + 128;
+	rlim_t want = (rlim_t)cfg.max_connections * 2 + 128; /* + the room kept for reads */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
 		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
 		setrlimit(RLIMIT_NOFILE, &rl);

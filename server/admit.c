@@ -4,18 +4,25 @@
  * hold connections without finishing a request:
  *
  *  - admission control: at most limits.max_inflight_pushes pushes (push and /ingest, from
- *    their headers to their reply) and limits.max_inflight_bytes of request bodies held at a
- *    time; a request past either is answered 503 with Retry-After before its body is kept (the
- *    body is read and dropped, so the client gets the answer), and nothing of it is stored. A
- *    push admitted is processed whole: a 200 still means committed.
+ *    the end of their body to their reply: a slow sender holds no slot) and
+ *    limits.max_inflight_bytes of request bodies held at a time (counted as they arrive, and a
+ *    body whose Content-Length does not fit is refused at its headers); a request past either
+ *    is answered 503 with Retry-After (the rest of its body is read and dropped, so the client
+ *    gets the answer), and nothing of it is stored. A push admitted is processed whole: a 200
+ *    still means committed.
+ *
+ *  - room kept for reads: libmicrohttpd takes max_connections + srv_admit_reserve() connections,
+ *    and a request other than a GET on a connection opened past max_connections is answered
+ *    503 at once, so a storm of pushes leaves room for /ready, /metrics and queries (at its
+ *    own cap libmicrohttpd closes new connections at once).
  *
  *  - a deadline per request: its headers and body must arrive within limits.request_timeout of
  *    the connection's start (or of the end of its previous request). libmicrohttpd's own
  *    timeout (limits.connection_timeout) is an idle one, which a client sending a byte a
  *    second never reaches. When the open connections reach 90 % of limits.max_connections, the
  *    deadline shrinks to a tenth (at least 1 s), so slow or silent clients cannot hold the
- *    slots that everyone else needs: at the cap, new connections wait in the listen backlog
- *    (libmicrohttpd stops accepting), and these evictions are what frees slots for them.
+ *    slots that everyone else needs: these evictions are what frees slots for the clients
+ *    that libmicrohttpd turned away at its cap, when they retry.
  *    A request being processed (a push waiting for its commit, a long query) is never cut.
  *
  * The deadline is enforced by a watchdog thread over the connections libmicrohttpd reports
@@ -38,6 +45,7 @@ typedef struct srv_conn {
 	int64_t since_ns; /* start of the request now being received */
 	bool processing;  /* its request is complete and being answered */
 	bool evicted;
+	bool reserve;     /* opened past max_connections, in the room kept for reads */
 } srv_conn;
 
 struct srv_admit {
@@ -153,13 +161,13 @@ void srv_admit_push_done(srv_admit *a)
 	pthread_mutex_unlock(&a->mu);
 }
 
-int srv_admit_bytes(srv_admit *a, size_t n)
+int srv_admit_bytes(srv_admit *a, size_t n, bool take)
 {
 	int r = 0;
 	pthread_mutex_lock(&a->mu);
 	if (a->max_bytes && (a->bytes + n > a->max_bytes || a->bytes + n < a->bytes))
 		r = -EBUSY;
-	else if ((a->bytes += n) > a->peak_bytes)
+	else if (take && (a->bytes += n) > a->peak_bytes)
 		a->peak_bytes = a->bytes;
 	pthread_mutex_unlock(&a->mu);
 	return r;
@@ -193,6 +201,7 @@ void srv_admit_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		a->head = cn;
 		if (++a->nconn > a->peak_conns)
 			a->peak_conns = a->nconn;
+		cn->reserve = a->nconn > a->max_conns;
 		pthread_mutex_unlock(&a->mu);
 		return;
 	}
@@ -223,6 +232,22 @@ void srv_admit_phase(srv_admit *a, struct MHD_Connection *c, bool processing)
 	cn->processing = processing;
 	cn->since_ns = mono_ns();
 	pthread_mutex_unlock(&a->mu);
+}
+
+bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	srv_conn *cn = ci ? ci->socket_context : NULL;
+	pthread_mutex_lock(&a->mu);
+	bool r = cn && cn->reserve;
+	pthread_mutex_unlock(&a->mu);
+	return r;
+}
+
+unsigned srv_admit_reserve(const strobe_server_config *c)
+{
+	return c->max_connections / 16 + 4;
 }
 
 void srv_admit_stats(srv_admit *a, srv_admit_counts *out)

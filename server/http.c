@@ -27,33 +27,37 @@ typedef struct conn {
 	const char *busy;
 } conn;
 
-/* At a request's headers: a push takes a slot, a body its announced size; either refused
- * makes the request a 503 (answered once its body has been read and dropped). */
-static void admit_request(strobe_server *srv, conn *cn, const char *url, const char *method,
-			  const char *cl)
+/* At a request's headers: a body that would not fit in what is left of max_inflight_bytes is
+ * refused at once (answered when it has been read and dropped). Nothing is reserved on the
+ * strength of a Content-Length: a client that announces 16 MiB and sends a byte a second holds
+ * only the byte. */
+static void admit_request(strobe_server *srv, conn *cn, const char *cl)
 {
-	if (strcmp(method, "POST") == 0 &&
-	    (strcmp(url, "/api/v1/push") == 0 || strcmp(url, "/ingest") == 0)) {
-		if (srv_admit_push(srv->admit) < 0) {
-			cn->busy = "max_inflight_pushes";
-			return;
-		}
-		cn->push_slot = true;
-	}
 	size_t n = cl && !cn->too_big ? (size_t)strtoull(cl, NULL, 10) : 0;
-	if (n && srv_admit_bytes(srv->admit, n) < 0)
+	if (n && srv_admit_bytes(srv->admit, n, false) < 0)
 		cn->busy = "max_inflight_bytes";
-	else
-		cn->held = n;
 }
 
-/* More of a body arrived than was reserved (chunked, no Content-Length): reserve the rest, or
- * refuse the request and let go of what it held. */
+/* At the end of a push's body: it takes a slot for its processing, or is refused. A slot is
+ * not taken earlier, so slow senders cannot hold the slots. */
+static void admit_push(strobe_server *srv, conn *cn, const char *url, const char *method)
+{
+	if (cn->busy || cn->too_big || strcmp(method, "POST") != 0 ||
+	    (strcmp(url, "/api/v1/push") != 0 && strcmp(url, "/ingest") != 0))
+		return;
+	if (srv_admit_push(srv->admit) < 0)
+		cn->busy = "max_inflight_pushes";
+	else
+		cn->push_slot = true;
+}
+
+/* More of a body arrived: it is held from now on, or, past max_inflight_bytes, the request is
+ * refused and lets go of what it held. */
 static void admit_more(strobe_server *srv, conn *cn, size_t upto)
 {
 	if (upto <= cn->held)
 		return;
-	if (srv_admit_bytes(srv->admit, upto - cn->held) == 0) {
+	if (srv_admit_bytes(srv->admit, upto - cn->held, true) == 0) {
 		cn->held = upto;
 		return;
 	}
@@ -349,7 +353,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
 			cn->too_big = true;
-		admit_request(srv, cn, url, method, cl);
+		if (strcmp(method, "GET") != 0 && srv_admit_reserved(srv->admit, c))
+			cn->busy = "max_connections"; /* the room past the cap is for reads */
+		else
+			admit_request(srv, cn, cl);
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -376,6 +383,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	srv_admit_phase(srv->admit, c, true); /* complete: no deadline while it is answered */
+	admit_push(srv, cn, url, method);
 	struct timespec ts, t0, t1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -390,9 +398,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			  srv->cfg.max_body_bytes);
 	else if (cn->busy) {
 		r.retry_after = SRV_RETRY_BUSY_S;
-		srv_error(&r, 503, "limit %s: the server is busy (%s in flight); nothing was "
+		srv_error(&r, 503, "limit %s: the server is busy (too many %s); nothing was "
 				   "stored, retry later",
-			  cn->busy, strcmp(cn->busy, "max_inflight_pushes") == 0 ? "pushes" : "bytes");
+			  cn->busy, strcmp(cn->busy, "max_inflight_pushes") == 0 ? "pushes in flight"
+				    : strcmp(cn->busy, "max_connections") == 0   ? "connections"
+										 : "bytes in flight");
 	} else if (args.over || hdrs.over)
 		srv_error(&r, 400, "more than %u query parameters or %u headers", SRV_MAX_ARGS,
 			  SRV_MAX_HEADERS);
@@ -546,8 +556,8 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* Connections past max_connections wait in the listen backlog (libmicrohttpd stops
-	 * accepting at the cap); admit.c closes the ones that take too long to send a request. */
+	/* Past max_connections some room is kept for reads (admit.c); past that, libmicrohttpd
+	 * closes new connections at once, and admit.c cuts the ones slow to send a request. */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
@@ -555,7 +565,8 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)((c->connection_timeout_ns + STROBE_NS_PER_S - 1) /
 					   STROBE_NS_PER_S),
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)c->max_connections + srv_admit_reserve(c),
 				MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;

@@ -38,11 +38,12 @@ typedef struct srv_admit_counts {
 } srv_admit_counts;
 srv_admit *srv_admit_new(const strobe_server_config *c);
 void srv_admit_free(srv_admit *a);
-/* A push (push, /ingest) starts: 0, or -EBUSY at limits.max_inflight_pushes. */
+/* A push (push, /ingest) whose body is in starts: 0, or -EBUSY at limits.max_inflight_pushes. */
 int srv_admit_push(srv_admit *a);
 void srv_admit_push_done(srv_admit *a);
-/* n more bytes of request bodies held: 0, or -EBUSY past limits.max_inflight_bytes. */
-int srv_admit_bytes(srv_admit *a, size_t n);
+/* Whether n more bytes of request bodies fit under limits.max_inflight_bytes: 0 (and, with
+ * take, they are counted as held from now on) or -EBUSY. */
+int srv_admit_bytes(srv_admit *a, size_t n, bool take);
 void srv_admit_bytes_done(srv_admit *a, size_t n);
 /* MHD_OPTION_NOTIFY_CONNECTION (cls: the server): watches each connection's deadline. */
 void srv_admit_conn(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -51,6 +52,9 @@ void srv_admit_conn(void *cls, struct MHD_Connection *c, void **socket_context,
  * deadline of its next request starts now). */
 void srv_admit_phase(srv_admit *a, struct MHD_Connection *c, bool processing);
 void srv_admit_stats(srv_admit *a, srv_admit_counts *out);
+/* Connections kept past max_connections for reads, and whether c is one of them. */
+unsigned srv_admit_reserve(const strobe_server_config *c);
+bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c);
 /* Retry-After of a request refused for load. */
 #define SRV_RETRY_BUSY_S 1u
 
