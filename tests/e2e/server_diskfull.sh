@@ -9,6 +9,8 @@
 #   query-full   queries keep working while full; /ready too
 #   maintenance  compaction and retention while full answer (200 or 507) and leave the server up
 #   metrics      the refusals are counted: strobe_rejected_total{reason="disk_full"}
+#   group-full   100 concurrent pushes while full (group commits): each refused, or acknowledged
+#                and stored; nothing refused is stored
 #   resumes      space returns (the filler deleted): the next pushes get 200, no restart
 #   ledger-after every acknowledged push is there after the resume, and after kill -9 + restart
 set -u
@@ -88,6 +90,25 @@ for ((i = 0; i < 10; i++)); do
   push; case $code in 507 | 503) refused=$((refused + 1)) ;; 200) ;; *) fail refused-more "HTTP $code: $(head -c 200 "$TMPDIR/resp")" ;; esac
 done
 
+# Concurrent pushes while full: they share group commits, and a failed commit must fail every
+# push in it. 100 pushes from 50 connections at once: each either 507 or 200 and stored.
+storm=$(dirname "$STROBE")/tools/push_storm
+group() { # SERVICE: runs the storm, compares its acknowledged pushes with the store ("" = same)
+  "$storm" --port "${url##*:}" --clients 50 --requests 2 --seconds 50 --path "/api/v1/push?service_name=$1&time=now" \
+    --ids "$TMPDIR/$1.ids" >"$TMPDIR/$1.out" 2>&1
+  curl -s -m 30 -G "$url/api/v1/query" --data-urlencode "query=$T{service_name=\"$1\"}" -d format=folded \
+    -d from=now-6h -d until=now+1m >"$TMPDIR/$1.q"
+  awk 'NR == FNR { acked["storm;" $1] = $2; next } $1 ~ /^storm;c/ { stored[$1] = $2 }
+       END { for (k in acked) if (stored[k] != acked[k]) printf "missing %s; ", k
+             for (k in stored) if (!(k in acked)) printf "stored but refused %s; ", k }' "$TMPDIR/$1.ids" "$TMPDIR/$1.q"
+}
+if [ -x "$storm" ]; then
+  d=$(group gfull)
+  g200=$(sed -n 's/.* ok200 \([0-9]*\).*/\1/p' "$TMPDIR/gfull.out") gerr=$(sed -n 's/.* errors \([0-9]*\).*/\1/p' "$TMPDIR/gfull.out")
+  if [ -z "$d" ] && [ "$gerr" = 0 ]; then ok group-full "100 concurrent pushes while full: $g200 acknowledged and stored, the rest refused, none stored"
+  else fail group-full "${d:-ledger exact}; $(cat "$TMPDIR/gfull.out")"; fi
+else echo "SKIP $name/group-full: $storm is not built (make build/tools/push_storm)"; fi
+
 m=$(missing)
 if [ -z "$m" ]; then ok ledger-full "$(wc -l <"$TMPDIR/ledger") acknowledged pushes all answered while full"; else fail ledger-full "acknowledged but missing: $m"; fi
 qc=$(curl -s -o /dev/null -w '%{http_code}' -G "$url/api/v1/labels" -d from=now-1h)
@@ -108,6 +129,12 @@ rm -f "$mnt/filler"
 good=0
 for ((i = 0; i < 5; i++)); do push; [ "$code" = 200 ] && good=$((good + 1)); done
 if [ "$good" = 5 ]; then ok resumes "5 of 5 pushes 200 after the filler was deleted, no restart"; else fail resumes "$good of 5 pushes 200 after the space returned: $(head -c 200 "$TMPDIR/resp")"; fi
+if [ -x "$storm" ]; then
+  d=$(group gafter)
+  g200=$(sed -n 's/.* ok200 \([0-9]*\).*/\1/p' "$TMPDIR/gafter.out")
+  if [ -z "$d" ] && [ "$g200" = 100 ]; then ok group-after "100 concurrent pushes after the space returned: all acknowledged and stored"
+  else fail group-after "${d:-ledger exact}; $(cat "$TMPDIR/gafter.out")"; fi
+fi
 m=$(missing)
 if [ -z "$m" ]; then ok ledger-after "$(wc -l <"$TMPDIR/ledger") acknowledged"; else fail ledger-after "acknowledged but missing: $m"; fi
 
