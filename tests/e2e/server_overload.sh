@@ -67,8 +67,8 @@ cat "$TMPDIR/storm.out" | sed 's/^/# /'
 ok200=$(field ok200) r429=$(field r429) r503=$(field r503) other=$(field other) errors=$(field errors) noretry=$(field no_retry_after) unfinished=$(field unfinished)
 refused=$((r429 + r503))
 metr=$(curl -s "$url/metrics")
-mrej=$(awk '/^strobe_rejected_total\{reason="max_inflight_(pushes|bytes)"\}/ { t += $2 } END { print t + 0 }' <<<"$metr")
-reasons=$(grep -o 'strobe_rejected_total{reason="max_inflight_[a-z]*"} [0-9]*' <<<"$metr" | tr '\n' ' ')
+mrej=$(awk '/^strobe_rejected_total\{reason="max_(inflight_pushes|inflight_bytes|connections)"\}/ { t += $2 } END { print t + 0 }' <<<"$metr")
+reasons=$(grep -o 'strobe_rejected_total{reason="max_[a-z_]*"} [0-9]*' <<<"$metr" | tr '\n' ' ')
 if [ "${ok200:-0}" -gt 0 ] && [ "$refused" -gt 0 ] && [ "$noretry" = 0 ] && [ "$other" = 0 ] && [ "$mrej" = "$refused" ]; then
   ok refused "5000 pushes from 1000 clients: $ok200 stored, $refused refused with Retry-After ($reasons), $errors connection errors"
 else fail refused "200: $ok200, 429/503: $refused (metrics say $mrej), without Retry-After: $noretry, other: $other"; fi
