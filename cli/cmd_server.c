@@ -191,7 +191,11 @@ int cmd_server(int argc, char **argv)
 			continue;
 		next = now + cfg.maintenance_interval_ns;
 		err.msg[0] = 0;
-		if (strobe_store_compact(st, now, &err) < 0 || strobe_store_retain(st, now, &err) < 0)
+		if (strobe_store_compact(st, now, &err) < 0)
+			cli_err(cmd, "maintenance: %s", err.msg);
+		/* Even after compaction failed: on a full disk, retention is what frees pages. */
+		err.msg[0] = 0;
+		if (strobe_store_retain(st, now, &err) < 0)
 			cli_err(cmd, "maintenance: %s", err.msg);
 	}
 	rc = 0;
