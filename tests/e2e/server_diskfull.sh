@@ -11,6 +11,7 @@
 #   metrics      the refusals are counted: strobe_rejected_total{reason="disk_full"}
 #   group-full   100 concurrent pushes while full (group commits): each refused, or acknowledged
 #                and stored; nothing refused is stored
+#   restart-full kill -9 while full, restarted on the full disk: up, ledger whole, pushes refused
 #   resumes      space returns (the filler deleted): the next pushes get 200, no restart
 #   ledger-after every acknowledged push is there after the resume, and after kill -9 + restart
 set -u
@@ -72,6 +73,8 @@ start
 when=now-3h; for ((i = 0; i < 5; i++)); do push; done; when=
 # Fill the filesystem: a filler file the test can delete takes every free block.
 dd if=/dev/zero of="$mnt/filler" bs=64k 2>/dev/null
+# ... less a few pages, so that a commit runs out of space halfway through its WAL frames.
+truncate -s -200K "$mnt/filler"
 sync
 # Push until refused: the WAL may still hold a few commits in space it already has.
 code= full=0 other=
@@ -80,7 +83,7 @@ for ((i = 0; i < 200; i++)); do
   case $code in 200) ;; 507 | 503) full=1; break ;; *) other=$code; break ;; esac
 done
 if [ "$full" = 1 ] && grep -qi '^Retry-After: [0-9]' "$TMPDIR/hdr" && grep -qi 'disk full' "$TMPDIR/resp"; then
-  ok refused "HTTP $code after $((n - 1)) pushes, $(wc -l <"$TMPDIR/ledger") acknowledged: $(head -c 200 "$TMPDIR/resp")"
+  ok refused "HTTP $code at push $n, $(wc -l <"$TMPDIR/ledger") acknowledged before: $(head -c 200 "$TMPDIR/resp")"
 else
   fail refused "last HTTP ${other:-$code}, want 507/503 with Retry-After and 'disk full': $(head -c 300 "$TMPDIR/resp"); headers: $(tr -d '\r' <"$TMPDIR/hdr" | tr '\n' ' ')"
 fi
@@ -123,6 +126,15 @@ else fail maintenance "HTTP $mc $(head -c 200 "$TMPDIR/maint"); alive: $(kill -0
 
 rej=$(curl -s "$url/metrics" | awk '/^strobe_rejected_total\{reason="disk_full"\}/ { print $2 }')
 if [ "${rej:-0}" -ge $((refused + 1)) ] 2>/dev/null; then ok metrics "disk_full $rej"; else fail metrics "strobe_rejected_total{reason=\"disk_full\"} is '${rej:-}', want >= $((refused + 1))"; fi
+
+# A crash while full (kill -9), and a restart on the still-full disk: it must come up (the WAL
+# replayed), answer the ledger and keep refusing pushes cleanly.
+kill -9 "$pid"; wait "$pid" 2>/dev/null; pid=
+start
+m=$(missing)
+push
+if [ -z "$m" ] && { [ "$code" = 507 ] || [ "$code" = 200 ]; }; then ok restart-full "kill -9 and restart on the full disk: ledger whole, next push HTTP $code"
+else fail restart-full "missing: ${m:-none}; next push HTTP $code $(head -c 200 "$TMPDIR/resp")"; fi
 
 # Space returns: ingest resumes by itself.
 rm -f "$mnt/filler"
