@@ -123,7 +123,11 @@ $(B)/workloads/%-nofp: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 $(B)/workloads/%-dbgframe: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -pthread -o $@ $< -lm
-workloads: $(WL_BIN) $(WL_NOFP)
+workloads: $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm
+# The server's fault tests' load generator (tests/e2e/server_overload.sh, server_slow_clients.sh).
+$(B)/tools/push_storm: tests/tools/push_storm.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -O2 -g -o $@ $<
 
 # The project's own Go profiles (cpu, heap, allocs, mutex, block, goroutine) for the tests,
 # written by Go's runtime/pprof from tests/fixtures/goservice.go: a bare clone makes its own.
@@ -138,20 +142,21 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
+CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm $(FIXTURES)
 check: check-deps
-	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(FIXTURES)
+	@$(MAKE) --no-print-directory -j2 $(CHECK_BIN)
 	@bash tests/run.sh
 
 # The whole suite beside CPU hogs that double the machine's load (tests/run.sh --load).
 check-load: check-deps
-	@$(MAKE) --no-print-directory -j2 all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(FIXTURES)
+	@$(MAKE) --no-print-directory -j2 $(CHECK_BIN)
 	@bash tests/run.sh --load
 
 unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san $(FIXTURES)
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP) $(FIXTURES)
+e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "cli.h"
@@ -31,7 +32,10 @@ static const char usage_text[] =
 	"                      (refused otherwise: anyone who can reach the server could read\n"
 	"                      and write those tenants' profiles)\n"
 	"  --list-routes       print the HTTP routes, one \"METHOD PATH ACCESS\" line each\n"
-	"                      (ACCESS: public, tenant or admin; docs/http-api.md) and exit\n";
+	"                      (ACCESS: public, tenant or admin; docs/http-api.md) and exit\n"
+	"  --check MODE        check the store file at start: quick (default: its structure,\n"
+	"                      all of it up to 256 MiB, else the tables loaded at start), full\n"
+	"                      (SQLite's integrity_check of everything), off\n";
 
 static volatile sig_atomic_t stop;
 
@@ -56,7 +60,7 @@ static int64_t now_ns(void)
 int cmd_server(int argc, char **argv)
 {
 	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_ROUTES, O_TLSCERT, O_TLSKEY,
-	       O_INSECURE };
+	       O_INSECURE, O_CHECK };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
 		{"listen", required_argument, 0, O_LISTEN},
@@ -65,9 +69,10 @@ int cmd_server(int argc, char **argv)
 		{"list-routes", no_argument, 0, O_ROUTES},
 		{"tls-cert", required_argument, 0, O_TLSCERT},
 		{"tls-key", required_argument, 0, O_TLSKEY},
-		{"insecure", no_argument, 0, O_INSECURE}, {0, 0, 0, 0}};
+		{"insecure", no_argument, 0, O_INSECURE},
+		{"check", required_argument, 0, O_CHECK}, {0, 0, 0, 0}};
 	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
-	const char *tls_cert = NULL, *tls_key = NULL;
+	const char *tls_cert = NULL, *tls_key = NULL, *check = NULL;
 	bool insecure = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -81,6 +86,7 @@ int cmd_server(int argc, char **argv)
 		case O_TLSCERT: tls_cert = optarg; break;
 		case O_TLSKEY: tls_key = optarg; break;
 		case O_INSECURE: insecure = true; break;
+		case O_CHECK: check = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -130,6 +136,18 @@ int cmd_server(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (check) {
+		if (strcmp(check, "quick") == 0)
+			cfg.check_on_start = STROBE_STORE_CHECK_QUICK;
+		else if (strcmp(check, "full") == 0)
+			cfg.check_on_start = STROBE_STORE_CHECK_FULL;
+		else if (strcmp(check, "off") == 0)
+			cfg.check_on_start = STROBE_STORE_CHECK_OFF;
+		else {
+			cli_err(cmd, "--check: '%s' is not quick, full or off", check);
+			goto out;
+		}
+	}
 	if (!cfg.data_dir) {
 		cli_err(cmd, "--data DIR (or data_dir in the config) is required");
 		goto out;
@@ -144,7 +162,8 @@ int cmd_server(int argc, char **argv)
 				.max_stacks = cfg.max_stacks,
 				.sync_normal = cfg.sync_normal,
 				.max_query_points = cfg.max_query_profiles,
-				.max_query_bytes = cfg.max_query_bytes};
+				.max_query_bytes = cfg.max_query_bytes,
+				.check = cfg.check_on_start};
 	if (!(st = strobe_store_open(&so, &err))) {
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
 		goto out;
@@ -153,6 +172,20 @@ int cmd_server(int argc, char **argv)
 	 * expired. */
 	if (strobe_store_retain(st, now_ns(), &err) < 0)
 		cli_err(cmd, "retention: %s", err.msg);
+	/* A connection is a descriptor: the common soft limit of 1024 would stop accepting
+	 * before max_connections (the store, logs and listen socket need some too). */
+	struct rlimit rl;
+	rlim_t want = (rlim_t)cfg.max_connections * 2 + 128; /* + the room kept for reads */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		if (rl.rlim_cur < want)
+			fprintf(stderr,
+				"strobe server: warning: at most %llu open files (ulimit -n), fewer than "
+				"limits.max_connections %u needs; raise the hard limit or lower "
+				"max_connections\n",
+				(unsigned long long)rl.rlim_cur, cfg.max_connections);
+	}
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -198,7 +231,11 @@ int cmd_server(int argc, char **argv)
 			continue;
 		next = now + cfg.maintenance_interval_ns;
 		err.msg[0] = 0;
-		if (strobe_store_compact(st, now, &err) < 0 || strobe_store_retain(st, now, &err) < 0)
+		if (strobe_store_compact(st, now, &err) < 0)
+			cli_err(cmd, "maintenance: %s", err.msg);
+		/* Even after compaction failed: on a full disk, retention is what frees pages. */
+		err.msg[0] = 0;
+		if (strobe_store_retain(st, now, &err) < 0)
 			cli_err(cmd, "maintenance: %s", err.msg);
 	}
 	rc = 0;

@@ -27,6 +27,11 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->threads = 0; /* one thread per connection */
 	c->max_query_profiles = 1000000;
 	c->max_query_bytes = 4ull << 30;
+	c->max_connections = 1000;
+	c->max_inflight_pushes = 64;
+	c->max_inflight_bytes = 256ull << 20;
+	c->connection_timeout_ns = 60 * STROBE_NS_PER_S;
+	c->request_timeout_ns = 30 * STROBE_NS_PER_S;
 }
 
 void strobe_server_config_free(strobe_server_config *c)
@@ -125,6 +130,21 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		else if (strcmp(k, "max_query_bytes") == 0 &&
 			 (r = num_opt(v, k, 1ull << 50, &x, err)) == 0)
 			c->max_query_bytes = x;
+		else if (strcmp(k, "max_connections") == 0 &&
+			 (r = num_opt(v, k, 100000, &x, err)) == 0)
+			c->max_connections = (uint32_t)x;
+		else if (strcmp(k, "max_inflight_pushes") == 0 &&
+			 (r = num_opt(v, k, 100000, &x, err)) == 0)
+			c->max_inflight_pushes = (uint32_t)x;
+		else if (strcmp(k, "max_inflight_bytes") == 0 &&
+			 (r = num_opt(v, k, 1ull << 40, &x, err)) == 0)
+			c->max_inflight_bytes = x;
+		else if (strcmp(k, "connection_timeout") == 0 &&
+			 (r = dur_opt(v, k, &c->connection_timeout_ns, false, err)) == 0)
+			;
+		else if (strcmp(k, "request_timeout") == 0 &&
+			 (r = dur_opt(v, k, &c->request_timeout_ns, false, err)) == 0)
+			;
 		else if (err && err->msg[0])
 			return -EINVAL;
 		else
@@ -248,6 +268,17 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 					r = strobe_errf(err, -EINVAL,
 							"config: \"threads\" must be an integer from 0 "
 							"(a thread per connection) to 256");
+			} else if (strcmp(k, "check_on_start") == 0) {
+				const char *cv = json_is_string(v) ? json_string_value(v) : "";
+				if (strcmp(cv, "quick") == 0)
+					c->check_on_start = STROBE_STORE_CHECK_QUICK;
+				else if (strcmp(cv, "full") == 0)
+					c->check_on_start = STROBE_STORE_CHECK_FULL;
+				else if (strcmp(cv, "off") == 0)
+					c->check_on_start = STROBE_STORE_CHECK_OFF;
+				else
+					r = strobe_errf(err, -EINVAL, "config: \"check_on_start\" must "
+							"be \"quick\", \"full\" or \"off\"");
 			} else if (strcmp(k, "limits") == 0)
 				r = limits(v, c, err);
 			else if (strcmp(k, "tenants") == 0)

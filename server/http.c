@@ -20,7 +20,52 @@ typedef struct conn {
 	uint8_t *buf;
 	size_t len, cap;
 	bool too_big;
+	/* Admission (admit.c): a push slot and the body bytes reserved, given back when the
+	 * request ends; busy names the limit that refused it (its body is read and dropped). */
+	bool push_slot;
+	size_t held;
+	const char *busy;
 } conn;
+
+/* At a request's headers: a body that would not fit in what is left of max_inflight_bytes is
+ * refused at once (answered when it has been read and dropped). Nothing is reserved on the
+ * strength of a Content-Length: a client that announces 16 MiB and sends a byte a second holds
+ * only the byte. */
+static void admit_request(strobe_server *srv, conn *cn, const char *cl)
+{
+	size_t n = cl && !cn->too_big ? (size_t)strtoull(cl, NULL, 10) : 0;
+	if (n && srv_admit_bytes(srv->admit, n, false) < 0)
+		cn->busy = "max_inflight_bytes";
+}
+
+/* At the end of a push's body: it takes a slot for its processing, or is refused. A slot is
+ * not taken earlier, so slow senders cannot hold the slots. */
+static void admit_push(strobe_server *srv, conn *cn, const char *url, const char *method)
+{
+	if (cn->busy || cn->too_big || strcmp(method, "POST") != 0 ||
+	    (strcmp(url, "/api/v1/push") != 0 && strcmp(url, "/ingest") != 0))
+		return;
+	if (srv_admit_push(srv->admit) < 0)
+		cn->busy = "max_inflight_pushes";
+	else
+		cn->push_slot = true;
+}
+
+/* More of a body arrived: it is held from now on, or, past max_inflight_bytes, the request is
+ * refused and lets go of what it held. */
+static void admit_more(strobe_server *srv, conn *cn, size_t upto)
+{
+	if (upto <= cn->held)
+		return;
+	if (srv_admit_bytes(srv->admit, upto - cn->held, true) == 0) {
+		cn->held = upto;
+		return;
+	}
+	cn->busy = "max_inflight_bytes";
+	free(cn->buf);
+	cn->buf = NULL;
+	cn->len = cn->cap = 0;
+}
 
 const char *srv_arg(srv_req *r, const char *name)
 {
@@ -70,6 +115,14 @@ int srv_error(srv_req *r, unsigned status, const char *fmt, ...)
 
 int srv_fail(srv_req *r, int code, const strobe_err *err)
 {
+	if (code == -ENOSPC) {
+		/* The disk is full: nothing of the request was stored, and nothing has to be
+		 * given up; the client keeps it and comes back (agents retry every 5xx). */
+		r->retry_after = SRV_RETRY_DISK_FULL_S;
+		return srv_error(r, 507, "disk full: the store has no space left, nothing of this "
+					 "request was stored; retry later (%s)",
+				 err->msg[0] ? err->msg : strerror(-code));
+	}
 	unsigned st = code == -EINVAL || code == -ERANGE ? 400
 		      : code == -EDQUOT			 ? 429
 		      : code == -EFBIG			 ? 413
@@ -160,13 +213,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
 			cn->too_big = true;
+		if (strcmp(method, "GET") != 0 && srv_admit_reserved(srv->admit, c))
+			cn->busy = "max_connections"; /* the room past the cap is for reads */
+		else
+			admit_request(srv, cn, cl);
 		return MHD_YES;
 	}
 	if (*upload_size) {
 		/* Past the limit the rest is read and dropped, so the client gets the 413. */
 		if (!cn->too_big && cn->len + *upload_size > srv->cfg.max_body_bytes)
 			cn->too_big = true;
-		if (!cn->too_big) {
+		if (!cn->too_big && !cn->busy)
+			admit_more(srv, cn, cn->len + *upload_size);
+		if (!cn->too_big && !cn->busy) {
 			if (cn->len + *upload_size > cn->cap) {
 				size_t nc = cn->cap ? cn->cap : 65536;
 				while (nc < cn->len + *upload_size)
@@ -183,6 +242,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	srv_admit_phase(srv->admit, c, true); /* complete: no deadline while it is answered */
+	admit_push(srv, cn, url, method);
 	struct timespec ts, t0, t1;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -195,7 +256,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (cn->too_big)
 		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
 			  srv->cfg.max_body_bytes);
-	else if (args.over || hdrs.over)
+	else if (cn->busy) {
+		r.retry_after = SRV_RETRY_BUSY_S;
+		srv_error(&r, 503, "limit %s: the server is busy (too many %s); nothing was "
+				   "stored, retry later",
+			  cn->busy, strcmp(cn->busy, "max_inflight_pushes") == 0 ? "pushes in flight"
+				    : strcmp(cn->busy, "max_connections") == 0   ? "connections"
+										 : "bytes in flight");
+	} else if (args.over || hdrs.over)
 		srv_error(&r, 400, "more than %u query parameters or %u headers", SRV_MAX_ARGS,
 			  SRV_MAX_HEADERS);
 	else
@@ -218,6 +286,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		MHD_add_response_header(resp, "ETag", r.etag);
 	if (r.cache)
 		MHD_add_response_header(resp, "Cache-Control", r.cache);
+	if (r.retry_after) {
+		char ra[16];
+		snprintf(ra, sizeof(ra), "%u", r.retry_after);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
 	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -226,12 +299,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
+	strobe_server *srv = cls;
 	conn *cn = *con_cls;
 	if (cn) {
+		if (cn->push_slot)
+			srv_admit_push_done(srv->admit);
+		if (cn->held)
+			srv_admit_bytes_done(srv->admit, cn->held);
 		free(cn->buf);
 		free(cn);
 		*con_cls = NULL;
 	}
+	srv_admit_phase(srv->admit, c, false); /* its next request's deadline starts now */
 }
 
 /* "host:port" or "[v6]:port" into a socket address. */
@@ -346,9 +425,19 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	 * connection has a thread of its own: the pushes waiting for one commit are exactly the
 	 * concurrent ones, and a slow one holds up nobody else. */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | (c->threads ? 0 : MHD_USE_THREAD_PER_CONNECTION);
+	/* poll or epoll, not select: select cannot watch a descriptor past 1024, which a
+	 * thousand connections reach. */
+	flags |= MHD_USE_AUTO;
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	unsigned pool = c->threads ? c->threads : 0;
+	if (!(s->admit = srv_admit_new(c))) {
+		srv_metrics_free(s->metrics);
+		srv_tls_free(s);
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
 	/* HTTPS: libmicrohttpd with GnuTLS, given the PEM texts server/tls.c has checked. */
 	struct MHD_OptionItem tls[] = {
 		{MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert_pem},
@@ -356,15 +445,22 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 		{MHD_OPTION_END, 0, NULL}};
 	if (s->tls_cert_pem)
 		flags |= MHD_USE_TLS;
+	/* Past max_connections some room is kept for reads (admit.c); past that, libmicrohttpd
+	 * closes new connections at once, and admit.c cuts the ones slow to send a request. */
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_ARRAY,
-				s->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, srv_admit_conn, s,
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)((c->connection_timeout_ns + STROBE_NS_PER_S - 1) /
+					   STROBE_NS_PER_S),
+				MHD_OPTION_CONNECTION_LIMIT,
+				(unsigned)c->max_connections + srv_admit_reserve(c),
+				MHD_OPTION_ARRAY, s->tls_cert_pem ? tls : tls + 2, MHD_OPTION_END);
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		srv_admit_free(s->admit);
 		srv_metrics_free(s->metrics);
 		srv_tls_free(s);
 		free(s);
@@ -386,6 +482,7 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->d);
+	srv_admit_free(s->admit);
 	srv_metrics_free(s->metrics);
 	srv_tls_free(s);
 	free(s);

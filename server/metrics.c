@@ -132,6 +132,8 @@ static void reason_of(unsigned status, const char *msg, char *out, size_t cap)
 		 : status == 401 ? "unauthorized"
 		 : status == 413 ? "too_large"
 		 : status == 429 ? "limit"
+		 : status == 507 ? "disk_full"
+		 : status == 503 ? "overloaded"
 		 : status == 404 ? "not_found"
 		 : status >= 500 ? "internal"
 				 : "other");
@@ -295,6 +297,29 @@ int srv_metrics_get(srv_req *r)
 		      "When the served certificate expires (unix seconds): alert before it does.");
 		fprintf(f, "strobe_tls_certificate_expiry_seconds %lld\n",
 			(long long)r->srv->tls_not_after);
+	}
+	if (r->srv->admit) {
+		srv_admit_counts ac;
+		srv_admit_stats(r->srv->admit, &ac);
+		gauge(f, "strobe_connections", "Open HTTP connections (now, and the most at once).");
+		fprintf(f, "strobe_connections{state=\"open\"} %zu\n", ac.conns);
+		fprintf(f, "strobe_connections{state=\"peak\"} %llu\n",
+			(unsigned long long)ac.peak_conns);
+		gauge(f, "strobe_inflight_pushes", "Pushes admitted and not yet answered (now, peak).");
+		fprintf(f, "strobe_inflight_pushes{state=\"now\"} %zu\n", ac.pushes);
+		fprintf(f, "strobe_inflight_pushes{state=\"peak\"} %llu\n",
+			(unsigned long long)ac.peak_pushes);
+		gauge(f, "strobe_inflight_body_bytes", "Request body bytes held (now, peak).");
+		fprintf(f, "strobe_inflight_body_bytes{state=\"now\"} %zu\n", ac.bytes);
+		fprintf(f, "strobe_inflight_body_bytes{state=\"peak\"} %llu\n",
+			(unsigned long long)ac.peak_bytes);
+		counter(f, "strobe_connections_closed_total",
+			"Connections closed by the server before their request arrived whole: past "
+			"limits.request_timeout, or past a tenth of it while near max_connections.");
+		fprintf(f, "strobe_connections_closed_total{reason=\"request_timeout\"} %llu\n",
+			(unsigned long long)ac.evicted_timeout);
+		fprintf(f, "strobe_connections_closed_total{reason=\"busy\"} %llu\n",
+			(unsigned long long)ac.evicted_busy);
 	}
 	if (r->srv->scraper)
 		strobe_server_scrape_metrics(r->srv->scraper, f);

@@ -134,7 +134,9 @@ static int admin_compact(srv_req *r)
 {
 	strobe_err err = {{0}};
 	int n = strobe_store_compact(r->srv->store, r->now_ns, &err);
-	int d = n < 0 ? 0 : strobe_store_retain(r->srv->store, r->now_ns, &err);
+	/* Retention even when compaction failed: on a full disk it is what frees pages. */
+	strobe_err err2 = {{0}};
+	int d = strobe_store_retain(r->srv->store, r->now_ns, n < 0 ? &err2 : &err);
 	if (n < 0 || d < 0)
 		return srv_fail(r, n < 0 ? n : d, &err);
 	char *s = NULL;

@@ -29,6 +29,7 @@ struct strobe_server {
 	strobe_server_scraper *scraper; /* for its counters in /metrics; may be NULL */
 	char *tls_cert_pem, *tls_key_pem; /* HTTPS when set (server/tls.c); libmicrohttpd reads them */
 	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
+	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */
 };
 
 /* Reads and checks c->tls_cert and c->tls_key (both or neither; server/tls.c): the PEM texts,
@@ -37,9 +38,41 @@ struct strobe_server {
 int srv_tls_load(const strobe_server_config *c, char **cert_pem, char **key_pem,
 		 int64_t *not_after, strobe_err *err);
 
+/* Admission control and request deadlines (server/admit.c). */
+typedef struct srv_admit srv_admit;
+typedef struct srv_admit_counts {
+	size_t conns, pushes, bytes;
+	uint64_t evicted_timeout, evicted_busy, peak_conns, peak_pushes, peak_bytes;
+} srv_admit_counts;
+srv_admit *srv_admit_new(const strobe_server_config *c);
+void srv_admit_free(srv_admit *a);
+/* A push (push, /ingest) whose body is in starts: 0, or -EBUSY at limits.max_inflight_pushes. */
+int srv_admit_push(srv_admit *a);
+void srv_admit_push_done(srv_admit *a);
+/* Whether n more bytes of request bodies fit under limits.max_inflight_bytes: 0 (and, with
+ * take, they are counted as held from now on) or -EBUSY. */
+int srv_admit_bytes(srv_admit *a, size_t n, bool take);
+void srv_admit_bytes_done(srv_admit *a, size_t n);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls: the server): watches each connection's deadline. */
+void srv_admit_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		    enum MHD_ConnectionNotificationCode toe);
+/* The connection's request is complete and being answered (true), or answered (false: the
+ * deadline of its next request starts now). */
+void srv_admit_phase(srv_admit *a, struct MHD_Connection *c, bool processing);
+void srv_admit_stats(srv_admit *a, srv_admit_counts *out);
+/* Connections kept past max_connections for reads, and whether c is one of them. */
+unsigned srv_admit_reserve(const strobe_server_config *c);
+bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c);
+/* Retry-After of a request refused for load. */
+#define SRV_RETRY_BUSY_S 1u
+
 /* Caps on what one request may make the router hold. */
 #define SRV_MAX_ARGS    1024u /* query parameters */
 #define SRV_MAX_HEADERS 256u
+
+/* Retry-After of a push refused because the disk is full: long enough not to hammer a full disk,
+ * short enough that ingest resumes soon after space returns. */
+#define SRV_RETRY_DISK_FULL_S 30u
 
 /* The request as the endpoints see it: no libmicrohttpd connection in it, so tests and fuzzers
  * can build one by hand and hand it to srv_handle. */
@@ -62,6 +95,7 @@ typedef struct srv_req {
 	char *out;
 	size_t outlen;
 	const char *etag, *cache; /* ETag and Cache-Control headers when set (static files) */
+	unsigned retry_after;     /* seconds, sent as Retry-After when set (507, 503) */
 } srv_req;
 
 /* A query argument (the first when repeated), or NULL. */

@@ -125,8 +125,10 @@ static void *committer_main(void *arg)
 			 * push at every commit, most of them only to sleep again. */
 			pthread_cond_signal(&p->cv);
 		}
-		s->ncommits++;
-		s->ncommitted += n;
+		if (r == 0) { /* a failed transaction wrote nothing: not a commit */
+			s->ncommits++;
+			s->ncommitted += n;
+		}
 	}
 	pthread_mutex_unlock(&s->qmu);
 	return NULL;

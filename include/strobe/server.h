@@ -52,6 +52,15 @@ typedef struct strobe_server_config {
 	uint32_t max_series_per_tenant, max_profiles_per_push;
 	uint32_t max_stacks;          /* distinct stacks in the store (its memory); 0 = unlimited */
 	uint32_t threads;             /* 0 = one per connection (default), N = a pool of N */
+	int check_on_start;           /* STROBE_STORE_CHECK_*: "quick" (default), "full", "off" */
+	/* Load and slow clients (server/admit.c): open connections; pushes (push, /ingest) and
+	 * bytes of request bodies held at once, 503 + Retry-After beyond; a connection idle this
+	 * long is closed; a request's headers and body must arrive within request_timeout. */
+	uint32_t max_connections;      /* default 1000 */
+	uint32_t max_inflight_pushes;  /* default 64 */
+	uint64_t max_inflight_bytes;   /* default 256 MiB */
+	int64_t connection_timeout_ns; /* default 60 s */
+	int64_t request_timeout_ns;    /* default 30 s */
 	uint64_t max_query_profiles, max_query_bytes; /* query cost caps (strobe_store_opts) */
 	strobe_tenant_cfg *tenants;   /* none = open: any X-Scope-OrgID, no token */
 	size_t ntenants;

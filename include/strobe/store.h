@@ -81,7 +81,15 @@ typedef struct strobe_store_opts {
 	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
 	 * each, so a long window that roll-ups cover stays cheap. */
 	uint64_t max_query_points, max_query_bytes;
+	/* What is checked at open, before anything is written (a damaged file refuses to open,
+	 * -EIO naming the file and the damage): QUICK checks the structure of the schema and of
+	 * every table the store loads at open, and of the points too when the file is at most
+	 * STROBE_STORE_CHECK_ALL_MAX bytes; FULL runs SQLite's integrity_check over everything
+	 * (every page, and the indexes against their tables); OFF checks nothing. */
+	enum { STROBE_STORE_CHECK_QUICK, STROBE_STORE_CHECK_FULL, STROBE_STORE_CHECK_OFF } check;
 } strobe_store_opts;
+
+#define STROBE_STORE_CHECK_ALL_MAX (256ull << 20)
 
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err);
 void strobe_store_close(strobe_store *s);
