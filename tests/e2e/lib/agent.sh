@@ -48,6 +48,7 @@ _agent_kill_all() {
 start_agent() {
 	local log=$1 i port=
 	shift
+	: >"$log" # made here: the background job's redirection may come after the first read below
 	"$STROBE_FAST" agent --server "$url" --admin 127.0.0.1:0 "$@" 2>"$log" &
 	apid=$!
 	for ((i = 0; i < 200; i++)); do
