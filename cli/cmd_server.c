@@ -17,7 +17,8 @@
 
 static const char usage_text[] =
 	"usage: strobe server --data DIR [--listen HOST:PORT] [--config FILE] [--retention D]\n"
-	"                     [--tls-cert FILE --tls-key FILE] [--insecure]\n\n"
+	"                     [--tls-cert FILE --tls-key FILE] [--insecure] [--check MODE]\n"
+	"       strobe server --list-routes\n\n"
 	"Runs the profile server: push profiles to POST /api/v1/push, query them with\n"
 	"GET /api/v1/query (docs/http-api.md). Settings in FILE (JSON, docs/server.md) are\n"
 	"overridden by the options given here.\n\n"

@@ -30,6 +30,7 @@ trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
 # tenants: the default one and team1 need no token, "secure" needs its bearer token
 token=tok-$RANDOM$RANDOM
 printf '{"tenants": [{"id": "anonymous"}, {"id": "team1"}, {"id": "secure", "token": "%s"}]}\n' "$token" > "$TMPDIR/ui.json"
+chmod 600 "$TMPDIR/ui.json" # it holds a token: the server refuses it readable by others
 start_server --config "$TMPDIR/ui.json"
 st=0
 now=$(date +%s)
