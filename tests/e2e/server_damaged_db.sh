@@ -10,6 +10,8 @@
 #   check-full      --check full (integrity_check) starts on the intact store, refuses the bad page
 set -u
 name=server_damaged_db
+# shellcheck source=lib/server.sh
+. "$(dirname "$0")/lib/server.sh"
 if ! command -v curl >/dev/null; then echo "SKIP $name: curl is not installed"; exit 0; fi
 st=0
 fail() { echo "FAIL $name/$1: $2"; st=1; }
@@ -21,19 +23,9 @@ T='samples:samples:count:samples:count'
 # Starts $STROBE on $1 (more options after it); waits until it listens or exits. Sets pid and url
 # when it listens (returns 0), else returns the exit status (the log in $TMPDIR/log).
 try_start() {
-  local data=$1; shift
-  : >"$TMPDIR/log"
-  "$STROBE" server --data "$data" --listen 127.0.0.1:0 "$@" 2>>"$TMPDIR/log" & pid=$!
-  local port= i
-  for ((i = 0; i < 1200; i++)); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  url=http://127.0.0.1:$port
-  if [ -n "$port" ] && curl -sf "$url/ready" >/dev/null; then return 0; fi
-  local rc
+  local data=$1 rc
+  shift
+  launch_server "$STROBE" "$data" "$@" && return 0
   if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; wait "$pid" 2>/dev/null; pid=; return 255; fi
   wait "$pid"; rc=$?; pid=
   return $rc

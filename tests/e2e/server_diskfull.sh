@@ -16,6 +16,8 @@
 #   ledger-after every acknowledged push is there after the resume, and after kill -9 + restart
 set -u
 name=server_diskfull
+# shellcheck source=lib/server.sh
+. "$(dirname "$0")/lib/server.sh"
 if ! command -v curl >/dev/null; then echo "SKIP $name: curl is not installed"; exit 0; fi
 st=0
 fail() { echo "FAIL $name/$1: $2"; st=1; }
@@ -35,17 +37,7 @@ data=$mnt/data
 T='samples:samples:count:samples:count'
 
 start() { # starts $STROBE on $data; sets pid and url
-  : >"$TMPDIR/log"
-  "$STROBE" server --data "$data" --listen 127.0.0.1:0 2>>"$TMPDIR/log" & pid=$!
-  local port= i
-  for ((i = 0; i < 300; i++)); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  url=http://127.0.0.1:$port
-  curl -sf "$url/ready" >/dev/null || { fail start "server did not come up: $(head -c 600 "$TMPDIR/log")"; exit 1; }
+  launch_server "$STROBE" "$data" || { fail start "server did not come up: $(head -c 600 "$TMPDIR/log")"; exit 1; }
 }
 
 # One push: a folded profile whose stack "ledger;pN" says which push it was, plus padding stacks

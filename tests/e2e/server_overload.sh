@@ -10,6 +10,8 @@
 #   asan         a smaller storm against the ASan build: the same ledger, a clean exit
 set -u
 name=server_overload
+# shellcheck source=lib/server.sh
+. "$(dirname "$0")/lib/server.sh"
 if ! command -v curl >/dev/null; then echo "SKIP $name: curl is not installed"; exit 0; fi
 storm=$(dirname "$STROBE")/tools/push_storm
 if ! [ -x "$storm" ]; then echo "FAIL $name/setup: $storm is not built (make build/tools/push_storm)"; exit 1; fi
@@ -21,18 +23,8 @@ trap '[ -n "$spid" ] && kill $spid 2>/dev/null; [ -n "$pid" ] && kill -9 $pid 2>
 T='samples:samples:count:samples:count'
 
 start() { # BINARY CONFIG: sets pid and url
-  local bin=$1 cfg=$2
-  rm -rf "$TMPDIR/data"; : >"$TMPDIR/log"
-  "$bin" server --data "$TMPDIR/data" --listen 127.0.0.1:0 --config "$cfg" 2>>"$TMPDIR/log" & pid=$!
-  local i
-  for ((i = 0; i < 600; i++)); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  url=http://127.0.0.1:$port
-  curl -sf "$url/ready" >/dev/null || { fail start "server did not come up: $(head -c 400 "$TMPDIR/log")"; exit 1; }
+  rm -rf "$TMPDIR/data"
+  launch_server "$1" "$TMPDIR/data" --config "$2" || { fail start "server did not come up: $(head -c 400 "$TMPDIR/log")"; exit 1; }
 }
 field() { sed -n "s/.* $1 \([0-9]*\).*/\1/p" "$TMPDIR/storm.out"; }
 # Compares the acknowledged pushes with what the store holds: prints "" when they are the same.

@@ -13,6 +13,8 @@
 #                tenth of request_timeout is cut (counted as reason="busy")
 set -u
 name=server_slow_clients
+# shellcheck source=lib/server.sh
+. "$(dirname "$0")/lib/server.sh"
 if ! command -v curl >/dev/null; then echo "SKIP $name: curl is not installed"; exit 0; fi
 storm=$(dirname "$STROBE")/tools/push_storm
 if ! [ -x "$storm" ]; then echo "FAIL $name/setup: $storm is not built (make build/tools/push_storm)"; exit 1; fi
@@ -24,17 +26,8 @@ trap '[ -n "$s1" ] && kill $s1 2>/dev/null; [ -n "$s2" ] && kill $s2 2>/dev/null
 T='samples:samples:count:samples:count'
 
 start() { # CONFIG: sets pid, port and url
-  rm -rf "$TMPDIR/data"; : >"$TMPDIR/log"
-  "$STROBE" server --data "$TMPDIR/data" --listen 127.0.0.1:0 --config "$1" 2>>"$TMPDIR/log" & pid=$!
-  local i
-  for ((i = 0; i < 600; i++)); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  url=http://127.0.0.1:$port
-  curl -sf "$url/ready" >/dev/null || { fail start "server did not come up: $(head -c 400 "$TMPDIR/log")"; exit 1; }
+  rm -rf "$TMPDIR/data"
+  launch_server "$STROBE" "$TMPDIR/data" --config "$1" || { fail start "server did not come up: $(head -c 400 "$TMPDIR/log")"; exit 1; }
 }
 # A normal client: one push and a query that must find it. Sets out to "OK seconds" or why not.
 k=0
