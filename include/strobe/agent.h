@@ -167,6 +167,12 @@ void strobe_backoff_init(strobe_backoff *b, uint64_t base_ms, uint64_t max_ms, u
 uint64_t strobe_backoff_next(strobe_backoff *b);
 void strobe_backoff_reset(strobe_backoff *b);
 
+/* The wait a server asked for in a Retry-After header (RFC 9110: a number of seconds, or an HTTP
+ * date), in ms from now_unix_ms, capped at STROBE_RETRY_AFTER_MAX_MS so that a wrong or hostile
+ * value cannot stop an agent for good; -1 when it is neither, or says "now" or a time past. */
+#define STROBE_RETRY_AFTER_MAX_MS (10 * 60 * 1000)
+int64_t strobe_retry_after_ms(const char *value, int64_t now_unix_ms);
+
 /* ---- what a process is ------------------------------------------------------------------------ */
 
 typedef struct strobe_proc_info {
