@@ -129,6 +129,10 @@ static json_t *status_json(strobe_agent *a)
 		"self", "cpu_pct", st.cpu_pct, "cpu_seconds", st.cpu_seconds, "rss_bytes",
 		(json_int_t)st.rss_bytes, "last_error", st.last_error, "captures",
 		(json_int_t)st.captures);
+	json_t *samples = j ? json_object_get(j, "samples") : NULL;
+	if (samples)
+		json_object_set_new(samples, "processes_forgotten",
+				    json_integer((json_int_t)st.processes_forgotten));
 	/* the sender's back-off: how long until its next push, and whether the server asked */
 	json_t *push = j ? json_object_get(j, "push") : NULL;
 	double left = backoff_left_s(&st);

@@ -443,12 +443,15 @@ static void export_interval(strobe_agent *a)
 	}
 	free(pids);
 	strobe_sampler_reset_agg(a->s);
+	/* exited processes leave the sampler's tables: process churn does not grow them */
+	unsigned forgotten = strobe_sampler_forget_exited(a->s);
 	proc_prune(a, interval);
 	pthread_mutex_lock(&a->mu);
 	a->st.intervals++;
 	a->st.profiles += nprof;
 	a->st.profile_bytes += nbytes;
 	a->st.export_errors += errors;
+	a->st.processes_forgotten += forgotten;
 	a->st.last_export_unix = time(NULL);
 	pthread_mutex_unlock(&a->mu);
 	agent_log(a, STROBE_LOG_DEBUG, "interval %" PRId64 ": %" PRIu64 " profiles, %" PRIu64

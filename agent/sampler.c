@@ -1771,6 +1771,14 @@ void strobe_sampler_reset_agg(strobe_sampler *s)
 	s->start_real_ns = real_ns();
 }
 
+unsigned strobe_sampler_forget_exited(strobe_sampler *s)
+{
+	/* Nothing refers to a process or thread by id or pointer between intervals: the aggregate
+	 * was just emptied, frames name mappings (kept), held records name pids. */
+	int n = strobe_tracker_forget(&s->tr);
+	return n > 0 ? (unsigned)n : 0;
+}
+
 int strobe_call_graph_parse(const char *name)
 {
 	static const char *const names[] = {[STROBE_CG_FP] = "fp", [STROBE_CG_DWARF] = "dwarf",
