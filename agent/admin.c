@@ -130,9 +130,12 @@ static json_t *status_json(strobe_agent *a)
 		(json_int_t)st.rss_bytes, "last_error", st.last_error, "captures",
 		(json_int_t)st.captures);
 	json_t *samples = j ? json_object_get(j, "samples") : NULL;
-	if (samples)
+	if (samples) {
 		json_object_set_new(samples, "processes_forgotten",
 				    json_integer((json_int_t)st.processes_forgotten));
+		json_object_set_new(samples, "mappings_tracked", json_integer(st.mappings));
+		json_object_set_new(samples, "frames_tracked", json_integer(st.frames));
+	}
 	/* the sender's back-off: how long until its next push, and whether the server asked */
 	json_t *push = j ? json_object_get(j, "push") : NULL;
 	double left = backoff_left_s(&st);

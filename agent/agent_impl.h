@@ -35,7 +35,7 @@ typedef struct agent_status {
 	uint64_t rss_bytes;
 	/* sampler, accumulated over sampler reopens */
 	uint64_t samples, switches, lost, throttled;
-	uint32_t processes, threads;
+	uint32_t processes, threads, mappings, frames;
 	uint64_t processes_forgotten; /* exited, dropped from the sampler's tables */
 	uint64_t intervals, profiles, profile_bytes, export_errors, sampler_reopens;
 	int64_t last_export_unix;

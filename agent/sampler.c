@@ -1740,6 +1740,8 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;
 	st->threads = s->tr.tids.n;
+	st->mappings = s->tr.maps.n;
+	st->frames = s->frames.n;
 }
 
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)

@@ -86,9 +86,10 @@ typedef struct strobe_agent_opts {
 	int log_level;           /* STROBE_LOG_*, default INFO */
 	char *host;              /* host label; NULL = gethostname */
 	char *proc_root;         /* "/proc" unless a test says otherwise */
-	unsigned restart_procs;  /* reopen the sampler when it has tracked this many processes
-				    (bounds the tracker's memory on hosts with many short-lived
-				    processes); default 4096 */
+	unsigned restart_procs;  /* reopen the sampler when it tracks this many live processes,
+				    or 8 times as many mappings (exited processes are forgotten,
+				    their mappings are not: this bounds the tracker's memory on
+				    hosts with many short-lived processes); default 4096 */
 	strobe_log_fn log;
 	void *log_ctx;
 } strobe_agent_opts;
