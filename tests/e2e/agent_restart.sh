@@ -38,7 +38,6 @@ done
 kill -KILL "$tk"; wait "$tk" 2>/dev/null; tk=
 t_kill=$(date +%s)
 kill -TERM "$ta"; wait "$ta"; rc_term=$?; ta=
-t_term=$(date +%s)
 nterm=$(spoolfiles "$TMPDIR/spool-term") nkill=$(spoolfiles "$TMPDIR/spool-kill")
 
 # the SIGKILLed agent's directory gets the files a crash or a bad disk could leave
