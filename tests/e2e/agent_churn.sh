@@ -46,11 +46,12 @@ WIN_MS=$(( (4 * IV + 2) * 1000 ))
 while kill -0 "$wpid" 2>/dev/null; do
 	n=$(status_field samples.processes_tracked)
 	now=$(date +%s%3N) forks=$(awk '$1 == "processes" { print $2 }' /proc/stat)
-	live=$(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)
+	live=$(ls /proc | grep -c '^[0-9]')
 	hist_t+=("$now") hist_f+=("$forks")
-	while [ $((hist_t[base] + WIN_MS)) -lt "$now" ]; do base=$((base + 1)); done
+	# from the last poll at least WIN_MS ago (a stalled poll widens the window, never empties it)
+	while [ $((base + 1)) -lt ${#hist_t[@]} ] && [ $((hist_t[base + 1] + WIN_MS)) -le "$now" ]; do base=$((base + 1)); done
 	bound=$(( live + forks - hist_f[base] + 100 ))
-	[ -n "$n" ] && [ "$n" -gt "$bound" ] && [ -z "$over" ] && over="$n tracked with $live live and $((forks - hist_f[base])) started in the last $((WIN_MS / 1000)) s"
+	[ -n "$n" ] && [ "$n" -gt "$bound" ] && [ -z "$over" ] && over="$n tracked with $live live and $((forks - hist_f[base])) started in the $(( (now - hist_t[base]) / 1000 )) s before"
 	[ "${n:-0}" -gt "$maxtracked" ] && maxtracked=$n worst="bound $bound then"
 	n=$(awk '$1 == "RssAnon:" { print $2 }' "/proc/$apid/status")
 	[ "${n:-0}" -gt "$maxanon" ] && maxanon=$n
