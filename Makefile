@@ -42,7 +42,7 @@ WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
-.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly
+.PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak
 all: $(B)/strobe
 
 deps:
@@ -165,6 +165,10 @@ fuzz: $(FUZZ_BIN)
 	@FUZZ_BUDGETS=1 bash tests/run.sh fuzz
 fuzz-nightly: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-600} bash tests/run.sh fuzz
+# The long runs of the agent's resilience tests, one command: a 10-minute server outage with a
+# small spool (OUTAGE_SECONDS), and the process-churn run for CHURN_SECONDS (default 300).
+soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
+	@OUTAGE_SECONDS=$${OUTAGE_SECONDS:-600} CHURN_SECONDS=$${CHURN_SECONDS:-300} bash tests/run.sh soak
 
 bench:
 	@bash scripts/deps.sh bench

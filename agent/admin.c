@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -64,6 +65,15 @@ static void reply_json(reply *r, unsigned status, json_t *j)
 static void reply_err(reply *r, unsigned status, const char *msg)
 {
 	reply_json(r, status, json_pack("{s:s,s:i}", "error", msg, "status", (int)status));
+}
+
+/* Seconds until the sender's next push attempt, 0 when it is not backing off. */
+static double backoff_left_s(const agent_status *st)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t left = st->next_push_unix_ms - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	return st->next_push_unix_ms && left > 0 ? (double)left / 1000 : 0;
 }
 
 static json_t *status_json(strobe_agent *a)
@@ -122,6 +132,24 @@ static json_t *status_json(strobe_agent *a)
 		"self", "cpu_pct", st.cpu_pct, "cpu_seconds", st.cpu_seconds, "rss_bytes",
 		(json_int_t)st.rss_bytes, "last_error", st.last_error, "captures",
 		(json_int_t)st.captures);
+	json_t *samples = j ? json_object_get(j, "samples") : NULL;
+	if (samples) {
+		json_object_set_new(samples, "processes_forgotten",
+				    json_integer((json_int_t)st.processes_forgotten));
+		json_object_set_new(samples, "mappings_tracked", json_integer(st.mappings));
+		json_object_set_new(samples, "frames_tracked", json_integer(st.frames));
+	}
+	/* the sender's back-off: how long until its next push, and whether the server asked */
+	json_t *push = j ? json_object_get(j, "push") : NULL;
+	double left = backoff_left_s(&st);
+	if (push) {
+		json_object_set_new(push, "retry_after", json_integer((json_int_t)st.retry_after));
+		json_object_set_new(push, "retry_after_last_s", json_real(st.retry_after_last_s));
+		json_object_set_new(push, "backoff_s", json_real(left));
+		json_object_set_new(push, "backoff_reason",
+				    json_string(left <= 0 ? "" : st.next_push_by_server ? "retry-after"
+										       : "failure"));
+	}
 	if (j && o->offcpu)
 		json_object_set_new(
 			j, "offcpu_bpf",
@@ -203,6 +231,18 @@ static void metrics(strobe_agent *a, reply *r)
 		   "# HELP strobe_agent_push_rejected_total Profiles the server refused for good.\n"
 		   "# TYPE strobe_agent_push_rejected_total counter\n"
 		   "strobe_agent_push_rejected_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_push_retry_after_total 429/503 answers whose Retry-After the "
+		   "sender waited out.\n"
+		   "# TYPE strobe_agent_push_retry_after_total counter\n"
+		   "strobe_agent_push_retry_after_total %" PRIu64 "\n"
+		   "# HELP strobe_agent_push_backoff_seconds Seconds until the next push attempt "
+		   "(backing off after a failure or a Retry-After).\n"
+		   "# TYPE strobe_agent_push_backoff_seconds gauge\n"
+		   "strobe_agent_push_backoff_seconds %.3f\n"
+		   "# HELP strobe_agent_push_backoff_retry_after 1 while that wait is the server's "
+		   "Retry-After.\n"
+		   "# TYPE strobe_agent_push_backoff_retry_after gauge\n"
+		   "strobe_agent_push_backoff_retry_after %d\n"
 		   "# HELP strobe_agent_sent_bytes_total Bytes of profiles the server stored.\n"
 		   "# TYPE strobe_agent_sent_bytes_total counter\n"
 		   "strobe_agent_sent_bytes_total %" PRIu64 "\n"
@@ -223,7 +263,9 @@ static void metrics(strobe_agent *a, reply *r)
 		   st.paused, st.freq_now, st.offcpu_now,
 		   st.offcpu_mode && strcmp(st.offcpu_mode, "bpf") == 0,
 		   st.ob.starts_full + st.ob.counts_full + st.ob.stack_errors, st.budget_level, st.samples, st.switches,
-		   st.lost, st.profiles, st.pushes, st.push_failures, st.push_rejected, st.bytes_sent,
+		   st.lost, st.profiles, st.pushes, st.push_failures, st.push_rejected,
+		   st.retry_after, backoff_left_s(&st),
+		   backoff_left_s(&st) > 0 && st.next_push_by_server, st.bytes_sent,
 		   sp.items, sp.bytes, sp.dropped, st.cpu_seconds, st.cpu_pct, st.rss_bytes);
 }
 

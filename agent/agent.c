@@ -198,6 +198,8 @@ static void publish_stats(strobe_agent *a)
 	a->st.throttled = a->base_throttled + st.throttled;
 	a->st.processes = st.processes;
 	a->st.threads = st.threads;
+	a->st.mappings = st.mappings;
+	a->st.frames = st.frames;
 	pthread_mutex_unlock(&a->mu);
 }
 
@@ -443,12 +445,15 @@ static void export_interval(strobe_agent *a)
 	}
 	free(pids);
 	strobe_sampler_reset_agg(a->s);
+	/* exited processes leave the sampler's tables: process churn does not grow them */
+	unsigned forgotten = strobe_sampler_forget_exited(a->s);
 	proc_prune(a, interval);
 	pthread_mutex_lock(&a->mu);
 	a->st.intervals++;
 	a->st.profiles += nprof;
 	a->st.profile_bytes += nbytes;
 	a->st.export_errors += errors;
+	a->st.processes_forgotten += forgotten;
 	a->st.last_export_unix = time(NULL);
 	pthread_mutex_unlock(&a->mu);
 	agent_log(a, STROBE_LOG_DEBUG, "interval %" PRId64 ": %" PRIu64 " profiles, %" PRIu64
@@ -743,9 +748,15 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 		strobe_sampler_stats st = {0};
 		if (a->s)
 			strobe_sampler_get_stats(a->s, &st);
-		if (!reopen && a->s && st.processes > a->o->restart_procs) {
-			agent_log(a, STROBE_LOG_INFO, "sampler: %u processes tracked, starting afresh "
-				  "to bound memory", st.processes);
+		/* Exited processes are forgotten after each interval, but the mappings they had
+		 * stay interned (frames name them; an exec'd process's libraries sit at new
+		 * addresses each time): churn grows that table by a few entries per process, so
+		 * it is bounded too, at 8 per process of the process bound (~200 bytes each with
+		 * their frames). */
+		if (!reopen && a->s && (st.processes > a->o->restart_procs ||
+					st.mappings > 8 * a->o->restart_procs)) {
+			agent_log(a, STROBE_LOG_INFO, "sampler: %u processes, %u mappings tracked, "
+				  "starting afresh to bound memory", st.processes, st.mappings);
 			reopen = true;
 		}
 		if (reopen || !a->s) {

@@ -35,13 +35,18 @@ typedef struct agent_status {
 	uint64_t rss_bytes;
 	/* sampler, accumulated over sampler reopens */
 	uint64_t samples, switches, lost, throttled;
-	uint32_t processes, threads;
+	uint32_t processes, threads, mappings, frames;
+	uint64_t processes_forgotten; /* exited, dropped from the sampler's tables */
 	uint64_t intervals, profiles, profile_bytes, export_errors, sampler_reopens;
 	int64_t last_export_unix;
 	/* sender */
 	uint64_t pushes, push_failures, push_rejected, bytes_sent;
 	int64_t last_push_unix;
 	bool server_up;
+	uint64_t retry_after;      /* 429/503 answers whose Retry-After the sender waited out */
+	double retry_after_last_s; /* what the last one asked for */
+	int64_t next_push_unix_ms; /* backing off: no push before this (0: not backing off) */
+	bool next_push_by_server;  /* that wait is the server's Retry-After, not our backoff */
 	char last_error[256];
 	uint64_t captures;
 } agent_status;

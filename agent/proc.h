@@ -41,6 +41,7 @@ typedef struct strobe_proc {
 	int32_t pid;
 	char comm[16];
 	bool exited, maps_read;
+	uint8_t exit_age;       /* forget passes seen since its exit (strobe_tracker_forget) */
 	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
 	strobe_vma *vma;        /* sorted by start, non-overlapping */
 	uint32_t nvma, cvma;
@@ -53,6 +54,8 @@ typedef struct strobe_thread {
 	int64_t out_ns, wake_ns;
 	bool out, blocked;
 	bool back; /* switched in since the last switch-out (a second report of it is no orphan) */
+	bool exited;
+	uint8_t exit_age;
 	uint32_t *stack, nstack; /* frame ids at switch-out, leaf first */
 } strobe_thread;
 
@@ -86,6 +89,12 @@ int strobe_tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t
 void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
 int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid);
 void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid);
+/* Forgets the processes and threads whose exit was seen before the previous call (one pass of
+ * grace: a sample read from another CPU's buffer after the exit record still finds them), so
+ * that a host's churn of short-lived processes does not grow the tables. Ids and pointers of
+ * processes and threads change: call it only when nothing holds them (between intervals).
+ * Returns how many processes were forgotten, or -ENOMEM (nothing changed). */
+int strobe_tracker_forget(strobe_tracker *t);
 
 /* The mapping id of addr in process pid (STROBE_MAP_NONE when none). */
 uint32_t strobe_tracker_find(const strobe_proc *p, uint64_t addr);

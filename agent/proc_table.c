@@ -236,6 +236,10 @@ int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t ti
 		strobe_proc *p = strobe_tracker_proc(t, pid, false);
 		if (th && p && !th->comm[0])
 			memcpy(th->comm, p->comm, sizeof(th->comm));
+		if (th) {
+			th->exited = false;
+			th->exit_age = 0;
+		}
 		return th ? 0 : -ENOMEM;
 	}
 	strobe_proc *parent = strobe_tracker_proc(t, ppid, false);
@@ -245,6 +249,7 @@ int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t ti
 	parent = strobe_tracker_proc(t, ppid, false); /* the create may have moved it */
 	child->nvma = 0;
 	child->exited = false;
+	child->exit_age = 0;
 	if (parent && parent->nvma) {
 		child->vma = realloc(child->vma, parent->nvma * sizeof(strobe_vma));
 		if (!child->vma) {
@@ -257,8 +262,11 @@ int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t ti
 		memcpy(child->comm, parent->comm, sizeof(child->comm));
 	}
 	strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
-	if (th)
+	if (th) {
 		memcpy(th->comm, child->comm, sizeof(th->comm));
+		th->exited = false; /* a tid used again */
+		th->exit_age = 0;
+	}
 	return 0;
 }
 
@@ -270,12 +278,80 @@ void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
 		free(th->stack);
 		th->stack = NULL;
 		th->nstack = 0;
+		th->exited = true;
 	}
 	if (pid == tid) {
 		strobe_proc *p = strobe_tracker_proc(t, pid, false);
 		if (p)
 			p->exited = true;
 	}
+}
+
+/* Whether an exited entry has had its pass of grace; counts the pass. */
+static bool forget_now(bool exited, uint8_t *age)
+{
+	if (!exited)
+		return false;
+	if (*age >= 1)
+		return true;
+	(*age)++;
+	return false;
+}
+
+int strobe_tracker_forget(strobe_tracker *t)
+{
+	/* The id tables are rebuilt with the survivors, in their order, so each survivor's new
+	 * id is at most its old one and the arrays compact in place. Both tables are built
+	 * before anything is changed, so running out of memory changes nothing. */
+	strobe_itab np = {.fixed = sizeof(int32_t)}, nt = {.fixed = sizeof(int32_t)};
+	bool *drop_p = calloc(t->pids.n + 1, 1), *drop_t = calloc(t->tids.n + 1, 1);
+	int forgotten = 0;
+	uint32_t id;
+	if (!drop_p || !drop_t)
+		goto oom;
+	for (uint32_t i = 0; i < t->pids.n; i++) {
+		strobe_proc *p = &t->procs[i];
+		drop_p[i] = forget_now(p->exited, &p->exit_age);
+		if (!drop_p[i] && strobe_itab_intern(&np, &p->pid, sizeof(p->pid), &id, NULL) < 0)
+			goto oom;
+	}
+	for (uint32_t i = 0; i < t->tids.n; i++) {
+		strobe_thread *th = &t->threads[i];
+		uint32_t pi = strobe_itab_find(&t->pids, &th->pid, sizeof(th->pid));
+		/* a thread goes with its process, and on its own when it exited */
+		drop_t[i] = forget_now(th->exited, &th->exit_age) || (pi < t->pids.n && drop_p[pi]);
+		if (!drop_t[i] && strobe_itab_intern(&nt, &th->tid, sizeof(th->tid), &id, NULL) < 0)
+			goto oom;
+	}
+	uint32_t w = 0;
+	for (uint32_t i = 0; i < t->pids.n; i++) {
+		if (drop_p[i]) {
+			free(t->procs[i].vma);
+			forgotten++;
+		} else {
+			t->procs[w++] = t->procs[i];
+		}
+	}
+	w = 0;
+	for (uint32_t i = 0; i < t->tids.n; i++) {
+		if (drop_t[i])
+			free(t->threads[i].stack);
+		else
+			t->threads[w++] = t->threads[i];
+	}
+	strobe_itab_free(&t->pids);
+	strobe_itab_free(&t->tids);
+	t->pids = np;
+	t->tids = nt;
+	free(drop_p);
+	free(drop_t);
+	return forgotten;
+oom:
+	strobe_itab_free(&np);
+	strobe_itab_free(&nt);
+	free(drop_p);
+	free(drop_t);
+	return -ENOMEM;
 }
 
 uint32_t strobe_tracker_find(const strobe_proc *p, uint64_t addr)

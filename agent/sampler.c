@@ -1740,6 +1740,8 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->unwind_ns_p99 = unwind_pct(s, 0.99);
 	st->processes = s->tr.pids.n;
 	st->threads = s->tr.tids.n;
+	st->mappings = s->tr.maps.n;
+	st->frames = s->frames.n;
 }
 
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
@@ -1769,6 +1771,14 @@ void strobe_sampler_reset_agg(strobe_sampler *s)
 	memset(s->vals, 0, s->cvals * NV * sizeof(*s->vals));
 	s->start_ns = s->horizon_ns;
 	s->start_real_ns = real_ns();
+}
+
+unsigned strobe_sampler_forget_exited(strobe_sampler *s)
+{
+	/* Nothing refers to a process or thread by id or pointer between intervals: the aggregate
+	 * was just emptied, frames name mappings (kept), held records name pids. */
+	int n = strobe_tracker_forget(&s->tr);
+	return n > 0 ? (unsigned)n : 0;
 }
 
 int strobe_call_graph_parse(const char *name)

@@ -112,5 +112,9 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 			      int64_t blocked_ns, int64_t switches);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
+/* After a reset_agg: forgets the processes and threads that exited (strobe_tracker_forget), so
+ * that a long-running sampler's tables follow the host's live processes. Returns how many
+ * processes were forgotten (0 when out of memory: they are tried again next time). */
+unsigned strobe_sampler_forget_exited(strobe_sampler *s);
 
 #endif

@@ -5,12 +5,16 @@
  * the server said 200 (stored durably) or refused it for good (a 4xx other than 408/429: sending
  * it again cannot help). Anything else (no connection, timeout, 5xx, 429) is retried after an
  * exponential backoff with jitter, 0.5 s doubling to 30 s, while the spool keeps filling (and
- * dropping its oldest) behind it.
+ * dropping its oldest) behind it. A 429 or 503 with a Retry-After header (seconds or an HTTP
+ * date) is the server saying when it can take more: the sender waits at least that long (plus
+ * up to a tenth more, so that agents told the same time do not return together) instead.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +37,62 @@ static size_t keep_start(char *p, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-/* 0: stored; 1: refused for good; -1: try again later. msg gets why. */
+/* The Retry-After header of the answer (of its last response, should a 1xx come first). */
+typedef struct hdrs {
+	char retry_after[64];
+	bool have;
+} hdrs;
+
+static size_t on_header(char *p, size_t size, size_t n, void *ctx)
+{
+	hdrs *h = ctx;
+	size_t len = size * n;
+	static const char name[] = "retry-after:";
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+		h->have = false; /* a new response's status line */
+	} else if (len > sizeof(name) - 1 && strncasecmp(p, name, sizeof(name) - 1) == 0) {
+		size_t i = sizeof(name) - 1, e = len;
+		while (i < e && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		while (e > i && isspace((unsigned char)p[e - 1]))
+			e--;
+		/* longer than any date or sane number: not one we can read */
+		h->have = e - i < sizeof(h->retry_after);
+		if (h->have) {
+			memcpy(h->retry_after, p + i, e - i);
+			h->retry_after[e - i] = 0;
+		}
+	}
+	return len;
+}
+
+int64_t strobe_retry_after_ms(const char *v, int64_t now_unix_ms)
+{
+	int64_t ms;
+	size_t nd = strspn(v, "0123456789");
+	if (nd && !v[nd]) {
+		/* delay-seconds; more digits than fit are as good as "very long" */
+		ms = nd > 9 ? STROBE_RETRY_AFTER_MAX_MS : (int64_t)strtol(v, NULL, 10) * 1000;
+	} else if (nd) {
+		return -1; /* "5s", "1.5": neither form */
+	} else {
+		time_t t = curl_getdate(v, NULL);
+		if (t == (time_t)-1)
+			return -1;
+		ms = (int64_t)t * 1000 - now_unix_ms;
+	}
+	if (ms <= 0)
+		return -1;
+	return ms > STROBE_RETRY_AFTER_MAX_MS ? STROBE_RETRY_AFTER_MAX_MS : ms;
+}
+
+static int64_t unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* The request headers, the same for every push: built once per sender. */
 static struct curl_slist *push_headers(const strobe_agent_opts *o)
 {
@@ -57,9 +116,12 @@ fail:
 	return NULL;
 }
 
+/* 0: stored; 1: refused for good; -1: try again later, not before *retry_ms when that is not
+ * -1 (the server's Retry-After on a 429 or 503). msg gets why. */
 static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body, size_t len,
-		    char *msg, size_t cap)
+		    int64_t *retry_ms, char *msg, size_t cap)
 {
+	*retry_ms = -1;
 	const strobe_agent_opts *o = a->o;
 	size_t sl = strlen(o->server);
 	char *url = malloc(sl + strlen(meta) + 32);
@@ -69,7 +131,10 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	}
 	sprintf(url, "%s%sapi/v1/push?%s", o->server, sl && o->server[sl - 1] == '/' ? "" : "/", meta);
 	resp r = {.len = 0};
+	hdrs h = {.have = false};
 	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)body);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
@@ -110,6 +175,8 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	}
 	if (status == 200)
 		return 0;
+	if ((status == 429 || status == 503) && h.have)
+		*retry_ms = strobe_retry_after_ms(h.retry_after, unix_ms());
 	snprintf(msg, cap, "%s: HTTP %ld: %.300s", o->server, status, r.buf);
 	return status >= 400 && status < 500 && status != 408 && status != 429 ? 1 : -1;
 }
@@ -135,7 +202,7 @@ static void *sender_main(void *arg)
 	strobe_backoff bo;
 	strobe_backoff_init(&bo, 500, 30000, (uint64_t)strobe_mono_ns() ^ (uint64_t)getpid());
 	bool failing = false;
-	uint64_t fails_in_row = 0;
+	uint64_t fails_in_row = 0, rng = (uint64_t)strobe_mono_ns() | 1;
 	char msg[512];
 	while (c) {
 		bool stopping = atomic_load(&a->sender_stop);
@@ -157,7 +224,8 @@ static void *sender_main(void *arg)
 			usleep(100000);
 			continue;
 		}
-		int pr = push_one(a, c, meta, body, len, msg, sizeof(msg));
+		int64_t retry_ms;
+		int pr = push_one(a, c, meta, body, len, &retry_ms, msg, sizeof(msg));
 		free(meta);
 		free(body);
 		if (pr >= 0) {
@@ -173,6 +241,7 @@ static void *sender_main(void *arg)
 				snprintf(a->st.last_error, sizeof(a->st.last_error), "%.255s", msg);
 			}
 			a->st.server_up = true;
+			a->st.next_push_unix_ms = 0;
 			pthread_mutex_unlock(&a->mu);
 			if (pr == 1)
 				agent_log(a, STROBE_LOG_WARN, "push refused, profile dropped: %s", msg);
@@ -184,16 +253,36 @@ static void *sender_main(void *arg)
 			continue;
 		}
 		fails_in_row++;
+		uint64_t wait;
+		if (retry_ms > 0) {
+			/* the server's time, never less; up to a tenth more (at most 5 s) of jitter */
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			uint64_t spread = (uint64_t)retry_ms / 10 < 5000 ? (uint64_t)retry_ms / 10 : 5000;
+			wait = (uint64_t)retry_ms + rng % (spread + 1);
+		} else {
+			wait = strobe_backoff_next(&bo);
+		}
 		pthread_mutex_lock(&a->mu);
 		a->st.push_failures++;
 		a->st.server_up = false;
+		if (retry_ms > 0) {
+			a->st.retry_after++;
+			a->st.retry_after_last_s = (double)retry_ms / 1000;
+		}
+		a->st.next_push_by_server = retry_ms > 0;
+		a->st.next_push_unix_ms = unix_ms() + (int64_t)wait;
 		snprintf(a->st.last_error, sizeof(a->st.last_error), "%.255s", msg);
 		pthread_mutex_unlock(&a->mu);
-		if (!failing)
+		if (!failing && retry_ms > 0)
+			agent_log(a, STROBE_LOG_WARN, "push deferred: the server asks to retry after "
+				  "%.1f s: %s", (double)retry_ms / 1000, msg);
+		else if (!failing)
 			agent_log(a, STROBE_LOG_WARN, "push failed, will retry with backoff: %s", msg);
 		failing = true;
-		uint64_t wait = strobe_backoff_next(&bo);
-		agent_log(a, STROBE_LOG_DEBUG, "push retry in %" PRIu64 " ms: %s", wait, msg);
+		agent_log(a, STROBE_LOG_DEBUG, "push retry in %" PRIu64 " ms%s: %s", wait,
+			  retry_ms > 0 ? " (Retry-After)" : "", msg);
 		for (int64_t end = strobe_mono_ns() + (int64_t)wait * 1000000; strobe_mono_ns() < end;) {
 			if (atomic_load(&a->sender_stop) && strobe_mono_ns() >= a->sender_deadline_ns)
 				break;

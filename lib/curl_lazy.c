@@ -39,6 +39,7 @@ static struct {
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
 	void (*free)(void *);
+	time_t (*getdate)(const char *, const time_t *);
 } lc;
 static pthread_once_t lc_once = PTHREAD_ONCE_INIT;
 
@@ -68,6 +69,7 @@ static void lc_load(void)
 	SYM(slist_append, "curl_slist_append");
 	SYM(slist_free_all, "curl_slist_free_all");
 	SYM(free, "curl_free");
+	SYM(getdate, "curl_getdate");
 #undef SYM
 	lc.lib = h;
 	return;
@@ -170,4 +172,10 @@ void curl_free(void *p)
 {
 	if (p)
 		lc.free(p);
+}
+
+/* -1 when libcurl is missing, as for a date it cannot read. */
+time_t curl_getdate(const char *p, const time_t *unused)
+{
+	return lc_ready() ? lc.getdate(p, unused) : (time_t)-1;
 }

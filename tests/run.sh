@@ -16,6 +16,8 @@
 #   browser tests/browser/*.sh     the web UI in chromium and firefox-esr (playwright-core, puppeteer-core), the SVG's script in jsdom
 #   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15; FUZZ_BUDGETS=1:
 #                                  tests/fuzz/budgets) over its corpus in tests/fuzz/corpus/<name>/
+#   soak    the long runs, not in the default set (make soak): tests/e2e/agent_outage.sh with
+#           OUTAGE_SECONDS (600 by make soak), tests/e2e/agent_churn.sh with CHURN_SECONDS
 # Script protocol (golden, e2e, browser): env STROBE (ASan CLI), STROBE_FAST (optimised CLI), TESTDATA
 # (absolute path of ../shared/testdata), TMPDIR (a fresh directory); the script prints
 # "ok NAME", "FAIL NAME: why" or "SKIP NAME: why" per case and exits non-zero on any failure.
@@ -50,6 +52,7 @@ export TESTDATA="${TESTDATA:-$(cd "$root/../shared/testdata" 2>/dev/null && pwd)
 [ -n "$TESTDATA" ] && ! [ -d "$TESTDATA/pprof" ] && TESTDATA=
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+SOAK_SCRIPTS="${SOAK_SCRIPTS:-tests/e2e/agent_outage.sh tests/e2e/agent_churn.sh}"
 pass=0 fail=0 skip=0
 failed=()
 testdata_verdict() { # once, before the suites: whether the external vectors are here
@@ -102,10 +105,11 @@ run_unit() {
   done
 }
 
-run_scripts() { # $1 = folder
+run_scripts() { # $1 = folder, or "soak" (the agent's long runs, $SOAK_SCRIPTS)
   echo "== $1"
-  local s
-  for s in tests/$1/*.sh; do
+  local s list=(tests/$1/*.sh)
+  [ "$1" = soak ] && list=($SOAK_SCRIPTS)
+  for s in "${list[@]}"; do
     [ -f "$s" ] || continue
     local tmp rc
     tmp=$(mktemp -d)
@@ -155,12 +159,12 @@ run_fuzz() {
 }
 
 tally < <(testdata_verdict)
-[ "${suites[*]}" = fuzz ] || [ -f "$GOPROF/go_cpu.pb.gz" ] ||
+! [[ " ${suites[*]} " =~ \ (unit|golden|e2e|browser)\  ]] || [ -f "$GOPROF/go_cpu.pb.gz" ] ||
   tally <<<"FAIL fixtures: the project's Go profiles are not in $GOPROF (make fixtures: needs go)"
 for s in "${suites[@]}"; do
   case "$s" in
     unit) run_unit ;;
-    golden|e2e|browser) run_scripts "$s" ;;
+    golden|e2e|browser|soak) run_scripts "$s" ;;
     fuzz) run_fuzz ;;
     *) echo "tests/run.sh: unknown suite '$s'" >&2; exit 2 ;;
   esac

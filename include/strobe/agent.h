@@ -91,9 +91,10 @@ typedef struct strobe_agent_opts {
 	int log_level;           /* STROBE_LOG_*, default INFO */
 	char *host;              /* host label; NULL = gethostname */
 	char *proc_root;         /* "/proc" unless a test says otherwise */
-	unsigned restart_procs;  /* reopen the sampler when it has tracked this many processes
-				    (bounds the tracker's memory on hosts with many short-lived
-				    processes); default 4096 */
+	unsigned restart_procs;  /* reopen the sampler when it tracks this many live processes,
+				    or 8 times as many mappings (exited processes are forgotten,
+				    their mappings are not: this bounds the tracker's memory on
+				    hosts with many short-lived processes); default 4096 */
 	strobe_log_fn log;
 	void *log_ctx;
 } strobe_agent_opts;
@@ -171,6 +172,12 @@ void strobe_backoff_init(strobe_backoff *b, uint64_t base_ms, uint64_t max_ms, u
  * [half, full] of it; counts the attempt. */
 uint64_t strobe_backoff_next(strobe_backoff *b);
 void strobe_backoff_reset(strobe_backoff *b);
+
+/* The wait a server asked for in a Retry-After header (RFC 9110: a number of seconds, or an HTTP
+ * date), in ms from now_unix_ms, capped at STROBE_RETRY_AFTER_MAX_MS so that a wrong or hostile
+ * value cannot stop an agent for good; -1 when it is neither, or says "now" or a time past. */
+#define STROBE_RETRY_AFTER_MAX_MS (10 * 60 * 1000)
+int64_t strobe_retry_after_ms(const char *value, int64_t now_unix_ms);
 
 /* ---- what a process is ------------------------------------------------------------------------ */
 

@@ -84,6 +84,7 @@ typedef struct strobe_sampler_stats {
 	uint64_t orphan_in;     /* switch-ins of a thread not known to be off CPU */
 	uint64_t late;          /* records that arrived after later ones had been processed */
 	uint32_t processes, threads, cpus, fds;
+	uint32_t mappings, frames; /* distinct mappings and frames interned since the open */
 	/* Unwinding (call_graph dwarf or auto): stacks unwound, how they ended, what it cost. */
 	uint64_t unwound;           /* user stacks walked with unwind tables */
 	uint64_t unwind_complete;   /* ... that reached the outermost frame */

@@ -2,7 +2,8 @@
 /*
  * Unit tests of the agent's policy pieces: the spool (bounded, oldest dropped first and counted,
  * survives a restart, corrupt and half-written files deleted and counted), the retry backoff
- * (exponential, capped, jittered within [half, full]), the service-name rules on a synthetic
+ * (exponential, capped, jittered within [half, full]), the server's Retry-After (seconds or an
+ * HTTP date, capped, nonsense ignored), the service-name rules on a synthetic
  * /proc tree, and the config parser's errors (each naming the key and the problem).
  */
 #include <errno.h>
@@ -233,6 +234,31 @@ static void test_backoff(void **state)
 	for (int i = 0; i < 8; i++)
 		same += strobe_backoff_next(&x) == strobe_backoff_next(&y);
 	assert_true(same < 3);
+}
+
+static void test_retry_after(void **state)
+{
+	/* 1994-11-06 08:49:37 UTC, RFC 9110's example date, in its three forms */
+	const int64_t t = 784111777, now = (t - 90) * 1000 + 250;
+	assert_int_equal(strobe_retry_after_ms("3", now), 3000);
+	assert_int_equal(strobe_retry_after_ms("120", now), 120000);
+	assert_int_equal(strobe_retry_after_ms("Sun, 06 Nov 1994 08:49:37 GMT", now), 89750);
+	assert_int_equal(strobe_retry_after_ms("Sunday, 06-Nov-94 08:49:37 GMT", now), 89750);
+	assert_int_equal(strobe_retry_after_ms("Sun Nov  6 08:49:37 1994", now), 89750);
+	/* capped: a wrong or hostile server cannot stop the agent for good */
+	assert_int_equal(strobe_retry_after_ms("86400", now), STROBE_RETRY_AFTER_MAX_MS);
+	assert_int_equal(strobe_retry_after_ms("99999999999999999999999", now),
+			 STROBE_RETRY_AFTER_MAX_MS);
+	assert_int_equal(strobe_retry_after_ms("Sun, 06 Nov 2094 08:49:37 GMT", now),
+			 STROBE_RETRY_AFTER_MAX_MS);
+	/* now, a time past, or not a Retry-After: the agent's own backoff decides */
+	assert_int_equal(strobe_retry_after_ms("0", now), -1);
+	assert_int_equal(strobe_retry_after_ms("Sun, 06 Nov 1994 08:00:00 GMT", now), -1);
+	assert_int_equal(strobe_retry_after_ms("", now), -1);
+	assert_int_equal(strobe_retry_after_ms("5s", now), -1);
+	assert_int_equal(strobe_retry_after_ms("1.5", now), -1);
+	assert_int_equal(strobe_retry_after_ms("-3", now), -1);
+	assert_int_equal(strobe_retry_after_ms("soon", now), -1);
 }
 
 /* A synthetic /proc/PID with comm, environ, cgroup and exe. */
@@ -482,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_spool_bounded_memory), cmocka_unit_test(test_spool_bounded_disk),
 		cmocka_unit_test(test_spool_restart),	     cmocka_unit_test(test_spool_corrupt),
 		cmocka_unit_test(test_spool_bad_dir),	     cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_retry_after),
 		cmocka_unit_test(test_service_name),	     cmocka_unit_test(test_config), cmocka_unit_test(test_config_tls_admin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
