@@ -55,7 +55,7 @@ name=agent_control/capture
 c0=$(proc_cpu_ms "$wpid")
 code=$(curl -s -o "$TMPDIR/cap.pb.gz" -w '%{http_code}' "$admin/debug/pprof/profile?pid=$wpid&seconds=3&hz=499")
 c1=$(proc_cpu_ms "$wpid")
-want=$(( (${c1:-0} - ${c0:-0}) * 499 / 1000 ))
+expect=$(( (${c1:-0} - ${c0:-0}) * 499 / 1000 ))
 if [ "$code" != 200 ]; then
 	fail "$name" "HTTP $code: $(head -c 300 "$TMPDIR/cap.pb.gz")"
 elif ! fold "$TMPDIR/cap.pb.gz" "$TMPDIR/cap.folded" cpu; then
@@ -70,9 +70,9 @@ else
 		detail+="$fn ${got}% "
 		within_pp "$got" "$want" 5 || bad+="$fn "
 	done
-	if [ "$want" -lt 300 ]; then skip "$name" "the workload got only $((c1 - c0)) ms of CPU in the 3 s capture: too loaded to judge shares"
+	if [ "$expect" -lt 300 ]; then skip "$name" "the workload got only $((c1 - c0)) ms of CPU in the 3 s capture: too loaded to judge shares"
 	elif [ -n "$bad" ]; then fail "$name" "shares off by more than 5 pp for $bad: $detail"
-	elif ! [ "$n" -ge $((want * 6 / 10)) ]; then fail "$name" "only $n samples in 3 s at 499 Hz; the workload used $((c1 - c0)) ms of CPU: about $want"
+	elif ! [ "$n" -ge $((expect * 6 / 10)) ]; then fail "$name" "only $n samples in 3 s at 499 Hz; the workload used $((c1 - c0)) ms of CPU: about $expect"
 	elif [ "${other:-1}" != 0 ]; then fail "$name" "$other stacks of other processes"
 	else ok "$name" "$n samples; ${detail% }"; fi
 fi
