@@ -124,6 +124,20 @@ static int set_str(char **dst, const char *v)
 	return 0;
 }
 
+/* --token-file, --admin-token-file: the token read from FILE (lib/secrets.c) replaces *dst. */
+static int set_token_file(const char *cmd, const char *opt, char **dst, const char *file)
+{
+	strobe_err err = {{0}};
+	char *t = NULL;
+	if (strobe_token_file_read(file, &t, &err) < 0) {
+		cli_err(cmd, "%s %s", opt, err.msg[0] ? err.msg : "out of memory");
+		return -1;
+	}
+	free(*dst);
+	*dst = t;
+	return 0;
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
@@ -268,27 +282,15 @@ int cmd_agent(int argc, char **argv)
 		case O_HOST: if (set_str(&o.host, optarg) < 0) goto oom; break;
 		case O_TENANT: if (set_str(&o.tenant, optarg) < 0) goto oom; break;
 		case O_TOKEN: if (set_str(&o.token, optarg) < 0) goto oom; break;
-		case O_TOKENFILE: {
-			char *t = NULL;
-			if (strobe_token_file_read(optarg, &t, &err) < 0) {
-				cli_err(cmd, "--token-file %s", err.msg);
+		case O_TOKENFILE:
+			if (set_token_file(cmd, "--token-file", &o.token, optarg) < 0)
 				goto out;
-			}
-			free(o.token);
-			o.token = t;
 			break;
-		}
 		case O_CA: if (set_str(&o.ca, optarg) < 0) goto oom; break;
-		case O_ADMINTOKEN: {
-			char *t = NULL;
-			if (strobe_token_file_read(optarg, &t, &err) < 0) {
-				cli_err(cmd, "--admin-token-file %s", err.msg[0] ? err.msg : "out of memory");
+		case O_ADMINTOKEN:
+			if (set_token_file(cmd, "--admin-token-file", &o.admin_token, optarg) < 0)
 				goto out;
-			}
-			free(o.admin_token);
-			o.admin_token = t;
 			break;
-		}
 		case O_LOGLEVEL:
 			if ((o.log_level = strobe_log_level_parse(optarg)) < 0) {
 				cli_err(cmd, "--log-level: '%s' is not error, warn, info or debug", optarg);
