@@ -57,7 +57,7 @@ ok $T/server-config-600 "starts"
 n=0 bad=
 for u in "http://user:$TA@127.0.0.1:1" "http://127.0.0.1:1/?token=$TA" "http://127.0.0.1:1/x?a=1&access_token=$TA"; do
 	"$STROBE" query --server "$u" 'x{}' >/dev/null 2>"$SEEN/url$n.query"; c1=$?
-	"$STROBE" push --server "$u" --service s "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/url$n.push"; c2=$?
+	"$STROBE" push --server "$u" --service s --time now "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/url$n.push"; c2=$?
 	[ "$c1 $c2" = "2 2" ] && grep -q 'the URL carries credentials' "$SEEN/url$n.query" "$SEEN/url$n.push" || bad+=" $u: $c1 $c2"
 	n=$((n + 1))
 done
@@ -86,8 +86,8 @@ codes=$(
 	req notfound -H 'X-Scope-OrgID: team-b' -H "Authorization: Bearer $TB" "$url/api/v1/nothing"
 )
 "$STROBE" query --server "$url" --tenant team-a --token "$TW" 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{}' >/dev/null 2>"$SEEN/cli-query-wrong"; q1=$?
-"$STROBE" push --server "$url" --tenant team-a --token "$TW" --service s "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/cli-push-wrong"; q2=$?
-"$STROBE" push --server "$url" --tenant team-a --token "$TA" --service s "$GOPROF/go_cpu.pb.gz" >"$SEEN/cli-push-ok" 2>&1; q3=$?
+"$STROBE" push --server "$url" --tenant team-a --token "$TW" --service s --time now "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/cli-push-wrong"; q2=$?
+"$STROBE" push --server "$url" --tenant team-a --token "$TA" --service s --time now "$GOPROF/go_cpu.pb.gz" >"$SEEN/cli-push-ok" 2>&1; q3=$?
 "$STROBE" query --server "$url" --tenant team-a --token "$TA" -t top 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="s"}' >"$SEEN/cli-query-ok" 2>&1; q4=$?
 # The CLI's token went in the header: the server reads it nowhere else, and its data is there.
 if [ "$codes" = "401401401401400401401200401401200404" ] && [ "$q1 $q2 $q3 $q4" = "1 1 0 0" ] &&
@@ -98,9 +98,9 @@ else fail $T/auth-outcomes "codes $codes, CLI $q1 $q2 $q3 $q4: $(head -c 300 "$S
 # ---- token files (not on the command line, where ps shows them) ---------------------------------------
 printf '%s\n' "$TB" >"$TMPDIR/tokb"
 chmod 600 "$TMPDIR/tokb"
-"$STROBE" push --server "$url" --tenant team-b --token-file "$TMPDIR/tokb" --service tf "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/tf-ok"; t1=$?
+"$STROBE" push --server "$url" --tenant team-b --token-file "$TMPDIR/tokb" --service tf --time now "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/tf-ok"; t1=$?
 chmod 640 "$TMPDIR/tokb"
-"$STROBE" push --server "$url" --tenant team-b --token-file "$TMPDIR/tokb" --service tf "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/tf-640"; t2=$?
+"$STROBE" push --server "$url" --tenant team-b --token-file "$TMPDIR/tokb" --service tf --time now "$GOPROF/go_cpu.pb.gz" >/dev/null 2>"$SEEN/tf-640"; t2=$?
 chmod 600 "$TMPDIR/tokb"
 "$STROBE" query --server "$url" --tenant team-b --token $'x\r\nX-Scope-OrgID: team-a' 'x{}' >/dev/null 2>"$SEEN/tf-crlf"; t3=$?
 "$STROBE" query --server "$url" --tenant team-b --token x --token-file "$TMPDIR/tokb" 'x{}' >/dev/null 2>"$SEEN/tf-both"; t4=$?
