@@ -42,8 +42,20 @@ WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
+# libstrobe-heap.so (preload/): heap and lock sampling inside a profiled process, by LD_PRELOAD.
+# It lives in other people's processes: libc and libgcc's unwinder only, never libstrobe.a;
+# everything hidden but the libc names it interposes; no lazy binding (a first call to an
+# unresolved symbol must not reach the loader from inside malloc).
+PRELOAD_SRC := $(wildcard preload/*.c)
+PRELOAD_LIB := $(B)/libstrobe-heap.so
+$(PRELOAD_LIB): $(PRELOAD_SRC) $(wildcard preload/*.h) include/strobe/heap_channel.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=gnu17 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden \
+		-ftls-model=initial-exec -fno-omit-frame-pointer -Wl,-z,now -Wl,-z,nodelete \
+		-o $@ $(PRELOAD_SRC) -ldl -lgcc_s
+
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak
-all: $(B)/strobe
+all: $(B)/strobe $(PRELOAD_LIB)
 
 deps:
 	@bash scripts/deps.sh build

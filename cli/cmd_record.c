@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "record_heap.h"
 #include "strobe/sampler.h"
 
 static const char usage_text[] =
@@ -31,7 +32,9 @@ static const char usage_text[] =
 	"written. Needs root, CAP_PERFMON, or kernel.perf_event_paranoid low enough.\n\n"
 	"  -e, --event EVENT      cpu (on-CPU samples, default), offcpu (time blocked or waiting\n"
 	"                         to run, from sched_switch), wall (both in one profile), or\n"
-	"                         cycles (on-CPU from the hardware cycle counter, where there is one)\n"
+	"                         cycles (on-CPU from the hardware cycle counter, where there is one);\n"
+	"                         heap or mutex: allocations or lock contention of a command, by\n"
+	"                         preloading libstrobe-heap.so (no root needed; docs/heap.md)\n"
 	"  -F, --freq HZ          on-CPU samples per second (default 99)\n"
 	"  -a, --all-cpus         every process on the host\n"
 	"  -p, --pid PID[,PID]    these running processes, all threads and later children\n"
@@ -56,9 +59,16 @@ static const char usage_text[] =
 	"  --stack-size BYTES     user stack copied per sample for dwarf/auto (default\n"
 	"                         16384 on-CPU, 8192 at switch-outs)\n"
 	"  --unwind-cache MIB     memory budget of the unwind-table cache (default 64)\n"
-	"  -q, --quiet            no summary on stderr\n\n"
+	"  -q, --quiet            no summary on stderr\n"
+	"  -i, --interval SECONDS heap/mutex: also write a profile every SECONDS (OUTPUT with .1,\n"
+	"                         .2, ... before its extension)\n"
+	"  --leaks FILE           heap: write the possible leaks there, not to stderr\n"
+	"  --no-leaks             heap: no leak report\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
-	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
+	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds; heap:\n"
+	"alloc_objects, alloc_space, inuse_objects, inuse_space (Go's); mutex: contentions/count,\n"
+	"delay/nanoseconds. STROBE_HEAP_RATE (bytes, default 524288) and STROBE_LOCK_SAMPLE_NS\n"
+	"(default 100000) set the heap and lock sampling.\n";
 
 #define DEFAULT_BUDGET_MB 12 /* --debug-budget with -a */
 
@@ -187,7 +197,7 @@ static bool any_alive(const pid_t *pids, unsigned n)
 int cmd_record(int argc, char **argv)
 {
 	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
-	       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE };
+	       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"event", required_argument, 0, 'e'},
 		{"freq", required_argument, 0, 'F'},   {"all-cpus", no_argument, 0, 'a'},
@@ -202,7 +212,9 @@ int cmd_record(int argc, char **argv)
 		{"debug-budget", required_argument, 0, O_BUDGET},
 		{"call-graph", required_argument, 0, O_CALLGRAPH},
 		{"stack-size", required_argument, 0, O_STACKSIZE},
-		{"unwind-cache", required_argument, 0, O_UWCACHE}, {0, 0, 0, 0}};
+		{"unwind-cache", required_argument, 0, O_UWCACHE},
+		{"interval", required_argument, 0, 'i'}, {"leaks", required_argument, 0, O_LEAKS},
+		{"no-leaks", no_argument, 0, O_NOLEAKS}, {0, 0, 0, 0}};
 	const char *cmd = "record", *output = "strobe.pb.gz";
 	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true,
 				  .call_graph = STROBE_CG_AUTO};
@@ -215,7 +227,8 @@ int cmd_record(int argc, char **argv)
 	unsigned nlabels = 0, ndebug = 0;
 	int rc = 2, c;
 	long v;
-	while ((c = getopt_long(argc, argv, "+he:F:ap:d:o:m:q", longopts, NULL)) != -1) {
+	record_heap_opts ho = {0}; /* -e heap|mutex: kind set */
+	while ((c = getopt_long(argc, argv, "+he:F:ap:d:o:m:qi:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
 		case 'e':
@@ -227,9 +240,11 @@ int cmd_record(int argc, char **argv)
 				so.events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
 			else if (strcmp(optarg, "cycles") == 0)
 				so.events = STROBE_EV_CPU, so.cycles = true;
+			else if (record_heap_event(optarg, &ho))
+				;
 			else {
-				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall or cycles)",
-					optarg);
+				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall, cycles, heap "
+					     "or mutex)", optarg);
 				goto out;
 			}
 			break;
@@ -314,11 +329,26 @@ int cmd_record(int argc, char **argv)
 				goto out;
 			so.unwind_cache_bytes = (size_t)v << 20;
 			break;
+		case 'i':
+			if (cli_double(cmd, "-i", optarg, &ho.interval) < 0)
+				goto out;
+			if (ho.interval <= 0) {
+				cli_err(cmd, "-i: the interval must be positive, not '%s'", optarg);
+				goto out;
+			}
+			break;
+		case O_LEAKS: ho.leaks_path = optarg; break;
+		case O_NOLEAKS: ho.no_leaks = true; break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
 	char **command = argv + optind;
 	int ncommand = argc - optind;
+	if (ho.kind) {
+		rc = record_heap_run(cmd, &ho, command, ncommand, so.all || npids, output, duration,
+				     quiet, symbolize, debug_dirs, argc, argv);
+		goto out;
+	}
 	int ntargets = (so.all ? 1 : 0) + (npids ? 1 : 0) + (ncommand ? 1 : 0);
 	if (ntargets != 1) {
 		cli_err(cmd, ntargets ? "give one target: -a, -p PID or a command, not several"

@@ -1,0 +1,909 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * libstrobe-heap.so, heap half: interposes the allocator family, samples allocations by bytes
+ * (a per-thread countdown drawn from an exponential distribution of mean STROBE_HEAP_RATE bytes,
+ * default 512 KiB, as Go and jemalloc do), records each sampled allocation's call stack with
+ * libgcc's unwinder (the binaries' unwind tables: complete without frame pointers), keeps the
+ * sampled allocations that are still live in a table a free consults, and publishes all of it
+ * through the shared-memory channel described in include/strobe/heap_channel.h.
+ *
+ * Costs. An unsampled malloc is the real malloc plus one thread-local subtraction and a branch.
+ * An unsampled free is the real free plus a lookup in a 64 KiB filter of counters indexed by a
+ * hash of the pointer (nonzero only for slots that hold a live sampled allocation): the live
+ * table itself, and its lock, are reached only on a filter hit. Layouts are never changed: no
+ * header is added to any allocation.
+ *
+ * Safety. The first allocations (those glibc's dlsym makes while the real functions are being
+ * resolved) come from a small static arena whose blocks free() recognises and ignores. A
+ * per-thread guard keeps the library from sampling its own allocations (and the unwinder's, if
+ * it ever made any). The one lock (a spin lock over the stack index and the live table) is held
+ * for a few hundred instructions, never across a call that could allocate, reset in a fork
+ * child, and skipped, not waited for, when a signal handler re-enters on the thread holding it.
+ * If the library cannot start (no channel file, no memory), it says so once on stderr and turns
+ * into plain calls through. A fork child gets its own channel file at its first sample; exec
+ * carries LD_PRELOAD and STROBE_HEAP_* in the environment.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "internal.h"
+
+__thread heap_tls strobe_heap_tls __attribute__((tls_model("initial-exec")));
+uint64_t strobe_lock_sample_ns;
+
+/* ---- the real functions -------------------------------------------------------------------- */
+
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void (*real_free)(void *);
+static void *(*real_memalign)(size_t, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static size_t (*real_usable)(void *);
+/* glibc's own entry points: the fallback if dlsym finds no next definition. */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+
+static atomic_int resolving; /* dlsym in progress: serve allocations from the arena */
+
+/* ---- the bootstrap arena --------------------------------------------------------------------- */
+
+/* dlsym may calloc its error state before malloc itself is known. Blocks carry their size in a
+ * 16-byte header (for realloc and malloc_usable_size) and are never reused. */
+#define ARENA_SIZE (64u * 1024u)
+static _Alignas(64) unsigned char arena[ARENA_SIZE];
+static atomic_size_t arena_used;
+
+static inline bool in_arena(const void *p)
+{
+	return (const unsigned char *)p >= arena && (const unsigned char *)p < arena + ARENA_SIZE;
+}
+
+static void *arena_alloc(size_t n, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (n > ARENA_SIZE || align > 4096)
+		return NULL;
+	size_t need = (n + 15) & ~(size_t)15;
+	size_t old = atomic_load(&arena_used), start;
+	do {
+		start = (old + 16 + align - 1) & ~(align - 1); /* room for the header before it */
+		if (start + need > ARENA_SIZE)
+			return NULL;
+	} while (!atomic_compare_exchange_weak(&arena_used, &old, start + need));
+	*(size_t *)(arena + start - 16) = n;
+	return arena + start; /* static storage: already zero, as calloc needs */
+}
+
+static inline size_t arena_size(const void *p)
+{
+	return *(const size_t *)((const unsigned char *)p - 16);
+}
+
+static void *next_sym(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+void strobe_heap_resolve(void)
+{
+	if (LIKELY(real_free != NULL))
+		return;
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&resolving, &expected, 1))
+		return; /* this or another thread is at it: callers fall back meanwhile */
+	void *f;
+	real_malloc = (f = next_sym("malloc")) ? f : (void *)__libc_malloc;
+	real_calloc = (f = next_sym("calloc")) ? f : (void *)__libc_calloc;
+	real_realloc = (f = next_sym("realloc")) ? f : (void *)__libc_realloc;
+	real_memalign = (f = next_sym("memalign")) ? f : (void *)__libc_memalign;
+	real_posix_memalign = next_sym("posix_memalign");
+	real_aligned_alloc = next_sym("aligned_alloc");
+	real_valloc = next_sym("valloc");
+	real_pvalloc = next_sym("pvalloc");
+	real_usable = next_sym("malloc_usable_size");
+	void (*fr)(void *) = (f = next_sym("free")) ? f : (void *)__libc_free;
+	__atomic_store_n(&real_free, fr, __ATOMIC_RELEASE); /* last: it tells the others are set */
+	atomic_store(&resolving, 0);
+}
+
+/* ---- start-up state -------------------------------------------------------------------------- */
+
+enum { ST_NEW, ST_STARTING, ST_ON, ST_OFF };
+static atomic_int state = ST_NEW;
+static atomic_int frozen;        /* set in the destructor: the channel must not change any more */
+static uint64_t rate = STROBE_HEAP_DEFAULT_RATE;
+static strobe_heap_hdr *chan;    /* the mapped channel, NULL when none */
+static size_t chan_size;
+static strobe_heap_stack *stacks;
+static strobe_heap_live *live;
+static char *maps_text;
+static uint32_t *stack_index;    /* private: hash slots -> stack index + 1 */
+static uint32_t stack_index_slots;
+static uintptr_t self_start, self_end; /* this library's mapping: its frames are skipped */
+static atomic_int lock_word;     /* the spin lock over stack_index and live */
+
+#define MAX_STACKS 65536u /* entries are touched (and cost memory) only when used */
+#define LIVE_SLOTS 65536u
+#define MAPS_CAP (1u << 20)
+#define MAX_RANGES 1024u
+#define FILTER_BITS 16
+static _Atomic uint8_t filter[1u << FILTER_BITS];
+
+/* Executable ranges already in the maps text (private, sorted by start). */
+static struct range { uintptr_t start, end; } ranges[MAX_RANGES];
+static uint32_t nranges;
+static uint64_t last_refresh_ns;
+
+uint64_t strobe_heap_now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void say_once(const char *why)
+{
+	static atomic_int said;
+	if (atomic_exchange(&said, 1))
+		return;
+	char buf[256];
+	size_t n = 0;
+	const char *parts[] = {"strobe-heap: cannot start (", why, "): profiling is off\n"};
+	for (int i = 0; i < 3; i++)
+		for (const char *c = parts[i]; *c && n < sizeof(buf); c++)
+			buf[n++] = *c;
+	ssize_t w = write(2, buf, n);
+	(void)w;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	uint64_t x = 0;
+	for (; *v >= '0' && *v <= '9'; v++) {
+		if (x > (UINT64_MAX - 9) / 10)
+			return dflt;
+		x = x * 10 + (uint64_t)(*v - '0');
+	}
+	return *v ? dflt : x;
+}
+
+static char *put_str(char *d, char *end, const char *s)
+{
+	while (*s && d < end)
+		*d++ = *s++;
+	return d;
+}
+static char *put_u64(char *d, char *end, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) && n < 24);
+	while (n && d < end)
+		*d++ = tmp[--n];
+	return d;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+static const char *parse_hex(const char *s, const char *end, uintptr_t *out)
+{
+	uintptr_t v = 0;
+	int h, n = 0;
+	while (s < end && (h = hexval(*s)) >= 0 && n < 16) {
+		v = v << 4 | (uintptr_t)h;
+		s++;
+		n++;
+	}
+	*out = v;
+	return n ? s : NULL;
+}
+
+static bool range_known(uintptr_t pc)
+{
+	uint32_t lo = 0, hi = nranges;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		if (pc < ranges[mid].start)
+			hi = mid;
+		else if (pc >= ranges[mid].end)
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
+}
+
+static void range_add(uintptr_t s, uintptr_t e)
+{
+	if (nranges >= MAX_RANGES)
+		return;
+	uint32_t i = nranges;
+	while (i > 0 && ranges[i - 1].start > s) {
+		ranges[i] = ranges[i - 1];
+		i--;
+	}
+	ranges[i] = (struct range){s, e};
+	nranges++;
+}
+
+/* Appends the executable file mappings not yet listed to the channel's maps text. One refresher
+ * at a time; a second one returns at once instead of waiting. No malloc: the file is read in
+ * chunks into a stack buffer. */
+static void maps_refresh(void)
+{
+	if (!chan || __atomic_exchange_n(&chan->maps_lock, 1, __ATOMIC_ACQUIRE))
+		return;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		char buf[4096];
+		size_t have = 0, len = chan->maps_len;
+		for (;;) {
+			ssize_t r = read(fd, buf + have, sizeof(buf) - have);
+			if (r <= 0)
+				break;
+			have += (size_t)r;
+			char *line = buf, *nl;
+			while ((nl = memchr(line, '\n', (size_t)(buf + have - line)))) {
+				/* "start-end perms offset dev inode   path" */
+				uintptr_t s, e;
+				const char *p = parse_hex(line, nl, &s);
+				if (p && p < nl && *p == '-' && (p = parse_hex(p + 1, nl, &e)) &&
+				    p + 5 < nl && p[3] == 'x' && memchr(p, '/', (size_t)(nl - p)) &&
+				    !range_known(s)) {
+					size_t ll = (size_t)(nl - line) + 1;
+					if (len + ll <= chan->maps_cap && nranges < MAX_RANGES) {
+						memcpy(maps_text + len, line, ll);
+						len += ll;
+						range_add(s, e);
+					} else {
+						chan->flags |= STROBE_HEAP_F_MAPS_TRUNCATED;
+					}
+				}
+				line = nl + 1;
+			}
+			have = (size_t)(buf + have - line);
+			memmove(buf, line, have);
+			if (have == sizeof(buf))
+				have = 0; /* a line longer than the buffer: drop it */
+		}
+		close(fd);
+		__atomic_store_n(&chan->maps_len, (uint32_t)len, __ATOMIC_RELEASE);
+		chan->maps_refreshes++;
+	}
+	last_refresh_ns = strobe_heap_now_ns();
+	__atomic_store_n(&chan->maps_lock, 0, __ATOMIC_RELEASE);
+}
+
+static void fork_child(void);
+
+/* Creates this image's channel file. Returns 0, or -1 after saying why on stderr (then the
+ * library is off). */
+static int chan_open(void)
+{
+	const char *dir = getenv("STROBE_HEAP_DIR");
+	if (!dir || !*dir)
+		dir = "/dev/shm";
+	char path[512];
+	pid_t pid = getpid();
+	int fd = -1;
+	for (unsigned n = 0; n < 16 && fd < 0; n++) {
+		char *d = path, *end = path + sizeof(path) - 1;
+		d = put_str(d, end, dir);
+		d = put_str(d, end, "/strobe-heap.");
+		d = put_u64(d, end, (uint64_t)pid);
+		if (n) {
+			d = put_str(d, end, ".");
+			d = put_u64(d, end, n);
+		}
+		if (d >= end)
+			break;
+		*d = 0;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		say_once("no channel file in STROBE_HEAP_DIR");
+		return -1;
+	}
+	size_t off_stacks = STROBE_HEAP_HDR_SIZE;
+	size_t off_live = off_stacks + (size_t)MAX_STACKS * sizeof(strobe_heap_stack);
+	size_t off_maps = off_live + (size_t)LIVE_SLOTS * sizeof(strobe_heap_live);
+	size_t size = off_maps + MAPS_CAP;
+	void *m = MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) == 0)
+		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	uint32_t slots = 2 * MAX_STACKS;
+	void *idx = m == MAP_FAILED ? MAP_FAILED
+				    : mmap(NULL, slots * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || idx == MAP_FAILED) {
+		if (m != MAP_FAILED)
+			munmap(m, size);
+		unlink(path);
+		say_once("no memory for the channel");
+		return -1;
+	}
+	strobe_heap_hdr *h = m;
+	memcpy(h->magic, STROBE_HEAP_MAGIC, 8);
+	h->version = STROBE_HEAP_VERSION;
+	h->hdr_size = STROBE_HEAP_HDR_SIZE;
+	h->file_size = size;
+	h->pid = pid;
+	h->rate = rate;
+	h->lock_sample_ns = strobe_lock_sample_ns;
+	h->start_ns = strobe_heap_now_ns();
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	h->start_unix_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	h->max_stacks = MAX_STACKS;
+	h->max_depth = STROBE_HEAP_MAX_DEPTH;
+	h->live_slots = LIVE_SLOTS;
+	h->maps_cap = MAPS_CAP;
+	h->stacks_off = off_stacks;
+	h->live_off = off_live;
+	h->maps_off = off_maps;
+	ssize_t r = readlink("/proc/self/exe", h->exe, sizeof(h->exe) - 1);
+	h->exe[r > 0 ? r : 0] = 0;
+	chan_size = size;
+	stacks = (strobe_heap_stack *)((char *)m + off_stacks);
+	live = (strobe_heap_live *)((char *)m + off_live);
+	maps_text = (char *)m + off_maps;
+	stack_index = idx;
+	stack_index_slots = slots;
+	nranges = 0;
+	chan = h;
+	maps_refresh();
+	__atomic_store_n(&h->state, STROBE_HEAP_RUNNING, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Starts the library once per process image (and again in a fork child). Returns true when on. */
+static bool ensure_started(void)
+{
+	int s = atomic_load_explicit(&state, memory_order_acquire);
+	if (LIKELY(s == ST_ON))
+		return true;
+	if (s != ST_NEW)
+		return false;
+	int expected = ST_NEW;
+	if (!atomic_compare_exchange_strong(&state, &expected, ST_STARTING))
+		return false; /* another thread is starting it: skip this sample */
+	strobe_heap_resolve();
+	static atomic_int once;
+	if (!atomic_exchange(&once, 1)) {
+		/* first start in this image (a fork child inherits these) */
+		rate = env_u64("STROBE_HEAP_RATE", STROBE_HEAP_DEFAULT_RATE);
+		strobe_lock_sample_ns = env_u64("STROBE_LOCK_SAMPLE_NS", 100000);
+		struct dl_find_object fo;
+		if (_dl_find_object((void *)&ensure_started, &fo) == 0) {
+			self_start = (uintptr_t)fo.dlfo_map_start;
+			self_end = (uintptr_t)fo.dlfo_map_end;
+		}
+		pthread_atfork(NULL, NULL, fork_child);
+	}
+	if (chan_open() < 0) {
+		strobe_lock_sample_ns = 0;
+		atomic_store(&state, ST_OFF);
+		return false;
+	}
+	atomic_store_explicit(&state, ST_ON, memory_order_release);
+	return true;
+}
+
+/* In a fork child: the parent's channel is the parent's. Drop it (without touching it) and
+ * start afresh, with this pid, at the next sample; nothing inherited is tracked any more. */
+static void fork_child(void)
+{
+	if (chan)
+		munmap(chan, chan_size);
+	if (stack_index)
+		munmap(stack_index, stack_index_slots * sizeof(uint32_t));
+	chan = NULL;
+	stacks = NULL;
+	live = NULL;
+	stack_index = NULL;
+	memset((void *)filter, 0, sizeof(filter));
+	atomic_store(&lock_word, 0);
+	atomic_store(&frozen, 0);
+	int s = atomic_load(&state);
+	if (s == ST_ON || s == ST_STARTING)
+		atomic_store(&state, ST_NEW);
+}
+
+__attribute__((constructor)) static void heap_ctor(void)
+{
+	heap_tls *t = &strobe_heap_tls;
+	t->guard++;
+	ensure_started();
+	t->guard--;
+}
+
+__attribute__((destructor)) static void heap_dtor(void)
+{
+	heap_tls *t = &strobe_heap_tls;
+	t->guard++;
+	if (atomic_load(&state) == ST_ON && chan) {
+		/* The program's exit handlers have run (this runs in _dl_fini, after them): what
+		 * is live now is what it left. Final maps, then the exit mark, once. */
+		atomic_store(&frozen, 1);
+		maps_refresh();
+		/* let a sample in progress on another thread finish (bounded: never hang exit) */
+		for (int i = 0; i < 1000 && atomic_load(&lock_word); i++)
+			sched_yield();
+		chan->exit_ns = strobe_heap_now_ns();
+		__atomic_store_n(&chan->state, STROBE_HEAP_EXITED, __ATOMIC_RELEASE);
+	}
+	t->guard--;
+}
+
+/* ---- the lock, the stack table, the live table ----------------------------------------------- */
+
+static bool lock_take(void)
+{
+	for (unsigned spins = 0;; spins++) {
+		if (!atomic_exchange_explicit(&lock_word, 1, memory_order_acquire))
+			return true;
+		if (spins > 64)
+			sched_yield();
+		if (spins > 100000)
+			return false; /* something is very wrong: lose the sample, not the program */
+	}
+}
+static void lock_drop(void)
+{
+	atomic_store_explicit(&lock_word, 0, memory_order_release);
+}
+
+static inline uint32_t ptr_hash(uintptr_t p)
+{
+	return (uint32_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL) >> 32);
+}
+static inline uint32_t filter_slot(uintptr_t p)
+{
+	return ptr_hash(p) >> (32 - FILTER_BITS);
+}
+
+static uint64_t stack_hash(uint32_t kind, uint32_t cls, const uint64_t *pc, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ kind ^ (uint64_t)cls << 8;
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= pc[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h ? h : 1;
+}
+
+/* Under the lock: the index of this stack in the table, added if new; UINT32_MAX when full. */
+static uint32_t stack_find_add(uint32_t kind, uint32_t cls, const uint64_t *pc, uint32_t n,
+			       bool truncated)
+{
+	uint64_t h = stack_hash(kind, cls, pc, n);
+	uint32_t mask = stack_index_slots - 1;
+	for (uint32_t i = (uint32_t)h & mask, probes = 0; probes < stack_index_slots;
+	     i = (i + 1) & mask, probes++) {
+		uint32_t v = stack_index[i];
+		if (!v) {
+			uint32_t idx = __atomic_fetch_add(&chan->stacks_reserved, 1, __ATOMIC_RELAXED);
+			if (idx >= chan->max_stacks)
+				return UINT32_MAX;
+			strobe_heap_stack *s = &stacks[idx];
+			s->kind = kind;
+			s->depth = n;
+			s->size_class = cls;
+			s->hash = h;
+			memcpy(s->frames, pc, n * sizeof(*pc));
+			__atomic_store_n(&s->ready, STROBE_HEAP_READY, __ATOMIC_RELEASE);
+			stack_index[i] = idx + 1;
+			if (truncated)
+				chan->truncated_stacks++;
+			return idx;
+		}
+		strobe_heap_stack *s = &stacks[v - 1];
+		if (s->hash == h && s->kind == kind && s->size_class == cls && s->depth == n &&
+		    memcmp(s->frames, pc, n * sizeof(*pc)) == 0)
+			return v - 1;
+	}
+	return UINT32_MAX;
+}
+
+static inline void add64(uint64_t *p, uint64_t v)
+{
+	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+/* Under the lock. Linear probing with backward-shift deletion (no tombstones), so a lookup of
+ * an absent pointer stops at the first empty slot. The table is kept at most 3/4 full. */
+static uint32_t live_count;
+static bool live_insert(uintptr_t p, uint64_t size, uint32_t stack, uint64_t now)
+{
+	if (live_count >= LIVE_SLOTS / 4 * 3)
+		return false;
+	uint32_t mask = LIVE_SLOTS - 1;
+	for (uint32_t i = ptr_hash(p) & mask;; i = (i + 1) & mask) {
+		strobe_heap_live *e = &live[i];
+		if (e->ptr == STROBE_HEAP_LIVE_EMPTY) {
+			e->size = size;
+			e->stack = stack;
+			e->time_ns = now;
+			__atomic_store_n(&e->ptr, (uint64_t)p, __ATOMIC_RELEASE);
+			live_count++;
+			return true;
+		}
+	}
+}
+
+static bool live_remove(uintptr_t p, strobe_heap_live *out)
+{
+	uint32_t mask = LIVE_SLOTS - 1;
+	uint32_t i = ptr_hash(p) & mask;
+	for (;; i = (i + 1) & mask) {
+		if (live[i].ptr == STROBE_HEAP_LIVE_EMPTY)
+			return false;
+		if (live[i].ptr == (uint64_t)p)
+			break;
+	}
+	*out = live[i];
+	/* Backward shift: move later entries of the run into the hole when their home allows. */
+	uint32_t hole = i;
+	for (uint32_t j = (i + 1) & mask; live[j].ptr != STROBE_HEAP_LIVE_EMPTY; j = (j + 1) & mask) {
+		uint32_t home = ptr_hash((uintptr_t)live[j].ptr) & mask;
+		/* j may move to hole when home is not cyclically in (hole, j] */
+		bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+		if (stays)
+			continue;
+		live[hole].size = live[j].size;
+		live[hole].stack = live[j].stack;
+		live[hole].time_ns = live[j].time_ns;
+		__atomic_store_n(&live[hole].ptr, live[j].ptr, __ATOMIC_RELEASE);
+		hole = j;
+	}
+	__atomic_store_n(&live[hole].ptr, (uint64_t)STROBE_HEAP_LIVE_EMPTY, __ATOMIC_RELEASE);
+	live_count--;
+	return true;
+}
+
+/* ---- stacks ---------------------------------------------------------------------------------- */
+
+typedef struct walk {
+	uint64_t *pc;
+	uint32_t n, skip_done;
+	bool truncated;
+} walk;
+
+static _Unwind_Reason_Code walk_one(struct _Unwind_Context *ctx, void *arg)
+{
+	walk *w = arg;
+	uintptr_t ip = _Unwind_GetIP(ctx);
+	if (!ip)
+		return _URC_END_OF_STACK;
+	if (!w->skip_done) {
+		if (ip >= self_start && ip < self_end)
+			return _URC_NO_REASON; /* the library's own frames */
+		w->skip_done = 1;
+	}
+	if (w->n == STROBE_HEAP_MAX_DEPTH) {
+		w->truncated = true;
+		return _URC_END_OF_STACK;
+	}
+	w->pc[w->n++] = ip;
+	return _URC_NO_REASON;
+}
+
+static uint32_t capture(uint64_t *pc, bool *truncated)
+{
+	walk w = {.pc = pc};
+	_Unwind_Backtrace(walk_one, &w);
+	*truncated = w.truncated;
+	/* a PC outside every known executable mapping: a library came (dlopen) since the last
+	 * refresh; look again, at most once a second (JIT code is never in a file mapping) */
+	for (uint32_t i = 0; i < w.n; i++)
+		if (!range_known((uintptr_t)pc[i])) {
+			if (strobe_heap_now_ns() - last_refresh_ns > 1000000000u)
+				maps_refresh();
+			break;
+		}
+	return w.n;
+}
+
+void strobe_heap_record_lock(uint64_t count_milli, uint64_t delay_ns)
+{
+	if (!ensure_started() || atomic_load(&frozen) || __atomic_load_n(&chan->paused, __ATOMIC_RELAXED))
+		return;
+	uint64_t pc[STROBE_HEAP_MAX_DEPTH];
+	bool truncated;
+	uint32_t n = capture(pc, &truncated);
+	if (!lock_take())
+		return;
+	uint32_t idx = stack_find_add(STROBE_HEAP_KIND_LOCK, 0, pc, n, truncated);
+	if (idx != UINT32_MAX) {
+		add64(&stacks[idx].lock_count_milli, count_milli);
+		add64(&stacks[idx].lock_delay_ns, delay_ns);
+	} else {
+		chan->dropped_stacks++;
+	}
+	lock_drop();
+}
+
+/* ---- the sampled paths ----------------------------------------------------------------------- */
+
+static __attribute__((noinline)) void sample_slow(void *p, size_t size)
+{
+	heap_tls *t = &strobe_heap_tls;
+	if (t->guard)
+		return; /* our own allocation: left stays <= 0, the next one tries again */
+	t->guard = 1;
+	if (!t->rng) {
+		uint64_t seed = strobe_heap_now_ns() ^ ((uint64_t)(uintptr_t)t << 16) ^
+				((uint64_t)gettid() << 40);
+		t->rng = seed ? seed : 0x9E3779B97F4A7C15ULL;
+	}
+	if (!ensure_started() || rate == 0) {
+		t->left = INT64_MAX / 2; /* off: never come back here on this thread */
+		goto out;
+	}
+	if (!t->inited) {
+		/* the thread's first countdown; this allocation is sampled if it crosses it */
+		t->inited = 1;
+		t->left = (int64_t)strobe_heap_next_sample(&t->rng, rate) - (int64_t)size;
+		if (t->left > 0)
+			goto out;
+	}
+	t->left = (int64_t)strobe_heap_next_sample(&t->rng, rate);
+	if (atomic_load(&frozen) || __atomic_load_n(&chan->paused, __ATOMIC_RELAXED))
+		goto out;
+	uint64_t pc[STROBE_HEAP_MAX_DEPTH];
+	bool truncated;
+	uint32_t n = capture(pc, &truncated);
+	uint64_t now = strobe_heap_now_ns();
+	if (!lock_take())
+		goto out;
+	uint32_t idx = stack_find_add(STROBE_HEAP_KIND_ALLOC, strobe_heap_size_class(size), pc, n,
+				      truncated);
+	if (idx == UINT32_MAX) {
+		chan->dropped_stacks++;
+	} else {
+		add64(&stacks[idx].alloc_count, 1);
+		add64(&stacks[idx].alloc_bytes, size);
+		uint32_t f = filter_slot((uintptr_t)p);
+		if (live_insert((uintptr_t)p, size, idx, now)) {
+			uint8_t c = atomic_load_explicit(&filter[f], memory_order_relaxed);
+			while (c < 255 && !atomic_compare_exchange_weak(&filter[f], &c, c + 1))
+				;
+		} else {
+			chan->dropped_live++;
+		}
+	}
+	lock_drop();
+out:
+	t->guard = 0;
+}
+
+/* A free (or realloc) of a pointer whose filter slot is nonzero: find it in the live table. */
+static __attribute__((noinline)) void untrack_slow(void *p)
+{
+	heap_tls *t = &strobe_heap_tls;
+	if (t->guard || atomic_load(&frozen) || atomic_load(&state) != ST_ON)
+		return; /* a signal handler inside our own code: lose this free, not the program */
+	t->guard = 1;
+	if (lock_take()) {
+		strobe_heap_live e;
+		if (live_remove((uintptr_t)p, &e)) {
+			uint32_t f = filter_slot((uintptr_t)p);
+			uint8_t c = atomic_load_explicit(&filter[f], memory_order_relaxed);
+			/* 255 is sticky: it may stand for more entries than it can count */
+			while (c > 0 && c < 255 && !atomic_compare_exchange_weak(&filter[f], &c, c - 1))
+				;
+			if (e.stack < chan->max_stacks) {
+				add64(&stacks[e.stack].free_count, 1);
+				add64(&stacks[e.stack].free_bytes, e.size);
+			}
+		}
+		lock_drop();
+	}
+	t->guard = 0;
+}
+
+static inline void account(void *p, size_t size)
+{
+	heap_tls *t = &strobe_heap_tls;
+	t->left -= (int64_t)size;
+	if (UNLIKELY(t->left <= 0))
+		sample_slow(p, size);
+}
+
+static inline void untrack(void *p)
+{
+	if (UNLIKELY(atomic_load_explicit(&filter[filter_slot((uintptr_t)p)],
+					  memory_order_relaxed)))
+		untrack_slow(p);
+}
+
+/* ---- the interposed functions ---------------------------------------------------------------- */
+
+EXPORT void *malloc(size_t n)
+{
+	if (UNLIKELY(!real_free)) {
+		strobe_heap_resolve();
+		if (!real_free)
+			return arena_alloc(n, 16);
+	}
+	void *p = real_malloc(n);
+	if (LIKELY(p != NULL))
+		account(p, n);
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (UNLIKELY(p == NULL))
+		return;
+	if (UNLIKELY(in_arena(p)))
+		return;
+	untrack(p);
+	if (UNLIKELY(!real_free)) {
+		strobe_heap_resolve();
+		if (!real_free)
+			return; /* cannot happen: only arena blocks exist before resolution */
+	}
+	real_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	if (UNLIKELY(!real_free)) {
+		strobe_heap_resolve();
+		if (!real_free) {
+			size_t total;
+			if (__builtin_mul_overflow(n, size, &total))
+				return NULL;
+			return arena_alloc(total, 16);
+		}
+	}
+	void *p = real_calloc(n, size);
+	if (LIKELY(p != NULL))
+		account(p, n * size);
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t n)
+{
+	if (UNLIKELY(!real_free))
+		strobe_heap_resolve();
+	if (UNLIKELY(old != NULL && in_arena(old))) {
+		/* an arena block moves to the real allocator */
+		void *p = malloc(n ? n : 1);
+		if (p) {
+			size_t m = arena_size(old);
+			memcpy(p, old, m < n ? m : n);
+		}
+		return p;
+	}
+	if (UNLIKELY(!real_free))
+		return old ? NULL : arena_alloc(n, 16);
+	/* Before the call: once realloc returns, the old address may already be another thread's
+	 * new (sampled) allocation. A failed realloc thus loses one sampled entry, no more. */
+	if (old)
+		untrack(old);
+	void *p = real_realloc(old, n);
+	if (LIKELY(p != NULL))
+		account(p, n);
+	return p;
+}
+
+EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(old, total);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	if (UNLIKELY(!real_free)) {
+		strobe_heap_resolve();
+		if (!real_free)
+			return arena_alloc(n, align);
+	}
+	void *p = real_memalign(align, n);
+	if (LIKELY(p != NULL))
+		account(p, n);
+	return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	strobe_heap_resolve();
+	if (!real_posix_memalign) {
+		if (!real_free) {
+			void *p = arena_alloc(n, align);
+			if (!p)
+				return ENOMEM;
+			*out = p;
+			return 0;
+		}
+		return ENOSYS;
+	}
+	int rc = real_posix_memalign(out, align, n);
+	if (rc == 0 && *out)
+		account(*out, n);
+	return rc;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	strobe_heap_resolve();
+	if (!real_aligned_alloc)
+		return memalign(align, n);
+	void *p = real_aligned_alloc(align, n);
+	if (LIKELY(p != NULL))
+		account(p, n);
+	return p;
+}
+
+EXPORT void *valloc(size_t n)
+{
+	strobe_heap_resolve();
+	if (!real_valloc)
+		return memalign((size_t)sysconf(_SC_PAGESIZE), n);
+	void *p = real_valloc(n);
+	if (LIKELY(p != NULL))
+		account(p, n);
+	return p;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+	strobe_heap_resolve();
+	if (!real_pvalloc)
+		return valloc(n);
+	void *p = real_pvalloc(n);
+	if (LIKELY(p != NULL))
+		account(p, n);
+	return p;
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	if (in_arena(p))
+		return arena_size(p);
+	strobe_heap_resolve();
+	return real_usable ? real_usable(p) : 0;
+}
