@@ -135,7 +135,12 @@ $(B)/workloads/%-nofp: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 $(B)/workloads/%-dbgframe: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -pthread -o $@ $< -lm
-workloads: $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm
+# C++ workloads (libstrobe-heap.so's safety tests: new/delete reach malloc through libstdc++).
+WL_CXX   := $(patsubst tests/workloads/cxx/%.cc,$(B)/workloads/%,$(wildcard tests/workloads/cxx/*.cc))
+$(B)/workloads/%: tests/workloads/cxx/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer -pthread -o $@ $<
+workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm
 # The server's fault tests' load generator (tests/e2e/server_overload.sh, server_slow_clients.sh).
 $(B)/tools/push_storm: tests/tools/push_storm.c
 	@mkdir -p $(dir $@)

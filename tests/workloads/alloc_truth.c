@@ -147,6 +147,9 @@ int main(int argc, char **argv)
 		fprintf(f, "alloc_c_bytes %llu\nalloc_c_count %llu\n", (unsigned long long)cc.bytes, (unsigned long long)cc.count);
 	} else if (strcmp(mode, "inuse") == 0) {
 		tally big = {0}, small = {0};
+		/* the list of kept blocks, allocated before (and apart from) the measured ones */
+		capkeep = (size_t)(70000 * scale) + 4096;
+		keep = malloc(capkeep * sizeof(*keep));
 		for (int r = 0; r < 8; r++) {
 			hold_big(6 * scale, &big);
 			churn(12.5 * scale);
