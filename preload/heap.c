@@ -38,6 +38,7 @@
 #include <unwind.h>
 
 #include "internal.h"
+#include "live_table.h"
 
 __thread heap_tls strobe_heap_tls __attribute__((tls_model("initial-exec")));
 uint64_t strobe_lock_sample_ns;
@@ -486,13 +487,9 @@ static void lock_drop(void)
 	atomic_store_explicit(&lock_word, 0, memory_order_release);
 }
 
-static inline uint32_t ptr_hash(uintptr_t p)
-{
-	return (uint32_t)(((uint64_t)(p >> 4) * 0x9E3779B97F4A7C15ULL) >> 32);
-}
 static inline uint32_t filter_slot(uintptr_t p)
 {
-	return ptr_hash(p) >> (32 - FILTER_BITS);
+	return strobe_live_hash(p) >> (32 - FILTER_BITS);
 }
 
 static uint64_t stack_hash(uint32_t kind, uint32_t cls, const uint64_t *pc, uint32_t n)
@@ -544,55 +541,15 @@ static inline void add64(uint64_t *p, uint64_t v)
 	__atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
-/* Under the lock. Linear probing with backward-shift deletion (no tombstones), so a lookup of
- * an absent pointer stops at the first empty slot. The table is kept at most 3/4 full. */
+/* Under the lock: the live table (preload/live_table.h). */
 static uint32_t live_count;
 static bool live_insert(uintptr_t p, uint64_t size, uint32_t stack, uint64_t now)
 {
-	if (live_count >= LIVE_SLOTS / 4 * 3)
-		return false;
-	uint32_t mask = LIVE_SLOTS - 1;
-	for (uint32_t i = ptr_hash(p) & mask;; i = (i + 1) & mask) {
-		strobe_heap_live *e = &live[i];
-		if (e->ptr == STROBE_HEAP_LIVE_EMPTY) {
-			e->size = size;
-			e->stack = stack;
-			e->time_ns = now;
-			__atomic_store_n(&e->ptr, (uint64_t)p, __ATOMIC_RELEASE);
-			live_count++;
-			return true;
-		}
-	}
+	return strobe_live_insert(live, LIVE_SLOTS, &live_count, p, size, stack, now);
 }
-
 static bool live_remove(uintptr_t p, strobe_heap_live *out)
 {
-	uint32_t mask = LIVE_SLOTS - 1;
-	uint32_t i = ptr_hash(p) & mask;
-	for (;; i = (i + 1) & mask) {
-		if (live[i].ptr == STROBE_HEAP_LIVE_EMPTY)
-			return false;
-		if (live[i].ptr == (uint64_t)p)
-			break;
-	}
-	*out = live[i];
-	/* Backward shift: move later entries of the run into the hole when their home allows. */
-	uint32_t hole = i;
-	for (uint32_t j = (i + 1) & mask; live[j].ptr != STROBE_HEAP_LIVE_EMPTY; j = (j + 1) & mask) {
-		uint32_t home = ptr_hash((uintptr_t)live[j].ptr) & mask;
-		/* j may move to hole when home is not cyclically in (hole, j] */
-		bool stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-		if (stays)
-			continue;
-		live[hole].size = live[j].size;
-		live[hole].stack = live[j].stack;
-		live[hole].time_ns = live[j].time_ns;
-		__atomic_store_n(&live[hole].ptr, live[j].ptr, __ATOMIC_RELEASE);
-		hole = j;
-	}
-	__atomic_store_n(&live[hole].ptr, (uint64_t)STROBE_HEAP_LIVE_EMPTY, __ATOMIC_RELEASE);
-	live_count--;
-	return true;
+	return strobe_live_remove(live, LIVE_SLOTS, &live_count, p, out);
 }
 
 /* ---- stacks ---------------------------------------------------------------------------------- */

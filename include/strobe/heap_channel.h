@@ -23,10 +23,13 @@
  *     Frames of a ready entry never change again; its counters only grow (relaxed atomic adds,
  *     each counter read alone is exact, a pair such as count/bytes may be one sample apart).
  *     The same stack can appear twice (two threads racing to add it): readers sum them.
- *   - Live entries: ptr is 0 (empty), 1 (a writer is filling the entry), 2 (tombstone: freed) or
- *     the allocation's address. A writer claims a slot by compare-and-swap of ptr, fills size,
- *     stack and time, then stores ptr with release order; a free stores 2. A reader reads ptr,
- *     the fields, then ptr again and keeps the entry only when both reads are the same address.
+ *   - Live entries: ptr is 0 (empty) or the allocation's address (1 and 2 are never used as
+ *     addresses). Writers are serialized by the library's own lock, which readers never touch;
+ *     an insert fills size, stack and time, then stores ptr with release order; a removal
+ *     shifts later entries of its probe run back (preload/live_table.h), so an entry may move
+ *     while a reader looks. A reader reads ptr, the fields, then ptr again and keeps the entry
+ *     only when both reads are the same address; during a run it may thus see an entry twice or
+ *     miss one, at exit (state EXITED) the table is still.
  *   - The maps text is append-only, so that a library unloaded by dlclose is still there to
  *     name its frames: each refresh (at start, when a sampled PC falls outside every known range,
  *     at exit) appends the lines of executable mappings not already listed, then publishes the
