@@ -203,7 +203,8 @@ $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 $(B)/bench/server_load: bench/server_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(B)/libstrobe.a $(LDLIBS)
-# The recorder's overhead benchmarks (bench/record.sh): plain programs, no strobe code.
-$(B)/bench/cpu_work $(B)/bench/pingpong: $(B)/bench/%: bench/%.c
+# The recorder's overhead benchmarks (bench/record.sh) and libstrobe-heap.so's (bench/heap.sh):
+# plain programs, no strobe code.
+$(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/heap_micro: $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 $(WARN) -O2 -g -pthread -o $@ $<
