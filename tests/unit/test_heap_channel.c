@@ -10,9 +10,11 @@
  *   - the live table (preload/live_table.h, the code the library runs): inserts, removals in
  *     random order with colliding keys, the 3/4 cap, absent lookups;
  *   - the reader: a small synthetic channel read into a profile (types, values, frames with
- *     mappings) and its leak list (the last-tenth rule); malformed channels refused.
+ *     mappings) and its leak list (the last-tenth rule); malformed channels refused; the
+ *     paused flag, the one field a reader writes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -383,6 +386,38 @@ static void test_reader_refuses(void **state)
 	free(b);
 }
 
+/* The reader's one write: the paused flag, and nothing else, changes in the file. */
+static void test_set_paused(void **state)
+{
+	(void)state;
+	uint8_t *b = make_channel();
+	char path[] = "/tmp/test_heap_channel.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, T_SIZE), (ssize_t)T_SIZE);
+	close(fd);
+	assert_int_equal(strobe_heap_set_paused(path, true), 0);
+	strobe_heap_snap *s;
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_heap_snap_read(path, &s, &err), 0);
+	assert_int_equal(s->hdr.paused, 1);
+	assert_int_equal(s->nstacks, 3);
+	strobe_heap_snap_free(s);
+	assert_int_equal(strobe_heap_set_paused(path, false), 0);
+	assert_int_equal(strobe_heap_snap_read(path, &s, &err), 0);
+	assert_int_equal(s->hdr.paused, 0);
+	strobe_heap_snap_free(s);
+	/* not a channel: refused, untouched */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "hello", 5), 5);
+	close(fd);
+	assert_int_equal(strobe_heap_set_paused(path, true), -EINVAL);
+	assert_int_equal(strobe_heap_snap_read(path, &s, &err), -EINVAL);
+	unlink(path);
+	assert_true(strobe_heap_set_paused(path, true) < 0);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_live_table),
 		cmocka_unit_test(test_reader_profile),
 		cmocka_unit_test(test_reader_refuses),
+		cmocka_unit_test(test_set_paused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
