@@ -106,131 +106,46 @@ static void namer_free(namer_ctx *c)
 	c->n = 0;
 }
 
-/* ---- reading the channel files --------------------------------------------------------------- */
+/* ---- the recording's state ------------------------------------------------------------------ */
+
+/* One possible leak, formatted when its process was read, sorted with all others at the end. */
+typedef struct leak_text {
+	double space;
+	char *text;
+} leak_text;
+
+typedef struct rec {
+	const char *cmd;
+	const record_heap_opts *o;
+	const char *dir;
+	namer_ctx nc;
+	/* Processes already gone are folded in here and their files removed, so that a command
+	 * that runs thousands of short processes (a build) keeps a handful of files, not one per
+	 * process, in shared memory. */
+	strobe_profile *done;
+	leak_text *leaks;
+	size_t nleaks;
+	size_t files_seen;      /* channel files met (folded or live): > 1 -> pid labels */
+	size_t processes;       /* folded */
+	uint64_t samples, dropped, dropped_live;
+	bool oom;
+} rec;
 
 typedef struct snaps {
 	strobe_heap_snap **v;
 	size_t n;
-	uint64_t bad; /* files refused */
+	char **path;
 } snaps;
 
 static void snaps_free(snaps *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		strobe_heap_snap_free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = 0;
-}
-
-static int read_dir(const char *cmd, const char *dir, snaps *out, bool verbose)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	while ((e = readdir(d)) && out->n < MAX_FILES) {
-		if (strncmp(e->d_name, "strobe-heap.", 12) != 0)
-			continue;
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		strobe_err err = {{0}};
-		strobe_heap_snap *s;
-		if (strobe_heap_snap_read(path, &s, &err) < 0) {
-			out->bad++;
-			if (verbose)
-				cli_err(cmd, "%s", err.msg);
-			continue;
-		}
-		strobe_heap_snap **nv = realloc(out->v, (out->n + 1) * sizeof(*nv));
-		if (!nv) {
-			strobe_heap_snap_free(s);
-			closedir(d);
-			return -ENOMEM;
-		}
-		out->v = nv;
-		out->v[out->n++] = s;
-	}
-	closedir(d);
-	return 0;
-}
-
-static strobe_profile *build(const char *cmd, const snaps *s, enum strobe_heap_kind kind,
-			     namer_ctx *nc)
-{
-	strobe_profile *p = strobe_profile_new();
-	if (!p)
-		return NULL;
-	strobe_heap_profile_opts o = {.kind = kind, .namer = nc->sym ? name_frame : NULL,
-				      .namer_ctx = nc, .pid_label = s->n > 1};
 	for (size_t i = 0; i < s->n; i++) {
-		strobe_err err = {{0}};
-		if (strobe_heap_profile_add(p, s->v[i], &o, &err) < 0) {
-			cli_err(cmd, "pid %d: %s", (int)s->v[i]->hdr.pid,
-				err.msg[0] ? err.msg : "out of memory");
-			strobe_profile_free(p);
-			return NULL;
-		}
+		strobe_heap_snap_free(s->v[i]);
+		free(s->path[i]);
 	}
-	if (p->ntypes == 0) { /* no process started the library: an empty profile of the kind */
-		strobe_heap_snap empty = {.hdr.rate = 1};
-		strobe_heap_profile_add(p, &empty, &o, NULL);
-	}
-	return p;
-}
-
-/* "out.pb.gz" + 3 -> "out.3.pb.gz" (the number before the first dot of the file name). */
-static void numbered(char *buf, size_t cap, const char *path, unsigned n)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	const char *dot = strchr(base, '.');
-	if (!dot)
-		dot = path + strlen(path);
-	snprintf(buf, cap, "%.*s.%u%s", (int)(dot - path), path, n, dot);
-}
-
-static int write_profile(const char *cmd, const char *dir, const record_heap_opts *o,
-			 const char *path, namer_ctx *nc, snaps *keep)
-{
-	snaps s = {0};
-	int rc = read_dir(cmd, dir, &s, keep != NULL);
-	if (rc < 0) {
-		cli_err(cmd, "%s: %s", dir, strerror(-rc));
-		return -1;
-	}
-	strobe_profile *p = build(cmd, &s, o->kind, nc);
-	if (!p) {
-		snaps_free(&s);
-		return -1;
-	}
-	char note[512];
-	int nn = snprintf(note, sizeof(note), "strobe record");
-	for (int i = 1; i < o->argc && nn < (int)sizeof(note) - 1; i++)
-		nn += snprintf(note + nn, sizeof(note) - (size_t)nn, " %s", o->argv[i]);
-	strobe_profile_add_comment(p, note);
-	uint64_t dropped = 0, dropped_live = 0;
-	for (size_t i = 0; i < s.n; i++) {
-		dropped += s.v[i]->hdr.dropped_stacks;
-		dropped_live += s.v[i]->hdr.dropped_live;
-	}
-	if (dropped) {
-		snprintf(note, sizeof(note), "samples lost (stack table full): %" PRIu64, dropped);
-		strobe_profile_add_comment(p, note);
-	}
-	if (dropped_live) {
-		snprintf(note, sizeof(note), "sampled allocations not tracked for in-use (live table "
-					     "full): %" PRIu64, dropped_live);
-		strobe_profile_add_comment(p, note);
-	}
-	int type = strobe_default_type_index(p);
-	rc = cli_write_as(cmd, p, o->fmt, type, STROBE_GRAN_FUNCTIONS, path);
-	strobe_profile_free(p);
-	if (keep)
-		*keep = s;
-	else
-		snaps_free(&s);
-	return rc;
+	free(s->v);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
 }
 
 /* ---- the leak report ------------------------------------------------------------------------- */
@@ -239,7 +154,7 @@ static void print_frame(FILE *f, const strobe_heap_snap *s, uint64_t pc, namer_c
 {
 	/* the maps line covering pc, searched the way the profile builder does (last wins) */
 	const char *best = NULL;
-	unsigned long long bs = 0, be = 0, boff = 0;
+	unsigned long long bs = 0, boff = 0;
 	int bpos = 0;
 	for (const char *line = s->maps; *line;) {
 		const char *nl = strchr(line, '\n');
@@ -247,12 +162,11 @@ static void print_frame(FILE *f, const strobe_heap_snap *s, uint64_t pc, namer_c
 		int pos = 0;
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &a, &b, &off, &pos) >= 3 && pos &&
 		    pc >= a && pc < b)
-			best = line, bs = a, be = b, boff = off, bpos = pos;
+			best = line, bs = a, boff = off, bpos = pos;
 		if (!nl)
 			break;
 		line = nl + 1;
 	}
-	(void)be;
 	if (!best) {
 		fprintf(f, "        0x%" PRIx64 "\n", pc);
 		return;
@@ -278,38 +192,236 @@ static void print_frame(FILE *f, const strobe_heap_snap *s, uint64_t pc, namer_c
 	}
 }
 
-static int report_leaks(const char *cmd, const snaps *s, const char *path, namer_ctx *nc)
+/* Formats the possible leaks of one process into r->leaks. */
+static void collect_leaks(rec *r, const strobe_heap_snap *s)
 {
+	strobe_heap_leak *l;
+	size_t n;
+	if (r->o->kind != STROBE_HEAP_KIND_ALLOC || r->o->no_leaks ||
+	    strobe_heap_leaks(s, &l, &n) < 0)
+		return;
+	for (size_t k = 0; k < n; k++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		if (!f)
+			break;
+		const strobe_heap_stack *st = &s->stacks[l[k].stack];
+		fprintf(f, "%.0f bytes in %.0f objects (%" PRIu64 " sampled), pid %d\n", l[k].space,
+			l[k].objects, l[k].count, (int)s->hdr.pid);
+		for (uint32_t d = 0; d < st->depth && d < STROBE_HEAP_MAX_DEPTH; d++)
+			print_frame(f, s, st->frames[d], &r->nc);
+		fclose(f);
+		leak_text *nl = realloc(r->leaks, (r->nleaks + 1) * sizeof(*nl));
+		if (!nl) {
+			free(text);
+			break;
+		}
+		r->leaks = nl;
+		r->leaks[r->nleaks++] = (leak_text){l[k].space, text};
+	}
+	free(l);
+}
+
+static int by_space(const void *a, const void *b)
+{
+	const leak_text *x = a, *y = b;
+	return x->space > y->space ? -1 : x->space < y->space;
+}
+
+static void report_leaks(rec *r)
+{
+	const char *path = r->o->leaks_path;
 	FILE *f = stderr;
 	if (path && !(f = fopen(path, "w"))) {
-		cli_err(cmd, "--leaks %s: %s", path, strerror(errno));
-		return -1;
+		cli_err(r->cmd, "--leaks %s: %s", path, strerror(errno));
+		return;
 	}
-	size_t total = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		strobe_heap_leak *l;
-		size_t n;
-		if (strobe_heap_leaks(s->v[i], &l, &n) < 0)
-			continue;
-		for (size_t k = 0; k < n; k++) {
-			if (total == 0)
-				fprintf(f, "strobe record: possible leaks: sampled allocations live at "
-					   "exit and older than the last tenth of the run, by stack "
-					   "(estimated objects and bytes):\n");
-			const strobe_heap_stack *st = &s->v[i]->stacks[l[k].stack];
-			fprintf(f, "leak %zu: %.0f bytes in %.0f objects (%" PRIu64 " sampled), pid %d\n",
-				++total, l[k].space, l[k].objects, l[k].count, (int)s->v[i]->hdr.pid);
-			for (uint32_t d = 0; d < st->depth && d < STROBE_HEAP_MAX_DEPTH; d++)
-				print_frame(f, s->v[i], st->frames[d], nc);
-		}
-		free(l);
-	}
+	if (r->nleaks)
+		qsort(r->leaks, r->nleaks, sizeof(*r->leaks), by_space);
+	if (r->nleaks)
+		fprintf(f, "strobe record: possible leaks: sampled allocations live at exit and older "
+			   "than the last tenth of the run, by stack (estimated objects and bytes):\n");
+	for (size_t i = 0; i < r->nleaks; i++)
+		fprintf(f, "leak %zu: %s", i + 1, r->leaks[i].text);
 	if (path) {
-		if (total == 0)
+		if (!r->nleaks)
 			fprintf(f, "no possible leaks\n");
 		fclose(f);
 	}
+}
+
+/* ---- reading the channel files --------------------------------------------------------------- */
+
+static void count(rec *r, const strobe_heap_snap *s)
+{
+	r->dropped += s->hdr.dropped_stacks;
+	r->dropped_live += s->hdr.dropped_live;
+	for (uint32_t k = 0; k < s->nstacks; k++)
+		r->samples += r->o->kind == STROBE_HEAP_KIND_ALLOC ? s->stacks[k].alloc_count
+								  : s->stacks[k].lock_count_milli / 1000;
+}
+
+static int add_snap(rec *r, strobe_profile *p, const strobe_heap_snap *s)
+{
+	strobe_heap_profile_opts po = {.kind = r->o->kind, .namer = r->nc.sym ? name_frame : NULL,
+				       .namer_ctx = &r->nc, .pid_label = r->files_seen > 1};
+	strobe_err err = {{0}};
+	int rc = strobe_heap_profile_add(p, s, &po, &err);
+	if (rc < 0)
+		cli_err(r->cmd, "pid %d: %s", (int)s->hdr.pid, err.msg[0] ? err.msg : strerror(-rc));
+	return rc;
+}
+
+/* Whether a file's process image is over: exited, or gone without exiting (killed). A RUNNING
+ * file whose pid lives may be an image that exec'd: its pid's newer file is the live one, and
+ * it waits for the end. */
+static bool finished(const strobe_heap_snap *s)
+{
+	if (s->hdr.state == STROBE_HEAP_EXITED)
+		return true;
+	return s->hdr.pid > 0 && kill(s->hdr.pid, 0) < 0 && errno == ESRCH;
+}
+
+/* Reads every channel file. With fold, those of finished processes go into r->done (their
+ * leaks formatted) and are removed, the others into *live; without, all into *live. Files a
+ * writer is still creating are skipped quietly unless final. */
+static int scan(rec *r, snaps *live, bool fold, bool final)
+{
+	DIR *d = opendir(r->dir);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	snaps all = {0};
+	while ((e = readdir(d)) && all.n < MAX_FILES) {
+		if (strncmp(e->d_name, "strobe-heap.", 12) != 0)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", r->dir, e->d_name);
+		strobe_err err = {{0}};
+		strobe_heap_snap *s;
+		if (strobe_heap_snap_read(path, &s, &err) < 0) {
+			if (final)
+				cli_err(r->cmd, "%s", err.msg);
+			continue;
+		}
+		strobe_heap_snap **nv = realloc(all.v, (all.n + 1) * sizeof(*nv));
+		char **np = nv ? realloc(all.path, (all.n + 1) * sizeof(*np)) : NULL;
+		if (nv)
+			all.v = nv;
+		if (np)
+			all.path = np;
+		if (!nv || !np || !(all.path[all.n] = strdup(path))) {
+			strobe_heap_snap_free(s);
+			closedir(d);
+			snaps_free(&all);
+			return -ENOMEM;
+		}
+		all.v[all.n++] = s;
+	}
+	closedir(d);
+	/* files seen so far: the folded ones and these */
+	if (r->processes + all.n > r->files_seen)
+		r->files_seen = r->processes + all.n;
+	/* fold only beside another file, so that labels are decided before anything is folded:
+	 * the last process of a single-process command is read at the end, unlabelled */
+	fold = fold && all.n > 1;
+	for (size_t i = 0; i < all.n; i++) {
+		strobe_heap_snap *s = all.v[i];
+		if (fold && finished(s)) {
+			if (!r->done && !(r->done = strobe_profile_new())) {
+				r->oom = true;
+				fold = false;
+			} else if (add_snap(r, r->done, s) == 0) {
+				collect_leaks(r, s);
+				count(r, s);
+				r->processes++;
+				unlink(all.path[i]);
+				strobe_heap_snap_free(s);
+				free(all.path[i]);
+				continue;
+			}
+		}
+		strobe_heap_snap **nv = realloc(live->v, (live->n + 1) * sizeof(*nv));
+		char **np = nv ? realloc(live->path, (live->n + 1) * sizeof(*np)) : NULL;
+		if (nv)
+			live->v = nv;
+		if (np)
+			live->path = np;
+		if (!nv || !np) {
+			strobe_heap_snap_free(s);
+			free(all.path[i]);
+			r->oom = true;
+			continue;
+		}
+		live->v[live->n] = s;
+		live->path[live->n++] = all.path[i];
+	}
+	free(all.v);
+	free(all.path);
 	return 0;
+}
+
+/* The profile of everything so far: the folded processes and the live files. */
+static strobe_profile *profile_now(rec *r, const snaps *live)
+{
+	strobe_profile *p = r->done ? strobe_profile_clone(r->done) : strobe_profile_new();
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < live->n; i++)
+		if (add_snap(r, p, live->v[i]) < 0) {
+			strobe_profile_free(p);
+			return NULL;
+		}
+	if (p->ntypes == 0) { /* no process started the library: an empty profile of the kind */
+		strobe_heap_snap empty = {.hdr.rate = 1};
+		strobe_heap_profile_opts po = {.kind = r->o->kind};
+		strobe_heap_profile_add(p, &empty, &po, NULL);
+	}
+	char note[512];
+	int nn = snprintf(note, sizeof(note), "strobe record");
+	for (int i = 1; i < r->o->argc && nn < (int)sizeof(note) - 1; i++)
+		nn += snprintf(note + nn, sizeof(note) - (size_t)nn, " %s", r->o->argv[i]);
+	strobe_profile_add_comment(p, note);
+	uint64_t dropped = r->dropped, dropped_live = r->dropped_live;
+	for (size_t i = 0; i < live->n; i++) {
+		dropped += live->v[i]->hdr.dropped_stacks;
+		dropped_live += live->v[i]->hdr.dropped_live;
+	}
+	if (dropped) {
+		snprintf(note, sizeof(note), "samples lost (stack table full): %" PRIu64, dropped);
+		strobe_profile_add_comment(p, note);
+	}
+	if (dropped_live) {
+		snprintf(note, sizeof(note), "sampled allocations not tracked for in-use (live table "
+					     "full): %" PRIu64, dropped_live);
+		strobe_profile_add_comment(p, note);
+	}
+	return p;
+}
+
+/* "out.pb.gz" + 3 -> "out.3.pb.gz" (the number before the first dot of the file name). */
+static void numbered(char *buf, size_t cap, const char *path, unsigned n)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char *dot = strchr(base, '.');
+	if (!dot)
+		dot = path + strlen(path);
+	snprintf(buf, cap, "%.*s.%u%s", (int)(dot - path), path, n, dot);
+}
+
+static int write_now(rec *r, const snaps *live, const char *path)
+{
+	strobe_profile *p = profile_now(r, live);
+	if (!p) {
+		cli_err(r->cmd, "cannot build the profile: %s", strerror(ENOMEM));
+		return -1;
+	}
+	int rc = cli_write_as(r->cmd, p, r->o->fmt, strobe_default_type_index(p),
+			      STROBE_GRAN_FUNCTIONS, path);
+	strobe_profile_free(p);
+	return rc;
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */
@@ -317,11 +429,11 @@ static int report_leaks(const char *cmd, const snaps *s, const char *path, namer
 int record_heap(const record_heap_opts *o)
 {
 	const char *cmd = "record";
-	char lib[PATH_MAX];
+	char lib[PATH_MAX] = "";
 	int lrc = find_lib(lib, sizeof(lib));
 	if (lrc < 0) {
-		cli_err(cmd, "cannot find libstrobe-heap.so (%s): build it (make) or set "
-			     "STROBE_HEAP_LIB", lib[0] ? lib : strerror(-lrc));
+		cli_err(cmd, "cannot find libstrobe-heap.so (%s: %s): build it (make) or set "
+			     "STROBE_HEAP_LIB", lib[0] ? lib : "next to strobe", strerror(-lrc));
 		return 2;
 	}
 	const char *base = getenv("TMPDIR");
@@ -339,6 +451,7 @@ int record_heap(const record_heap_opts *o)
 		rmdir(dir);
 		return 2;
 	}
+	char *saved = old ? strdup(old) : NULL;
 	setenv("LD_PRELOAD", pre, 1);
 	free(pre);
 	setenv("STROBE_HEAP_DIR", dir, 1);
@@ -363,20 +476,25 @@ int record_heap(const record_heap_opts *o)
 			strerror(errno));
 		_exit(127);
 	}
-	unsetenv("LD_PRELOAD"); /* not for this process's own children (none), but be tidy */
+	/* this process's own environment as it was */
+	if (saved)
+		setenv("LD_PRELOAD", saved, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	free(saved);
 	if (child < 0) {
 		cli_err(cmd, "cannot start '%s': %s", o->command[0], strerror(errno));
 		rmdir(dir);
 		return 2;
 	}
+	rec r = {.cmd = cmd, .o = o, .dir = dir};
 	strobe_sym_opts syo = {.debug_dirs = o->debug_dirs, .no_kernel = true};
-	namer_ctx nc = {0};
-	if (o->symbolize && !(nc.sym = strobe_symbolizer_new(&syo)))
+	if (o->symbolize && !(r.nc.sym = strobe_symbolizer_new(&syo)))
 		cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
 			strerror(errno));
 	int status = 0, rc = 0;
 	unsigned round = 0;
-	double next = o->interval > 0 ? t0 + o->interval : 0;
+	double next = o->interval > 0 ? t0 + o->interval : 0, next_scan = t0 + 0.5;
 	bool killed = false;
 	for (;;) {
 		pid_t w = waitpid(child, &status, WNOHANG);
@@ -389,11 +507,18 @@ int record_heap(const record_heap_opts *o)
 			killed = true;
 		}
 		double now = now_s();
-		if (next && now >= next) {
-			char path[PATH_MAX];
-			numbered(path, sizeof(path), o->output, ++round);
-			write_profile(cmd, dir, o, path, &nc, NULL);
-			next += o->interval;
+		bool interval = next && now >= next;
+		if (interval || now >= next_scan) {
+			snaps live = {0};
+			scan(&r, &live, true, false);
+			if (interval) {
+				char path[PATH_MAX];
+				numbered(path, sizeof(path), o->output, ++round);
+				write_now(&r, &live, path);
+				next += o->interval;
+			}
+			snaps_free(&live);
+			next_scan = now + 0.5;
 		}
 		if (o->duration > 0 && now - t0 >= o->duration && !killed) {
 			kill(child, SIGTERM);
@@ -401,32 +526,34 @@ int record_heap(const record_heap_opts *o)
 		}
 		usleep(50000);
 	}
-	snaps s = {0};
-	if (write_profile(cmd, dir, o, o->output, &nc, &s) < 0)
+	snaps live = {0};
+	scan(&r, &live, false, true);
+	if (write_now(&r, &live, o->output) < 0)
 		rc = 2;
-	if (rc == 0 && !o->no_leaks)
-		report_leaks(cmd, &s, o->leaks_path, &nc);
+	for (size_t i = 0; i < live.n; i++) {
+		collect_leaks(&r, live.v[i]);
+		count(&r, live.v[i]);
+	}
+	if (rc == 0 && !o->no_leaks && o->kind == STROBE_HEAP_KIND_ALLOC)
+		report_leaks(&r);
+	size_t procs = r.processes + live.n;
 	if (!o->quiet) {
-		uint64_t stacks = 0, samples = 0, lost = 0;
-		for (size_t i = 0; i < s.n; i++) {
-			const strobe_heap_snap *sn = s.v[i];
-			stacks += sn->nstacks;
-			lost += sn->hdr.dropped_stacks;
-			for (uint32_t k = 0; k < sn->nstacks; k++)
-				samples += o->kind == STROBE_HEAP_KIND_ALLOC
-						   ? sn->stacks[k].alloc_count
-						   : sn->stacks[k].lock_count_milli / 1000;
-		}
 		fprintf(stderr, "strobe record: command %s after %.1f s: %" PRIu64 " %s, %" PRIu64
-				" stacks, %" PRIu64 " lost, %zu process%s; wrote %s\n",
-			WIFEXITED(status) ? "exited" : "was killed", now_s() - t0, samples,
+				" lost, %zu process%s; wrote %s\n",
+			WIFEXITED(status) ? "exited" : "was killed", now_s() - t0, r.samples,
 			o->kind == STROBE_HEAP_KIND_ALLOC ? "sampled allocations" : "contentions",
-			stacks, lost, s.n, s.n == 1 ? "" : "es", o->output);
-		if (s.n == 0)
+			r.dropped, procs, procs == 1 ? "" : "es", o->output);
+		if (procs == 0)
 			fprintf(stderr, "strobe record: no process started the library (a static "
 					"binary, or LD_PRELOAD dropped by a setuid program?)\n");
 	}
-	snaps_free(&s);
+	if (r.oom)
+		cli_err(cmd, "out of memory while reading the channel: the profile may miss processes");
+	snaps_free(&live);
+	for (size_t i = 0; i < r.nleaks; i++)
+		free(r.leaks[i].text);
+	free(r.leaks);
+	strobe_profile_free(r.done);
 	/* the channel files are the recorder's alone: gone once read */
 	DIR *d = opendir(dir);
 	if (d) {
@@ -437,8 +564,8 @@ int record_heap(const record_heap_opts *o)
 		closedir(d);
 	}
 	rmdir(dir);
-	namer_free(&nc);
-	strobe_symbolizer_free(nc.sym);
+	namer_free(&r.nc);
+	strobe_symbolizer_free(r.nc.sym);
 	return rc;
 }
 
