@@ -151,7 +151,7 @@ static _Atomic uint8_t filter[1u << FILTER_BITS];
 
 /* Executable ranges already in the maps text (private, sorted by start). */
 static struct range { uintptr_t start, end; } ranges[MAX_RANGES];
-static uint32_t nranges;
+static uint32_t nranges, ranges_seq;
 static uint64_t last_refresh_ns;
 
 uint64_t strobe_heap_now_ns(void)
@@ -229,45 +229,79 @@ static const char *parse_hex(const char *s, const char *end, uintptr_t *out)
 	return n ? s : NULL;
 }
 
+/* Whether pc lies in an executable mapping seen at the last refresh. Lock-free against the
+ * refresher (a sequence count, odd while it rewrites the table): a reader that meets a rewrite
+ * answers "known" and lets the next sample ask again. */
 static bool range_known(uintptr_t pc)
 {
-	uint32_t lo = 0, hi = nranges;
-	while (lo < hi) {
+	uint32_t seq = __atomic_load_n(&ranges_seq, __ATOMIC_ACQUIRE);
+	if (seq & 1)
+		return true;
+	uint32_t lo = 0, hi = __atomic_load_n(&nranges, __ATOMIC_RELAXED);
+	bool found = false;
+	while (lo < hi && hi <= MAX_RANGES) {
 		uint32_t mid = (lo + hi) / 2;
-		if (pc < ranges[mid].start)
+		uintptr_t s = __atomic_load_n(&ranges[mid].start, __ATOMIC_RELAXED);
+		uintptr_t e = __atomic_load_n(&ranges[mid].end, __ATOMIC_RELAXED);
+		if (pc < s) {
 			hi = mid;
-		else if (pc >= ranges[mid].end)
+		} else if (pc >= e) {
 			lo = mid + 1;
-		else
-			return true;
+		} else {
+			found = true;
+			break;
+		}
 	}
-	return false;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return found || __atomic_load_n(&ranges_seq, __ATOMIC_RELAXED) != seq;
 }
 
-static void range_add(uintptr_t s, uintptr_t e)
+/* Lines already in the channel's text, by hash (a line is the same mapping only if its
+ * address, offset, inode and path all are: a library loaded again at the address of one
+ * unloaded before gets a line of its own). */
+static uint64_t appended[4096];
+static uint32_t nappended;
+
+static uint64_t line_hash(const char *s, size_t n)
 {
-	if (nranges >= MAX_RANGES)
-		return;
-	uint32_t i = nranges;
-	while (i > 0 && ranges[i - 1].start > s) {
-		ranges[i] = ranges[i - 1];
-		i--;
-	}
-	ranges[i] = (struct range){s, e};
-	nranges++;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h ? h : 1;
 }
 
-/* Appends the executable file mappings not yet listed to the channel's maps text. One refresher
- * at a time; a second one returns at once instead of waiting. No malloc: the file is read in
- * chunks into a stack buffer. */
+/* Adds h; false when it was there already (or the set is full). */
+static bool appended_add(uint64_t h)
+{
+	const uint32_t cap = sizeof(appended) / sizeof(appended[0]);
+	if (nappended >= cap / 4 * 3)
+		return false;
+	for (uint32_t i = (uint32_t)h & (cap - 1);; i = (i + 1) & (cap - 1)) {
+		if (appended[i] == h)
+			return false;
+		if (!appended[i]) {
+			appended[i] = h;
+			nappended++;
+			return true;
+		}
+	}
+}
+
+static struct range ranges_next[MAX_RANGES];
+
+/* Rereads /proc/self/maps: the executable ranges for range_known (file-backed and anonymous,
+ * JIT code and the vDSO included, so that their PCs do not ask again), and appends the lines of
+ * file-backed ones not yet listed to the channel's maps text. One refresher at a time; a second
+ * one returns at once instead of waiting. No malloc: the file is read in chunks. */
 static void maps_refresh(void)
 {
 	if (!chan || __atomic_exchange_n(&chan->maps_lock, 1, __ATOMIC_ACQUIRE))
 		return;
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		char buf[4096];
+		char buf[2048];
 		size_t have = 0, len = chan->maps_len;
+		uint32_t n = 0;
 		for (;;) {
 			ssize_t r = read(fd, buf + have, sizeof(buf) - have);
 			if (r <= 0)
@@ -275,19 +309,22 @@ static void maps_refresh(void)
 			have += (size_t)r;
 			char *line = buf, *nl;
 			while ((nl = memchr(line, '\n', (size_t)(buf + have - line)))) {
-				/* "start-end perms offset dev inode   path" */
+				/* "start-end perms offset dev inode   path"; /proc lists them sorted */
 				uintptr_t s, e;
 				const char *p = parse_hex(line, nl, &s);
 				if (p && p < nl && *p == '-' && (p = parse_hex(p + 1, nl, &e)) &&
-				    p + 5 < nl && p[3] == 'x' && memchr(p, '/', (size_t)(nl - p)) &&
-				    !range_known(s)) {
+				    p + 5 < nl && p[3] == 'x') {
+					if (n < MAX_RANGES)
+						ranges_next[n++] = (struct range){s, e};
 					size_t ll = (size_t)(nl - line) + 1;
-					if (len + ll <= chan->maps_cap && nranges < MAX_RANGES) {
-						memcpy(maps_text + len, line, ll);
-						len += ll;
-						range_add(s, e);
-					} else {
-						chan->flags |= STROBE_HEAP_F_MAPS_TRUNCATED;
+					if (memchr(p, '/', (size_t)(nl - p)) &&
+					    appended_add(line_hash(line, ll))) {
+						if (len + ll <= chan->maps_cap) {
+							memcpy(maps_text + len, line, ll);
+							len += ll;
+						} else {
+							chan->flags |= STROBE_HEAP_F_MAPS_TRUNCATED;
+						}
 					}
 				}
 				line = nl + 1;
@@ -300,6 +337,13 @@ static void maps_refresh(void)
 		close(fd);
 		__atomic_store_n(&chan->maps_len, (uint32_t)len, __ATOMIC_RELEASE);
 		chan->maps_refreshes++;
+		__atomic_fetch_add(&ranges_seq, 1, __ATOMIC_ACQ_REL); /* odd: rewriting */
+		for (uint32_t i = 0; i < n; i++) {
+			__atomic_store_n(&ranges[i].start, ranges_next[i].start, __ATOMIC_RELAXED);
+			__atomic_store_n(&ranges[i].end, ranges_next[i].end, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&nranges, n, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&ranges_seq, 1, __ATOMIC_RELEASE);
 	}
 	last_refresh_ns = strobe_heap_now_ns();
 	__atomic_store_n(&chan->maps_lock, 0, __ATOMIC_RELEASE);
@@ -384,6 +428,8 @@ static int chan_open(void)
 	stack_index = idx;
 	stack_index_slots = slots;
 	nranges = 0;
+	nappended = 0;
+	memset(appended, 0, sizeof(appended));
 	chan = h;
 	maps_refresh();
 	__atomic_store_n(&h->state, STROBE_HEAP_RUNNING, __ATOMIC_RELEASE);
@@ -584,11 +630,12 @@ static uint32_t capture(uint64_t *pc, bool *truncated)
 	walk w = {.pc = pc};
 	_Unwind_Backtrace(walk_one, &w);
 	*truncated = w.truncated;
-	/* a PC outside every known executable mapping: a library came (dlopen) since the last
-	 * refresh; look again, at most once a second (JIT code is never in a file mapping) */
+	/* a PC outside every executable mapping of the last refresh: a library came (dlopen)
+	 * since; look again now, before a dlclose can take it away (at most every 10 ms, should
+	 * a JIT keep mapping new code) */
 	for (uint32_t i = 0; i < w.n; i++)
 		if (!range_known((uintptr_t)pc[i])) {
-			if (strobe_heap_now_ns() - last_refresh_ns > 1000000000u)
+			if (strobe_heap_now_ns() - last_refresh_ns > 10000000u)
 				maps_refresh();
 			break;
 		}

@@ -31,8 +31,9 @@
  *     only when both reads are the same address; during a run it may thus see an entry twice or
  *     miss one, at exit (state EXITED) the table is still.
  *   - The maps text is append-only, so that a library unloaded by dlclose is still there to
- *     name its frames: each refresh (at start, when a sampled PC falls outside every known range,
- *     at exit) appends the lines of executable mappings not already listed, then publishes the
+ *     name its frames: each refresh (at start, when a sampled PC falls outside every executable
+ *     range of the last refresh, at exit) appends the lines of executable file mappings not
+ *     already listed (same address, offset, inode and path), then publishes the
  *     new maps_len with release order. A reader copies maps_len bytes (read with acquire). One
  *     writer at a time, by a try-lock a writer never waits on; for an address, the last line
  *     that covers it wins (a range can be reused by another library after a dlclose).

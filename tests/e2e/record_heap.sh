@@ -14,6 +14,9 @@
 #              end while churn allocates 200 MB: inuse_space within 10 % of what they hold
 #   leak       leak_site leaks 1 MB/s for 6 s while churn_a/churn_b churn 20 MB/s each: the
 #              --leaks report names leak_site first and neither churning function
+#   dlclose    dl_cycle loads libz with dlopen, has deflateInit_ allocate its state and unloads it
+#              with dlclose, 100 times: the frames in libz are still named in the profile
+#              (deflateInit2_ holds most of alloc_space), though libz is gone at exit
 #   go         go tool pprof -raw reads the profile: the four sample types, Go's names
 #   safety/*   python3 running an allocation-heavy script, gcc compiling a file, sort of a large
 #              file, a C++ program with new/delete, threads, fork and fork+exec: the same output
@@ -119,6 +122,23 @@ else
 		fail "$name" "a churning site is reported: $(grep -E -m1 'churn_a|churn_b' "$TMPDIR/leaks.txt")"
 	else
 		ok "$name" "$(head -2 "$TMPDIR/leaks.txt" | tail -1 | cut -c1-80); truth $(truth "$TMPDIR/leak.truth" leak_bytes) bytes leaked"
+	fi
+fi
+
+# ---- dlclose -------------------------------------------------------------------------------
+name=record_heap/dlclose
+if ! STROBE_HEAP_RATE=65536 hrec "$name" --no-leaks -o "$TMPDIR/dl.pb.gz" -- "$WL/alloc_truth" -m dl -o "$TMPDIR/dl.truth"; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif [ "$(truth "$TMPDIR/dl.truth" dl_cycles)" != 100 ]; then
+	skip "$name" "the workload could not load libz.so.1 with dlopen ($(cat "$TMPDIR/dl.truth"))"
+elif ! fold "$TMPDIR/dl.pb.gz" "$TMPDIR/dl.space" alloc_space; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/dl.space.err")"
+else
+	z=$(incl "$TMPDIR/dl.space" 'deflateInit2_'); all=$(sum "$TMPDIR/dl.space" '.')
+	if [ "$(ratio_pct "${z:-0}" "${all:-0}" | cut -d. -f1)" -lt 50 ] 2>/dev/null; then
+		fail "$name" "deflateInit2_ has ${z:-0} of $all bytes: libz's frames unnamed after dlclose? $(head -2 "$TMPDIR/dl.space" | cut -c1-200)"
+	else
+		ok "$name" "deflateInit2_ (libz, unloaded) $z of $all bytes"
 	fi
 fi
 

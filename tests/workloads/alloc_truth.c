@@ -14,10 +14,15 @@
  *   -m leak -t SECONDS  leak_site keeps 1 MB a second (4 KiB blocks) for the whole run, while
  *                       churn_a and churn_b allocate and free 20 MB a second each, keeping up to
  *                       256 blocks in a ring that is emptied before exit. Truth: leak_bytes.
+ *   -m dl               dl_cycle loads libz.so.1 with dlopen, has it allocate its deflate state
+ *                       (deflateInit_: about 256 KiB through calloc), frees it and unloads the
+ *                       library with dlclose, 100 times: the allocations are made in code that is
+ *                       no longer mapped when the profile is written. Truth: dl_cycles.
  *
  * Built with -O1 and frame pointers like every workload; the functions are noinline so each is
  * a frame of its own.
  */
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +122,27 @@ __attribute__((noinline)) void churn_b(unsigned i, size_t size)
 	touch(ring_b[i % 256], size);
 }
 
+/* ---- dl mode: zlib's entry points by dlsym, no header needed ---- */
+__attribute__((noinline)) int dl_cycle(void)
+{
+	void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return -1;
+	int (*init)(void *, int, const char *, int) = (int (*)(void *, int, const char *, int))dlsym(h, "deflateInit_");
+	int (*end)(void *) = (int (*)(void *))dlsym(h, "deflateEnd");
+	const char *(*version)(void) = (const char *(*)(void))dlsym(h, "zlibVersion");
+	int rc = -1;
+	if (init && end && version) {
+		/* z_stream is 112 bytes on LP64; zalloc/zfree NULL: zlib's own calloc/free */
+		_Alignas(16) unsigned char strm[112] = {0};
+		rc = init(strm, 6, version(), (int)sizeof(strm));
+		if (rc == 0)
+			end(strm);
+	}
+	dlclose(h);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = "alloc", *out = NULL;
@@ -180,6 +206,11 @@ int main(int argc, char **argv)
 			free(ring_b[k]);
 		}
 		fprintf(f, "leak_bytes %llu\nleak_count %llu\n", (unsigned long long)l.bytes, (unsigned long long)l.count);
+	} else if (strcmp(mode, "dl") == 0) {
+		int ok = 0;
+		for (int i = 0; i < 100; i++)
+			ok += dl_cycle() == 0;
+		fprintf(f, "dl_cycles %d\n", ok);
 	} else {
 		fprintf(stderr, "alloc_truth: unknown mode %s\n", mode);
 		return 2;
