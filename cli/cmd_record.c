@@ -345,6 +345,8 @@ int cmd_record(int argc, char **argv)
 	char **command = argv + optind;
 	int ncommand = argc - optind;
 	if (ho.kind) {
+		ho.labels = labels;
+		ho.nlabels = nlabels;
 		rc = record_heap_run(cmd, &ho, command, ncommand, so.all || npids, output, duration,
 				     quiet, symbolize, debug_dirs, argc, argv);
 		goto out;

@@ -70,10 +70,9 @@ typedef struct namer_ctx {
 	unsigned n;
 } namer_ctx;
 
-static int name_frame(void *vctx, const char *path, uint64_t offset, strobe_heap_frame *out,
-		      int max)
+/* The symbolizer's object for a mapped file, opened once per path (NULL: cannot be read). */
+static strobe_sym_object *object_for(namer_ctx *c, const char *path)
 {
-	namer_ctx *c = vctx;
 	strobe_sym_object *o = NULL;
 	unsigned i;
 	for (i = 0; i < c->n; i++)
@@ -87,7 +86,15 @@ static int name_frame(void *vctx, const char *path, uint64_t offset, strobe_heap
 		if (c->n < 256 && (c->cache[c->n].path = strdup(path)))
 			c->cache[c->n++].obj = o;
 	}
-	if (!o)
+	return o;
+}
+
+static int name_frame(void *vctx, const char *path, uint64_t offset, strobe_heap_frame *out,
+		      int max)
+{
+	namer_ctx *c = vctx;
+	strobe_sym_object *o = object_for(c, path);
+	if (!o || max <= 0)
 		return 0;
 	strobe_sym_frame fr[16];
 	if (max > 16)
@@ -97,6 +104,16 @@ static int name_frame(void *vctx, const char *path, uint64_t offset, strobe_heap
 		out[k] = (strobe_heap_frame){fr[k].function, fr[k].file, fr[k].line, fr[k].column,
 					     fr[k].start_line};
 	return n < 0 ? 0 : n;
+}
+
+static void build_id_of(void *vctx, const char *path, char *hex, size_t cap)
+{
+	hex[0] = 0;
+	strobe_sym_object *o = object_for(vctx, path);
+	size_t n = 0;
+	const uint8_t *id = o ? strobe_sym_object_build_id(o, &n) : NULL;
+	if (id && n && 2 * n < cap)
+		strobe_build_id_hex(id, n, hex);
 }
 
 static void namer_free(namer_ctx *c)
@@ -265,7 +282,9 @@ static void count(rec *r, const strobe_heap_snap *s)
 static int add_snap(rec *r, strobe_profile *p, const strobe_heap_snap *s)
 {
 	strobe_heap_profile_opts po = {.kind = r->o->kind, .namer = r->nc.sym ? name_frame : NULL,
-				       .namer_ctx = &r->nc, .pid_label = r->files_seen > 1};
+				       .build_id = r->nc.sym ? build_id_of : NULL,
+				       .namer_ctx = &r->nc, .pid_label = r->files_seen > 1,
+				       .labels = r->o->labels, .nlabels = r->o->nlabels};
 	strobe_err err = {{0}};
 	int rc = strobe_heap_profile_add(p, s, &po, &err);
 	if (rc < 0)

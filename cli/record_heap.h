@@ -22,6 +22,8 @@ typedef struct record_heap_opts {
 	const char *leaks_path;       /* --leaks FILE, NULL = stderr */
 	bool no_leaks, quiet, symbolize;
 	const char *const *debug_dirs;
+	const char *const *labels;    /* --label KEY=VALUE, on every sample */
+	unsigned nlabels;
 	int argc;                     /* the record command line, for the profile's comment */
 	char **argv;
 } record_heap_opts;

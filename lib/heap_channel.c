@@ -280,6 +280,12 @@ static uint32_t location_of(builder *b, uint64_t pc)
 			strobe_mapping pm = {.start = m->start, .limit = m->end, .offset = m->offset,
 					     .filename = str(b->p, m->path)};
 			pm.has_functions = b->o->namer != NULL;
+			if (b->o->build_id) {
+				char hex[2 * 64 + 1] = "";
+				b->o->build_id(b->o->namer_ctx, m->path, hex, sizeof(hex));
+				hex[sizeof(hex) - 1] = 0;
+				pm.build_id = str(b->p, hex);
+			}
 			m->mapping = strobe_mapping_intern(b->p, &pm);
 			if (m->mapping == UINT32_MAX)
 				return UINT32_MAX;
@@ -357,9 +363,19 @@ int strobe_heap_profile_add(strobe_profile *p, const strobe_heap_snap *s,
 	builder b = {.p = p, .o = o};
 	rc = parse_maps(&b, s->maps, s->maps_len);
 	uint32_t labels = 0;
-	if (rc == 0 && o->pid_label) {
-		strobe_label l = {.key = str(p, "pid"), .num = s->hdr.pid};
-		labels = strobe_labelset_intern(p, &l, 1);
+	strobe_label l[17];
+	uint32_t nl = 0;
+	if (o->pid_label)
+		l[nl++] = (strobe_label){.key = str(p, "pid"), .num = s->hdr.pid};
+	for (uint32_t i = 0; i < o->nlabels && i < 16 && o->labels; i++) {
+		const char *kv = o->labels[i], *eq = kv ? strchr(kv, '=') : NULL;
+		if (!eq || eq == kv)
+			continue;
+		l[nl++] = (strobe_label){.key = strobe_str_intern(p, kv, (size_t)(eq - kv)),
+					 .str = str(p, eq + 1)};
+	}
+	if (rc == 0 && nl) {
+		labels = strobe_labelset_intern(p, l, nl);
 		if (labels == UINT32_MAX)
 			rc = -ENOMEM;
 	}

@@ -220,6 +220,13 @@ typedef struct strobe_heap_profile_opts {
 	strobe_heap_namer namer;    /* NULL: addresses and mappings only */
 	void *namer_ctx;
 	bool pid_label;             /* a pid label on every sample */
+	/* The build ID of the object at `path` as lower-case hex into hex[cap] (NUL-terminated;
+	 * "" when unknown), for the mappings; NULL: none. The channel holds no build IDs: the
+	 * reader takes them from the files, which are usually still there. */
+	void (*build_id)(void *ctx, const char *path, char *hex, size_t cap);
+	/* More labels on every sample: "key=value" strings (at most 16 used). */
+	const char *const *labels;
+	uint32_t nlabels;
 } strobe_heap_profile_opts;
 
 /* Adds the snapshot's samples to p (p's sample types are set on first use and must match):
