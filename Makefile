@@ -159,7 +159,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
-CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm $(FIXTURES)
+CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(FIXTURES)
 check: check-deps
 	@$(MAKE) --no-print-directory -j2 $(CHECK_BIN)
 	@bash tests/run.sh
@@ -173,7 +173,7 @@ unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san $(FIXTURES)
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm $(FIXTURES)
+e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz
