@@ -190,7 +190,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop $(B)/bench/server_load
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/heap_micro $(PRELOAD_LIB)
 	@bash bench/run.sh
 
 clean:

@@ -19,7 +19,7 @@ check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils 
 # patched Firefox builds); node and npm for the browser tests (jsdom, playwright-core and
 # puppeteer-core from the npm registry, into node_modules/)
 command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)
-bench_pkgs=()
+bench_pkgs=(heaptrack libjemalloc2) # bench/heap.sh's peers
 
 want=("${build_pkgs[@]}")
 case "$level" in
