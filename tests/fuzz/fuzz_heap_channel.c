@@ -6,6 +6,7 @@
  * hostile process can crash none of it. The seed corpus (tests/fuzz/corpus/fuzz_heap_channel)
  * holds small valid channels.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "strobe/heap_channel.h"
@@ -21,6 +22,14 @@ static int namer(void *ctx, const char *path, uint64_t offset, strobe_heap_frame
 	return 2;
 }
 
+static void build_id(void *ctx, const char *path, char *hex, size_t cap)
+{
+	(void)ctx;
+	snprintf(hex, cap, "%s", path[0] && path[1] == 'l' ? "0123abcd" : "");
+}
+
+static const char *const labels[] = {"env=fuzz", "=bad", "noeq", "k=v=w"};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	strobe_heap_snap *s = NULL;
@@ -29,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	for (int kind = STROBE_HEAP_KIND_ALLOC; kind <= STROBE_HEAP_KIND_LOCK; kind++) {
 		strobe_profile *p = strobe_profile_new();
-		strobe_heap_profile_opts o = {.kind = kind, .namer = namer, .pid_label = true};
+		strobe_heap_profile_opts o = {.kind = kind, .namer = namer, .pid_label = true,
+					      .build_id = build_id, .labels = labels, .nlabels = 4};
 		if (p)
 			strobe_heap_profile_add(p, s, &o, &err);
 		strobe_profile_free(p);
