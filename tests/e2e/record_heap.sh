@@ -21,6 +21,9 @@
 #   safety/*   python3 running an allocation-heavy script, gcc compiling a file, sort of a large
 #              file, a C++ program with new/delete, threads, fork and fork+exec: the same output
 #              and exit status with the library preloaded as without (and samples were taken)
+#   interval   -i 1 on a 3.5 s run: numbered profiles out.1.pb.gz, out.2.pb.gz... each readable, the
+#              leaking site's in-use bytes growing from one to the next
+#   nolib      STROBE_HEAP_LIB naming a missing file: exit 2 with a message naming it
 #   off        STROBE_HEAP_RATE=0: the program runs, no sample is taken
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -224,6 +227,32 @@ else
 	else
 		ok "$name" "$n processes, samples labelled by pid"
 	fi
+fi
+
+# ---- interval -----------------------------------------------------------------------------
+name=record_heap/interval
+if ! STROBE_HEAP_RATE=65536 hrec "$name" -i 1 --no-leaks -o "$TMPDIR/iv.pb.gz" -- "$WL/alloc_truth" -m leak -t 3.5 -o "$TMPDIR/iv.truth"; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif [ ! -s "$TMPDIR/iv.1.pb.gz" ] || [ ! -s "$TMPDIR/iv.2.pb.gz" ] || [ ! -s "$TMPDIR/iv.pb.gz" ]; then
+	fail "$name" "missing numbered profiles: $(cd "$TMPDIR" && ls iv.* | tr '\n' ' ')"
+elif ! fold "$TMPDIR/iv.1.pb.gz" "$TMPDIR/iv1.f" inuse_space || ! fold "$TMPDIR/iv.2.pb.gz" "$TMPDIR/iv2.f" inuse_space; then
+	fail "$name" "a numbered profile is unreadable: $(errof "$TMPDIR/iv1.f.err")"
+else
+	a=$(incl "$TMPDIR/iv1.f" leak_site); b=$(incl "$TMPDIR/iv2.f" leak_site)
+	if [ "${a:-0}" -gt 0 ] && [ "${b:-0}" -gt "${a:-0}" ]; then
+		ok "$name" "leak_site in use: $a bytes at 1 s, $b at 2 s"
+	else
+		fail "$name" "leak_site in use did not grow: ${a:-none} then ${b:-none}"
+	fi
+fi
+
+# ---- nolib ----------------------------------------------------------------------------------
+name=record_heap/nolib
+STROBE_HEAP_LIB=$TMPDIR/nowhere.so hrec "$name" -o "$TMPDIR/nolib.pb.gz" -- true
+if [ "$rc" -eq 2 ] && grep -q "nowhere.so" "$TMPDIR/$(_fname "$name").err"; then
+	ok "$name" "exit 2: $(head -1 "$TMPDIR/$(_fname "$name").err" | cut -c1-100)"
+else
+	fail "$name" "exit $rc: $(recerr "$name")"
 fi
 
 # ---- off -----------------------------------------------------------------------------------
