@@ -62,67 +62,6 @@ static int find_lib(char *out, size_t cap)
 	return access(out, R_OK) == 0 ? 0 : -errno;
 }
 
-/* ---- naming frames --------------------------------------------------------------------------- */
-
-typedef struct namer_ctx {
-	strobe_symbolizer *sym;
-	struct { char *path; strobe_sym_object *obj; } cache[256];
-	unsigned n;
-} namer_ctx;
-
-/* The symbolizer's object for a mapped file, opened once per path (NULL: cannot be read). */
-static strobe_sym_object *object_for(namer_ctx *c, const char *path)
-{
-	strobe_sym_object *o = NULL;
-	unsigned i;
-	for (i = 0; i < c->n; i++)
-		if (strcmp(c->cache[i].path, path) == 0)
-			break;
-	if (i < c->n) {
-		o = c->cache[i].obj;
-	} else {
-		if (strobe_sym_object_get(c->sym, path, 0, 0, 0, NULL, 0, &o) < 0)
-			o = NULL;
-		if (c->n < 256 && (c->cache[c->n].path = strdup(path)))
-			c->cache[c->n++].obj = o;
-	}
-	return o;
-}
-
-static int name_frame(void *vctx, const char *path, uint64_t offset, strobe_heap_frame *out,
-		      int max)
-{
-	namer_ctx *c = vctx;
-	strobe_sym_object *o = object_for(c, path);
-	if (!o || max <= 0)
-		return 0;
-	strobe_sym_frame fr[16];
-	if (max > 16)
-		max = 16;
-	int n = strobe_sym_lookup(c->sym, o, offset, fr, max);
-	for (int k = 0; k < n; k++)
-		out[k] = (strobe_heap_frame){fr[k].function, fr[k].file, fr[k].line, fr[k].column,
-					     fr[k].start_line};
-	return n < 0 ? 0 : n;
-}
-
-static void build_id_of(void *vctx, const char *path, char *hex, size_t cap)
-{
-	hex[0] = 0;
-	strobe_sym_object *o = object_for(vctx, path);
-	size_t n = 0;
-	const uint8_t *id = o ? strobe_sym_object_build_id(o, &n) : NULL;
-	if (id && n && 2 * n < cap)
-		strobe_build_id_hex(id, n, hex);
-}
-
-static void namer_free(namer_ctx *c)
-{
-	for (unsigned i = 0; i < c->n; i++)
-		free(c->cache[i].path);
-	c->n = 0;
-}
-
 /* ---- the recording's state ------------------------------------------------------------------ */
 
 /* One possible leak, formatted when its process was read, sorted with all others at the end. */
@@ -135,7 +74,8 @@ typedef struct rec {
 	const char *cmd;
 	const record_heap_opts *o;
 	const char *dir;
-	namer_ctx nc;
+	strobe_symbolizer *sym;   /* NULL: --no-symbolize */
+	strobe_sym_heap_namer *nm; /* names frames through sym */
 	/* Processes already gone are folded in here and their files removed, so that a command
 	 * that runs thousands of short processes (a build) keeps a handful of files, not one per
 	 * process, in shared memory. */
@@ -167,7 +107,7 @@ static void snaps_free(snaps *s)
 
 /* ---- the leak report ------------------------------------------------------------------------- */
 
-static void print_frame(FILE *f, const strobe_heap_snap *s, uint64_t pc, namer_ctx *nc)
+static void print_frame(FILE *f, const strobe_heap_snap *s, uint64_t pc, strobe_sym_heap_namer *nm)
 {
 	/* the maps line covering pc, searched the way the profile builder does (last wins) */
 	const char *best = NULL;
@@ -196,7 +136,7 @@ static void print_frame(FILE *f, const strobe_heap_snap *s, uint64_t pc, namer_c
 	memcpy(path, best + bpos, pl);
 	path[pl] = 0;
 	strobe_heap_frame fr[16];
-	int n = nc->sym ? name_frame(nc, path, pc - 1 - bs + boff, fr, 16) : 0;
+	int n = nm ? strobe_sym_heap_name(nm, path, pc - 1 - bs + boff, fr, 16) : 0;
 	if (n <= 0) {
 		fprintf(f, "        %s+0x%llx\n", path, (unsigned long long)(pc - bs + boff));
 		return;
@@ -227,7 +167,7 @@ static void collect_leaks(rec *r, const strobe_heap_snap *s)
 		fprintf(f, "%.0f bytes in %.0f objects (%" PRIu64 " sampled), pid %d\n", l[k].space,
 			l[k].objects, l[k].count, (int)s->hdr.pid);
 		for (uint32_t d = 0; d < st->depth && d < STROBE_HEAP_MAX_DEPTH; d++)
-			print_frame(f, s, st->frames[d], &r->nc);
+			print_frame(f, s, st->frames[d], r->nm);
 		fclose(f);
 		leak_text *nl = realloc(r->leaks, (r->nleaks + 1) * sizeof(*nl));
 		if (!nl) {
@@ -281,9 +221,10 @@ static void count(rec *r, const strobe_heap_snap *s)
 
 static int add_snap(rec *r, strobe_profile *p, const strobe_heap_snap *s)
 {
-	strobe_heap_profile_opts po = {.kind = r->o->kind, .namer = r->nc.sym ? name_frame : NULL,
-				       .build_id = r->nc.sym ? build_id_of : NULL,
-				       .namer_ctx = &r->nc, .pid_label = r->files_seen > 1,
+	strobe_heap_profile_opts po = {.kind = r->o->kind,
+				       .namer = r->nm ? strobe_sym_heap_name : NULL,
+				       .build_id = r->nm ? strobe_sym_heap_build_id : NULL,
+				       .namer_ctx = r->nm, .pid_label = r->files_seen > 1,
 				       .labels = r->o->labels, .nlabels = r->o->nlabels};
 	strobe_err err = {{0}};
 	int rc = strobe_heap_profile_add(p, s, &po, &err);
@@ -508,7 +449,8 @@ int record_heap(const record_heap_opts *o)
 	}
 	rec r = {.cmd = cmd, .o = o, .dir = dir};
 	strobe_sym_opts syo = {.debug_dirs = o->debug_dirs, .no_kernel = true};
-	if (o->symbolize && !(r.nc.sym = strobe_symbolizer_new(&syo)))
+	if (o->symbolize && (!(r.sym = strobe_symbolizer_new(&syo)) ||
+			     !(r.nm = strobe_sym_heap_namer_new(r.sym))))
 		cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
 			strerror(errno));
 	int status = 0, rc = 0;
@@ -583,8 +525,8 @@ int record_heap(const record_heap_opts *o)
 		closedir(d);
 	}
 	rmdir(dir);
-	namer_free(&r.nc);
-	strobe_symbolizer_free(r.nc.sym);
+	strobe_sym_heap_namer_free(r.nm);
+	strobe_symbolizer_free(r.sym);
 	return rc;
 }
 

@@ -379,28 +379,52 @@ int strobe_heap_profile_add(strobe_profile *p, const strobe_heap_snap *s,
 		if (labels == UINT32_MAX)
 			rc = -ENOMEM;
 	}
+	const strobe_heap_snap *base = o->base && o->base->hdr.pid == s->hdr.pid &&
+					       o->base->hdr.start_ns == s->hdr.start_ns
+					   ? o->base
+					   : NULL;
 	for (uint32_t i = 0; rc == 0 && i < s->nstacks; i++) {
 		const strobe_heap_stack *st = &s->stacks[i];
 		if (st->ready != STROBE_HEAP_READY || st->kind != (uint32_t)o->kind)
 			continue;
+		/* The same entry in the earlier snapshot (entries never move, their counters only
+		 * grow), when it was ready there: what happened since is the difference. */
+		const strobe_heap_stack *bs = base && i < base->nstacks ? &base->stacks[i] : NULL;
+		if (bs && (bs->ready != STROBE_HEAP_READY || bs->kind != st->kind ||
+			   bs->hash != st->hash))
+			bs = NULL;
 		int64_t v[4];
 		if (o->kind == STROBE_HEAP_KIND_ALLOC) {
-			if (!st->alloc_count)
+			uint64_t ac = st->alloc_count, ab = st->alloc_bytes;
+			if (bs) {
+				ac = ac > bs->alloc_count ? ac - bs->alloc_count : 0;
+				ab = ab > bs->alloc_bytes ? ab - bs->alloc_bytes : 0;
+			}
+			/* a copy taken while the process runs may read a free newer than the
+			 * allocation count it read first: never below zero */
+			uint64_t ic = st->alloc_count > st->free_count ? st->alloc_count - st->free_count
+								       : 0;
+			uint64_t ib = st->alloc_bytes > st->free_bytes ? st->alloc_bytes - st->free_bytes
+								       : 0;
+			if (!ac && !ic)
 				continue;
 			uint64_t rate = s->hdr.rate;
-			double sa = strobe_heap_scale(st->alloc_count, st->alloc_bytes, rate);
-			uint64_t ic = st->alloc_count - st->free_count;
-			uint64_t ib = st->alloc_bytes - st->free_bytes;
+			double sa = strobe_heap_scale(ac, ab, rate);
 			double si = strobe_heap_scale(ic, ib, rate);
-			v[0] = llround((double)st->alloc_count * sa);
-			v[1] = llround((double)st->alloc_bytes * sa);
+			v[0] = llround((double)ac * sa);
+			v[1] = llround((double)ab * sa);
 			v[2] = llround((double)ic * si);
 			v[3] = llround((double)ib * si);
 		} else {
-			if (!st->lock_count_milli && !st->lock_delay_ns)
+			uint64_t cm = st->lock_count_milli, d = st->lock_delay_ns;
+			if (bs) {
+				cm = cm > bs->lock_count_milli ? cm - bs->lock_count_milli : 0;
+				d = d > bs->lock_delay_ns ? d - bs->lock_delay_ns : 0;
+			}
+			if (!cm && !d)
 				continue;
-			v[0] = (int64_t)((st->lock_count_milli + 500) / 1000);
-			v[1] = (int64_t)st->lock_delay_ns;
+			v[0] = (int64_t)((cm + 500) / 1000);
+			v[1] = (int64_t)d;
 			if (v[0] < 0 || v[1] < 0)
 				continue;
 		}

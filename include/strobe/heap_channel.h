@@ -227,6 +227,11 @@ typedef struct strobe_heap_profile_opts {
 	/* More labels on every sample: "key=value" strings (at most 16 used). */
 	const char *const *labels;
 	uint32_t nlabels;
+	/* An earlier snapshot of the same process image (same pid and start_ns), or NULL: the
+	 * cumulative values (allocations; lock contentions and delay) are then what happened
+	 * since it, stack by stack (an agent's interval), while the in-use values stay what is
+	 * live now. */
+	const strobe_heap_snap *base;
 } strobe_heap_profile_opts;
 
 /* Adds the snapshot's samples to p (p's sample types are set on first use and must match):

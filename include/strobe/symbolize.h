@@ -136,6 +136,20 @@ int strobe_elf_build_id(const char *path, uint8_t *out, size_t cap);
 /* Lower-case hex of a build ID into buf (2*len+1 bytes). Returns buf. */
 char *strobe_build_id_hex(const uint8_t *id, size_t len, char *buf);
 
+/* ---- naming heap and lock profiles (symbolize/heap_names.c) --------------------------------- */
+
+/* A namer for strobe_heap_profile_opts (include/strobe/heap_channel.h): pass
+ * strobe_sym_heap_name as .namer, strobe_sym_heap_build_id as .build_id and the namer as their
+ * ctx. It opens each mapped file once (remembering the most recent 256 paths) through sym,
+ * which must outlive it. NULL + errno. */
+typedef struct strobe_sym_heap_namer strobe_sym_heap_namer;
+strobe_sym_heap_namer *strobe_sym_heap_namer_new(strobe_symbolizer *sym);
+void strobe_sym_heap_namer_free(strobe_sym_heap_namer *c);
+struct strobe_heap_frame;
+int strobe_sym_heap_name(void *ctx, const char *path, uint64_t offset,
+			 struct strobe_heap_frame *out, int max);
+void strobe_sym_heap_build_id(void *ctx, const char *path, char *hex, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

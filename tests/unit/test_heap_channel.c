@@ -320,6 +320,69 @@ static void test_reader_profile(void **state)
 	free(b);
 }
 
+/* An agent's interval: what was allocated and waited since an earlier snapshot of the same image,
+ * while the in-use values stay what is live now; another image's snapshot is no base. */
+static void test_reader_delta(void **state)
+{
+	(void)state;
+	uint8_t *b0 = make_channel(), *b1 = make_channel();
+	strobe_heap_stack *st0 = (strobe_heap_stack *)(b0 + STROBE_HEAP_HDR_SIZE);
+	strobe_heap_stack *st1 = (strobe_heap_stack *)(b1 + STROBE_HEAP_HDR_SIZE);
+	/* earlier: stack 0 had 4 allocations (256 B), 1 freed; the lock 1 contention of 1000 ns;
+	 * stack 2 not yet written */
+	st0[0].alloc_count = 4, st0[0].alloc_bytes = 256, st0[0].free_count = 1;
+	st0[0].free_bytes = 64;
+	st0[1].lock_count_milli = 1000, st0[1].lock_delay_ns = 1000;
+	st0[2].ready = 0;
+	strobe_heap_snap *s0 = NULL, *s1 = NULL;
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_heap_snap_parse(b0, T_SIZE, &s0, &err), 0);
+	assert_int_equal(strobe_heap_snap_parse(b1, T_SIZE, &s1, &err), 0);
+	strobe_profile *p = strobe_profile_new();
+	strobe_heap_profile_opts o = {.kind = STROBE_HEAP_KIND_ALLOC, .base = s0};
+	assert_int_equal(strobe_heap_profile_add(p, s1, &o, &err), 0);
+	double sc = strobe_heap_scale(6, 384, 1024), sb = strobe_heap_scale(1, 1 << 20, 1024);
+	double si = strobe_heap_scale(6, 384, 1024);
+	assert_int_equal(total(p, "alloc_objects"), llround(6 * sc) + llround(sb));
+	assert_int_equal(total(p, "alloc_space"), llround(384 * sc) + llround((1 << 20) * sb));
+	assert_int_equal(total(p, "inuse_space"), llround(384 * si) + llround((1 << 20) * sb));
+	strobe_profile_free(p);
+	p = strobe_profile_new();
+	o.kind = STROBE_HEAP_KIND_LOCK;
+	assert_int_equal(strobe_heap_profile_add(p, s1, &o, &err), 0);
+	assert_int_equal(total(p, "contentions"), 2);
+	assert_int_equal(total(p, "delay"), 4000);
+	strobe_profile_free(p);
+	/* nothing new since the base: no allocation sample, the in-use ones remain */
+	p = strobe_profile_new();
+	o = (strobe_heap_profile_opts){.kind = STROBE_HEAP_KIND_ALLOC, .base = s1};
+	assert_int_equal(strobe_heap_profile_add(p, s1, &o, &err), 0);
+	assert_int_equal(total(p, "alloc_space"), 0);
+	assert_true(total(p, "inuse_space") > 0);
+	strobe_profile_free(p);
+	/* a base of another image (another start): the totals since the start */
+	s0->hdr.start_ns++;
+	p = strobe_profile_new();
+	o = (strobe_heap_profile_opts){.kind = STROBE_HEAP_KIND_ALLOC, .base = s0};
+	assert_int_equal(strobe_heap_profile_add(p, s1, &o, &err), 0);
+	sc = strobe_heap_scale(10, 640, 1024);
+	assert_int_equal(total(p, "alloc_objects"), llround(10 * sc) + llround(sb));
+	strobe_profile_free(p);
+	/* a free counted after the allocations were read: in use never goes below zero */
+	st1[0].free_count = 11, st1[0].free_bytes = 704;
+	strobe_heap_snap_free(s1);
+	assert_int_equal(strobe_heap_snap_parse(b1, T_SIZE, &s1, &err), 0);
+	p = strobe_profile_new();
+	o = (strobe_heap_profile_opts){.kind = STROBE_HEAP_KIND_ALLOC};
+	assert_int_equal(strobe_heap_profile_add(p, s1, &o, &err), 0);
+	assert_int_equal(total(p, "inuse_objects"), llround(sb));
+	strobe_profile_free(p);
+	strobe_heap_snap_free(s0);
+	strobe_heap_snap_free(s1);
+	free(b0);
+	free(b1);
+}
+
 static void refused(uint8_t *b, size_t len, const char *why)
 {
 	strobe_heap_snap *s = (void *)1;
@@ -429,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_unbiased_estimate),
 		cmocka_unit_test(test_live_table),
 		cmocka_unit_test(test_reader_profile),
+		cmocka_unit_test(test_reader_delta),
 		cmocka_unit_test(test_reader_refuses),
 		cmocka_unit_test(test_set_paused),
 	};
