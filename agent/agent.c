@@ -448,6 +448,8 @@ static void export_interval(strobe_agent *a)
 	/* exited processes leave the sampler's tables: process churn does not grow them */
 	unsigned forgotten = strobe_sampler_forget_exited(a->s);
 	proc_prune(a, interval);
+	/* what this interval's unwinds and exports touched: the goal is on resident memory */
+	strobe_sampler_release_memory(a->s);
 	pthread_mutex_lock(&a->mu);
 	a->st.intervals++;
 	a->st.profiles += nprof;

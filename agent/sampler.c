@@ -1722,6 +1722,12 @@ void strobe_sampler_trim(strobe_sampler *s)
 	malloc_trim(0);
 }
 
+void strobe_sampler_release_memory(strobe_sampler *s)
+{
+	strobe_unwinder_drop_pages(s->uw);
+	malloc_trim(0);
+}
+
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;

@@ -123,6 +123,9 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
  * held-record buffers, every process's address ranges), keeping what profiles are built from, so
  * symbolizing at the end does not stack on top of it. No more polling afterwards. */
 void strobe_sampler_trim(strobe_sampler *s);
+/* Between intervals, while collecting: returns what the interval touched and no longer needs
+ * to the system (the unwinder's pages of mapped binaries, free heap), keeping every table. */
+void strobe_sampler_release_memory(strobe_sampler *s);
 
 typedef struct strobe_sampler_profile_opts {
 	strobe_symbolizer *sym;  /* NULL: raw addresses with mappings and build IDs only */

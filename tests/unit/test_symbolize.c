@@ -987,7 +987,7 @@ static void test_kallsyms_model(void **state)
 {
 	(void)state;
 	NEED_DIR();
-	enum { N = 3000, G = 4 };
+	enum { N = 6000, G = 4 }; /* text symbols past the name cache (kallsyms.c), in many blocks */
 	static const char *const gname[G] = {"[kernel.kallsyms]", "[m_one]", "[m_two]", "[bpf]"};
 	static const uint64_t gbase[G] = {0xffffffff81000000ull, 0xffffffffc0100000ull,
 					  0xffffffffc0200000ull, 0xffffffffa0000000ull};
