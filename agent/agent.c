@@ -137,6 +137,8 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 	return 0;
 }
 
+static void on_process(void *ctx, pid_t pid);
+
 static int open_sampler(strobe_agent *a, strobe_err *err)
 {
 	strobe_sampler *s = NULL;
@@ -147,6 +149,8 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 	if (!bpf && a->ob) /* off-CPU turned off by the budget */
 		strobe_offcpu_detach(a->ob);
 	strobe_sampler_opts so = a->so;
+	so.on_process = on_process;
+	so.on_process_ctx = a;
 	if (bpf)
 		so.events &= ~(unsigned)STROBE_EV_OFFCPU; /* the kernel sums it instead */
 	rc = strobe_sampler_open(&so, &s, err);
@@ -249,6 +253,17 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 		e->gone = true;
 	}
 	return e;
+}
+
+/* The sampler's first sample of a process: its identity is read now, while it runs (a process
+ * shorter than an interval has left no environment to read by the interval's end). */
+static void on_process(void *ctx, pid_t pid)
+{
+	strobe_agent *a = ctx;
+	pthread_mutex_lock(&a->mu);
+	int64_t interval = (int64_t)a->st.intervals + 1;
+	pthread_mutex_unlock(&a->mu);
+	proc_lookup(a, pid, interval);
 }
 
 static void proc_prune(strobe_agent *a, int64_t interval)

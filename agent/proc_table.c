@@ -224,6 +224,7 @@ void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char
 		/* A new image: the old mappings are gone, the new ones follow as MMAP2 records. */
 		p->nvma = 0;
 		p->maps_read = true; /* what follows is complete; no /proc read needed */
+		p->sampled = false;  /* a new identity to read at its first sample */
 	}
 	if (pid == tid || exec)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);

@@ -958,6 +958,11 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 		if (!th->comm[0])
 			th->comm[0] = '?', th->comm[1] = 0; /* do not look again */
 	}
+	if (p && !p->sampled && !s->offline) {
+		p->sampled = true;
+		if (s->o.on_process)
+			s->o.on_process(s->o.on_process_ctx, pid);
+	}
 	return th;
 }
 

@@ -58,6 +58,12 @@ typedef struct strobe_sampler_opts {
 	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 16384 with on-CPU
 				       samples, 8192 with switch-outs */
 	size_t unwind_cache_bytes;  /* budget of the unwinder's table cache; 0 = 64 MiB */
+	/* Called with a process's pid when its first sample (or off-CPU interval) is recorded,
+	 * from the thread that polls: while the process most likely still runs, so that a caller
+	 * can read what only a live process shows (its environment: the agent's service name)
+	 * rather than at the interval's end, when a short-lived one is gone. NULL: none. */
+	void (*on_process)(void *ctx, pid_t pid);
+	void *on_process_ctx;
 } strobe_sampler_opts;
 
 enum {
