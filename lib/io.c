@@ -44,73 +44,11 @@ strobe_format strobe_format_parse(const char *name)
 
 int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err)
 {
-	z_stream z = {0};
-	/* 15 + 32: zlib or gzip header, detected. */
-	if (inflateInit2(&z, 15 + 32) != Z_OK)
-		return -ENOMEM;
-	size_t cap = inlen * 4 + 4096, len = 0;
-	uint8_t *buf = malloc(cap + 1);
-	int r = 0;
-	if (!buf) {
-		inflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	for (;;) {
-		if (len == cap) {
-			if (cap >= STROBE_MAX_INPUT) {
-				r = strobe_errf(err, -EFBIG,
-						"decompressed size exceeds the %zu MiB limit",
-						STROBE_MAX_INPUT >> 20);
-				break;
-			}
-			cap = cap * 2 > STROBE_MAX_INPUT ? STROBE_MAX_INPUT : cap * 2;
-			uint8_t *nb = realloc(buf, cap + 1);
-			if (!nb) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		/* zlib's counters are 32-bit: feed at most 1 GiB at a time. */
-		size_t in_left = inlen - (size_t)(z.next_in - in);
-		z.avail_in = (uInt)(in_left > (1u << 30) ? (1u << 30) : in_left);
-		size_t room = cap - len;
-		z.avail_out = (uInt)(room > (1u << 30) ? (1u << 30) : room);
-		z.next_out = buf + len;
-		int zr = inflate(&z, Z_NO_FLUSH);
-		len = (size_t)(z.next_out - buf);
-		if (zr == Z_STREAM_END) {
-			/* Concatenated gzip members (as `cat a.gz b.gz` makes) are one stream. */
-			size_t used = (size_t)(z.next_in - in);
-			if (used < inlen && in[used] == 0x1f) {
-				inflateReset(&z);
-				continue;
-			}
-			break;
-		}
-		if (zr == Z_BUF_ERROR && z.avail_in == 0 && (size_t)(z.next_in - in) == inlen) {
-			r = strobe_errf(err, -EINVAL,
-					"truncated gzip data (input ends at byte %zu before the end of "
-					"the compressed stream)",
-					inlen);
-			break;
-		}
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			r = strobe_errf(err, -EINVAL, "corrupt gzip data near byte %zu: %s",
-					(size_t)(z.next_in - in), z.msg ? z.msg : "inflate failed");
-			break;
-		}
-	}
-	inflateEnd(&z);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
-	return 0;
+	int r = strobe_gunzip_capped(in, inlen, STROBE_MAX_INPUT, out, outlen, NULL, err);
+	if (r == -E2BIG)
+		return strobe_errf(err, -EFBIG, "decompressed size exceeds the %zu MiB limit",
+				   STROBE_MAX_INPUT >> 20);
+	return r;
 }
 
 /* gzip goes through libdeflate with one compressor per thread, kept for the thread's life: the

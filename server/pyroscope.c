@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "strobe/codec.h"
 #include "strobe/delta.h"
@@ -465,80 +464,7 @@ fail:
 	return r;
 }
 
-/* ---- capped gunzip ----------------------------------------------------------------------------- */
-
 static bool is_gzip(const uint8_t *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
-
-int strobe_gunzip_capped(const uint8_t *in, size_t inlen, size_t cap, uint8_t **out,
-			 size_t *outlen, const char *what, strobe_err *err)
-{
-	z_stream z = {0};
-	*out = NULL;
-	*outlen = 0;
-	int fr = srv_gunzip_fast(in, inlen, cap, out, outlen);
-	if (fr != -EAGAIN)
-		return fr;
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return -ENOMEM;
-	size_t bufcap = inlen * 4 + 1024, len = 0;
-	if (bufcap > cap + 1)
-		bufcap = cap + 1;
-	uint8_t *buf = malloc(bufcap);
-	int r = -ENOMEM;
-	if (!buf)
-		goto out;
-	z.next_in = (Bytef *)(uintptr_t)in;
-	size_t left = inlen;
-	for (;;) {
-		if (len == bufcap) {
-			if (bufcap > cap) {
-				r = strobe_errf(err, -E2BIG, "%s: more than %zu bytes after gunzip", what,
-						cap);
-				goto out;
-			}
-			size_t nc = bufcap * 2 > cap + 1 ? cap + 1 : bufcap * 2;
-			uint8_t *nb = realloc(buf, nc);
-			if (!nb)
-				goto out;
-			buf = nb;
-			bufcap = nc;
-		}
-		uInt chunk_in = left > (1u << 30) ? (1u << 30) : (uInt)left;
-		size_t room = bufcap - len;
-		uInt chunk_out = room > (1u << 30) ? (1u << 30) : (uInt)room;
-		z.avail_in = chunk_in;
-		z.next_out = buf + len;
-		z.avail_out = chunk_out;
-		int zr = inflate(&z, Z_NO_FLUSH);
-		left -= chunk_in - z.avail_in;
-		len += chunk_out - z.avail_out;
-		if (zr == Z_STREAM_END)
-			break;
-		if (zr == Z_MEM_ERROR)
-			goto out;
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			r = strobe_errf(err, -EINVAL, "%s: corrupt gzip data (%s)", what,
-					z.msg ? z.msg : "inflate failed");
-			goto out;
-		}
-		if (zr == Z_BUF_ERROR && left == 0 && z.avail_out > 0) {
-			r = strobe_errf(err, -EINVAL, "%s: gzip data ends early", what);
-			goto out;
-		}
-	}
-	if (len > cap) {
-		r = strobe_errf(err, -E2BIG, "%s: more than %zu bytes after gunzip", what, cap);
-		goto out;
-	}
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	r = 0;
-out:
-	inflateEnd(&z);
-	free(buf);
-	return r;
-}
 
 /* ---- folded and lines bodies (pkg/og/convert/parser.go) ----------------------------------------- */
 
