@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "strobe/clock.h"
 #include "strobe/codec.h"
 #include "strobe/delta.h"
 
@@ -111,13 +112,6 @@ static bool go_atoi(const char *s, size_t n, int64_t *out)
 	}
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return true;
-}
-
-static int64_t clock_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int64_t sat_mul(int64_t a, int64_t b)
@@ -1117,7 +1111,7 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 		return r;
 	}
 	m.labels = (label_list){lv, ln, ln};
-	int64_t now = req->now_ns ? req->now_ns : clock_now_ns();
+	int64_t now = req->now_ns ? req->now_ns : strobe_real_ns();
 	const char *v;
 	m.from = (v = param(req, "from")) && *v ? strobe_pyro_parse_time(v, now) : now;
 	m.until = (v = param(req, "until")) && *v ? strobe_pyro_parse_time(v, now) : now;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "strobe/clock.h"
 #include "strobe/codec.h"
 #include "strobe/delta.h"
 
@@ -79,13 +80,6 @@ struct strobe_scraper {
 	pthread_mutex_t mu; /* with cv: wakes sleeping threads on stop */
 	pthread_cond_t cv;
 };
-
-static int64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- construction ------------------------------------------------------------------------------ */
 
@@ -373,7 +367,7 @@ static int scrape_endpoint(strobe_scraper *s, tgt *t, size_t ei, strobe_err *err
 	} else {
 		snprintf(url, sizeof(url), "%s%s/%s", t->url, s->prefix, e->path);
 	}
-	int64_t fetched = now_ns(CLOCK_REALTIME);
+	int64_t fetched = strobe_real_ns();
 	body b;
 	int r = fetch(s, url, timeout, t->max_response, &b, err);
 	if (r < 0)
@@ -460,7 +454,7 @@ static int scrape_round(strobe_scraper *s, tgt *t, strobe_err *err)
 {
 	int first = 0;
 	pthread_mutex_lock(&t->mu);
-	t->status.last_round_ns = now_ns(CLOCK_REALTIME);
+	t->status.last_round_ns = strobe_real_ns();
 	for (size_t ei = 0; ei < NEP; ei++) {
 		if (!(t->profiles & endpoints[ei].bit))
 			continue;
@@ -501,11 +495,11 @@ static void *target_loop(void *arg)
 	tgt *t = arg;
 	strobe_scraper *s = t->owner;
 	while (!atomic_load(&s->stopping)) {
-		int64_t next = now_ns(CLOCK_MONOTONIC) + t->interval_ns;
+		int64_t next = strobe_mono_ns() + t->interval_ns;
 		scrape_round(s, t, NULL);
 		struct timespec ts = {(time_t)(next / 1000000000), (long)(next % 1000000000)};
 		pthread_mutex_lock(&s->mu);
-		while (!atomic_load(&s->stopping) && now_ns(CLOCK_MONOTONIC) < next)
+		while (!atomic_load(&s->stopping) && strobe_mono_ns() < next)
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		pthread_mutex_unlock(&s->mu);
 	}
