@@ -16,35 +16,32 @@
 
 #include "strobe/codec.h"
 #include "strobe/collapse.h"
+#include "strobe/stack_text.h"
 
 typedef struct build {
-	strobe_profile *p;
+	strobe_stack_parser stk;
 	uint32_t comm_key; /* string id of "comm" */
 	size_t nsamples;
+	strobe_err *err;
 } build;
 
+/* One collapsed stack, "comm;root;...;leaf": its first frame is also the sample's comm label.
+ * The collapser has already capped names and depth (comm aside) with messages naming the input
+ * line; its stacks are in no stable order, so no prefix is reused. */
 static int add_stack(const char *stack, size_t len, uint64_t count, void *ctx)
 {
 	build *b = ctx;
-	strobe_profile *p = b->p;
-	uint32_t node = 0, labels = 0;
-	const char *f = stack, *end = stack + len;
-	for (bool first = true;; first = false) {
-		const char *semi = memchr(f, ';', (size_t)(end - f));
-		const char *fe = semi ? semi : end;
-		uint32_t loc = strobe_location_for_name(p, f, (size_t)(fe - f));
-		if (loc == UINT32_MAX || (node = strobe_stack_push(p, node, loc)) == UINT32_MAX)
+	strobe_profile *p = b->stk.p;
+	uint32_t node, labels = 0;
+	int r = strobe_stack_parse(&b->stk, stack, len, "stack", b->nsamples + 1, &node, b->err);
+	if (r < 0)
+		return r;
+	const char *semi = memchr(stack, ';', len);
+	size_t clen = semi ? (size_t)(semi - stack) : len;
+	if (clen) {
+		strobe_label l = {.key = b->comm_key, .str = strobe_str_intern(p, stack, clen)};
+		if (l.str == UINT32_MAX || (labels = strobe_labelset_intern(p, &l, 1)) == UINT32_MAX)
 			return -ENOMEM;
-		if (first && fe > f) {
-			strobe_label l = {.key = b->comm_key, .str = strobe_str_intern(p, f,
-										   (size_t)(fe - f))};
-			if (l.str == UINT32_MAX ||
-			    (labels = strobe_labelset_intern(p, &l, 1)) == UINT32_MAX)
-				return -ENOMEM;
-		}
-		if (!semi)
-			break;
-		f = semi + 1;
 	}
 	int64_t v = count > INT64_MAX ? INT64_MAX : (int64_t)count;
 	b->nsamples++;
@@ -131,35 +128,39 @@ static int name_type(strobe_profile *p, const strobe_collapser *c)
 int strobe_perf_script_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
 			      strobe_err *err)
 {
-	build b = {0};
+	build b = {.err = err};
+	strobe_profile *p = strobe_profile_new();
 	int r;
-	if (!(b.p = strobe_profile_new()) ||
-	    (r = strobe_profile_add_type(b.p, "samples", "count")) < 0 ||
-	    (b.comm_key = strobe_str_intern0(b.p, "comm")) == UINT32_MAX) {
-		strobe_profile_free(b.p);
+	if (!p || (r = strobe_profile_add_type(p, "samples", "count")) < 0 ||
+	    (b.comm_key = strobe_str_intern0(p, "comm")) == UINT32_MAX ||
+	    strobe_stack_parser_init(&b.stk, p, false) < 0) {
+		strobe_profile_free(p);
 		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
 	}
 	strobe_collapse_opts o = {0};
+	b.stk.max_depth = STROBE_MAX_DEPTH + 1; /* the comm frame */
 	strobe_collapser *c = strobe_collapser_new(name, &o);
 	if (!c) {
-		strobe_profile_free(b.p);
+		strobe_stack_parser_free(&b.stk);
+		strobe_profile_free(p);
 		return strobe_errf(err, -ENOMEM, "%s: out of memory", name);
 	}
 	r = strobe_collapser_feed(c, buf, len, err);
 	if (!r)
 		r = strobe_collapser_finish(c, add_stack, &b, err);
 	if (!r)
-		r = name_type(b.p, c);
+		r = name_type(p, c);
 	strobe_collapser_free(c);
+	strobe_stack_parser_free(&b.stk);
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);
 	else if (r == 0 && b.nsamples == 0)
 		r = strobe_errf(err, -EINVAL, "%s: no samples with call stacks in perf script input",
 				name);
 	if (r < 0) {
-		strobe_profile_free(b.p);
+		strobe_profile_free(p);
 		return r;
 	}
-	*out = b.p;
+	*out = p;
 	return 0;
 }

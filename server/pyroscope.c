@@ -26,6 +26,7 @@
 #include "strobe/clock.h"
 #include "strobe/codec.h"
 #include "strobe/delta.h"
+#include "strobe/stack_text.h"
 
 #include "multipart.h"
 #include "pyroscope.h"
@@ -447,34 +448,15 @@ static bool is_gzip(const uint8_t *b, size_t n) { return n >= 2 && b[0] == 0x1f 
 
 /* ---- folded and lines bodies (pkg/og/convert/parser.go) ----------------------------------------- */
 
-/* Adds `count` to the stack "a;b;c" (root first). */
-static int add_stack(strobe_profile *p, const char *s, size_t n, int64_t count, size_t lineno,
-		     strobe_err *err)
+/* Adds `count` to the stack "a;b;c" (root first); an empty text is the root. */
+static int add_stack(strobe_stack_parser *stk, const char *s, size_t n, int64_t count,
+		     size_t lineno, strobe_err *err)
 {
-	uint32_t stack = 0, depth = 0;
-	const char *e = s + n;
-	if (n) {
-		for (const char *f = s;;) {
-			const char *fe = memchr(f, ';', (size_t)(e - f));
-			if (!fe)
-				fe = e;
-			if ((size_t)(fe - f) > STROBE_MAX_NAME)
-				return strobe_errf(err, -EINVAL,
-						   "body:%zu: a frame name is longer than %u bytes",
-						   lineno, STROBE_MAX_NAME);
-			if (++depth > STROBE_MAX_DEPTH)
-				return strobe_errf(err, -EINVAL,
-						   "body:%zu: stack deeper than %u frames", lineno,
-						   STROBE_MAX_DEPTH);
-			uint32_t loc = strobe_location_for_name(p, f, (size_t)(fe - f));
-			if (loc == UINT32_MAX || (stack = strobe_stack_push(p, stack, loc)) == UINT32_MAX)
-				return -ENOMEM;
-			if (fe == e)
-				break;
-			f = fe + 1;
-		}
-	}
-	return strobe_sample_add(p, stack, 0, &count);
+	uint32_t stack = 0;
+	int r;
+	if (n && (r = strobe_stack_parse(stk, s, n, "body", lineno, &stack, err)) < 0)
+		return r;
+	return strobe_sample_add(stk->p, stack, 0, &count);
 }
 
 typedef struct line_iter {
@@ -498,7 +480,7 @@ static bool next_line(line_iter *it, const char **s, size_t *n)
 	return true;
 }
 
-static int parse_groups(strobe_profile *p, const char *buf, size_t len, strobe_err *err)
+static int parse_groups(strobe_stack_parser *stk, const char *buf, size_t len, strobe_err *err)
 {
 	line_iter it = {buf, buf + len, 0};
 	const char *s;
@@ -529,14 +511,14 @@ static int parse_groups(strobe_profile *p, const char *buf, size_t len, strobe_e
 					   (long long)v);
 		if (v == 0)
 			continue;
-		int r = add_stack(p, s, (size_t)(sp - s), v, it.lineno, err);
+		int r = add_stack(stk, s, (size_t)(sp - s), v, it.lineno, err);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int parse_lines(strobe_profile *p, const char *buf, size_t len, strobe_err *err)
+static int parse_lines(strobe_stack_parser *stk, const char *buf, size_t len, strobe_err *err)
 {
 	line_iter it = {buf, buf + len, 0};
 	const char *s;
@@ -547,7 +529,7 @@ static int parse_lines(strobe_profile *p, const char *buf, size_t len, strobe_er
 					   it.lineno, MAX_LINE);
 		if (!n)
 			continue; /* each non-empty line is one sample of its stack */
-		int r = add_stack(p, s, n, 1, it.lineno, err);
+		int r = add_stack(stk, s, n, 1, it.lineno, err);
 		if (r < 0)
 			return r;
 	}
@@ -902,8 +884,12 @@ static int ingest_text(const strobe_pyro_request *req, const strobe_pyro_limits 
 	r = -ENOMEM;
 	if (!p || (r = strobe_profile_add_type(p, st->type, st->unit)) < 0)
 		goto fail;
-	r = lines ? parse_lines(p, (const char *)body, len, err)
-		  : parse_groups(p, (const char *)body, len, err);
+	strobe_stack_parser stk;
+	if ((r = strobe_stack_parser_init(&stk, p, true)) < 0)
+		goto fail;
+	r = lines ? parse_lines(&stk, (const char *)body, len, err)
+		  : parse_groups(&stk, (const char *)body, len, err);
+	strobe_stack_parser_free(&stk);
 	if (r < 0)
 		goto fail;
 	/* sampleRate turns CPU and wall sample counts into nanoseconds (ingest_adapter.go). */
