@@ -29,6 +29,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "internal.h"
+#include "strobe/proc_maps.h"
 
 #define CACHE_SETS 1024u     /* two entries each; a power of two */
 #define CACHE_FRAMES 4       /* deeper inline chains are not cached */
@@ -359,22 +360,28 @@ static int probe_elf(int fd, uint8_t *id, size_t *idlen)
  * our own copy (found through the auxiliary vector) names the frames of every 64-bit process on
  * this kernel. It is copied into a memfd once so it opens like any other object.
  */
+typedef struct vdso_find {
+	uint64_t base;
+	size_t size;
+} vdso_find;
+
+static int vdso_size(void *ctx, const strobe_maps_entry *e)
+{
+	vdso_find *q = ctx;
+	if (strcmp(e->path, "[vdso]") == 0 && e->start == q->base)
+		q->size = (size_t)(e->end - e->start);
+	return 0;
+}
+
 static int vdso_path(strobe_symbolizer *s, char *buf, size_t cap)
 {
 	if (s->vdso_fd == -1) {
 		s->vdso_fd = -2;
 		const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
-		size_t size = 0;
-		FILE *f = base ? fopen("/proc/self/maps", "r") : NULL;
-		char line[512];
-		while (f && fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi;
-			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
-			    lo == (unsigned long)base)
-				size = hi - lo;
-		}
-		if (f)
-			fclose(f);
+		vdso_find q = {(uintptr_t)base, 0};
+		if (base)
+			strobe_proc_maps_read(NULL, -1, vdso_size, &q);
+		size_t size = q.size;
 		int fd = size ? memfd_create("strobe-vdso", MFD_CLOEXEC) : -1;
 		if (fd >= 0 && write(fd, base, size) == (ssize_t)size)
 			s->vdso_fd = fd;
