@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "strobe/http_client.h"
 
 #define MAX_RESPONSE (1u << 30) /* a merged profile of a big window; more is a broken server */
 
@@ -45,13 +46,6 @@ static size_t collect(char *p, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-/* The errors that mean the server's certificate was not trusted (or could not be checked). */
-static bool cli_tls_failure(CURLcode cr)
-{
-	return cr == CURLE_PEER_FAILED_VERIFICATION || cr == CURLE_SSL_CACERT_BADFILE ||
-	       cr == CURLE_SSL_ISSUER_ERROR;
-}
-
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 {
 	*body = NULL;
@@ -67,17 +61,12 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 		return -1;
 	}
 	sink s = {0};
-	struct curl_slist *h = NULL;
-	char line[512];
-	if (rq->tenant) {
-		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", rq->tenant);
-		h = curl_slist_append(h, line);
+	struct curl_slist *h = strobe_http_headers(rq->tenant, rq->token, NULL);
+	if (!h) {
+		curl_easy_cleanup(c);
+		cli_err(cmd, "out of memory");
+		return -1;
 	}
-	if (rq->token) {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", rq->token);
-		h = curl_slist_append(h, line);
-	}
-	h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before the body */
 	curl_easy_setopt(c, CURLOPT_URL, rq->url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
@@ -85,15 +74,10 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->timeout_s > 0 ? rq->timeout_s : 120L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	/* https: the server's certificate and host name are verified (libcurl's default, said here
-	 * so that no change of default can turn it off), against --ca when given. */
 	char errbuf[CURL_ERROR_SIZE];
 	errbuf[0] = 0;
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (rq->ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, rq->ca);
+	strobe_http_tls(c, rq->ca);
 	if (rq->body) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)rq->body);
@@ -105,17 +89,10 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 	if (cr != CURLE_OK) {
-		cli_err(cmd, "%s: %s%s%s%s", rq->url,
-			s.too_big ? "the response is larger than 1 GiB"
-			: errbuf[0] ? errbuf
-				    : curl_easy_strerror(cr),
-			cli_tls_failure(cr) ? " (the server's TLS certificate could not be verified with " : "",
-			cli_tls_failure(cr) ? (rq->ca ? rq->ca : "the system's CA certificates") : "",
-			cli_tls_failure(cr) ? (rq->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
-			/* a TLS port answers plain HTTP with nothing */
-			: cr == CURLE_GOT_NOTHING && strncmp(rq->url, "http://", 7) == 0
-				? " (if the server serves TLS, its URL is https://...)"
-				: "");
+		char msg[CURL_ERROR_SIZE + 512];
+		strobe_http_error(msg, sizeof(msg), rq->url, rq->url, cr,
+				  s.too_big ? "the response is larger than 1 GiB" : errbuf, rq->ca);
+		cli_err(cmd, "%s", msg);
 		free(s.buf);
 		return -1;
 	}

@@ -25,6 +25,7 @@
 #include "strobe/clock.h"
 #include "strobe/codec.h"
 #include "strobe/delta.h"
+#include "strobe/http_client.h"
 
 #include "scrape.h"
 
@@ -280,6 +281,7 @@ static int fetch(strobe_scraper *s, const char *url, int64_t timeout_ns, size_t 
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+	strobe_http_tls(c, NULL);
 	CURLcode cr = curl_easy_perform(c);
 	long code = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
