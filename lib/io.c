@@ -23,7 +23,8 @@ static const char *const format_names[] = {
 	[STROBE_FMT_UNKNOWN] = "unknown",   [STROBE_FMT_PPROF] = "pprof",
 	[STROBE_FMT_FOLDED] = "folded",     [STROBE_FMT_PERF_SCRIPT] = "perf",
 	[STROBE_FMT_SPEEDSCOPE] = "speedscope", [STROBE_FMT_JSON] = "json",
-	[STROBE_FMT_SVG] = "svg",
+	[STROBE_FMT_SVG] = "svg",           [STROBE_FMT_FLAT] = "flat",
+	[STROBE_FMT_TOP] = "top",
 };
 
 const char *strobe_format_name(strobe_format f)
@@ -32,9 +33,17 @@ const char *strobe_format_name(strobe_format f)
 									   : "unknown";
 }
 
-strobe_format strobe_format_parse(const char *name)
+strobe_format strobe_output_parse(const char *name)
 {
 	for (unsigned f = 1; f < sizeof(format_names) / sizeof(*format_names); f++)
+		if (strcmp(name, format_names[f]) == 0)
+			return (strobe_format)f;
+	return strobe_format_parse(name);
+}
+
+strobe_format strobe_format_parse(const char *name)
+{
+	for (unsigned f = 1; f <= STROBE_FMT_SVG; f++)
 		if (strcmp(name, format_names[f]) == 0)
 			return (strobe_format)f;
 	if (strcmp(name, "perf-script") == 0)

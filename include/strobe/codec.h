@@ -33,6 +33,10 @@ typedef enum strobe_format {
 	STROBE_FMT_SPEEDSCOPE,
 	STROBE_FMT_JSON,
 	STROBE_FMT_SVG,
+	/* Written only, by the HTTP API (strobe_output_parse): the UI's flat JSON tree and the
+	 * top table. */
+	STROBE_FMT_FLAT,
+	STROBE_FMT_TOP,
 } strobe_format;
 
 /* Guesses the format of an (already decompressed) buffer. */
@@ -40,6 +44,8 @@ strobe_format strobe_detect(const uint8_t *buf, size_t len);
 const char *strobe_format_name(strobe_format f);
 /* "pprof", "folded", "json", "speedscope", "svg", "perf" -> format; UNKNOWN otherwise. */
 strobe_format strobe_format_parse(const char *name);
+/* The same, and the written-only "flat" and "top". */
+strobe_format strobe_output_parse(const char *name);
 
 /* Reads a whole file ("-" = stdin), gunzipping if it starts with the gzip magic. *out is
  * malloc'd and NUL-terminated (not counted in *len). */
