@@ -12,38 +12,22 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "strobe/buf.h"
 #include "strobe/http_client.h"
 
 #define MAX_RESPONSE (1u << 30) /* a merged profile of a big window; more is a broken server */
 
 typedef struct sink {
-	char *buf;
-	size_t len, cap;
+	strobe_buf b;
 	bool too_big;
 } sink;
 
 static size_t collect(char *p, size_t size, size_t n, void *ctx)
 {
 	sink *s = ctx;
-	size_t add = size * n;
-	if (s->len + add + 1 > MAX_RESPONSE) {
-		s->too_big = true;
-		return 0;
-	}
-	if (s->len + add + 1 > s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 65536;
-		while (nc < s->len + add + 1)
-			nc *= 2;
-		char *nb = realloc(s->buf, nc);
-		if (!nb)
-			return 0;
-		s->buf = nb;
-		s->cap = nc;
-	}
-	memcpy(s->buf + s->len, p, add);
-	s->len += add;
-	s->buf[s->len] = 0;
-	return add;
+	int r = strobe_buf_add(&s->b, p, size * n);
+	s->too_big |= r == -E2BIG;
+	return r < 0 ? 0 : size * n; /* 0 makes curl fail the transfer */
 }
 
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
@@ -60,7 +44,8 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 		cli_err(cmd, "cannot start an HTTP client");
 		return -1;
 	}
-	sink s = {0};
+	sink s = {.too_big = false};
+	strobe_buf_init(&s.b, MAX_RESPONSE - 1);
 	struct curl_slist *h = strobe_http_headers(rq->tenant, rq->token, NULL);
 	if (!h) {
 		curl_easy_cleanup(c);
@@ -93,21 +78,25 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 		strobe_http_error(msg, sizeof(msg), rq->url, rq->url, cr,
 				  s.too_big ? "the response is larger than 1 GiB" : errbuf, rq->ca);
 		cli_err(cmd, "%s", msg);
-		free(s.buf);
+		strobe_buf_free(&s.b);
 		return -1;
 	}
 	if (status != 200) {
 		/* The server's errors are {"error": "...", "status": N}. */
-		json_t *j = s.buf ? json_loadb(s.buf, s.len, 0, NULL) : NULL;
+		json_t *j = s.b.p ? json_loadb(s.b.p, s.b.len, 0, NULL) : NULL;
 		const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
 		cli_err(cmd, "%s: HTTP %ld: %s", rq->url, status,
-			msg ? msg : s.buf ? s.buf : "(no body)");
+			msg ? msg : s.b.p ? s.b.p : "(no body)");
 		json_decref(j);
-		free(s.buf);
+		strobe_buf_free(&s.b);
 		return -1;
 	}
-	*body = s.buf;
-	*len = s.len;
+	if (!s.b.p) { /* an empty body */
+		*body = NULL;
+		*len = 0;
+		return 0;
+	}
+	*body = strobe_buf_take(&s.b, len);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "strobe/buf.h"
 #include "strobe/codec.h"
 
 static const char *const format_names[] = {
@@ -123,26 +124,26 @@ int strobe_slurp(const char *path, uint8_t **out, size_t *outlen, strobe_err *er
 			close(fd);
 		return strobe_errf(err, -EISDIR, "%s: is a directory", shown);
 	}
-	size_t cap = (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-			     ? (size_t)st.st_size + 1
-			     : 65536;
-	size_t len = 0;
-	uint8_t *buf = malloc(cap + 1);
-	int r = 0;
-	while (buf) {
-		if (len == cap) {
-			if (cap >= STROBE_MAX_INPUT) {
+	/* A regular file's size at first (one more byte shows that it has not grown), else
+	 * 64 KiB; doubling from there, up to STROBE_MAX_INPUT. */
+	size_t first = (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+			       ? (size_t)st.st_size + 1
+			       : 65536;
+	strobe_buf b;
+	strobe_buf_init(&b, STROBE_MAX_INPUT);
+	int r = strobe_buf_reserve(&b, first < b.max ? first : b.max);
+	while (r == 0) {
+		size_t room = b.cap - b.len - 1;
+		if (!room) {
+			if (b.len >= b.max) {
 				r = strobe_errf(err, -EFBIG, "%s: larger than the %zu MiB limit",
 						shown, STROBE_MAX_INPUT >> 20);
 				break;
 			}
-			uint8_t *nb = realloc(buf, cap * 2 + 1);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
+			r = strobe_buf_reserve(&b, b.len < b.max - b.len ? b.len : b.max - b.len);
+			continue;
 		}
-		ssize_t n = read(fd, buf + len, cap - len);
+		ssize_t n = read(fd, b.p + b.len, room);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -151,31 +152,30 @@ int strobe_slurp(const char *path, uint8_t **out, size_t *outlen, strobe_err *er
 		}
 		if (n == 0)
 			break;
-		len += (size_t)n;
+		strobe_buf_commit(&b, (size_t)n);
 	}
 	if (!is_stdin)
 		close(fd);
-	if (!buf)
-		return strobe_errf(err, -ENOMEM, "%s: out of memory", shown);
+	if (r == -ENOMEM)
+		r = strobe_errf(err, -ENOMEM, "%s: out of memory", shown);
 	if (r < 0) {
-		free(buf);
+		strobe_buf_free(&b);
 		return r;
 	}
-	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
+	const uint8_t *buf = (const uint8_t *)b.p;
+	if (b.len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
 		uint8_t *plain;
 		size_t plen;
 		strobe_err gz = {{0}};
-		r = strobe_gunzip(buf, len, &plain, &plen, &gz);
-		free(buf);
+		r = strobe_gunzip(buf, b.len, &plain, &plen, &gz);
+		strobe_buf_free(&b);
 		if (r < 0)
 			return strobe_errf(err, r, "%s: %s", shown, gz.msg[0] ? gz.msg : strerror(-r));
 		*out = plain;
 		*outlen = plen;
 		return 0;
 	}
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
+	*out = (uint8_t *)strobe_buf_take(&b, outlen); /* NUL-terminated */
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strobe/buf.h"
 #include "strobe/codec.h"
 #include "strobe/collapse.h"
 #include "strobe/stack_text.h"
@@ -48,57 +49,50 @@ static int add_stack(const char *stack, size_t len, uint64_t count, void *ctx)
 	return strobe_sample_add(p, node, labels, &v);
 }
 
-typedef struct text {
-	char *p;
-	size_t n, cap;
-} text;
-
 /* "stack count\n" appended, without stdio: this is the flamegraph fast path. */
 static int add_line(const char *stack, size_t len, uint64_t count, void *ctx)
 {
-	text *t = ctx;
-	if (len + 32 > t->cap - t->n) {
-		size_t nc = t->cap ? t->cap * 2 : 1 << 16;
-		while (nc - t->n < len + 32)
-			nc *= 2;
-		char *np = realloc(t->p, nc);
-		if (!np)
-			return -ENOMEM;
-		t->p = np;
-		t->cap = nc;
-	}
-	memcpy(t->p + t->n, stack, len);
-	t->n += len;
+	strobe_buf *t = ctx;
+	int r = strobe_buf_reserve(t, len + 22);
+	if (r < 0)
+		return r;
+	char *o = t->p + t->len;
+	memcpy(o, stack, len);
+	o += len;
 	char num[24];
 	size_t i = sizeof(num);
 	do
 		num[--i] = (char)('0' + count % 10);
 	while ((count /= 10) != 0);
-	t->p[t->n++] = ' ';
-	memcpy(t->p + t->n, num + i, sizeof(num) - i);
-	t->n += sizeof(num) - i;
-	t->p[t->n++] = '\n';
+	*o++ = ' ';
+	memcpy(o, num + i, sizeof(num) - i);
+	o += sizeof(num) - i;
+	*o++ = '\n';
+	strobe_buf_commit(t, (size_t)(o - (t->p + t->len)));
 	return 0;
 }
 
 int strobe_perf_script_fold(const char *buf, size_t len, const char *name, char **out,
 			    size_t *outlen, strobe_err *err)
 {
-	text t = {0};
+	strobe_buf t;
+	strobe_buf_init(&t, STROBE_MAX_INPUT);
 	strobe_collapse_opts o = {0};
 	int r = strobe_collapse(buf, len, name, &o, add_line, &t, err);
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);
-	else if (r == 0 && t.n == 0)
+	else if (r == -E2BIG)
+		strobe_errf(err, r, "%s: the folded stacks exceed the %zu MiB limit", name,
+			    STROBE_MAX_INPUT >> 20);
+	else if (r == 0 && t.len == 0)
 		r = strobe_errf(err, -EINVAL, "%s: no samples with call stacks in perf script input",
 				name);
 	if (r < 0) {
-		free(t.p);
+		strobe_buf_free(&t);
 		return r;
 	}
-	*out = t.p;
-	*outlen = t.n;
-	return 0;
+	*out = strobe_buf_take(&t, outlen);
+	return *out ? 0 : strobe_errf(err, -ENOMEM, "%s: out of memory", name);
 }
 
 /* The value type after the event the samples are of: the periods of cpu-clock and task-clock
