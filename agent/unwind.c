@@ -55,6 +55,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "strobe/elf_image.h"
 #include "unwind.h"
 
 #define MAX_BINS 4096
@@ -177,37 +178,6 @@ static const Elf64_Phdr *phdrs(const void *img, size_t len, unsigned *n)
 		return NULL;
 	*n = eh->e_phnum;
 	return (const Elf64_Phdr *)((const char *)img + eh->e_phoff);
-}
-
-/* The GNU build ID of an image, from its PT_NOTE segments; 0 when none. */
-static unsigned image_build_id(const void *img, size_t len, uint8_t *out)
-{
-	unsigned nph;
-	const Elf64_Phdr *ph = phdrs(img, len, &nph);
-	for (unsigned i = 0; ph && i < nph; i++) {
-		if (ph[i].p_type != PT_NOTE || ph[i].p_offset >= len ||
-		    ph[i].p_filesz > len - ph[i].p_offset)
-			continue;
-		const uint8_t *p = (const uint8_t *)img + ph[i].p_offset;
-		size_t left = ph[i].p_filesz;
-		while (left >= 12) {
-			uint32_t nsz, dsz, type;
-			memcpy(&nsz, p, 4);
-			memcpy(&dsz, p + 4, 4);
-			memcpy(&type, p + 8, 4);
-			size_t na = ((size_t)nsz + 3) & ~(size_t)3, da = ((size_t)dsz + 3) & ~(size_t)3;
-			if (na > left - 12 || da > left - 12 - na)
-				break;
-			if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(p + 12, "GNU", 4) == 0 &&
-			    dsz > 0 && dsz <= STROBE_BUILD_ID_MAX) {
-				memcpy(out, p + 12 + na, dsz);
-				return dsz;
-			}
-			p += 12 + na + da;
-			left -= 12 + na + da;
-		}
-	}
-	return 0;
 }
 
 /* What a binary's entry is charged: libelf's and libdw's state, and what libdw decodes into its
@@ -363,7 +333,12 @@ static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const 
 	b->heap = heap;
 	b->img = img;
 	b->len = len;
-	b->id_len = (uint8_t)image_build_id(img, len, b->id);
+	/* The section headers are hidden by now: the build ID comes from the PT_NOTE segments. */
+	const uint8_t *id;
+	size_t idn = strobe_elf_build_id_of(img, len, &id);
+	b->id_len = idn <= STROBE_BUILD_ID_MAX ? (uint8_t)idn : 0;
+	if (b->id_len)
+		memcpy(b->id, id, b->id_len);
 	if (sb) {
 		b->dev = (uint64_t)sb->st_dev;
 		b->ino = (uint64_t)sb->st_ino;
@@ -427,20 +402,9 @@ static bin *bin_vdso(strobe_unwinder *u)
 	for (uint32_t i = 0; i < u->nbins; i++)
 		if (u->bins[i].used && u->bins[i].heap)
 			return &u->bins[i];
-	const uint8_t *v = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	if (!v)
-		return NULL;
-	/* Its size: the end of whatever its headers describe (section headers come last). */
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_phnum > 64 || eh->e_phentsize != sizeof(Elf64_Phdr))
-		return NULL;
-	size_t len = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)(v + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_offset + ph[i].p_filesz > len)
-			len = ph[i].p_offset + ph[i].p_filesz;
-	if (len < sizeof(*eh) || len > (1u << 20))
+	const uint8_t *v;
+	size_t len;
+	if (strobe_vdso_image(&v, &len) < 0)
 		return NULL;
 	void *img = malloc(len);
 	if (!img)

@@ -13,6 +13,7 @@
 #include "strobe/codec.h"
 #include "strobe/render.h"
 #include "strobe/transform.h"
+#include "strobe/writer.h"
 
 static int cmp_desc(const void *a, const void *b)
 {
@@ -106,49 +107,21 @@ int srv_query(srv_req *r)
 	int rc = mn && strcmp(fmt, "top") ? trim(p, mn, &err) : 0;
 	char *buf = NULL;
 	size_t len = 0;
-	const char *ctype = "text/plain; charset=utf-8";
-	if (rc == 0 && strcmp(fmt, "pprof") == 0) {
-		uint8_t *b;
-		rc = strobe_pprof_encode(p, &b, &len);
-		buf = (char *)b;
-		ctype = "application/octet-stream";
-	} else if (rc == 0) {
+	strobe_format of = strobe_output_parse(fmt);
+	if (rc == 0) {
 		FILE *f = open_memstream(&buf, &len);
-		if (!f) {
+		rc = f ? strobe_write_profile(f, p, of, 0, STROBE_GRAN_FUNCTIONS,
+					      &(strobe_write_opts){.top_rows = mn})
+		       : -ENOMEM;
+		if (f && fclose(f) != 0 && rc == 0)
 			rc = -ENOMEM;
-		} else if (strcmp(fmt, "folded") == 0) {
-			rc = strobe_folded_write(f, p, 0, STROBE_GRAN_FUNCTIONS);
-		} else if (strcmp(fmt, "top") == 0) {
-			rc = strobe_top_write(f, p, 0, STROBE_GRAN_FUNCTIONS, mn, false);
-		} else {
-			strobe_tree *t = strobe_tree_new();
-			rc = t ? strobe_tree_add(t, p, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0) : -ENOMEM;
-			if (rc == 0)
-				rc = strobe_tree_sort(t);
-			const char *unit = strobe_str(p, p->types[0].unit);
-			if (rc == 0 && strcmp(fmt, "json") == 0) {
-				rc = strobe_json_tree_write(f, t, strobe_str(p, p->types[0].type), unit);
-				ctype = "application/json";
-			} else if (rc == 0 && strcmp(fmt, "flat") == 0) {
-				rc = strobe_json_flat_write(f, t, strobe_str(p, p->types[0].type), unit);
-				ctype = "application/json";
-			} else if (rc == 0) {
-				strobe_svg_opts so = {
-					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
-				rc = strobe_svg_write(f, t, &so);
-				ctype = "image/svg+xml";
-			}
-			strobe_tree_free(t);
-		}
-		if (f)
-			fclose(f);
 	}
 	strobe_profile_free(p);
 	if (rc < 0) {
 		free(buf);
 		return srv_fail(r, rc, &err);
 	}
-	srv_reply(r, 200, ctype, buf, len);
+	srv_reply(r, 200, strobe_format_mime(of), buf, len);
 	return 0;
 }
 
@@ -171,7 +144,7 @@ int srv_diff(srv_req *r)
 	}
 	char *buf = NULL;
 	size_t len = 0;
-	const char *ctype = "text/plain; charset=utf-8";
+	strobe_format of = strobe_output_parse(fmt);
 	FILE *f = open_memstream(&buf, &len);
 	int rc = f ? 0 : -ENOMEM;
 	if (rc == 0 && strcmp(fmt, "top") == 0) {
@@ -189,21 +162,8 @@ int srv_diff(srv_req *r)
 			rc = strobe_tree_sort(t);
 		if (rc == 0) {
 			t->diff = true;
-			const char *unit = strobe_str(cur, cur->types[0].unit);
-			if (strcmp(fmt, "json") == 0) {
-				rc = strobe_json_tree_write(f, t, strobe_str(cur, cur->types[0].type),
-							    unit);
-				ctype = "application/json";
-			} else if (strcmp(fmt, "flat") == 0) {
-				rc = strobe_json_flat_write(f, t, strobe_str(cur, cur->types[0].type),
-							    unit);
-				ctype = "application/json";
-			} else {
-				strobe_svg_opts so = {
-					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
-				rc = strobe_svg_write(f, t, &so);
-				ctype = "image/svg+xml";
-			}
+			rc = strobe_write_tree(f, t, of, strobe_str(cur, cur->types[0].type),
+					       strobe_str(cur, cur->types[0].unit));
 		}
 		strobe_tree_free(t);
 	}
@@ -216,7 +176,7 @@ int srv_diff(srv_req *r)
 		strobe_err err = {{0}};
 		return srv_fail(r, rc, &err);
 	}
-	srv_reply(r, 200, ctype, buf, len);
+	srv_reply(r, 200, strobe_format_mime(of), buf, len);
 	return 0;
 }
 

@@ -34,6 +34,7 @@
 #include <zstd.h>
 
 #include "internal.h"
+#include "strobe/clock.h"
 
 #define LAST_SPAN 4096u
 #define RELOAD_NS (60ll * 1000000000ll)
@@ -379,7 +380,7 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 {
 	kernel_clear(k);
 	k->loaded = true;
-	k->loaded_ns = sym_now_ns();
+	k->loaded_ns = strobe_mono_ns();
 	kparse ps = {.s = s, .k = k};
 	uint32_t g;
 	const char *core = sym_intern(&s->strings, CORE_NAME, strlen(CORE_NAME));
@@ -500,7 +501,7 @@ int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out
 		kernel_load(s, k);
 	bool inside;
 	size_t below = kernel_find(k, addr, &inside);
-	if (!inside && sym_now_ns() - k->loaded_ns >= RELOAD_NS) {
+	if (!inside && strobe_mono_ns() - k->loaded_ns >= RELOAD_NS) {
 		kernel_load(s, k);
 		below = kernel_find(k, addr, &inside);
 	}

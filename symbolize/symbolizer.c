@@ -21,14 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <elfutils/libdwelf.h>
 
 #include "internal.h"
+#include "strobe/elf_image.h"
 
 #define CACHE_SETS 1024u     /* two entries each; a power of two */
 #define CACHE_FRAMES 4       /* deeper inline chains are not cached */
@@ -324,11 +323,9 @@ static int open_object_file(strobe_symbolizer *s, const char *path, pid_t pid, d
 
 int sym_elf_build_id(Elf *elf, const uint8_t **id)
 {
-	const void *p = NULL;
-	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
-	if (n <= 0 || !p)
-		return 0;
-	*id = p;
+	size_t len = 0;
+	const char *img = elf_rawfile(elf, &len);
+	size_t n = img ? strobe_elf_build_id_of(img, len, id) : 0;
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
@@ -364,18 +361,9 @@ static int vdso_path(strobe_symbolizer *s, char *buf, size_t cap)
 {
 	if (s->vdso_fd == -1) {
 		s->vdso_fd = -2;
-		const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+		const uint8_t *base = NULL;
 		size_t size = 0;
-		FILE *f = base ? fopen("/proc/self/maps", "r") : NULL;
-		char line[512];
-		while (f && fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi;
-			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
-			    lo == (unsigned long)base)
-				size = hi - lo;
-		}
-		if (f)
-			fclose(f);
+		strobe_vdso_image(&base, &size);
 		int fd = size ? memfd_create("strobe-vdso", MFD_CLOEXEC) : -1;
 		if (fd >= 0 && write(fd, base, size) == (ssize_t)size)
 			s->vdso_fd = fd;
