@@ -8,6 +8,10 @@
  *
  * The rules, pprof's default ("simplified") where a choice was to be made:
  *   - a version suffix (@VER or @@VER) is dropped;
+ *   - the suffixes compilers give the copies they make of a function (GCC's .constprop.0,
+ *     .isra.0, .part.0, .cold, .lto_priv.0, .localalias; LLVM's .llvm.NNN) are dropped: DWARF
+ *     names those copies after their source function, and so does every frame here, whichever
+ *     table named it;
  *   - Rust (legacy _ZN...17h<hash>E or v0 _R...) is demangled by libiberty's Rust demangler,
  *     without the hash;
  *   - C++ (_Z...) is demangled by libiberty's GNU v3 demangler without parameters, and the
@@ -41,6 +45,39 @@ static size_t unversioned_len(const char *name, size_t len)
 		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'))
 			return len;
 	return (size_t)(at - name);
+}
+
+/* Whether s[0..n) is one of the words compilers name a function's copies with. */
+static bool clone_word(const char *s, size_t n)
+{
+	static const char *const words[] = {"constprop", "isra", "part", "cold", "lto_priv",
+					    "localalias", "llvm", "clone", "specialized"};
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == n && memcmp(words[i], s, n) == 0)
+			return true;
+	return false;
+}
+
+/* The length of name without its clone suffixes: ".WORD" or ".WORD.DIGITS", repeated
+ * (burn.constprop.0.isra.0), WORD one of clone_word's; never the whole name. */
+static size_t unclone_len(const char *name, size_t len)
+{
+	for (;;) {
+		size_t e = len;
+		while (e > 0 && name[e - 1] >= '0' && name[e - 1] <= '9')
+			e--;
+		if (e < len) { /* digits: ".WORD.DIGITS" */
+			if (e == 0 || name[e - 1] != '.')
+				return len;
+			e--;
+		}
+		size_t w = e;
+		while (w > 0 && name[w - 1] != '.')
+			w--;
+		if (w < 2 || !clone_word(name + w, e - w)) /* w - 1 is the dot; keep a name */
+			return len;
+		len = w - 1;
+	}
 }
 
 /* Whether out[0..n) ends with "operator" (the '<' or '>' that follows is the operator's). */
@@ -93,6 +130,7 @@ size_t strobe_sym_demangle(const char *name, char *out, size_t cap)
 	if (!name)
 		return 0;
 	size_t len = unversioned_len(name, strlen(name));
+	len = unclone_len(name, len);
 	char stack[1024], *raw = len < sizeof(stack) ? stack : malloc(len + 1);
 	if (!raw) { /* no memory: the name as it is, cut */
 		size_t n = len < cap - 1 ? len : cap - 1;

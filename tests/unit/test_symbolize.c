@@ -833,6 +833,20 @@ static void test_demangle(void **state)
 		/* Rust, legacy and v0: without the hash or disambiguator, generics kept */
 		{"_ZN4core3ptr13drop_in_place17h0123456789abcdefE", "core::ptr::drop_in_place"},
 		{"_RNvCs1234_7mycrate3foo", "mycrate::foo"},
+		/* the copies compilers make of a function: named after it */
+		{"burn_60.constprop.0", "burn_60"},
+		{"run.isra.0", "run"},
+		{"parse.part.0.cold", "parse"},
+		{"f.cold", "f"},
+		{"g.lto_priv.3", "g"},
+		{"h.llvm.1234567890", "h"},
+		{"_ZN1A3getEv.cold", "A::get"},
+		{"_ZN1A3getEv.isra.0@@V_1", "A::get"},
+		/* not clone suffixes */
+		{"x.1234", "x.1234"},
+		{"a.b", "a.b"},
+		{".cold", ".cold"},
+		{"cold", "cold"},
 		/* C, and what does not demangle: unchanged */
 		{"main", "main"},
 		{"_Zgarbage", "_Zgarbage"},
