@@ -12,13 +12,15 @@
 #include "strobe/writer.h"
 
 int strobe_write_tree(FILE *f, const strobe_tree *t, strobe_format fmt, const char *type,
-		      const char *unit)
+		      const char *unit, const strobe_write_opts *opts)
 {
 	switch (fmt) {
 	case STROBE_FMT_JSON: return strobe_json_tree_write(f, t, type, unit);
 	case STROBE_FMT_FLAT: return strobe_json_flat_write(f, t, type, unit);
 	case STROBE_FMT_SVG: {
-		strobe_svg_opts so = {.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
+		strobe_svg_opts so = {.countname = strcmp(unit, "count") == 0 ? "samples" : unit,
+				      .title = opts ? opts->title : NULL,
+				      .subtitle = opts ? opts->subtitle : NULL};
 		return strobe_svg_write(f, t, &so);
 	}
 	default: return -EINVAL;
@@ -60,7 +62,7 @@ int strobe_write_profile(FILE *f, strobe_profile *p, strobe_format fmt, int type
 			r = strobe_tree_sort(t);
 		if (r == 0)
 			r = strobe_write_tree(f, t, fmt, strobe_str(p, p->types[type].type),
-					      strobe_str(p, p->types[type].unit));
+					      strobe_str(p, p->types[type].unit), &o);
 		strobe_tree_free(t);
 		return r;
 	}

@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server_impl.h"
 #include "strobe/codec.h"
@@ -47,8 +48,23 @@ static int trim(strobe_profile *p, size_t max_nodes, strobe_err *err)
 	return r;
 }
 
+/* The window [from, to) in words, for an SVG's second line: "from 2026-11-25 10:00:00 to
+ * 11:00:00 UTC" (the date once when both ends share it). */
+static void window_words(int64_t from, int64_t to, char *out, size_t cap)
+{
+	time_t a = (time_t)(from / 1000000000), b = (time_t)(to / 1000000000);
+	struct tm ta, tb;
+	char fa[32], fb[32];
+	gmtime_r(&a, &ta);
+	gmtime_r(&b, &tb);
+	strftime(fa, sizeof(fa), "%Y-%m-%d %H:%M:%S", &ta);
+	bool same_day = ta.tm_year == tb.tm_year && ta.tm_yday == tb.tm_yday;
+	strftime(fb, sizeof(fb), same_day ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tb);
+	snprintf(out, cap, "from %s to %s UTC", fa, fb);
+}
+
 static int query_one(srv_req *r, const char *qname, const char *fname, const char *tname,
-		     strobe_profile **out)
+		     strobe_profile **out, char *window, size_t wcap)
 {
 	strobe_selector sel;
 	int64_t from, to;
@@ -64,6 +80,7 @@ static int query_one(srv_req *r, const char *qname, const char *fname, const cha
 		strobe_selector_free(&sel);
 		return -1;
 	}
+	window_words(from, to, window, wcap);
 	strobe_query q = {r->tenant, &sel, from, to};
 	strobe_err err = {{0}};
 	int rc = strobe_store_query(r->srv->store, &q, out, &err);
@@ -101,7 +118,8 @@ int srv_query(srv_req *r)
 		return srv_error(r, 400, "format must be pprof, folded, json, flat, svg or top");
 	size_t mn;
 	strobe_profile *p = NULL;
-	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p) < 0)
+	char window[96];
+	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p, window, sizeof(window)) < 0)
 		return 0;
 	strobe_err err = {{0}};
 	int rc = mn && strcmp(fmt, "top") ? trim(p, mn, &err) : 0;
@@ -110,8 +128,11 @@ int srv_query(srv_req *r)
 	strobe_format of = strobe_output_parse(fmt);
 	if (rc == 0) {
 		FILE *f = open_memstream(&buf, &len);
+		/* an SVG says what it shows: the selector as asked, and the window */
 		rc = f ? strobe_write_profile(f, p, of, 0, STROBE_GRAN_FUNCTIONS,
-					      &(strobe_write_opts){.top_rows = mn})
+					      &(strobe_write_opts){.top_rows = mn,
+								   .title = srv_arg(r, "query"),
+								   .subtitle = window})
 		       : -ENOMEM;
 		if (f && fclose(f) != 0 && rc == 0)
 			rc = -ENOMEM;
@@ -136,9 +157,11 @@ int srv_diff(srv_req *r)
 	bool norm = !nn || strcmp(nn, "false") != 0;
 	size_t mn;
 	strobe_profile *base = NULL, *cur = NULL;
-	if (max_nodes(r, &mn) < 0 || query_one(r, "base", "base_from", "base_to", &base) < 0)
+	char bwin[96], nwin[96];
+	if (max_nodes(r, &mn) < 0 ||
+	    query_one(r, "base", "base_from", "base_to", &base, bwin, sizeof(bwin)) < 0)
 		return 0;
-	if (query_one(r, "new", "new_from", "new_to", &cur) < 0) {
+	if (query_one(r, "new", "new_from", "new_to", &cur, nwin, sizeof(nwin)) < 0) {
 		strobe_profile_free(base);
 		return 0;
 	}
@@ -162,8 +185,14 @@ int srv_diff(srv_req *r)
 			rc = strobe_tree_sort(t);
 		if (rc == 0) {
 			t->diff = true;
+			/* an SVG says what it compares: both selectors and windows */
+			char title[512], sub[256];
+			snprintf(title, sizeof(title), "Differential: %s against %s",
+				 srv_arg(r, "new"), srv_arg(r, "base"));
+			snprintf(sub, sizeof(sub), "%s; baseline %s", nwin, bwin);
 			rc = strobe_write_tree(f, t, of, strobe_str(cur, cur->types[0].type),
-					       strobe_str(cur, cur->types[0].unit));
+					       strobe_str(cur, cur->types[0].unit),
+					       &(strobe_write_opts){.title = title, .subtitle = sub});
 		}
 		strobe_tree_free(t);
 	}

@@ -19,6 +19,9 @@
 typedef struct strobe_write_opts {
 	const char *name; /* speedscope: the profile's name (the output file's) */
 	size_t top_rows;  /* top: at most this many rows (0 = all) */
+	/* svg: the heading and the line under it (what the graph shows: type, selector, window);
+	 * NULL: the renderer's default heading, no second line */
+	const char *title, *subtitle;
 } strobe_write_opts;
 
 /* Writes sample type `type` of p to f as fmt (pprof, folded, speedscope, json, flat, svg, top);
@@ -28,9 +31,10 @@ int strobe_write_profile(FILE *f, strobe_profile *p, strobe_format fmt, int type
 			 strobe_granularity g, const strobe_write_opts *opts);
 
 /* Writes a built tree (a diff tree too) as json, flat or svg; type and unit name its values
- * (an svg counts "samples" when the unit is "count"). -EINVAL for another format. */
+ * (an svg counts "samples" when the unit is "count"). opts (titles) may be NULL. -EINVAL for
+ * another format. */
 int strobe_write_tree(FILE *f, const strobe_tree *t, strobe_format fmt, const char *type,
-		      const char *unit);
+		      const char *unit, const strobe_write_opts *opts);
 
 /* The Content-Type of a format's bytes. */
 const char *strobe_format_mime(strobe_format fmt);
