@@ -485,9 +485,20 @@ static void export_interval(strobe_agent *a)
  * needs two intervals in a row over the budget, or one over twice the budget. */
 typedef struct budget {
 	int64_t cpu0, wall0;
+	int64_t born;  /* when the agent started (the warm-up's start) */
 	unsigned over, under, seen;
 	bool over_once;
 } budget;
+
+/* The first intervals pay for warming up: every process on the host is read, and every
+ * binary's symbol table loaded, once (measured: 10-40 % of a core for three intervals on a
+ * 2-core host, then 1-2 %). Stepping the frequency down for that left the demo at 1-2 Hz long
+ * after the warm-up was over (the way back up waits for three quiet intervals per step).
+ * During the warm-up (the first WARMUP_INTERVALS judged intervals, within WARMUP_NS of the
+ * start) only a cost over WARMUP_FACTOR times the budget steps down. */
+#define WARMUP_INTERVALS 3
+#define WARMUP_NS (30LL * 1000000000)
+#define WARMUP_FACTOR 10
 
 /* Returns true when the sampler must be reopened with a.so changed. */
 static bool budget_step(strobe_agent *a, budget *b)
@@ -504,6 +515,9 @@ static bool budget_step(strobe_agent *a, budget *b)
 	if (b->seen++ == 0)
 		return false; /* the first interval pays for startup (reading /proc): not a trend */
 	double max = a->o->max_cpu;
+	if (b->seen <= WARMUP_INTERVALS && wall - b->born < WARMUP_NS &&
+	    pct <= WARMUP_FACTOR * max)
+		return false;
 	bool want_off = a->o->offcpu;
 	char note[256] = "";
 	bool change = false;
@@ -737,7 +751,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 {
 	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
 	int64_t next = strobe_mono_ns() + iv;
-	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns()};
+	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns(), .born = strobe_mono_ns()};
 	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s%s, every %u s to %s (host %s)",
 		  a->o->npids ? "the given pids" : "every process", a->so.freq,
 		  a->o->offcpu ? " with off-CPU from " : "",
