@@ -345,9 +345,9 @@ function renderFlame() {
   else if (re === null) $('matched').textContent = '';
   ui.matched = m;
   flame.draw();
-  if (flame.flame && flame.resized) { // the root is at the bottom: keep it in sight
+  if (flame.resized) { // keep the root in sight: at the bottom of a flame, the top of an icicle
     const w = $('flame-wrap');
-    w.scrollTop = w.scrollHeight;
+    w.scrollTop = flame.flame ? w.scrollHeight : 0;
   }
   renderCrumbs();
   $('hidden-share').textContent = flame.stats.hiddenShare > 0
@@ -499,7 +499,15 @@ $('clearsel').addEventListener('click', () => { state.sel = state.bsel = ''; sta
 $('search').addEventListener('input', () => { state.search = $('search').value; writeUrl(); renderFlame(); });
 $('regex').addEventListener('change', () => { state.regex = $('regex').checked ? '1' : '0'; writeUrl(); renderFlame(); });
 $('color').addEventListener('change', () => { state.color = $('color').value; writeUrl(); renderFlame(); if (state.view === 'sandwich') renderSandwich(); });
-$('orient').addEventListener('change', () => { state.orient = $('orient').value; writeUrl(); renderFlame(); });
+$('orient').addEventListener('change', () => {
+  state.orient = $('orient').value;
+  writeUrl();
+  renderFlame();
+  // the root moved to the other end of the graph: scroll it into view (a flame graph's box was
+  // scrolled to its bottom, where the root was, and would show an icicle's deepest frames)
+  const w = $('flame-wrap');
+  w.scrollTop = state.orient === 'flame' ? w.scrollHeight : 0;
+});
 $('minw').addEventListener('change', () => { state.minw = $('minw').value; writeUrl(); renderFlame(); });
 $('filter').addEventListener('input', () => { state.filter = $('filter').value; writeUrl(); table.setFilter(state.filter); });
 document.querySelectorAll('.tabs button').forEach((b) => b.addEventListener('click', () => { setView(b.dataset.view); writeUrl(); }));
