@@ -273,7 +273,7 @@ async function loadProfile() {
     // the table after the graph is on screen: its rows cost a layout the graph need not wait for
     await new Promise((ok) => setTimeout(ok, 0));
     if (ui.data !== data) return;
-    table.setData(data, state.sort, state.filter);
+    table.setData(data, state.sort || defaultSort(data), state.filter);
     if (state.view === 'sandwich') renderSandwich();
     ui.timings = {fetch: t1 - t0, parse: t2 - t1, draw: flame.stats.ms, total: t3 - t0, nodes: data.n};
     if (data.total[0] || (data.diff && data.btotal[0]))
@@ -294,6 +294,15 @@ async function loadProfile() {
   } finally {
     busy(-1);
   }
+}
+
+// Off-CPU and lock profiles sort the table by total: their self time all sits in the frame
+// that waits (__schedule, futex_wait, runtime.park), which says nothing about who waited.
+const WAIT = /^(off_cpu|offcpu|blocked|block|mutex|lock|contentions|delay)$/;
+function defaultSort(data) {
+  if (data.diff) return ''; // a diff ranks by change
+  const [name, sample] = state.type.split(':');
+  return WAIT.test(name) || WAIT.test(sample || '') ? 'total' : '';
 }
 
 function setDownloads(nw) {
