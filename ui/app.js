@@ -57,11 +57,35 @@ function status(msg, isError) {
   s.className = isError ? 'error' : '';
   if (isError) ui.error = msg;
 }
-function overlay(msg, isError) {
+// mark (optional): {text, off}: the user's matchers, shown under the message with a caret at off
+function overlay(msg, isError, mark) {
   const o = document.querySelector('#flame-wrap .overlay');
   o.hidden = !msg;
-  o.textContent = msg || '';
+  o.textContent = '';
+  const p = document.createElement('div');
+  p.textContent = msg || '';
+  o.append(p);
+  if (mark) {
+    const pre = document.createElement('pre');
+    pre.className = 'mark';
+    pre.textContent = `${mark.text}\n${' '.repeat(mark.off)}^`;
+    o.append(pre);
+  }
   o.className = 'overlay' + (isError ? ' error' : '');
+}
+
+// The server's selector errors give an offset into the whole selector it was sent, TYPE{...};
+// the user typed only what is inside the braces. Say the offset in their text, mark it, and put
+// the field's cursor there: {msg, mark, field} (mark null when the error has no offset).
+function matcherError(msg) {
+  const m = /^(query|base|new): selector: .*?offset (\d+)/.exec(msg);
+  if (!m) return {msg, mark: null};
+  const field = m[1] === 'base' && state.bq ? 'blabels' : 'labels';
+  const text = field === 'blabels' ? state.bq : state.q;
+  const off = +m[2] - (state.type.length + 1);
+  if (off < 0 || off > text.length) return {msg, mark: null};
+  const out = msg.replace(/^\w+: /, '').replace(`offset ${m[2]}`, `offset ${off} of the matchers`);
+  return {msg: out, mark: {text, off}, field};
 }
 
 // ---- widgets ----------------------------------------------------------------------------------
@@ -238,6 +262,9 @@ async function loadProfile() {
   overlay('Loading…');
   status('');
   ui.error = '';
+  ui.errorAt = null;
+  $('labels').classList.remove('bad');
+  $('blabels').classList.remove('bad');
   let path, params;
   const nw = windowOf(state.sel);
   if (state.mode === 'diff') {
@@ -263,8 +290,9 @@ async function loadProfile() {
         `${fmtValue(data.btotal[0], data.unit)}. Frame widths are the comparison's: pick another window.`);
       status('empty comparison');
     } else if (!data.total[0]) {
-      overlay(`No samples of ${params.query || params.new} in this window. Pick a wider range or other labels.`);
-      status('empty profile');
+      const w = win(state.sel) ? `${new Date(+nw.from).toISOString()} → ${new Date(+nw.to).toISOString()}` : `${nw.from} → ${nw.to}`;
+      overlay(`No samples in this window (${w}) for ${params.query || params.new}. Pick a wider window or other labels.`);
+      status('no samples in this window');
     } else {
       overlay('');
     }
@@ -285,10 +313,17 @@ async function loadProfile() {
     if (e.name === 'AbortError') return;
     ui.data = null;
     flame.data = null;
+    const me = e instanceof ApiError && e.status === 400 ? matcherError(e.message) : {msg: e.message, mark: null};
     const msg = e instanceof ApiError && e.status === 401 ? authMessage(e)
-      : e instanceof ApiError ? `The server answered: ${e.message}` : String(e.message || e);
-    overlay(msg, true);
+      : e instanceof ApiError ? `The server answered: ${me.msg}` : String(e.message || e);
+    overlay(msg, true, me.mark);
     status(msg, true);
+    if (me.mark) {
+      const f = $(me.field);
+      f.classList.add('bad');
+      f.setSelectionRange(me.mark.off, me.mark.off);
+      ui.errorAt = {field: me.field, off: me.mark.off};
+    }
     table.setData(null);
     ui.renders++;
   } finally {
