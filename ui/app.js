@@ -6,7 +6,7 @@
 
 import {get, setAuth, apiUrl, ApiError, download, hasAuth} from './api.js';
 import {FlameData} from './flamedata.js';
-import {FlameGraph, fmtValue, pct, esc} from './flame.js';
+import {FlameGraph, fmtValue, pct, esc, unitOfType} from './flame.js';
 import {Timeline} from './timeline.js';
 import {TopTable} from './table.js';
 
@@ -208,14 +208,24 @@ async function loadGroups() {
   } catch (_) { /* the timeline shows the error */ }
 }
 
+// Never a step shorter than the agents' push interval (10 s by default): the data has one point
+// per series per push, so a shorter step leaves most bars empty and the rest tall. The range API
+// does not say the data's interval, so this is the default's.
+const MIN_STEP_S = 10;
 function stepFor(fromMs, toMs) {
-  const s = Math.max(1, Math.ceil((toMs - fromMs) / 1000 / 240));
+  const s = Math.max(MIN_STEP_S, Math.ceil((toMs - fromMs) / 1000 / 240));
   const nice = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
   return (nice.find((n) => n >= s) || s) + 's';
 }
 
 async function loadTimeline() {
   busy(1);
+  // the previous query's chart, legend and title go at once: left up while the new query runs,
+  // they read as its answer
+  $('tl-title').textContent = 'Loading…';
+  $('timeline-box').classList.add('loading');
+  ui.range = ui.rangeBase = null;
+  timeline.setData(null, null, null, 'Loading…');
   try {
     // the step needs the window in ms: the server resolves relative times, ask it once with a
     // coarse step, then again with a step that gives ~240 bars
@@ -226,15 +236,20 @@ async function loadTimeline() {
     const steps = {from: probe.from_ms, to: probe.to_ms, step: stepFor(probe.from_ms, probe.to_ms)};
     const [r, rb] = await Promise.all([get('/api/v1/range', {...q, ...steps}, 'range'),
       two ? get('/api/v1/range', {...q, query: selector(state.bq), ...steps}, 'range-base') : null]);
-    timeline.unit = ui.data ? ui.data.unit : '';
+    timeline.unit = unitOfType(r.type || state.type); // known before the profile's answer
     timeline.setData(r, rb, {base: state.bq, new: state.q});
     ui.range = r;
     ui.rangeBase = rb;
     $('tl-title').textContent = two ? `baseline ${selector(state.bq)} and comparison ${selector(state.q)} over ${state.from} → ${state.to}`
       : `${selector(state.q)} over ${state.from} → ${state.to}`;
     showWindows();
+    $('timeline-box').classList.remove('loading');
   } catch (e) {
-    if (e.name !== 'AbortError') status(`timeline: ${e.message}`, true);
+    if (e.name === 'AbortError') return; // a newer query's load owns the timeline now
+    $('timeline-box').classList.remove('loading');
+    $('tl-title').textContent = `${selector(state.q)}: no timeline`;
+    timeline.setData(null, null, null, 'The range query failed (see above)');
+    status(`timeline: ${e.message}`, true);
   } finally {
     busy(-1);
   }
@@ -284,7 +299,6 @@ async function loadProfile() {
     const t2 = performance.now();
     ui.data = data;
     flame.setData(data);
-    timeline.unit = data.unit;
     if (!data.total[0] && data.diff && data.btotal[0]) {
       overlay(`The comparison (${params.new}) has no samples in its window; the baseline has ` +
         `${fmtValue(data.btotal[0], data.unit)}. Frame widths are the comparison's: pick another window.`);
