@@ -620,7 +620,8 @@ function pick(k) {
 }
 for (const id of ['labels', 'blabels']) {
   const input = $(id);
-  input.addEventListener('input', () => suggest(input));
+  // editing the field clears the error's outline: the next query's answer judges the new text
+  input.addEventListener('input', () => { input.classList.remove('bad'); suggest(input); });
   input.addEventListener('focus', () => suggest(input));
   input.addEventListener('blur', () => setTimeout(hideSuggest, 150));
   input.addEventListener('keydown', (e) => {

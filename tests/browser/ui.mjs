@@ -253,6 +253,13 @@ await run('states', async () => {
   check('states/error-offset', mark === `${typed}\n${' '.repeat(off)}^` && at && at.field === 'labels' && at.off === off &&
     await page.$eval('#labels', (e) => e.classList.contains('bad') && e.selectionStart === 14),
   `mark ${JSON.stringify(mark)}, errorAt ${JSON.stringify(at)}`);
+  // editing the field clears its outline (which the error put there)
+  const hadBad = await page.$eval('#labels', (e) => e.classList.contains('bad'));
+  await page.focus('#labels');
+  await page.keyboard.press('End');
+  await page.keyboard.press('Backspace');
+  const hasBad = await page.$eval('#labels', (e) => e.classList.contains('bad'));
+  check('states/error-edit', hadBad && !hasBad, `outline before the edit ${hadBad}, after ${hasBad}`);
   await page.screenshot({path: `${shots}/error.png`});
   await page.close();
   const p2 = await open(`?type=${q(TYPE)}&q=${q('service_name="nobody"')}`);
