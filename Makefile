@@ -8,6 +8,7 @@ CC       ?= cc
 CLANG    ?= clang
 BPFTOOL  ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 B        := build
+# libiberty (static): binutils' demangler, for symbolize/demangle.c.
 # libcurl is not linked: lib/curl_lazy.c loads it when an HTTP client first needs it (its headers
 # are still needed to build).
 PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd gnutls sqlite3 libzstd libbpf libdeflate
@@ -15,7 +16,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lgnutls -lsqlite3 -lzstd -lbpf -ldeflate) -ldl -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lgnutls -lsqlite3 -lzstd -lbpf -ldeflate) -liberty -ldl -lpthread -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
@@ -135,7 +136,8 @@ $(B)/workloads/%-nofp: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 $(B)/workloads/%-dbgframe: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -pthread -o $@ $< -lm
-# C++ workloads (libstrobe-heap.so's safety tests: new/delete reach malloc through libstdc++).
+# C++ workloads: libstrobe-heap.so's safety tests (new/delete reach malloc through libstdc++),
+# the naming tests (demangled frames: cxx_names).
 WL_CXX   := $(patsubst tests/workloads/cxx/%.cc,$(B)/workloads/%,$(wildcard tests/workloads/cxx/*.cc))
 $(B)/workloads/%: tests/workloads/cxx/%.cc
 	@mkdir -p $(dir $@)

@@ -137,6 +137,8 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 	return 0;
 }
 
+static void on_process(void *ctx, pid_t pid);
+
 static int open_sampler(strobe_agent *a, strobe_err *err)
 {
 	strobe_sampler *s = NULL;
@@ -147,6 +149,8 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 	if (!bpf && a->ob) /* off-CPU turned off by the budget */
 		strobe_offcpu_detach(a->ob);
 	strobe_sampler_opts so = a->so;
+	so.on_process = on_process;
+	so.on_process_ctx = a;
 	if (bpf)
 		so.events &= ~(unsigned)STROBE_EV_OFFCPU; /* the kernel sums it instead */
 	rc = strobe_sampler_open(&so, &s, err);
@@ -249,6 +253,17 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 		e->gone = true;
 	}
 	return e;
+}
+
+/* The sampler's first sample of a process: its identity is read now, while it runs (a process
+ * shorter than an interval has left no environment to read by the interval's end). */
+static void on_process(void *ctx, pid_t pid)
+{
+	strobe_agent *a = ctx;
+	pthread_mutex_lock(&a->mu);
+	int64_t interval = (int64_t)a->st.intervals + 1;
+	pthread_mutex_unlock(&a->mu);
+	proc_lookup(a, pid, interval);
 }
 
 static void proc_prune(strobe_agent *a, int64_t interval)
@@ -448,6 +463,8 @@ static void export_interval(strobe_agent *a)
 	/* exited processes leave the sampler's tables: process churn does not grow them */
 	unsigned forgotten = strobe_sampler_forget_exited(a->s);
 	proc_prune(a, interval);
+	/* what this interval's unwinds and exports touched: the goal is on resident memory */
+	strobe_sampler_release_memory(a->s);
 	pthread_mutex_lock(&a->mu);
 	a->st.intervals++;
 	a->st.profiles += nprof;
@@ -468,9 +485,20 @@ static void export_interval(strobe_agent *a)
  * needs two intervals in a row over the budget, or one over twice the budget. */
 typedef struct budget {
 	int64_t cpu0, wall0;
+	int64_t born;  /* when the agent started (the warm-up's start) */
 	unsigned over, under, seen;
 	bool over_once;
 } budget;
+
+/* The first intervals pay for warming up: every process on the host is read, and every
+ * binary's symbol table loaded, once (measured: 10-40 % of a core for three intervals on a
+ * 2-core host, then 1-2 %). Stepping the frequency down for that left the demo at 1-2 Hz long
+ * after the warm-up was over (the way back up waits for three quiet intervals per step).
+ * During the warm-up (the first WARMUP_INTERVALS judged intervals, within WARMUP_NS of the
+ * start) only a cost over WARMUP_FACTOR times the budget steps down. */
+#define WARMUP_INTERVALS 3
+#define WARMUP_NS (30LL * 1000000000)
+#define WARMUP_FACTOR 10
 
 /* Returns true when the sampler must be reopened with a.so changed. */
 static bool budget_step(strobe_agent *a, budget *b)
@@ -487,6 +515,9 @@ static bool budget_step(strobe_agent *a, budget *b)
 	if (b->seen++ == 0)
 		return false; /* the first interval pays for startup (reading /proc): not a trend */
 	double max = a->o->max_cpu;
+	if (b->seen <= WARMUP_INTERVALS && wall - b->born < WARMUP_NS &&
+	    pct <= WARMUP_FACTOR * max)
+		return false;
 	bool want_off = a->o->offcpu;
 	char note[256] = "";
 	bool change = false;
@@ -720,7 +751,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 {
 	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
 	int64_t next = strobe_mono_ns() + iv;
-	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns()};
+	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns(), .born = strobe_mono_ns()};
 	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s%s, every %u s to %s (host %s)",
 		  a->o->npids ? "the given pids" : "every process", a->so.freq,
 		  a->o->offcpu ? " with off-CPU from " : "",

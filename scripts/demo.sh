@@ -55,9 +55,10 @@ if [ -z "$url" ]; then
 fi
 
 # ---- agent ---------------------------------------------------------------------------------
-# Off-CPU on (to show shop-db's lock waits) and a 5 % budget: off-CPU recording of a whole host
-# costs more than the default 1 %, and the demo should show data, not the budget at work.
-"$strobe" agent --server "$url" --offcpu -F 49 --interval 5 --max-cpu 5 --admin 127.0.0.1:0 \
+# Off-CPU on (to show shop-db's lock waits), 49 Hz and a 10 % budget: the demo's views should
+# hold enough samples to mean something (a whole host pushed every 5 s costs more than the
+# default 1 % of a core on a small machine); the budget at work has a step of its own below.
+"$strobe" agent --server "$url" --offcpu -F 49 --interval 5 --max-cpu 10 --admin 127.0.0.1:0 \
 	--label env=demo --spool "$work/spool" 2>"$work/agent.log" &
 apid=$!
 admin=
@@ -94,30 +95,45 @@ strobe demo is running.
 
 Flame graphs (data arrives every 5 s; give it ten seconds):
 
-  # shop-api, where its CPU goes (top functions; -t svg -o api.svg for the flame graph)
+  # shop-api, where its CPU goes (top functions; -f svg -o api.svg for the flame graph)
   build/strobe query -s $url --from now-5m '$CPU{service_name="shop-api"}'
   # shop-worker, as an interactive SVG flame graph
-  build/strobe query -s $url --from now-5m -t svg -o worker.svg '$CPU{service_name="shop-worker"}'
+  build/strobe query -s $url --from now-5m -f svg -o worker.svg '$CPU{service_name="shop-worker"}'
   # shop-db, where it waits (off-CPU): acquire_table_lock
-  build/strobe query -s $url --from now-5m -t svg -o db-offcpu.svg '$OFF{service_name="shop-db"}'
+  build/strobe query -s $url --from now-5m -f svg -o db-offcpu.svg '$OFF{service_name="shop-db"}'
   # the same with curl, any service:
   curl -o api.svg '$url/api/v1/query?format=svg&from=now-5m&query=$(printf '%s' "$CPU{service_name=\"shop-api\"}" | sed 's/{/%7B/; s/}/%7D/; s/"/%22/g')'
 
 EOF
+# The budget at work, on its own: a second agent, the shop's processes only, at 999 Hz with a budget
+# of 0.2 % of a core, which it cannot meet at that rate: each interval over budget halves the
+# frequency (logged at warn, shown in /status) until the cost fits.
+budget_step() {
+	echo "== the CPU budget at work: a second agent at -F 999 --max-cpu 0.2 (the shop only, 25 s)"
+	"$strobe" agent --server "$url" -F 999 --interval 2 --max-cpu 0.2 --admin 127.0.0.1:0 \
+		--comm '^demo_shop$' --spool "$work/spool-budget" 2>"$work/agent-budget.log" &
+	local bpid=$!
+	sleep 25 & wait $!
+	kill -TERM "$bpid" 2>/dev/null; wait "$bpid" 2>/dev/null
+	grep 'budget:' "$work/agent-budget.log" | sed 's/^.*budget: /  /'
+	grep -q 'budget:' "$work/agent-budget.log" || echo "  (no step: this host ran it within 0.2 %)"
+}
+
 if [ "$duration" -gt 0 ] 2>/dev/null; then
 	echo "demo: running for $duration s (DURATION)"
 	sleep "$duration" & wait $!
 	sleep 6 & wait $! # one more export interval
 	for svc in api worker; do
 		echo "== shop-$svc: top functions (on-CPU)"
-		"$strobe" query -s "$url" --from now-10m -t top --max-nodes 6 "$CPU{service_name=\"shop-$svc\"}" 2>&1 | head -9
+		"$strobe" query -s "$url" --from now-10m -f top --max-nodes 6 "$CPU{service_name=\"shop-$svc\"}" 2>&1 | head -9
 	done
 	echo "== shop-db: where its threads wait (off-CPU, the shop's own functions)"
-	"$strobe" query -s "$url" --from now-10m -t pprof -o "$work/db-offcpu.pb.gz" "$OFF{service_name=\"shop-db\"}" &&
+	"$strobe" query -s "$url" --from now-10m -f pprof -o "$work/db-offcpu.pb.gz" "$OFF{service_name=\"shop-db\"}" &&
 		"$strobe" top -n 5 --show '^(acquire_table_lock|read_page|client_think|scan_rows|conn_main)$' \
 			"$work/db-offcpu.pb.gz" 2>&1 | tail -6
 	echo
 	curl -s "$admin/status" | grep -E '"(state|frequency_hz|pushed|failed|dropped|cpu_pct|rss_bytes)"' | sed 's/^ */  agent /'
+	budget_step
 else
 	echo "demo: press Ctrl-C to stop"
 	while kill -0 "$spid" 2>/dev/null && kill -0 "$apid" 2>/dev/null; do sleep 1 & wait $!; done

@@ -6,7 +6,7 @@
 
 import {get, setAuth, apiUrl, ApiError, download, hasAuth} from './api.js';
 import {FlameData} from './flamedata.js';
-import {FlameGraph, fmtValue, pct, esc} from './flame.js';
+import {FlameGraph, fmtValue, pct, esc, unitOfType} from './flame.js';
 import {Timeline} from './timeline.js';
 import {TopTable} from './table.js';
 
@@ -57,11 +57,35 @@ function status(msg, isError) {
   s.className = isError ? 'error' : '';
   if (isError) ui.error = msg;
 }
-function overlay(msg, isError) {
+// mark (optional): {text, off}: the user's matchers, shown under the message with a caret at off
+function overlay(msg, isError, mark) {
   const o = document.querySelector('#flame-wrap .overlay');
   o.hidden = !msg;
-  o.textContent = msg || '';
+  o.textContent = '';
+  const p = document.createElement('div');
+  p.textContent = msg || '';
+  o.append(p);
+  if (mark) {
+    const pre = document.createElement('pre');
+    pre.className = 'mark';
+    pre.textContent = `${mark.text}\n${' '.repeat(mark.off)}^`;
+    o.append(pre);
+  }
   o.className = 'overlay' + (isError ? ' error' : '');
+}
+
+// The server's selector errors give an offset into the whole selector it was sent, TYPE{...};
+// the user typed only what is inside the braces. Say the offset in their text, mark it, and put
+// the field's cursor there: {msg, mark, field} (mark null when the error has no offset).
+function matcherError(msg) {
+  const m = /^(query|base|new): selector: .*?offset (\d+)/.exec(msg);
+  if (!m) return {msg, mark: null};
+  const field = m[1] === 'base' && state.bq ? 'blabels' : 'labels';
+  const text = field === 'blabels' ? state.bq : state.q;
+  const off = +m[2] - (state.type.length + 1);
+  if (off < 0 || off > text.length) return {msg, mark: null};
+  const out = msg.replace(/^\w+: /, '').replace(`offset ${m[2]}`, `offset ${off} of the matchers`);
+  return {msg: out, mark: {text, off}, field};
 }
 
 // ---- widgets ----------------------------------------------------------------------------------
@@ -184,14 +208,24 @@ async function loadGroups() {
   } catch (_) { /* the timeline shows the error */ }
 }
 
+// Never a step shorter than the agents' push interval (10 s by default): the data has one point
+// per series per push, so a shorter step leaves most bars empty and the rest tall. The range API
+// does not say the data's interval, so this is the default's.
+const MIN_STEP_S = 10;
 function stepFor(fromMs, toMs) {
-  const s = Math.max(1, Math.ceil((toMs - fromMs) / 1000 / 240));
+  const s = Math.max(MIN_STEP_S, Math.ceil((toMs - fromMs) / 1000 / 240));
   const nice = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
   return (nice.find((n) => n >= s) || s) + 's';
 }
 
 async function loadTimeline() {
   busy(1);
+  // the previous query's chart, legend and title go at once: left up while the new query runs,
+  // they read as its answer
+  $('tl-title').textContent = 'Loading…';
+  $('timeline-box').classList.add('loading');
+  ui.range = ui.rangeBase = null;
+  timeline.setData(null, null, null, 'Loading…');
   try {
     // the step needs the window in ms: the server resolves relative times, ask it once with a
     // coarse step, then again with a step that gives ~240 bars
@@ -202,15 +236,20 @@ async function loadTimeline() {
     const steps = {from: probe.from_ms, to: probe.to_ms, step: stepFor(probe.from_ms, probe.to_ms)};
     const [r, rb] = await Promise.all([get('/api/v1/range', {...q, ...steps}, 'range'),
       two ? get('/api/v1/range', {...q, query: selector(state.bq), ...steps}, 'range-base') : null]);
-    timeline.unit = ui.data ? ui.data.unit : '';
+    timeline.unit = unitOfType(r.type || state.type); // known before the profile's answer
     timeline.setData(r, rb, {base: state.bq, new: state.q});
     ui.range = r;
     ui.rangeBase = rb;
     $('tl-title').textContent = two ? `baseline ${selector(state.bq)} and comparison ${selector(state.q)} over ${state.from} → ${state.to}`
       : `${selector(state.q)} over ${state.from} → ${state.to}`;
     showWindows();
+    $('timeline-box').classList.remove('loading');
   } catch (e) {
-    if (e.name !== 'AbortError') status(`timeline: ${e.message}`, true);
+    if (e.name === 'AbortError') return; // a newer query's load owns the timeline now
+    $('timeline-box').classList.remove('loading');
+    $('tl-title').textContent = `${selector(state.q)}: no timeline`;
+    timeline.setData(null, null, null, 'The range query failed (see above)');
+    status(`timeline: ${e.message}`, true);
   } finally {
     busy(-1);
   }
@@ -238,6 +277,9 @@ async function loadProfile() {
   overlay('Loading…');
   status('');
   ui.error = '';
+  ui.errorAt = null;
+  $('labels').classList.remove('bad');
+  $('blabels').classList.remove('bad');
   let path, params;
   const nw = windowOf(state.sel);
   if (state.mode === 'diff') {
@@ -257,14 +299,14 @@ async function loadProfile() {
     const t2 = performance.now();
     ui.data = data;
     flame.setData(data);
-    timeline.unit = data.unit;
     if (!data.total[0] && data.diff && data.btotal[0]) {
       overlay(`The comparison (${params.new}) has no samples in its window; the baseline has ` +
         `${fmtValue(data.btotal[0], data.unit)}. Frame widths are the comparison's: pick another window.`);
       status('empty comparison');
     } else if (!data.total[0]) {
-      overlay(`No samples of ${params.query || params.new} in this window. Pick a wider range or other labels.`);
-      status('empty profile');
+      const w = win(state.sel) ? `${new Date(+nw.from).toISOString()} → ${new Date(+nw.to).toISOString()}` : `${nw.from} → ${nw.to}`;
+      overlay(`No samples in this window (${w}) for ${params.query || params.new}. Pick a wider window or other labels.`);
+      status('no samples in this window');
     } else {
       overlay('');
     }
@@ -273,7 +315,7 @@ async function loadProfile() {
     // the table after the graph is on screen: its rows cost a layout the graph need not wait for
     await new Promise((ok) => setTimeout(ok, 0));
     if (ui.data !== data) return;
-    table.setData(data, state.sort, state.filter);
+    table.setData(data, state.sort || defaultSort(data), state.filter);
     if (state.view === 'sandwich') renderSandwich();
     ui.timings = {fetch: t1 - t0, parse: t2 - t1, draw: flame.stats.ms, total: t3 - t0, nodes: data.n};
     if (data.total[0] || (data.diff && data.btotal[0]))
@@ -285,15 +327,31 @@ async function loadProfile() {
     if (e.name === 'AbortError') return;
     ui.data = null;
     flame.data = null;
+    const me = e instanceof ApiError && e.status === 400 ? matcherError(e.message) : {msg: e.message, mark: null};
     const msg = e instanceof ApiError && e.status === 401 ? authMessage(e)
-      : e instanceof ApiError ? `The server answered: ${e.message}` : String(e.message || e);
-    overlay(msg, true);
+      : e instanceof ApiError ? `The server answered: ${me.msg}` : String(e.message || e);
+    overlay(msg, true, me.mark);
     status(msg, true);
+    if (me.mark) {
+      const f = $(me.field);
+      f.classList.add('bad');
+      f.setSelectionRange(me.mark.off, me.mark.off);
+      ui.errorAt = {field: me.field, off: me.mark.off};
+    }
     table.setData(null);
     ui.renders++;
   } finally {
     busy(-1);
   }
+}
+
+// Off-CPU and lock profiles sort the table by total: their self time all sits in the frame
+// that waits (__schedule, futex_wait, runtime.park), which says nothing about who waited.
+const WAIT = /^(off_cpu|offcpu|blocked|block|mutex|lock|contentions|delay)$/;
+function defaultSort(data) {
+  if (data.diff) return ''; // a diff ranks by change
+  const [name, sample] = state.type.split(':');
+  return WAIT.test(name) || WAIT.test(sample || '') ? 'total' : '';
 }
 
 function setDownloads(nw) {
@@ -345,9 +403,9 @@ function renderFlame() {
   else if (re === null) $('matched').textContent = '';
   ui.matched = m;
   flame.draw();
-  if (flame.flame && flame.resized) { // the root is at the bottom: keep it in sight
+  if (flame.resized) { // keep the root in sight: at the bottom of a flame, the top of an icicle
     const w = $('flame-wrap');
-    w.scrollTop = w.scrollHeight;
+    w.scrollTop = flame.flame ? w.scrollHeight : 0;
   }
   renderCrumbs();
   $('hidden-share').textContent = flame.stats.hiddenShare > 0
@@ -499,7 +557,15 @@ $('clearsel').addEventListener('click', () => { state.sel = state.bsel = ''; sta
 $('search').addEventListener('input', () => { state.search = $('search').value; writeUrl(); renderFlame(); });
 $('regex').addEventListener('change', () => { state.regex = $('regex').checked ? '1' : '0'; writeUrl(); renderFlame(); });
 $('color').addEventListener('change', () => { state.color = $('color').value; writeUrl(); renderFlame(); if (state.view === 'sandwich') renderSandwich(); });
-$('orient').addEventListener('change', () => { state.orient = $('orient').value; writeUrl(); renderFlame(); });
+$('orient').addEventListener('change', () => {
+  state.orient = $('orient').value;
+  writeUrl();
+  renderFlame();
+  // the root moved to the other end of the graph: scroll it into view (a flame graph's box was
+  // scrolled to its bottom, where the root was, and would show an icicle's deepest frames)
+  const w = $('flame-wrap');
+  w.scrollTop = state.orient === 'flame' ? w.scrollHeight : 0;
+});
 $('minw').addEventListener('change', () => { state.minw = $('minw').value; writeUrl(); renderFlame(); });
 $('filter').addEventListener('input', () => { state.filter = $('filter').value; writeUrl(); table.setFilter(state.filter); });
 document.querySelectorAll('.tabs button').forEach((b) => b.addEventListener('click', () => { setView(b.dataset.view); writeUrl(); }));
@@ -554,7 +620,8 @@ function pick(k) {
 }
 for (const id of ['labels', 'blabels']) {
   const input = $(id);
-  input.addEventListener('input', () => suggest(input));
+  // editing the field clears the error's outline: the next query's answer judges the new text
+  input.addEventListener('input', () => { input.classList.remove('bad'); suggest(input); });
   input.addEventListener('focus', () => suggest(input));
   input.addEventListener('blur', () => setTimeout(hideSuggest, 150));
   input.addEventListener('keydown', (e) => {

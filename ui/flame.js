@@ -41,29 +41,56 @@ function cool(v1, v2) { // a second palette, for package colouring to read diffe
   return `rgb(${Math.round(80 + 60 * v2)},${Math.round(150 + 80 * v1)},${Math.round(190 + 50 * v2)})`;
 }
 
+// A change smaller than the table's display precision (0.05 % of the baseline: "+0.0%") is
+// shown as no change: neutral colour, no sign. Normalising the baseline leaves such crumbs on
+// frames that did not change, and a red "+1 ns (+0.0%)" on them reads as a regression.
+export function unchanged(now, base) {
+  const d = Math.abs(now - base);
+  return d === 0 || (base > 0 && d < 0.0005 * base);
+}
+
 export function diffColor(now, base) {
-  if (now === base) return 'rgb(235,235,235)';
+  if (unchanged(now, base)) return 'rgb(235,235,235)';
   const r = (now - base) / Math.max(Math.abs(now), Math.abs(base));
   const c = Math.round(225 * (1 - Math.min(1, Math.abs(r) * 1.5)));
   return r > 0 ? `rgb(255,${c},${c})` : `rgb(${c},${c},255)`;
 }
 
+const NS = [[1e9, ' s'], [1e6, ' ms'], [1e3, ' µs']];
+const BYTES = [[2 ** 40, ' TiB'], [2 ** 30, ' GiB'], [2 ** 20, ' MiB'], [2 ** 10, ' KiB']];
+const COUNT = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+// v in the largest unit whose shown number is at least 1 once rounded as shown: 999,999,999 ns
+// is "1.00 s", not "1000.00 ms" (picking the unit before rounding gave that).
+function scaled(v, scales, fmt) {
+  for (const [s, u] of scales) {
+    const t = fmt(v / s);
+    if (Math.abs(parseFloat(t)) >= 1) return t + u;
+  }
+  return null;
+}
+const fixed2 = (x) => x.toFixed(2);
+// three significant digits: 1.00, 12.5, 250
+const sig3 = (x) => { const a = Math.abs(x); return x.toFixed(a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2); };
+
+// Values in the table and tooltips: two decimals in a human unit, counts exact.
 export function fmtValue(v, unit) {
-  const a = Math.abs(v);
-  if (unit === 'nanoseconds') {
-    if (a >= 1e9) return (v / 1e9).toFixed(2) + ' s';
-    if (a >= 1e6) return (v / 1e6).toFixed(2) + ' ms';
-    if (a >= 1e3) return (v / 1e3).toFixed(2) + ' µs';
-    return v + ' ns';
-  }
-  if (unit === 'bytes') {
-    if (a >= 2 ** 30) return (v / 2 ** 30).toFixed(2) + ' GiB';
-    if (a >= 2 ** 20) return (v / 2 ** 20).toFixed(2) + ' MiB';
-    if (a >= 2 ** 10) return (v / 2 ** 10).toFixed(2) + ' KiB';
-    return v + ' B';
-  }
+  if (unit === 'nanoseconds') return scaled(v, NS, fixed2) || v + ' ns';
+  if (unit === 'bytes') return scaled(v, BYTES, fixed2) || v + ' B';
   return Math.round(v).toLocaleString('en-US') + (unit && unit !== 'count' ? ' ' + unit : '');
 }
+
+// Short values for axes: three significant digits in a human unit, counts with k/M/G
+// ("1.00 s", "512 KiB", "3.00M"), never "1000.00 ms" or "3,000,000,000".
+export function fmtShort(v, unit) {
+  if (v === 0) return '0';
+  if (unit === 'nanoseconds') return scaled(v, NS, sig3) || sig3(v) + ' ns';
+  if (unit === 'bytes') return scaled(v, BYTES, sig3) || sig3(v) + ' B';
+  const n = scaled(v, COUNT, sig3) || (Number.isInteger(v) ? String(v) : sig3(v));
+  return n + (unit && unit !== 'count' ? ' ' + unit : '');
+}
+
+// The unit of a profile type "name:sample_type:sample_unit:period_type:period_unit".
+export function unitOfType(type) { return (type || '').split(':')[2] || ''; }
 
 export function pct(v, of) { return of ? (100 * v / of).toFixed(2) + '%' : '–'; }
 
@@ -308,7 +335,8 @@ export class FlameGraph {
     if (d.diff) {
       const delta = d.total[i] - d.btotal[i];
       html += `<br>base ${fmtValue(d.btotal[i], u)} → new ${fmtValue(d.total[i], u)}` +
-        `<br>change ${delta >= 0 ? '+' : ''}${fmtValue(delta, u)} (${d.btotal[i] ? (delta >= 0 ? '+' : '') + (100 * delta / d.btotal[i]).toFixed(1) + '%' : 'new'})`;
+        (unchanged(d.total[i], d.btotal[i]) ? '<br>unchanged'
+          : `<br>change ${delta >= 0 ? '+' : ''}${fmtValue(delta, u)} (${d.btotal[i] ? (delta >= 0 ? '+' : '') + (100 * delta / d.btotal[i]).toFixed(1) + '%' : 'new'})`);
     }
     this.tip.innerHTML = html;
     this.tip.hidden = false;

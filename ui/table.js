@@ -4,7 +4,7 @@
 // change. Sortable by any column, filtered by a substring; a click on a row picks the function
 // (the page focuses it in the graph and the sandwich view). At most ROWS rows are put in the DOM.
 
-import {fmtValue, pct, esc} from './flame.js';
+import {fmtValue, pct, esc, unchanged} from './flame.js';
 
 const ROWS = 200;
 
@@ -66,10 +66,13 @@ export class TopTable {
     this.table.tBodies[0].innerHTML = this.visible.map((r, i) => {
       const on = r.name === this.picked ? ' class="on"' : '';
       if (d.diff) {
-        const cls = r.delta > 0 ? 'grew' : r.delta < 0 ? 'shrank' : '';
+        // a change below what the cell can show is no change: no sign, no colour
+        const same = unchanged(r.total, r.btotal);
+        const cls = same ? '' : r.delta > 0 ? 'grew' : r.delta < 0 ? 'shrank' : '';
         const rel = r.btotal ? ` (${r.delta >= 0 ? '+' : ''}${(100 * r.delta / r.btotal).toFixed(1)}%)` : r.delta ? ' (new)' : '';
+        const change = same ? 'unchanged' : `${r.delta >= 0 ? '+' : ''}${fmtValue(r.delta, u)}${rel}`;
         return `<tr data-i="${i}"${on}><td title="${esc(r.name)}">${esc(r.name)}</td><td>${fmtValue(r.btotal, u)}</td>` +
-          `<td>${fmtValue(r.total, u)}</td><td class="${cls}">${r.delta >= 0 ? '+' : ''}${fmtValue(r.delta, u)}${rel}</td>` +
+          `<td>${fmtValue(r.total, u)}</td><td class="${cls}">${change}</td>` +
           `<td>${fmtValue(r.self, u)}</td></tr>`;
       }
       return `<tr data-i="${i}"${on}><td title="${esc(r.name)}">${esc(r.name)}</td><td>${fmtValue(r.self, u)}</td>` +

@@ -5,13 +5,40 @@
 // selectors, the baseline's and the comparison's totals are drawn as two step lines (blue and
 // red) over the same axis instead of the bars. Drawn by hand:
 // a stacked area chart and a brush are a few dozen lines, smaller than any charting library.
+// Stacked by a label with many values (a whole host by service: hundreds), only the TOP_N
+// largest are drawn each in its own colour and the rest as one grey "other": more colours than
+// that cannot be told apart, and a legend of hundreds of entries is no legend.
 
-import {fmtValue} from './flame.js';
+import {fmtValue, fmtShort} from './flame.js';
 
 const PAD_L = 64, PAD_B = 20, PAD_T = 6;
 const LINES = {base: '#2b6fd6', new: '#d62b2b'}; // baseline blue, comparison red, as the diff
+// Tableau 10 with its warm grey swapped for a dark one: the light grey is "other"'s
+export const TOP_N = 10;
 const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1',
-  '#ff9da7', '#9c755f', '#bab0ac'];
+  '#ff9da7', '#9c755f', '#4d4d4d'];
+const OTHER = '#c9c9c9';
+
+// The series to draw, largest total first: all of them when they are at most TOP_N, else the
+// TOP_N largest and "other", the sum of the rest per step. [{name, color, total, points, other}]
+export function topSeries(series) {
+  const named = series.map((s) => {
+    const g = Object.values(s.group || {})[0];
+    return {name: g === undefined || g === '' ? '(none)' : g, points: s.points,
+      total: s.points.reduce((a, p) => a + p[1], 0)};
+  });
+  named.sort((a, b) => b.total - a.total || (a.name < b.name ? -1 : 1));
+  const top = named.length > TOP_N ? named.slice(0, TOP_N) : named;
+  top.forEach((s, k) => { s.color = PALETTE[k % PALETTE.length]; });
+  if (named.length > TOP_N) {
+    const rest = named.slice(TOP_N);
+    const points = rest[0].points.map((p) => [p[0], 0]);
+    for (const s of rest) s.points.forEach((p, k) => { if (points[k]) points[k][1] += p[1]; });
+    top.push({name: `other (${rest.length} more)`, color: OTHER, other: true, points,
+      total: rest.reduce((a, s) => a + s.total, 0)});
+  }
+  return top;
+}
 
 export class Timeline {
   constructor(canvas, legend, opts = {}) {
@@ -23,6 +50,9 @@ export class Timeline {
     this.labels = {};  // {base, new}: the two selectors, for the legend
     this.lines = [];   // what the last draw drew as lines: [{kind, label, color, sum, peakX}]
     this.windows = []; // [{from, to, color, label}] in ms
+    this.shown = [];   // the stacked series drawn (topSeries)
+    this.yLabels = []; // the y axis's labels, bottom up, as drawn
+    this.message = ''; // drawn in place of the chart: "Loading…", "No samples in this range"
     this.drag = null;
     canvas.addEventListener('mousedown', (e) => {
       if (!this.data) return;
@@ -56,10 +86,14 @@ export class Timeline {
 
   // d: the /api/v1/range answer to show; base (optional): the baseline selector's answer over the
   // same from, to and step, drawn with d as two lines; labels: {base, new} selector texts.
-  setData(d, base, labels) {
+  // msg: drawn in the chart's place (no data: loading, or an empty range).
+  setData(d, base, labels, msg) {
     this.data = d;
     this.base = base || null;
     this.labels = labels || {};
+    this.shown = d && !this.base ? topSeries(d.series) : [];
+    this.message = msg || (d && !d.series.some((s) => s.points.some((p) => p[1])) &&
+      !(this.base && this.base.series.some((s) => s.points.some((p) => p[1]))) ? 'No samples in this range' : '');
     this.draw();
     this.renderLegend();
   }
@@ -77,14 +111,15 @@ export class Timeline {
       }
       return;
     }
-    if (!d || d.series.length < 2) return;
-    d.series.forEach((s, k) => {
+    if (!d || this.shown.length < 2) return;
+    const all = this.shown.reduce((a, s) => a + s.total, 0);
+    for (const s of this.shown) {
       const span = document.createElement('span');
-      const g = Object.values(s.group || {})[0];
-      span.innerHTML = `<i style="background:${PALETTE[k % PALETTE.length]}"></i>`;
-      span.append(g === undefined || g === '' ? '(none)' : g);
+      span.innerHTML = `<i style="background:${s.color}"></i>`;
+      span.append(s.name);
+      span.title = `${s.name}: ${fmtValue(s.total, this.unit)} (${all ? (100 * s.total / all).toFixed(1) : 0}%)`;
       this.legend.append(span);
-    });
+    }
   }
 
   draw() {
@@ -101,6 +136,15 @@ export class Timeline {
     ctx.clearRect(0, 0, W, H);
     const d = this.data;
     this.lines = [];
+    this.yLabels = [];
+    if (this.message) {
+      ctx.fillStyle = '#777';
+      ctx.font = '13px sans-serif';
+      ctx.textAlign = 'center';
+      ctx.textBaseline = 'middle';
+      ctx.fillText(this.message, PAD_L + (W - PAD_L) / 2, H / 2);
+      ctx.textAlign = 'start';
+    }
     if (!d || (!d.series.length && !(this.base && this.base.series.length))) return;
     let n = 0; // steps: every series of both answers has a point per step
     for (const r of [d, this.base]) if (r) for (const s of r.series) n = Math.max(n, s.points.length);
@@ -110,12 +154,19 @@ export class Timeline {
       return v;
     };
     const sums = sumOf(d), bsums = this.base ? sumOf(this.base) : null;
-    let max = 1;
-    for (let k = 0; k < n; k++) max = Math.max(max, sums[k], bsums ? bsums[k] : 0);
+    let highest = 1;
+    for (let k = 0; k < n; k++) highest = Math.max(highest, sums[k], bsums ? bsums[k] : 0);
+    // the y axis ends at a round tick above the highest step, with ticks a round step apart
+    const ticks = yTicks(highest);
+    const max = ticks[ticks.length - 1];
     const ph = H - PAD_B - PAD_T;
     const y = (v) => PAD_T + ph - v / max * ph;
     const stepW = (W - PAD_L) / n;
     const base = new Float64Array(n);
+    ctx.strokeStyle = '#eee';
+    ctx.beginPath();
+    for (const v of ticks.slice(1)) { ctx.moveTo(PAD_L, Math.round(y(v)) + 0.5); ctx.lineTo(W, Math.round(y(v)) + 0.5); }
+    ctx.stroke();
     if (bsums) {
       // two selectors: a step line each (a bucket is [t, t+step)), the baseline under the
       // comparison, each with a light fill so a lone spike still reads
@@ -140,8 +191,8 @@ export class Timeline {
       }
       ctx.lineWidth = 1;
     }
-    if (!bsums) d.series.forEach((s, si) => {
-      ctx.fillStyle = PALETTE[si % PALETTE.length];
+    if (!bsums) this.shown.forEach((s) => {
+      ctx.fillStyle = s.color;
       ctx.beginPath();
       // one bar per step: a step is a bucket [t, t+step), so bars say that, lines would not
       s.points.forEach((p, k) => {
@@ -155,11 +206,16 @@ export class Timeline {
     ctx.fillStyle = '#555';
     ctx.font = '11px sans-serif';
     ctx.textBaseline = 'top';
-    ctx.fillText(fmtValue(max, this.unit), 2, PAD_T);
-    ctx.fillText('0', 2, H - PAD_B - 12);
-    const ticks = Math.max(2, Math.floor((W - PAD_L) / 140));
-    for (let k = 0; k <= ticks; k++) {
-      const ms = d.from_ms + k / ticks * (d.to_ms - d.from_ms);
+    ctx.textBaseline = 'middle';
+    for (const v of ticks) {
+      const lbl = fmtShort(v, this.unit);
+      this.yLabels.push(lbl);
+      ctx.fillText(lbl, Math.max(2, PAD_L - 6 - ctx.measureText(lbl).width), Math.min(Math.max(y(v), PAD_T + 6), H - PAD_B - 6));
+    }
+    ctx.textBaseline = 'top';
+    const xt = Math.max(2, Math.floor((W - PAD_L) / 140));
+    for (let k = 0; k <= xt; k++) {
+      const ms = d.from_ms + k / xt * (d.to_ms - d.from_ms);
       const lbl = fmtTime(ms, d.to_ms - d.from_ms);
       const x = Math.min(this.xOf(ms), W - ctx.measureText(lbl).width - 2);
       ctx.fillText(lbl, k ? x : PAD_L, H - PAD_B + 4);
@@ -189,10 +245,24 @@ export class Timeline {
     const k = Math.floor((px - PAD_L) / ((this.W - PAD_L) / n));
     if (k < 0 || k >= n) return;
     const tot = (r) => r.series.reduce((a, s) => a + (s.points[k] ? s.points[k][1] : 0), 0);
+    // stacked: the step's total, then its largest groups (as the legend, at most TOP_N + other)
+    const parts = this.shown.length > 1 ? this.shown.filter((s) => s.points[k] && s.points[k][1])
+      .sort((a, b) => b.points[k][1] - a.points[k][1]).map((s) => `\n${s.name}: ${fmtValue(s.points[k][1], this.unit)}`).join('') : '';
     this.canvas.title = `${new Date(d.series[0].points[k][0]).toISOString()}: ` + (this.base
       ? `baseline ${fmtValue(tot(this.base), this.unit)}, comparison ${fmtValue(tot(d), this.unit)}`
-      : fmtValue(tot(d), this.unit));
+      : fmtValue(tot(d), this.unit) + parts);
   }
+}
+
+// Ticks for a y axis from 0 to at least top, about 3 of them a round step apart (1, 2 or 5 times
+// a power of ten) and whole numbers (values are counts of samples, ns or bytes).
+export function yTicks(top) {
+  const raw = top / 3;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = Math.max(1, [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw));
+  const t = [];
+  for (let v = 0; ; v += step) { t.push(v); if (v >= top) break; }
+  return t;
 }
 
 export function fmtTime(ms, span) {

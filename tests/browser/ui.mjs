@@ -3,7 +3,10 @@
 // through puppeteer-core over WebDriver BiDi: tests/browser/driver.mjs) against a server seeded
 // by ui.sh: service api, version v1 at TB (main;work;hot 50, main;work 5, main;idle 30, gc 15:
 // total 100) and v2 at TN (hot 150, work 5, idle 30, gc 15, main;new 20: total 220), a Go
-// profile, and tenant "secure" (bearer token TOKEN) holding v1 again. Each case compares what the
+// profile, and tenant "secure" (bearer token TOKEN) holding v1 again; off_cpu service waiter
+// (__schedule self 90 of 100), service steady (main;a 1000000 at TB, 1000001 at TN; main;b 1000
+// then 2000), service deep (one stack 60 frames deep), and tenant "fleet" with 200 services
+// svc-000..svc-199 (svc-N: total (N+1)*10000, pushed at now-50m + N*15s). Each case compares what the
 // page drew (window.strobe hooks: the canvas's frames and the table's rows) with the API's answer
 // or these known numbers; prints ok / FAIL lines named ui/... (chromium) or ui-firefox/...
 //   node ui.mjs URL chromium|firefox BROWSER TB_MS TN_MS SHOTDIR TOKEN
@@ -238,14 +241,41 @@ await run('diff', async () => {
 await run('states', async () => {
   const page = await open(`?type=${q(TYPE)}&q=${q('service_name=~"(")')}`);
   const j = await api(page, `/api/v1/query?format=flat&query=${q(TYPE + '{service_name=~"("}')}`);
-  const msg = await page.textContent('#flame-wrap .overlay');
-  check('states/error', j.error && msg.includes(j.error), `overlay "${msg}", API "${j.error}"`);
+  const msg = await page.$eval('#flame-wrap .overlay', (o) => (o.querySelector('div') || o).textContent);
+  // the API's offset counts from the start of TYPE{...}; the page's, from the start of what the
+  // user typed inside the braces: there, 14 is the quote that opens the bad regex
+  const apiOff = +(/offset (\d+)/.exec(j.error) || [])[1], off = apiOff - (TYPE.length + 1);
+  const mark = await page.$eval('#flame-wrap .overlay', (o) => { const p = o.querySelector('pre.mark'); return p ? p.textContent : ''; });
+  const at = await page.evaluate(() => window.strobe.errorAt);
+  const typed = 'service_name=~"(")'; // as the page's URL has it
+  check('states/error', j.error && msg.includes(j.error.replace(/^query: /, '').split(' at offset')[0]) &&
+    msg.includes(`at offset ${off} of the matchers`) && off === 14 && typed[off] === '"', `overlay "${msg}", API "${j.error}"`);
+  check('states/error-offset', mark === `${typed}\n${' '.repeat(off)}^` && at && at.field === 'labels' && at.off === off &&
+    await page.$eval('#labels', (e) => e.classList.contains('bad') && e.selectionStart === 14),
+  `mark ${JSON.stringify(mark)}, errorAt ${JSON.stringify(at)}`);
+  // editing the field clears its outline (which the error put there)
+  const hadBad = await page.$eval('#labels', (e) => e.classList.contains('bad'));
+  await page.focus('#labels');
+  await page.keyboard.press('End');
+  await page.keyboard.press('Backspace');
+  const hasBad = await page.$eval('#labels', (e) => e.classList.contains('bad'));
+  check('states/error-edit', hadBad && !hasBad, `outline before the edit ${hadBad}, after ${hasBad}`);
   await page.screenshot({path: `${shots}/error.png`});
   await page.close();
   const p2 = await open(`?type=${q(TYPE)}&q=${q('service_name="nobody"')}`);
   const m2 = await p2.textContent('#flame-wrap .overlay');
-  check('states/empty', /^No samples of .*nobody/.test(m2) && await p2.isVisible('#flame-wrap .overlay'), `overlay "${m2}"`);
+  check('states/empty', /^No samples in this window .*nobody/.test(m2) && await p2.isVisible('#flame-wrap .overlay'), `overlay "${m2}"`);
+  // the timeline says it too, in the chart's place
+  const tm = await p2.evaluate(() => window.strobe.timeline.message);
+  check('states/empty-range', tm === 'No samples in this range', `timeline message "${tm}"`);
   await p2.close();
+  // a window selected between the pushes (TB+5m to TB+15m) of a service that has data elsewhere
+  const p3 = await open(`${base}&sel=${TB + 5 * MIN}-${TB + 15 * MIN}`);
+  const m3 = await p3.textContent('#flame-wrap .overlay');
+  const n3 = (await rows(p3)).length;
+  check('states/empty-window', /^No samples in this window \(/.test(m3) && await p3.isVisible('#flame-wrap .overlay') && n3 === 0,
+    `overlay "${m3}", ${n3} table rows`);
+  await p3.close();
 });
 
 await run('labels', async () => {
@@ -278,7 +308,8 @@ await run('extras', async () => {
   // timeline stacked by version: one series per value, as the API answers
   const legend = await page.$$eval('#legend span', (l) => l.map((x) => x.textContent).join(','));
   const series = await page.evaluate(() => window.strobe.range.series.map((s) => `${s.group.version}=${s.points.reduce((a, p) => a + p[1], 0)}`).join(','));
-  check('timeline/group-by', legend === 'v1,v2' && series === 'v1=100,v2=220', `legend ${legend}, series ${series}`);
+  // the legend lists the groups largest first (v2's 220 before v1's 100)
+  check('timeline/group-by', legend === 'v2,v1' && series === 'v1=100,v2=220', `legend ${legend}, series ${series}`);
   // hover tooltip over "hot"
   const hot = (await drawn(page)).find((n) => n.name === 'hot');
   const cb = await page.$eval('#flame', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
@@ -328,6 +359,124 @@ await run('extras', async () => {
   check('flame/spare-rows', geo.alloc > geo.vis && inside && tDeep === deep.name && tRoot === '',
     `rows ${geo.vis} of ${geo.alloc}, all inside ${inside}, tooltip "${tDeep}" for ${deep.name}, root "${tRoot}"`);
   await p3.close();
+});
+
+await run('icicle-root', async () => {
+  // service deep is 60 frames deep: taller than the graph's box, which scrolls. A flame graph
+  // opens scrolled to its bottom (the root); switching to icicle must show the root (now at the
+  // top), and back to flame the root again
+  const page = await open(`?type=${q(TYPE)}&q=${q('service_name="deep"')}`);
+  const rootSeen = async () => {
+    const root = (await drawn(page)).find((n) => n.depth === 0);
+    return page.evaluate((r) => {
+      const c = window.strobe.flame.canvas.getBoundingClientRect(), w = document.getElementById('flame-wrap');
+      const b = w.getBoundingClientRect(), top = c.top + r.y;
+      return {top, bottom: top + r.h, box: [b.top, b.top + w.clientHeight], scroll: w.scrollHeight > w.clientHeight,
+        inside: top >= b.top - 0.5 && top + r.h <= b.top + w.clientHeight + 0.5};
+    }, root);
+  };
+  const f1 = await rootSeen();
+  await page.selectOption('#orient', 'icicle');
+  const ic = await rootSeen();
+  await page.selectOption('#orient', 'flame');
+  const f2 = await rootSeen();
+  check('icicle/root-visible', f1.scroll && f1.inside && ic.inside && f2.inside,
+    `flame ${JSON.stringify(f1)}; icicle ${JSON.stringify(ic)}; flame again ${JSON.stringify(f2)}`);
+  await page.screenshot({path: `${shots}/icicle-deep.png`});
+  await page.close();
+});
+
+await run('offcpu', async () => {
+  // off-CPU: self time is all __schedule (90 of 100): the table sorts by total by default
+  const page = await open(`?type=${q('off_cpu:samples:count:samples:count')}&q=${q('service_name="waiter"')}`);
+  const t = await rows(page);
+  const key = await page.$eval('#top th.sorted', (th) => th.dataset.key);
+  check('offcpu/sort-total', key === 'total' && t[0][0] === 'main' && t[0][3] === '100', `sorted by ${key}, rows ${JSON.stringify(t.slice(0, 3))}`);
+  await page.close();
+  // a CPU profile still sorts by self
+  const p2 = await open(base);
+  const k2 = await p2.$eval('#top th.sorted', (th) => th.dataset.key);
+  check('offcpu/cpu-self', k2 === 'self', `CPU profile sorted by ${k2}`);
+  await p2.close();
+});
+
+await run('diff-unchanged', async () => {
+  // raw diff of steady: a 1000000 -> 1000001 (+0.0001%) is no change; b 1000 -> 2000 grew
+  const w = (t) => `${t - 3 * MIN}-${t + 3 * MIN}`;
+  const page = await open(`?type=${q(TYPE)}&q=${q('service_name="steady"')}&mode=diff&norm=0&bsel=${w(TB)}&sel=${w(TN)}`);
+  const cells = await page.$$eval('#top tbody tr', (trs) => Object.fromEntries(trs.map((tr) =>
+    [tr.cells[0].textContent, {text: tr.cells[3].textContent, cls: tr.cells[3].className}])));
+  const nodes = await drawn(page);
+  const a = nodes.find((n) => n.name === 'a'), b = nodes.find((n) => n.name === 'b');
+  const grey = (c) => { const m = /^rgb\((\d+),(\d+),(\d+)\)$/.exec(c); return m && m[1] === m[2] && m[2] === m[3]; };
+  check('diff/unchanged', cells.a && cells.a.text === 'unchanged' && cells.a.cls === '' && a && a.total === 1000001 &&
+    a.base === 1000000 && grey(a.color) && cells.b && cells.b.text === '+1,000 (+100.0%)' && cells.b.cls === 'grew' &&
+    b && /^rgb\(255,/.test(b.color), `table ${JSON.stringify(cells)}, a ${a && a.color}, b ${b && b.color}`);
+  // the tooltip says so too
+  const cb = await page.$eval('#flame', (c) => { const r = c.getBoundingClientRect(); return {x: r.left, y: r.top}; });
+  await page.mouse.move(cb.x + a.x + a.w / 2, cb.y + a.y + a.h / 2);
+  const tip = await page.textContent('#flame-wrap .tip');
+  check('diff/unchanged-tip', /unchanged$/.test(tip) && !/\+1 \(/.test(tip), `tooltip "${tip}"`);
+  await page.close();
+});
+
+await run('units', async () => {
+  // the formatter the axes use: a human unit, the unit picked after rounding, k/M/G for counts
+  const page = await open(base);
+  const f = await page.evaluate(async () => {
+    const m = await import('/ui/flame.js');
+    return [m.fmtShort(1e9, 'nanoseconds'), m.fmtShort(999999999, 'nanoseconds'), m.fmtValue(999999999, 'nanoseconds'),
+      m.fmtShort(2.5e6, 'nanoseconds'), m.fmtShort(3e9, 'count'), m.fmtShort(1500, 'count'), m.fmtShort(20, 'count'),
+      m.fmtShort(1.5 * 2 ** 20, 'bytes'), m.fmtShort(512 * 1024, 'bytes'), m.fmtValue(2 ** 30 - 1, 'bytes')].join('|');
+  });
+  check('units/format', f === '1.00 s|1.00 s|1.00 s|2.50 ms|3.00G|1.50k|20|1.50 MiB|512 KiB|1.00 GiB', f);
+  await page.close();
+});
+
+await run('fleet', async () => {
+  // 200 services stacked by service_name: the page keeps its width, the legend shows the 10
+  // largest and "other", in distinct colours, and stays two lines high at most
+  const page = await open(`?type=${q(TYPE)}&group=service_name&tenant=fleet`);
+  const g = await page.evaluate(() => {
+    const t = window.strobe.timeline, l = document.getElementById('legend');
+    const api = window.strobe.range.series.reduce((a, s) => a + s.points.reduce((b, p) => b + p[1], 0), 0);
+    return {scrollW: document.documentElement.scrollWidth, innerW: window.innerWidth, bodyW: document.body.scrollWidth,
+      legend: [...l.querySelectorAll('span')].map((x) => x.textContent), legendH: l.getBoundingClientRect().height,
+      legendW: l.scrollWidth, boxW: l.clientWidth, series: window.strobe.range.series.length,
+      colors: (t.shown || []).map((s) => s.color), drawn: (t.shown || []).reduce((a, s) => a + s.total, 0), api,
+      yLabels: t.yLabels || [], step: window.strobe.range.step_ms};
+  });
+  check('fleet/page-width', g.series === 200 && g.scrollW <= g.innerW && g.bodyW <= g.innerW,
+    `${g.series} series; page ${g.scrollW} px (body ${g.bodyW}) in a ${g.innerW} px window`);
+  const top10 = Array.from({length: 10}, (_, k) => `svc-${199 - k}`).join(',');
+  check('fleet/legend', g.legend.length === 11 && g.legend.slice(0, 10).join(',') === top10 &&
+    g.legend[10] === 'other (190 more)' && g.legendH <= 40 && g.legendW <= g.boxW + 1,
+  `legend ${g.legend.length} entries ${JSON.stringify(g.legend.slice(0, 12))}, ${g.legendH} px high, ${g.legendW} of ${g.boxW} px wide`);
+  check('fleet/colours', new Set(g.colors).size === g.colors.length && g.colors.length === 11 && g.drawn === g.api,
+    `colours ${g.colors}, drawn total ${g.drawn} of ${g.api}`);
+  // counts on the y axis with k/M: 15 s steps hold one service each, the largest 2,000,000
+  check('fleet/y-units', g.yLabels.length >= 2 && g.yLabels[0] === '0' && g.yLabels.every((x) => /^(0|\d+(\.\d+)?[kMG])$/.test(x)) &&
+    g.yLabels.includes('2.00M'), `y axis ${JSON.stringify(g.yLabels)}`);
+  await page.screenshot({path: `${shots}/fleet.png`});
+  // loading: while the range query runs (held back here for 1.5 s), the timeline says so and
+  // shows nothing of the previous answer (title, bars, legend)
+  await page.evaluate(() => {
+    const f = window.fetch;
+    window.fetch = (u, o) => (String(u).includes('/api/v1/range') ? new Promise((ok) => setTimeout(ok, 1500)).then(() => f(u, o)) : f(u, o));
+  });
+  await page.selectOption('#group', '');
+  const l = await page.evaluate(() => ({title: document.getElementById('tl-title').textContent, data: window.strobe.timeline.data,
+    msg: window.strobe.timeline.message, legend: document.querySelectorAll('#legend span').length, range: window.strobe.range}));
+  await page.waitForFunction(() => window.strobe.range && window.strobe.idle, null, {timeout: 15000});
+  const after = await page.evaluate(() => ({title: document.getElementById('tl-title').textContent, msg: window.strobe.timeline.message}));
+  check('fleet/loading', l.title === 'Loading…' && l.data === null && l.msg === 'Loading…' && l.legend === 0 && l.range === null &&
+    after.title.startsWith(TYPE) && after.msg === '', `while loading ${JSON.stringify(l).slice(0, 200)}; after ${JSON.stringify(after)}`);
+  await page.close();
+  // the step is never under the push interval (10 s), even over 5 minutes (240 steps would be 2 s)
+  const p2 = await open(`?type=${q(TYPE)}&tenant=fleet&from=now-5m`);
+  const st = await p2.evaluate(() => window.strobe.range.step_ms);
+  check('fleet/min-step', st >= 10000, `step ${st} ms over 5 minutes`);
+  await p2.close();
 });
 
 await run('tenant', async () => {

@@ -29,7 +29,8 @@ pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
 # tenants: the default one and team1 need no token, "secure" needs its bearer token
 token=tok-$RANDOM$RANDOM
-printf '{"tenants": [{"id": "anonymous"}, {"id": "team1"}, {"id": "secure", "token": "%s"}]}\n' "$token" > "$TMPDIR/ui.json"
+# "fleet" holds 200 services (the stacked timeline's case) apart from the other cases' data
+printf '{"tenants": [{"id": "anonymous"}, {"id": "team1"}, {"id": "fleet"}, {"id": "secure", "token": "%s"}]}\n' "$token" > "$TMPDIR/ui.json"
 chmod 600 "$TMPDIR/ui.json" # it holds a token: the server refuses it readable by others
 start_server --config "$TMPDIR/ui.json"
 st=0
@@ -38,9 +39,9 @@ tb=$((now - 40 * 60)) tn=$((now - 10 * 60))
 # base (v1) and new (v2) of service api; known totals 100 and 220
 printf 'main;work;hot 50\nmain;work 5\nmain;idle 30\ngc 15\n' > "$TMPDIR/v1.folded"
 printf 'main;work;hot 150\nmain;work 5\nmain;idle 30\ngc 15\nmain;new 20\n' > "$TMPDIR/v2.folded"
-push() { # FILE TIME LABELS [TENANT [TOKEN]]
+push() { # FILE TIME LABELS [TENANT [TOKEN]]; env NAME: the profile name (process_cpu)
   local out
-  if ! out=$(curl -sS -H 'Expect:' -H "X-Scope-OrgID: ${4:-anonymous}" ${5:+-H "Authorization: Bearer $5"} --data-binary @"$1" --url-query name=process_cpu \
+  if ! out=$(curl -sS -H 'Expect:' -H "X-Scope-OrgID: ${4:-anonymous}" ${5:+-H "Authorization: Bearer $5"} --data-binary @"$1" --url-query name="${NAME:-process_cpu}" \
       --url-query "labels=$3" --url-query "time=$2" "$url/api/v1/push" 2>&1) ||
      [[ $out != *'"accepted"'* ]]; then
     echo "FAIL ui/seed: push of $1 refused: $out"; exit 1
@@ -50,6 +51,22 @@ push "$TMPDIR/v1.folded" $tb '{service_name="api",version="v1"}'
 push "$TMPDIR/v2.folded" $tn '{service_name="api",version="v2"}'
 push "$TMPDIR/v1.folded" $tn '{service_name="team"}' team1 # another tenant's: only with tenant=team1
 push "$TMPDIR/v1.folded" $tn '{service_name="vault"}' secure "$token" # only with the token
+# an off-CPU profile: self time all in __schedule (90 of 100), main's total 100
+printf 'main;read;__schedule 60\nmain;write;__schedule 30\nmain;spin 10\n' > "$TMPDIR/off.folded"
+NAME=off_cpu push "$TMPDIR/off.folded" $tn '{service_name="waiter"}'
+# a frame that did not change (a: +1 in a million) beside one that doubled (b)
+printf 'main;a 1000000\nmain;b 1000\n' > "$TMPDIR/s1.folded"
+printf 'main;a 1000001\nmain;b 2000\n' > "$TMPDIR/s2.folded"
+push "$TMPDIR/s1.folded" $tb '{service_name="steady"}'
+push "$TMPDIR/s2.folded" $tn '{service_name="steady"}'
+# a stack 60 frames deep: taller than the graph's box, so it scrolls
+seq -f 'f%g' 0 59 | paste -sd';' | sed 's/$/ 10/' > "$TMPDIR/deep.folded"
+push "$TMPDIR/deep.folded" $tn '{service_name="deep"}'
+# tenant fleet: 200 services, svc-NNN with total (N+1)*10000, one every 15 s over the last 50 min
+for i in $(seq 0 199); do
+  printf 'main;work;s%d %d\nmain;idle %d\n' $i $(((i + 1) * 9000)) $(((i + 1) * 1000)) > "$TMPDIR/svc.folded"
+  push "$TMPDIR/svc.folded" $((now - 50 * 60 + i * 15)) "{service_name=\"svc-$(printf %03d $i)\"}" fleet
+done
 [ -f "$GOPROF/go_cpu.pb.gz" ] && push "$GOPROF/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
 
 # the embedded files
