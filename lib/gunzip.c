@@ -6,8 +6,8 @@
  * small hostile body cannot make us allocate gigabytes.
  *
  * Two paths. The fast one inflates with libdeflate in one call, sized by the gzip trailer's
- * ISIZE (the size mod 2^32): two to three times faster than zlib's streaming inflate, and most
- * of the server's ingest CPU was zlib. It only answers when the buffer is exactly one member and
+ * ISIZE (the size mod 2^32): two to three times faster than zlib's streaming inflate, which was
+ * a tenth of the server's CPU per push. It only answers when the buffer is exactly one member and
  * the trailer told the truth; anything else (several members, as `cat a.gz b.gz` makes, a zlib
  * stream, a lying or wrapped trailer, corrupt data, more than the cap) goes to zlib, whose
  * limits and messages are the reference.

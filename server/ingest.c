@@ -33,7 +33,7 @@ int strobe_pyroscope_ingest(srv_req *r)
 		int gr = strobe_gunzip_capped(body, len, c->max_decompressed_bytes, &plain, &len,
 					      "the body", &err);
 		if (gr < 0) {
-			return gr == -EFBIG ? srv_error(r, 413,
+			return gr == -E2BIG ? srv_error(r, 413,
 							"limit max_decompressed_bytes: the body is "
 							"larger than %zu bytes decompressed",
 							c->max_decompressed_bytes)

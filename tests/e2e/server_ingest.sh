@@ -43,6 +43,13 @@ code=$(curl -s -o "$TMPDIR/r2" -w '%{http_code}' -H 'Content-Encoding: gzip' --d
   "$url/ingest?name=gzapp.cpu&$win&format=folded&sampleRate=100")
 t=$(total "$CPU{service_name=\"gzapp\"}")
 if [ "$code" = 200 ] && [ "$t" = 150000000 ]; then ok gzip; else fail gzip "HTTP $code $(cat "$TMPDIR/r2"); total $t"; fi
+# a body that inflates past limits.max_decompressed_bytes (256 MiB; 300 MiB of zeros, 300 KB
+# gzipped): 413 that names the limit, as docs/server.md says
+head -c $((300 << 20)) /dev/zero | gzip -1 > "$TMPDIR/bomb.gz"
+code=$(curl -s -o "$TMPDIR/r2b" -w '%{http_code}' -H 'Content-Encoding: gzip' --data-binary @"$TMPDIR/bomb.gz" \
+  "$url/ingest?name=bomb.cpu&$win&format=folded&sampleRate=100")
+if [ "$code" = 413 ] && grep -q max_decompressed_bytes "$TMPDIR/r2b"; then ok gzip-bomb "$(cut -c1-100 "$TMPDIR/r2b")"
+else fail gzip-bomb "HTTP $code $(cut -c1-200 "$TMPDIR/r2b")"; fi
 
 # ---- lines ----------------------------------------------------------------------------------------
 printf 'main;a;b\nmain;a;b\nmain;a;c\n' > "$TMPDIR/l.txt"
