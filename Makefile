@@ -39,7 +39,7 @@ WL_SRC   := $(wildcard tests/workloads/*.c)
 WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 # ... and the same built as release builds are, -O2 without any frame pointers (X-nofp), for the
 # unwinder's tests: only the unwind tables can walk them.
-WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
+WL_NOFP  := $(B)/workloads/lock_contend-nofp $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak

@@ -30,8 +30,10 @@ static const char usage_text[] =
 	"Ends after -d, when the command or processes exit, or on Ctrl-C; the output is always\n"
 	"written. Needs root, CAP_PERFMON, or kernel.perf_event_paranoid low enough.\n\n"
 	"  -e, --event EVENT      cpu (on-CPU samples, default), offcpu (time blocked or waiting\n"
-	"                         to run, from sched_switch), wall (both in one profile), or\n"
-	"                         cycles (on-CPU from the hardware cycle counter, where there is one)\n"
+	"                         to run, from sched_switch), wall (both in one profile),\n"
+	"                         cycles (on-CPU from the hardware cycle counter, where there is\n"
+	"                         one), or lock (futex waits summed in the kernel by eBPF: lock\n"
+	"                         contention, by the waiter's stack and the lock's address)\n"
 	"  -F, --freq HZ          on-CPU samples per second (default 99)\n"
 	"  -a, --all-cpus         every process on the host\n"
 	"  -p, --pid PID[,PID]    these running processes, all threads and later children\n"
@@ -58,7 +60,8 @@ static const char usage_text[] =
 	"  --unwind-cache MIB     memory budget of the unwind-table cache (default 64)\n"
 	"  -q, --quiet            no summary on stderr\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
-	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds.\n";
+	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds; lock:\n"
+	"contentions/count and delay/nanoseconds (--min-block drops shorter waits).\n";
 
 #define DEFAULT_BUDGET_MB 12 /* --debug-budget with -a */
 
@@ -227,8 +230,10 @@ int cmd_record(int argc, char **argv)
 				so.events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
 			else if (strcmp(optarg, "cycles") == 0)
 				so.events = STROBE_EV_CPU, so.cycles = true;
+			else if (strcmp(optarg, "lock") == 0 || strcmp(optarg, "locks") == 0)
+				so.events = STROBE_EV_LOCK;
 			else {
-				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall or cycles)",
+				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall, cycles or lock)",
 					optarg);
 				goto out;
 			}
@@ -368,11 +373,21 @@ int cmd_record(int argc, char **argv)
 		}
 		goto out;
 	}
+	struct strobe_locks *lk = NULL;
+	if (so.events == STROBE_EV_LOCK && !(lk = record_lock_open(cmd, &so))) {
+		if (child > 0) {
+			close(go);
+			waitpid(child, NULL, 0);
+		}
+		strobe_sampler_close(s);
+		goto out;
+	}
 	if (child > 0) {
 		int e = 0;
 		if (write(go, "x", 1) != 1 || read(status_fd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
 			cli_err(cmd, "cannot run '%s': %s", command[0], strerror(e ? e : EPIPE));
 			waitpid(child, NULL, 0);
+			record_lock_close(cmd, lk, s, true);
 			strobe_sampler_close(s);
 			goto out;
 		}
@@ -380,6 +395,7 @@ int cmd_record(int argc, char **argv)
 		close(status_fd);
 	} else if (strobe_sampler_enable(s, &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
+		record_lock_close(cmd, lk, s, true);
 		strobe_sampler_close(s);
 		goto out;
 	}
@@ -389,7 +405,7 @@ int cmd_record(int argc, char **argv)
 	bool child_done = false;
 	const char *why = "";
 	for (;;) {
-		int wait_ms = so.events & STROBE_EV_OFFCPU ? ROUND_MS_OFFCPU : ROUND_MS;
+		int wait_ms = so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK) ? ROUND_MS_OFFCPU : ROUND_MS;
 		if (duration > 0) { /* wake up when the duration is reached, not after */
 			double left = duration * 1e3 - (double)(mono_ns() - t0) / 1e6;
 			if (left < wait_ms)
@@ -401,6 +417,8 @@ int cmd_record(int argc, char **argv)
 			cli_err(cmd, "%s", err.msg);
 			break;
 		}
+		if (lk && record_lock_collect(cmd, lk, s) < 0)
+			break;
 		int64_t now = mono_ns();
 		if (stop_signal) {
 			why = stop_signal == SIGINT ? "interrupted" : "terminated";
@@ -428,6 +446,7 @@ int cmd_record(int argc, char **argv)
 		kill(child, stop_signal ? stop_signal : SIGTERM);
 	if (strobe_sampler_drain(s, &err) < 0)
 		cli_err(cmd, "%s", err.msg);
+	record_lock_close(cmd, lk, s, quiet); /* the last sums, while mappings are still held */
 	strobe_sampler_trim(s); /* recording is over: make room for the symbolizer */
 
 	strobe_symbolizer *sym = NULL;
