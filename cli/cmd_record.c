@@ -362,24 +362,26 @@ int cmd_record(int argc, char **argv)
 		so.npids = npids;
 	}
 
-	strobe_err err = {{0}};
-	strobe_sampler *s = NULL;
-	int orc = strobe_sampler_open(&so, &s, &err);
-	if (orc < 0) {
-		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
-		if (child > 0) {
-			close(go); /* the child reads EOF and exits */
-			waitpid(child, NULL, 0);
-		}
-		goto out;
-	}
 	struct strobe_locks *lk = NULL;
 	if (so.events == STROBE_EV_LOCK && !(lk = record_lock_open(cmd, &so))) {
 		if (child > 0) {
 			close(go);
 			waitpid(child, NULL, 0);
 		}
+		goto out;
+	}
+	strobe_err err = {{0}};
+	strobe_sampler *s = NULL;
+	int orc = strobe_sampler_open(&so, &s, &err);
+	if (orc < 0 || (lk && record_lock_attach(cmd, lk) < 0)) {
+		if (orc < 0)
+			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
+		record_lock_close(cmd, lk, NULL, true);
 		strobe_sampler_close(s);
+		if (child > 0) {
+			close(go); /* the child reads EOF and exits */
+			waitpid(child, NULL, 0);
+		}
 		goto out;
 	}
 	if (child > 0) {
@@ -442,6 +444,7 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	strobe_sampler_disable(s);
+	record_lock_stop(lk);
 	if (child > 0 && !child_done) /* the command does not outlive its recording */
 		kill(child, stop_signal ? stop_signal : SIGTERM);
 	if (strobe_sampler_drain(s, &err) < 0)

@@ -3,8 +3,10 @@
  * strobe record -e lock: the agent's futex-wait program (include/strobe/locks.h) for a command,
  * pids or the whole host, kept apart from cmd_record.c, which calls these around its loop. The
  * sampler that cmd_record opens with STROBE_EV_LOCK alone samples at 1 Hz only for the side-band
- * records that name processes and their mappings; the waits summed in the kernel are added to
- * it at every round and at the end, and the profile it builds is a lock profile
+ * records that name processes and their mappings. The program is loaded before the sampler
+ * opens (the verifier takes a while, which the profile's duration should not include) and
+ * attached right after; the waits summed in the kernel are added to the sampler at every round
+ * and at the end, and the profile it builds is a lock profile
  * (contentions/count, delay/nanoseconds, lock_addr labels).
  */
 #include <errno.h>
@@ -31,17 +33,21 @@ strobe_locks *record_lock_open(const char *cmd, const strobe_sampler_opts *so)
 		cli_err(cmd, "-e lock: %s", err.msg[0] ? err.msg : strerror(errno));
 		return NULL;
 	}
-	if (strobe_locks_attach(lk, &err) < 0) {
-		cli_err(cmd, "-e lock: %s", err.msg);
-		strobe_locks_close(lk);
-		return NULL;
-	}
 	strobe_locks_stats st;
 	strobe_locks_get_stats(lk, &st);
 	if (st.tables_off[0])
 		cli_err(cmd, "-e lock: user stacks by frame pointers only: the unwind-table walk "
 			"did not load (%s)", st.tables_off);
 	return lk;
+}
+
+int record_lock_attach(const char *cmd, strobe_locks *lk)
+{
+	strobe_err err = {{0}};
+	int rc = strobe_locks_attach(lk, &err);
+	if (rc < 0)
+		cli_err(cmd, "-e lock: %s", err.msg);
+	return rc;
 }
 
 int record_lock_collect(const char *cmd, strobe_locks *lk, strobe_sampler *s)
@@ -52,12 +58,19 @@ int record_lock_collect(const char *cmd, strobe_locks *lk, strobe_sampler *s)
 	return rc;
 }
 
+void record_lock_stop(strobe_locks *lk)
+{
+	if (lk)
+		strobe_locks_detach(lk);
+}
+
 void record_lock_close(const char *cmd, strobe_locks *lk, strobe_sampler *s, bool quiet)
 {
 	if (!lk)
 		return;
 	strobe_locks_detach(lk);
-	record_lock_collect(cmd, lk, s);
+	if (s)
+		record_lock_collect(cmd, lk, s);
 	strobe_locks_stats st;
 	strobe_locks_get_stats(lk, &st);
 	strobe_locks_close(lk);

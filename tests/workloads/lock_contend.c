@@ -2,8 +2,9 @@
 /* lock_contend: threads that queue on one pthread mutex, timing their own waits, for the lock
  * (futex-wait) recorder's truth tests.
  *
- *   lock_contend [-o TRUTH] [-t THREADS] [-m HOLD_MS] [-u UNCONTENDED] SECONDS
+ *   lock_contend [-o TRUTH] [-t THREADS] [-m HOLD_MS] [-u UNCONTENDED] [-g FILE] SECONDS
  *
+ * With -g, the threads start only once FILE exists (a recorder attached to the process first).
  * - THREADS threads (default 4, named "lk-waiter-N") each loop: contend_lock() takes the shared
  *   mutex `hot`, timing pthread_mutex_lock with CLOCK_MONOTONIC, holds it HOLD_MS (default 5,
  *   asleep: the machine stays idle) and lets it go, so the others queue behind it.
@@ -12,7 +13,8 @@
  *   futex wait, and no sample, may name it.
  *
  * Truth ("key value" lines): "contend_lock NS", the time all threads spent inside
- * pthread_mutex_lock(&hot), "contend_lock_calls N", "uncontended_lock_calls N", "pid PID".
+ * pthread_mutex_lock(&hot), "contend_lock_calls N", "uncontended_lock_calls N", "pid PID" and
+ * "hot_addr 0x...", the mutex's address (the futex's: its lock word comes first).
  * What a futex-wait profile sees of those waits is the futex system calls inside them: the
  * user-space part of pthread_mutex_lock (an atomic or two) is noise at millisecond waits. */
 #include "wl_common.h"
@@ -69,13 +71,15 @@ static void *waiter(void *arg)
 int main(int argc, char **argv)
 {
 	const char *truth = NULL;
+	const char *go = NULL;
 	int nthreads = 4, c;
-	while ((c = getopt(argc, argv, "o:t:m:u:")) != -1) {
+	while ((c = getopt(argc, argv, "o:t:m:u:g:")) != -1) {
 		switch (c) {
 		case 'o': truth = optarg; break;
 		case 't': nthreads = atoi(optarg); break;
 		case 'm': hold_ns = (int64_t)(atof(optarg) * 1e6); break;
 		case 'u': nuncontended = atol(optarg); break;
+		case 'g': go = optarg; break;
 		default: goto usage;
 		}
 	}
@@ -83,6 +87,8 @@ int main(int argc, char **argv)
 		goto usage;
 	double secs = wl_parse_seconds(argv[optind], "lock_contend");
 	FILE *tf = wl_truth_open(truth, "lock_contend");
+	while (go && access(go, F_OK) != 0)
+		wl_sleep_ns(10000000);
 	deadline = wl_mono_ns() + (int64_t)(secs * 1e9);
 	pthread_t th[64];
 	for (int i = 0; i < nthreads; i++)
@@ -93,15 +99,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 	if (tf) {
-		fprintf(tf, "pid %d\ncontend_lock %lld\ncontend_lock_calls %ld\n"
+		fprintf(tf, "pid %d\nhot_addr %p\ncontend_lock %lld\ncontend_lock_calls %ld\n"
 			    "uncontended_lock_calls %ld\nhold_ns %lld\nthreads %d\n",
-			(int)getpid(), (long long)atomic_load(&wait_total),
+			(int)getpid(), (void *)&hot, (long long)atomic_load(&wait_total),
 			atomic_load(&contend_calls), atomic_load(&uncontended_calls),
 			(long long)hold_ns, nthreads);
 	}
 	wl_truth_close(tf, truth, "lock_contend");
 	return 0;
 usage:
-	fprintf(stderr, "usage: lock_contend [-o TRUTH] [-t THREADS] [-m HOLD_MS] [-u N] SECONDS\n");
+	fprintf(stderr, "usage: lock_contend [-o TRUTH] [-t THREADS] [-m HOLD_MS] [-u N] [-g FILE] "
+			"SECONDS\n");
 	return 2;
 }
