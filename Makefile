@@ -179,7 +179,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop $(B)/bench/server_load
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load
 	@bash bench/run.sh
 
 clean:
@@ -193,6 +193,6 @@ $(B)/bench/server_load: bench/server_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The recorder's overhead benchmarks (bench/record.sh): plain programs, no strobe code.
-$(B)/bench/cpu_work $(B)/bench/pingpong: $(B)/bench/%: bench/%.c
+$(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong: $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 $(WARN) -O2 -g -pthread -o $@ $<
