@@ -447,6 +447,9 @@ static void export_interval(strobe_agent *a)
 	}
 	pid_t *pids = malloc(PIDS_CAP * sizeof(*pids));
 	unsigned n = pids ? strobe_sampler_pids(a->s, pids, PIDS_CAP) : 0;
+	/* with --locks, the processes that have lock sums: only they get a lock profile */
+	pid_t *lpids = a->lk ? malloc(PIDS_CAP * sizeof(*lpids)) : NULL;
+	unsigned nl = lpids ? strobe_sampler_lock_pids(a->s, lpids, PIDS_CAP) : 0;
 	uint64_t nprof = 0, nbytes = 0, errors = 0;
 	int64_t t0 = strobe_mono_ns();
 	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
@@ -457,6 +460,13 @@ static void export_interval(strobe_agent *a)
 	for (unsigned k = 0; k < (a->lk ? 2 * n : n); k++) {
 		unsigned i = a->lk ? k / 2 : k;
 		bool locks = a->lk && k % 2;
+		if (locks) {
+			unsigned j = 0;
+			while (j < nl && lpids[j] != pids[i])
+				j++;
+			if (j == nl)
+				continue;
+		}
 		proc_entry *pe = proc_lookup(a, pids[i], interval);
 		if (!pe || !wanted(a, &pe->info))
 			continue;
@@ -490,6 +500,7 @@ static void export_interval(strobe_agent *a)
 		strobe_profile_free(p);
 	}
 	free(pids);
+	free(lpids);
 	strobe_sampler_reset_agg(a->s);
 	/* exited processes leave the sampler's tables: process churn does not grow them */
 	unsigned forgotten = strobe_sampler_forget_exited(a->s);

@@ -1792,6 +1792,17 @@ unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 	return n;
 }
 
+unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
+{
+	unsigned n = 0;
+	for (uint32_t id = 0; id < s->agg.n; id++) {
+		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
+		if (s->vals[(size_t)id * NV + V_WAITS] && !in_list(out, n, k->pid) && n < cap)
+			out[n++] = k->pid;
+	}
+	return n;
+}
+
 /* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
 void strobe_sampler_flush_open(strobe_sampler *s)
 {

@@ -118,6 +118,8 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
  * in lock profiles only (strobe_sampler_profile_opts.locks). */
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns);
+/* The processes with lock sums in the aggregate (at most cap), as strobe_sampler_pids. */
+unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
 /* After a reset_agg: forgets the processes and threads that exited (strobe_tracker_forget), so
