@@ -39,9 +39,11 @@ struct {
 	__type(value, struct strobe_lk_val);
 } counts SEC(".maps");
 
-/* A thread's wait in progress (enter_ns 0: none) and its last user-stack walk. */
+/* A thread's wait in progress (enter_ns 0: none), whether its process's mappings were seen in
+ * the kernel (see begin), and its last user-stack walk. */
 struct lcache {
 	__u64 enter_ns, uaddr;
+	__u32 maps_seen, pad_;
 	struct ucache u;
 };
 struct {
@@ -95,6 +97,17 @@ static __always_inline int begin(__u64 uaddr)
 	if (!c) { /* out of memory, or the storage busy on this CPU (a nested program) */
 		count(STROBE_LK_STARTS_FULL);
 		return 0;
+	}
+	/* The stack is walked at the wait's end; a process met for the first time (or just
+	 * exec'd) has its mappings asked for now, so that user space loads them while the thread
+	 * waits and the walk has the tables (else frame pointers, wrong through glibc). Once seen,
+	 * the thread does not look again until an exec. */
+	if (tables && !c->maps_seen) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (bpf_map_lookup_elem(&umaps, &tgid))
+			c->maps_seen = 1;
+		else
+			ask_maps(tgid);
 	}
 	c->uaddr = uaddr;
 	c->enter_ns = bpf_ktime_get_ns(); /* last: the wait's whole entry is outside it */
@@ -205,6 +218,8 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
 	struct lcache *c = tables ? bpf_task_storage_get(&lcache, p, 0, 0) : 0;
+	if (c)
+		c->maps_seen = 0;
 	ustack_on_exec(p->tgid, c ? &c->u : 0);
 	return 0;
 }

@@ -248,14 +248,21 @@ struct {
 #define MAPS_STEPS 7  /* a binary search over STROBE_OB_MAX_MAPS mappings */
 #define ROWS_STEPS 23 /* ... over up to 1 << 22 rows (the loader's cap on urows) */
 
-static __always_inline void want_maps(struct uwalk *w)
+/* Asks user space for process tgid's mappings, once until it has loaded them. */
+static __always_inline void ask_maps(__u32 tgid)
 {
 	__u8 one = 1;
-	if (!w->asked && !bpf_map_lookup_elem(&uwant, &w->tgid) &&
-	    bpf_map_update_elem(&uwant, &w->tgid, &one, BPF_NOEXIST) == 0) {
-		struct strobe_ob_req q = {.ns = bpf_ktime_get_ns(), .tgid = w->tgid};
+	if (!bpf_map_lookup_elem(&uwant, &tgid) &&
+	    bpf_map_update_elem(&uwant, &tgid, &one, BPF_NOEXIST) == 0) {
+		struct strobe_ob_req q = {.ns = bpf_ktime_get_ns(), .tgid = tgid};
 		bpf_ringbuf_output(&ureq, &q, sizeof(q), 0);
 	}
+}
+
+static __always_inline void want_maps(struct uwalk *w)
+{
+	if (!w->asked)
+		ask_maps(w->tgid);
 	w->asked = 1;
 }
 

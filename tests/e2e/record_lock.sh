@@ -8,6 +8,8 @@
 #                measured inside pthread_mutex_lock
 #   stack        >= 95% of that delay in complete stacks (start_thread;waiter;contend_lock;
 #                ...pthread_mutex_lock...)
+#   roots        >= 99.9% of all the delay in stacks rooted at _start or clone3 (the first waits
+#                of the new process too: its tables are asked for at the wait's start)
 #   lock-addr    >= 99% of contend_lock's delay carries lock_addr = the mutex's address
 #   uncontended  no sample names uncontended_lock
 #   types        the profile's sample types are contentions/count and delay/nanoseconds, and
@@ -52,6 +54,16 @@ if [ $have = 1 ]; then
 	c=$(complete "$TMPDIR/lk.folded" contend_lock '(^|;)start_thread;waiter;contend_lock;[^;]*pthread_mutex_lock')
 	if atleast "$c" 95; then ok "$name" "$c% of contend_lock's delay under start_thread;waiter;contend_lock;...pthread_mutex_lock"
 	else fail "$name" "only $c% of contend_lock's delay in complete stacks: $(sort -t' ' -k2 -nr "$TMPDIR/lk.folded" | head -3 | cut -c1-300 | tr '\n' '|')"; fi
+fi
+
+# ---- roots: no stack walked before the process's tables were in ----------------------------------
+name=record_lock/roots
+if [ $have = 1 ]; then
+	all=$(sum "$TMPDIR/lk.folded" '.')
+	good=$(sum "$TMPDIR/lk.folded" '^(_start|clone3?);')
+	p=$(ratio_pct "$good" "$all")
+	if atleast "$p" 99.9; then ok "$name" "$p% of all delay in stacks rooted at _start or clone3"
+	else fail "$name" "only $p% of the delay in stacks rooted at _start or clone3: $(grep -Ev '^(_start|clone3?);' "$TMPDIR/lk.folded" | head -3 | cut -c1-200 | tr '\n' '|')"; fi
 fi
 
 # ---- lock-addr ---------------------------------------------------------------------------------
