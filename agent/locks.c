@@ -277,6 +277,14 @@ void strobe_locks_get_stats(strobe_locks *l, strobe_locks_stats *st)
 		.no_maps = c[STROBE_OB_NO_MAPS],
 	};
 	memcpy(st->tables_off, l->tables_off, sizeof(st->tables_off));
+	if (l->tables) {
+		strobe_otables_stats ts;
+		strobe_otables_get_stats(l->tables, &ts);
+		st->procs_loaded = ts.procs_loaded;
+		st->table_waits = ts.waits;
+		st->table_wait_ns_sum = ts.wait_ns_sum;
+		st->table_wait_ns_max = ts.wait_ns_max;
+	}
 }
 
 void strobe_locks_close(strobe_locks *l)

@@ -84,4 +84,10 @@ void record_lock_close(const char *cmd, strobe_locks *lk, strobe_sampler *s, boo
 	if (lost)
 		fprintf(stderr, ", %" PRIu64 " lost or without a stack (maps full)", lost);
 	fputc('\n', stderr);
+	if (getenv("STROBE_DEBUG"))
+		fprintf(stderr, "strobe record: lock tables: %" PRIu64 " processes loaded, request to "
+			"load mean %.1f ms max %.1f ms; walks without them %" PRIu64 "\n",
+			st.procs_loaded,
+			st.table_waits ? (double)st.table_wait_ns_sum / (double)st.table_waits / 1e6 : 0,
+			(double)st.table_wait_ns_max / 1e6, st.no_maps);
 }

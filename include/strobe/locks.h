@@ -39,6 +39,9 @@ typedef struct strobe_locks_stats {
 	uint64_t entries;        /* sums read */
 	uint64_t table_frames, fp_frames, no_maps;
 	char tables_off[256];    /* why the table walk did not load ("": it did, or not asked) */
+	/* the table loader: processes loaded, and from a request to its mappings in the kernel */
+	uint64_t procs_loaded, table_waits;
+	int64_t table_wait_ns_sum, table_wait_ns_max;
 } strobe_locks_stats;
 
 typedef struct strobe_locks strobe_locks;

@@ -16,6 +16,7 @@
 #                contentions under contend_lock are at least 1 and at most 3 per lock call
 #   pid          -p PID on a lock_contend that starts its threads once the recorder is attached:
 #                contend_lock's delay within ±10% of its truth
+#   all          the same with -a (the whole host), that process's samples (--tagfocus pid)
 # Needs root, kernel BTF and the syscalls tracepoints; SKIPs otherwise.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -127,6 +128,29 @@ else
 	got=$(sum "$TMPDIR/p.folded" '(^|;)contend_lock(;|$)')
 	want=$(truth "$TMPDIR/p.truth" contend_lock)
 	detail="contend_lock $(awk -v g="$got" 'BEGIN { printf "%.1f", g / 1e6 }') ms (truth $(awk -v w="$want" 'BEGIN { printf "%.1f", w / 1e6 }') ms, $(ratio_pct "$got" "$want")%)"
+	if within_rel "$got" "$want" "$TOL"; then ok "$name" "$detail"; else fail "$name" "off by more than ${TOL}%: $detail"; fi
+fi
+
+# ---- all: -a, the whole host, the workload's waits among everyone's ------------------------------
+name=record_lock/all
+rm -f "$TMPDIR/go"
+"$W" -t 4 -g "$TMPDIR/go" -o "$TMPDIR/a.truth" 2 & wpid=$!
+( rec "$name" 60 -e lock -a -d 5 -o "$TMPDIR/a.pb.gz"; echo $? >"$TMPDIR/a.rc" ) &
+for _ in $(seq 600); do
+	bpftool perf show 2>/dev/null | grep -q sys_enter_futex && break
+	sleep 0.05
+done
+touch "$TMPDIR/go"
+wait
+arc=$(cat "$TMPDIR/a.rc" 2>/dev/null || echo none)
+if [ "$arc" != 0 ]; then
+	fail "$name" "strobe record -e lock -a failed (exit $arc): $(recerr "$name")"
+elif ! fold "$TMPDIR/a.pb.gz" "$TMPDIR/a.folded" delay --tagfocus "pid=^${wpid}\$"; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/a.folded.err")"
+else
+	got=$(sum "$TMPDIR/a.folded" '(^|;)contend_lock(;|$)')
+	want=$(truth "$TMPDIR/a.truth" contend_lock)
+	detail="contend_lock of pid $wpid $(awk -v g="$got" 'BEGIN { printf "%.1f", g / 1e6 }') ms (truth $(awk -v w="$want" 'BEGIN { printf "%.1f", w / 1e6 }') ms, $(ratio_pct "$got" "$want")%)"
 	if within_rel "$got" "$want" "$TOL"; then ok "$name" "$detail"; else fail "$name" "off by more than ${TOL}%: $detail"; fi
 fi
 exit $st

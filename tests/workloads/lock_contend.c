@@ -87,8 +87,22 @@ int main(int argc, char **argv)
 		goto usage;
 	double secs = wl_parse_seconds(argv[optind], "lock_contend");
 	FILE *tf = wl_truth_open(truth, "lock_contend");
-	while (go && access(go, F_OK) != 0)
-		wl_sleep_ns(10000000);
+	/* waiting for FILE in a timed condition-variable wait (a futex wait), so that a recorder
+	 * started meanwhile meets the process, and loads its unwind tables, before the threads run */
+	pthread_mutex_t gm = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t gc = PTHREAD_COND_INITIALIZER;
+	pthread_mutex_lock(&gm);
+	while (go && access(go, F_OK) != 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&gc, &gm, &ts);
+	}
+	pthread_mutex_unlock(&gm);
 	deadline = wl_mono_ns() + (int64_t)(secs * 1e9);
 	pthread_t th[64];
 	for (int i = 0; i < nthreads; i++)
