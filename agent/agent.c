@@ -124,8 +124,12 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 		*bpf = true;
 		return 0;
 	}
-	strobe_offcpu_close(a->ob);
-	a->ob = NULL;
+	if (a->lk_shares_ob && a->ob) {
+		strobe_offcpu_detach(a->ob); /* kept: its table loader serves --locks too */
+	} else {
+		strobe_offcpu_close(a->ob);
+		a->ob = NULL;
+	}
 	if (a->o->offcpu_mode == STROBE_OFFCPU_BPF)
 		return strobe_errf(err, code < 0 ? code : -EINVAL, "--off-cpu-mode bpf: %s", e.msg);
 	a->ob_failed = true;
@@ -143,12 +147,17 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 static void open_locks(strobe_agent *a)
 {
 	strobe_err e = {{0}};
+	int share[5];
 	strobe_locks_opts lo = {.pids = a->o->pids, .npids = a->o->npids,
 				.table_rows = a->o->call_graph == STROBE_CG_FP
 						      ? 0
 						      : a->o->unwind_table_mb << 17};
+	/* with the off-CPU program's table walk loaded, its rows and loader serve both */
+	if (lo.table_rows && a->ob && strobe_offcpu_table_maps(a->ob, share) == 0)
+		lo.share_tables = share;
 	if ((a->lk = strobe_locks_open(&lo, &e)) &&
 	    (atomic_load(&a->want_pause) || strobe_locks_attach(a->lk, &e) == 0)) {
+		a->lk_shares_ob = lo.share_tables != NULL;
 		strobe_locks_stats st;
 		strobe_locks_get_stats(a->lk, &st);
 		if (st.tables_off[0])

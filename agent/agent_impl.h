@@ -70,6 +70,7 @@ struct strobe_agent {
 	bool ob_failed;         /* it could not be loaded: perf from then on (auto) */
 	bool ob_active;         /* the current sampler's off-CPU comes from it */
 	strobe_locks *lk;       /* the futex-wait program (--locks) */
+	bool lk_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;

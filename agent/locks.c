@@ -67,8 +67,17 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 		return -errno;
 	l->skel->rodata->min_wait_ns = o->min_wait_ns > 0 ? (uint64_t)o->min_wait_ns : 0;
 	l->skel->rodata->filter_tgids = o->npids > 0;
-	l->skel->rodata->tables = table_rows > 0;
+	l->skel->rodata->tables = table_rows > 0 || o->share_tables;
 	bpf_map__set_max_entries(l->skel->maps.urows, table_rows ? table_rows : 1);
+	if (o->share_tables) {
+		struct bpf_map *m[] = {l->skel->maps.urows, l->skel->maps.umaps, l->skel->maps.uwant,
+				       l->skel->maps.ureq, l->skel->maps.uexec};
+		for (size_t i = 0; i < 5; i++) {
+			int rc = bpf_map__reuse_fd(m[i], o->share_tables[i]);
+			if (rc < 0)
+				return rc;
+		}
+	}
 	bpf_map__set_max_entries(l->skel->maps.counts, n);
 	bpf_map__set_max_entries(l->skel->maps.stacks0, n / 2);
 	bpf_map__set_max_entries(l->skel->maps.stacks1, n / 2);
@@ -108,14 +117,16 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	l->keys = malloc(n * sizeof(*l->keys));
 	l->skeys = malloc(n * sizeof(*l->skeys));
 	int rc = l->keys && l->skeys ? load(l, o, o->table_rows) : -ENOMEM;
-	if (rc < 0 && rc != -EPERM && o->table_rows) {
+	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(l->tables_off, sizeof(l->tables_off), "%s%s%s", strerror(-rc),
 			 libbpf_msg[0] ? ": " : "", libbpf_msg);
 		locks_bpf__destroy(l->skel);
 		l->skel = NULL;
 		libbpf_msg[0] = 0;
-		rc = load(l, o, 0);
+		strobe_locks_opts fp = *o;
+		fp.share_tables = NULL;
+		rc = load(l, &fp, 0);
 	}
 	if (rc < 0) {
 		strobe_errf(err, rc, "cannot load the eBPF futex-wait program: %s%s%s%s",
@@ -133,7 +144,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	l->fd_stacks[0] = bpf_map__fd(l->skel->maps.stacks0);
 	l->fd_stacks[1] = bpf_map__fd(l->skel->maps.stacks1);
 	l->fd_targets = bpf_map__fd(l->skel->maps.targets);
-	if (o->table_rows && !l->tables_off[0] &&
+	if (o->table_rows && !o->share_tables && !l->tables_off[0] &&
 	    !(l->tables = strobe_otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(l->skel->maps.umaps),
 					     bpf_map__fd(l->skel->maps.uwant),

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # strobe agent --locks (futex waits summed in the kernel by agent/locks.bpf.c), through a real
 # server:
-#   on        /status says locks_bpf.on and the kernel program summed waits
+#   on        /status says locks_bpf.on and the kernel program summed waits (beside --offcpu
+#             in bpf mode, whose unwind-table maps and loader it shares)
 #   truth     build/workloads/lock_contend-nofp (4 threads queueing on one mutex, timing their
 #             own waits), started as a child of the -p target after the agent: the server's
 #             mutex:delay:nanoseconds series has contend_lock's delay within ±10% of the truth,
@@ -33,7 +34,9 @@ bash -c 'while [ ! -e "$1" ]; do sleep 0.05; done
 	STROBE_SERVICE=lockpaused "$2" -o "$6" 2' \
 	_ "$TMPDIR/go" "$WL/lock_contend-nofp" "$TMPDIR/lk.truth" "$SECS" "$TMPDIR/go2" "$TMPDIR/paused.truth" & tpid=$!
 t0=$(date +%s)
-start_agent "$TMPDIR/agent.log" --locks -F 19 -i 2 --max-cpu 100 -p "$tpid"
+# --offcpu too (bpf): the lock program then shares the off-CPU program's unwind-table maps and
+# loader (strobe_offcpu_table_maps); record_lock.sh tests the program with its own
+start_agent "$TMPDIR/agent.log" --locks --offcpu --off-cpu-mode bpf -F 19 -i 2 --max-cpu 100 -p "$tpid"
 name=agent_locks_bpf/on
 on=$(status_field locks_bpf.on)
 if [ "$on" != true ]; then
