@@ -8,6 +8,7 @@ CC       ?= cc
 CLANG    ?= clang
 BPFTOOL  ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 B        := build
+# libiberty (static): binutils' demangler, for symbolize/demangle.c.
 # libcurl is not linked: lib/curl_lazy.c loads it when an HTTP client first needs it (its headers
 # are still needed to build).
 PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd gnutls sqlite3 libzstd libbpf libdeflate
@@ -15,7 +16,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -I$(B)/gen
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c17 $(WARN) -fno-strict-aliasing
-LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lgnutls -lsqlite3 -lzstd -lbpf -ldeflate) -ldl -lpthread -lm
+LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lgnutls -lsqlite3 -lzstd -lbpf -ldeflate) -liberty -ldl -lpthread -lm
 
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
@@ -129,6 +130,12 @@ $(B)/workloads/%-nofp: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 $(B)/workloads/%-dbgframe: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 -O2 -g -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables -pthread -o $@ $< -lm
+# C++ workloads (the naming tests: demangled frames).
+WL_CXX   := $(patsubst tests/workloads/%.cc,$(B)/workloads/%,$(wildcard tests/workloads/*.cc))
+$(B)/workloads/%: tests/workloads/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline -pthread -o $@ $<
+WL_BIN   += $(WL_CXX)
 workloads: $(WL_BIN) $(WL_NOFP) $(B)/tools/push_storm
 # The server's fault tests' load generator (tests/e2e/server_overload.sh, server_slow_clients.sh).
 $(B)/tools/push_storm: tests/tools/push_storm.c

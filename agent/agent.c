@@ -173,6 +173,8 @@ static void open_locks(strobe_agent *a)
 	pthread_mutex_unlock(&a->mu);
 }
 
+static void on_process(void *ctx, pid_t pid);
+
 static int open_sampler(strobe_agent *a, strobe_err *err)
 {
 	strobe_sampler *s = NULL;
@@ -183,6 +185,8 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 	if (!bpf && a->ob) /* off-CPU turned off by the budget */
 		strobe_offcpu_detach(a->ob);
 	strobe_sampler_opts so = a->so;
+	so.on_process = on_process;
+	so.on_process_ctx = a;
 	if (bpf)
 		so.events &= ~(unsigned)STROBE_EV_OFFCPU; /* the kernel sums it instead */
 	rc = strobe_sampler_open(&so, &s, err);
@@ -289,6 +293,17 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 		e->gone = true;
 	}
 	return e;
+}
+
+/* The sampler's first sample of a process: its identity is read now, while it runs (a process
+ * shorter than an interval has left no environment to read by the interval's end). */
+static void on_process(void *ctx, pid_t pid)
+{
+	strobe_agent *a = ctx;
+	pthread_mutex_lock(&a->mu);
+	int64_t interval = (int64_t)a->st.intervals + 1;
+	pthread_mutex_unlock(&a->mu);
+	proc_lookup(a, pid, interval);
 }
 
 static void proc_prune(strobe_agent *a, int64_t interval)
@@ -514,6 +529,8 @@ static void export_interval(strobe_agent *a)
 	/* exited processes leave the sampler's tables: process churn does not grow them */
 	unsigned forgotten = strobe_sampler_forget_exited(a->s);
 	proc_prune(a, interval);
+	/* what this interval's unwinds and exports touched: the goal is on resident memory */
+	strobe_sampler_release_memory(a->s);
 	pthread_mutex_lock(&a->mu);
 	a->st.intervals++;
 	a->st.profiles += nprof;

@@ -41,6 +41,8 @@ typedef struct strobe_proc {
 	int32_t pid;
 	char comm[16];
 	bool exited, maps_read;
+	bool sampled;           /* a sample of this image was recorded (the sampler's on_process
+				   hook has been called); an exec clears it */
 	uint8_t exit_age;       /* forget passes seen since its exit (strobe_tracker_forget) */
 	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
 	strobe_vma *vma;        /* sorted by start, non-overlapping */

@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 
 #include "proc.h"
+#include "strobe/proc_maps.h"
 
 #define MAX_VMAS 65536 /* per process; /proc/PID/maps of a huge JVM stays well under */
 
@@ -224,6 +225,7 @@ void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char
 		/* A new image: the old mappings are gone, the new ones follow as MMAP2 records. */
 		p->nvma = 0;
 		p->maps_read = true; /* what follows is complete; no /proc read needed */
+		p->sampled = false;  /* a new identity to read at its first sample */
 	}
 	if (pid == tid || exec)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -379,13 +381,27 @@ static void read_comm(const char *path, char *comm, size_t cap)
 	fclose(f);
 }
 
+typedef struct maps_ctx {
+	strobe_tracker *t;
+	int32_t pid;
+} maps_ctx;
+
+static int maps_entry(void *ctx, const strobe_maps_entry *e)
+{
+	maps_ctx *m = ctx;
+	if (!strobe_maps_exec(e))
+		return 0;
+	/* "(deleted)" files are still named by the copy we can reach via map_files. */
+	return strobe_tracker_mmap(m->t, m->pid, e->start, e->end - e->start, e->offset,
+				   makedev(e->dev_major, e->dev_minor), e->inode, NULL, 0, e->path);
+}
+
 int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 {
 	char path[64];
 	if (!t->proc_root)
 		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/%d/maps", t->proc_root, (int)pid);
-	FILE *f = fopen(path, "r");
+	FILE *f = strobe_proc_maps_open(t->proc_root, pid);
 	if (!f)
 		return -errno;
 	strobe_proc *p = strobe_tracker_proc(t, pid, true);
@@ -396,29 +412,8 @@ int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 	p->nvma = 0;
 	p->maps_read = true;
 	p->rescan_ns = now_ns;
-	char line[4096 + 256];
-	int rc = 0;
-	while (fgets(line, sizeof(line), f)) {
-		/* "start-end perms offset maj:min inode   path" */
-		uint64_t start, end, off, ino;
-		unsigned maj, mn;
-		char perms[8];
-		int n = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
-			   &end, perms, &off, &maj, &mn, &ino, &n) < 7)
-			continue;
-		if (perms[2] != 'x')
-			continue;
-		char *name = line + n;
-		name[strcspn(name, "\n")] = 0;
-		/* "(deleted)" files are still named by the copy we can reach via map_files. */
-		rc = strobe_tracker_mmap(t, pid, start, end - start, off, makedev(maj, mn), ino, NULL, 0,
-					 name);
-		if (rc < 0)
-			break;
-		p = strobe_tracker_proc(t, pid, false);
-	}
-	fclose(f);
+	maps_ctx m = {t, pid};
+	int rc = strobe_proc_maps_walk(f, maps_entry, &m);
 	snprintf(path, sizeof(path), "%s/%d/comm", t->proc_root, (int)pid);
 	p = strobe_tracker_proc(t, pid, false);
 	if (p && !p->comm[0])

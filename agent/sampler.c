@@ -44,20 +44,6 @@
 			     is still being written */
 #define MAX_PENDING (256u << 20) /* bytes of held records before processing is forced */
 
-int64_t strobe_mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- opening --------------------------------------------------------------------------------- */
 
 static int add_fd(strobe_sampler *s, int fd)
@@ -533,7 +519,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	for (unsigned i = 0; i < o->npids && !o->enable_on_exec; i++)
 		strobe_tracker_read_proc(&s->tr, o->pids[i], now);
 	s->start_ns = s->horizon_ns = now;
-	s->start_real_ns = real_ns();
+	s->start_real_ns = strobe_real_ns();
 	*out = s;
 	return 0;
 }
@@ -976,6 +962,11 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 		}
 		if (!th->comm[0])
 			th->comm[0] = '?', th->comm[1] = 0; /* do not look again */
+	}
+	if (p && !p->sampled && !s->offline) {
+		p->sampled = true;
+		if (s->o.on_process)
+			s->o.on_process(s->o.on_process_ctx, pid);
 	}
 	return th;
 }
@@ -1759,6 +1750,12 @@ void strobe_sampler_trim(strobe_sampler *s)
 	malloc_trim(0);
 }
 
+void strobe_sampler_release_memory(strobe_sampler *s)
+{
+	strobe_unwinder_drop_pages(s->uw);
+	malloc_trim(0);
+}
+
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
@@ -1818,7 +1815,7 @@ void strobe_sampler_reset_agg(strobe_sampler *s)
 	strobe_itab_free(&s->agg);
 	memset(s->vals, 0, s->cvals * NV * sizeof(*s->vals));
 	s->start_ns = s->horizon_ns;
-	s->start_real_ns = real_ns();
+	s->start_real_ns = strobe_real_ns();
 }
 
 unsigned strobe_sampler_forget_exited(strobe_sampler *s)

@@ -16,6 +16,7 @@
 #include "pid_count.h"
 #include "proc.h"
 #include "unwind.h"
+#include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
 
 /* Value slots of the aggregate (the profile's sample types are chosen from these). */
@@ -100,7 +101,6 @@ struct strobe_sampler {
 	strobe_unwind_stats uw_st; /* the unwinder's counters, kept when trim frees it */
 };
 
-int64_t strobe_mono_ns(void);
 /* Counts the off-CPU intervals still open up to the horizon (before a profile is built). */
 void strobe_sampler_flush_open(strobe_sampler *s);
 /* The perf_event_attr of one event (kind EVK_*; sideband: it also carries the side records). */

@@ -101,7 +101,10 @@ static uint32_t location_of(builder *b, const strobe_frame_key *k, uint32_t mapp
 		n = 32;
 	for (int i = 0; i < n; i++) {
 		strobe_function f = {0};
-		f.name = f.system_name = str(b->p, b->fr[i].function);
+		f.name = str(b->p, b->fr[i].function);
+		f.system_name = b->fr[i].system_name && b->fr[i].system_name != b->fr[i].function
+					? str(b->p, b->fr[i].system_name)
+					: f.name;
 		f.filename = str(b->p, b->fr[i].file);
 		f.start_line = b->fr[i].start_line;
 		lines[i] = (strobe_line){.function = strobe_function_intern(b->p, &f),

@@ -21,6 +21,7 @@
 #include <curl/curl.h>
 
 #include "agent_impl.h"
+#include "strobe/http_client.h"
 
 typedef struct resp {
 	char buf[512];
@@ -93,29 +94,6 @@ static int64_t unix_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The request headers, the same for every push: built once per sender. */
-static struct curl_slist *push_headers(const strobe_agent_opts *o)
-{
-	struct curl_slist *h = curl_slist_append(NULL, "Expect:"), *n;
-	if (!h || !(n = curl_slist_append(h, "Content-Type: application/octet-stream")))
-		goto fail;
-	char line[512];
-	if (o->tenant) {
-		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", o->tenant);
-		if (!(n = curl_slist_append(h, line)))
-			goto fail;
-	}
-	if (o->token) {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", o->token);
-		if (!(n = curl_slist_append(h, line)))
-			goto fail;
-	}
-	return h;
-fail:
-	curl_slist_free_all(h);
-	return NULL;
-}
-
 /* 0: stored; 1: refused for good; -1: try again later, not before *retry_ms when that is not
  * -1 (the server's Retry-After on a 429 or 503). msg gets why. */
 static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body, size_t len,
@@ -159,18 +137,8 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	free(url);
 	if (cr != CURLE_OK) {
-		/* curl's error buffer says which check failed (expired, wrong host name, unknown
-		 * issuer); a failed verification is retried like any failed push, never dropped. */
-		bool tls = cr == CURLE_PEER_FAILED_VERIFICATION || cr == CURLE_SSL_CACERT_BADFILE ||
-			   cr == CURLE_SSL_ISSUER_ERROR;
-		snprintf(msg, cap, "%s: %s%s%s%s", o->server, errbuf[0] ? errbuf : curl_easy_strerror(cr),
-			 tls ? " (the server's TLS certificate could not be verified with " : "",
-			 tls ? (o->ca ? o->ca : "the system's CA certificates") : "",
-			 tls ? (o->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
-			 /* a TLS port answers plain HTTP with nothing */
-			 : cr == CURLE_GOT_NOTHING && strncmp(o->server, "http://", 7) == 0
-				 ? " (if the server serves TLS, its URL is https://...)"
-				 : "");
+		/* a failed verification is retried like any failed push, never dropped */
+		strobe_http_error(msg, cap, o->server, o->server, cr, errbuf, o->ca);
 		return -1;
 	}
 	if (status == 200)
@@ -185,19 +153,16 @@ static void *sender_main(void *arg)
 {
 	strobe_agent *a = arg;
 	CURL *c = curl_easy_init();
-	struct curl_slist *headers = push_headers(a->o);
+	/* The request headers, the same for every push: built once per sender. */
+	struct curl_slist *headers =
+		strobe_http_headers(a->o->tenant, a->o->token, "Content-Type: application/octet-stream");
 	if (!headers && c) {
 		curl_easy_cleanup(c);
 		c = NULL; /* out of memory: nothing is sent, the spool keeps the profiles */
 	}
 	if (c) {
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-		/* https: certificate and host name verified (libcurl's default, said here so that no
-		 * change of default turns it off), against --ca when given. */
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-		curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-		if (a->o->ca)
-			curl_easy_setopt(c, CURLOPT_CAINFO, a->o->ca);
+		strobe_http_tls(c, a->o->ca);
 	}
 	strobe_backoff bo;
 	strobe_backoff_init(&bo, 500, 30000, (uint64_t)strobe_mono_ns() ^ (uint64_t)getpid());

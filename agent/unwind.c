@@ -55,6 +55,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "strobe/elf_image.h"
 #include "unwind.h"
 
 #define MAX_BINS 4096
@@ -88,11 +89,14 @@ typedef struct bin {
 	Dwarf_CFI *cfi;   /* NULL: no .eh_frame (frames there go by frame pointers) */
 	/* .debug_frame, opened on the first PC .eh_frame lacks: dstate 0 not tried, 1 dcfi
 	 * usable, 2 none. dimg: a second, unedited view of the file (section headers intact)
-	 * when its own sections include .debug_frame; else the debug file's image. */
+	 * when its own sections include .debug_frame, until it is opened; then fimg, a small ELF
+	 * image holding that section alone (see frame_image), is what libdw reads. */
 	uint8_t dstate;
 	bool own_debug_frame;
 	void *dimg;
 	size_t dlen;
+	void *fimg;
+	size_t flen;
 	Elf *delf;
 	Dwarf *dw;
 	Dwarf_CFI *dcfi;
@@ -174,37 +178,6 @@ static const Elf64_Phdr *phdrs(const void *img, size_t len, unsigned *n)
 		return NULL;
 	*n = eh->e_phnum;
 	return (const Elf64_Phdr *)((const char *)img + eh->e_phoff);
-}
-
-/* The GNU build ID of an image, from its PT_NOTE segments; 0 when none. */
-static unsigned image_build_id(const void *img, size_t len, uint8_t *out)
-{
-	unsigned nph;
-	const Elf64_Phdr *ph = phdrs(img, len, &nph);
-	for (unsigned i = 0; ph && i < nph; i++) {
-		if (ph[i].p_type != PT_NOTE || ph[i].p_offset >= len ||
-		    ph[i].p_filesz > len - ph[i].p_offset)
-			continue;
-		const uint8_t *p = (const uint8_t *)img + ph[i].p_offset;
-		size_t left = ph[i].p_filesz;
-		while (left >= 12) {
-			uint32_t nsz, dsz, type;
-			memcpy(&nsz, p, 4);
-			memcpy(&dsz, p + 4, 4);
-			memcpy(&type, p + 8, 4);
-			size_t na = ((size_t)nsz + 3) & ~(size_t)3, da = ((size_t)dsz + 3) & ~(size_t)3;
-			if (na > left - 12 || da > left - 12 - na)
-				break;
-			if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(p + 12, "GNU", 4) == 0 &&
-			    dsz > 0 && dsz <= STROBE_BUILD_ID_MAX) {
-				memcpy(out, p + 12 + na, dsz);
-				return dsz;
-			}
-			p += 12 + na + da;
-			left -= 12 + na + da;
-		}
-	}
-	return 0;
 }
 
 /* What a binary's entry is charged: libelf's and libdw's state, and what libdw decodes into its
@@ -293,6 +266,7 @@ static void bin_drop(strobe_unwinder *u, bin *b)
 		elf_end(b->delf);
 	if (b->dimg)
 		munmap(b->dimg, b->dlen);
+	free(b->fimg);
 	if (b->cfi)
 		dwarf_cfi_end(b->cfi);
 	if (b->elf)
@@ -359,7 +333,12 @@ static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const 
 	b->heap = heap;
 	b->img = img;
 	b->len = len;
-	b->id_len = (uint8_t)image_build_id(img, len, b->id);
+	/* The section headers are hidden by now: the build ID comes from the PT_NOTE segments. */
+	const uint8_t *id;
+	size_t idn = strobe_elf_build_id_of(img, len, &id);
+	b->id_len = idn <= STROBE_BUILD_ID_MAX ? (uint8_t)idn : 0;
+	if (b->id_len)
+		memcpy(b->id, id, b->id_len);
 	if (sb) {
 		b->dev = (uint64_t)sb->st_dev;
 		b->ino = (uint64_t)sb->st_ino;
@@ -423,20 +402,9 @@ static bin *bin_vdso(strobe_unwinder *u)
 	for (uint32_t i = 0; i < u->nbins; i++)
 		if (u->bins[i].used && u->bins[i].heap)
 			return &u->bins[i];
-	const uint8_t *v = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	if (!v)
-		return NULL;
-	/* Its size: the end of whatever its headers describe (section headers come last). */
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh->e_phnum > 64 || eh->e_phentsize != sizeof(Elf64_Phdr))
-		return NULL;
-	size_t len = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)(v + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_offset + ph[i].p_filesz > len)
-			len = ph[i].p_offset + ph[i].p_filesz;
-	if (len < sizeof(*eh) || len > (1u << 20))
+	const uint8_t *v;
+	size_t len;
+	if (strobe_vdso_image(&v, &len) < 0)
 		return NULL;
 	void *img = malloc(len);
 	if (!img)
@@ -445,20 +413,68 @@ static bin *bin_vdso(strobe_unwinder *u)
 	return bin_add(u, img, len, true, NULL);
 }
 
-/* What libdw holds for a Dwarf: its state, and the decompressed copies of compressed sections
- * (dwarf_begin_elf decompresses every DWARF section it knows). */
-static size_t dwarf_cost(Elf *elf)
+#define FRAME_MAX (64u << 20) /* the most of a .debug_frame taken, decompressed */
+
+/*
+ * A minimal ELF image holding only the .debug_frame of the file image img (decompressed when it
+ * is compressed), in a heap buffer: NULL when img has none. Given a whole debug file,
+ * dwarf_begin_elf decompresses every DWARF section it knows: 6.7 MB of heap for libc's debug
+ * file (measured with heaptrack in the agent), where the unwinder reads one section. The new
+ * image keeps the original's identification and machine (libdw's CFI reads the class, byte
+ * order and ABI from them) and has no program headers: .debug_frame's addresses are absolute.
+ * libelf may write into img (elf_compress updates the section header there): the caller
+ * unmaps img afterwards.
+ */
+static void *frame_image(void *img, size_t len, size_t *out_len)
 {
-	size_t c = BIN_COST;
+	static const char names[] = "\0.debug_frame\0.shstrtab"; /* offsets 0, 1, 14 */
+	Elf *e = elf_memory(img, len);
+	void *out = NULL;
+	size_t shstrndx;
+	if (!e || gelf_getclass(e) != ELFCLASS64 || elf_getshdrstrndx(e, &shstrndx) != 0)
+		goto done;
 	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		GElf_Chdr ch;
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
-		    gelf_getchdr(scn, &ch))
-			c += ch.ch_size < ((size_t)1 << 32) ? (size_t)ch.ch_size : ((size_t)1 << 32);
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(e, shstrndx, sh.sh_name) : NULL;
+		if (n && sh.sh_type == SHT_PROGBITS && strcmp(n, ".debug_frame") == 0)
+			break;
 	}
-	return c;
+	if (!scn || ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0))
+		goto done;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || !d->d_size || d->d_size > FRAME_MAX)
+		goto done;
+	size_t data_off = sizeof(Elf64_Ehdr), names_off = (data_off + d->d_size + 7) & ~(size_t)7;
+	size_t sh_off = (names_off + sizeof(names) + 7) & ~(size_t)7;
+	size_t total = sh_off + 3 * sizeof(Elf64_Shdr);
+	uint8_t *m = calloc(1, total);
+	if (!m)
+		goto done;
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)m;
+	const Elf64_Ehdr *oh = img;
+	memcpy(eh->e_ident, oh->e_ident, EI_NIDENT);
+	eh->e_type = oh->e_type;
+	eh->e_machine = oh->e_machine;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(Elf64_Ehdr);
+	eh->e_shoff = sh_off;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = 3;
+	eh->e_shstrndx = 2;
+	memcpy(m + data_off, d->d_buf, d->d_size);
+	memcpy(m + names_off, names, sizeof(names));
+	Elf64_Shdr *nsh = (Elf64_Shdr *)(m + sh_off);
+	nsh[1] = (Elf64_Shdr){.sh_name = 1, .sh_type = SHT_PROGBITS, .sh_addr = sh.sh_addr,
+			      .sh_offset = data_off, .sh_size = d->d_size, .sh_addralign = 1};
+	nsh[2] = (Elf64_Shdr){.sh_name = 14, .sh_type = SHT_STRTAB, .sh_offset = names_off,
+			      .sh_size = sizeof(names), .sh_addralign = 1};
+	out = m;
+	*out_len = total;
+done:
+	if (e)
+		elf_end(e);
+	return out;
 }
 
 /* Maps the file fd (size len) when it has a .debug_frame section: into *img, true. */
@@ -503,12 +519,17 @@ static Dwarf_CFI *debug_cfi(strobe_unwinder *u, bin *b)
 	}
 	if (!b->dimg)
 		return NULL;
-	b->delf = elf_memory(b->dimg, b->dlen);
+	b->fimg = frame_image(b->dimg, b->dlen, &b->flen);
+	munmap(b->dimg, b->dlen);
+	b->dimg = NULL;
+	if (!b->fimg)
+		return NULL;
+	b->delf = elf_memory(b->fimg, b->flen);
 	if (b->delf)
 		b->dw = dwarf_begin_elf(b->delf, DWARF_C_READ, NULL);
 	if (b->dw)
 		b->dcfi = dwarf_getcfi(b->dw);
-	size_t cost = b->delf ? dwarf_cost(b->delf) : 0;
+	size_t cost = BIN_COST + b->flen;
 	b->bytes += cost;
 	u->bytes += cost;
 	if (u->bytes > u->st.cache_bytes_peak)
@@ -1259,6 +1280,30 @@ void strobe_unwinder_set_rule_cache(strobe_unwinder *u, bool on)
 void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
 {
 	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s", dir ? dir : "/usr/lib/debug");
+}
+
+/*
+ * Every file image is a private mapping whose only written page is the first (the ELF header,
+ * edited by bin_add); the other pages are the page cache's until something writes them, and
+ * nothing does (libelf converts nothing in place for native x86-64 images). MADV_DONTNEED on
+ * them unmaps those pages from the agent, and a later read maps the same page again from the
+ * cache (a minor fault): nothing is lost, while the resident size stops growing with every
+ * binary the host runs (a compiler's 180 MB libLLVM leaves megabytes behind otherwise). The
+ * first page is kept, the edit would be lost with it. The unedited views (dimg, before
+ * debug_cfi opens them) are never written: all of them goes.
+ */
+void strobe_unwinder_drop_pages(strobe_unwinder *u)
+{
+	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	for (uint32_t i = 0; u && i < u->nbins; i++) {
+		bin *b = &u->bins[i];
+		if (!b->used)
+			continue;
+		if (!b->heap && b->img && b->len > pg)
+			madvise((char *)b->img + pg, b->len - pg, MADV_DONTNEED);
+		if (b->dimg)
+			madvise(b->dimg, b->dlen, MADV_DONTNEED);
+	}
 }
 
 void strobe_unwinder_free(strobe_unwinder *u)

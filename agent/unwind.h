@@ -37,6 +37,10 @@ typedef struct strobe_unwinder strobe_unwinder;
  * see unwind.c); 0 = 64 MiB. NULL + errno. */
 strobe_unwinder *strobe_unwinder_new(size_t cache_bytes);
 void strobe_unwinder_free(strobe_unwinder *u);
+/* Hands the pages of the mapped binaries back to the page cache, keeping everything parsed: the
+ * next unwind faults in what it reads again. The agent calls it once an interval, so its
+ * resident size stays what one interval's unwinds touch (see unwind.c). */
+void strobe_unwinder_drop_pages(strobe_unwinder *u);
 /* Where debug files are looked up by build ID (DIR/.build-id/xx/yyyy.debug) for the
  * .debug_frame of code .eh_frame does not cover; NULL: /usr/lib/debug. */
 void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir);

@@ -7,16 +7,17 @@
 #include "cli.h"
 
 static const char usage_text[] =
-	"usage: strobe convert -t FORMAT [-o OUT] [options] FILE...\n\n"
+	"usage: strobe convert -f FORMAT [-o OUT] [options] FILE...\n\n"
 	"Converts (and merges) profiles. FORMAT: pprof (gzipped profile.proto, every sample type\n"
-	"kept), folded, json (call tree), speedscope, svg. Without -t the format follows OUT's\n"
+	"kept), folded, json (call tree), speedscope, svg. Without -f the format follows OUT's\n"
 	"extension (.pb.gz, .folded, .json, .speedscope.json, .svg).\n\n"
-	"  -t, --to FORMAT        output format\n"
+	"  -f, --format FORMAT    output format (-t, --to: the same, the older spelling)\n"
 	"  -o, --output OUT       output file (default stdout); written atomically\n" CLI_PROFILE_HELP;
 
 int cmd_convert(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
+						 {"format", required_argument, 0, 'f'},
 						 {"to", required_argument, 0, 't'},
 						 {"output", required_argument, 0, 'o'},
 						 CLI_PROFILE_LONGOPTS,
@@ -24,7 +25,7 @@ int cmd_convert(int argc, char **argv)
 	const char *cmd = "convert", *output = NULL, *to = NULL;
 	cli_profile_opts po = {0};
 	int c;
-	while ((c = getopt_long(argc, argv, "ht:o:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hf:t:o:", longopts, NULL)) != -1) {
 		int h = cli_profile_opt(cmd, c, optarg, &po);
 		if (h < 0)
 			return 2;
@@ -32,6 +33,7 @@ int cmd_convert(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
+		case 'f':
 		case 't': to = optarg; break;
 		case 'o': output = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
@@ -40,10 +42,10 @@ int cmd_convert(int argc, char **argv)
 	strobe_format fmt = to ? strobe_format_parse(to) : cli_format_for_path(output);
 	if (fmt == STROBE_FMT_UNKNOWN || fmt == STROBE_FMT_PERF_SCRIPT) {
 		if (to)
-			cli_err(cmd, "-t: '%s' is not an output format (pprof, folded, json, "
+			cli_err(cmd, "--format: '%s' is not an output format (pprof, folded, json, "
 				     "speedscope, svg)", to);
 		else
-			cli_err(cmd, "give the output format with -t (pprof, folded, json, speedscope, "
+			cli_err(cmd, "give the output format with -f (pprof, folded, json, speedscope, "
 				     "svg)");
 		return 2;
 	}

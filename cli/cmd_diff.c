@@ -14,11 +14,12 @@
 #include "strobe/render.h"
 
 static const char usage_text[] =
-	"usage: strobe diff [-t svg|top|folded|json] [-o OUT] [--no-normalize] [options] BASE NEW\n\n"
+	"usage: strobe diff [-f svg|top|folded|json] [-o OUT] [--no-normalize] [options] BASE NEW\n\n"
 	"Compares two profiles. Frames that grew are red, shrank blue; frames only in BASE still\n"
 	"appear. BASE is scaled to NEW's total first (normalised) unless --no-normalize.\n\n"
-	"  -t, --to FORMAT        svg (default), top (functions ranked by change), folded (two\n"
-	"                         counts per stack: base new), json (tree with base and new)\n"
+	"  -f, --format FORMAT    svg (default), top (functions ranked by change), folded (two\n"
+	"                         counts per stack: base new), json (tree with base and new);\n"
+	"                         -t, --to: the same, the older spelling\n"
 	"  -o, --output OUT       output file (default stdout)\n"
 	"  -n, --nodes N          top: at most N rows\n"
 	"  --no-normalize         compare raw values\n"
@@ -60,7 +61,8 @@ static int write_two_count(FILE *f, const strobe_tree *t)
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"help", no_argument, 0, 'h'}, {"to", required_argument, 0, 't'},
+		{"help", no_argument, 0, 'h'}, {"format", required_argument, 0, 'f'},
+		{"to", required_argument, 0, 't'},
 		{"output", required_argument, 0, 'o'}, {"nodes", required_argument, 0, 'n'},
 		{"no-normalize", no_argument, 0, O_NONORM}, {"title", required_argument, 0, O_TITLE},
 		CLI_PROFILE_LONGOPTS, {0, 0, 0, 0}};
@@ -69,7 +71,7 @@ int cmd_diff(int argc, char **argv)
 	bool norm = true;
 	long limit = 0;
 	int c;
-	while ((c = getopt_long(argc, argv, "ht:o:n:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hf:t:o:n:", longopts, NULL)) != -1) {
 		int h = cli_profile_opt(cmd, c, optarg, &po);
 		if (h < 0)
 			return 2;
@@ -77,6 +79,7 @@ int cmd_diff(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
+		case 'f':
 		case 't': to = optarg; break;
 		case 'o': output = optarg; break;
 		case 'n':
@@ -89,7 +92,7 @@ int cmd_diff(int argc, char **argv)
 		}
 	}
 	if (strcmp(to, "svg") && strcmp(to, "top") && strcmp(to, "folded") && strcmp(to, "json")) {
-		cli_err(cmd, "-t: '%s' is not svg, top, folded or json", to);
+		cli_err(cmd, "--format: '%s' is not svg, top, folded or json", to);
 		return 2;
 	}
 	if (argc - optind != 2) {

@@ -5,24 +5,27 @@
 #include "cli.h"
 
 static const char usage_text[] =
-	"usage: strobe merge -o OUT [-t FORMAT] FILE...\n\n"
+	"usage: strobe merge -o OUT [-f FORMAT] FILE...\n\n"
 	"Merges profiles: samples with the same stack and labels are summed. All inputs must have\n"
-	"the same sample types. Output is pprof unless -t or OUT's extension says otherwise.\n\n"
+	"the same sample types. Output is pprof unless -f or OUT's extension says otherwise.\n\n"
 	"  -o, --output OUT       output file ('-' = stdout); written atomically\n"
-	"  -t, --to FORMAT        pprof (default), folded, json, speedscope, svg\n";
+	"  -f, --format FORMAT    pprof (default), folded, json, speedscope, svg (-t, --to: the\n"
+	"                         same, the older spelling)\n";
 
 int cmd_merge(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
 						 {"output", required_argument, 0, 'o'},
+						 {"format", required_argument, 0, 'f'},
 						 {"to", required_argument, 0, 't'},
 						 {0, 0, 0, 0}};
 	const char *cmd = "merge", *output = NULL, *to = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "ho:t:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:f:t:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 'o': output = optarg; break;
+		case 'f':
 		case 't': to = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}

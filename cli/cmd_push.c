@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "strobe/buf.h"
 
 static const char usage_text[] =
 	"usage: strobe push --server URL [options] FILE...\n\n"
@@ -25,36 +26,27 @@ static const char usage_text[] =
 	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
 	"                         certificates (default: the system's); always verified\n";
 
-/* Appends to a growing string; returns false on ENOMEM. */
-static bool cat(char **s, size_t *len, size_t *cap, const char *add)
+/* Command-line text only, but capped all the same. */
+#define MAX_ARG_TEXT (16u << 20)
+
+static bool cat(strobe_buf *s, const char *add)
 {
-	size_t n = strlen(add);
-	if (*len + n + 1 > *cap) {
-		size_t nc = (*cap ? *cap * 2 : 256) + n;
-		char *ns = realloc(*s, nc);
-		if (!ns)
-			return false;
-		*s = ns;
-		*cap = nc;
-	}
-	memcpy(*s + *len, add, n + 1);
-	*len += n;
-	return true;
+	return strobe_buf_adds(s, add) == 0;
 }
 
 /* A label value in the selector syntax the server parses: quotes and backslashes escaped. */
-static bool cat_quoted(char **s, size_t *len, size_t *cap, const char *v)
+static bool cat_quoted(strobe_buf *s, const char *v)
 {
-	if (!cat(s, len, cap, "\""))
+	if (!cat(s, "\""))
 		return false;
 	for (; *v; v++) {
 		char c[3] = {*v, 0, 0};
 		if (*v == '"' || *v == '\\')
 			c[0] = '\\', c[1] = *v;
-		if (!cat(s, len, cap, c))
+		if (!cat(s, c))
 			return false;
 	}
-	return cat(s, len, cap, "\"");
+	return cat(s, "\"");
 }
 
 int cmd_push(int argc, char **argv)
@@ -70,8 +62,8 @@ int cmd_push(int argc, char **argv)
 		{0, 0, 0, 0}};
 	const char *cmd = "push", *server = NULL, *service = NULL, *name = NULL, *when = NULL;
 	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
-	char *labels = NULL;
-	size_t llen = 0, lcap = 0;
+	strobe_buf labels;
+	strobe_buf_init(&labels, MAX_ARG_TEXT);
 	int c, rc = 2;
 	bool first = true;
 	while ((c = getopt_long(argc, argv, "hs:l:", longopts, NULL)) != -1) {
@@ -90,8 +82,8 @@ int cmd_push(int argc, char **argv)
 			}
 			char key[256];
 			snprintf(key, sizeof(key), "%.*s=", (int)(eq - optarg), optarg);
-			if (!cat(&labels, &llen, &lcap, first ? "{" : ",") ||
-			    !cat(&labels, &llen, &lcap, key) || !cat_quoted(&labels, &llen, &lcap, eq + 1))
+			if (!cat(&labels, first ? "{" : ",") || !cat(&labels, key) ||
+			    !cat_quoted(&labels, eq + 1))
 				goto oom;
 			first = false;
 			break;
@@ -128,25 +120,27 @@ int cmd_push(int argc, char **argv)
 		cli_err(cmd, "no profile files (use '-' for stdin)");
 		goto out;
 	}
-	if (!first && !cat(&labels, &llen, &lcap, "}"))
+	if (!first && !cat(&labels, "}"))
 		goto oom;
-	char *url = NULL;
-	size_t ulen = 0, ucap = 0;
-	char *e_service = cli_url_escape(service), *e_labels = labels ? cli_url_escape(labels) : NULL;
+	strobe_buf ub;
+	strobe_buf_init(&ub, MAX_ARG_TEXT);
+	char *e_service = cli_url_escape(service);
+	char *e_labels = labels.p ? cli_url_escape(labels.p) : NULL;
 	char *e_name = name ? cli_url_escape(name) : NULL, *e_time = when ? cli_url_escape(when) : NULL;
-	bool ok = e_service && cat(&url, &ulen, &ucap, server) &&
-		  cat(&url, &ulen, &ucap, server[strlen(server) - 1] == '/' ? "" : "/") &&
-		  cat(&url, &ulen, &ucap, "api/v1/push?service_name=") &&
-		  cat(&url, &ulen, &ucap, e_service) &&
-		  (!e_labels || (cat(&url, &ulen, &ucap, "&labels=") && cat(&url, &ulen, &ucap, e_labels))) &&
-		  (!e_name || (cat(&url, &ulen, &ucap, "&name=") && cat(&url, &ulen, &ucap, e_name))) &&
-		  (!e_time || (cat(&url, &ulen, &ucap, "&time=") && cat(&url, &ulen, &ucap, e_time)));
+	bool ok = e_service && cat(&ub, server) &&
+		  cat(&ub, server[strlen(server) - 1] == '/' ? "" : "/") &&
+		  cat(&ub, "api/v1/push?service_name=") &&
+		  cat(&ub, e_service) &&
+		  (!e_labels || (cat(&ub, "&labels=") && cat(&ub, e_labels))) &&
+		  (!e_name || (cat(&ub, "&name=") && cat(&ub, e_name))) &&
+		  (!e_time || (cat(&ub, "&time=") && cat(&ub, e_time)));
 	free(e_service);
 	free(e_labels);
 	free(e_name);
 	free(e_time);
-	if (!ok) {
-		free(url);
+	char *url = ok ? strobe_buf_take(&ub, NULL) : NULL;
+	if (!url) {
+		strobe_buf_free(&ub);
 		goto oom;
 	}
 	rc = 0;
@@ -186,6 +180,6 @@ oom:
 	cli_err(cmd, "out of memory");
 	rc = 2;
 out:
-	free(labels);
+	strobe_buf_free(&labels);
 	return rc;
 }

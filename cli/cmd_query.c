@@ -17,9 +17,9 @@ static const char usage_text[] =
 	"  -s, --server URL       the server, e.g. http://127.0.0.1:4100\n"
 	"  --from T, --to T       the window (unix time, RFC 3339, now, now-1h); default the\n"
 	"                         last hour\n"
-	"  -t, --to-format F      pprof, folded, json, svg or top (default: from -o's extension,\n"
-	"                         else top)\n"
-	"  -o, --output FILE      write there (atomically) instead of stdout\n"
+	"  -f, --format F         pprof, folded, json, svg or top (default: from -o's extension,\n"
+	"                         else top); -t, --to-format: the same, the older spelling\n"
+	"  -o, --output FILE      write there (atomically) instead of stdout, and say so\n"
 	"  --diff BASE            compare BASE (the baseline selector) with SELECTOR\n"
 	"  --base-from T, --base-to T  the baseline's window (default: the same window)\n"
 	"  --max-nodes N          trim frames below the N-th heaviest\n"
@@ -57,7 +57,8 @@ int cmd_query(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
-		{"to-format", required_argument, 0, 't'}, {"output", required_argument, 0, 'o'},
+		{"format", required_argument, 0, 'f'}, {"to-format", required_argument, 0, 't'},
+		{"output", required_argument, 0, 'o'},
 		{"diff", required_argument, 0, O_DIFF}, {"base-from", required_argument, 0, O_BFROM},
 		{"base-to", required_argument, 0, O_BTO},
 		{"max-nodes", required_argument, 0, O_MAXN},
@@ -69,12 +70,13 @@ int cmd_query(int argc, char **argv)
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
 	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "hs:t:o:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hs:f:t:o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 's': server = optarg; break;
 		case O_FROM: from = optarg; break;
 		case O_TO: to = optarg; break;
+		case 'f':
 		case 't': fmt = optarg; break;
 		case 'o': out = optarg; break;
 		case O_DIFF: base = optarg; break;
@@ -118,7 +120,7 @@ int cmd_query(int argc, char **argv)
 	for (size_t i = 0; i < 5; i++)
 		known |= strcmp(fmt, formats[i]) == 0;
 	if (!known || (base && (!strcmp(fmt, "pprof") || !strcmp(fmt, "folded")))) {
-		cli_err(cmd, "-t: '%s' is not a format %s", fmt,
+		cli_err(cmd, "--format: '%s' is not a format %s", fmt,
 			base ? "of a diff (svg, json, top)" : "(pprof, folded, json, svg, top)");
 		return 2;
 	}
@@ -162,5 +164,9 @@ int cmd_query(int argc, char **argv)
 	}
 	bool ok = fwrite(resp, 1, len, o.f) == len;
 	free(resp);
-	return cli_out_close(cmd, &o, ok) < 0 || !ok ? 2 : 0;
+	if (cli_out_close(cmd, &o, ok) < 0 || !ok)
+		return 2;
+	if (out && strcmp(out, "-") != 0) /* as record does: what went where */
+		fprintf(stderr, "strobe query: wrote %s (%s, %zu bytes)\n", out, fmt, len);
+	return 0;
 }

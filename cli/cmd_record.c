@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "strobe/clock.h"
 #include "strobe/sampler.h"
 
 static const char usage_text[] =
@@ -64,13 +65,6 @@ static const char usage_text[] =
 	"contentions/count and delay/nanoseconds (--min-block drops shorter waits).\n";
 
 #define DEFAULT_BUDGET_MB 12 /* --debug-budget with -a */
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -402,14 +396,14 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 
-	int64_t t0 = mono_ns(), last_check = t0;
+	int64_t t0 = strobe_mono_ns(), last_check = t0;
 	int child_status = 0;
 	bool child_done = false;
 	const char *why = "";
 	for (;;) {
 		int wait_ms = so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK) ? ROUND_MS_OFFCPU : ROUND_MS;
 		if (duration > 0) { /* wake up when the duration is reached, not after */
-			double left = duration * 1e3 - (double)(mono_ns() - t0) / 1e6;
+			double left = duration * 1e3 - (double)(strobe_mono_ns() - t0) / 1e6;
 			if (left < wait_ms)
 				wait_ms = left < 1 ? 1 : (int)left + 1;
 		}
@@ -421,7 +415,7 @@ int cmd_record(int argc, char **argv)
 		}
 		if (lk && record_lock_collect(cmd, lk, s) < 0)
 			break;
-		int64_t now = mono_ns();
+		int64_t now = strobe_mono_ns();
 		if (stop_signal) {
 			why = stop_signal == SIGINT ? "interrupted" : "terminated";
 			break;

@@ -12,44 +12,22 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "strobe/buf.h"
+#include "strobe/http_client.h"
 
 #define MAX_RESPONSE (1u << 30) /* a merged profile of a big window; more is a broken server */
 
 typedef struct sink {
-	char *buf;
-	size_t len, cap;
+	strobe_buf b;
 	bool too_big;
 } sink;
 
 static size_t collect(char *p, size_t size, size_t n, void *ctx)
 {
 	sink *s = ctx;
-	size_t add = size * n;
-	if (s->len + add + 1 > MAX_RESPONSE) {
-		s->too_big = true;
-		return 0;
-	}
-	if (s->len + add + 1 > s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 65536;
-		while (nc < s->len + add + 1)
-			nc *= 2;
-		char *nb = realloc(s->buf, nc);
-		if (!nb)
-			return 0;
-		s->buf = nb;
-		s->cap = nc;
-	}
-	memcpy(s->buf + s->len, p, add);
-	s->len += add;
-	s->buf[s->len] = 0;
-	return add;
-}
-
-/* The errors that mean the server's certificate was not trusted (or could not be checked). */
-static bool cli_tls_failure(CURLcode cr)
-{
-	return cr == CURLE_PEER_FAILED_VERIFICATION || cr == CURLE_SSL_CACERT_BADFILE ||
-	       cr == CURLE_SSL_ISSUER_ERROR;
+	int r = strobe_buf_add(&s->b, p, size * n);
+	s->too_big |= r == -E2BIG;
+	return r < 0 ? 0 : size * n; /* 0 makes curl fail the transfer */
 }
 
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
@@ -66,18 +44,14 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 		cli_err(cmd, "cannot start an HTTP client");
 		return -1;
 	}
-	sink s = {0};
-	struct curl_slist *h = NULL;
-	char line[512];
-	if (rq->tenant) {
-		snprintf(line, sizeof(line), "X-Scope-OrgID: %s", rq->tenant);
-		h = curl_slist_append(h, line);
+	sink s = {.too_big = false};
+	strobe_buf_init(&s.b, MAX_RESPONSE - 1);
+	struct curl_slist *h = strobe_http_headers(rq->tenant, rq->token, NULL);
+	if (!h) {
+		curl_easy_cleanup(c);
+		cli_err(cmd, "out of memory");
+		return -1;
 	}
-	if (rq->token) {
-		snprintf(line, sizeof(line), "Authorization: Bearer %s", rq->token);
-		h = curl_slist_append(h, line);
-	}
-	h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip before the body */
 	curl_easy_setopt(c, CURLOPT_URL, rq->url);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
@@ -85,15 +59,10 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, rq->timeout_s > 0 ? rq->timeout_s : 120L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	/* https: the server's certificate and host name are verified (libcurl's default, said here
-	 * so that no change of default can turn it off), against --ca when given. */
 	char errbuf[CURL_ERROR_SIZE];
 	errbuf[0] = 0;
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (rq->ca)
-		curl_easy_setopt(c, CURLOPT_CAINFO, rq->ca);
+	strobe_http_tls(c, rq->ca);
 	if (rq->body) {
 		curl_easy_setopt(c, CURLOPT_POST, 1L);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)rq->body);
@@ -105,32 +74,29 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
 	if (cr != CURLE_OK) {
-		cli_err(cmd, "%s: %s%s%s%s", rq->url,
-			s.too_big ? "the response is larger than 1 GiB"
-			: errbuf[0] ? errbuf
-				    : curl_easy_strerror(cr),
-			cli_tls_failure(cr) ? " (the server's TLS certificate could not be verified with " : "",
-			cli_tls_failure(cr) ? (rq->ca ? rq->ca : "the system's CA certificates") : "",
-			cli_tls_failure(cr) ? (rq->ca ? ", given by --ca)" : "; give its CA with --ca FILE)")
-			/* a TLS port answers plain HTTP with nothing */
-			: cr == CURLE_GOT_NOTHING && strncmp(rq->url, "http://", 7) == 0
-				? " (if the server serves TLS, its URL is https://...)"
-				: "");
-		free(s.buf);
+		char msg[CURL_ERROR_SIZE + 512];
+		strobe_http_error(msg, sizeof(msg), rq->url, rq->url, cr,
+				  s.too_big ? "the response is larger than 1 GiB" : errbuf, rq->ca);
+		cli_err(cmd, "%s", msg);
+		strobe_buf_free(&s.b);
 		return -1;
 	}
 	if (status != 200) {
 		/* The server's errors are {"error": "...", "status": N}. */
-		json_t *j = s.buf ? json_loadb(s.buf, s.len, 0, NULL) : NULL;
+		json_t *j = s.b.p ? json_loadb(s.b.p, s.b.len, 0, NULL) : NULL;
 		const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;
 		cli_err(cmd, "%s: HTTP %ld: %s", rq->url, status,
-			msg ? msg : s.buf ? s.buf : "(no body)");
+			msg ? msg : s.b.p ? s.b.p : "(no body)");
 		json_decref(j);
-		free(s.buf);
+		strobe_buf_free(&s.b);
 		return -1;
 	}
-	*body = s.buf;
-	*len = s.len;
+	if (!s.b.p) { /* an empty body */
+		*body = NULL;
+		*len = 0;
+		return 0;
+	}
+	*body = strobe_buf_take(&s.b, len);
 	return 0;
 }
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "strobe/render.h"
+#include "strobe/writer.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -32,52 +32,17 @@ strobe_format cli_format_for_path(const char *path)
 	return STROBE_FMT_UNKNOWN;
 }
 
-static int write_tree_based(FILE *f, strobe_profile *p, strobe_format fmt, int type,
-			    strobe_granularity g)
-{
-	strobe_tree *t = strobe_tree_new();
-	if (!t)
-		return -ENOMEM;
-	int r = strobe_tree_add(t, p, type, g, 0, 1.0, 0);
-	if (r == 0)
-		r = strobe_tree_sort(t);
-	if (r == 0 && fmt == STROBE_FMT_JSON)
-		r = strobe_json_tree_write(f, t, strobe_str(p, p->types[type].type),
-					   strobe_str(p, p->types[type].unit));
-	else if (r == 0) {
-		const char *unit = strobe_str(p, p->types[type].unit);
-		strobe_svg_opts so = {.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
-		r = strobe_svg_write(f, t, &so);
-	}
-	strobe_tree_free(t);
-	return r;
-}
-
 int cli_write_as(const char *cmd, strobe_profile *p, strobe_format fmt, int type,
 		 strobe_granularity g, const char *path)
 {
 	cli_out out;
 	if (cli_out_open(cmd, path, &out) < 0)
 		return -1;
-	int r;
-	switch (fmt) {
-	case STROBE_FMT_PPROF: {
-		uint8_t *buf;
-		size_t len;
-		r = strobe_pprof_encode(p, &buf, &len);
-		if (r == 0) {
-			if (fwrite(buf, 1, len, out.f) != len)
-				r = -EIO;
-			free(buf);
-		}
-		break;
-	}
-	case STROBE_FMT_FOLDED: r = strobe_folded_write(out.f, p, type, g); break;
-	case STROBE_FMT_SPEEDSCOPE: r = strobe_speedscope_write(out.f, p, type, g, path); break;
-	case STROBE_FMT_JSON:
-	case STROBE_FMT_SVG: r = write_tree_based(out.f, p, fmt, type, g); break;
-	default: r = -EINVAL; break;
-	}
+	/* The CLI writes file formats only; flat and top are the HTTP API's. */
+	int r = fmt == STROBE_FMT_FLAT || fmt == STROBE_FMT_TOP
+			? -EINVAL
+			: strobe_write_profile(out.f, p, fmt, type, g,
+					       &(strobe_write_opts){.name = path});
 	if (r < 0)
 		cli_err(cmd, "writing %s: %s", strobe_format_name(fmt), strerror(-r));
 	return cli_out_close(cmd, &out, r == 0) < 0 || r < 0 ? -1 : 0;

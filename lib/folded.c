@@ -15,38 +15,7 @@
 #include <string.h>
 
 #include "strobe/codec.h"
-
-typedef struct fold_ctx {
-	strobe_profile *p;
-	uint32_t *loc_of_str; /* string id -> location id, UINT32_MAX = not yet */
-	size_t nmap;
-	/* The previous line: its start, and per frame the end offset and stack id. */
-	const char *prev;
-	uint32_t prev_depth;
-	size_t *prev_end;     /* STROBE_MAX_DEPTH entries */
-	uint32_t *prev_stack; /* STROBE_MAX_DEPTH entries */
-} fold_ctx;
-
-static uint32_t frame_location(fold_ctx *c, const char *s, size_t len)
-{
-	uint32_t sid = strobe_str_intern(c->p, s, len);
-	if (sid == UINT32_MAX)
-		return UINT32_MAX;
-	if (sid >= c->nmap) {
-		size_t nn = c->nmap ? c->nmap * 2 : 1024;
-		while (nn <= sid)
-			nn *= 2;
-		uint32_t *m = realloc(c->loc_of_str, nn * sizeof(*m));
-		if (!m)
-			return UINT32_MAX;
-		memset(m + c->nmap, 0xff, (nn - c->nmap) * sizeof(*m));
-		c->loc_of_str = m;
-		c->nmap = nn;
-	}
-	if (c->loc_of_str[sid] == UINT32_MAX)
-		c->loc_of_str[sid] = strobe_location_for_name(c->p, s, len);
-	return c->loc_of_str[sid];
-}
+#include "strobe/stack_text.h"
 
 /* Parses a trailing " <integer>" of [s, *end); on success moves *end before the space. */
 static bool take_count(const char *s, const char **end, int64_t *out)
@@ -72,13 +41,12 @@ static bool take_count(const char *s, const char **end, int64_t *out)
 int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_profile **out,
 			 strobe_err *err)
 {
-	fold_ctx c = {0};
+	strobe_stack_parser sp = {0};
+	strobe_profile *prof = NULL;
 	int r = -ENOMEM;
-	c.prev_end = malloc(STROBE_MAX_DEPTH * sizeof(*c.prev_end));
-	c.prev_stack = malloc(STROBE_MAX_DEPTH * sizeof(*c.prev_stack));
 	int ncounts = 0; /* 1 or 2, fixed by the first data line */
 	size_t lineno = 0, nlines = 0;
-	if (!c.prev_end || !c.prev_stack || !(c.p = strobe_profile_new()))
+	if (!(prof = strobe_profile_new()) || strobe_stack_parser_init(&sp, prof, true) < 0)
 		goto fail;
 	const char *p = buf, *end = buf + len;
 	while (p < end) {
@@ -103,9 +71,9 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 		int n = take_count(p, &e, &v[0]) ? 2 : 1;
 		if (!ncounts) {
 			ncounts = n;
-			if ((r = n == 2 ? strobe_profile_add_type(c.p, "base", "count")
-				 : strobe_profile_add_type(c.p, "samples", "count")) < 0 ||
-			    (n == 2 && (r = strobe_profile_add_type(c.p, "new", "count")) < 0))
+			if ((r = n == 2 ? strobe_profile_add_type(prof, "base", "count")
+				 : strobe_profile_add_type(prof, "samples", "count")) < 0 ||
+			    (n == 2 && (r = strobe_profile_add_type(prof, "new", "count")) < 0))
 				goto fail;
 		} else if (n != ncounts) {
 			/* One count where two were expected means the "count" was part of a frame
@@ -123,51 +91,10 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 		}
 		if (ncounts == 1)
 			v[0] = v[1];
-		uint32_t stack = 0, depth = 0;
-		/* Folded files are usually sorted, so a line mostly repeats the previous one's
-		 * leading frames: while the bytes up to a frame's end match the previous line's,
-		 * that frame's stack id is reused instead of hashed again. */
-		bool same = true;
-		const char *f = p;
-		while (f <= e) {
-			const char *semi = memchr(f, ';', (size_t)(e - f));
-			const char *fe = semi ? semi : e;
-			if (fe - f > (ptrdiff_t)STROBE_MAX_NAME) {
-				r = strobe_errf(err, -EINVAL,
-						"%s:%zu: frame name of %zu bytes exceeds the %u-byte "
-						"limit",
-						name, lineno, (size_t)(fe - f), STROBE_MAX_NAME);
-				goto fail;
-			}
-			if (depth == STROBE_MAX_DEPTH) {
-				r = strobe_errf(err, -EINVAL,
-						"%s:%zu: stack deeper than %u frames", name, lineno,
-						STROBE_MAX_DEPTH);
-				goto fail;
-			}
-			size_t fend = (size_t)(fe - p);
-			same = same && depth < c.prev_depth && c.prev_end[depth] == fend &&
-			       memcmp(f, c.prev + (f - p), (size_t)(fe - f)) == 0;
-			if (same) {
-				stack = c.prev_stack[depth];
-			} else {
-				uint32_t loc = frame_location(&c, f, (size_t)(fe - f));
-				if (loc == UINT32_MAX ||
-				    (stack = strobe_stack_push(c.p, stack, loc)) == UINT32_MAX) {
-					r = -ENOMEM;
-					goto fail;
-				}
-				c.prev_end[depth] = fend;
-				c.prev_stack[depth] = stack;
-			}
-			depth++;
-			if (!semi)
-				break;
-			f = semi + 1;
-		}
-		c.prev = p;
-		c.prev_depth = depth;
-		if ((r = strobe_sample_add(c.p, stack, 0, v)) < 0)
+		uint32_t stack;
+		if ((r = strobe_stack_parse(&sp, p, (size_t)(e - p), name, lineno, &stack, err)) < 0)
+			goto fail;
+		if ((r = strobe_sample_add(prof, stack, 0, v)) < 0)
 			goto fail;
 		nlines++;
 		p = next;
@@ -176,18 +103,14 @@ int strobe_folded_decode(const char *buf, size_t len, const char *name, strobe_p
 		r = strobe_errf(err, -EINVAL, "%s: no stacks in folded input", name);
 		goto fail;
 	}
-	free(c.loc_of_str);
-	free(c.prev_end);
-	free(c.prev_stack);
-	*out = c.p;
+	strobe_stack_parser_free(&sp);
+	*out = prof;
 	return 0;
 fail:
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);
-	free(c.loc_of_str);
-	free(c.prev_end);
-	free(c.prev_stack);
-	strobe_profile_free(c.p);
+	strobe_stack_parser_free(&sp);
+	strobe_profile_free(prof);
 	return r;
 }
 

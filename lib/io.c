@@ -17,13 +17,15 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "strobe/buf.h"
 #include "strobe/codec.h"
 
 static const char *const format_names[] = {
 	[STROBE_FMT_UNKNOWN] = "unknown",   [STROBE_FMT_PPROF] = "pprof",
 	[STROBE_FMT_FOLDED] = "folded",     [STROBE_FMT_PERF_SCRIPT] = "perf",
 	[STROBE_FMT_SPEEDSCOPE] = "speedscope", [STROBE_FMT_JSON] = "json",
-	[STROBE_FMT_SVG] = "svg",
+	[STROBE_FMT_SVG] = "svg",           [STROBE_FMT_FLAT] = "flat",
+	[STROBE_FMT_TOP] = "top",
 };
 
 const char *strobe_format_name(strobe_format f)
@@ -32,9 +34,17 @@ const char *strobe_format_name(strobe_format f)
 									   : "unknown";
 }
 
-strobe_format strobe_format_parse(const char *name)
+strobe_format strobe_output_parse(const char *name)
 {
 	for (unsigned f = 1; f < sizeof(format_names) / sizeof(*format_names); f++)
+		if (strcmp(name, format_names[f]) == 0)
+			return (strobe_format)f;
+	return strobe_format_parse(name);
+}
+
+strobe_format strobe_format_parse(const char *name)
+{
+	for (unsigned f = 1; f <= STROBE_FMT_SVG; f++)
 		if (strcmp(name, format_names[f]) == 0)
 			return (strobe_format)f;
 	if (strcmp(name, "perf-script") == 0)
@@ -44,73 +54,11 @@ strobe_format strobe_format_parse(const char *name)
 
 int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err)
 {
-	z_stream z = {0};
-	/* 15 + 32: zlib or gzip header, detected. */
-	if (inflateInit2(&z, 15 + 32) != Z_OK)
-		return -ENOMEM;
-	size_t cap = inlen * 4 + 4096, len = 0;
-	uint8_t *buf = malloc(cap + 1);
-	int r = 0;
-	if (!buf) {
-		inflateEnd(&z);
-		return -ENOMEM;
-	}
-	z.next_in = (Bytef *)in;
-	for (;;) {
-		if (len == cap) {
-			if (cap >= STROBE_MAX_INPUT) {
-				r = strobe_errf(err, -EFBIG,
-						"decompressed size exceeds the %zu MiB limit",
-						STROBE_MAX_INPUT >> 20);
-				break;
-			}
-			cap = cap * 2 > STROBE_MAX_INPUT ? STROBE_MAX_INPUT : cap * 2;
-			uint8_t *nb = realloc(buf, cap + 1);
-			if (!nb) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		/* zlib's counters are 32-bit: feed at most 1 GiB at a time. */
-		size_t in_left = inlen - (size_t)(z.next_in - in);
-		z.avail_in = (uInt)(in_left > (1u << 30) ? (1u << 30) : in_left);
-		size_t room = cap - len;
-		z.avail_out = (uInt)(room > (1u << 30) ? (1u << 30) : room);
-		z.next_out = buf + len;
-		int zr = inflate(&z, Z_NO_FLUSH);
-		len = (size_t)(z.next_out - buf);
-		if (zr == Z_STREAM_END) {
-			/* Concatenated gzip members (as `cat a.gz b.gz` makes) are one stream. */
-			size_t used = (size_t)(z.next_in - in);
-			if (used < inlen && in[used] == 0x1f) {
-				inflateReset(&z);
-				continue;
-			}
-			break;
-		}
-		if (zr == Z_BUF_ERROR && z.avail_in == 0 && (size_t)(z.next_in - in) == inlen) {
-			r = strobe_errf(err, -EINVAL,
-					"truncated gzip data (input ends at byte %zu before the end of "
-					"the compressed stream)",
-					inlen);
-			break;
-		}
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			r = strobe_errf(err, -EINVAL, "corrupt gzip data near byte %zu: %s",
-					(size_t)(z.next_in - in), z.msg ? z.msg : "inflate failed");
-			break;
-		}
-	}
-	inflateEnd(&z);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
-	return 0;
+	int r = strobe_gunzip_capped(in, inlen, STROBE_MAX_INPUT, out, outlen, NULL, err);
+	if (r == -E2BIG)
+		return strobe_errf(err, -EFBIG, "decompressed size exceeds the %zu MiB limit",
+				   STROBE_MAX_INPUT >> 20);
+	return r;
 }
 
 /* gzip goes through libdeflate with one compressor per thread, kept for the thread's life: the
@@ -176,26 +124,26 @@ int strobe_slurp(const char *path, uint8_t **out, size_t *outlen, strobe_err *er
 			close(fd);
 		return strobe_errf(err, -EISDIR, "%s: is a directory", shown);
 	}
-	size_t cap = (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-			     ? (size_t)st.st_size + 1
-			     : 65536;
-	size_t len = 0;
-	uint8_t *buf = malloc(cap + 1);
-	int r = 0;
-	while (buf) {
-		if (len == cap) {
-			if (cap >= STROBE_MAX_INPUT) {
+	/* A regular file's size at first (one more byte shows that it has not grown), else
+	 * 64 KiB; doubling from there, up to STROBE_MAX_INPUT. */
+	size_t first = (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+			       ? (size_t)st.st_size + 1
+			       : 65536;
+	strobe_buf b;
+	strobe_buf_init(&b, STROBE_MAX_INPUT);
+	int r = strobe_buf_reserve(&b, first < b.max ? first : b.max);
+	while (r == 0) {
+		size_t room = b.cap - b.len - 1;
+		if (!room) {
+			if (b.len >= b.max) {
 				r = strobe_errf(err, -EFBIG, "%s: larger than the %zu MiB limit",
 						shown, STROBE_MAX_INPUT >> 20);
 				break;
 			}
-			uint8_t *nb = realloc(buf, cap * 2 + 1);
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
+			r = strobe_buf_reserve(&b, b.len < b.max - b.len ? b.len : b.max - b.len);
+			continue;
 		}
-		ssize_t n = read(fd, buf + len, cap - len);
+		ssize_t n = read(fd, b.p + b.len, room);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -204,31 +152,30 @@ int strobe_slurp(const char *path, uint8_t **out, size_t *outlen, strobe_err *er
 		}
 		if (n == 0)
 			break;
-		len += (size_t)n;
+		strobe_buf_commit(&b, (size_t)n);
 	}
 	if (!is_stdin)
 		close(fd);
-	if (!buf)
-		return strobe_errf(err, -ENOMEM, "%s: out of memory", shown);
+	if (r == -ENOMEM)
+		r = strobe_errf(err, -ENOMEM, "%s: out of memory", shown);
 	if (r < 0) {
-		free(buf);
+		strobe_buf_free(&b);
 		return r;
 	}
-	if (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
+	const uint8_t *buf = (const uint8_t *)b.p;
+	if (b.len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
 		uint8_t *plain;
 		size_t plen;
 		strobe_err gz = {{0}};
-		r = strobe_gunzip(buf, len, &plain, &plen, &gz);
-		free(buf);
+		r = strobe_gunzip(buf, b.len, &plain, &plen, &gz);
+		strobe_buf_free(&b);
 		if (r < 0)
 			return strobe_errf(err, r, "%s: %s", shown, gz.msg[0] ? gz.msg : strerror(-r));
 		*out = plain;
 		*outlen = plen;
 		return 0;
 	}
-	buf[len] = 0;
-	*out = buf;
-	*outlen = len;
+	*out = (uint8_t *)strobe_buf_take(&b, outlen); /* NUL-terminated */
 	return 0;
 }
 

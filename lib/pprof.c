@@ -26,6 +26,7 @@
 #include "profile.pb-c.h"
 #include "strobe/codec.h"
 #include "strobe/pprof_view.h"
+#include "strobe/wire.h"
 
 typedef Perftools__Profiles__Profile PbProfile;
 
@@ -138,57 +139,22 @@ static int add_id(dec *d, idmap *m, uint64_t id, const char *what, size_t i)
 
 /* ---- the string table with exact lengths ---------------------------------------------------- */
 
-static int varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
-{
-	uint64_t x = 0;
-	for (unsigned shift = 0; shift < 64 && *pos < len; shift += 7) {
-		uint8_t c = b[(*pos)++];
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* Finds the n string_table entries among the message's top-level fields. Runs only on a buffer
  * protobuf-c has already accepted, so a walk that disagrees with it (-EINVAL) means "use what
  * protobuf-c gave", never a rejection. */
 static int string_spans(const uint8_t *b, size_t len, span *out, size_t n)
 {
-	size_t pos = 0, k = 0;
-	while (pos < len) {
-		uint64_t key, v;
-		if (varint(b, len, &pos, &key) < 0)
+	strobe_wire r = {b, b + len}, sub;
+	size_t k = 0;
+	while (r.p < r.end) {
+		uint32_t num, wt;
+		uint64_t v;
+		if (!strobe_wire_field(&r, &num, &wt, &v, &sub))
 			return -EINVAL;
-		switch (key & 7) {
-		case 0:
-			if (varint(b, len, &pos, &v) < 0)
+		if (wt == STROBE_WIRE_LEN && ((uint64_t)num << 3 | wt) == STRING_TABLE_TAG) {
+			if (k == n)
 				return -EINVAL;
-			break;
-		case 1:
-			if (len - pos < 8)
-				return -EINVAL;
-			pos += 8;
-			break;
-		case 5:
-			if (len - pos < 4)
-				return -EINVAL;
-			pos += 4;
-			break;
-		case 2:
-			if (varint(b, len, &pos, &v) < 0 || v > len - pos)
-				return -EINVAL;
-			if (key == STRING_TABLE_TAG) {
-				if (k == n)
-					return -EINVAL;
-				out[k++] = (span){b + pos, (size_t)v};
-			}
-			pos += (size_t)v;
-			break;
-		default: /* groups: not in profile.proto */
-			return -EINVAL;
+			out[k++] = (span){sub.p, (size_t)v};
 		}
 	}
 	return k == n ? 0 : -EINVAL;
@@ -713,90 +679,44 @@ static int view_tables(dec *d, view_mem *m)
  * code. Anything else, and anything it does not like, answers -EAGAIN and protobuf-c reads the
  * buffer instead: it stays the reference, and fuzz_pprof checks that both agree. */
 
-typedef struct pbr {
-	const uint8_t *p, *e;
-} pbr;
-
-static inline bool rd_varint(pbr *r, uint64_t *v)
-{
-	const uint8_t *p = r->p;
-	uint64_t x = 0;
-	for (unsigned sh = 0; sh < 64 && p < r->e; sh += 7) {
-		uint8_t c = *p++;
-		x |= (uint64_t)(c & 0x7f) << sh;
-		if (!(c & 0x80)) {
-			if (sh == 63 && c > 1)
-				return false;
-			r->p = p;
-			*v = x;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* A tag or a length prefix: at most 5 bytes, as protobuf-c reads them. The protobuf encoding
- * allows longer, non-minimal varints there and no writer emits them; protobuf-c refuses them,
- * and it is the reference this reader must agree with (a 6-byte length of 0 once made the view
- * accept a profile the decoder refused: tests/fuzz/corpus/fuzz_pprof/regress-overlong-length). */
-static inline bool rd_key(pbr *r, uint64_t *v)
-{
-	pbr c = {r->p, r->e - r->p > 5 ? r->p + 5 : r->e};
-	if (!rd_varint(&c, v))
-		return false;
-	r->p = c.p;
-	return true;
-}
-
-static inline bool rd_len(pbr *r, pbr *sub)
-{
-	uint64_t n;
-	if (!rd_key(r, &n) || n > (uint64_t)(r->e - r->p))
-		return false;
-	sub->p = r->p;
-	sub->e = r->p + n;
-	r->p += n;
-	return true;
-}
-
 /* The varints of a packed field: as many as bytes without the continuation bit. */
-static size_t packed_count(pbr s)
+static size_t packed_count(strobe_wire s)
 {
 	size_t n = 0;
-	for (const uint8_t *p = s.p; p < s.e; p++)
+	for (const uint8_t *p = s.p; p < s.end; p++)
 		n += !(*p & 0x80);
 	return n;
 }
 
-static bool rd_packed(pbr s, uint64_t *out, size_t n)
+static bool rd_packed(strobe_wire s, uint64_t *out, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!rd_varint(&s, &out[i]))
+		if (!strobe_wire_varint(&s, &out[i]))
 			return false;
-	return s.p == s.e;
+	return s.p == s.end;
 }
 
 /* Fields 1..n of a message of varint fields only, into vals[1..n]. */
-static bool rd_scalars(pbr s, uint64_t *vals, unsigned n)
+static bool rd_scalars(strobe_wire s, uint64_t *vals, unsigned n)
 {
-	while (s.p < s.e) {
+	while (s.p < s.end) {
 		uint64_t k, x;
-		if (!rd_key(&s, &k) || (k & 7) != 0 || (k >> 3) < 1 || (k >> 3) > n ||
-		    !rd_varint(&s, &x))
+		if (!strobe_wire_key(&s, &k) || (k & 7) != 0 || (k >> 3) < 1 || (k >> 3) > n ||
+		    !strobe_wire_varint(&s, &x))
 			return false;
 		vals[k >> 3] = x;
 	}
 	return true;
 }
 
-static int fast_sample(pbr s, arena *a, Perftools__Profiles__Sample *o)
+static int fast_sample(strobe_wire s, arena *a, Perftools__Profiles__Sample *o)
 {
-	pbr locs = {0}, vals = {0};
+	strobe_wire locs = {0}, vals = {0};
 	bool hl = false, hv = false;
-	while (s.p < s.e) {
+	while (s.p < s.end) {
 		uint64_t k;
-		pbr sub;
-		if (!rd_key(&s, &k) || (k & 7) != 2 || !rd_len(&s, &sub))
+		strobe_wire sub;
+		if (!strobe_wire_key(&s, &k) || (k & 7) != 2 || !strobe_wire_bytes(&s, &sub))
 			return -EAGAIN;
 		if ((k >> 3) == 1 && !hl)
 			locs = sub, hl = true;
@@ -817,20 +737,20 @@ static int fast_sample(pbr s, arena *a, Perftools__Profiles__Sample *o)
 		       : -EAGAIN;
 }
 
-static int fast_location(pbr s, arena *a, Perftools__Profiles__Location *o)
+static int fast_location(strobe_wire s, arena *a, Perftools__Profiles__Location *o)
 {
 	size_t nl = 0;
-	for (pbr c = s; c.p < c.e;) {
+	for (strobe_wire c = s; c.p < c.end;) {
 		uint64_t k, x;
-		pbr sub;
-		if (!rd_key(&c, &k))
+		strobe_wire sub;
+		if (!strobe_wire_key(&c, &k))
 			return -EAGAIN;
 		if ((k >> 3) == 4 && (k & 7) == 2) {
-			if (!rd_len(&c, &sub))
+			if (!strobe_wire_bytes(&c, &sub))
 				return -EAGAIN;
 			nl++;
 		} else if ((k >> 3) >= 1 && (k >> 3) <= 5 && (k >> 3) != 4 && (k & 7) == 0) {
-			if (!rd_varint(&c, &x))
+			if (!strobe_wire_varint(&c, &x))
 				return -EAGAIN;
 			if ((k >> 3) == 1)
 				o->id = x;
@@ -850,15 +770,15 @@ static int fast_location(pbr s, arena *a, Perftools__Profiles__Location *o)
 	if (!o->line || !lines)
 		return -ENOMEM;
 	size_t i = 0;
-	while (s.p < s.e) {
+	while (s.p < s.end) {
 		uint64_t k = 0, x = 0;
-		pbr sub;
-		rd_key(&s, &k); /* checked above */
+		strobe_wire sub;
+		strobe_wire_key(&s, &k); /* checked above */
 		if ((k & 7) == 0) {
-			rd_varint(&s, &x);
+			strobe_wire_varint(&s, &x);
 			continue;
 		}
-		rd_len(&s, &sub);
+		strobe_wire_bytes(&s, &sub);
 		uint64_t v[4] = {0};
 		if (!rd_scalars(sub, v, 3))
 			return -EAGAIN;
@@ -877,22 +797,22 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 {
 	size_t n[16] = {0};
 	bool has_pt = false;
-	pbr top = {buf, buf + len};
-	for (pbr c = top; c.p < c.e;) {
+	strobe_wire top = {buf, buf + len};
+	for (strobe_wire c = top; c.p < c.end;) {
 		uint64_t k, x;
-		pbr sub;
-		if (!rd_key(&c, &k) || (k >> 3) < 1 || (k >> 3) > 15)
+		strobe_wire sub;
+		if (!strobe_wire_key(&c, &k) || (k >> 3) < 1 || (k >> 3) > 15)
 			return -EAGAIN;
 		unsigned f = (unsigned)(k >> 3);
 		if ((k & 7) == 2 && (f <= 6 || f == 11 || f == 13)) {
-			if (!rd_len(&c, &sub))
+			if (!strobe_wire_bytes(&c, &sub))
 				return -EAGAIN;
 			if (f == 11 && has_pt)
 				return -EAGAIN; /* protobuf-c would merge the two */
 			has_pt |= f == 11;
 			n[f] += f == 13 ? packed_count(sub) : 1;
 		} else if ((k & 7) == 0 && f >= 7 && f != 11) {
-			if (!rd_varint(&c, &x))
+			if (!strobe_wire_varint(&c, &x))
 				return -EAGAIN;
 			n[f] += f == 13;
 		} else {
@@ -919,13 +839,13 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 	    !pb->comment || !vts || !smp || !mps || !lcs || !fns)
 		return -ENOMEM;
 	int r = 0;
-	for (pbr c = top; r == 0 && c.p < c.e;) {
+	for (strobe_wire c = top; r == 0 && c.p < c.end;) {
 		uint64_t k = 0, x = 0, v[11];
-		pbr sub;
-		rd_key(&c, &k); /* the first pass checked the framing */
+		strobe_wire sub;
+		strobe_wire_key(&c, &k); /* the first pass checked the framing */
 		unsigned f = (unsigned)(k >> 3);
 		if ((k & 7) == 0) {
-			rd_varint(&c, &x);
+			strobe_wire_varint(&c, &x);
 			switch (f) {
 			case 7: pb->drop_frames = (int64_t)x; break;
 			case 8: pb->keep_frames = (int64_t)x; break;
@@ -938,7 +858,7 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 			}
 			continue;
 		}
-		rd_len(&c, &sub);
+		strobe_wire_bytes(&c, &sub);
 		/* ValueType, Mapping and Function hold only scalars: fields 1..nscalar[f] into v[] */
 		static const unsigned nscalar[16] = {[1] = 2, [3] = 10, [5] = 5, [11] = 2};
 		if (f < 16 && nscalar[f]) {
@@ -1003,7 +923,7 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 			break;
 		}
 		case 6:
-			sp[pb->n_string_table++] = (span){sub.p, (size_t)(sub.e - sub.p)};
+			sp[pb->n_string_table++] = (span){sub.p, (size_t)(sub.end - sub.p)};
 			break;
 		case 13: {
 			size_t cn = packed_count(sub);
@@ -1154,26 +1074,6 @@ out:
 
 /* ---- encoding ---------------------------------------------------------------------------- */
 
-static size_t varint_size(uint64_t v)
-{
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static uint8_t *put_varint(uint8_t *o, uint64_t v)
-{
-	while (v >= 0x80) {
-		*o++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*o++ = (uint8_t)v;
-	return o;
-}
-
 /* The protobuf-c message (all but the string table), packed, followed by the string table
  * written by hand with each string's exact length. Field order is free in protobuf, and every
  * reader (Go's included) resolves string indices after the whole message is read. */
@@ -1183,7 +1083,7 @@ static int pack_with_strings(const strobe_profile *p, const PbProfile *pb, uint8
 	size_t len = perftools__profiles__profile__get_packed_size(pb);
 	for (uint32_t i = 0; i < p->strings.n; i++) {
 		size_t n = strobe_str_len(p, i);
-		len += 1 + varint_size(n) + n;
+		len += 1 + strobe_wire_varint_size(n) + n;
 	}
 	uint8_t *raw = malloc(len ? len : 1);
 	if (!raw)
@@ -1192,7 +1092,7 @@ static int pack_with_strings(const strobe_profile *p, const PbProfile *pb, uint8
 	for (uint32_t i = 0; i < p->strings.n; i++) {
 		size_t n = strobe_str_len(p, i);
 		*o++ = STRING_TABLE_TAG;
-		o = put_varint(o, n);
+		o = strobe_wire_put_varint(o, n);
 		memcpy(o, strobe_str(p, i), n);
 		o += n;
 	}

@@ -17,48 +17,7 @@
 
 #include "strobe/codec.h"
 #include "strobe/transform.h"
-
-typedef struct rd {
-	const uint8_t *p, *end;
-} rd;
-
-static bool varint(rd *r, uint64_t *v)
-{
-	uint64_t x = 0;
-	for (int shift = 0; shift < 64 && r->p < r->end; shift += 7) {
-		uint8_t b = *r->p++;
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = x;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Next field: its number, wire type, and for length-delimited fields the sub-reader; varint
- * values in *v. Fixed 32/64-bit fields are skipped over (none of the fields read here has one). */
-static bool field(rd *r, uint32_t *num, uint32_t *wt, uint64_t *v, rd *sub)
-{
-	uint64_t key;
-	if (!varint(r, &key))
-		return false;
-	*num = (uint32_t)(key >> 3);
-	*wt = (uint32_t)(key & 7);
-	switch (*wt) {
-	case 0: return varint(r, v);
-	case 1: if (r->end - r->p < 8) return false; r->p += 8; return true;
-	case 5: if (r->end - r->p < 4) return false; r->p += 4; return true;
-	case 2:
-		if (!varint(r, v) || *v > (uint64_t)(r->end - r->p))
-			return false;
-		sub->p = r->p;
-		sub->end = r->p + *v;
-		r->p += *v;
-		return true;
-	default: return false;
-	}
-}
+#include "strobe/wire.h"
 
 typedef struct str {
 	const uint8_t *p;
@@ -113,12 +72,12 @@ static int add_id(strobe_itab *t, uint64_t id, size_t expect)
 /* Pass 1: everything but the samples. */
 static int read_tables(const uint8_t *buf, size_t len, tables *T)
 {
-	rd r = {buf, buf + len}, sub;
+	strobe_wire r = {buf, buf + len}, sub;
 	uint32_t num, wt;
 	uint64_t v;
 	T->fn_ids.fixed = T->loc_ids.fixed = T->map_ids.fixed = sizeof(uint64_t);
 	while (r.p < r.end) {
-		if (!field(&r, &num, &wt, &v, &sub))
+		if (!strobe_wire_field(&r, &num, &wt, &v, &sub))
 			return -EINVAL;
 		if (num == 6 && wt == 2) {
 			GROW(T->strings, T->nstrings, T->cap_strings);
@@ -129,8 +88,8 @@ static int read_tables(const uint8_t *buf, size_t len, tables *T)
 			uint32_t *vt = T->types[T->ntypes++];
 			vt[0] = vt[1] = 0;
 			for (uint32_t fn, fw; sub.p < sub.end;) {
-				rd s2;
-				if (!field(&sub, &fn, &fw, &v, &s2))
+				strobe_wire s2;
+				if (!strobe_wire_field(&sub, &fn, &fw, &v, &s2))
 					return -EINVAL;
 				if ((fn == 1 || fn == 2) && fw == 0)
 					vt[fn - 1] = (uint32_t)v;
@@ -138,8 +97,8 @@ static int read_tables(const uint8_t *buf, size_t len, tables *T)
 		} else if (num == 5 && wt == 2) {
 			uint64_t id = 0, name = 0;
 			for (uint32_t fn, fw; sub.p < sub.end;) {
-				rd s2;
-				if (!field(&sub, &fn, &fw, &v, &s2))
+				strobe_wire s2;
+				if (!strobe_wire_field(&sub, &fn, &fw, &v, &s2))
 					return -EINVAL;
 				if (fn == 1 && fw == 0)
 					id = v;
@@ -155,8 +114,8 @@ static int read_tables(const uint8_t *buf, size_t len, tables *T)
 			uint64_t id = 0;
 			struct map_ref m = {0, 0, 0};
 			for (uint32_t fn, fw; sub.p < sub.end;) {
-				rd s2;
-				if (!field(&sub, &fn, &fw, &v, &s2))
+				strobe_wire s2;
+				if (!strobe_wire_field(&sub, &fn, &fw, &v, &s2))
 					return -EINVAL;
 				if (fw != 0)
 					continue;
@@ -178,8 +137,8 @@ static int read_tables(const uint8_t *buf, size_t len, tables *T)
 			uint64_t id = 0, address = 0, mapping_id = 0;
 			size_t start = T->nlocfns;
 			for (uint32_t fn, fw; sub.p < sub.end;) {
-				rd s2;
-				if (!field(&sub, &fn, &fw, &v, &s2))
+				strobe_wire s2;
+				if (!strobe_wire_field(&sub, &fn, &fw, &v, &s2))
 					return -EINVAL;
 				if (fn == 1 && fw == 0) {
 					id = v;
@@ -190,8 +149,8 @@ static int read_tables(const uint8_t *buf, size_t len, tables *T)
 				} else if (fn == 4 && fw == 2) { /* Line: function_id = 1 */
 					uint64_t fid = 0;
 					for (uint32_t ln, lw; s2.p < s2.end;) {
-						rd s3;
-						if (!field(&s2, &ln, &lw, &v, &s3))
+						strobe_wire s3;
+						if (!strobe_wire_field(&s2, &ln, &lw, &v, &s3))
 							return -EINVAL;
 						if (ln == 1 && lw == 0)
 							fid = v;
@@ -321,11 +280,11 @@ int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_inde
 	/* Pass 2: the samples. */
 	int64_t total = 0;
 	uint32_t sample_no = 0;
-	rd rr = {buf, buf + len}, sub;
+	strobe_wire rr = {buf, buf + len}, sub;
 	uint32_t num, wt;
 	uint64_t v;
 	while (rr.p < rr.end) {
-		if (!field(&rr, &num, &wt, &v, &sub))
+		if (!strobe_wire_field(&rr, &num, &wt, &v, &sub))
 			goto bad;
 		if (num != 2 || wt != 2)
 			continue;
@@ -333,14 +292,14 @@ int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_inde
 		uint32_t nvals = 0;
 		int64_t value = 0;
 		for (uint32_t fn, fw; sub.p < sub.end;) {
-			rd s2;
-			if (!field(&sub, &fn, &fw, &v, &s2))
+			strobe_wire s2;
+			if (!strobe_wire_field(&sub, &fn, &fw, &v, &s2))
 				goto bad;
 			if (fn == 1) { /* location ids, packed or not */
-				rd q = fw == 2 ? s2 : (rd){NULL, NULL};
+				strobe_wire q = fw == 2 ? s2 : (strobe_wire){NULL, NULL};
 				uint64_t x = v;
 				do {
-					if (fw == 2 && !varint(&q, &x))
+					if (fw == 2 && !strobe_wire_varint(&q, &x))
 						goto bad;
 					if (nids == ids_cap) {
 						ids_cap = ids_cap ? ids_cap * 2 : 64;
@@ -354,10 +313,10 @@ int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_inde
 					ids[nids++] = x;
 				} while (fw == 2 && q.p < q.end);
 			} else if (fn == 2) { /* values, packed or not */
-				rd q = fw == 2 ? s2 : (rd){NULL, NULL};
+				strobe_wire q = fw == 2 ? s2 : (strobe_wire){NULL, NULL};
 				uint64_t x = v;
 				do {
-					if (fw == 2 && !varint(&q, &x))
+					if (fw == 2 && !strobe_wire_varint(&q, &x))
 						goto bad;
 					if (nvals == (uint32_t)type)
 						value = (int64_t)x;

@@ -97,9 +97,9 @@ Flame graphs (data arrives every 5 s; give it ten seconds):
   # shop-api, where its CPU goes (top functions; -t svg -o api.svg for the flame graph)
   build/strobe query -s $url --from now-5m '$CPU{service_name="shop-api"}'
   # shop-worker, as an interactive SVG flame graph
-  build/strobe query -s $url --from now-5m -t svg -o worker.svg '$CPU{service_name="shop-worker"}'
+  build/strobe query -s $url --from now-5m -f svg -o worker.svg '$CPU{service_name="shop-worker"}'
   # shop-db, where it waits (off-CPU): acquire_table_lock
-  build/strobe query -s $url --from now-5m -t svg -o db-offcpu.svg '$OFF{service_name="shop-db"}'
+  build/strobe query -s $url --from now-5m -f svg -o db-offcpu.svg '$OFF{service_name="shop-db"}'
   # the same with curl, any service:
   curl -o api.svg '$url/api/v1/query?format=svg&from=now-5m&query=$(printf '%s' "$CPU{service_name=\"shop-api\"}" | sed 's/{/%7B/; s/}/%7D/; s/"/%22/g')'
 
@@ -110,10 +110,10 @@ if [ "$duration" -gt 0 ] 2>/dev/null; then
 	sleep 6 & wait $! # one more export interval
 	for svc in api worker; do
 		echo "== shop-$svc: top functions (on-CPU)"
-		"$strobe" query -s "$url" --from now-10m -t top --max-nodes 6 "$CPU{service_name=\"shop-$svc\"}" 2>&1 | head -9
+		"$strobe" query -s "$url" --from now-10m -f top --max-nodes 6 "$CPU{service_name=\"shop-$svc\"}" 2>&1 | head -9
 	done
 	echo "== shop-db: where its threads wait (off-CPU, the shop's own functions)"
-	"$strobe" query -s "$url" --from now-10m -t pprof -o "$work/db-offcpu.pb.gz" "$OFF{service_name=\"shop-db\"}" &&
+	"$strobe" query -s "$url" --from now-10m -f pprof -o "$work/db-offcpu.pb.gz" "$OFF{service_name=\"shop-db\"}" &&
 		"$strobe" top -n 5 --show '^(acquire_table_lock|read_page|client_think|scan_rows|conn_main)$' \
 			"$work/db-offcpu.pb.gz" 2>&1 | tail -6
 	echo

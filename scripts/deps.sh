@@ -8,8 +8,10 @@ level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
             libdw-dev libelf-dev libmicrohttpd-dev libgnutls28-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev libdeflate-dev
-            clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
-check_pkgs=(clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
+            libcurl3-gnutls libiberty-dev clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
+# libiberty-dev: binutils' C++ and Rust demangler (symbolize/demangle.c), linked statically
+# libcurl3-gnutls: the libcurl the HTTP clients load (lib/curl_lazy.c), on the GnuTLS strobe links
+check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
             chromium firefox-esr gnutls-bin)
 # gnutls-bin: certtool, which tests/e2e/server_tls.sh makes its throwaway CA and certificates with
 # (libgnutls28-dev: the server checks its certificate and key with GnuTLS, libmicrohttpd serves them)

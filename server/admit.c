@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "server_impl.h"
+#include "strobe/clock.h"
 
 typedef struct srv_conn {
 	struct srv_conn *prev, *next;
@@ -62,13 +63,6 @@ struct srv_admit {
 	uint64_t peak_conns, peak_pushes, peak_bytes;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec;
-}
-
 static void *watchdog_main(void *arg)
 {
 	srv_admit *a = arg;
@@ -84,7 +78,7 @@ static void *watchdog_main(void *arg)
 		pthread_cond_timedwait(&a->cv, &a->mu, &ts);
 		if (a->stop)
 			break;
-		int64_t now = mono_ns();
+		int64_t now = strobe_mono_ns();
 		bool busy = a->nconn * 10 >= a->max_conns * 9;
 		int64_t limit = busy ? a->busy_timeout_ns : a->timeout_ns;
 		for (srv_conn *c = a->head; c; c = c->next) {
@@ -193,7 +187,7 @@ void srv_admit_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (!cn)
 			return; /* not watched: only its idle timeout applies */
 		cn->fd = ci->connect_fd;
-		cn->since_ns = mono_ns();
+		cn->since_ns = strobe_mono_ns();
 		pthread_mutex_lock(&a->mu);
 		cn->next = a->head;
 		if (a->head)
@@ -230,7 +224,7 @@ void srv_admit_phase(srv_admit *a, struct MHD_Connection *c, bool processing)
 		return;
 	pthread_mutex_lock(&a->mu);
 	cn->processing = processing;
-	cn->since_ns = mono_ns();
+	cn->since_ns = strobe_mono_ns();
 	pthread_mutex_unlock(&a->mu);
 }
 

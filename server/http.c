@@ -15,10 +15,10 @@
 #include <time.h>
 
 #include "server_impl.h"
+#include "strobe/buf.h"
 
 typedef struct conn {
-	uint8_t *buf;
-	size_t len, cap;
+	strobe_buf body; /* capped at max_body_bytes */
 	bool too_big;
 	/* Admission (admit.c): a push slot and the body bytes reserved, given back when the
 	 * request ends; busy names the limit that refused it (its body is read and dropped). */
@@ -62,9 +62,7 @@ static void admit_more(strobe_server *srv, conn *cn, size_t upto)
 		return;
 	}
 	cn->busy = "max_inflight_bytes";
-	free(cn->buf);
-	cn->buf = NULL;
-	cn->len = cn->cap = 0;
+	strobe_buf_free(&cn->body);
 }
 
 const char *srv_arg(srv_req *r, const char *name)
@@ -210,6 +208,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!(cn = calloc(1, sizeof(*cn))))
 			return MHD_NO;
 		*con_cls = cn;
+		strobe_buf_init(&cn->body, srv->cfg.max_body_bytes);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
 			cn->too_big = true;
@@ -221,23 +220,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	}
 	if (*upload_size) {
 		/* Past the limit the rest is read and dropped, so the client gets the 413. */
-		if (!cn->too_big && cn->len + *upload_size > srv->cfg.max_body_bytes)
+		if (!cn->too_big && cn->body.len + *upload_size > srv->cfg.max_body_bytes)
 			cn->too_big = true;
 		if (!cn->too_big && !cn->busy)
-			admit_more(srv, cn, cn->len + *upload_size);
+			admit_more(srv, cn, cn->body.len + *upload_size);
 		if (!cn->too_big && !cn->busy) {
-			if (cn->len + *upload_size > cn->cap) {
-				size_t nc = cn->cap ? cn->cap : 65536;
-				while (nc < cn->len + *upload_size)
-					nc *= 2;
-				uint8_t *nb = realloc(cn->buf, nc);
-				if (!nb)
-					return MHD_NO;
-				cn->buf = nb;
-				cn->cap = nc;
-			}
-			memcpy(cn->buf + cn->len, upload, *upload_size);
-			cn->len += *upload_size;
+			/* 64 KiB at first (within the cap): most bodies then take one allocation. */
+			size_t first = cn->body.max < 65535 ? cn->body.max : 65535;
+			if (!cn->body.p &&
+			    strobe_buf_reserve(&cn->body, *upload_size > first ? *upload_size : first) < 0)
+				return MHD_NO;
+			if (strobe_buf_add(&cn->body, upload, *upload_size) < 0)
+				return MHD_NO;
 		}
 		*upload_size = 0;
 		return MHD_YES;
@@ -251,7 +245,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, &args);
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, &hdrs);
 	srv_req r = {.srv = srv, .url = url, .method = method, .args = args.v, .nargs = args.n,
-		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = cn->buf, .len = cn->len,
+		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = (const uint8_t *)cn->body.p, .len = cn->body.len,
 		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
 	if (cn->too_big)
 		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
@@ -306,7 +300,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			srv_admit_push_done(srv->admit);
 		if (cn->held)
 			srv_admit_bytes_done(srv->admit, cn->held);
-		free(cn->buf);
+		strobe_buf_free(&cn->body);
 		free(cn);
 		*con_cls = NULL;
 	}

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "pyroscope.h"
+#include "strobe/codec.h"
 #include "server_impl.h"
 
 int strobe_pyroscope_ingest(srv_req *r)

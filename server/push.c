@@ -10,7 +10,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "server_impl.h"
 #include "strobe/codec.h"
@@ -36,55 +35,6 @@ static int add_part(void *ctx, const char *name, const uint8_t *data, size_t len
 		return -ENOMEM;
 	ps->p = np;
 	ps->p[ps->n++] = (part){data, len};
-	return 0;
-}
-
-/* gunzip within the configured cap (the library's own cap is for files, far larger). */
-static int gunzip_capped(const uint8_t *in, size_t len, size_t cap, uint8_t **out, size_t *olen)
-{
-	int fr = srv_gunzip_fast(in, len, cap, out, olen);
-	if (fr != -EAGAIN)
-		return fr;
-	z_stream z = {0};
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return -ENOMEM;
-	size_t bcap = len * 4 + 4096, n = 0;
-	if (bcap > cap)
-		bcap = cap;
-	uint8_t *buf = malloc(bcap + 1);
-	int r = buf ? 0 : -ENOMEM;
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)len;
-	while (r == 0) {
-		if (n == bcap) {
-			if (bcap >= cap) {
-				r = -EFBIG;
-				break;
-			}
-			bcap = bcap * 2 > cap ? cap : bcap * 2;
-			uint8_t *nb = realloc(buf, bcap + 1);
-			if (!nb) {
-				r = -ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		z.next_out = buf + n;
-		z.avail_out = (uInt)(bcap - n);
-		int zr = inflate(&z, Z_NO_FLUSH);
-		n = bcap - z.avail_out;
-		if (zr == Z_STREAM_END)
-			break;
-		if (zr != Z_OK && !(zr == Z_BUF_ERROR && z.avail_out == 0))
-			r = -EINVAL;
-	}
-	inflateEnd(&z);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	*out = buf;
-	*olen = n;
 	return 0;
 }
 
@@ -240,8 +190,9 @@ int srv_push(srv_req *r)
 		size_t len = ps.p[i].len;
 		uint8_t *raw = NULL;
 		if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
-			int gr = gunzip_capped(d, len, c->max_decompressed_bytes, &raw, &len);
-			if (gr == -EFBIG) {
+			int gr = strobe_gunzip_capped(d, len, c->max_decompressed_bytes, &raw, &len,
+						      NULL, NULL);
+			if (gr == -E2BIG) {
 				srv_error(r, 413, "limit max_decompressed_bytes: profile %zu is larger "
 						  "than %zu bytes decompressed",
 					  i + 1, c->max_decompressed_bytes);

@@ -14,7 +14,7 @@
  * difference.
  *
  * Everything here reads untrusted bytes: every buffer has a cap (body, decompressed size, line,
- * frame name, depth, multipart parts and headers, labels), and every failure names what failed.
+ * frame name, depth, multipart parts, labels), and every failure names what failed.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,11 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
+#include "strobe/clock.h"
 #include "strobe/codec.h"
 #include "strobe/delta.h"
+#include "strobe/stack_text.h"
 
+#include "multipart.h"
 #include "pyroscope.h"
 #include "strobe/store.h"
 
@@ -37,7 +39,6 @@
 #define DEF_MAX_LABEL_VALUE 2048u
 #define MAX_LINE ((size_t)1 << 20)  /* one folded/lines line */
 #define MAX_PARTS 64u               /* multipart parts */
-#define MAX_PART_HEADERS (16u << 10) /* bytes of one part's header block */
 #define MAX_STC 256u                /* sample_type_config entries */
 #define DEFAULT_SAMPLE_RATE 100
 
@@ -91,21 +92,6 @@ static char *dupn(const char *s, size_t n)
 	return d;
 }
 
-static bool ieq_prefix(const char *s, size_t n, const char *lit)
-{
-	size_t l = strlen(lit);
-	if (n < l)
-		return false;
-	for (size_t i = 0; i < l; i++) {
-		char a = s[i], b = lit[i];
-		if (a >= 'A' && a <= 'Z')
-			a = (char)(a - 'A' + 'a');
-		if (a != b)
-			return false;
-	}
-	return true;
-}
-
 /* Go's strconv.Atoi: optional sign, decimal digits, nothing else, no overflow. */
 static bool go_atoi(const char *s, size_t n, int64_t *out)
 {
@@ -127,13 +113,6 @@ static bool go_atoi(const char *s, size_t n, int64_t *out)
 	}
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return true;
-}
-
-static int64_t clock_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int64_t sat_mul(int64_t a, int64_t b)
@@ -465,111 +444,19 @@ fail:
 	return r;
 }
 
-/* ---- capped gunzip ----------------------------------------------------------------------------- */
-
 static bool is_gzip(const uint8_t *b, size_t n) { return n >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
-
-int strobe_gunzip_capped(const uint8_t *in, size_t inlen, size_t cap, uint8_t **out,
-			 size_t *outlen, const char *what, strobe_err *err)
-{
-	z_stream z = {0};
-	*out = NULL;
-	*outlen = 0;
-	int fr = srv_gunzip_fast(in, inlen, cap, out, outlen);
-	if (fr != -EAGAIN)
-		return fr;
-	if (inflateInit2(&z, 15 + 16) != Z_OK)
-		return -ENOMEM;
-	size_t bufcap = inlen * 4 + 1024, len = 0;
-	if (bufcap > cap + 1)
-		bufcap = cap + 1;
-	uint8_t *buf = malloc(bufcap);
-	int r = -ENOMEM;
-	if (!buf)
-		goto out;
-	z.next_in = (Bytef *)(uintptr_t)in;
-	size_t left = inlen;
-	for (;;) {
-		if (len == bufcap) {
-			if (bufcap > cap) {
-				r = strobe_errf(err, -E2BIG, "%s: more than %zu bytes after gunzip", what,
-						cap);
-				goto out;
-			}
-			size_t nc = bufcap * 2 > cap + 1 ? cap + 1 : bufcap * 2;
-			uint8_t *nb = realloc(buf, nc);
-			if (!nb)
-				goto out;
-			buf = nb;
-			bufcap = nc;
-		}
-		uInt chunk_in = left > (1u << 30) ? (1u << 30) : (uInt)left;
-		size_t room = bufcap - len;
-		uInt chunk_out = room > (1u << 30) ? (1u << 30) : (uInt)room;
-		z.avail_in = chunk_in;
-		z.next_out = buf + len;
-		z.avail_out = chunk_out;
-		int zr = inflate(&z, Z_NO_FLUSH);
-		left -= chunk_in - z.avail_in;
-		len += chunk_out - z.avail_out;
-		if (zr == Z_STREAM_END)
-			break;
-		if (zr == Z_MEM_ERROR)
-			goto out;
-		if (zr != Z_OK && zr != Z_BUF_ERROR) {
-			r = strobe_errf(err, -EINVAL, "%s: corrupt gzip data (%s)", what,
-					z.msg ? z.msg : "inflate failed");
-			goto out;
-		}
-		if (zr == Z_BUF_ERROR && left == 0 && z.avail_out > 0) {
-			r = strobe_errf(err, -EINVAL, "%s: gzip data ends early", what);
-			goto out;
-		}
-	}
-	if (len > cap) {
-		r = strobe_errf(err, -E2BIG, "%s: more than %zu bytes after gunzip", what, cap);
-		goto out;
-	}
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	r = 0;
-out:
-	inflateEnd(&z);
-	free(buf);
-	return r;
-}
 
 /* ---- folded and lines bodies (pkg/og/convert/parser.go) ----------------------------------------- */
 
-/* Adds `count` to the stack "a;b;c" (root first). */
-static int add_stack(strobe_profile *p, const char *s, size_t n, int64_t count, size_t lineno,
-		     strobe_err *err)
+/* Adds `count` to the stack "a;b;c" (root first); an empty text is the root. */
+static int add_stack(strobe_stack_parser *stk, const char *s, size_t n, int64_t count,
+		     size_t lineno, strobe_err *err)
 {
-	uint32_t stack = 0, depth = 0;
-	const char *e = s + n;
-	if (n) {
-		for (const char *f = s;;) {
-			const char *fe = memchr(f, ';', (size_t)(e - f));
-			if (!fe)
-				fe = e;
-			if ((size_t)(fe - f) > STROBE_MAX_NAME)
-				return strobe_errf(err, -EINVAL,
-						   "body:%zu: a frame name is longer than %u bytes",
-						   lineno, STROBE_MAX_NAME);
-			if (++depth > STROBE_MAX_DEPTH)
-				return strobe_errf(err, -EINVAL,
-						   "body:%zu: stack deeper than %u frames", lineno,
-						   STROBE_MAX_DEPTH);
-			uint32_t loc = strobe_location_for_name(p, f, (size_t)(fe - f));
-			if (loc == UINT32_MAX || (stack = strobe_stack_push(p, stack, loc)) == UINT32_MAX)
-				return -ENOMEM;
-			if (fe == e)
-				break;
-			f = fe + 1;
-		}
-	}
-	return strobe_sample_add(p, stack, 0, &count);
+	uint32_t stack = 0;
+	int r;
+	if (n && (r = strobe_stack_parse(stk, s, n, "body", lineno, &stack, err)) < 0)
+		return r;
+	return strobe_sample_add(stk->p, stack, 0, &count);
 }
 
 typedef struct line_iter {
@@ -593,7 +480,7 @@ static bool next_line(line_iter *it, const char **s, size_t *n)
 	return true;
 }
 
-static int parse_groups(strobe_profile *p, const char *buf, size_t len, strobe_err *err)
+static int parse_groups(strobe_stack_parser *stk, const char *buf, size_t len, strobe_err *err)
 {
 	line_iter it = {buf, buf + len, 0};
 	const char *s;
@@ -624,14 +511,14 @@ static int parse_groups(strobe_profile *p, const char *buf, size_t len, strobe_e
 					   (long long)v);
 		if (v == 0)
 			continue;
-		int r = add_stack(p, s, (size_t)(sp - s), v, it.lineno, err);
+		int r = add_stack(stk, s, (size_t)(sp - s), v, it.lineno, err);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int parse_lines(strobe_profile *p, const char *buf, size_t len, strobe_err *err)
+static int parse_lines(strobe_stack_parser *stk, const char *buf, size_t len, strobe_err *err)
 {
 	line_iter it = {buf, buf + len, 0};
 	const char *s;
@@ -642,7 +529,7 @@ static int parse_lines(strobe_profile *p, const char *buf, size_t len, strobe_er
 					   it.lineno, MAX_LINE);
 		if (!n)
 			continue; /* each non-empty line is one sample of its stack */
-		int r = add_stack(p, s, n, 1, it.lineno, err);
+		int r = add_stack(stk, s, n, 1, it.lineno, err);
 		if (r < 0)
 			return r;
 	}
@@ -690,198 +577,9 @@ typedef struct span {
 	bool set;
 } span;
 
-/* A parameter of a header value such as `form-data; name="profile"` or `multipart/form-data;
- * boundary=xyz`: the value, unquoted, into out (cap bytes). false when absent or too long. */
-static bool header_param(const char *v, size_t n, const char *key, char *out, size_t cap)
-{
-	const char *p = v, *e = v + n;
-	size_t klen = strlen(key);
-	const char *semi = memchr(p, ';', n);
-	if (!semi)
-		return false;
-	p = semi + 1;
-	while (p < e) {
-		while (p < e && (*p == ' ' || *p == '\t' || *p == ';'))
-			p++;
-		const char *ks = p;
-		while (p < e && *p != '=' && *p != ';')
-			p++;
-		const char *ke = p;
-		while (ke > ks && (ke[-1] == ' ' || ke[-1] == '\t'))
-			ke--;
-		if (p >= e || *p != '=') {
-			continue;
-		}
-		p++;
-		while (p < e && (*p == ' ' || *p == '\t'))
-			p++;
-		size_t o = 0;
-		bool match = (size_t)(ke - ks) == klen && ieq_prefix(ks, klen, key);
-		bool fits = true;
-		if (p < e && *p == '"') {
-			p++;
-			while (p < e && *p != '"') {
-				if (*p == '\\' && p + 1 < e)
-					p++;
-				if (o + 1 < cap)
-					out[o++] = *p;
-				else
-					fits = false;
-				p++;
-			}
-			if (p < e)
-				p++;
-		} else {
-			while (p < e && *p != ';' && *p != ' ' && *p != '\t') {
-				if (o + 1 < cap)
-					out[o++] = *p;
-				else
-					fits = false;
-				p++;
-			}
-		}
-		if (match) {
-			out[o] = 0;
-			return fits;
-		}
-		while (p < e && *p != ';')
-			p++;
-	}
-	return false;
-}
-
-static const uint8_t *find_bytes(const uint8_t *h, size_t hn, const uint8_t *n, size_t nn)
-{
-	if (nn == 0 || hn < nn)
-		return NULL;
-	const uint8_t *end = h + hn - nn + 1;
-	for (const uint8_t *p = h; p < end;) {
-		const uint8_t *c = memchr(p, n[0], (size_t)(end - p));
-		if (!c)
-			return NULL;
-		if (memcmp(c, n, nn) == 0)
-			return c;
-		p = c + 1;
-	}
-	return NULL;
-}
-
 typedef struct form {
 	span profile, prev, stc;
 } form;
-
-/* After "--boundary" at d: is it a delimiter line? Sets *close for "--boundary--" and *next to the
- * first byte after the line. */
-static bool delimiter_line(const uint8_t *d, const uint8_t *end, bool *close, const uint8_t **next)
-{
-	*close = false;
-	if (end - d >= 2 && d[0] == '-' && d[1] == '-') {
-		*close = true;
-		d += 2;
-	}
-	while (d < end && (*d == ' ' || *d == '\t'))
-		d++;
-	if (d == end && *close) {
-		*next = d;
-		return true;
-	}
-	if (d < end && *d == '\r')
-		d++;
-	if (d < end && *d == '\n') {
-		*next = d + 1;
-		return true;
-	}
-	return false;
-}
-
-int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
-			   strobe_part_fn fn, void *ctx, strobe_err *err)
-{
-	char boundary[80];
-	if (!ctype || !header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||
-	    !boundary[0])
-		return strobe_errf(err, -EINVAL,
-				   "multipart body: Content-Type has no boundary parameter (of at "
-				   "most 70 characters)");
-	uint8_t delim[84];
-	size_t blen = strlen(boundary), dlen = blen + 3;
-	delim[0] = '\n';
-	delim[1] = delim[2] = '-';
-	memcpy(delim + 3, boundary, blen);
-	const uint8_t *end = body + len, *p;
-	/* The first delimiter may open the body without a preceding newline. */
-	bool close;
-	const uint8_t *next = NULL;
-	if (len >= dlen - 1 && memcmp(body, delim + 1, dlen - 1) == 0 &&
-	    delimiter_line(body + dlen - 1, end, &close, &next)) {
-		p = next;
-	} else {
-		const uint8_t *s = body;
-		for (;;) {
-			const uint8_t *d = find_bytes(s, (size_t)(end - s), delim, dlen);
-			if (!d)
-				return strobe_errf(err, -EINVAL,
-						   "multipart body: no boundary line '--%s'", boundary);
-			if (delimiter_line(d + dlen, end, &close, &next))
-				break;
-			s = d + 1;
-		}
-		p = next;
-	}
-	if (close)
-		return 0;
-	for (unsigned part = 0;; part++) {
-		if (part >= max_parts)
-			return strobe_errf(err, -E2BIG, "multipart body: more than %u parts", max_parts);
-		/* Headers up to an empty line. */
-		char name[64] = "";
-		size_t hbytes = 0;
-		for (;;) {
-			const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
-			if (!nl)
-				return strobe_errf(err, -EINVAL,
-						   "multipart body: part %u's headers do not end", part + 1);
-			size_t ln = (size_t)(nl - p);
-			hbytes += ln + 1;
-			if (hbytes > MAX_PART_HEADERS)
-				return strobe_errf(err, -EINVAL,
-						   "multipart body: part %u's headers exceed %u bytes",
-						   part + 1, MAX_PART_HEADERS);
-			const char *h = (const char *)p;
-			p = nl + 1;
-			if (ln && h[ln - 1] == '\r')
-				ln--;
-			if (!ln)
-				break;
-			if (ieq_prefix(h, ln, "content-disposition:")) {
-				char nm[64];
-				if (header_param(h, ln, "name", nm, sizeof(nm)))
-					memcpy(name, nm, sizeof(name));
-			}
-		}
-		/* The content runs to the next delimiter line, whose leading CRLF belongs to it. */
-		const uint8_t *s = p, *d;
-		for (;;) {
-			d = find_bytes(s, (size_t)(end - s), delim, dlen);
-			if (!d)
-				return strobe_errf(err, -EINVAL,
-						   "multipart body: part %u ('%s') has no closing boundary",
-						   part + 1, name);
-			if (delimiter_line(d + dlen, end, &close, &next))
-				break;
-			s = d + 1;
-		}
-		const uint8_t *ce = d;
-		if (ce > p && ce[-1] == '\r')
-			ce--;
-		int r = fn(ctx, name, p, (size_t)(ce - p));
-		if (r < 0)
-			return r;
-		p = next;
-		if (close)
-			return 0;
-	}
-}
 
 static int form_part(void *ctx, const char *name, const uint8_t *data, size_t len)
 {
@@ -1186,8 +884,12 @@ static int ingest_text(const strobe_pyro_request *req, const strobe_pyro_limits 
 	r = -ENOMEM;
 	if (!p || (r = strobe_profile_add_type(p, st->type, st->unit)) < 0)
 		goto fail;
-	r = lines ? parse_lines(p, (const char *)body, len, err)
-		  : parse_groups(p, (const char *)body, len, err);
+	strobe_stack_parser stk;
+	if ((r = strobe_stack_parser_init(&stk, p, true)) < 0)
+		goto fail;
+	r = lines ? parse_lines(&stk, (const char *)body, len, err)
+		  : parse_groups(&stk, (const char *)body, len, err);
+	strobe_stack_parser_free(&stk);
 	if (r < 0)
 		goto fail;
 	/* sampleRate turns CPU and wall sample counts into nanoseconds (ingest_adapter.go). */
@@ -1395,7 +1097,7 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 		return r;
 	}
 	m.labels = (label_list){lv, ln, ln};
-	int64_t now = req->now_ns ? req->now_ns : clock_now_ns();
+	int64_t now = req->now_ns ? req->now_ns : strobe_real_ns();
 	const char *v;
 	m.from = (v = param(req, "from")) && *v ? strobe_pyro_parse_time(v, now) : now;
 	m.until = (v = param(req, "until")) && *v ? strobe_pyro_parse_time(v, now) : now;

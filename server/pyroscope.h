@@ -129,23 +129,6 @@ int strobe_pyro_stc_parse(const char *json, size_t len, strobe_pyro_stc **out, s
 int strobe_pyro_parse_name(const char *name, const strobe_pyro_limits *limits, char **app,
 			   strobe_pyro_label **labels, uint32_t *nlabels, strobe_err *err);
 
-/* multipart/form-data: calls fn with each part's form field name ("" when none; at most 63
- * bytes kept) and content, in order; the content points into body. At most max_parts parts
- * (-E2BIG beyond); -EINVAL with a message when the body or the Content-Type's boundary is
- * malformed; a negative return of fn stops the parse and is returned. */
-typedef int (*strobe_part_fn)(void *ctx, const char *name, const uint8_t *data, size_t len);
-int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
-			   strobe_part_fn fn, void *ctx, strobe_err *err);
-
-/* gunzip_fast.c: a whole gzip body inflated by libdeflate when its trailer tells the size (at
- * most cap); -EAGAIN: use the zlib path, -ENOMEM. */
-int srv_gunzip_fast(const uint8_t *in, size_t len, size_t cap, uint8_t **out, size_t *olen);
-/* gunzip of a whole buffer that gives up as soon as the output passes cap bytes (-E2BIG), so a
- * small hostile body cannot make us allocate gigabytes. -EINVAL for corrupt data; `what` names
- * the input in messages. *out is malloc'd. */
-int strobe_gunzip_capped(const uint8_t *in, size_t inlen, size_t cap, uint8_t **out,
-			 size_t *outlen, const char *what, strobe_err *err);
-
 /* Pyroscope's from/until syntax (see above) as unix nanoseconds; now_ns is "now". Never fails:
  * what cannot be read is "now", as in Pyroscope. */
 int64_t strobe_pyro_parse_time(const char *s, int64_t now_ns);

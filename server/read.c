@@ -8,11 +8,13 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server_impl.h"
 #include "strobe/codec.h"
 #include "strobe/render.h"
 #include "strobe/transform.h"
+#include "strobe/writer.h"
 
 static int cmp_desc(const void *a, const void *b)
 {
@@ -46,8 +48,23 @@ static int trim(strobe_profile *p, size_t max_nodes, strobe_err *err)
 	return r;
 }
 
+/* The window [from, to) in words, for an SVG's second line: "from 2026-11-25 10:00:00 to
+ * 11:00:00 UTC" (the date once when both ends share it). */
+static void window_words(int64_t from, int64_t to, char *out, size_t cap)
+{
+	time_t a = (time_t)(from / 1000000000), b = (time_t)(to / 1000000000);
+	struct tm ta, tb;
+	char fa[32], fb[32];
+	gmtime_r(&a, &ta);
+	gmtime_r(&b, &tb);
+	strftime(fa, sizeof(fa), "%Y-%m-%d %H:%M:%S", &ta);
+	bool same_day = ta.tm_year == tb.tm_year && ta.tm_yday == tb.tm_yday;
+	strftime(fb, sizeof(fb), same_day ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tb);
+	snprintf(out, cap, "from %s to %s UTC", fa, fb);
+}
+
 static int query_one(srv_req *r, const char *qname, const char *fname, const char *tname,
-		     strobe_profile **out)
+		     strobe_profile **out, char *window, size_t wcap)
 {
 	strobe_selector sel;
 	int64_t from, to;
@@ -63,6 +80,7 @@ static int query_one(srv_req *r, const char *qname, const char *fname, const cha
 		strobe_selector_free(&sel);
 		return -1;
 	}
+	window_words(from, to, window, wcap);
 	strobe_query q = {r->tenant, &sel, from, to};
 	strobe_err err = {{0}};
 	int rc = strobe_store_query(r->srv->store, &q, out, &err);
@@ -100,55 +118,31 @@ int srv_query(srv_req *r)
 		return srv_error(r, 400, "format must be pprof, folded, json, flat, svg or top");
 	size_t mn;
 	strobe_profile *p = NULL;
-	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p) < 0)
+	char window[96];
+	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p, window, sizeof(window)) < 0)
 		return 0;
 	strobe_err err = {{0}};
 	int rc = mn && strcmp(fmt, "top") ? trim(p, mn, &err) : 0;
 	char *buf = NULL;
 	size_t len = 0;
-	const char *ctype = "text/plain; charset=utf-8";
-	if (rc == 0 && strcmp(fmt, "pprof") == 0) {
-		uint8_t *b;
-		rc = strobe_pprof_encode(p, &b, &len);
-		buf = (char *)b;
-		ctype = "application/octet-stream";
-	} else if (rc == 0) {
+	strobe_format of = strobe_output_parse(fmt);
+	if (rc == 0) {
 		FILE *f = open_memstream(&buf, &len);
-		if (!f) {
+		/* an SVG says what it shows: the selector as asked, and the window */
+		rc = f ? strobe_write_profile(f, p, of, 0, STROBE_GRAN_FUNCTIONS,
+					      &(strobe_write_opts){.top_rows = mn,
+								   .title = srv_arg(r, "query"),
+								   .subtitle = window})
+		       : -ENOMEM;
+		if (f && fclose(f) != 0 && rc == 0)
 			rc = -ENOMEM;
-		} else if (strcmp(fmt, "folded") == 0) {
-			rc = strobe_folded_write(f, p, 0, STROBE_GRAN_FUNCTIONS);
-		} else if (strcmp(fmt, "top") == 0) {
-			rc = strobe_top_write(f, p, 0, STROBE_GRAN_FUNCTIONS, mn, false);
-		} else {
-			strobe_tree *t = strobe_tree_new();
-			rc = t ? strobe_tree_add(t, p, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0) : -ENOMEM;
-			if (rc == 0)
-				rc = strobe_tree_sort(t);
-			const char *unit = strobe_str(p, p->types[0].unit);
-			if (rc == 0 && strcmp(fmt, "json") == 0) {
-				rc = strobe_json_tree_write(f, t, strobe_str(p, p->types[0].type), unit);
-				ctype = "application/json";
-			} else if (rc == 0 && strcmp(fmt, "flat") == 0) {
-				rc = strobe_json_flat_write(f, t, strobe_str(p, p->types[0].type), unit);
-				ctype = "application/json";
-			} else if (rc == 0) {
-				strobe_svg_opts so = {
-					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
-				rc = strobe_svg_write(f, t, &so);
-				ctype = "image/svg+xml";
-			}
-			strobe_tree_free(t);
-		}
-		if (f)
-			fclose(f);
 	}
 	strobe_profile_free(p);
 	if (rc < 0) {
 		free(buf);
 		return srv_fail(r, rc, &err);
 	}
-	srv_reply(r, 200, ctype, buf, len);
+	srv_reply(r, 200, strobe_format_mime(of), buf, len);
 	return 0;
 }
 
@@ -163,15 +157,17 @@ int srv_diff(srv_req *r)
 	bool norm = !nn || strcmp(nn, "false") != 0;
 	size_t mn;
 	strobe_profile *base = NULL, *cur = NULL;
-	if (max_nodes(r, &mn) < 0 || query_one(r, "base", "base_from", "base_to", &base) < 0)
+	char bwin[96], nwin[96];
+	if (max_nodes(r, &mn) < 0 ||
+	    query_one(r, "base", "base_from", "base_to", &base, bwin, sizeof(bwin)) < 0)
 		return 0;
-	if (query_one(r, "new", "new_from", "new_to", &cur) < 0) {
+	if (query_one(r, "new", "new_from", "new_to", &cur, nwin, sizeof(nwin)) < 0) {
 		strobe_profile_free(base);
 		return 0;
 	}
 	char *buf = NULL;
 	size_t len = 0;
-	const char *ctype = "text/plain; charset=utf-8";
+	strobe_format of = strobe_output_parse(fmt);
 	FILE *f = open_memstream(&buf, &len);
 	int rc = f ? 0 : -ENOMEM;
 	if (rc == 0 && strcmp(fmt, "top") == 0) {
@@ -189,21 +185,14 @@ int srv_diff(srv_req *r)
 			rc = strobe_tree_sort(t);
 		if (rc == 0) {
 			t->diff = true;
-			const char *unit = strobe_str(cur, cur->types[0].unit);
-			if (strcmp(fmt, "json") == 0) {
-				rc = strobe_json_tree_write(f, t, strobe_str(cur, cur->types[0].type),
-							    unit);
-				ctype = "application/json";
-			} else if (strcmp(fmt, "flat") == 0) {
-				rc = strobe_json_flat_write(f, t, strobe_str(cur, cur->types[0].type),
-							    unit);
-				ctype = "application/json";
-			} else {
-				strobe_svg_opts so = {
-					.countname = strcmp(unit, "count") == 0 ? "samples" : unit};
-				rc = strobe_svg_write(f, t, &so);
-				ctype = "image/svg+xml";
-			}
+			/* an SVG says what it compares: both selectors and windows */
+			char title[512], sub[256];
+			snprintf(title, sizeof(title), "Differential: %s against %s",
+				 srv_arg(r, "new"), srv_arg(r, "base"));
+			snprintf(sub, sizeof(sub), "%s; baseline %s", nwin, bwin);
+			rc = strobe_write_tree(f, t, of, strobe_str(cur, cur->types[0].type),
+					       strobe_str(cur, cur->types[0].unit),
+					       &(strobe_write_opts){.title = title, .subtitle = sub});
 		}
 		strobe_tree_free(t);
 	}
@@ -216,7 +205,7 @@ int srv_diff(srv_req *r)
 		strobe_err err = {{0}};
 		return srv_fail(r, rc, &err);
 	}
-	srv_reply(r, 200, ctype, buf, len);
+	srv_reply(r, 200, strobe_format_mime(of), buf, len);
 	return 0;
 }
 

@@ -22,8 +22,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "strobe/buf.h"
+#include "strobe/clock.h"
 #include "strobe/codec.h"
 #include "strobe/delta.h"
+#include "strobe/http_client.h"
 
 #include "scrape.h"
 
@@ -79,13 +82,6 @@ struct strobe_scraper {
 	pthread_mutex_t mu; /* with cv: wakes sleeping threads on stop */
 	pthread_cond_t cv;
 };
-
-static int64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* ---- construction ------------------------------------------------------------------------------ */
 
@@ -227,34 +223,16 @@ void strobe_scraper_free(strobe_scraper *s)
 /* ---- fetching ---------------------------------------------------------------------------------- */
 
 typedef struct body {
-	uint8_t *p;
-	size_t n, cap, max;
+	strobe_buf b; /* capped at the target's max_response */
 	bool too_big;
 } body;
 
 static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
 {
 	body *b = ud;
-	size_t n = size * nmemb;
-	if (n > b->max - b->n) {
-		b->too_big = true;
-		return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
-	}
-	if (b->n + n > b->cap) {
-		size_t nc = b->cap ? b->cap : 64 << 10;
-		while (nc < b->n + n)
-			nc *= 2;
-		if (nc > b->max)
-			nc = b->max;
-		uint8_t *np = realloc(b->p, nc);
-		if (!np)
-			return 0;
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->n, data, n);
-	b->n += n;
-	return n;
+	int r = strobe_buf_add(&b->b, data, size * nmemb);
+	b->too_big |= r == -E2BIG;
+	return r < 0 ? 0 : size * nmemb; /* 0 makes curl fail the transfer with CURLE_WRITE_ERROR */
 }
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -267,7 +245,7 @@ static int fetch(strobe_scraper *s, const char *url, int64_t timeout_ns, size_t 
 		 strobe_err *err)
 {
 	memset(b, 0, sizeof(*b));
-	b->max = max;
+	strobe_buf_init(&b->b, max);
 	CURL *c = curl_easy_init();
 	if (!c)
 		return -ENOMEM;
@@ -286,6 +264,7 @@ static int fetch(strobe_scraper *s, const char *url, int64_t timeout_ns, size_t 
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c, CURLOPT_XFERINFODATA, s);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+	strobe_http_tls(c, NULL);
 	CURLcode cr = curl_easy_perform(c);
 	long code = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -303,15 +282,13 @@ static int fetch(strobe_scraper *s, const char *url, int64_t timeout_ns, size_t 
 		/* Go's pprof handler explains itself in a text body ("profile duration exceeds
 		 * server's WriteTimeout", "Unknown profile"): keep its first line. */
 		size_t l = 0;
-		while (l < b->n && l < 200 && b->p[l] != '\n' && b->p[l] != '\r')
+		while (l < b->b.len && l < 200 && b->b.p[l] != '\n' && b->b.p[l] != '\r')
 			l++;
 		r = strobe_errf(err, -EIO, "%s: HTTP %ld: %.*s", url, code, (int)l,
-				b->p ? (const char *)b->p : "");
+				b->b.p ? b->b.p : "");
 	}
-	if (r < 0) {
-		free(b->p);
-		b->p = NULL;
-	}
+	if (r < 0)
+		strobe_buf_free(&b->b);
 	return r;
 }
 
@@ -373,26 +350,26 @@ static int scrape_endpoint(strobe_scraper *s, tgt *t, size_t ei, strobe_err *err
 	} else {
 		snprintf(url, sizeof(url), "%s%s/%s", t->url, s->prefix, e->path);
 	}
-	int64_t fetched = now_ns(CLOCK_REALTIME);
+	int64_t fetched = strobe_real_ns();
 	body b;
 	int r = fetch(s, url, timeout, t->max_response, &b, err);
 	if (r < 0)
 		return r;
-	const uint8_t *raw = b.p;
-	size_t rawlen = b.n;
+	const uint8_t *raw = (const uint8_t *)b.b.p;
+	size_t rawlen = b.b.len;
 	uint8_t *plain = NULL;
 	strobe_err derr = {{0}};
 	if (rawlen >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
 		if ((r = strobe_gunzip_capped(raw, rawlen, MAX_DECOMPRESSED, &plain, &rawlen, url,
 					      &derr)) < 0) {
-			free(b.p);
+			strobe_buf_free(&b.b);
 			return strobe_errf(err, r, "%s", derr.msg);
 		}
 		raw = plain;
 	}
 	strobe_profile *p = NULL;
 	r = strobe_pprof_decode(raw, rawlen, url, &p, &derr);
-	free(b.p);
+	strobe_buf_free(&b.b);
 	free(plain);
 	if (r < 0)
 		return strobe_errf(err, r, "%s", derr.msg);
@@ -460,7 +437,7 @@ static int scrape_round(strobe_scraper *s, tgt *t, strobe_err *err)
 {
 	int first = 0;
 	pthread_mutex_lock(&t->mu);
-	t->status.last_round_ns = now_ns(CLOCK_REALTIME);
+	t->status.last_round_ns = strobe_real_ns();
 	for (size_t ei = 0; ei < NEP; ei++) {
 		if (!(t->profiles & endpoints[ei].bit))
 			continue;
@@ -501,11 +478,11 @@ static void *target_loop(void *arg)
 	tgt *t = arg;
 	strobe_scraper *s = t->owner;
 	while (!atomic_load(&s->stopping)) {
-		int64_t next = now_ns(CLOCK_MONOTONIC) + t->interval_ns;
+		int64_t next = strobe_mono_ns() + t->interval_ns;
 		scrape_round(s, t, NULL);
 		struct timespec ts = {(time_t)(next / 1000000000), (long)(next % 1000000000)};
 		pthread_mutex_lock(&s->mu);
-		while (!atomic_load(&s->stopping) && now_ns(CLOCK_MONOTONIC) < next)
+		while (!atomic_load(&s->stopping) && strobe_mono_ns() < next)
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		pthread_mutex_unlock(&s->mu);
 	}

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <stdio.h>
 
+#include "multipart.h"
 #include "pyroscope.h"
 #include "strobe/server.h"
 

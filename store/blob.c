@@ -12,36 +12,10 @@
 #include <zstd.h>
 
 #include "store_impl.h"
+#include "strobe/wire.h"
 
 #define BLOB_VERSION 2 /* 1: (delta, value) pairs interleaved, no divisor; still read */
 #define BLOB_MAX_RAW ((size_t)512 << 20) /* decompressed size cap */
-
-static size_t put_uvarint(uint8_t *b, uint64_t v)
-{
-	size_t i = 0;
-	while (v >= 0x80) {
-		b[i++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	b[i++] = (uint8_t)v;
-	return i;
-}
-
-static int get_uvarint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
-{
-	uint64_t x = 0;
-	for (unsigned shift = 0; shift < 64; shift += 7) {
-		if (*pos >= len)
-			return -EINVAL;
-		uint8_t c = b[(*pos)++];
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
 
 static uint64_t gcd64(uint64_t a, uint64_t b)
 {
@@ -97,20 +71,18 @@ int store_blob_encode(const store_pair *p, size_t n, uint8_t **out, size_t *len)
 		g = gcd64(g, p[i].value < 0 ? (uint64_t)0 - (uint64_t)p[i].value : (uint64_t)p[i].value);
 	if (!g)
 		g = 1;
-	size_t pos = 0;
-	raw[pos++] = BLOB_VERSION;
-	pos += put_uvarint(raw + pos, n);
-	pos += put_uvarint(raw + pos, g);
+	uint8_t *o = raw;
+	*o++ = BLOB_VERSION;
+	o = strobe_wire_put_varint(o, n);
+	o = strobe_wire_put_varint(o, g);
 	uint32_t prev = 0;
 	for (size_t i = 0; i < n; i++) {
-		pos += put_uvarint(raw + pos, p[i].stack - prev);
+		o = strobe_wire_put_varint(o, p[i].stack - prev);
 		prev = p[i].stack;
 	}
-	for (size_t i = 0; i < n; i++) {
-		int64_t v = (int64_t)(p[i].value / (int64_t)g);
-		uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-		pos += put_uvarint(raw + pos, z);
-	}
+	for (size_t i = 0; i < n; i++)
+		o = strobe_wire_put_varint(o, strobe_wire_zigzag((int64_t)(p[i].value / (int64_t)g)));
+	size_t pos = (size_t)(o - raw);
 	size_t bound = ZSTD_compressBound(pos);
 	uint8_t *z = malloc(bound);
 	if (!z) {
@@ -145,10 +117,10 @@ int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pai
 		r = -EINVAL;
 		goto out;
 	}
-	size_t pos = 1;
+	strobe_wire w = {raw + 1, raw + rl};
 	uint64_t cnt;
 	/* Each pair takes at least two bytes, which bounds a count read from the blob. */
-	if (get_uvarint(raw, rl, &pos, &cnt) < 0 || cnt > (rl - pos) / 2) {
+	if (!strobe_wire_varint(&w, &cnt) || cnt > (uint64_t)(w.end - w.p) / 2) {
 		r = -EINVAL;
 		goto out;
 	}
@@ -163,13 +135,13 @@ int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pai
 	}
 	uint64_t stack = 0, g = 1;
 	bool v2 = raw[0] == 2;
-	if (v2 && (get_uvarint(raw, rl, &pos, &g) < 0 || g == 0)) {
+	if (v2 && (!strobe_wire_varint(&w, &g) || g == 0)) {
 		r = -EINVAL;
 		goto out;
 	}
 	for (size_t i = 0; i < cnt; i++) {
 		uint64_t d, z = 0;
-		if (get_uvarint(raw, rl, &pos, &d) < 0 || (!v2 && get_uvarint(raw, rl, &pos, &z) < 0)) {
+		if (!strobe_wire_varint(&w, &d) || (!v2 && !strobe_wire_varint(&w, &z))) {
 			r = -EINVAL;
 			goto out;
 		}
@@ -180,11 +152,11 @@ int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pai
 		}
 		(*buf)[i].stack = (uint32_t)stack;
 		if (!v2)
-			(*buf)[i].value = (int64_t)((z >> 1) ^ (~(z & 1) + 1));
+			(*buf)[i].value = strobe_wire_unzigzag(z);
 	}
 	for (size_t i = 0; v2 && i < cnt; i++) {
 		uint64_t z;
-		if (get_uvarint(raw, rl, &pos, &z) < 0) {
+		if (!strobe_wire_varint(&w, &z)) {
 			r = -EINVAL;
 			goto out;
 		}

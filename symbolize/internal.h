@@ -74,8 +74,6 @@ const sym_range *sym_ranges_find(const sym_range *v, size_t n, uint64_t addr, si
 /* Up to 16 hex digits (an optional 0x first) at *p, before e; advances *p. False when there are
  * none or more (kallsyms addresses and perf map fields). */
 bool sym_parse_hex(const char **p, const char *e, uint64_t *out);
-/* CLOCK_MONOTONIC in ns, for the reload checks of kallsyms and perf maps. */
-int64_t sym_now_ns(void);
 
 int sym_read_lines(const char *path, int (*fn)(void *arg, const char *line, size_t len),
 		   void *arg);

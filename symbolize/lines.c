@@ -73,13 +73,6 @@ out:
 	return ret;
 }
 
-int64_t sym_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "strobe/clock.h"
 
 #define RECHECK_NS 100000000ll /* 100 ms */
 
@@ -192,11 +193,11 @@ int strobe_sym_perfmap(strobe_symbolizer *s, pid_t pid, uint64_t addr, strobe_sy
 		return 0;
 	const sym_range *r = m->n ? sym_ranges_find(m->v, m->n, addr, NULL) : NULL;
 	bool first = !m->checked_ns;
-	if (!r && (first || sym_now_ns() - m->checked_ns >= RECHECK_NS)) {
+	if (!r && (first || strobe_mono_ns() - m->checked_ns >= RECHECK_NS)) {
 		char *path = perfmap_path(s, pid);
 		if (!path)
 			return 0;
-		m->checked_ns = sym_now_ns() | 1;
+		m->checked_ns = strobe_mono_ns() | 1;
 		struct stat st;
 		bool exists = stat(path, &st) == 0;
 		if (first || stat_changed(m, exists, &st)) {

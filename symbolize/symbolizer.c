@@ -21,18 +21,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <elfutils/libdwelf.h>
 
 #include "internal.h"
+#include "strobe/elf_image.h"
 
 #define CACHE_SETS 1024u     /* two entries each; a power of two */
 #define CACHE_FRAMES 4       /* deeper inline chains are not cached */
 #define NAME_MAX_POOLED (64u << 10) /* function and file names longer than this are cut */
+#define DEMANGLED_MAX 4096u         /* readable names longer than this are cut */
 
 struct sym_cache_entry {
 	const strobe_sym_object *obj; /* NULL: empty */
@@ -323,11 +323,9 @@ static int open_object_file(strobe_symbolizer *s, const char *path, pid_t pid, d
 
 int sym_elf_build_id(Elf *elf, const uint8_t **id)
 {
-	const void *p = NULL;
-	ssize_t n = dwelf_elf_gnu_build_id(elf, &p);
-	if (n <= 0 || !p)
-		return 0;
-	*id = p;
+	size_t len = 0;
+	const char *img = elf_rawfile(elf, &len);
+	size_t n = img ? strobe_elf_build_id_of(img, len, id) : 0;
 	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
@@ -363,18 +361,9 @@ static int vdso_path(strobe_symbolizer *s, char *buf, size_t cap)
 {
 	if (s->vdso_fd == -1) {
 		s->vdso_fd = -2;
-		const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+		const uint8_t *base = NULL;
 		size_t size = 0;
-		FILE *f = base ? fopen("/proc/self/maps", "r") : NULL;
-		char line[512];
-		while (f && fgets(line, sizeof(line), f)) {
-			unsigned long lo, hi;
-			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
-			    lo == (unsigned long)base)
-				size = hi - lo;
-		}
-		if (f)
-			fclose(f);
+		strobe_vdso_image(&base, &size);
 		int fd = size ? memfd_create("strobe-vdso", MFD_CLOEXEC) : -1;
 		if (fd >= 0 && write(fd, base, size) == (ssize_t)size)
 			s->vdso_fd = fd;
@@ -609,16 +598,28 @@ int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offse
 			memset(&f[0], 0, sizeof(f[0]));
 			f[0].function = sym->name;
 			n = 1;
-		} else if (n > 0 && !f[n - 1].function && sym) {
+		} else if (n > 0 && sym) {
+			/* The function the code belongs to (the outermost frame; the others are
+			 * inlined into it) is named by the symbol table, as without DWARF, so that
+			 * a frame reads the same in every mode: DWARF names a function by its
+			 * source name, where the symbol table may name it by an alias (glibc's
+			 * __libc_start_main_impl is __libc_start_main@@GLIBC_2.34). */
 			f[n - 1].function = sym->name;
 		}
 	}
 	/* Names point into the object's ELF and DWARF data, which a release (the caller's, or the
 	 * budget's below) frees: hand out pooled copies, which live as long as the symbolizer. */
 	for (int i = 0; i < n; i++) {
-		if (f[i].function)
-			f[i].function = sym_intern_max(&s->strings, f[i].function,
-						       strlen(f[i].function), NAME_MAX_POOLED);
+		if (f[i].function) {
+			char clean[DEMANGLED_MAX];
+			size_t cl = strobe_sym_demangle(f[i].function, clean, sizeof(clean));
+			f[i].system_name = sym_intern_max(&s->strings, f[i].function,
+							  strlen(f[i].function), NAME_MAX_POOLED);
+			f[i].function = cl == strlen(f[i].function) &&
+						memcmp(clean, f[i].function, cl) == 0
+					    ? f[i].system_name
+					    : sym_intern_max(&s->strings, clean, cl, NAME_MAX_POOLED);
+		}
 		if (f[i].file)
 			f[i].file = sym_intern_max(&s->strings, f[i].file, strlen(f[i].file),
 						   NAME_MAX_POOLED);

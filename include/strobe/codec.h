@@ -33,6 +33,10 @@ typedef enum strobe_format {
 	STROBE_FMT_SPEEDSCOPE,
 	STROBE_FMT_JSON,
 	STROBE_FMT_SVG,
+	/* Written only, by the HTTP API (strobe_output_parse): the UI's flat JSON tree and the
+	 * top table. */
+	STROBE_FMT_FLAT,
+	STROBE_FMT_TOP,
 } strobe_format;
 
 /* Guesses the format of an (already decompressed) buffer. */
@@ -40,6 +44,8 @@ strobe_format strobe_detect(const uint8_t *buf, size_t len);
 const char *strobe_format_name(strobe_format f);
 /* "pprof", "folded", "json", "speedscope", "svg", "perf" -> format; UNKNOWN otherwise. */
 strobe_format strobe_format_parse(const char *name);
+/* The same, and the written-only "flat" and "top". */
+strobe_format strobe_output_parse(const char *name);
 
 /* Reads a whole file ("-" = stdin), gunzipping if it starts with the gzip magic. *out is
  * malloc'd and NUL-terminated (not counted in *len). */
@@ -56,7 +62,14 @@ typedef struct strobe_input {
 int strobe_input_open(const char *path, strobe_input *in, strobe_err *err);
 void strobe_input_close(strobe_input *in);
 
-/* gunzip of a whole buffer, capped at STROBE_MAX_INPUT. */
+/* gunzip (lib/gunzip.c) of a whole buffer, gzip or zlib, concatenated gzip members as one
+ * stream. It gives up as soon as the output passes cap bytes (-E2BIG), so a small hostile input
+ * cannot make us allocate gigabytes; -EINVAL for corrupt or truncated data, with a message that
+ * starts with `what` when it is not NULL. *out is malloc'd and NUL-terminated (not counted in
+ * *outlen); NULL on failure. */
+int strobe_gunzip_capped(const uint8_t *in, size_t inlen, size_t cap, uint8_t **out,
+			 size_t *outlen, const char *what, strobe_err *err);
+/* strobe_gunzip_capped at STROBE_MAX_INPUT, for files: -EFBIG beyond. */
 int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err);
 int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen);
 

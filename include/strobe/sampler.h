@@ -62,6 +62,12 @@ typedef struct strobe_sampler_opts {
 	unsigned stack_size;        /* bytes, a multiple of 8, at most 65000; 0 = 16384 with on-CPU
 				       samples, 8192 with switch-outs */
 	size_t unwind_cache_bytes;  /* budget of the unwinder's table cache; 0 = 64 MiB */
+	/* Called with a process's pid when its first sample (or off-CPU interval) is recorded,
+	 * from the thread that polls: while the process most likely still runs, so that a caller
+	 * can read what only a live process shows (its environment: the agent's service name)
+	 * rather than at the interval's end, when a short-lived one is gone. NULL: none. */
+	void (*on_process)(void *ctx, pid_t pid);
+	void *on_process_ctx;
 } strobe_sampler_opts;
 
 enum {
@@ -127,6 +133,9 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
  * held-record buffers, every process's address ranges), keeping what profiles are built from, so
  * symbolizing at the end does not stack on top of it. No more polling afterwards. */
 void strobe_sampler_trim(strobe_sampler *s);
+/* Between intervals, while collecting: returns what the interval touched and no longer needs
+ * to the system (the unwinder's pages of mapped binaries, free heap), keeping every table. */
+void strobe_sampler_release_memory(strobe_sampler *s);
 
 typedef struct strobe_sampler_profile_opts {
 	strobe_symbolizer *sym;  /* NULL: raw addresses with mappings and build IDs only */

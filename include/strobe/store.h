@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "strobe/profile.h"
+#include "strobe/profile_type.h" /* type names, STROBE_TYPE_MAX */
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,8 +95,6 @@ typedef struct strobe_store_opts {
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err);
 void strobe_store_close(strobe_store *s);
 
-#define STROBE_TYPE_MAX 256 /* longest profile type name, NUL included */
-
 typedef struct strobe_push_item {
 	const strobe_profile *profile;
 	const char *name; /* profile name (process_cpu, memory, mutex...); NULL = guessed */
@@ -141,24 +140,6 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *r, strobe_push_res
 		      strobe_err *err);
 void strobe_push_result_free(strobe_push_result *r);
 
-/* The profile name of p (the first part of its types), the one rule for every way in (push,
- * Pyroscope /ingest, scraping). A hint decides when given: a profile name, or a Go /debug/pprof
- * endpoint (cpu, profile -> process_cpu; heap, allocs -> memory; goroutines -> goroutine).
- * Otherwise: a sample type "wall" -> wall; period type cpu -> process_cpu; then the first sample
- * type that tells (its display name display[t] when given, Pyroscope's sample_type_config):
- * containing cpu -> process_cpu; alloc_, inuse_, space, objects -> memory; mutex_ -> mutex;
- * block_ -> block; contentions or delay -> mutex when a sample's leaf frame is an Unlock (Go
- * records contention at Unlock), else block; goroutine -> goroutine. Else the period type's name,
- * else the first sample type's. The string is the hint, a literal or one of p's. */
-const char *strobe_profile_name(const strobe_profile *p, const char *hint,
-				const char *const *display);
-/* The full type of sample type i, "<name>:<type>:<unit>:<period_type>:<period_unit>" into out
- * (STROBE_TYPE_MAX bytes), name as strobe_profile_name(p, name, NULL) decides; an empty unit is
- * "count", an empty period type is the sample type's. -EINVAL when a part cannot be in a type
- * name (empty, longer than 60 bytes, ':', space, braces, quotes, =!~, control bytes). */
-int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
-			      strobe_err *err);
-bool strobe_type_is_gauge(const char *full_type);
 
 typedef struct strobe_query {
 	const char *tenant;

@@ -59,11 +59,20 @@ typedef struct strobe_sym_opts {
 /* One frame. Strings are NULL when unknown (function too, in the rare case where only a line
  * table covers the address). */
 typedef struct strobe_sym_frame {
-	const char *function;  /* as the symbol table or DWARF spells it (not demangled) */
+	const char *function;  /* as people read it: demangled, without a symbol version
+				  (strobe_sym_demangle) */
+	const char *system_name; /* as the symbol table or DWARF spells it (mangled, versioned);
+				    the same pointer as function when the two are alike */
 	const char *file;      /* source file, as DWARF names it */
 	int64_t line, column;  /* 0 when unknown */
 	int64_t start_line;    /* line of the function's declaration, 0 when unknown */
 } strobe_sym_frame;
+
+/* The readable form of a function name from a symbol table or DWARF (symbolize/demangle.c):
+ * C++ and Rust demangled (C++ without parameters or template arguments, as pprof shows them),
+ * a symbol version (@GLIBC_2.34, @@GLIBC_2.2.5) dropped, other names unchanged. Writes it into
+ * out (cut to cap - 1 bytes, NUL-terminated; cap > 0) and returns its length. */
+size_t strobe_sym_demangle(const char *name, char *out, size_t cap);
 
 strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts); /* NULL + errno */
 void strobe_symbolizer_free(strobe_symbolizer *s);

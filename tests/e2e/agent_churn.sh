@@ -8,10 +8,10 @@
 #   budget     the agent's own CPU over the run (utime + stime from /proc/PID/stat, the first
 #              interval, which reads every process, left out) is within --max-cpu, with 50 %
 #              slack for the intervals a budget step takes to act
-#   rss        its memory is within the 30 MB goal of docs/agent.md: its anonymous memory
-#              (RssAnon, polled), which is what churn could grow; the line also reports VmHWM,
-#              whose file-backed part is the binaries of whatever else the host runs (a
-#              compiler's libLLVM, here) mapped to unwind them
+#   rss        its resident memory (VmRSS, polled every 0.5 s) stays within the 30 MB goal of
+#              docs/agent.md: anonymous and file-backed pages alike (the binaries it maps to
+#              unwind, which it hands back after each interval, and its own libraries); the
+#              line also reports the anonymous part's peak, what churn itself could grow
 #   accounted  the store's CPU for comm proc_churn over the run is the workload's own measure
 #              (children's + parent's CPU) within 35 % (about 6 s of CPU seen at 19 Hz: a
 #              hundred samples)
@@ -40,7 +40,7 @@ host_procs=$(status_field samples.processes_tracked)
 rss0=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$apid/status")
 c0=$(cpu_ticks "$apid") w0=$(date +%s%N) t0=$(date +%s)
 "$WL/proc_churn" -r "$RATE" -b 1000 -o "$TMPDIR/churn.truth" "$SECS" & wpid=$!
-maxtracked=0 maxanon=0 over="" worst=""
+maxtracked=0 maxanon=0 maxrss=0 over="" worst=""
 hist_t=() hist_f=() base=0
 WIN_MS=$(( (4 * IV + 2) * 1000 ))
 while kill -0 "$wpid" 2>/dev/null; do
@@ -53,8 +53,9 @@ while kill -0 "$wpid" 2>/dev/null; do
 	bound=$(( live + forks - hist_f[base] + 100 ))
 	[ -n "$n" ] && [ "$n" -gt "$bound" ] && [ -z "$over" ] && over="$n tracked with $live live and $((forks - hist_f[base])) started in the $(( (now - hist_t[base]) / 1000 )) s before"
 	[ "${n:-0}" -gt "$maxtracked" ] && maxtracked=$n worst="bound $bound then"
-	n=$(awk '$1 == "RssAnon:" { print $2 }' "/proc/$apid/status")
+	read -r n r < <(awk '$1 == "RssAnon:" { a = $2 } $1 == "VmRSS:" { r = $2 } END { print a + 0, r + 0 }' "/proc/$apid/status")
 	[ "${n:-0}" -gt "$maxanon" ] && maxanon=$n
+	[ "${r:-0}" -gt "$maxrss" ] && maxrss=$r
 	sleep 0.5
 done
 wait "$wpid"; wrc=$? wpid=
@@ -85,10 +86,10 @@ else
 fi
 
 name=agent_churn/rss
-if ! [ "$maxanon" -le $((GOAL_MB * 1024)) ] 2>/dev/null; then
-	fail "$name" "anonymous memory up to $((maxanon / 1024)) MB, over the $GOAL_MB MB goal (RSS $((rss0 / 1024)) MB before the churn, peak $((hwm / 1024)) MB)"
+if ! [ "$maxrss" -gt 0 ] || ! [ "$maxrss" -le $((GOAL_MB * 1024)) ]; then
+	fail "$name" "resident memory up to $((maxrss / 1024)) MB over the churn, over the $GOAL_MB MB goal (anonymous at most $((maxanon / 1024)) MB; RSS $((rss0 / 1024)) MB before the churn, $((file / 1024)) MB of mapped files at the end; VmHWM $((hwm / 1024)) MB)"
 else
-	ok "$name" "anonymous memory at most $((maxanon / 1024)) MB (goal $GOAL_MB MB); RSS $((rss0 / 1024)) MB before the churn, peak $((hwm / 1024)) MB, of which $((file / 1024)) MB mapped files"
+	ok "$name" "resident memory at most $((maxrss / 1024)) MB over the churn (goal $GOAL_MB MB), anonymous at most $((maxanon / 1024)) MB; RSS $((rss0 / 1024)) MB before the churn, $((file / 1024)) MB of mapped files at the end; VmHWM $((hwm / 1024)) MB"
 fi
 
 name=agent_churn/accounted

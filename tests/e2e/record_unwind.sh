@@ -141,7 +141,7 @@ elif ! fold "$TMPDIR/sh.pb.gz" "$TMPDIR/sh.folded" samples; then
 	fail "$name" "convert failed: $(errof "$TMPDIR/sh.folded.err")"
 else
 	absent=$(truth "$TMPDIR/sh.truth" absent_pages || echo 0)
-	c=$(complete "$TMPDIR/sh.folded" spin '^(clone3;|clone;)?start_thread;thread_main;hole[^;]*;spin(;|$)')
+	c=$(complete "$TMPDIR/sh.folded" spin '^((__)?clone3?;)?start_thread;thread_main;hole[^;]*;spin(;|$)')
 	detail="${c}% of the samples in spin under start_thread;thread_main;hole;spin, $absent page(s) of hole's buffer not present"
 	if [ "$absent" -lt 1 ]; then
 		skip "$name" "the buffer's pages were all present (a compiler that probes the stack, or transparent huge pages on thread stacks): nothing to test; $detail"

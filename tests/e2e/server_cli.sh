@@ -41,6 +41,17 @@ if "$STROBE" query --server "$url" --from now-5m -o "$TMPDIR/q.pb.gz" "$CPU{serv
     else fail query-pprof "go tool pprof cannot read it or the hot frame is missing"; fi
   else ok query-pprof "written ($(stat -c %s "$TMPDIR/q.pb.gz") bytes)"; fi
 else fail query-pprof "$(cat "$TMPDIR/q2.err")"; fi
+# -o FILE: it says what it wrote (as record does)
+if grep -q "^strobe query: wrote $TMPDIR/q.pb.gz (pprof, [0-9]* bytes)\$" "$TMPDIR/q2.err"; then ok query-wrote "$(cat "$TMPDIR/q2.err")"
+else fail query-wrote "no 'wrote FILE' line on stderr: $(head -3 "$TMPDIR/q2.err")"; fi
+# an SVG says what it shows: the selector as asked, and the window
+sel="$CPU{service_name=\"api\"}"
+if "$STROBE" query --server "$url" --from 2026-01-01T10:00:00Z --to 2030-01-01T11:00:00Z -f svg -o "$TMPDIR/q.svg" "$sel" 2>"$TMPDIR/q3.err"; then
+  t=$(grep -o '<text id="title"[^>]*>[^<]*' "$TMPDIR/q.svg" | sed 's/.*>//; s/&quot;/"/g')
+  sub=$(grep -o '<text id="subtitle"[^>]*>[^<]*' "$TMPDIR/q.svg" | sed 's/.*>//')
+  if [ "$t" = "$sel" ] && [ "$sub" = "from 2026-01-01 10:00:00 to 2030-01-01 11:00:00 UTC" ]; then ok query-svg-title "$t / $sub"
+  else fail query-svg-title "title '$t', subtitle '$sub'"; fi
+else fail query-svg-title "$(cat "$TMPDIR/q3.err")"; fi
 top=$("$STROBE" query --server "$url" --from now-5m "$CPU{service_name=\"api\"}" 2>&1)
 if grep -q 'flat%' <<<"$top"; then ok query-top; else fail query-top "${top:0:200}"; fi
 

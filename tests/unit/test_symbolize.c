@@ -803,6 +803,76 @@ static void test_bad_files(void **state)
 	strobe_symbolizer_free(NULL);
 }
 
+/* ---- (h0) readable names --------------------------------------------------------------------- */
+
+static void test_demangle(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		/* symbol versions, dropped */
+		{"__libc_start_main@@GLIBC_2.34", "__libc_start_main"},
+		{"clock_nanosleep@GLIBC_2.2.5", "clock_nanosleep"},
+		/* not versions: kept */
+		{"foo@", "foo@"},
+		{"@GLIBC_2.2.5", "@GLIBC_2.2.5"},
+		{"a@b c", "a@b c"},
+		/* C++: no parameters, no template arguments */
+		{"_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector::push_back"},
+		{"_ZN6__asan9Allocator8AllocateEmmP18__sanitizer_stackTNS_9AllocTypeEb",
+		 "__asan::Allocator::Allocate"},
+		{"_ZNKSt8functionIFvvEEclEv", "std::function::operator()"},
+		{"_ZN3FooIiEcvSt6vectorIiSaIiEEEv", "Foo::operator std::vector"},
+		/* operators whose names hold '<' or '>' */
+		{"_ZlsRSoRK1A", "operator<<"},
+		{"_ZN1AltERKS_", "A::operator<"},
+		{"_ZN1AssERKS_", "A::operator<=>"},
+		{"_ZN1AptEv", "A::operator->"},
+		{"_ZN1AIiEgtERKS0_", "A::operator>"},
+		/* versioned and mangled */
+		{"_ZNSt6vectorIiSaIiEE9push_backERKi@@GLIBCXX_3.4", "std::vector::push_back"},
+		/* Rust, legacy and v0: without the hash or disambiguator, generics kept */
+		{"_ZN4core3ptr13drop_in_place17h0123456789abcdefE", "core::ptr::drop_in_place"},
+		{"_RNvCs1234_7mycrate3foo", "mycrate::foo"},
+		/* the copies compilers make of a function: named after it */
+		{"burn_60.constprop.0", "burn_60"},
+		{"run.isra.0", "run"},
+		{"parse.part.0.cold", "parse"},
+		{"f.cold", "f"},
+		{"g.lto_priv.3", "g"},
+		{"h.llvm.1234567890", "h"},
+		{"_ZN1A3getEv.cold", "A::get"},
+		{"_ZN1A3getEv.isra.0@@V_1", "A::get"},
+		/* not clone suffixes */
+		{"x.1234", "x.1234"},
+		{"a.b", "a.b"},
+		{".cold", ".cold"},
+		{"cold", "cold"},
+		/* C, and what does not demangle: unchanged */
+		{"main", "main"},
+		{"_Zgarbage", "_Zgarbage"},
+		{"", ""},
+	};
+	char out[256];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = strobe_sym_demangle(cases[i][0], out, sizeof(out));
+		if (strcmp(out, cases[i][1]) != 0 || n != strlen(out))
+			fail_msg("%s: got \"%s\" (%zu), want \"%s\"", cases[i][0], out, n, cases[i][1]);
+	}
+	/* cut to the buffer, NUL-terminated */
+	assert_int_equal(strobe_sym_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi", out, 8), 7);
+	assert_string_equal(out, "std::ve");
+	assert_int_equal(strobe_sym_demangle(NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	/* a name longer than any buffer on the stack */
+	char *lng = malloc(5001);
+	assert_non_null(lng);
+	memset(lng, 'x', 5000);
+	memcpy(lng + 4990, "@@GLIBC_2.2", 11);
+	lng[5000] = 0;
+	assert_int_equal(strobe_sym_demangle(lng, out, sizeof(out)), sizeof(out) - 1);
+	free(lng);
+}
+
 /* ---- (h) kallsyms and perf maps --------------------------------------------------------------- */
 
 static void make_root(const char *name, const char *kallsyms, const char *modules,
@@ -987,7 +1057,7 @@ static void test_kallsyms_model(void **state)
 {
 	(void)state;
 	NEED_DIR();
-	enum { N = 3000, G = 4 };
+	enum { N = 6000, G = 4 }; /* text symbols past the name cache (kallsyms.c), in many blocks */
 	static const char *const gname[G] = {"[kernel.kallsyms]", "[m_one]", "[m_two]", "[bpf]"};
 	static const uint64_t gbase[G] = {0xffffffff81000000ull, 0xffffffffc0100000ull,
 					  0xffffffffc0200000ull, 0xffffffffa0000000ull};
@@ -1218,6 +1288,7 @@ int main(void)
 		cmocka_unit_test(test_kallsyms_model),
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_vdso),
+		cmocka_unit_test(test_demangle),
 	};
 	return cmocka_run_group_tests(tests, build_fixtures, remove_fixtures);
 }

@@ -133,7 +133,7 @@ split_complete() {
 	s=$(shares "$1" burn_60 burn_30 burn_10)
 	for fn in burn_60 burn_30 burn_10; do
 		got=$(pct "$s" "$fn"); want=$(truth_share "$2" "$fn")
-		c=$(complete "$1" "$fn" "^(clone3;|clone;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
+		c=$(complete "$1" "$fn" "^((__)?clone3?;)?start_thread;thread_main;run_rounds;$fn(;|\$)")
 		detail+="$fn ${got}% (truth ${want}%, ${c}% complete) "
 		within_pp "$got" "$want" "$3" || bad+="$fn share; "
 		atleast "$c" 99 || bad+="$fn stacks; "

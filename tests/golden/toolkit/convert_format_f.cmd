@@ -1,0 +1,1 @@
+convert -f folded --hide "^(parse|run)$" new.folded

@@ -1,0 +1,1 @@
+diff --format top base.folded new.folded
