@@ -12,11 +12,13 @@
  * maps (offcpu_tables.c), as the off-CPU program's does over its own. libbpf's messages go to
  * the error returned, never to stderr.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -93,6 +95,29 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 	return locks_bpf__load(l->skel);
 }
 
+/* The tables of the processes running now, for at most ms milliseconds, before the loader
+ * thread starts (strobe_otables_load is not for two threads at once). */
+static void preload(strobe_locks *l, unsigned ms)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		if (*end || pid == 0 || pid > 0x7fffffff)
+			continue;
+		strobe_otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
+			break;
+	}
+	closedir(d);
+}
+
 strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 {
 	libbpf_set_print(on_libbpf_print);
@@ -156,6 +181,8 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	}
 	for (unsigned i = 0; i < o->npids; i++)
 		strobe_locks_add_pid(l, o->pids[i]);
+	if (l->tables && o->preload_ms > 0 && o->npids == 0)
+		preload(l, o->preload_ms);
 	if (l->tables) {
 		int trc = strobe_otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
 		if (trc < 0) {

@@ -18,6 +18,7 @@
 #include "strobe/locks.h"
 
 #define TABLE_MB 8 /* the unwind rows' map (8 bytes a row), as the agent's default */
+#define PRELOAD_MS 3000 /* -a: the running processes' tables loaded first, for up to this long */
 
 strobe_locks *record_lock_open(const char *cmd, const strobe_sampler_opts *so)
 {
@@ -27,6 +28,7 @@ strobe_locks *record_lock_open(const char *cmd, const strobe_sampler_opts *so)
 		.npids = so->all ? 0 : so->npids,
 		.min_wait_ns = so->min_block_ns,
 		.table_rows = so->call_graph == STROBE_CG_FP ? 0 : (uint32_t)TABLE_MB << 17,
+		.preload_ms = PRELOAD_MS,
 	};
 	strobe_locks *lk = strobe_locks_open(&lo, &err);
 	if (!lk) {

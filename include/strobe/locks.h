@@ -31,6 +31,11 @@ typedef struct strobe_locks_opts {
 	 * copy of the rows serve both (table_rows is then ignored); NULL = its own. They must
 	 * outlive the loader that fills them, or new processes are walked by frame pointers. */
 	const int *share_tables;
+	/* Host-wide (npids 0) with its own tables: load the tables of the processes running now
+	 * for up to this many ms before returning, so their first waits are walked with them
+	 * (else each is loaded at its first wait, by one thread, which a host starting hundreds
+	 * of processes keeps busy); 0 = none. */
+	unsigned preload_ms;
 } strobe_locks_opts;
 
 typedef struct strobe_locks_stats {

@@ -61,10 +61,10 @@ fi
 name=record_lock/roots
 if [ $have = 1 ]; then
 	all=$(sum "$TMPDIR/lk.folded" '.')
-	good=$(sum "$TMPDIR/lk.folded" '^(_start|clone3?);')
+	good=$(sum "$TMPDIR/lk.folded" '^(_start|_*clone3?);')
 	p=$(ratio_pct "$good" "$all")
 	if atleast "$p" 99.9; then ok "$name" "$p% of all delay in stacks rooted at _start or clone3"
-	else fail "$name" "only $p% of the delay in stacks rooted at _start or clone3: $(grep -Ev '^(_start|clone3?);' "$TMPDIR/lk.folded" | head -3 | cut -c1-200 | tr '\n' '|')"; fi
+	else fail "$name" "only $p% of the delay in stacks rooted at _start or clone3: $(grep -Ev '^(_start|_*clone3?);' "$TMPDIR/lk.folded" | head -3 | cut -c1-200 | tr '\n' '|')"; fi
 fi
 
 # ---- lock-addr ---------------------------------------------------------------------------------
