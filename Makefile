@@ -40,7 +40,7 @@ WL_SRC   := $(wildcard tests/workloads/*.c)
 WL_BIN   := $(patsubst tests/workloads/%.c,$(B)/workloads/%,$(WL_SRC))
 # ... and the same built as release builds are, -O2 without any frame pointers (X-nofp), for the
 # unwinder's tests: only the unwind tables can walk them.
-WL_NOFP  := $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
+WL_NOFP  := $(B)/workloads/lock_contend-nofp $(B)/workloads/cpu_split-nofp $(B)/workloads/qsort_cmp-nofp $(B)/workloads/deep_recurse-nofp $(B)/workloads/stack_hole-nofp \
 	    $(B)/workloads/cpu_split-dbgframe
 
 # libstrobe-heap.so (preload/): heap and lock sampling inside a profiled process, by LD_PRELOAD.
@@ -83,11 +83,17 @@ $(B)/obj/server/ui.o $(B)/san/server/ui.o $(B)/fuzzobj/server/ui.o: $(B)/gen/ui_
 
 # The agent's eBPF program (agent/offcpu.bpf.c), compiled for the BPF target and embedded in
 # the agent through a bpftool skeleton.
-$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu_bpf.h
+$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu_bpf.h agent/ustack.bpf.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/offcpu.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/offcpu.bpf.o name offcpu_bpf > $@.tmp && mv $@.tmp $@
 $(B)/obj/agent/offcpu_bpf.o $(B)/san/agent/offcpu_bpf.o $(B)/fuzzobj/agent/offcpu_bpf.o: $(B)/gen/offcpu.skel.h
+# ... and its futex-wait program (agent/locks.bpf.c), which walks user stacks the same way.
+$(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu_bpf.h agent/ustack.bpf.h
+	@mkdir -p $(B)/gen
+	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/locks.bpf.o $<
+	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@
+$(B)/obj/agent/locks.o $(B)/san/agent/locks.o $(B)/fuzzobj/agent/locks.o: $(B)/gen/locks.skel.h
 
 $(B)/libstrobe.a: $(LIB_OBJ)
 	@rm -f $@
@@ -192,7 +198,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/heap_micro $(PRELOAD_LIB)
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/heap_micro $(PRELOAD_LIB)
 	@bash bench/run.sh
 
 clean:
@@ -205,8 +211,8 @@ $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 $(B)/bench/server_load: bench/server_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(B)/libstrobe.a $(LDLIBS)
-# The recorder's overhead benchmarks (bench/record.sh) and libstrobe-heap.so's (bench/heap.sh):
-# plain programs, no strobe code.
-$(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/heap_micro: $(B)/bench/%: bench/%.c
+# The recorder's overhead benchmarks (bench/record.sh), the futex program's (bench/locks.sh) and
+# libstrobe-heap.so's (bench/heap.sh): plain programs, no strobe code.
+$(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/bench/heap_micro: $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 $(WARN) -O2 -g -pthread -o $@ $<

@@ -162,6 +162,20 @@ static json_t *status_json(strobe_agent *a)
 				  (json_int_t)st.ob.stacks_missing, "kernel_stacks_reused",
 				  (json_int_t)st.ob.kstacks_reused, "user_stacks_reused",
 				  (json_int_t)st.ob.ustacks_reused));
+	if (j && o->locks)
+		json_object_set_new(
+			j, "locks_bpf",
+			json_pack("{s:b,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "on",
+				  !st.locks_why[0], "why_off", st.locks_why, "waits",
+				  (json_int_t)st.lk.waits, "not_slept", (json_int_t)st.lk.not_slept,
+				  "sums_read", (json_int_t)st.lk.entries, "dropped_threads_full",
+				  (json_int_t)st.lk.starts_full, "dropped_sums_full",
+				  (json_int_t)st.lk.counts_full, "stack_errors",
+				  (json_int_t)st.lk.stack_errors, "stacks_missing",
+				  (json_int_t)st.lk.stacks_missing, "table_frames",
+				  (json_int_t)st.lk.table_frames, "fp_frames",
+				  (json_int_t)st.lk.fp_frames, "walks_without_maps",
+				  (json_int_t)st.lk.no_maps));
 	json_t *ob = j && o->offcpu ? json_object_get(j, "offcpu_bpf") : NULL;
 	if (ob)
 		json_object_set_new(

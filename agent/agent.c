@@ -124,8 +124,12 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 		*bpf = true;
 		return 0;
 	}
-	strobe_offcpu_close(a->ob);
-	a->ob = NULL;
+	if (a->lk_shares_ob && a->ob) {
+		strobe_offcpu_detach(a->ob); /* kept: its table loader serves --locks too */
+	} else {
+		strobe_offcpu_close(a->ob);
+		a->ob = NULL;
+	}
 	if (a->o->offcpu_mode == STROBE_OFFCPU_BPF)
 		return strobe_errf(err, code < 0 ? code : -EINVAL, "--off-cpu-mode bpf: %s", e.msg);
 	a->ob_failed = true;
@@ -135,6 +139,38 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 	snprintf(a->st.offcpu_why, sizeof(a->st.offcpu_why), "%.255s", e.msg);
 	pthread_mutex_unlock(&a->mu);
 	return 0;
+}
+
+/* --locks: the futex-wait program, loaded once (attached unless paused). Where it cannot load
+ * (no BTF, no privilege, no syscall tracepoints) the agent goes on without lock profiles and
+ * says why, in the log and in /status. */
+static void open_locks(strobe_agent *a)
+{
+	strobe_err e = {{0}};
+	int share[5];
+	strobe_locks_opts lo = {.pids = a->o->pids, .npids = a->o->npids,
+				.table_rows = a->o->call_graph == STROBE_CG_FP
+						      ? 0
+						      : a->o->unwind_table_mb << 17};
+	/* with the off-CPU program's table walk loaded, its rows and loader serve both */
+	if (lo.table_rows && a->ob && strobe_offcpu_table_maps(a->ob, share) == 0)
+		lo.share_tables = share;
+	if ((a->lk = strobe_locks_open(&lo, &e)) &&
+	    (atomic_load(&a->want_pause) || strobe_locks_attach(a->lk, &e) == 0)) {
+		a->lk_shares_ob = lo.share_tables != NULL;
+		strobe_locks_stats st;
+		strobe_locks_get_stats(a->lk, &st);
+		if (st.tables_off[0])
+			agent_log(a, STROBE_LOG_WARN, "locks: user stacks by frame pointers only: the "
+				  "unwind-table walk did not load (%s)", st.tables_off);
+		return;
+	}
+	strobe_locks_close(a->lk);
+	a->lk = NULL;
+	agent_log(a, STROBE_LOG_ERROR, "locks: no lock profiles: %s", e.msg);
+	pthread_mutex_lock(&a->mu);
+	snprintf(a->st.locks_why, sizeof(a->st.locks_why), "%.255s", e.msg);
+	pthread_mutex_unlock(&a->mu);
 }
 
 static void on_process(void *ctx, pid_t pid);
@@ -194,8 +230,12 @@ static void publish_stats(strobe_agent *a)
 	strobe_offcpu_stats ob = {0};
 	if (a->ob)
 		strobe_offcpu_get_stats(a->ob, &ob);
+	strobe_locks_stats lk = {0};
+	if (a->lk)
+		strobe_locks_get_stats(a->lk, &lk);
 	pthread_mutex_lock(&a->mu);
 	a->st.ob = ob;
+	a->st.lk = lk;
 	a->st.samples = a->base_samples + st.samples;
 	a->st.switches = a->base_switches + st.switches;
 	a->st.lost = a->base_lost + st.lost;
@@ -351,7 +391,7 @@ static bool rule_matches(strobe_agent *a, unsigned r, const strobe_proc_info *pi
 	return true;
 }
 
-static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi)
+static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, const char *name)
 {
 	const strobe_agent_opts *o = a->o;
 	const char *service = pi->service;
@@ -360,7 +400,9 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi)
 		if (o->rules[r].service_name && rule_matches(a, r, pi))
 			service = o->rules[r].service_name;
 	sbuf b = {0};
-	sb_str(&b, "name=process_cpu&service_name=");
+	sb_str(&b, "name=");
+	sb_str(&b, name);
+	sb_str(&b, "&service_name=");
 	sb_esc(&b, service, strlen(service));
 	sb_str(&b, "&labels=");
 	sb_esc(&b, "{", 1);
@@ -421,26 +463,49 @@ static void export_interval(strobe_agent *a)
 			agent_log(a, STROBE_LOG_ERROR, "off-CPU: reading the kernel's sums: %s",
 				  strerror(-rc));
 	}
+	if (a->lk) {
+		int rc = strobe_locks_collect(a->lk, a->s);
+		if (rc < 0)
+			agent_log(a, STROBE_LOG_ERROR, "locks: reading the kernel's sums: %s",
+				  strerror(-rc));
+	}
 	pid_t *pids = malloc(PIDS_CAP * sizeof(*pids));
 	unsigned n = pids ? strobe_sampler_pids(a->s, pids, PIDS_CAP) : 0;
+	/* with --locks, the processes that have lock sums: only they get a lock profile */
+	pid_t *lpids = a->lk ? malloc(PIDS_CAP * sizeof(*lpids)) : NULL;
+	unsigned nl = lpids ? strobe_sampler_lock_pids(a->s, lpids, PIDS_CAP) : 0;
 	uint64_t nprof = 0, nbytes = 0, errors = 0;
 	int64_t t0 = strobe_mono_ns();
 	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
 		strobe_symbolizer_free(a->sym);
 		new_symbolizer(a);
 	}
-	for (unsigned i = 0; i < n; i++) {
+	/* with --locks, each process's lock profile (Pyroscope's "mutex") after its CPU one */
+	for (unsigned k = 0; k < (a->lk ? 2 * n : n); k++) {
+		unsigned i = a->lk ? k / 2 : k;
+		bool locks = a->lk && k % 2;
+		if (locks) {
+			unsigned j = 0;
+			while (j < nl && lpids[j] != pids[i])
+				j++;
+			if (j == nl)
+				continue;
+		}
 		proc_entry *pe = proc_lookup(a, pids[i], interval);
 		if (!pe || !wanted(a, &pe->info))
 			continue;
 		strobe_err err = {{0}};
-		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i]};
+		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i], .locks = locks};
 		strobe_profile *p = strobe_sampler_profile(a->s, &po, &err);
+		if (p && a->lk && strobe_nsamples(p) == 0) {
+			strobe_profile_free(p); /* a process that only waited, or never did */
+			continue;
+		}
 		uint8_t *pb = NULL;
 		size_t len = 0;
 		char *meta = NULL;
 		if (!p || strobe_pprof_encode(p, &pb, &len) < 0 ||
-		    !(meta = push_query(a, pids[i], &pe->info))) {
+		    !(meta = push_query(a, pids[i], &pe->info, locks ? "mutex" : "process_cpu"))) {
 			errors++;
 			agent_log(a, STROBE_LOG_ERROR, "export of pid %d failed: %s", (int)pids[i],
 				  err.msg[0] ? err.msg : "out of memory");
@@ -459,6 +524,7 @@ static void export_interval(strobe_agent *a)
 		strobe_profile_free(p);
 	}
 	free(pids);
+	free(lpids);
 	strobe_sampler_reset_agg(a->s);
 	/* exited processes leave the sampler's tables: process churn does not grow them */
 	unsigned forgotten = strobe_sampler_forget_exited(a->s);
@@ -663,6 +729,8 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	a->st.started_unix = time(NULL);
 	if ((rc = open_sampler(a, err)) < 0)
 		goto fail;
+	if (o->locks)
+		open_locks(a);
 	if (!o->no_symbolize) {
 		if (new_symbolizer(a) < 0)
 			agent_log(a, STROBE_LOG_WARN, "cannot start the symbolizer (%s): sending raw "
@@ -688,6 +756,7 @@ void strobe_agent_free(strobe_agent *a)
 		agent_sender_finish(a, 0);
 	close_sampler(a);
 	strobe_offcpu_close(a->ob);
+	strobe_locks_close(a->lk);
 	strobe_symbolizer_free(a->sym);
 	strobe_spool_close(a->spool);
 	if (a->have_comm_re)
@@ -725,6 +794,12 @@ static void apply_pause(strobe_agent *a)
 		else if (strobe_offcpu_attach(a->ob, &err) < 0)
 			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
 	}
+	if (a->lk) {
+		if (want)
+			strobe_locks_detach(a->lk);
+		else if (strobe_locks_attach(a->lk, &err) < 0)
+			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
+	}
 	pthread_mutex_lock(&a->mu);
 	a->st.paused = want;
 	pthread_mutex_unlock(&a->mu);
@@ -752,10 +827,11 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 	const int64_t iv = (int64_t)(a->o->interval_s ? a->o->interval_s : 10) * 1000000000;
 	int64_t next = strobe_mono_ns() + iv;
 	budget b = {.cpu0 = cpu_ns(), .wall0 = strobe_mono_ns(), .born = strobe_mono_ns()};
-	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s%s, every %u s to %s (host %s)",
+	agent_log(a, STROBE_LOG_INFO, "profiling %s at %u Hz%s%s%s, every %u s to %s (host %s)",
 		  a->o->npids ? "the given pids" : "every process", a->so.freq,
 		  a->o->offcpu ? " with off-CPU from " : "",
-		  a->o->offcpu ? (a->ob_active ? "eBPF" : "perf") : "", a->o->interval_s,
+		  a->o->offcpu ? (a->ob_active ? "eBPF" : "perf") : "",
+		  a->lk ? ", lock contention from eBPF" : "", a->o->interval_s,
 		  a->o->server, a->host);
 	int rc = 0;
 	while (!atomic_load(&a->stop)) {

@@ -312,6 +312,11 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected true or false");
 			else
 				o->offcpu = json_is_true(v);
+		} else if (strcmp(k, "locks") == 0) {
+			if (!json_is_boolean(v))
+				rc = bad(&c, k, "expected true or false");
+			else
+				o->locks = json_is_true(v);
 		} else if (strcmp(k, "offcpu_mode") == 0) {
 			int m = json_is_string(v) ? strobe_offcpu_mode_parse(json_string_value(v)) : -1;
 			if (m < 0)

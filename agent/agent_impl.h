@@ -19,6 +19,7 @@
 #include "strobe/sampler.h"
 #include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
 #include "offcpu.h"
+#include "strobe/locks.h"
 
 typedef struct agent_status {
 	int64_t started_unix;
@@ -28,6 +29,8 @@ typedef struct agent_status {
 	const char *offcpu_mode; /* "bpf" or "perf" while off-CPU is on, else "off" */
 	char offcpu_why[256];    /* why auto chose perf ("" otherwise) */
 	strobe_offcpu_stats ob;  /* the eBPF collection's counters */
+	strobe_locks_stats lk;   /* the futex-wait program's counters (--locks) */
+	char locks_why[256];     /* why --locks is off ("" otherwise) */
 	unsigned budget_level;   /* 0 = as configured; each step is one degradation */
 	char budget_note[256];   /* what the budget did last, "" when nothing */
 	double cpu_pct;          /* own CPU over the last interval, % of one core */
@@ -66,6 +69,8 @@ struct strobe_agent {
 	strobe_offcpu *ob;      /* the eBPF off-CPU collection, once loaded */
 	bool ob_failed;         /* it could not be loaded: perf from then on (auto) */
 	bool ob_active;         /* the current sampler's off-CPU comes from it */
+	strobe_locks *lk;       /* the futex-wait program (--locks) */
+	bool lk_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;

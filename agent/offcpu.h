@@ -62,6 +62,10 @@ void strobe_offcpu_detach(strobe_offcpu *b);
 /* Moves the sums collected since the last call into s (see strobe_sampler_add_offcpu). */
 int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
 void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st);
+/* The table walk's maps (urows, umaps, uwant, ureq, uexec, in that order), for another program
+ * to share them and this program's table loader (strobe_locks_opts.share_tables); -ENOENT when
+ * the walk is off. The fds stay owned by b. */
+int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[5]);
 void strobe_offcpu_close(strobe_offcpu *b);
 
 #endif

@@ -467,6 +467,18 @@ void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st)
 	memcpy(st->tables_off, b->tables_off, sizeof(st->tables_off));
 }
 
+int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[5])
+{
+	if (!b->tables)
+		return -ENOENT;
+	fds[0] = bpf_map__fd(b->skel->maps.urows);
+	fds[1] = bpf_map__fd(b->skel->maps.umaps);
+	fds[2] = bpf_map__fd(b->skel->maps.uwant);
+	fds[3] = bpf_map__fd(b->skel->maps.ureq);
+	fds[4] = bpf_map__fd(b->skel->maps.uexec);
+	return 0;
+}
+
 void strobe_offcpu_close(strobe_offcpu *b)
 {
 	if (!b)

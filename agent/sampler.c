@@ -420,8 +420,19 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err)
 {
 	*out = NULL;
-	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
+	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU | STROBE_EV_LOCK)))
 		return strobe_errf(err, -EINVAL, "no event selected");
+	strobe_sampler_opts lo;
+	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU))) {
+		/* Locks alone: the on-CPU events, at 1 Hz and frame pointers only, are there for
+		 * their side-band records, which keep the mappings of processes that exit before
+		 * their waits are read; their samples are in no lock profile. */
+		lo = *o;
+		lo.events = STROBE_EV_CPU | STROBE_EV_LOCK;
+		lo.freq = 1;
+		lo.call_graph = STROBE_CG_FP;
+		o = &lo;
+	}
 #ifndef __x86_64__
 	if (o->call_graph == STROBE_CG_DWARF)
 		return strobe_errf(err, -EOPNOTSUPP,
@@ -433,6 +444,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	strobe_sampler *s = sampler_alloc(o);
 	if (!s)
 		return strobe_errf(err, -ENOMEM, "out of memory");
+	s->lock_only = o == &lo;
 	int rc = 0;
 
 	int tp_switch = 0, tp_wakeup = 0, size;
@@ -690,8 +702,8 @@ static uint64_t raw_u(const sample *sm, int off, int size)
 
 /* ---- aggregation ----------------------------------------------------------------------------- */
 
-static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames, uint32_t n,
-		   const int64_t v[NV])
+static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+			const uint32_t *frames, uint32_t n, const int64_t v[NV])
 {
 	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
 	uint8_t buf[sizeof(strobe_agg_key) + 256 * sizeof(uint32_t)];
@@ -702,6 +714,7 @@ static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *
 	k->tid = tid;
 	k->n = n;
 	k->pad_ = 0;
+	k->lock = lock;
 	memcpy(k->frame, frames, n * sizeof(uint32_t));
 	uint32_t id;
 	bool added;
@@ -725,6 +738,12 @@ static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *
 			*x = INT64_MAX; /* only corrupt input gets here */
 	}
 	return 0;
+}
+
+static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames, uint32_t n,
+		   const int64_t v[NV])
+{
+	return agg_add_lock(s, pid, tid, 0, frames, n, v);
 }
 
 /* The process, its mappings read from /proc when first seen. */
@@ -1078,6 +1097,24 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 	v[V_SWITCHES] = switches;
 	s->st.switches += (uint64_t)switches;
 	return agg_add(s, pid, tid, s->scratch, n, v);
+}
+
+int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
+{
+	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+		return -ENOMEM;
+	strobe_proc *p = NULL;
+	bool rescanned = false;
+	uint32_t n = 0;
+	/* the leaf is where the wait's system call returns to; the rest are return addresses */
+	for (uint32_t i = 0; i < nu && uips[i]; i++)
+		add_frame(s, pid, &p, &rescanned, uips[i], false, i > 0, &n);
+	thread_for(s, tid, pid);
+	int64_t v[NV] = {0};
+	v[V_WAITS] = waits;
+	v[V_DELAY_NS] = delay_ns;
+	return agg_add_lock(s, pid, tid, lock, s->scratch, n, v);
 }
 
 static void on_wakeup(strobe_sampler *s, const sample *sm)
@@ -1747,6 +1784,17 @@ unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 	for (uint32_t id = 0; id < s->agg.n; id++) {
 		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
 		if (!in_list(out, n, k->pid) && n < cap)
+			out[n++] = k->pid;
+	}
+	return n;
+}
+
+unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
+{
+	unsigned n = 0;
+	for (uint32_t id = 0; id < s->agg.n; id++) {
+		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
+		if (s->vals[(size_t)id * NV + V_WAITS] && !in_list(out, n, k->pid) && n < cap)
 			out[n++] = k->pid;
 	}
 	return n;

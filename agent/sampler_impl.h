@@ -20,7 +20,8 @@
 #include "strobe/sampler.h"
 
 /* Value slots of the aggregate (the profile's sample types are chosen from these). */
-enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, NV };
+enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, V_WAITS, V_DELAY_NS,
+       NV };
 
 /* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
  * which is inside the call instruction, so the caller's line and inline chain are right). */
@@ -32,6 +33,7 @@ typedef struct strobe_frame_key {
 typedef struct strobe_agg_key {
 	int32_t pid, tid;
 	uint32_t n, pad_;
+	uint64_t lock;    /* the lock's address, for lock sums (else 0) */
 	uint32_t frame[]; /* n frame ids, leaf first */
 } strobe_agg_key;
 
@@ -64,6 +66,7 @@ struct strobe_sampler {
 	bool no_wakeups;         /* could not open sched_wakeup: no blocked/run-queue split */
 	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
 	bool ext_offcpu;         /* off-CPU values come from elsewhere (the eBPF aggregation) */
+	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
 
 	/* Records read from the rings, held until every ring has been read past their time. */
 	uint8_t *arena;
@@ -110,6 +113,13 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches);
+/* Adds lock waits measured elsewhere (the agent's futex-wait program, locks.c): waits and their
+ * total delay at lock address `lock`, under the waiter's user stack (leaf first). They appear
+ * in lock profiles only (strobe_sampler_profile_opts.locks). */
+int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns);
+/* The processes with lock sums in the aggregate (at most cap), as strobe_sampler_pids. */
+unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
 /* After a reset_agg: forgets the processes and threads that exited (strobe_tracker_forget), so

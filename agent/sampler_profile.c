@@ -8,6 +8,7 @@
  * renderers, then show it as [file+0xoffset]), so it can be symbolized later from its build ID.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,8 +249,18 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		{-1, "wall", "nanoseconds"},
 	};
 	bool cpu = s->o.events & STROBE_EV_CPU, off = (s->o.events & STROBE_EV_OFFCPU) || s->ext_offcpu;
+	bool locks = o->locks || s->lock_only;
 	int slot[8], nt = 0;
-	for (size_t i = 0; i < sizeof(all) / sizeof(*all) && rc == 0; i++) {
+	if (locks) {
+		/* Go's mutex profile's types, so pprof and Pyroscope read it as one */
+		cpu = off = false;
+		rc = strobe_profile_add_type(p, "contentions", "count");
+		if (rc == 0)
+			rc = strobe_profile_add_type(p, "delay", "nanoseconds");
+		slot[nt++] = V_WAITS;
+		slot[nt++] = V_DELAY_NS;
+	}
+	for (size_t i = 0; i < sizeof(all) / sizeof(*all) && rc == 0 && !locks; i++) {
 		bool want = all[i].slot == V_SAMPLES || all[i].slot == V_CPU_NS ? cpu
 			    : all[i].slot < 0				       ? cpu && off
 									       : off;
@@ -261,11 +272,18 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			rc = strobe_profile_add_type(p, all[i].type, all[i].unit);
 		slot[nt++] = all[i].slot;
 	}
-	if (rc == 0) {
+	if (rc == 0 && locks) {
+		p->default_type = 1; /* delay */
+		p->period_type.type = str(p, "contentions");
+		p->period_type.unit = str(p, "count");
+		p->period = 1;
+	} else if (rc == 0) {
 		p->default_type = cpu && off ? nt - 1 : cpu ? 1 : 0; /* wall, cpu or off_cpu */
 		p->period_type.type = str(p, !cpu ? "off_cpu" : s->o.cycles ? "cycles" : "cpu");
 		p->period_type.unit = str(p, cpu && s->o.cycles ? "count" : "nanoseconds");
 		p->period = cpu && !s->o.cycles ? s->period_ns : 1;
+	}
+	if (rc == 0) {
 		p->time_nanos = s->start_real_ns;
 		p->duration_nanos = s->start_ns >= 0 && s->horizon_ns > s->start_ns
 					    ? s->horizon_ns - s->start_ns
@@ -274,7 +292,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 
 	if (rc == 0 && b.sym && o->release_objects)
 		rc = symbolize_by_object(&b, o);
-	strobe_label *labels = calloc(4 + o->nlabels, sizeof(*labels));
+	strobe_label *labels = calloc(5 + o->nlabels, sizeof(*labels));
 	if (!labels)
 		rc = -ENOMEM;
 	for (uint32_t id = 0; rc == 0 && id < s->agg.n; id++) {
@@ -324,6 +342,11 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			snprintf(num, sizeof(num), "%d", (int)k->tid);
 			add_label(p, labels, &nl, "tid", num);
 			add_label(p, labels, &nl, "thread", th ? th->comm : NULL);
+		}
+		if (locks && k->lock) { /* tells one mutex from another */
+			char addr[24];
+			snprintf(addr, sizeof(addr), "0x%" PRIx64, k->lock);
+			add_label(p, labels, &nl, "lock_addr", addr);
 		}
 		for (unsigned i = 0; i < o->nlabels; i++) {
 			const char *eq = strchr(o->labels[i], '=');

@@ -28,6 +28,20 @@ int cmd_query(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 
+/* record -e lock (record_lock.c): the futex-wait program loaded for record's targets (NULL
+ * after saying why), then attached (-errno after saying why), its sums moved into the sampler,
+ * and at the end the last sums moved (s: NULL for none), a summary unless quiet, and the
+ * program closed. */
+struct strobe_locks;
+struct strobe_sampler;
+struct strobe_sampler_opts;
+struct strobe_locks *record_lock_open(const char *cmd, const struct strobe_sampler_opts *so);
+int record_lock_attach(const char *cmd, struct strobe_locks *lk);
+void record_lock_stop(struct strobe_locks *lk); /* detached: the window ends */
+int record_lock_collect(const char *cmd, struct strobe_locks *lk, struct strobe_sampler *s);
+void record_lock_close(const char *cmd, struct strobe_locks *lk, struct strobe_sampler *s,
+		       bool quiet);
+
 /* Options every profile-reading command takes (pprof's names). */
 typedef struct cli_profile_opts {
 	const char *sample_index; /* name or index; NULL = pprof default */

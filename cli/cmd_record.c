@@ -32,8 +32,10 @@ static const char usage_text[] =
 	"Ends after -d, when the command or processes exit, or on Ctrl-C; the output is always\n"
 	"written. Needs root, CAP_PERFMON, or kernel.perf_event_paranoid low enough.\n\n"
 	"  -e, --event EVENT      cpu (on-CPU samples, default), offcpu (time blocked or waiting\n"
-	"                         to run, from sched_switch), wall (both in one profile), or\n"
-	"                         cycles (on-CPU from the hardware cycle counter, where there is one);\n"
+	"                         to run, from sched_switch), wall (both in one profile),\n"
+	"                         cycles (on-CPU from the hardware cycle counter, where there is\n"
+	"                         one), lock (futex waits summed in the kernel by eBPF: lock\n"
+	"                         contention, by the waiter's stack and the lock's address);\n"
 	"                         heap or mutex: allocations or lock contention of a command, by\n"
 	"                         preloading libstrobe-heap.so (no root needed; docs/heap.md)\n"
 	"  -F, --freq HZ          on-CPU samples per second (default 99)\n"
@@ -66,7 +68,8 @@ static const char usage_text[] =
 	"  --leaks FILE           heap: write the possible leaks there, not to stderr\n"
 	"  --no-leaks             heap: no leak report\n\n"
 	"Sample types: cpu: samples/count, cpu/nanoseconds; offcpu: off_cpu, blocked, runqueue\n"
-	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds; heap:\n"
+	"(nanoseconds) and switches/count; wall: all of these and wall/nanoseconds; lock:\n"
+	"contentions/count and delay/nanoseconds (--min-block drops shorter waits); heap:\n"
 	"alloc_objects, alloc_space, inuse_objects, inuse_space (Go's); mutex: contentions/count,\n"
 	"delay/nanoseconds. STROBE_HEAP_RATE (bytes, default 524288) and STROBE_LOCK_SAMPLE_NS\n"
 	"(default 100000) set the heap and lock sampling.\n";
@@ -234,11 +237,13 @@ int cmd_record(int argc, char **argv)
 				so.events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
 			else if (strcmp(optarg, "cycles") == 0)
 				so.events = STROBE_EV_CPU, so.cycles = true;
+			else if (strcmp(optarg, "lock") == 0 || strcmp(optarg, "locks") == 0)
+				so.events = STROBE_EV_LOCK;
 			else if (record_heap_event(optarg, &ho))
 				;
 			else {
-				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall, cycles, heap "
-					     "or mutex)", optarg);
+				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall, cycles, lock, "
+					     "heap or mutex)", optarg);
 				goto out;
 			}
 			break;
@@ -383,11 +388,22 @@ int cmd_record(int argc, char **argv)
 		so.npids = npids;
 	}
 
+	struct strobe_locks *lk = NULL;
+	if (so.events == STROBE_EV_LOCK && !(lk = record_lock_open(cmd, &so))) {
+		if (child > 0) {
+			close(go);
+			waitpid(child, NULL, 0);
+		}
+		goto out;
+	}
 	strobe_err err = {{0}};
 	strobe_sampler *s = NULL;
 	int orc = strobe_sampler_open(&so, &s, &err);
-	if (orc < 0) {
-		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
+	if (orc < 0 || (lk && record_lock_attach(cmd, lk) < 0)) {
+		if (orc < 0)
+			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
+		record_lock_close(cmd, lk, NULL, true);
+		strobe_sampler_close(s);
 		if (child > 0) {
 			close(go); /* the child reads EOF and exits */
 			waitpid(child, NULL, 0);
@@ -399,6 +415,7 @@ int cmd_record(int argc, char **argv)
 		if (write(go, "x", 1) != 1 || read(status_fd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
 			cli_err(cmd, "cannot run '%s': %s", command[0], strerror(e ? e : EPIPE));
 			waitpid(child, NULL, 0);
+			record_lock_close(cmd, lk, s, true);
 			strobe_sampler_close(s);
 			goto out;
 		}
@@ -406,6 +423,7 @@ int cmd_record(int argc, char **argv)
 		close(status_fd);
 	} else if (strobe_sampler_enable(s, &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
+		record_lock_close(cmd, lk, s, true);
 		strobe_sampler_close(s);
 		goto out;
 	}
@@ -415,7 +433,7 @@ int cmd_record(int argc, char **argv)
 	bool child_done = false;
 	const char *why = "";
 	for (;;) {
-		int wait_ms = so.events & STROBE_EV_OFFCPU ? ROUND_MS_OFFCPU : ROUND_MS;
+		int wait_ms = so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK) ? ROUND_MS_OFFCPU : ROUND_MS;
 		if (duration > 0) { /* wake up when the duration is reached, not after */
 			double left = duration * 1e3 - (double)(strobe_mono_ns() - t0) / 1e6;
 			if (left < wait_ms)
@@ -427,6 +445,8 @@ int cmd_record(int argc, char **argv)
 			cli_err(cmd, "%s", err.msg);
 			break;
 		}
+		if (lk && record_lock_collect(cmd, lk, s) < 0)
+			break;
 		int64_t now = strobe_mono_ns();
 		if (stop_signal) {
 			why = stop_signal == SIGINT ? "interrupted" : "terminated";
@@ -450,10 +470,12 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	strobe_sampler_disable(s);
+	record_lock_stop(lk);
 	if (child > 0 && !child_done) /* the command does not outlive its recording */
 		kill(child, stop_signal ? stop_signal : SIGTERM);
 	if (strobe_sampler_drain(s, &err) < 0)
 		cli_err(cmd, "%s", err.msg);
+	record_lock_close(cmd, lk, s, quiet); /* the last sums, while mappings are still held */
 	strobe_sampler_trim(s); /* recording is over: make room for the symbolizer */
 
 	strobe_symbolizer *sym = NULL;

@@ -64,6 +64,8 @@ typedef struct strobe_agent_opts {
 	bool offcpu;             /* off-CPU collection too */
 	unsigned offcpu_mode;    /* STROBE_OFFCPU_*: how (default auto) */
 	unsigned offcpu_entries; /* bpf: map entries (threads off CPU, sums); default 16384 */
+	bool locks;              /* lock contention: futex waits summed by an eBPF program,
+				    pushed as mutex:contentions / mutex:delay profiles */
 	pid_t *pids;             /* targets: these pids only (else every process) */
 	unsigned npids;
 	char *comm_re;           /* only processes whose comm matches */

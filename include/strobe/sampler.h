@@ -33,6 +33,10 @@ extern "C" {
 enum {
 	STROBE_EV_CPU = 1u << 0,    /* on-CPU samples */
 	STROBE_EV_OFFCPU = 1u << 1, /* off-CPU intervals */
+	/* Lock contention summed elsewhere (the eBPF futex-wait program, strobe_sampler_add_lock)
+	 * and added to the aggregate. Alone, the sampler opens its perf events at 1 Hz only for
+	 * their side-band records (mappings, names, exits), and profiles are lock profiles. */
+	STROBE_EV_LOCK = 1u << 2,
 };
 
 typedef struct strobe_sampler_opts {
@@ -149,6 +153,10 @@ typedef struct strobe_sampler_profile_opts {
 	bool release_objects;
 	/* Only samples of this pid (0 = all); for the agent's per-process profiles. */
 	pid_t only_pid;
+	/* The lock-contention profile (contentions/count, delay/nanoseconds, a lock_addr label)
+	 * rather than the CPU/off-CPU one; implied for a sampler opened with STROBE_EV_LOCK
+	 * alone. */
+	bool locks;
 } strobe_sampler_profile_opts;
 
 /*

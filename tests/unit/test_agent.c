@@ -406,6 +406,11 @@ static void test_config(void **state)
 	assert_int_equal(strobe_agent_config_parse(om, sizeof(om) - 1, "agent.json", &o, &err), 0);
 	assert_int_equal(o.offcpu_mode, STROBE_OFFCPU_PERF);
 	assert_int_equal(o.offcpu_entries, 4096);
+	assert_false(o.locks); /* the default */
+	strobe_agent_opts_free(&o);
+	strobe_agent_opts_init(&o);
+	assert_int_equal(strobe_agent_config_parse("{\"locks\": true}", 15, "agent.json", &o, &err), 0);
+	assert_true(o.locks);
 	strobe_agent_opts_free(&o);
 	assert_int_equal(strobe_offcpu_mode_parse("bpf"), STROBE_OFFCPU_BPF);
 	assert_int_equal(strobe_offcpu_mode_parse("ebpf"), -EINVAL);
@@ -414,6 +419,7 @@ static void test_config(void **state)
 	config_error("{\"offcpu_mode\": \"kprobe\"}",
 		     "\"offcpu_mode\": expected \"auto\", \"bpf\" or \"perf\"");
 	config_error("{\"offcpu_entries\": 10}", "\"offcpu_entries\": 10 is out of range");
+	config_error("{\"locks\": \"yes\"}", "\"locks\": expected true or false");
 	/* glibc's regcomp grows geometrically with repeated repetitions (found by fuzzing: 2 GB) */
 	config_error("{\"targets\": {\"comm\": \"^postg+++++++++++++++++++++++++++++res$\"}}",
 		     "stacked repetition operators");

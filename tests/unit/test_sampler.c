@@ -225,6 +225,57 @@ static void test_cpu_samples(void **state)
 	free(w);
 }
 
+/* Lock sums from the futex-wait program (strobe_sampler_add_lock) live in the same aggregate as
+ * the CPU samples but only in lock profiles: Go's mutex types, one sample per lock address. */
+static void test_lock_sums(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	mmap2(w, 100, 0x400000, 0x2000, 0x1000, "/bin/app", 1);
+	comm(w, 100, 100, "app", false, 2);
+	uint64_t st[] = {0x400100, 0x400800};
+	sample(w, 0, 100, 100, 10, st, 2, NULL, 0);
+	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
+	uint64_t ls[] = {0x400200, 0x400800};
+	assert_int_equal(strobe_sampler_add_lock(s, 100, 100, 0x7000, ls, 2, 2, 2000), 0);
+	assert_int_equal(strobe_sampler_add_lock(s, 100, 100, 0x7000, ls, 2, 1, 500), 0);
+	assert_int_equal(strobe_sampler_add_lock(s, 100, 100, 0x9000, ls, 2, 1, 700), 0);
+	strobe_profile *p = profile(s); /* the CPU profile: no lock sums in it */
+	assert_int_equal(strobe_nsamples(p), 1);
+	assert_int_equal(total(p, "samples"), 1);
+	assert_true(strobe_type_index(p, "delay") < 0);
+	strobe_profile_free(p);
+	strobe_sampler_profile_opts po = {.per_thread = true, .locks = true};
+	strobe_err err;
+	p = strobe_sampler_profile(s, &po, &err);
+	assert_non_null(p);
+	assert_int_equal(p->ntypes, 2);
+	assert_int_equal(strobe_nsamples(p), 2); /* one per lock address */
+	assert_int_equal(total(p, "contentions"), 4);
+	assert_int_equal(total(p, "delay"), 3200);
+	assert_string_equal(strobe_str(p, p->period_type.type), "contentions");
+	assert_int_equal(p->default_type, 1);
+	char *f = folded(p, "delay");
+	/* the leaf is where the wait returned to (not a return address) */
+	assert_string_equal(f, "[app+0x1800];[app+0x1200] 3200\n");
+	free(f);
+	bool saw[2] = {false, false};
+	for (uint32_t i = 1; i <= strobe_nsamples(p); i++) {
+		uint32_t n;
+		const strobe_label *l = strobe_labelset_get(p, strobe_sample(p, i)->labels, &n);
+		for (uint32_t j = 0; j < n; j++) {
+			if (strcmp(strobe_str(p, l[j].key), "lock_addr") != 0)
+				continue;
+			saw[0] |= strcmp(strobe_str(p, l[j].str), "0x7000") == 0;
+			saw[1] |= strcmp(strobe_str(p, l[j].str), "0x9000") == 0;
+		}
+	}
+	assert_true(saw[0] && saw[1]);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
+
 static void test_offcpu_split(void **state)
 {
 	buf *w = calloc(1, sizeof(*w));
@@ -492,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_held_records_survive),
 		cmocka_unit_test(test_switch_in_without_idle_sample),
 		cmocka_unit_test(test_tracker_forget),
+		cmocka_unit_test(test_lock_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

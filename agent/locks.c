@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Loader and reader of the futex-wait program (agent/locks.bpf.c, embedded as a bpftool
+ * skeleton), for the agent's --locks and `strobe record -e lock`. Once per interval (or round)
+ * strobe_locks_collect drains the kernel's sums into the sampler's aggregate, then rotates the
+ * stack maps: a sum and its stack are written together at the wait's end in generation g
+ * (stack map g % 2), so a drain finds the stacks of its sums in the maps of the generation now
+ * (cur) and, for a program that read the generation just before the last flip, of cur - 1; after
+ * the drain the map of cur - 1 is cleared and the kernel switched to cur + 1.
+ *
+ * The table walk (unwind tables in the kernel) has its own loader thread over this object's
+ * maps (offcpu_tables.c), as the off-CPU program's does over its own. libbpf's messages go to
+ * the error returned, never to stderr.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/types.h>
+
+#include "locks.h"
+#include "locks.skel.h"
+#include "offcpu_tables.h"
+#include "sampler_impl.h"
+#include "strobe/locks.h"
+
+#define DEFAULT_ENTRIES 16384
+#define MAX_ENTRIES (1u << 20)
+
+struct strobe_locks {
+	struct locks_bpf *skel;
+	int fd_counts, fd_stacks[2], fd_targets;
+	uint32_t max_entries;
+	int ncpus;
+	uint64_t stacks_missing, entries;
+	struct strobe_lk_key *keys; /* scratch for one drain */
+	uint64_t *skeys;            /* scratch for clearing a stack map */
+	struct bpf_link *opt_links[4]; /* futex_waitv, futex_wait where the kernel has them */
+	strobe_otables *tables;
+	char tables_off[256];
+};
+
+static _Thread_local char libbpf_msg[256];
+
+static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	char m[256];
+	vsnprintf(m, sizeof(m), fmt, ap);
+	m[strcspn(m, "\n")] = 0;
+	if (m[0])
+		memcpy(libbpf_msg, m, sizeof(m));
+	return 0;
+}
+
+static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows)
+{
+	uint32_t n = l->max_entries;
+	l->skel = locks_bpf__open();
+	if (!l->skel)
+		return -errno;
+	l->skel->rodata->min_wait_ns = o->min_wait_ns > 0 ? (uint64_t)o->min_wait_ns : 0;
+	l->skel->rodata->filter_tgids = o->npids > 0;
+	l->skel->rodata->tables = table_rows > 0 || o->share_tables;
+	bpf_map__set_max_entries(l->skel->maps.urows, table_rows ? table_rows : 1);
+	if (o->share_tables) {
+		struct bpf_map *m[] = {l->skel->maps.urows, l->skel->maps.umaps, l->skel->maps.uwant,
+				       l->skel->maps.ureq, l->skel->maps.uexec};
+		for (size_t i = 0; i < 5; i++) {
+			int rc = bpf_map__reuse_fd(m[i], o->share_tables[i]);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	bpf_map__set_max_entries(l->skel->maps.counts, n);
+	bpf_map__set_max_entries(l->skel->maps.stacks0, n / 2);
+	bpf_map__set_max_entries(l->skel->maps.stacks1, n / 2);
+	if (o->npids > 4096)
+		bpf_map__set_max_entries(l->skel->maps.targets, o->npids * 2);
+	/* the futex2 calls' tracepoints are attached only where the kernel has them */
+	struct bpf_program *opt[] = {l->skel->progs.futex_waitv_enter,
+				     l->skel->progs.futex_waitv_exit,
+				     l->skel->progs.futex_wait_enter,
+				     l->skel->progs.futex_wait_exit};
+	for (size_t i = 0; i < 4; i++)
+		bpf_program__set_autoattach(opt[i], false);
+	return locks_bpf__load(l->skel);
+}
+
+/* The tables of the processes running now, for at most ms milliseconds, before the loader
+ * thread starts (strobe_otables_load is not for two threads at once). */
+static void preload(strobe_locks *l, unsigned ms)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		if (*end || pid == 0 || pid > 0x7fffffff)
+			continue;
+		strobe_otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
+			break;
+	}
+	closedir(d);
+}
+
+strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
+{
+	libbpf_set_print(on_libbpf_print);
+	libbpf_msg[0] = 0;
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		strobe_errf(err, -ENOENT, "no kernel BTF (/sys/kernel/btf/vmlinux: %s): the eBPF "
+			    "futex-wait program needs it", strerror(errno));
+		errno = ENOENT;
+		return NULL;
+	}
+	strobe_locks *l = calloc(1, sizeof(*l));
+	if (!l) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uint32_t n = o->max_entries ? o->max_entries : DEFAULT_ENTRIES;
+	if (n > MAX_ENTRIES)
+		n = MAX_ENTRIES;
+	if (n < 64)
+		n = 64;
+	l->max_entries = n;
+	l->keys = malloc(n * sizeof(*l->keys));
+	l->skeys = malloc(n * sizeof(*l->skeys));
+	int rc = l->keys && l->skeys ? load(l, o, o->table_rows) : -ENOMEM;
+	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
+		/* without the table walk's kernel features: frame pointers only */
+		snprintf(l->tables_off, sizeof(l->tables_off), "%s%s%s", strerror(-rc),
+			 libbpf_msg[0] ? ": " : "", libbpf_msg);
+		locks_bpf__destroy(l->skel);
+		l->skel = NULL;
+		libbpf_msg[0] = 0;
+		strobe_locks_opts fp = *o;
+		fp.share_tables = NULL;
+		rc = load(l, &fp, 0);
+	}
+	if (rc < 0) {
+		strobe_errf(err, rc, "cannot load the eBPF futex-wait program: %s%s%s%s",
+			    strerror(-rc),
+			    rc == -EPERM ? " (needs root, or CAP_BPF with CAP_PERFMON)" : "",
+			    libbpf_msg[0] ? ": " : "", libbpf_msg);
+		strobe_locks_close(l);
+		errno = -rc;
+		return NULL;
+	}
+	l->ncpus = libbpf_num_possible_cpus();
+	if (l->ncpus > 4096)
+		l->ncpus = 0;
+	l->fd_counts = bpf_map__fd(l->skel->maps.counts);
+	l->fd_stacks[0] = bpf_map__fd(l->skel->maps.stacks0);
+	l->fd_stacks[1] = bpf_map__fd(l->skel->maps.stacks1);
+	l->fd_targets = bpf_map__fd(l->skel->maps.targets);
+	if (o->table_rows && !o->share_tables && !l->tables_off[0] &&
+	    !(l->tables = strobe_otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
+					     bpf_map__fd(l->skel->maps.umaps),
+					     bpf_map__fd(l->skel->maps.uwant),
+					     bpf_map__fd(l->skel->maps.uexec)))) {
+		strobe_errf(err, -ENOMEM, "cannot load the eBPF futex-wait program: out of memory");
+		strobe_locks_close(l);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < o->npids; i++)
+		strobe_locks_add_pid(l, o->pids[i]);
+	if (l->tables && o->preload_ms > 0 && o->npids == 0)
+		preload(l, o->preload_ms);
+	if (l->tables) {
+		int trc = strobe_otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
+		if (trc < 0) {
+			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
+				    strerror(-trc));
+			strobe_locks_close(l);
+			errno = -trc;
+			return NULL;
+		}
+	}
+	return l;
+}
+
+int strobe_locks_add_pid(strobe_locks *l, pid_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+	uint8_t one = 1;
+	if (bpf_map_update_elem(l->fd_targets, &tgid, &one, BPF_ANY) < 0)
+		return -errno;
+	/* its tables before its first wait (children inherit them at fork) */
+	if (l->tables)
+		strobe_otables_load(l->tables, tgid);
+	return 0;
+}
+
+int strobe_locks_attach(strobe_locks *l, strobe_err *err)
+{
+	if (l->skel->links.futex_enter)
+		return 0;
+	libbpf_msg[0] = 0;
+	int rc = locks_bpf__attach(l->skel);
+	if (rc < 0) {
+		strobe_locks_detach(l);
+		return strobe_errf(err, rc, "cannot attach the eBPF futex-wait program to "
+				   "syscalls:sys_enter_futex: %s%s%s", strerror(-rc),
+				   libbpf_msg[0] ? ": " : "", libbpf_msg);
+	}
+	struct bpf_program *opt[] = {l->skel->progs.futex_waitv_enter,
+				     l->skel->progs.futex_waitv_exit,
+				     l->skel->progs.futex_wait_enter,
+				     l->skel->progs.futex_wait_exit};
+	/* in pairs: an entry without its exit would leave waits open */
+	for (size_t i = 0; i < 4; i += 2) {
+		l->opt_links[i] = bpf_program__attach(opt[i + 1]);
+		l->opt_links[i + 1] = l->opt_links[i] ? bpf_program__attach(opt[i]) : NULL;
+	}
+	libbpf_msg[0] = 0; /* (a kernel without the futex2 calls is fine) */
+	return 0;
+}
+
+void strobe_locks_detach(strobe_locks *l)
+{
+	for (size_t i = 0; i < 4; i++) {
+		bpf_link__destroy(l->opt_links[i]);
+		l->opt_links[i] = NULL;
+	}
+	locks_bpf__detach(l->skel);
+	/* the skeleton's detach destroys the links but leaves the pointers */
+	l->skel->links.futex_enter = l->skel->links.futex_exit = NULL;
+	l->skel->links.on_fork = l->skel->links.on_exec = NULL;
+}
+
+int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
+{
+	uint32_t cur = l->skel->bss->generation;
+	uint64_t uips[STROBE_OB_MAX_DEPTH];
+	int rc = 0;
+	/* keys first (deleting while walking would restart the walk), then each taken out with
+	 * its value at once, so nothing the kernel adds meanwhile is lost */
+	size_t nk = 0;
+	struct strobe_lk_key *prev = NULL;
+	while (nk < l->max_entries && bpf_map_get_next_key(l->fd_counts, prev, &l->keys[nk]) == 0) {
+		prev = &l->keys[nk];
+		nk++;
+	}
+	for (size_t i = 0; i < nk && rc == 0; i++) {
+		struct strobe_lk_key *k = &l->keys[i];
+		struct strobe_lk_val v;
+		if (bpf_map_lookup_and_delete_elem(l->fd_counts, k, &v) < 0)
+			continue;
+		l->entries++;
+		uint32_t un = 0;
+		if (k->ustack && (k->gen == cur || k->gen == cur - 1)) {
+			struct strobe_ob_stack st;
+			if (bpf_map_lookup_elem(l->fd_stacks[k->gen & 1], &k->ustack, &st) == 0) {
+				un = st.n < STROBE_OB_MAX_DEPTH ? (uint32_t)st.n : STROBE_OB_MAX_DEPTH;
+				memcpy(uips, st.ips, un * sizeof(*uips));
+			}
+		}
+		if (k->ustack && !un)
+			l->stacks_missing++;
+		rc = strobe_sampler_add_lock(s, (int32_t)k->tgid, (int32_t)k->tid, k->uaddr, uips, un,
+					     (int64_t)v.waits, (int64_t)v.delay_ns);
+	}
+	/* clear the map of cur - 1, which cur + 1 uses, then switch the kernel to it */
+	int fd = l->fd_stacks[(cur + 1) & 1];
+	size_t ns = 0;
+	uint64_t *sp = NULL;
+	while (ns < l->max_entries && bpf_map_get_next_key(fd, sp, &l->skeys[ns]) == 0) {
+		sp = &l->skeys[ns];
+		ns++;
+	}
+	for (size_t i = 0; i < ns; i++)
+		bpf_map_delete_elem(fd, &l->skeys[i]);
+	__atomic_store_n(&l->skel->bss->generation, cur + 1, __ATOMIC_RELEASE);
+	return rc;
+}
+
+void strobe_locks_get_stats(strobe_locks *l, strobe_locks_stats *st)
+{
+	uint64_t c[STROBE_LK_NCOUNTERS] = {0};
+	int fd = bpf_map__fd(l->skel->maps.counters);
+	for (uint32_t i = 0; i < STROBE_LK_NCOUNTERS && l->ncpus > 0; i++) {
+		uint64_t v[l->ncpus];
+		if (bpf_map_lookup_elem(fd, &i, v) == 0)
+			for (int j = 0; j < l->ncpus; j++)
+				c[i] += v[j];
+	}
+	*st = (strobe_locks_stats){
+		.waits = c[STROBE_LK_WAITS],
+		.not_slept = c[STROBE_LK_NOT_SLEPT],
+		.short_waits = c[STROBE_LK_SHORT],
+		.starts_full = c[STROBE_LK_STARTS_FULL],
+		.counts_full = c[STROBE_LK_COUNTS_FULL],
+		.stack_errors = c[STROBE_OB_STACK_ERRORS],
+		.stacks_missing = l->stacks_missing,
+		.entries = l->entries,
+		.table_frames = c[STROBE_OB_TABLE_FRAMES],
+		.fp_frames = c[STROBE_OB_FP_FRAMES],
+		.no_maps = c[STROBE_OB_NO_MAPS],
+	};
+	memcpy(st->tables_off, l->tables_off, sizeof(st->tables_off));
+	if (l->tables) {
+		strobe_otables_stats ts;
+		strobe_otables_get_stats(l->tables, &ts);
+		st->procs_loaded = ts.procs_loaded;
+		st->table_waits = ts.waits;
+		st->table_wait_ns_sum = ts.wait_ns_sum;
+		st->table_wait_ns_max = ts.wait_ns_max;
+	}
+}
+
+void strobe_locks_close(strobe_locks *l)
+{
+	if (!l)
+		return;
+	strobe_otables_free(l->tables); /* first: its thread uses the maps */
+	for (size_t i = 0; i < 4; i++)
+		bpf_link__destroy(l->opt_links[i]);
+	locks_bpf__destroy(l->skel);
+	free(l->keys);
+	free(l->skeys);
+	free(l);
+}
