@@ -420,6 +420,12 @@ static int chan_open(void)
 		say_once("no channel file in STROBE_HEAP_DIR");
 		return -1;
 	}
+	/* out of the way of the low numbers a program may expect to get from its own open() */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
 	size_t off_stacks = STROBE_HEAP_HDR_SIZE;
 	size_t off_live = off_stacks + (size_t)MAX_STACKS * sizeof(strobe_heap_stack);
 	size_t off_maps = off_live + (size_t)LIVE_SLOTS * sizeof(strobe_heap_live);
