@@ -17,8 +17,12 @@
  * resolved) come from a small static arena whose blocks free() recognises and ignores. A
  * per-thread guard keeps the library from sampling its own allocations (and the unwinder's, if
  * it ever made any). The one lock (a spin lock over the stack index and the live table) is held
- * for a few hundred instructions, never across a call that could allocate, reset in a fork
- * child, and skipped, not waited for, when a signal handler re-enters on the thread holding it.
+ * for a few hundred instructions (plus an fallocate when a new call stack needs the file to
+ * grow), never across a call that could allocate, reset in a fork child, and skipped, not
+ * waited for, when a signal handler re-enters on the thread holding it. The channel file's
+ * pages are backed before they are first touched (see reserve), so a full /dev/shm drops
+ * samples instead of raising SIGBUS; the live table is private memory, copied to the file at
+ * exit.
  * If the library cannot start (no channel file, no memory), it says so once on stderr and turns
  * into plain calls through. A fork child gets its own channel file at its first sample; exec
  * carries LD_PRELOAD and STROBE_HEAP_* in the environment.
