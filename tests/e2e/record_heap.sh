@@ -189,7 +189,7 @@ safety() {
 	fi
 }
 
-PY=$(command -v python3)
+PY=$(command -v /usr/bin/python3 || command -v python3)
 if [ -n "$PY" ]; then
 	cat >"$TMPDIR/alloc.py" <<'EOF'
 import collections, json
