@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,13 +32,6 @@ void strobe_heap_snap_free(strobe_heap_snap *s)
 	free(s->live);
 	free(s->maps);
 	free(s);
-}
-
-static uint64_t load64(const void *p)
-{
-	uint64_t v;
-	__atomic_load((const uint64_t *)p, &v, __ATOMIC_ACQUIRE);
-	return v;
 }
 
 int strobe_heap_snap_parse(const void *buf, size_t len, strobe_heap_snap **out, strobe_err *err)
@@ -114,25 +106,19 @@ int strobe_heap_snap_parse(const void *buf, size_t len, strobe_heap_snap **out, 
 			d->free_bytes = d->alloc_bytes;
 	}
 	s->nstacks = n;
-	/* live entries, each read twice around its fields */
+	/* live entries: the compact snapshot the library writes at exit */
 	const strobe_heap_live *lv = (const void *)((const char *)buf + h->live_off);
-	size_t cap = 0;
-	for (uint32_t i = 0; i < h->live_slots; i++) {
-		uint64_t p1 = load64(&lv[i].ptr);
-		if (p1 <= STROBE_HEAP_LIVE_TOMB)
-			continue;
+	uint32_t nl = h->state == STROBE_HEAP_EXITED ? h->live_count : 0;
+	if (nl > h->live_slots)
+		nl = h->live_slots;
+	s->live = malloc((nl ? nl : 1) * sizeof(*s->live));
+	if (!s->live)
+		goto fail;
+	for (uint32_t i = 0; i < nl; i++) {
 		strobe_heap_live e;
 		memcpy(&e, &lv[i], sizeof(e));
-		if (load64(&lv[i].ptr) != p1 || e.stack >= n)
+		if (e.ptr <= STROBE_HEAP_LIVE_TOMB || e.stack >= n)
 			continue;
-		if (s->nlive == cap) {
-			cap = cap ? cap * 2 : 256;
-			strobe_heap_live *nl = realloc(s->live, cap * sizeof(*nl));
-			if (!nl)
-				goto fail;
-			s->live = nl;
-		}
-		e.ptr = p1;
 		s->live[s->nlive++] = e;
 	}
 	/* maps: the published prefix, cut at its last complete line */
@@ -153,6 +139,9 @@ fail:
 	return rc;
 }
 
+/* A channel file is read with pread, never mapped: reading a hole of a shared tmpfs mapping
+ * would back it with memory (and fault if the filesystem is full), while pread returns zeros.
+ * Only the areas in use are read, into a private buffer laid out like the file. */
 int strobe_heap_snap_read(const char *path, strobe_heap_snap **out, strobe_err *err)
 {
 	*out = NULL;
@@ -160,23 +149,57 @@ int strobe_heap_snap_read(const char *path, strobe_heap_snap **out, strobe_err *
 	if (fd < 0)
 		return strobe_errf(err, -errno, "%s: %s", path, strerror(errno));
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    (uint64_t)st.st_size > (uint64_t)1 << 36) {
+	strobe_heap_hdr h;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < STROBE_HEAP_HDR_SIZE ||
+	    (uint64_t)st.st_size > (uint64_t)1 << 31 ||
+	    pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		close(fd);
-		return strobe_errf(err, -EINVAL, "%s: not a heap channel file", path);
+		return strobe_errf(err, -EINVAL, "%.200s: not a heap channel file", path);
 	}
-	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	int e = errno;
+	size_t len = (size_t)st.st_size;
+	uint8_t *buf = calloc(1, len); /* untouched pages cost nothing */
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	/* each extent clamped to the file; parse checks the header's numbers properly */
+	struct { uint64_t off, n; } ext[4] = {
+		{0, STROBE_HEAP_HDR_SIZE},
+		{h.stacks_off, (uint64_t)(h.stacks_reserved < h.max_stacks ? h.stacks_reserved
+									   : h.max_stacks) *
+				       sizeof(strobe_heap_stack)},
+		{h.live_off, h.state == STROBE_HEAP_EXITED ? (uint64_t)h.live_count *
+								     sizeof(strobe_heap_live) : 0},
+		{h.maps_off, h.maps_len}};
+	int rc = 0;
+	for (int i = 0; i < 4 && rc == 0; i++) {
+		uint64_t off = ext[i].off, n = ext[i].n;
+		if (off >= len)
+			continue;
+		if (n > len - off)
+			n = len - off;
+		for (uint64_t done = 0; done < n;) {
+			ssize_t r = pread(fd, buf + off + done, (size_t)(n - done), (off_t)(off + done));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				rc = strobe_errf(err, r < 0 ? -errno : -EIO, "%.200s: %s", path,
+						 r < 0 ? strerror(errno) : "shorter than it says");
+				break;
+			}
+			done += (uint64_t)r;
+		}
+	}
 	close(fd);
-	if (m == MAP_FAILED)
-		return strobe_errf(err, -e, "%s: %s", path, strerror(e));
-	int rc = strobe_heap_snap_parse(m, (size_t)st.st_size, out, err);
-	munmap(m, (size_t)st.st_size);
-	if (rc < 0 && err && strncmp(err->msg, path, strlen(path)) != 0) {
-		char msg[sizeof(err->msg)];
-		memcpy(msg, err->msg, sizeof(msg));
-		strobe_errf(err, rc, "%.200s: %.300s", path, msg);
+	if (rc == 0) {
+		rc = strobe_heap_snap_parse(buf, len, out, err);
+		if (rc < 0 && err) {
+			char msg[sizeof(err->msg)];
+			memcpy(msg, err->msg, sizeof(msg));
+			strobe_errf(err, rc, "%.200s: %.300s", path, msg);
+		}
 	}
+	free(buf);
 	return rc;
 }
 

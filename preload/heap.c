@@ -17,8 +17,12 @@
  * resolved) come from a small static arena whose blocks free() recognises and ignores. A
  * per-thread guard keeps the library from sampling its own allocations (and the unwinder's, if
  * it ever made any). The one lock (a spin lock over the stack index and the live table) is held
- * for a few hundred instructions, never across a call that could allocate, reset in a fork
- * child, and skipped, not waited for, when a signal handler re-enters on the thread holding it.
+ * for a few hundred instructions (plus an fallocate when a new call stack needs the file to
+ * grow), never across a call that could allocate, reset in a fork child, and skipped, not
+ * waited for, when a signal handler re-enters on the thread holding it. The channel file's
+ * pages are backed before they are first touched (see reserve), so a full /dev/shm drops
+ * samples instead of raising SIGBUS; the live table is private memory, copied to the file at
+ * exit.
  * If the library cannot start (no channel file, no memory), it says so once on stderr and turns
  * into plain calls through. A fork child gets its own channel file at its first sample; exec
  * carries LD_PRELOAD and STROBE_HEAP_* in the environment.
@@ -33,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -134,13 +139,24 @@ static atomic_int frozen;        /* set in the destructor: the channel must not 
 static uint64_t rate = STROBE_HEAP_DEFAULT_RATE;
 static strobe_heap_hdr *chan;    /* the mapped channel, NULL when none */
 static size_t chan_size;
+/* The channel's descriptor, kept to reserve its pages before they are first touched: a page of
+ * a tmpfs file touched (even read) while the filesystem is full would be SIGBUS, so every area
+ * is written, and read, only where backed, each area grown by fallocate in 64 KiB steps. The program
+ * may close the descriptor and reuse its number: its identity is checked before each use, and
+ * a failed check only stops the growth. */
+static int chan_fd = -1;
+static dev_t chan_dev;
+static ino_t chan_ino;
+static size_t stacks_backed, maps_backed; /* file offsets up to which each area is backed */
+static atomic_int reserve_busy;
 static strobe_heap_stack *stacks;
-static strobe_heap_live *live;
+static strobe_heap_live *live; /* private: published only at exit (a snapshot) */
 static char *maps_text;
 static uint32_t *stack_index;    /* private: hash slots -> stack index + 1 */
 static uint32_t stack_index_slots;
 static uintptr_t self_start, self_end; /* this library's mapping: its frames are skipped */
 static atomic_int lock_word;     /* the spin lock over stack_index and live */
+static uint32_t live_count;
 
 #define MAX_STACKS 65536u /* entries are touched (and cost memory) only when used */
 #define LIVE_SLOTS 65536u
@@ -227,6 +243,31 @@ static const char *parse_hex(const char *s, const char *end, uintptr_t *out)
 	}
 	*out = v;
 	return n ? s : NULL;
+}
+
+/* Makes sure the file's bytes [start, end) of one area are backed, so that touching them
+ * cannot fault; *mark is how far that area is backed already (from its start). */
+static bool reserve(size_t *mark, size_t start, size_t end)
+{
+	if (LIKELY(end <= __atomic_load_n(mark, __ATOMIC_ACQUIRE)))
+		return true;
+	if (end > chan_size || atomic_exchange(&reserve_busy, 1))
+		return false; /* another thread is growing one: this caller drops its write */
+	bool ok = true;
+	size_t have = *mark > start ? *mark : start;
+	if (end > have) {
+		size_t want = start + ((end - start + 65535) & ~(size_t)65535);
+		if (want > chan_size)
+			want = chan_size;
+		struct stat st;
+		ok = chan_fd >= 0 && fstat(chan_fd, &st) == 0 && st.st_dev == chan_dev &&
+		     st.st_ino == chan_ino &&
+		     fallocate(chan_fd, 0, (off_t)have, (off_t)(want - have)) == 0;
+		if (ok)
+			__atomic_store_n(mark, want, __ATOMIC_RELEASE);
+	}
+	atomic_store(&reserve_busy, 0);
+	return ok;
 }
 
 /* Whether pc lies in an executable mapping seen at the last refresh. Lock-free against the
@@ -319,7 +360,9 @@ static void maps_refresh(void)
 					size_t ll = (size_t)(nl - line) + 1;
 					if (memchr(p, '/', (size_t)(nl - p)) &&
 					    appended_add(line_hash(line, ll))) {
-						if (len + ll <= chan->maps_cap) {
+						if (len + ll <= chan->maps_cap &&
+						    reserve(&maps_backed, chan->maps_off,
+							    chan->maps_off + len + ll)) {
 							memcpy(maps_text + len, line, ll);
 							len += ll;
 						} else {
@@ -381,25 +424,42 @@ static int chan_open(void)
 		say_once("no channel file in STROBE_HEAP_DIR");
 		return -1;
 	}
+	/* out of the way of the low numbers a program may expect to get from its own open() */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
 	size_t off_stacks = STROBE_HEAP_HDR_SIZE;
 	size_t off_live = off_stacks + (size_t)MAX_STACKS * sizeof(strobe_heap_stack);
 	size_t off_maps = off_live + (size_t)LIVE_SLOTS * sizeof(strobe_heap_live);
 	size_t size = off_maps + MAPS_CAP;
 	void *m = MAP_FAILED;
-	if (ftruncate(fd, (off_t)size) == 0)
+	struct stat st;
+	/* the header's page backed at once; the rest as it is used (reserve) */
+	if (fstat(fd, &st) == 0 && ftruncate(fd, (off_t)size) == 0 &&
+	    fallocate(fd, 0, 0, STROBE_HEAP_HDR_SIZE) == 0)
 		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
 	uint32_t slots = 2 * MAX_STACKS;
+	/* private, anonymous: the stack index, and the live table (random access, so it would
+	 * back most of its pages in the file at once); the live table goes to the file at exit */
+	size_t priv = slots * sizeof(uint32_t) + (size_t)LIVE_SLOTS * sizeof(strobe_heap_live);
 	void *idx = m == MAP_FAILED ? MAP_FAILED
-				    : mmap(NULL, slots * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+				    : mmap(NULL, priv, PROT_READ | PROT_WRITE,
 					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED || idx == MAP_FAILED) {
 		if (m != MAP_FAILED)
 			munmap(m, size);
+		close(fd);
 		unlink(path);
 		say_once("no memory for the channel");
 		return -1;
 	}
+	chan_fd = fd;
+	chan_dev = st.st_dev;
+	chan_ino = st.st_ino;
+	stacks_backed = maps_backed = 0;
+	live_count = 0;
 	strobe_heap_hdr *h = m;
 	memcpy(h->magic, STROBE_HEAP_MAGIC, 8);
 	h->version = STROBE_HEAP_VERSION;
@@ -423,7 +483,7 @@ static int chan_open(void)
 	h->exe[r > 0 ? r : 0] = 0;
 	chan_size = size;
 	stacks = (strobe_heap_stack *)((char *)m + off_stacks);
-	live = (strobe_heap_live *)((char *)m + off_live);
+	live = (strobe_heap_live *)((char *)idx + slots * sizeof(uint32_t));
 	maps_text = (char *)m + off_maps;
 	stack_index = idx;
 	stack_index_slots = slots;
@@ -476,7 +536,15 @@ static void fork_child(void)
 	if (chan)
 		munmap(chan, chan_size);
 	if (stack_index)
-		munmap(stack_index, stack_index_slots * sizeof(uint32_t));
+		munmap(stack_index, stack_index_slots * sizeof(uint32_t) +
+					    (size_t)LIVE_SLOTS * sizeof(strobe_heap_live));
+	struct stat st;
+	/* the parent's descriptor, unless the program has closed it and reused its number */
+	if (chan_fd >= 0 && fstat(chan_fd, &st) == 0 && st.st_dev == chan_dev &&
+	    st.st_ino == chan_ino)
+		close(chan_fd);
+	chan_fd = -1;
+	stacks_backed = maps_backed = 0;
 	chan = NULL;
 	stacks = NULL;
 	live = NULL;
@@ -509,6 +577,16 @@ __attribute__((destructor)) static void heap_dtor(void)
 		/* let a sample in progress on another thread finish (bounded: never hang exit) */
 		for (int i = 0; i < 1000 && atomic_load(&lock_word); i++)
 			sched_yield();
+		/* the live table's snapshot, compact, for the leak report */
+		strobe_heap_live *out = (strobe_heap_live *)((char *)chan + chan->live_off);
+		uint32_t n = 0;
+		size_t live_backed = 0;
+		if (reserve(&live_backed, chan->live_off,
+			    chan->live_off + (size_t)live_count * sizeof(strobe_heap_live)))
+			for (uint32_t i = 0; i < LIVE_SLOTS && n < live_count; i++)
+				if (live[i].ptr > STROBE_HEAP_LIVE_TOMB)
+					out[n++] = live[i];
+		chan->live_count = n;
 		chan->exit_ns = strobe_heap_now_ns();
 		__atomic_store_n(&chan->state, STROBE_HEAP_EXITED, __ATOMIC_RELEASE);
 	}
@@ -559,9 +637,13 @@ static uint32_t stack_find_add(uint32_t kind, uint32_t cls, const uint64_t *pc, 
 	     i = (i + 1) & mask, probes++) {
 		uint32_t v = stack_index[i];
 		if (!v) {
-			uint32_t idx = __atomic_fetch_add(&chan->stacks_reserved, 1, __ATOMIC_RELAXED);
-			if (idx >= chan->max_stacks)
+			/* under the lock: the count only grows here */
+			uint32_t idx = chan->stacks_reserved;
+			if (idx >= chan->max_stacks ||
+			    !reserve(&stacks_backed, chan->stacks_off,
+				     chan->stacks_off + ((size_t)idx + 1) * sizeof(strobe_heap_stack)))
 				return UINT32_MAX;
+			__atomic_store_n(&chan->stacks_reserved, idx + 1, __ATOMIC_RELEASE);
 			strobe_heap_stack *s = &stacks[idx];
 			s->kind = kind;
 			s->depth = n;
@@ -588,7 +670,6 @@ static inline void add64(uint64_t *p, uint64_t v)
 }
 
 /* Under the lock: the live table (preload/live_table.h). */
-static uint32_t live_count;
 static bool live_insert(uintptr_t p, uint64_t size, uint32_t stack, uint64_t now)
 {
 	return strobe_live_insert(live, LIVE_SLOTS, &live_count, p, size, stack, now);

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 
 #include "internal.h"
@@ -48,8 +49,16 @@ static void lock_resolve(void)
 		return;
 	int expected = 0;
 	if (!__atomic_compare_exchange_n(&resolved, &expected, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
+					 __ATOMIC_ACQUIRE)) {
+		/* another thread is resolving (this one, if dlsym itself took a lock: it has the
+		 * guard set and must not wait). Wait for it, boundedly: the timed variants have no
+		 * fallback of their own to call meanwhile. */
+		if (strobe_heap_tls.guard == 0)
+			for (int i = 0; i < 100000 && __atomic_load_n(&resolved, __ATOMIC_ACQUIRE) != 2; i++)
+				sched_yield();
 		return;
+	}
+	strobe_heap_tls.guard++;
 	strobe_heap_resolve(); /* dlsym's own allocations need the heap half ready */
 	real_mutex_lock = dlsym(RTLD_NEXT, "pthread_mutex_lock");
 	real_mutex_trylock = dlsym(RTLD_NEXT, "pthread_mutex_trylock");
@@ -74,6 +83,7 @@ static void lock_resolve(void)
 	if (!real_trywr)
 		real_trywr = __pthread_rwlock_trywrlock;
 	__atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
+	strobe_heap_tls.guard--;
 }
 
 /* Sampling by delay (see the top of the file). */

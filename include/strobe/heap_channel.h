@@ -10,26 +10,30 @@
  *
  *   header      (4096 bytes)           struct strobe_heap_hdr
  *   stacks      hdr.max_stacks entries struct strobe_heap_stack, each with its frames inline
- *   live table  hdr.live_slots entries struct strobe_heap_live (open addressing by pointer)
+ *   live        hdr.live_slots entries struct strobe_heap_live: at exit, the live_count sampled
+ *                                      allocations still live, compact
  *   maps text   hdr.maps_cap bytes     /proc/self/maps lines of executable file mappings
  *
  * Ownership and consistency rules (the writer is the profiled process, any number of its
  * threads; the reader is another process that maps the file read-only, or reads a copy):
  *   - The writer never blocks on and never waits for a reader; it takes no lock a reader holds.
  *     The only field a reader may write is hdr.paused (nonzero: stop taking new samples).
- *   - Stacks are append-only. A writer reserves index i with an atomic add on hdr.stacks_reserved,
- *     writes kind, depth, hash and frames, then stores ready = STROBE_HEAP_READY with release
- *     order. A reader takes min(stacks_reserved, max_stacks) entries and skips those not ready.
+ *   - Stacks are append-only. A writer (under the library's lock) takes index i =
+ *     hdr.stacks_reserved, backs its bytes, stores i + 1 there, writes kind, depth, hash and
+ *     frames, then stores ready = STROBE_HEAP_READY with release order. A reader takes min(stacks_reserved, max_stacks) entries and skips those not ready.
  *     Frames of a ready entry never change again; its counters only grow (relaxed atomic adds,
  *     each counter read alone is exact, a pair such as count/bytes may be one sample apart).
  *     The same stack can appear twice (two threads racing to add it): readers sum them.
- *   - Live entries: ptr is 0 (empty) or the allocation's address (1 and 2 are never used as
- *     addresses). Writers are serialized by the library's own lock, which readers never touch;
- *     an insert fills size, stack and time, then stores ptr with release order; a removal
- *     shifts later entries of its probe run back (preload/live_table.h), so an entry may move
- *     while a reader looks. A reader reads ptr, the fields, then ptr again and keeps the entry
- *     only when both reads are the same address; during a run it may thus see an entry twice or
- *     miss one, at exit (state EXITED) the table is still.
+ *   - Sparse, and backed only where written: a page of a tmpfs file touched while the
+ *     filesystem is full faults (SIGBUS), and even reading a hole of a shared mapping backs it.
+ *     The writer backs (fallocate) the header at creation and every other area as it grows
+ *     (stacks up to stacks_reserved, the maps text up to maps_len, the live area at exit).
+ *     A reader must not map the file to read it: it reads with pread (holes read as zeros
+ *     without being backed), and only the areas in use.
+ *   - The live table (the sampled allocations not yet freed, for in-use and leaks) is private
+ *     to the process while it runs (in-use values come from the stacks' counters). In the
+ *     destructor the library copies its entries, compact, into the live area, sets live_count,
+ *     then state EXITED: a reader takes live entries only from an EXITED file.
  *   - The maps text is append-only, so that a library unloaded by dlclose is still there to
  *     name its frames: each refresh (at start, when a sampled PC falls outside every executable
  *     range of the last refresh, at exit) appends the lines of executable file mappings not
@@ -84,10 +88,10 @@ typedef struct strobe_heap_hdr {
 	uint32_t flags;         /* STROBE_HEAP_F_* */
 	uint32_t max_stacks, max_depth, live_slots, maps_cap;
 	uint64_t stacks_off, live_off, maps_off;
-	uint32_t stacks_reserved; /* may exceed max_stacks: the excess were dropped */
+	uint32_t stacks_reserved; /* entries taken (<= max_stacks); some may not be ready yet */
 	uint32_t maps_len;
 	uint32_t maps_lock;       /* writer's try-lock for the maps text; readers ignore it */
-	uint32_t pad_;
+	uint32_t live_count;      /* entries in the live area, written at exit (state EXITED) */
 	/* What was lost, so a reader can say so. */
 	uint64_t dropped_stacks;  /* samples whose stack found no room in the stack table */
 	uint64_t dropped_live;    /* sampled allocations the live table had no slot for */

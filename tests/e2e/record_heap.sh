@@ -24,6 +24,9 @@
 #   interval   -i 1 on a 3.5 s run: numbered profiles out.1.pb.gz, out.2.pb.gz... each readable, the
 #              leaking site's in-use bytes growing from one to the next
 #   nolib      STROBE_HEAP_LIB naming a missing file: exit 2 with a message naming it
+#   fullfs     STROBE_HEAP_DIR on a 256 KiB tmpfs left with 40 KiB free (needs root for mount):
+#              the program runs as without the library (no SIGBUS from touching an unbacked
+#              page); its samples are dropped
 #   off        STROBE_HEAP_RATE=0: the program runs, no sample is taken
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -186,7 +189,7 @@ safety() {
 	fi
 }
 
-PY=$(command -v python3)
+PY=$(command -v /usr/bin/python3 || command -v python3)
 if [ -n "$PY" ]; then
 	cat >"$TMPDIR/alloc.py" <<'EOF'
 import collections, json
@@ -253,6 +256,28 @@ if [ "$rc" -eq 2 ] && grep -q "nowhere.so" "$TMPDIR/$(_fname "$name").err"; then
 	ok "$name" "exit 2: $(head -1 "$TMPDIR/$(_fname "$name").err" | cut -c1-100)"
 else
 	fail "$name" "exit $rc: $(recerr "$name")"
+fi
+
+# ---- fullfs -------------------------------------------------------------------------------
+name=record_heap/fullfs
+fs=$TMPDIR/smallfs
+mkdir -p "$fs"
+if [ "$(id -u)" -ne 0 ] || ! mount -t tmpfs -o size=256k tmpfs "$fs" 2>/dev/null; then
+	skip "$name" "cannot mount a small tmpfs (needs root)"
+else
+	dd if=/dev/zero of="$fs/fill" bs=4k count=54 2>/dev/null
+	"$WL/alloc_truth" -s 0.2 -o "$TMPDIR/full.plain" >/dev/null 2>&1
+	STROBE_HEAP_DIR=$fs STROBE_HEAP_RATE=16384 LD_PRELOAD=$LIB "$WL/alloc_truth" -s 0.2 -o "$TMPDIR/full.pre" >/dev/null 2>"$TMPDIR/full.err"
+	prc=$?
+	f=$(ls "$fs"/strobe-heap.* 2>/dev/null | head -1)
+	if [ $prc -ne 0 ]; then
+		fail "$name" "the program failed with the library on a full tmpfs (exit $prc): $(errof "$TMPDIR/full.err")"
+	elif ! cmp -s "$TMPDIR/full.plain" "$TMPDIR/full.pre"; then
+		fail "$name" "the program's output differs on a full tmpfs"
+	else
+		ok "$name" "exit 0, same output; $(df -k "$fs" | awk 'NR == 2 { print $4 }') KiB left, channel ${f:+$(du -k "$f" | cut -f1) KiB backed}"
+	fi
+	umount "$fs"
 fi
 
 # ---- off -----------------------------------------------------------------------------------

@@ -256,6 +256,7 @@ static uint8_t *make_channel(void)
 	lv[1] = (strobe_heap_live){.ptr = 0x6000, .size = 64, .stack = 0, .time_ns = 10500000000};
 	lv[2] = (strobe_heap_live){.ptr = 0x7000, .size = 1 << 20, .stack = 2, .time_ns = 3000000000};
 	lv[3] = (strobe_heap_live){.ptr = 0x8000, .size = 8, .stack = 7, .time_ns = 1}; /* bad stack */
+	h->live_count = 4;
 	return b;
 }
 
@@ -316,6 +317,17 @@ static void test_reader_profile(void **state)
 	s->hdr.state = STROBE_HEAP_RUNNING;
 	assert_int_equal(strobe_heap_leaks(s, &l, &n), 0);
 	assert_int_equal(n, 0);
+	strobe_heap_snap_free(s);
+	/* nor live entries from a file still RUNNING (the library publishes them at exit), and
+	 * a live_count past the area is cut to it */
+	((strobe_heap_hdr *)b)->state = STROBE_HEAP_RUNNING;
+	assert_int_equal(strobe_heap_snap_parse(b, T_SIZE, &s, &err), 0);
+	assert_int_equal(s->nlive, 0);
+	strobe_heap_snap_free(s);
+	((strobe_heap_hdr *)b)->state = STROBE_HEAP_EXITED;
+	((strobe_heap_hdr *)b)->live_count = UINT32_MAX;
+	assert_int_equal(strobe_heap_snap_parse(b, T_SIZE, &s, &err), 0);
+	assert_true(s->nlive <= T_LIVE);
 	strobe_heap_snap_free(s);
 	free(b);
 }
