@@ -176,6 +176,15 @@ static json_t *status_json(strobe_agent *a)
 				  (json_int_t)st.lk.table_frames, "fp_frames",
 				  (json_int_t)st.lk.fp_frames, "walks_without_maps",
 				  (json_int_t)st.lk.no_maps));
+	if (j && !o->no_preload)
+		json_object_set_new(
+			j, "preload",
+			json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "dir",
+				  o->preload_dir ? o->preload_dir : "/dev/shm", "files",
+				  (json_int_t)st.pl.files, "profiles", (json_int_t)st.pl.profiles,
+				  "removed", (json_int_t)st.pl.removed, "refused",
+				  (json_int_t)st.pl.refused, "dropped_samples",
+				  (json_int_t)st.pl.dropped));
 	json_t *ob = j && o->offcpu ? json_object_get(j, "offcpu_bpf") : NULL;
 	if (ob)
 		json_object_set_new(

@@ -166,6 +166,7 @@ static void open_locks(strobe_agent *a)
 		return;
 	}
 	strobe_locks_close(a->lk);
+	strobe_preload_free(a->pl);
 	a->lk = NULL;
 	agent_log(a, STROBE_LOG_ERROR, "locks: no lock profiles: %s", e.msg);
 	pthread_mutex_lock(&a->mu);
@@ -452,6 +453,53 @@ static bool wanted(strobe_agent *a, const strobe_proc_info *pi)
 	return true;
 }
 
+typedef struct export_counts {
+	uint64_t nprof, nbytes, errors;
+} export_counts;
+
+/* Encodes one process's profile and queues it for the sender (through the spool), under the
+ * profile type `name` and the process's labels. p NULL: the export failed (err says why). */
+static void queue_profile(strobe_agent *a, pid_t pid, const proc_entry *pe, const char *name,
+			  strobe_profile *p, export_counts *ec, const strobe_err *err)
+{
+	uint8_t *pb = NULL;
+	size_t len = 0;
+	char *meta = NULL;
+	if (!p || strobe_pprof_encode(p, &pb, &len) < 0 ||
+	    !(meta = push_query(a, pid, &pe->info, name))) {
+		ec->errors++;
+		agent_log(a, STROBE_LOG_ERROR, "export of pid %d (%s) failed: %s", (int)pid, name,
+			  err && err->msg[0] ? err->msg : "out of memory");
+	} else {
+		int rc = strobe_spool_add(a->spool, meta, pb, len);
+		if (rc < 0)
+			agent_log(a, STROBE_LOG_WARN, "spool: cannot write pid %d's profile to disk "
+				  "(%s); kept in memory", (int)pid, strerror(-rc));
+		ec->nprof++;
+		ec->nbytes += len;
+		agent_log(a, STROBE_LOG_DEBUG, "queued pid %d %s service %s (%s): %zu bytes",
+			  (int)pid, name, pe->info.service, pe->info.source, len);
+	}
+	free(meta);
+	free(pb);
+}
+
+typedef struct preload_ctx {
+	strobe_agent *a;
+	int64_t interval;
+	export_counts *ec;
+} preload_ctx;
+
+/* A preloaded process's heap ("memory") or "mutex" profile: labelled and filtered as its CPU
+ * profiles are (its identity was read while it ran, or is read now). */
+static void emit_preload(void *ctx, pid_t pid, const char *name, strobe_profile *p)
+{
+	preload_ctx *pc = ctx;
+	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval);
+	if (pe && wanted(pc->a, &pe->info))
+		queue_profile(pc->a, pid, pe, name, p, pc->ec, NULL);
+}
+
 static void export_interval(strobe_agent *a)
 {
 	if (!a->s)
@@ -474,7 +522,7 @@ static void export_interval(strobe_agent *a)
 	/* with --locks, the processes that have lock sums: only they get a lock profile */
 	pid_t *lpids = a->lk ? malloc(PIDS_CAP * sizeof(*lpids)) : NULL;
 	unsigned nl = lpids ? strobe_sampler_lock_pids(a->s, lpids, PIDS_CAP) : 0;
-	uint64_t nprof = 0, nbytes = 0, errors = 0;
+	export_counts ec = {0};
 	int64_t t0 = strobe_mono_ns();
 	if (a->sym && t0 - a->sym_born_ns > SYM_RENEW_NS) {
 		strobe_symbolizer_free(a->sym);
@@ -501,30 +549,28 @@ static void export_interval(strobe_agent *a)
 			strobe_profile_free(p); /* a process that only waited, or never did */
 			continue;
 		}
-		uint8_t *pb = NULL;
-		size_t len = 0;
-		char *meta = NULL;
-		if (!p || strobe_pprof_encode(p, &pb, &len) < 0 ||
-		    !(meta = push_query(a, pids[i], &pe->info, locks ? "mutex" : "process_cpu"))) {
-			errors++;
-			agent_log(a, STROBE_LOG_ERROR, "export of pid %d failed: %s", (int)pids[i],
-				  err.msg[0] ? err.msg : "out of memory");
-		} else {
-			int rc = strobe_spool_add(a->spool, meta, pb, len);
-			if (rc < 0)
-				agent_log(a, STROBE_LOG_WARN, "spool: cannot write pid %d's profile to disk "
-					  "(%s); kept in memory", (int)pids[i], strerror(-rc));
-			nprof++;
-			nbytes += len;
-			agent_log(a, STROBE_LOG_DEBUG, "queued pid %d service %s (%s): %zu bytes",
-				  (int)pids[i], pe->info.service, pe->info.source, len);
-		}
-		free(meta);
-		free(pb);
+		queue_profile(a, pids[i], pe, locks ? "mutex" : "process_cpu", p, &ec, &err);
 		strobe_profile_free(p);
 	}
 	free(pids);
 	free(lpids);
+	/* the heap and mutex profiles of the processes that run with libstrobe-heap.so */
+	if (a->pl) {
+		preload_ctx pc = {.a = a, .interval = interval, .ec = &ec};
+		int rc = strobe_preload_collect(a->pl, a->sym, strobe_real_ns(),
+						(int64_t)(a->o->interval_s ? a->o->interval_s : 10) *
+							1000000000,
+						emit_preload, &pc);
+		if (rc < 0)
+			agent_log(a, STROBE_LOG_WARN, "preload: %s: %s",
+				  a->o->preload_dir ? a->o->preload_dir : "/dev/shm", strerror(-rc));
+		strobe_preload_stats pst;
+		strobe_preload_get_stats(a->pl, &pst);
+		pthread_mutex_lock(&a->mu);
+		a->st.pl = pst;
+		pthread_mutex_unlock(&a->mu);
+	}
+	uint64_t nprof = ec.nprof, nbytes = ec.nbytes, errors = ec.errors;
 	strobe_sampler_reset_agg(a->s);
 	/* exited processes leave the sampler's tables: process churn does not grow them */
 	unsigned forgotten = strobe_sampler_forget_exited(a->s);
@@ -731,6 +777,9 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 		goto fail;
 	if (o->locks)
 		open_locks(a);
+	if (!o->no_preload && !(a->pl = strobe_preload_new(o->preload_dir)))
+		agent_log(a, STROBE_LOG_WARN, "no heap or mutex profiles of preloaded processes: %s",
+			  strerror(errno));
 	if (!o->no_symbolize) {
 		if (new_symbolizer(a) < 0)
 			agent_log(a, STROBE_LOG_WARN, "cannot start the symbolizer (%s): sending raw "
@@ -800,6 +849,8 @@ static void apply_pause(strobe_agent *a)
 		else if (strobe_locks_attach(a->lk, &err) < 0)
 			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
 	}
+	if (a->pl) /* the preloaded processes stop (or go on) sampling themselves */
+		strobe_preload_pause(a->pl, want);
 	pthread_mutex_lock(&a->mu);
 	a->st.paused = want;
 	pthread_mutex_unlock(&a->mu);

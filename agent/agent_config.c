@@ -89,6 +89,7 @@ void strobe_agent_opts_free(strobe_agent_opts *o)
 	free(o->pids);
 	free(o->comm_re);
 	free(o->cgroup);
+	free(o->preload_dir);
 	free_labels(o->labels, o->nlabels);
 	for (unsigned i = 0; i < o->nrules; i++) {
 		strobe_agent_rule *r = &o->rules[i];
@@ -317,6 +318,13 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected true or false");
 			else
 				o->locks = json_is_true(v);
+		} else if (strcmp(k, "preload") == 0) {
+			if (!json_is_boolean(v))
+				rc = bad(&c, k, "expected true or false");
+			else
+				o->no_preload = !json_is_true(v);
+		} else if (strcmp(k, "preload_dir") == 0) {
+			rc = get_str(&c, v, k, &o->preload_dir);
 		} else if (strcmp(k, "offcpu_mode") == 0) {
 			int m = json_is_string(v) ? strobe_offcpu_mode_parse(json_string_value(v)) : -1;
 			if (m < 0)

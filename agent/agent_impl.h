@@ -20,6 +20,7 @@
 #include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
 #include "offcpu.h"
 #include "strobe/locks.h"
+#include "preload.h"
 
 typedef struct agent_status {
 	int64_t started_unix;
@@ -31,6 +32,7 @@ typedef struct agent_status {
 	strobe_offcpu_stats ob;  /* the eBPF collection's counters */
 	strobe_locks_stats lk;   /* the futex-wait program's counters (--locks) */
 	char locks_why[256];     /* why --locks is off ("" otherwise) */
+	strobe_preload_stats pl; /* the preloaded processes' channels */
 	unsigned budget_level;   /* 0 = as configured; each step is one degradation */
 	char budget_note[256];   /* what the budget did last, "" when nothing */
 	double cpu_pct;          /* own CPU over the last interval, % of one core */
@@ -71,6 +73,7 @@ struct strobe_agent {
 	bool ob_active;         /* the current sampler's off-CPU comes from it */
 	strobe_locks *lk;       /* the futex-wait program (--locks) */
 	bool lk_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
+	strobe_preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;

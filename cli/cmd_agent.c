@@ -34,6 +34,10 @@ static const char usage_text[] =
 	"                         auto (default: bpf when it loads, else perf)\n"
 	"  --off-cpu-entries N    bpf: sums and stacks per interval the kernel's\n"
 	"                         maps hold (default 16384); what does not fit is counted\n"
+	"  --preload-dir DIR      where processes run with libstrobe-heap.so preloaded keep their\n"
+	"                         channel files (their STROBE_HEAP_DIR; default /dev/shm): their\n"
+	"                         heap and mutex profiles are collected each interval\n"
+	"  --no-preload           do not collect them\n"
 	"  --locks                also record lock contention: futex waits summed in the kernel\n"
 	"                         by an eBPF program, by waiter stack and lock address, pushed\n"
 	"                         as mutex:contentions and mutex:delay profiles\n"
@@ -146,12 +150,14 @@ int cmd_agent(int argc, char **argv)
 	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
 	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
 	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE, O_CA,
-	       O_ADMINTOKEN, O_LOCKS };
+	       O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
 		{"offcpu", no_argument, 0, O_OFFCPU},  {"pid", required_argument, 0, 'p'},
 		{"locks", no_argument, 0, O_LOCKS},
+		{"preload-dir", required_argument, 0, O_PRELOADDIR},
+		{"no-preload", no_argument, 0, O_NOPRELOAD},
 		{"comm", required_argument, 0, O_COMM}, {"cgroup", required_argument, 0, O_CGROUP},
 		{"interval", required_argument, 0, 'i'}, {"label", required_argument, 0, 'l'},
 		{"no-symbolize", no_argument, 0, O_NOSYM}, {"user", no_argument, 0, O_USER},
@@ -200,6 +206,8 @@ int cmd_agent(int argc, char **argv)
 			break;
 		case O_OFFCPU: o.offcpu = true; break;
 		case O_LOCKS: o.locks = true; break;
+		case O_PRELOADDIR: if (set_str(&o.preload_dir, optarg) < 0) goto oom; break;
+		case O_NOPRELOAD: o.no_preload = true; break;
 		case O_OFFMODE: {
 			int m = strobe_offcpu_mode_parse(optarg);
 			if (m < 0) {

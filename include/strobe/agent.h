@@ -66,6 +66,10 @@ typedef struct strobe_agent_opts {
 	unsigned offcpu_entries; /* bpf: map entries (threads off CPU, sums); default 16384 */
 	bool locks;              /* lock contention: futex waits summed by an eBPF program,
 				    pushed as mutex:contentions / mutex:delay profiles */
+	char *preload_dir;       /* where processes running with libstrobe-heap.so preloaded
+				    keep their channel files (their STROBE_HEAP_DIR); NULL =
+				    /dev/shm */
+	bool no_preload;         /* do not collect those processes' heap and mutex profiles */
 	pid_t *pids;             /* targets: these pids only (else every process) */
 	unsigned npids;
 	char *comm_re;           /* only processes whose comm matches */

@@ -411,6 +411,14 @@ static void test_config(void **state)
 	strobe_agent_opts_init(&o);
 	assert_int_equal(strobe_agent_config_parse("{\"locks\": true}", 15, "agent.json", &o, &err), 0);
 	assert_true(o.locks);
+	assert_false(o.no_preload); /* preloaded processes are collected by default */
+	assert_null(o.preload_dir);
+	strobe_agent_opts_free(&o);
+	strobe_agent_opts_init(&o);
+	static const char pl[] = "{\"preload\": false, \"preload_dir\": \"/run/strobe-heap\"}";
+	assert_int_equal(strobe_agent_config_parse(pl, sizeof(pl) - 1, "agent.json", &o, &err), 0);
+	assert_true(o.no_preload);
+	assert_string_equal(o.preload_dir, "/run/strobe-heap");
 	strobe_agent_opts_free(&o);
 	assert_int_equal(strobe_offcpu_mode_parse("bpf"), STROBE_OFFCPU_BPF);
 	assert_int_equal(strobe_offcpu_mode_parse("ebpf"), -EINVAL);
@@ -420,6 +428,7 @@ static void test_config(void **state)
 		     "\"offcpu_mode\": expected \"auto\", \"bpf\" or \"perf\"");
 	config_error("{\"offcpu_entries\": 10}", "\"offcpu_entries\": 10 is out of range");
 	config_error("{\"locks\": \"yes\"}", "\"locks\": expected true or false");
+	config_error("{\"preload\": 1}", "\"preload\": expected true or false");
 	/* glibc's regcomp grows geometrically with repeated repetitions (found by fuzzing: 2 GB) */
 	config_error("{\"targets\": {\"comm\": \"^postg+++++++++++++++++++++++++++++res$\"}}",
 		     "stacked repetition operators");

@@ -8,9 +8,11 @@
  *                       default 1) in sizes from 16 B to 1 MiB, equal bytes in each of the nine
  *                       size classes 16 B * 4^k, and free each block at once. Truth: <fn>_bytes
  *                       and <fn>_count.
- *   -m inuse            hold_big and hold_small allocate 48 MB in 64 KiB blocks and 16 MB in
+ *   -m inuse [-h S]     hold_big and hold_small allocate 48 MB in 64 KiB blocks and 16 MB in
  *                       256 B blocks and keep them until exit; churn allocates and frees 200 MB
- *                       meanwhile. Truth: <fn>_live_bytes, <fn>_live_count at exit.
+ *                       meanwhile. Truth: <fn>_live_bytes, <fn>_live_count at exit. -h: then
+ *                       hold them S seconds more before exiting (the truth file is written
+ *                       first), for a reader that takes snapshots while the process lives.
  *   -m leak -t SECONDS  leak_site keeps 1 MB a second (4 KiB blocks) for the whole run, while
  *                       churn_a and churn_b allocate and free 20 MB a second each, keeping up to
  *                       256 blocks in a ring that is emptied before exit. Truth: leak_bytes.
@@ -146,15 +148,16 @@ __attribute__((noinline)) int dl_cycle(void)
 int main(int argc, char **argv)
 {
 	const char *mode = "alloc", *out = NULL;
-	double scale = 1, secs = 5;
+	double scale = 1, secs = 5, hold = 0;
 	int c;
-	while ((c = getopt(argc, argv, "m:s:o:t:")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:o:t:h:")) != -1) {
 		switch (c) {
 		case 'm': mode = optarg; break;
 		case 's': scale = atof(optarg); break;
 		case 'o': out = optarg; break;
 		case 't': secs = atof(optarg); break;
-		default: fprintf(stderr, "usage: alloc_truth [-m alloc|inuse|leak] [-s SCALE] [-t SECONDS] -o TRUTH\n"); return 2;
+		case 'h': hold = atof(optarg); break;
+		default: fprintf(stderr, "usage: alloc_truth [-m alloc|inuse|leak] [-s SCALE] [-t SECONDS] [-h HOLD_SECONDS] -o TRUTH\n"); return 2;
 		}
 	}
 	FILE *f = out ? fopen(out, "w") : stdout;
@@ -184,6 +187,11 @@ int main(int argc, char **argv)
 		}
 		fprintf(f, "hold_big_live_bytes %llu\nhold_big_live_count %llu\n", (unsigned long long)big.bytes, (unsigned long long)big.count);
 		fprintf(f, "hold_small_live_bytes %llu\nhold_small_live_count %llu\n", (unsigned long long)small.bytes, (unsigned long long)small.count);
+		fflush(f);
+		if (hold > 0) {
+			struct timespec ts = {(time_t)hold, (long)((hold - (double)(time_t)hold) * 1e9)};
+			nanosleep(&ts, NULL);
+		}
 	} else if (strcmp(mode, "leak") == 0) {
 		tally l = {0};
 		int64_t t0 = wl_mono_ns(), end = t0 + (int64_t)(secs * 1e9);
