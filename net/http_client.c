@@ -2,7 +2,7 @@
 /*
  * The parts of an HTTP client to a strobe server that the agent and the CLI both need
  * (include/strobe/http_client.h): its headers, TLS verification, and the message for a failed
- * transfer. libcurl comes through lib/curl_lazy.c, loaded on first use.
+ * transfer. libcurl comes through net/curl_lazy.c, loaded on first use.
  */
 #include <stdbool.h>
 #include <stdio.h>
