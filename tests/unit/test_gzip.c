@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the one gunzip (lib/gunzip.c): a single member (libdeflate's path), concatenated
+ * Unit tests of the one gunzip (lib/gzip.c): a single member (libdeflate's path), concatenated
  * members as one stream (zlib's path), a zlib stream, the cap at exactly cap bytes and one more,
  * a trailer that lies about the size, truncated and corrupt data with their messages, and the
  * file wrapper strobe_gunzip's -EFBIG.
