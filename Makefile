@@ -95,13 +95,13 @@ $(B)/obj/server/ui.o $(B)/san/server/ui.o $(B)/fuzzobj/server/ui.o: $(B)/gen/ui_
 
 # The agent's eBPF program (agent/offcpu.bpf.c), compiled for the BPF target and embedded in
 # the agent through a bpftool skeleton.
-$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu_bpf.h agent/ustack.bpf.h
+$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu.h agent/ustack.bpf.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/offcpu.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/offcpu.bpf.o name offcpu_bpf > $@.tmp && mv $@.tmp $@
-$(B)/obj/agent/offcpu_bpf.o $(B)/san/agent/offcpu_bpf.o $(B)/fuzzobj/agent/offcpu_bpf.o: $(B)/gen/offcpu.skel.h
+$(B)/obj/agent/offcpu.o $(B)/san/agent/offcpu.o $(B)/fuzzobj/agent/offcpu.o: $(B)/gen/offcpu.skel.h
 # ... and its futex-wait program (agent/locks.bpf.c), which walks user stacks the same way.
-$(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu_bpf.h agent/ustack.bpf.h
+$(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu.h agent/ustack.bpf.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/locks.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@

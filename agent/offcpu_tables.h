@@ -10,22 +10,10 @@
 
 #include <stdint.h>
 
+#include "strobe/offcpu.h" /* strobe_otables_stats */
+
 typedef struct strobe_otables strobe_otables;
 
-typedef struct strobe_otables_stats {
-	uint64_t procs_loaded;   /* processes whose mappings were written (again) */
-	uint64_t procs_failed;   /* ... that could not be read (gone, no permission) */
-	uint64_t exec_races;     /* ... read again: the process exec'd meanwhile */
-	uint32_t procs;          /* processes with mappings in the kernel now */
-	uint32_t binaries;       /* binaries with rows in the kernel */
-	uint32_t binaries_none;  /* binaries without usable tables (frame pointers there) */
-	uint32_t binaries_full;  /* binaries left out: the rows' map was full */
-	uint64_t rows;           /* rows in the kernel */
-	uint64_t rows_max;       /* the map's capacity */
-	int64_t build_ns;        /* spent building rows, in all */
-	int64_t wait_ns_sum, wait_ns_max; /* from a request to its mappings in the kernel */
-	uint64_t waits;
-} strobe_otables_stats;
 
 /* fds of the maps urows (max_rows entries), umaps, uwant and uexec. NULL + errno. */
 strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,

@@ -106,7 +106,7 @@ void strobe_sampler_flush_open(strobe_sampler *s);
 /* The perf_event_attr of one event (kind EVK_*; sideband: it also carries the side records). */
 void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
 			       bool sideband, bool per_task, int tp_id);
-/* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu_bpf.c) to the
+/* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu.c) to the
  * aggregate: the stack is kernel addresses then user addresses, each leaf first; the thread and
  * process are named and their mappings read as for a sample. From then on profiles carry the
  * off-CPU sample types even though the sampler opened no off-CPU events. */

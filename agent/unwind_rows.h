@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 
-#include "offcpu_bpf.h"
+#include "offcpu.h"
 
 typedef struct strobe_urows {
 	struct strobe_ob_row *rows; /* sorted by pc (ELF addresses) */

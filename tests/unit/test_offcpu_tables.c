@@ -26,7 +26,7 @@
 #include <cmocka.h>
 #include <linux/types.h>
 
-#include "../../agent/offcpu_bpf.h"
+#include "../../agent/offcpu.h"
 #include "../../agent/offcpu_tables.h"
 #include "../../agent/unwind_rows.h"
 
