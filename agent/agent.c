@@ -105,7 +105,8 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 	int code = 0;
 	if (!a->ob) {
 		strobe_offcpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
-					 .kernel = a->so.kernel, .max_entries = a->o->offcpu_entries,
+					 .proc_root = a->o->proc_root, .kernel = a->so.kernel,
+					 .max_entries = a->o->offcpu_entries,
 					 /* 8 bytes a row (struct strobe_ob_row) */
 					 .table_rows = a->o->call_graph == STROBE_CG_FP
 							       ? 0
@@ -149,6 +150,7 @@ static void open_locks(strobe_agent *a)
 	strobe_err e = {{0}};
 	int share[5];
 	strobe_locks_opts lo = {.pids = a->o->pids, .npids = a->o->npids,
+				.proc_root = a->o->proc_root,
 				.table_rows = a->o->call_graph == STROBE_CG_FP
 						      ? 0
 						      : a->o->unwind_table_mb << 17};

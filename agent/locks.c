@@ -173,7 +173,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	    !(l->tables = strobe_otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(l->skel->maps.umaps),
 					     bpf_map__fd(l->skel->maps.uwant),
-					     bpf_map__fd(l->skel->maps.uexec)))) {
+					     bpf_map__fd(l->skel->maps.uexec), o->proc_root))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF futex-wait program: out of memory");
 		strobe_locks_close(l);
 		errno = ENOMEM;

@@ -225,7 +225,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	    !(b->tables = strobe_otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(b->skel->maps.umaps),
 					     bpf_map__fd(b->skel->maps.uwant),
-					     bpf_map__fd(b->skel->maps.uexec)))) {
+					     bpf_map__fd(b->skel->maps.uexec), o->proc_root))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF off-CPU programs: out of memory");
 		strobe_offcpu_close(b);
 		errno = ENOMEM;

@@ -16,8 +16,10 @@ typedef struct strobe_otables strobe_otables;
 
 
 /* fds of the maps urows (max_rows entries), umaps, uwant and uexec. NULL + errno. */
+/* proc_root: where /proc is (the agent's --proc-root; NULL: /proc), for PID/maps and the
+ * binaries under PID/root. */
 strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
-				   int fd_exec);
+				   int fd_exec, const char *proc_root);
 void strobe_otables_free(strobe_otables *t);
 /* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
 int strobe_otables_load(strobe_otables *t, uint32_t tgid);

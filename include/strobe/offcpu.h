@@ -28,6 +28,7 @@ typedef struct strobe_offcpu_opts {
 				   hold half as many stacks each. 0 = 16384 */
 	uint32_t table_rows;    /* capacity of the unwind rows' map (8 bytes a row);
 				   0 = frame pointers only */
+	const char *proc_root;  /* where /proc is (NULL: /proc), for the tables' loader */
 } strobe_offcpu_opts;
 
 /* The unwind tables the program walks user stacks by (agent/offcpu_tables.c). */

@@ -53,7 +53,7 @@ static int make_maps(fds *f, uint32_t max_rows)
 static strobe_otables *new_tables(fds *f, uint32_t max_rows)
 {
 	assert_int_equal(make_maps(f, max_rows), 0);
-	strobe_otables *t = strobe_otables_new(f->rows, max_rows, f->maps, f->want, f->exec);
+	strobe_otables *t = strobe_otables_new(f->rows, max_rows, f->maps, f->want, f->exec, NULL);
 	assert_non_null(t);
 	return t;
 }
