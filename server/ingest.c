@@ -80,7 +80,7 @@ int strobe_pyroscope_ingest(srv_req *r)
 		size_t plen = strcspn(it->type, ":");
 		memcpy(names[i], it->type, plen);
 		names[i][plen] = 0;
-		int gr = srv_sample_groups(it->profile, c, labels, nbase, &groups[i], &err);
+		int gr = srv_sample_groups(it->profile, c, labels, nbase, NULL, 0, &groups[i], &err);
 		if (gr < 0) {
 			rc = srv_error(r, gr == -EDQUOT ? 429 : gr == -ENOMEM ? 500 : 400, "%s",
 				       err.msg);
@@ -99,7 +99,7 @@ int strobe_pyroscope_ingest(srv_req *r)
 			const srv_label_group *lg = &groups[i].g[g];
 			items[nitems++] = (strobe_push_item){
 				.profile = it->profile, .name = names[i], .time_ns = it->from_ns,
-				.average = it->aggregation == STROBE_AGG_AVERAGE, .labels = lg->labels,
+				.average = it->aggregation == STROBE_AGG_AVERAGE, .labels = lg->labels, .slabels = lg->slabels, .nslabels = lg->nslabels,
 				.nlabels = lg->nlabels, .samples = lg->samples, .nsamples = lg->nsamples};
 		}
 	}

@@ -41,6 +41,8 @@ typedef struct store_point {
 	int64_t time;
 	uint8_t *blob;
 	size_t blen;
+	char *slabels; /* its sample labels as name\0value\0... (sorted by name); NULL: none */
+	size_t slen;
 } store_point;
 typedef struct store_pending {
 	store_point *pt;
@@ -103,6 +105,9 @@ typedef struct store_pair {
 } store_pair;
 
 /* zstd of varints; *out malloc'd. */
+/* The sample labels of a stored point (points.slabels: name\0value\0..., sorted by name)
+ * into l (at most cap pairs, pointing into in); the count, or -EIO when malformed. */
+int store_slabels_decode(const char *in, size_t len, strobe_labelpair *l, size_t cap);
 int store_blob_encode(const store_pair *p, size_t n, uint8_t **out, size_t *len);
 /* Decodes into *buf (grown with realloc, capacity *cap); stacks are checked < nstacks. */
 int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pair **buf,
