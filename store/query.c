@@ -741,18 +741,65 @@ static int listing(strobe_store *s, const strobe_query *q, int what, const char 
 					 "series=?1 AND level>0 AND time>=?2 AND time<?3 LIMIT 1",
 					 -1, &st, NULL) != SQLITE_OK)
 		r = store_sqlerr(s, err, "listing");
+	/* The distinct sample labels of a series' points in the window, for the names and values
+	 * of pid, comm... that ride on the points, and for the selectors that match them. */
+	sqlite3_stmt *sl = NULL;
+	if (r == 0 && sqlite3_prepare_v2(s->db,
+					 "SELECT DISTINCT slabels FROM points WHERE series=?1 AND "
+					 "time>=?2 AND time<?3 LIMIT " STORE_SLABELS_LISTED,
+					 -1, &sl, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "listing");
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
-		sqlite3_bind_int64(st, 1, se->id);
-		sqlite3_bind_int64(st, 2, q->from_ns);
-		sqlite3_bind_int64(st, 3, q->to_ns);
-		int rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		if (rc == SQLITE_DONE)
-			continue;
-		if (rc != SQLITE_ROW) {
-			r = store_sqlerr(s, err, "listing");
-			break;
+		bool filter = false;
+		for (size_t k = 0; q->sel && k < q->sel->n; k++)
+			filter |= deferred(&q->sel->m[k], se);
+		if (filter || what == L_NAMES ||
+		    (what == L_VALUES && strobe_sample_label_name(name) &&
+		     !has_label(se->labels, se->nlabels, name))) {
+			sqlite3_bind_int64(sl, 1, se->id);
+			sqlite3_bind_int64(sl, 2, q->from_ns);
+			sqlite3_bind_int64(sl, 3, q->to_ns);
+			bool found = false;
+			int rc;
+			while (r == 0 && (rc = sqlite3_step(sl)) == SQLITE_ROW) {
+				const void *b = sqlite3_column_blob(sl, 0);
+				size_t len = (size_t)sqlite3_column_bytes(sl, 0);
+				bool bad = false;
+				if (filter && !point_ok(q->sel, se, b, len, &bad) && !bad)
+					continue;
+				strobe_labelpair l[STROBE_SAMPLE_LABELS_MAX];
+				int nl = store_slabels_decode(b, len, l, STROBE_SAMPLE_LABELS_MAX);
+				if (bad || nl < 0) {
+					r = strobe_errf(err, -EIO, "store: the sample labels of a "
+								   "point of series %lld are corrupt",
+							(long long)se->id);
+					break;
+				}
+				found = true;
+				for (int k = 0; r == 0 && k < nl; k++)
+					if (what == L_NAMES)
+						r = strv_add(&v, l[k].name);
+					else if (what == L_VALUES && strcmp(l[k].name, name) == 0)
+						r = strv_add(&v, l[k].value);
+			}
+			if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+				r = store_sqlerr(s, err, "listing");
+			sqlite3_reset(sl);
+			if (r < 0 || !found)
+				continue;
+		} else {
+			sqlite3_bind_int64(st, 1, se->id);
+			sqlite3_bind_int64(st, 2, q->from_ns);
+			sqlite3_bind_int64(st, 3, q->to_ns);
+			int rc = sqlite3_step(st);
+			sqlite3_reset(st);
+			if (rc == SQLITE_DONE)
+				continue;
+			if (rc != SQLITE_ROW) {
+				r = store_sqlerr(s, err, "listing");
+				break;
+			}
 		}
 		if (what == L_TYPES) {
 			r = strv_add(&v, se->type);
@@ -766,6 +813,7 @@ static int listing(strobe_store *s, const strobe_query *q, int what, const char 
 		}
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(sl);
 	free(idx);
 	pthread_mutex_unlock(&s->mu);
 	if (r < 0) {

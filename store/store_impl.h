@@ -105,6 +105,9 @@ typedef struct store_pair {
 } store_pair;
 
 /* zstd of varints; *out malloc'd. */
+/* Distinct sample label sets one series lists for the label APIs (a text for the SQL): a
+ * bound on a window's reading, as the query caps bound a query's. */
+#define STORE_SLABELS_LISTED "10000"
 /* The sample labels of a stored point (points.slabels: name\0value\0..., sorted by name)
  * into l (at most cap pairs, pointing into in); the count, or -EIO when malformed. */
 int store_slabels_decode(const char *in, size_t len, strobe_labelpair *l, size_t cap);
