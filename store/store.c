@@ -783,6 +783,50 @@ static size_t tenant_series(const strobe_store *s, const char *tenant)
 	return n;
 }
 
+/* A series about to be made, against max_label_values: each of its label values new to the
+ * tenant must leave that name at most max_label_values values. Only a new value is counted
+ * (its series scanned once, as tenant_series does): new series are rare, pushes to known ones
+ * never get here. */
+static int label_values_ok(strobe_store *s, const char *tenant, const store_series *ns,
+			   strobe_err *err)
+{
+	for (uint32_t k = 0; k < ns->nlabels; k++) {
+		const char *name = ns->labels[k].name, *value = ns->labels[k].value;
+		strobe_itab seen = {0};
+		bool known = false;
+		int r = 0;
+		for (size_t i = 0; r == 0 && !known && i < s->nseries; i++) {
+			const store_series *se = &s->series[i];
+			if (se->dead || strcmp(se->tenant, tenant) != 0)
+				continue;
+			for (uint32_t j = 0; j < se->nlabels; j++) {
+				if (strcmp(se->labels[j].name, name) != 0)
+					continue;
+				const char *v = se->labels[j].value;
+				if (strcmp(v, value) == 0) {
+					known = true;
+				} else {
+					uint32_t id;
+					bool added;
+					r = strobe_itab_intern(&seen, v, strlen(v), &id, &added);
+				}
+				break;
+			}
+		}
+		uint32_t n = seen.n;
+		strobe_itab_free(&seen);
+		if (r < 0)
+			return r;
+		if (!known && n >= s->o.max_label_values)
+			return strobe_errf(err, -EDQUOT,
+					   "limit max_label_values_per_name: label %.128s has %u values "
+					   "in tenant '%s', at most %u; a value per process or request "
+					   "belongs on the samples (pid, span_id...), not on the series",
+					   name, n, tenant, s->o.max_label_values);
+	}
+	return 0;
+}
+
 /* An item's samples: all of its profile's, or the subset it names (one label set of a profile
  * split by per-sample labels); sample i (1-based) of the item is item_sid(i) of the profile. */
 static uint32_t item_ns(const strobe_push_item *it)
@@ -855,6 +899,8 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 					rq->tenant, s->o.max_series);
 			break;
 		}
+		if (s->o.max_label_values && (r = label_values_ok(s, rq->tenant, se, err)) < 0)
+			break;
 		se->period = rq->items[cols[c].item].profile->period;
 		/* Pyroscope's aggregationType=average: fixed when the series is made. */
 		se->gauge = strobe_type_is_gauge(se->type) || rq->items[cols[c].item].average;

@@ -82,6 +82,9 @@ typedef struct strobe_store_opts {
 	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
 	uint32_t max_stacks;      /* distinct stacks held (they are mirrored in memory); 0 = no cap */
+	/* distinct values of one series label name in a tenant (a pid or a request id made a
+	 * series label would exhaust the store); 0 = no cap */
+	uint32_t max_label_values;
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
 	/* Query cost caps: stored rows (profiles or roll-ups) and compressed bytes one query or
 	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
