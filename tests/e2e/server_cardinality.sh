@@ -4,8 +4,8 @@
 #   one-series   20 processes of one service (pid and comm given as push labels, as agents
 #                before the move sent them, and as sample_labels=, as the agent sends them now)
 #                leave one series, with no pid, comm or exe on it
-#   pid-filter   a selector on pid gives that process's samples alone; the label API lists the
-#                20 pids from the samples
+#   pid-filter   a selector on pid (and strobe query --tagfocus) gives that process's samples
+#                alone; the label API lists the 20 pids from the samples
 #   limit        with limits.max_label_values_per_name = 3, a push bringing a 4th host is
 #                answered 429 naming the label, stores nothing, and /metrics counts it under
 #                its limit; a known host still goes in
@@ -58,11 +58,13 @@ else ok one-series "20 processes, $series"; fi
 f=$(q query --data-urlencode "query=$S{service_name=\"fleet\",pid=\"1005\"}" -d format=folded)
 all=$(q query --data-urlencode "query=$S{service_name=\"fleet\"}" -d format=folded | wc -l)
 cli=$("$STROBE" query -s "$url" --from now-10m -f folded "$S{pid=~\"100[67]\"}" 2>&1 | sort | tr '\n' ' ')
+tf=$("$STROBE" query -s "$url" --from now-10m -f folded --tagfocus 'pid=1012' "$S{service_name=\"fleet\"}" 2>&1)
 pids=$(q label/pid/values --data-urlencode "query={service_name=\"fleet\"}" | grep -o '"[0-9]*"' | wc -l)
 comms=$(q label/comm/values --data-urlencode "query={pid=\"1004\"}")
 if [ "$f" != "main;work_5 6" ]; then fail pid-filter "pid 1005 gave '$f', want 'main;work_5 6'"
 elif [ "$all" != 20 ]; then fail pid-filter "the service gave $all stacks, want 20"
 elif [ "$cli" != "main;work_6 7 main;work_7 8 " ]; then fail pid-filter "strobe query pid=~100[67] gave '$cli'"
+elif [ "$tf" != "main;work_12 13" ]; then fail pid-filter "strobe query --tagfocus pid=1012 gave '$tf'"
 elif [ "$pids" != 20 ]; then fail pid-filter "label/pid/values listed $pids pids, want 20"
 elif [ "$comms" != '{"data":["worker"]}' ]; then fail pid-filter "label/comm/values of pid 1004: $comms"
 else ok pid-filter "pid 1005 alone, 20 pids listed, comm from the samples"; fi
