@@ -105,6 +105,40 @@ static bool point_ok(const strobe_selector *sel, const store_series *se, const v
 	return true;
 }
 
+int store_series_sample_match(strobe_store *s, const strobe_selector *sel, const store_series *se,
+			      int64_t from, int64_t to, strobe_err *err)
+{
+	bool filter = false;
+	for (size_t k = 0; sel && k < sel->n; k++)
+		filter |= deferred(&sel->m[k], se);
+	if (!filter)
+		return 1;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT DISTINCT slabels FROM points WHERE series=?1 AND time>=?2 AND "
+			       "time<?3 LIMIT " STORE_SLABELS_LISTED,
+			       -1, &st, NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "listing");
+	sqlite3_bind_int64(st, 1, se->id);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, to);
+	int rc, r = 0;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		bool bad = false;
+		if (point_ok(sel, se, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+			     &bad))
+			r = 1;
+		else if (bad)
+			r = strobe_errf(err, -EIO, "store: the sample labels of a point of series "
+						   "%lld are corrupt",
+					(long long)se->id);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_sqlerr(s, err, "listing");
+	sqlite3_finalize(st);
+	return r;
+}
+
 int store_match_series(strobe_store *s, const char *tenant, const strobe_selector *sel,
 		       size_t **out, size_t *n, strobe_err *err)
 {

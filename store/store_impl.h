@@ -164,6 +164,10 @@ int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err);
 int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
 		       const uint32_t *saved, const uint32_t *n, strobe_err *err);
 int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_err *err);
+/* Whether series se has a point in [from, to) that passes the selector's matchers on sample
+ * labels it lacks (points.slabels): 1 yes (also when it has no such matcher), 0 no, <0 error. */
+int store_series_sample_match(strobe_store *s, const strobe_selector *sel, const store_series *se,
+			      int64_t from, int64_t to, strobe_err *err);
 
 /* commit.c: start and stop the committer; hand it a push and wait until it is durable (0) or
  * failed (-errno, nothing of it stored). */

@@ -329,6 +329,9 @@ static void test_process_labels_on_samples(void **state)
 		    "{\"data\":[\"svc\"]}");
 	expect_body(get("/api/v1/label/service_name/values", "query={pid=\"3\"}", NULL),
 		    "{\"data\":[]}");
+	expect_body(get("/api/v1/series", "match=" CPU "{pid=\"3\"}", NULL), "{\"data\":[]}");
+	snprintf(want, sizeof(want), "{\"data\":[%s\"service_name\":\"svc\"}]}", e);
+	expect_body(get("/api/v1/series", "match=" CPU "{pid=\"1\"}", NULL), want);
 	/* Roll-ups keep the processes apart. */
 	strobe_err err = {{0}};
 	assert_true(strobe_store_compact(srv.store, NOW + 7200 * STROBE_NS_PER_S, &err) > 0);
