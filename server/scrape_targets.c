@@ -64,7 +64,8 @@ static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t 
 		rc = strobe_errf(&err, -ENOMEM, "out of memory");
 	for (size_t i = 0; items && i < g.n; i++)
 		items[i] = (strobe_push_item){.profile = p, .name = hint, .time_ns = t_ns,
-					      .labels = g.g[i].labels, .nlabels = g.g[i].nlabels, .slabels = g.g[i].slabels, .nslabels = g.g[i].nslabels,
+					      .labels = g.g[i].labels, .nlabels = g.g[i].nlabels,
+					      .slabels = g.g[i].slabels, .nslabels = g.g[i].nslabels,
 					      .samples = g.g[i].samples, .nsamples = g.g[i].nsamples};
 	strobe_push_req rq = {tenant, lp, n, items, g.n, 0};
 	strobe_push_result res;

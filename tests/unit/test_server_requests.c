@@ -334,13 +334,28 @@ static void test_process_labels_on_samples(void **state)
 	expect_body(get("/api/v1/series", "match=" CPU "{pid=\"1\"}", NULL), want);
 	/* Roll-ups keep the processes apart. */
 	strobe_err err = {{0}};
+	reply r;
 	assert_true(strobe_store_compact(srv.store, NOW + 7200 * STROBE_NS_PER_S, &err) > 0);
 	assert_int_equal(query_total(CPU "{pid=\"2\"}"), 50000000LL);
 	assert_int_equal(query_total(CPU "{service_name=\"svc\"}"), 80000000LL);
 	assert_int_equal(query_total(SAMPLES "{pid=\"9\"}"), 7);
+	/* Pyroscope's /ingest: pid in the application name's labels goes on the samples too. */
+	const uint8_t pyro[] = "main;work 4\n";
+	const char *ing_args[] = {"name=ing{pid=5,env=e}", "from=now-70s", "until=now-60s",
+				  NULL};
+	r = call("POST", "/ingest", ing_args, pyro, sizeof(pyro) - 1, NULL);
+	if (r.status != 200)
+		fail_msg("ingest: %u %s", r.status, r.body);
+	free(r.body);
+	r = get("/api/v1/series", "match={service_name=\"ing\"}", NULL);
+	if (strstr(r.body, "\"pid\"") || !strstr(r.body, "\"env\":\"e\""))
+		fail_msg("ingest series: %s", r.body);
+	free(r.body);
+	expect_body(get("/api/v1/label/pid/values", "query={service_name=\"ing\"}", NULL),
+		    "{\"data\":[\"5\"]}");
 	/* sample_labels takes only the labels of a process or a request. */
 	const char *bad_args[] = {"service_name=svc", "sample_labels={env=\"prod\"}", NULL};
-	reply r = call("POST", "/api/v1/push", bad_args, folded, sizeof(folded) - 1, NULL);
+	r = call("POST", "/api/v1/push", bad_args, folded, sizeof(folded) - 1, NULL);
 	if (r.status != 400 || !strstr(r.body, "sample label 'env'"))
 		fail_msg("%u %s", r.status, r.body);
 	free(r.body);
