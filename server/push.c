@@ -198,6 +198,8 @@ int srv_push(srv_req *r)
 		free(labels);
 		return 0;
 	}
+	/* sorted, as the store keeps them: one set, one form, one roll-up */
+	qsort(rsl, nrsl, sizeof(*rsl), cmp_label);
 	int64_t t = 0;
 	const char *ts = srv_arg(r, "time"), *name = srv_arg(r, "name");
 	strobe_err err = {{0}};

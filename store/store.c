@@ -957,7 +957,7 @@ static int slabels_encode(const strobe_push_item *item, store_point *pt, strobe_
 	if (!item->nslabels)
 		return 0;
 	if (item->nslabels > STROBE_SAMPLE_LABELS_MAX)
-		return strobe_errf(err, -EINVAL, "limit: more than %d sample labels on a sample",
+		return strobe_errf(err, -EINVAL, "limit max_labels: more than %d sample labels",
 				   STROBE_SAMPLE_LABELS_MAX);
 	size_t len = 0;
 	for (size_t i = 0; i < item->nslabels; i++)
