@@ -413,9 +413,9 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, 
 	char num[16];
 	snprintf(num, sizeof(num), "%d", (int)pid);
 	sb_label(&b, &first, "host", 4, a->host);
-	sb_label(&b, &first, "pid", 3, num);
-	sb_label(&b, &first, "comm", 4, pi->comm);
-	sb_label(&b, &first, "exe", 3, pi->exe);
+	/* build_id stays a series label: a service runs one build per deployed version (two
+	 * during a rollout), so it is bounded per service, and it is what a diff between
+	 * versions selects on. */
 	sb_label(&b, &first, "build_id", 8, pi->build_id);
 	for (unsigned i = 0; i < o->nlabels; i++) {
 		const char *eq = strchr(o->labels[i], '=');
@@ -430,6 +430,16 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, 
 			sb_label(&b, &first, kv, (size_t)(eq - kv), eq + 1);
 		}
 	}
+	sb_esc(&b, "}", 1);
+	/* The process's identity rides on its samples, not on the series: a series names a
+	 * service, and one per process would grow without bound (pid reuse, restarts, forks).
+	 * The server stores these with the points; selectors can still pick pid="123". */
+	sb_str(&b, "&sample_labels=");
+	sb_esc(&b, "{", 1);
+	first = true;
+	sb_label(&b, &first, "pid", 3, num);
+	sb_label(&b, &first, "comm", 4, pi->comm);
+	sb_label(&b, &first, "exe", 3, pi->exe);
 	sb_esc(&b, "}", 1);
 	if (b.oom) {
 		free(b.s);

@@ -125,6 +125,51 @@ static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out,
 	return 0;
 }
 
+/* The push's sample labels, sample_labels={pid="1",comm="x",...}: labels of the process that
+ * made the profile, stored with its points rather than on the series. Only the names selectors
+ * match on points (strobe_sample_label_name) are taken, so that nothing else silently drops
+ * out of the series. Appended to rsl (a name already there keeps its value); replies 400 and
+ * returns -1 when they break a rule. */
+static int push_sample_labels(srv_req *r, strobe_selector *sel, strobe_labelpair *rsl,
+			      size_t *nrsl)
+{
+	const strobe_server_config *c = &r->srv->cfg;
+	const char *ls = srv_arg(r, "sample_labels");
+	memset(sel, 0, sizeof(*sel));
+	if (!ls)
+		return 0;
+	strobe_err err = {{0}};
+	if (strobe_selector_parse(ls, strlen(ls), sel, &err) < 0)
+		return srv_error(r, 400, "sample_labels: %s", err.msg), -1;
+	if (sel->type)
+		return srv_error(r, 400, "sample_labels: give {name=\"value\", ...} only"), -1;
+	for (size_t i = 0; i < sel->n; i++) {
+		const strobe_matcher *m = &sel->m[i];
+		const char *bad = NULL;
+		if (m->op != STROBE_MATCH_EQ)
+			bad = "is a matcher: give name=\"value\" pairs";
+		else if (!strobe_sample_label_name(m->name))
+			bad = "is not a sample label (pid, tid, comm, exe, process, thread, "
+			      "lock_addr, span_id, trace_id, profile_id); give it in labels";
+		else if (strlen(m->value) > c->max_label_value_len)
+			bad = "has a value longer than max_label_value_length";
+		else {
+			json_t *js = json_string(m->value); /* NULL: not valid UTF-8 */
+			if (!js)
+				bad = "has a value that is not UTF-8";
+			json_decref(js);
+		}
+		if (bad)
+			return srv_error(r, 400, "sample label '%.128s' %s", m->name, bad), -1;
+		bool dup = !m->value[0];
+		for (size_t j = 0; j < *nrsl && !dup; j++)
+			dup = strcmp(rsl[j].name, m->name) == 0;
+		if (!dup && *nrsl < STROBE_SAMPLE_LABELS_MAX)
+			rsl[(*nrsl)++] = (strobe_labelpair){m->name, m->value};
+	}
+	return 0;
+}
+
 int srv_push(srv_req *r)
 {
 	const strobe_server_config *c = &r->srv->cfg;
@@ -135,6 +180,26 @@ int srv_push(srv_req *r)
 		strobe_selector_free(&sel);
 		return 0;
 	}
+	/* pid, comm, exe... given as push labels (agents before they moved to the samples) go on
+	 * the samples all the same: one series per service, whatever sends it. */
+	strobe_labelpair rsl[STROBE_SAMPLE_LABELS_MAX];
+	size_t nrsl = 0, nser = 0;
+	for (size_t i = 0; i < nlabels; i++) {
+		if (strobe_sample_label_name(labels[i].name) && nrsl < STROBE_SAMPLE_LABELS_MAX)
+			rsl[nrsl++] = labels[i];
+		else
+			labels[nser++] = labels[i];
+	}
+	nlabels = nser;
+	strobe_selector ssel;
+	if (push_sample_labels(r, &ssel, rsl, &nrsl) < 0) {
+		strobe_selector_free(&ssel);
+		strobe_selector_free(&sel);
+		free(labels);
+		return 0;
+	}
+	/* sorted, as the store keeps them: one set, one form, one roll-up */
+	qsort(rsl, nrsl, sizeof(*rsl), cmp_label);
 	int64_t t = 0;
 	const char *ts = srv_arg(r, "time"), *name = srv_arg(r, "name");
 	strobe_err err = {{0}};
@@ -227,6 +292,7 @@ int srv_push(srv_req *r)
 			}
 			items[nitems++] = (strobe_push_item){.profile = views[i]->hdr, .name = name,
 							     .time_ns = t, .average = average,
+							     .slabels = rsl, .nslabels = nrsl,
 							     .view = views[i]};
 			continue;
 		}
@@ -239,7 +305,8 @@ int srv_push(srv_req *r)
 		}
 		nprof++;
 		/* One item per distinct set of per-sample labels (pprof.Do), each its own series. */
-		if ((dr = srv_sample_groups(profs[i], c, labels, nlabels, &groups[i], &err)) < 0) {
+		if ((dr = srv_sample_groups(profs[i], c, labels, nlabels, rsl, nrsl, &groups[i],
+					    &err)) < 0) {
 			srv_error(r, dr == -EDQUOT ? 429 : dr == -ENOMEM ? 500 : 400, "profile %zu: %s",
 				  i + 1, err.msg);
 			goto out;
@@ -255,7 +322,8 @@ int srv_push(srv_req *r)
 			const srv_label_group *gr = &groups[i].g[g];
 			items[nitems++] = (strobe_push_item){
 				.profile = profs[i], .name = name, .time_ns = t, .average = average,
-				.labels = gr->labels, .nlabels = gr->nlabels, .samples = gr->samples,
+				.labels = gr->labels, .nlabels = gr->nlabels, .slabels = gr->slabels,
+				.nslabels = gr->nslabels, .samples = gr->samples,
 				.nsamples = gr->nsamples};
 		}
 	}
@@ -302,6 +370,7 @@ out:
 	free(profs);
 	free(items);
 	free(labels);
+	strobe_selector_free(&ssel);
 	strobe_selector_free(&sel);
 	return 0;
 }
