@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "bpf_msg.h"
 #include "locks.h"
 #include "locks.skel.h"
 #include "offcpu_tables.h"
@@ -47,19 +48,6 @@ struct strobe_locks {
 	char tables_off[256];
 };
 
-static _Thread_local char libbpf_msg[256];
-
-static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	char m[256];
-	vsnprintf(m, sizeof(m), fmt, ap);
-	m[strcspn(m, "\n")] = 0;
-	if (m[0])
-		memcpy(libbpf_msg, m, sizeof(m));
-	return 0;
-}
 
 static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows)
 {
@@ -120,11 +108,7 @@ static void preload(strobe_locks *l, unsigned ms)
 
 strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 {
-	libbpf_set_print(on_libbpf_print);
-	libbpf_msg[0] = 0;
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		strobe_errf(err, -ENOENT, "no kernel BTF (/sys/kernel/btf/vmlinux: %s): the eBPF "
-			    "futex-wait program needs it", strerror(errno));
+	if (agent_bpf_start("the eBPF futex-wait program", err) < 0) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -145,10 +129,10 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(l->tables_off, sizeof(l->tables_off), "%s%s%s", strerror(-rc),
-			 libbpf_msg[0] ? ": " : "", libbpf_msg);
+			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 		locks_bpf__destroy(l->skel);
 		l->skel = NULL;
-		libbpf_msg[0] = 0;
+		agent_bpf_msg()[0] = 0;
 		strobe_locks_opts fp = *o;
 		fp.share_tables = NULL;
 		rc = load(l, &fp, 0);
@@ -157,7 +141,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 		strobe_errf(err, rc, "cannot load the eBPF futex-wait program: %s%s%s%s",
 			    strerror(-rc),
 			    rc == -EPERM ? " (needs root, or CAP_BPF with CAP_PERFMON)" : "",
-			    libbpf_msg[0] ? ": " : "", libbpf_msg);
+			    agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 		strobe_locks_close(l);
 		errno = -rc;
 		return NULL;
@@ -212,13 +196,13 @@ int strobe_locks_attach(strobe_locks *l, strobe_err *err)
 {
 	if (l->skel->links.futex_enter)
 		return 0;
-	libbpf_msg[0] = 0;
+	agent_bpf_msg()[0] = 0;
 	int rc = locks_bpf__attach(l->skel);
 	if (rc < 0) {
 		strobe_locks_detach(l);
 		return strobe_errf(err, rc, "cannot attach the eBPF futex-wait program to "
 				   "syscalls:sys_enter_futex: %s%s%s", strerror(-rc),
-				   libbpf_msg[0] ? ": " : "", libbpf_msg);
+				   agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 	}
 	struct bpf_program *opt[] = {l->skel->progs.futex_waitv_enter,
 				     l->skel->progs.futex_waitv_exit,
@@ -229,7 +213,7 @@ int strobe_locks_attach(strobe_locks *l, strobe_err *err)
 		l->opt_links[i] = bpf_program__attach(opt[i + 1]);
 		l->opt_links[i + 1] = l->opt_links[i] ? bpf_program__attach(opt[i]) : NULL;
 	}
-	libbpf_msg[0] = 0; /* (a kernel without the futex2 calls is fine) */
+	agent_bpf_msg()[0] = 0; /* (a kernel without the futex2 calls is fine) */
 	return 0;
 }
 

@@ -30,6 +30,7 @@
 
 #include "strobe/offcpu.h"
 #include "sampler_impl.h" /* strobe_sampler_add_offcpu */
+#include "bpf_msg.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"
 #include "offcpu_tables.h"
@@ -60,19 +61,6 @@ struct strobe_offcpu {
 };
 
 /* libbpf's last warning, for the error message (libraries never print). */
-static _Thread_local char libbpf_msg[256];
-
-static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	char m[256];
-	vsnprintf(m, sizeof(m), fmt, ap);
-	m[strcspn(m, "\n")] = 0;
-	if (m[0])
-		memcpy(libbpf_msg, m, sizeof(m));
-	return 0;
-}
 
 /* Where __schedule is: kernel stacks are cut to start there (what is above it is the
  * tracepoint's machinery). Without privilege kallsyms shows zeros, and nothing is cut. */
@@ -168,11 +156,7 @@ static int load(strobe_offcpu *b, const strobe_offcpu_opts *o, uint32_t table_ro
 
 strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 {
-	libbpf_set_print(on_libbpf_print);
-	libbpf_msg[0] = 0;
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		strobe_errf(err, -ENOENT, "no kernel BTF (/sys/kernel/btf/vmlinux: %s): the eBPF "
-			    "off-CPU programs need it", strerror(errno));
+	if (agent_bpf_start("the eBPF off-CPU programs", err) < 0) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -194,10 +178,10 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		/* The table walk needs more of the kernel than the rest (bpf_loop, sleepable task
 		 * iterators, bpf_copy_from_user_task): without it, frame pointers only. */
 		snprintf(b->tables_off, sizeof(b->tables_off), "%s%s%s", strerror(-rc),
-			 libbpf_msg[0] ? ": " : "", libbpf_msg);
+			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 		offcpu_bpf__destroy(b->skel);
 		b->skel = NULL;
-		libbpf_msg[0] = 0;
+		agent_bpf_msg()[0] = 0;
 		rc = load(b, o, 0);
 	}
 	if (rc == 0) {
@@ -208,7 +192,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	if (rc < 0) {
 		strobe_errf(err, rc, "cannot load the eBPF off-CPU programs: %s%s%s%s", strerror(-rc),
 			    rc == -EPERM ? " (needs root, or CAP_BPF with CAP_PERFMON)" : "",
-			    libbpf_msg[0] ? ": " : "", libbpf_msg);
+			    agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 		strobe_offcpu_close(b);
 		errno = -rc;
 		return NULL;
@@ -257,12 +241,13 @@ int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err)
 {
 	if (b->skel->links.on_switch)
 		return 0;
-	libbpf_msg[0] = 0;
+	agent_bpf_msg()[0] = 0;
 	int rc = offcpu_bpf__attach(b->skel);
 	if (rc < 0) {
 		offcpu_bpf__detach(b->skel);
 		return strobe_errf(err, rc, "cannot attach the eBPF off-CPU programs to sched_switch: "
-				   "%s%s%s", strerror(-rc), libbpf_msg[0] ? ": " : "", libbpf_msg);
+				   "%s%s%s", strerror(-rc), agent_bpf_msg()[0] ? ": " : "",
+				   agent_bpf_msg());
 	}
 	return 0;
 }
