@@ -234,7 +234,7 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 		}
 	int64_t now = strobe_mono_ns();
 	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
-	const strobe_proc *pr = e && a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+	const strobe_proc *pr = e && a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
 	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
 		e->seen_interval = interval;
@@ -258,7 +258,7 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	e->gone = false;
 	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
 		/* exited: name it from what the sampler saw */
-		const strobe_proc *tp = a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+		const strobe_proc *tp = a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
 		if (!e->info.service[0]) {
 			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);

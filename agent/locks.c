@@ -84,7 +84,7 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 }
 
 /* The tables of the processes running now, for at most ms milliseconds, before the loader
- * thread starts (strobe_otables_load is not for two threads at once). */
+ * thread starts (otables_load is not for two threads at once). */
 static void preload(strobe_locks *l, unsigned ms)
 {
 	DIR *d = opendir("/proc");
@@ -98,7 +98,7 @@ static void preload(strobe_locks *l, unsigned ms)
 		unsigned long pid = strtoul(e->d_name, &end, 10);
 		if (*end || pid == 0 || pid > 0x7fffffff)
 			continue;
-		strobe_otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
+		otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
 			break;
@@ -154,7 +154,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	l->fd_stacks[1] = bpf_map__fd(l->skel->maps.stacks1);
 	l->fd_targets = bpf_map__fd(l->skel->maps.targets);
 	if (o->table_rows && !o->share_tables && !l->tables_off[0] &&
-	    !(l->tables = strobe_otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
+	    !(l->tables = otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(l->skel->maps.umaps),
 					     bpf_map__fd(l->skel->maps.uwant),
 					     bpf_map__fd(l->skel->maps.uexec), o->proc_root))) {
@@ -168,7 +168,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	if (l->tables && o->preload_ms > 0 && o->npids == 0)
 		preload(l, o->preload_ms);
 	if (l->tables) {
-		int trc = strobe_otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
+		int trc = otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
 		if (trc < 0) {
 			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
 				    strerror(-trc));
@@ -188,7 +188,7 @@ int strobe_locks_add_pid(strobe_locks *l, pid_t pid)
 		return -errno;
 	/* its tables before its first wait (children inherit them at fork) */
 	if (l->tables)
-		strobe_otables_load(l->tables, tgid);
+		otables_load(l->tables, tgid);
 	return 0;
 }
 
@@ -301,7 +301,7 @@ void strobe_locks_get_stats(strobe_locks *l, strobe_locks_stats *st)
 	memcpy(st->tables_off, l->tables_off, sizeof(st->tables_off));
 	if (l->tables) {
 		strobe_otables_stats ts;
-		strobe_otables_get_stats(l->tables, &ts);
+		otables_get_stats(l->tables, &ts);
 		st->procs_loaded = ts.procs_loaded;
 		st->table_waits = ts.waits;
 		st->table_wait_ns_sum = ts.wait_ns_sum;
@@ -313,7 +313,7 @@ void strobe_locks_close(strobe_locks *l)
 {
 	if (!l)
 		return;
-	strobe_otables_free(l->tables); /* first: its thread uses the maps */
+	otables_free(l->tables); /* first: its thread uses the maps */
 	for (size_t i = 0; i < 4; i++)
 		bpf_link__destroy(l->opt_links[i]);
 	locks_bpf__destroy(l->skel);

@@ -206,7 +206,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
 	int fd_targets = bpf_map__fd(b->skel->maps.targets);
 	if (o->table_rows && !b->tables_off[0] &&
-	    !(b->tables = strobe_otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
+	    !(b->tables = otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(b->skel->maps.umaps),
 					     bpf_map__fd(b->skel->maps.uwant),
 					     bpf_map__fd(b->skel->maps.uexec), o->proc_root))) {
@@ -221,10 +221,10 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		bpf_map_update_elem(fd_targets, &tgid, &one, BPF_ANY);
 		/* their tables before their first switch (children inherit them at fork) */
 		if (b->tables)
-			strobe_otables_load(b->tables, tgid);
+			otables_load(b->tables, tgid);
 	}
 	if (b->tables) {
-		int trc = strobe_otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq), rewalk,
+		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq), rewalk,
 					       b);
 		if (trc < 0) {
 			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
@@ -449,7 +449,7 @@ void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st)
 		.prov_ns = c[STROBE_OB_PROV_NS],
 	};
 	if (b->tables)
-		strobe_otables_get_stats(b->tables, &st->tables);
+		otables_get_stats(b->tables, &st->tables);
 	memcpy(st->tables_off, b->tables_off, sizeof(st->tables_off));
 }
 
@@ -469,7 +469,7 @@ void strobe_offcpu_close(strobe_offcpu *b)
 {
 	if (!b)
 		return;
-	strobe_otables_free(b->tables); /* first: its thread uses the maps and programs */
+	otables_free(b->tables); /* first: its thread uses the maps and programs */
 	bpf_link__destroy(b->threads);
 	offcpu_bpf__destroy(b->skel);
 	free_saved(b->saved, b->nsaved);

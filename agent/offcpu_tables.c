@@ -65,7 +65,7 @@ struct strobe_otables {
 	uint32_t nbins, cbins;
 	int64_t last_gc, last_scan;
 	strobe_otables_stats st;
-	pthread_mutex_t mu;   /* st, for strobe_otables_get_stats */
+	pthread_mutex_t mu;   /* st, for otables_get_stats */
 	struct ring_buffer *rb;
 	pthread_t thread;
 	bool running;
@@ -80,7 +80,7 @@ struct strobe_otables {
 	char proc_root[256];
 };
 
-strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
 				   int fd_exec, const char *proc_root)
 {
 	strobe_otables *t = calloc(1, sizeof(*t));
@@ -98,7 +98,7 @@ strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, 
 	return t;
 }
 
-void strobe_otables_free(strobe_otables *t)
+void otables_free(strobe_otables *t)
 {
 	if (!t)
 		return;
@@ -152,7 +152,7 @@ static obin *bin_of(strobe_otables *t, int fd, const struct stat *sb)
 		    .size = (uint64_t)sb->st_size, .mtime_ns = mt};
 	int64_t t0 = strobe_mono_ns();
 	uint32_t room = t->max_rows - t->used_rows;
-	int rc = strobe_urows_build(fd, room, &b->lay);
+	int rc = urows_build(fd, room, &b->lay);
 	if (rc == -E2BIG) {
 		t->st.binaries_full++;
 	} else if (rc == 0 && b->lay.n && write_rows(t, &b->lay, t->used_rows) == 0) {
@@ -164,7 +164,7 @@ static obin *bin_of(strobe_otables *t, int fd, const struct stat *sb)
 	} else {
 		t->st.binaries_none++;
 	}
-	strobe_urows_free(&b->lay); /* the segments stay */
+	urows_free(&b->lay); /* the segments stay */
 	t->st.build_ns += strobe_mono_ns() - t0;
 	return b;
 }
@@ -187,7 +187,7 @@ static uint32_t execs(const strobe_otables *t, uint32_t tgid)
 	return n;
 }
 
-int strobe_otables_load(strobe_otables *t, uint32_t tgid)
+int otables_load(strobe_otables *t, uint32_t tgid)
 {
 	bool early;
 	return load_checked(t, tgid, &early);
@@ -255,7 +255,7 @@ static int load_map(void *ctx, const strobe_maps_entry *e)
 			  : NULL;
 	close(fd);
 	uint64_t bias;
-	if (b && b->nrows && strobe_urows_bias(&b->lay, e->start, e->offset, &bias)) {
+	if (b && b->nrows && urows_bias(&b->lay, e->start, e->offset, &bias)) {
 		m->bias = bias;
 		m->row0 = b->row0;
 		m->nrows = b->nrows;
@@ -409,7 +409,7 @@ static void *loader(void *arg)
 	return NULL;
 }
 
-int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
+int otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
 			 void *ctx)
 {
 	t->after_load = after_load;
@@ -424,7 +424,7 @@ int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void
 	return 0;
 }
 
-void strobe_otables_get_stats(strobe_otables *t, strobe_otables_stats *st)
+void otables_get_stats(strobe_otables *t, strobe_otables_stats *st)
 {
 	pthread_mutex_lock(&t->mu);
 	*st = t->st;

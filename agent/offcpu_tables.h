@@ -18,17 +18,17 @@ typedef struct strobe_otables strobe_otables;
 /* fds of the maps urows (max_rows entries), umaps, uwant and uexec. NULL + errno. */
 /* proc_root: where /proc is (the agent's --proc-root; NULL: /proc), for PID/maps and the
  * binaries under PID/root. */
-strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
 				   int fd_exec, const char *proc_root);
-void strobe_otables_free(strobe_otables *t);
+void otables_free(strobe_otables *t);
 /* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
-int strobe_otables_load(strobe_otables *t, uint32_t tgid);
+int otables_load(strobe_otables *t, uint32_t tgid);
 /* Starts the loader thread: it loads the processes the program asks for (through the ring
  * buffer at fd_ring, and map uwant) and forgets processes that have exited, until
- * strobe_otables_free. 0 or -errno. */
+ * otables_free. 0 or -errno. */
 /* after_load(ctx, tgid) runs on the loader thread after each process's mappings are written. */
-int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
+int otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
 			 void *ctx);
-void strobe_otables_get_stats(strobe_otables *t, strobe_otables_stats *st);
+void otables_get_stats(strobe_otables *t, strobe_otables_stats *st);
 
 #endif

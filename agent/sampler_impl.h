@@ -122,7 +122,7 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
-/* After a reset_agg: forgets the processes and threads that exited (strobe_tracker_forget), so
+/* After a reset_agg: forgets the processes and threads that exited (tracker_forget), so
  * that a long-running sampler's tables follow the host's live processes. Returns how many
  * processes were forgotten (0 when out of memory: they are tried again next time). */
 unsigned strobe_sampler_forget_exited(strobe_sampler *s);
