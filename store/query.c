@@ -607,6 +607,7 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 				-1, &raw, NULL) != SQLITE_OK))
 		r = store_sqlerr(s, err, "range");
 	int64_t wh = store_level_width[2];
+	uint64_t rows = 0;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
 		const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
@@ -652,12 +653,23 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 					continue; /* counted with its hour */
 				if (t < q->from_ns || t >= q->to_ns)
 					continue;
+				/* The cost cap: a totals row is a few dozen bytes read without
+				 * decoding, so 16 of them count as one stored profile. */
+				if (s->o.max_query_points && ++rows / 16 > s->o.max_query_points) {
+					r = strobe_errf(err, -EDQUOT,
+							"limit max_query_profiles: the range reads more "
+							"than %llu stored profiles' worth of totals; "
+							"narrow the selector or the window, or use a "
+							"larger step",
+							(unsigned long long)s->o.max_query_points);
+					break;
+				}
 				size_t k = (size_t)((t - q->from_ns) / step_ns);
 				cnt[k] += sqlite3_column_int64(st, 1);
 				sum[k] = (int64_t)((uint64_t)sum[k] +
 						   (uint64_t)sqlite3_column_int64(st, 2));
 			}
-			if (rc != SQLITE_DONE)
+			if (r == 0 && rc != SQLITE_DONE)
 				r = store_sqlerr(s, err, "range");
 			sqlite3_reset(st);
 		}
