@@ -604,6 +604,12 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	free(walp);
 	if (r == 0)
 		r = !s->sym ? -ENOMEM : store_db_open(s, &s->db, err);
+	/* The connection queries read through: a page cache of 64 MiB instead of SQLite's 2 MiB,
+	 * so that the index pages a range or flame graph over many series walks (a day of
+	 * totals of 1,000 series is about 40 MiB) stay in the process instead of being read and
+	 * copied from the kernel's cache again at every query. */
+	if (r == 0)
+		sqlite3_exec(s->db, "PRAGMA cache_size=-65536;", NULL, NULL, NULL);
 	if (r == 0)
 		r = check_db(s, err);
 	if (r == 0)
