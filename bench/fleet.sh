@@ -113,6 +113,7 @@ measure() { # LABEL BINARY
     start "$b" "$fdir/$set"
     if [ $set = host ]; then sel="$cpu{host=\"host-0\"}"; else sel="$cpu{}"; fi
     R[$1,$set,range]=$(med_of range24 "$sel")
+    cp "$work/q.out" "$work/range-$1-$set.json" # the answers of the two builds are compared
     R[$1,$set,flame]=$(med_of flame1 "$sel")
     R[$1,$set,screen]=$(med_of screen "$sel")
     [ $set = fleet ] && R[$1,$set,flamehost]=$(med_of flame1 "$cpu{host=\"host-07\"}")
@@ -142,6 +143,12 @@ ing_old=- disk_old=-
 tot_host=$(sqlite3 "$fdir/host/strobe.db" "SELECT sum(pgsize) FROM dbstat WHERE name IN ('totals', 'sqlite_autoindex_totals_1')" 2>/dev/null || echo '?')
 all_host=$(stat -c %s "$fdir/host/strobe.db")
 
+same=
+for set in host fleet; do
+  [ -f "$work/range-old-$set.json" ] || continue
+  if cmp -s "$work/range-old-$set.json" "$work/range-new-$set.json"; then same+="$set: identical; "
+  else same+="$set: **different**; "; note "the two builds' ranges differ on $set"; fi
+done
 cell() { [ -n "${R[$1]:-}" ] && ms "${R[$1]}" || echo "not run"; }
 {
   echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores (shared; load average $la before), medians of $runs runs, curl's total time on loopback. Before: \`${old:-(OLD_STROBE not set)}\`; after: this tree. Same stores for both (written by this tree's bench/fleet_load, compacted; the older server ignores the totals table). Host: $(kv profiles "$(cat "$fdir/host.log")") profiles of 500 series over 24 h every 10 s; fleet: $(kv profiles "$(cat "$fdir/fleet.log")") profiles of 1,000 series (20 services x 50 hosts) over 24 h every $fint s (scaled down 6x in time, see bench/fleet.sh)."
@@ -155,6 +162,7 @@ cell() { [ -n "${R[$1]:-}" ] && ms "${R[$1]}" || echo "not run"; }
   echo "| fleet: flame graph of one host (20 series), 1 h | $(cell old,fleet,flamehost) | $(cell new,fleet,flamehost) | <= 300 ms | $(verdict "${R[new,fleet,flamehost]}" 0.3) |"
   echo "| fleet: flame graph of the whole fleet (1,000 series), 1 h | $(cell old,fleet,flame) | $(cell new,fleet,flame) | | |"
   echo "| fleet: UI's first screen over 24 h, whole fleet | $(cell old,fleet,screen) | $(cell new,fleet,screen) | <= 1 s | $(verdict "${R[new,fleet,screen]}" 1) |"
+  [ -n "$same" ] && { echo; echo "The 24-h range answers of the two builds, byte for byte: ${same%; }."; }
   echo
   echo "Ingest cost of the totals, one hour of the host (180,000 profiles of 12 stacks, one push of 500 profiles per time step, synchronous=NORMAL), medians of $runs: before $ing_old profiles/s and $disk_old bytes on disk, after $ing_new profiles/s and $disk_new bytes. In the 24-h host store the totals table and its key take $tot_host of $all_host bytes."
 } >> "$results"
