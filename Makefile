@@ -9,7 +9,7 @@ CLANG    ?= clang
 BPFTOOL  ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 B        := build
 # libiberty (static): binutils' demangler, for symbolize/demangle.c.
-# libcurl is not linked: lib/curl_lazy.c loads it when an HTTP client first needs it (its headers
+# libcurl is not linked: net/curl_lazy.c loads it when an HTTP client first needs it (its headers
 # are still needed to build).
 PKGS     := libprotobuf-c zlib jansson libdw libelf libmicrohttpd gnutls sqlite3 libzstd libbpf libdeflate
 WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
@@ -21,8 +21,20 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lprotobuf-c -
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TESTCFLAGS := -std=c17 $(WARN) -O1 -g $(SAN)
 
-LIB_SRC  := $(filter-out %.bpf.c,$(wildcard lib/*.c symbolize/*.c agent/*.c store/*.c server/*.c))
-HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h server/*.h cli/*.h)
+# The layers, bottom up (docs/design.md): each is an archive of its own, and may call only into
+# the layers below it. The CLI links them top down, so a call the wrong way is an undefined
+# reference; $(B)/layers.ok links each layer whole against those below it alone, so it also
+# catches a wrong-way call in code no command uses yet.
+LAYERS   := lib net symbolize store agent server
+lib_BELOW       :=
+net_BELOW       := lib
+symbolize_BELOW := lib
+store_BELOW     := lib
+agent_BELOW     := symbolize net lib
+server_BELOW    := store symbolize net lib
+layer_src = $(filter-out %.bpf.c,$(wildcard $(1)/*.c))
+LIB_SRC  := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
+HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h server/*.h net/*.h cli/*.h)
 CLI_SRC  := $(wildcard cli/*.c)
 GEN_SRC  := $(B)/gen/profile.pb-c.c
 GEN_HDR  := $(B)/gen/profile.pb-c.h
@@ -83,24 +95,48 @@ $(B)/obj/server/ui.o $(B)/san/server/ui.o $(B)/fuzzobj/server/ui.o: $(B)/gen/ui_
 
 # The agent's eBPF program (agent/offcpu.bpf.c), compiled for the BPF target and embedded in
 # the agent through a bpftool skeleton.
-$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu_bpf.h agent/ustack.bpf.h
+$(B)/gen/offcpu.skel.h: agent/offcpu.bpf.c agent/offcpu.h agent/ustack.bpf.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/offcpu.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/offcpu.bpf.o name offcpu_bpf > $@.tmp && mv $@.tmp $@
-$(B)/obj/agent/offcpu_bpf.o $(B)/san/agent/offcpu_bpf.o $(B)/fuzzobj/agent/offcpu_bpf.o: $(B)/gen/offcpu.skel.h
+$(B)/obj/agent/offcpu.o $(B)/san/agent/offcpu.o $(B)/fuzzobj/agent/offcpu.o: $(B)/gen/offcpu.skel.h
 # ... and its futex-wait program (agent/locks.bpf.c), which walks user stacks the same way.
-$(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu_bpf.h agent/ustack.bpf.h
+$(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu.h agent/ustack.bpf.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/locks.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@
 $(B)/obj/agent/locks.o $(B)/san/agent/locks.o $(B)/fuzzobj/agent/locks.o: $(B)/gen/locks.skel.h
 
+# Every layer in one archive, for the benchmark tools.
 $(B)/libstrobe.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/strobe: $(CLI_OBJ) $(B)/libstrobe.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/libstrobe.a $(LDLIBS)
+# One archive per layer (lib's holds the generated pprof code too).
+define LAYER_ARCHIVE
+$(B)/layer/$(1).a: $(patsubst %.c,$(B)/obj/%.o,$(call layer_src,$(1))) $(if $(filter lib,$(1)),$(B)/obj/gen/profile.pb-c.o)
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call LAYER_ARCHIVE,$(l))))
+LAYER_LIBS := $(foreach l,server agent store symbolize net lib,$(B)/layer/$(l).a)
+
+# Each layer linked whole against the layers below it and the system's libraries only.
+$(B)/layers.ok: $(LAYER_LIBS)
+	@mkdir -p $(B)/layer
+	@printf 'int main(void) { return 0; }\n' > $(B)/layer/main.c
+	@$(foreach l,$(LAYERS),\
+		$(CC) -o $(B)/layer/check-$(l) $(B)/layer/main.c -Wl,--whole-archive $(B)/layer/$(l).a \
+			-Wl,--no-whole-archive $(foreach d,$($(l)_BELOW),$(B)/layer/$(d).a) $(LDLIBS) \
+			2> $(B)/layer/check-$(l).err || { echo "layer $(l) calls into a layer it may not use \
+			(it may use: $(or $($(l)_BELOW),nothing of ours)):"; \
+			grep -o "undefined reference to .*" $(B)/layer/check-$(l).err | sort -u | head -20; \
+			exit 1; };)
+	@touch $@
+
+$(B)/strobe: $(CLI_OBJ) $(LAYER_LIBS) $(B)/layers.ok
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LAYER_LIBS) $(LDLIBS)
 
 # ---- sanitized builds for tests ---------------------------------------------------------------
 $(B)/san/%.o: %.c $(GEN_HDR) $(HDRS)

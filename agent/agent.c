@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,33 +63,6 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-void agent_log(strobe_agent *a, int level, const char *fmt, ...)
-{
-	if (!a->o->log || level > a->o->log_level)
-		return;
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	a->o->log(a->o->log_ctx, level, msg);
-}
-
-void agent_set_error(strobe_agent *a, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	pthread_mutex_lock(&a->mu);
-	vsnprintf(a->st.last_error, sizeof(a->st.last_error), fmt, ap);
-	pthread_mutex_unlock(&a->mu);
-	va_end(ap);
-}
-
-void strobe_agent_stop(strobe_agent *a) { atomic_store(&a->stop, 1); }
-void strobe_agent_pause(strobe_agent *a) { atomic_store(&a->want_pause, 1); }
-void strobe_agent_resume(strobe_agent *a) { atomic_store(&a->want_pause, 0); }
-unsigned strobe_agent_admin_port(const strobe_agent *a) { return a->admin_port; }
-
 /* ---- the sampler ----------------------------------------------------------------------------- */
 
 /* Whether off-CPU goes through the eBPF collection now: loads it on first use. With --off-cpu-mode
@@ -105,7 +77,8 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 	int code = 0;
 	if (!a->ob) {
 		strobe_offcpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
-					 .kernel = a->so.kernel, .max_entries = a->o->offcpu_entries,
+					 .proc_root = a->o->proc_root, .kernel = a->so.kernel,
+					 .max_entries = a->o->offcpu_entries,
 					 /* 8 bytes a row (struct strobe_ob_row) */
 					 .table_rows = a->o->call_graph == STROBE_CG_FP
 							       ? 0
@@ -149,6 +122,7 @@ static void open_locks(strobe_agent *a)
 	strobe_err e = {{0}};
 	int share[5];
 	strobe_locks_opts lo = {.pids = a->o->pids, .npids = a->o->npids,
+				.proc_root = a->o->proc_root,
 				.table_rows = a->o->call_graph == STROBE_CG_FP
 						      ? 0
 						      : a->o->unwind_table_mb << 17};
@@ -260,7 +234,7 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 		}
 	int64_t now = strobe_mono_ns();
 	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
-	const strobe_proc *pr = e && a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+	const strobe_proc *pr = e && a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
 	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
 		e->seen_interval = interval;
@@ -284,7 +258,7 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	e->gone = false;
 	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
 		/* exited: name it from what the sampler saw */
-		const strobe_proc *tp = a->s ? strobe_tracker_proc(&a->s->tr, pid, false) : NULL;
+		const strobe_proc *tp = a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
 		if (!e->info.service[0]) {
 			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);
@@ -411,9 +385,9 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, 
 	char num[16];
 	snprintf(num, sizeof(num), "%d", (int)pid);
 	sb_label(&b, &first, "host", 4, a->host);
-	sb_label(&b, &first, "pid", 3, num);
-	sb_label(&b, &first, "comm", 4, pi->comm);
-	sb_label(&b, &first, "exe", 3, pi->exe);
+	/* build_id stays a series label: a service runs one build per deployed version (two
+	 * during a rollout), so it is bounded per service, and it is what a diff between
+	 * versions selects on. */
 	sb_label(&b, &first, "build_id", 8, pi->build_id);
 	for (unsigned i = 0; i < o->nlabels; i++) {
 		const char *eq = strchr(o->labels[i], '=');
@@ -428,6 +402,16 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, 
 			sb_label(&b, &first, kv, (size_t)(eq - kv), eq + 1);
 		}
 	}
+	sb_esc(&b, "}", 1);
+	/* The process's identity rides on its samples, not on the series: a series names a
+	 * service, and one per process would grow without bound (pid reuse, restarts, forks).
+	 * The server stores these with the points; selectors can still pick pid="123". */
+	sb_str(&b, "&sample_labels=");
+	sb_esc(&b, "{", 1);
+	first = true;
+	sb_label(&b, &first, "pid", 3, num);
+	sb_label(&b, &first, "comm", 4, pi->comm);
+	sb_label(&b, &first, "exe", 3, pi->exe);
 	sb_esc(&b, "}", 1);
 	if (b.oom) {
 		free(b.s);

@@ -18,7 +18,7 @@
 #include "strobe/agent.h"
 #include "strobe/sampler.h"
 #include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
-#include "offcpu.h"
+#include "strobe/offcpu.h"
 #include "strobe/locks.h"
 #include "preload.h"
 

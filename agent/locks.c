@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "bpf_msg.h"
 #include "locks.h"
 #include "locks.skel.h"
 #include "offcpu_tables.h"
@@ -47,19 +48,6 @@ struct strobe_locks {
 	char tables_off[256];
 };
 
-static _Thread_local char libbpf_msg[256];
-
-static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG)
-		return 0;
-	char m[256];
-	vsnprintf(m, sizeof(m), fmt, ap);
-	m[strcspn(m, "\n")] = 0;
-	if (m[0])
-		memcpy(libbpf_msg, m, sizeof(m));
-	return 0;
-}
 
 static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows)
 {
@@ -96,7 +84,7 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 }
 
 /* The tables of the processes running now, for at most ms milliseconds, before the loader
- * thread starts (strobe_otables_load is not for two threads at once). */
+ * thread starts (otables_load is not for two threads at once). */
 static void preload(strobe_locks *l, unsigned ms)
 {
 	DIR *d = opendir("/proc");
@@ -110,7 +98,7 @@ static void preload(strobe_locks *l, unsigned ms)
 		unsigned long pid = strtoul(e->d_name, &end, 10);
 		if (*end || pid == 0 || pid > 0x7fffffff)
 			continue;
-		strobe_otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
+		otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
 			break;
@@ -120,11 +108,7 @@ static void preload(strobe_locks *l, unsigned ms)
 
 strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 {
-	libbpf_set_print(on_libbpf_print);
-	libbpf_msg[0] = 0;
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
-		strobe_errf(err, -ENOENT, "no kernel BTF (/sys/kernel/btf/vmlinux: %s): the eBPF "
-			    "futex-wait program needs it", strerror(errno));
+	if (agent_bpf_start("the eBPF futex-wait program", err) < 0) {
 		errno = ENOENT;
 		return NULL;
 	}
@@ -145,10 +129,10 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(l->tables_off, sizeof(l->tables_off), "%s%s%s", strerror(-rc),
-			 libbpf_msg[0] ? ": " : "", libbpf_msg);
+			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 		locks_bpf__destroy(l->skel);
 		l->skel = NULL;
-		libbpf_msg[0] = 0;
+		agent_bpf_msg()[0] = 0;
 		strobe_locks_opts fp = *o;
 		fp.share_tables = NULL;
 		rc = load(l, &fp, 0);
@@ -157,7 +141,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 		strobe_errf(err, rc, "cannot load the eBPF futex-wait program: %s%s%s%s",
 			    strerror(-rc),
 			    rc == -EPERM ? " (needs root, or CAP_BPF with CAP_PERFMON)" : "",
-			    libbpf_msg[0] ? ": " : "", libbpf_msg);
+			    agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 		strobe_locks_close(l);
 		errno = -rc;
 		return NULL;
@@ -170,10 +154,10 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	l->fd_stacks[1] = bpf_map__fd(l->skel->maps.stacks1);
 	l->fd_targets = bpf_map__fd(l->skel->maps.targets);
 	if (o->table_rows && !o->share_tables && !l->tables_off[0] &&
-	    !(l->tables = strobe_otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
+	    !(l->tables = otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(l->skel->maps.umaps),
 					     bpf_map__fd(l->skel->maps.uwant),
-					     bpf_map__fd(l->skel->maps.uexec)))) {
+					     bpf_map__fd(l->skel->maps.uexec), o->proc_root))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF futex-wait program: out of memory");
 		strobe_locks_close(l);
 		errno = ENOMEM;
@@ -184,7 +168,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	if (l->tables && o->preload_ms > 0 && o->npids == 0)
 		preload(l, o->preload_ms);
 	if (l->tables) {
-		int trc = strobe_otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
+		int trc = otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
 		if (trc < 0) {
 			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
 				    strerror(-trc));
@@ -204,7 +188,7 @@ int strobe_locks_add_pid(strobe_locks *l, pid_t pid)
 		return -errno;
 	/* its tables before its first wait (children inherit them at fork) */
 	if (l->tables)
-		strobe_otables_load(l->tables, tgid);
+		otables_load(l->tables, tgid);
 	return 0;
 }
 
@@ -212,13 +196,13 @@ int strobe_locks_attach(strobe_locks *l, strobe_err *err)
 {
 	if (l->skel->links.futex_enter)
 		return 0;
-	libbpf_msg[0] = 0;
+	agent_bpf_msg()[0] = 0;
 	int rc = locks_bpf__attach(l->skel);
 	if (rc < 0) {
 		strobe_locks_detach(l);
 		return strobe_errf(err, rc, "cannot attach the eBPF futex-wait program to "
 				   "syscalls:sys_enter_futex: %s%s%s", strerror(-rc),
-				   libbpf_msg[0] ? ": " : "", libbpf_msg);
+				   agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
 	}
 	struct bpf_program *opt[] = {l->skel->progs.futex_waitv_enter,
 				     l->skel->progs.futex_waitv_exit,
@@ -229,7 +213,7 @@ int strobe_locks_attach(strobe_locks *l, strobe_err *err)
 		l->opt_links[i] = bpf_program__attach(opt[i + 1]);
 		l->opt_links[i + 1] = l->opt_links[i] ? bpf_program__attach(opt[i]) : NULL;
 	}
-	libbpf_msg[0] = 0; /* (a kernel without the futex2 calls is fine) */
+	agent_bpf_msg()[0] = 0; /* (a kernel without the futex2 calls is fine) */
 	return 0;
 }
 
@@ -317,7 +301,7 @@ void strobe_locks_get_stats(strobe_locks *l, strobe_locks_stats *st)
 	memcpy(st->tables_off, l->tables_off, sizeof(st->tables_off));
 	if (l->tables) {
 		strobe_otables_stats ts;
-		strobe_otables_get_stats(l->tables, &ts);
+		otables_get_stats(l->tables, &ts);
 		st->procs_loaded = ts.procs_loaded;
 		st->table_waits = ts.waits;
 		st->table_wait_ns_sum = ts.wait_ns_sum;
@@ -329,7 +313,7 @@ void strobe_locks_close(strobe_locks *l)
 {
 	if (!l)
 		return;
-	strobe_otables_free(l->tables); /* first: its thread uses the maps */
+	otables_free(l->tables); /* first: its thread uses the maps */
 	for (size_t i = 0; i < 4; i++)
 		bpf_link__destroy(l->opt_links[i]);
 	locks_bpf__destroy(l->skel);

@@ -17,7 +17,7 @@
 
 #include <linux/types.h>
 
-#include "offcpu_bpf.h"
+#include "offcpu.h"
 
 /* The sums (map `counts`). ustack: key of the generation's stack map (0: none). */
 struct strobe_lk_key {

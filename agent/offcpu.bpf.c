@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * The agent's in-kernel off-CPU aggregation (loaded by agent/offcpu_bpf.c). Instead of one perf
+ * The agent's in-kernel off-CPU aggregation (loaded by agent/offcpu.c). Instead of one perf
  * sample with a call chain and a stack copy per context switch, which user space then has to
  * read and unwind (most of the cost of off-CPU profiling at tens of thousands of switches a
  * second), the kernel keeps the sums:
@@ -17,7 +17,7 @@
  *
  * User space drains `counts` once per export interval. Stacks of generation g live in stack
  * map g % 2: user space flips the generation after each drain and clears the map it is about to
- * reuse, so stack maps never fill up with stacks of long ago (see offcpu_bpf.c). To save the
+ * reuse, so stack maps never fill up with stacks of long ago (see offcpu.c). To save the
  * stacks of threads still off CPU before their map is cleared, user space reads the switch-out
  * records of all threads through a task iterator (off_threads), as task-local storage cannot be
  * walked from user space.

@@ -1,71 +1,101 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The agent's in-kernel off-CPU collection (offcpu_bpf.c loads agent/offcpu.bpf.c): the kernel
- * sums blocked time per (thread, kernel stack, user stack), and the agent drains the sums once
- * per interval into the sampler's aggregate, where they are symbolized and labelled like the
- * perf path's off-CPU samples. Private to agent/.
- *
- * User stacks are walked in the program, with no stack copy: by the binaries' unwind tables
- * (.eh_frame, made into rows the program binary-searches: offcpu_tables.c) where they are
- * loaded, by frame pointers elsewhere.
+ * What agent/offcpu.bpf.c (in the kernel) and agent/offcpu.c (its loader, in the agent)
+ * share: the layout of the maps' keys and values and the counters. Plain fixed-size types only,
+ * as both the BPF target and the host compile it. Private to agent/.
  */
-#ifndef STROBE_AGENT_OFFCPU_H
-#define STROBE_AGENT_OFFCPU_H
+#ifndef STROBE_AGENT_OFFCPU_LAYOUT_H
+#define STROBE_AGENT_OFFCPU_LAYOUT_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
+#define STROBE_OB_MAX_DEPTH 127 /* frames per stack, as perf's sample_max_stack */
 
-#include "offcpu_tables.h"
-#include "sampler_impl.h"
+/* A thread's last switch-out (in its task-local storage, kept until it exits; read by user
+ * space through the task iterator off_threads). */
+struct strobe_ob_start {
+	__u64 out_ns;          /* switch-out (0 = on CPU now), CLOCK_MONOTONIC */
+	__u64 kstack, ustack;  /* stacks (keys of the stack maps), 0 = none */
+	__u32 tgid, gen;       /* gen: the generation its stacks belong to */
+	__u32 blocked;         /* went to sleep (else preempted: waiting on the run queue) */
+	__u32 flags;           /* STROBE_OB_START_* */
+};
+/* ustack was walked without the process's mappings (by frame pointers): to walk again */
+#define STROBE_OB_START_PROV 1u
 
-typedef struct strobe_offcpu_opts {
-	const pid_t *pids;      /* only these processes and their children; none = all */
-	unsigned npids;
-	bool kernel;            /* kernel stacks too */
-	int64_t min_block_ns;   /* shorter intervals are counted, not recorded */
-	unsigned max_entries;   /* distinct (thread, stacks) sums per interval; stack maps
-				   hold half as many stacks each. 0 = 16384 */
-	uint32_t table_rows;    /* capacity of the unwind rows' map (8 bytes a row);
-				   0 = frame pointers only */
-} strobe_offcpu_opts;
+/* A stack (value of the stack maps, keyed by a 64-bit hash of its addresses): n addresses,
+ * leaf first (what follows them is not cleared). */
+struct strobe_ob_stack {
+	__u64 n;
+	__u64 ips[STROBE_OB_MAX_DEPTH];
+};
 
-typedef struct strobe_offcpu_stats {
-	uint64_t intervals;      /* off-CPU intervals summed in the kernel */
-	uint64_t short_blocks;   /* below min_block_ns */
-	uint64_t starts_full;    /* switch-outs lost: no per-thread storage (kernel memory) */
-	uint64_t counts_full;    /* intervals lost: too many distinct stacks in one interval */
-	uint64_t stack_errors;   /* stack walks that failed (stack map full, hash collision) */
-	uint64_t stacks_missing; /* sums whose stacks were gone when read (thread off CPU for
-				    more than an interval while its generation was cleared) */
-	uint64_t entries;        /* sums read */
-	uint64_t kstacks_reused; /* switch-outs whose kernel stack was not walked again */
-	uint64_t ustacks_reused; /* switch-outs whose user stack was not walked again */
-	uint64_t table_frames;   /* user frames stepped by unwind tables */
-	uint64_t fp_frames;      /* ... by frame pointers, with tables on (no table there) */
-	uint64_t table_stops;    /* walks ended by a rule the program does not follow */
-	uint64_t no_maps;        /* walks of processes whose mappings were not loaded yet */
-	uint64_t rewalks;        /* ... walked again once they were, the thread still off CPU */
-	uint64_t user_ns;        /* off-CPU time summed with a user stack */
-	uint64_t prov_ns;        /* ... of which with one walked without the mappings */
-	strobe_otables_stats tables;
-	char tables_off[256];    /* why the table walk asked for did not load ("": it did) */
-} strobe_offcpu_stats;
+/* The sums (map `counts`). */
+struct strobe_ob_key {
+	__u64 kstack, ustack;
+	__u32 tgid, tid, gen, pad_;
+};
+struct strobe_ob_val {
+	__u64 off_ns, blocked_ns, switches;
+};
 
-typedef struct strobe_offcpu strobe_offcpu;
+/*
+ * The user-stack walk by unwind tables (see offcpu.bpf.c and unwind_rows.h). A row covers the
+ * addresses from its pc to the next row's: how to find the caller from an address there.
+ */
+enum {
+	STROBE_OB_ROW_FP = 0,  /* no table here: follow the frame pointer */
+	STROBE_OB_ROW_SP = 1,  /* CFA = rsp + cfa_off; return address at CFA - 8 */
+	STROBE_OB_ROW_BP = 2,  /* CFA = rbp + cfa_off; return address at CFA - 8 */
+	STROBE_OB_ROW_END = 3, /* the outermost frame (return address undefined: _start, clone3) */
+	STROBE_OB_ROW_BAD = 4, /* a rule the walk does not follow (an expression, a signal frame) */
+	STROBE_OB_ROW_KIND = 7,
+	STROBE_OB_ROW_RBP = 8, /* flag: the caller's rbp is saved at CFA + 8 * rbp_off8 (else
+				  rbp is unchanged) */
+};
+struct strobe_ob_row {
+	__u32 pc;       /* ELF address of the binary */
+	__s16 cfa_off;
+	__s8 rbp_off8;
+	__u8 kind;
+};
 
-/* Loads the programs (not attached yet). NULL + errno, with the reason in err: no BTF, no
- * privilege, a kernel without tp_btf. */
-strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err);
-int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err);
-void strobe_offcpu_detach(strobe_offcpu *b);
-/* Moves the sums collected since the last call into s (see strobe_sampler_add_offcpu). */
-int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
-void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st);
-/* The table walk's maps (urows, umaps, uwant, ureq, uexec, in that order), for another program
- * to share them and this program's table loader (strobe_locks_opts.share_tables); -ENOENT when
- * the walk is off. The fds stay owned by b. */
-int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[5]);
-void strobe_offcpu_close(strobe_offcpu *b);
+/* A process's executable mappings (map `umaps`, by tgid), sorted by start, written by user
+ * space: bias = process address - ELF address; rows [row0, row0 + nrows) of map `urows` (none:
+ * frame pointers there). loaded_ns: when they were read (bpf_ktime_get_ns), so the program asks
+ * again, at most once a second, for an address in none of them (a library loaded since). */
+#define STROBE_OB_MAX_MAPS 64
+struct strobe_ob_map {
+	__u64 start, end, bias;
+	__u32 row0, nrows;
+};
+struct strobe_ob_maps {
+	__u64 loaded_ns;
+	__u32 n, pad_;
+	struct strobe_ob_map m[STROBE_OB_MAX_MAPS];
+};
+
+/* A request for a process's mappings (ring buffer ureq). */
+struct strobe_ob_req {
+	__u64 ns; /* when (bpf_ktime_get_ns) */
+	__u32 tgid, pad_;
+};
+
+enum {
+	STROBE_OB_INTERVALS,    /* off-CPU intervals added */
+	STROBE_OB_SHORT,        /* shorter than min_block_ns, not added */
+	STROBE_OB_STARTS_FULL,  /* switch-outs not recorded: no task-local storage (no memory) */
+	STROBE_OB_COUNTS_FULL,  /* intervals dropped: `counts` full (distinct stacks) */
+	STROBE_OB_STACK_ERRORS, /* stacks not kept: the stack map was full */
+	STROBE_OB_TARGETS_FULL, /* children not added to the pid filter */
+	STROBE_OB_KCACHE_HITS,  /* kernel stacks reused rather than walked (see on_switch) */
+	STROBE_OB_UCACHE_HITS,  /* user stacks reused rather than walked (see user_stack_key) */
+	STROBE_OB_TABLE_FRAMES, /* user frames stepped by unwind tables */
+	STROBE_OB_FP_FRAMES,    /* ... by the frame pointer (no table for the address) */
+	STROBE_OB_TABLE_STOPS,  /* walks ended at a row the walk does not follow, or a bad CFA */
+	STROBE_OB_NO_MAPS,      /* walks of a process whose mappings were not loaded yet */
+	STROBE_OB_REWALKS,      /* ... walked again once they were, the thread still off CPU */
+	STROBE_OB_USER_NS,      /* off-CPU ns summed with a user stack */
+	STROBE_OB_PROV_NS,      /* ... of which with one walked without the mappings */
+	STROBE_OB_NCOUNTERS
+};
 
 #endif

@@ -34,6 +34,7 @@
 #include <bpf/libbpf.h>
 
 #include "offcpu_tables.h"
+#include "strobe/proc_maps.h"
 #include "sampler_impl.h"
 #include "unwind_rows.h"
 
@@ -64,7 +65,7 @@ struct strobe_otables {
 	uint32_t nbins, cbins;
 	int64_t last_gc, last_scan;
 	strobe_otables_stats st;
-	pthread_mutex_t mu;   /* st, for strobe_otables_get_stats */
+	pthread_mutex_t mu;   /* st, for otables_get_stats */
 	struct ring_buffer *rb;
 	pthread_t thread;
 	bool running;
@@ -76,14 +77,16 @@ struct strobe_otables {
 	void *after_ctx;
 	recheck recheck[MAX_RECHECK]; /* processes to read again (see load_one) */
 	unsigned nrecheck;
+	char proc_root[256];
 };
 
-strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
-				   int fd_exec)
+strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+				   int fd_exec, const char *proc_root)
 {
 	strobe_otables *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
+	snprintf(t->proc_root, sizeof(t->proc_root), "%s", proc_root ? proc_root : "/proc");
 	t->fd_exec = fd_exec;
 	t->fd_rows = fd_rows;
 	t->fd_maps = fd_maps;
@@ -95,7 +98,7 @@ strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, 
 	return t;
 }
 
-void strobe_otables_free(strobe_otables *t)
+void otables_free(strobe_otables *t)
 {
 	if (!t)
 		return;
@@ -149,7 +152,7 @@ static obin *bin_of(strobe_otables *t, int fd, const struct stat *sb)
 		    .size = (uint64_t)sb->st_size, .mtime_ns = mt};
 	int64_t t0 = strobe_mono_ns();
 	uint32_t room = t->max_rows - t->used_rows;
-	int rc = strobe_urows_build(fd, room, &b->lay);
+	int rc = urows_build(fd, room, &b->lay);
 	if (rc == -E2BIG) {
 		t->st.binaries_full++;
 	} else if (rc == 0 && b->lay.n && write_rows(t, &b->lay, t->used_rows) == 0) {
@@ -161,7 +164,7 @@ static obin *bin_of(strobe_otables *t, int fd, const struct stat *sb)
 	} else {
 		t->st.binaries_none++;
 	}
-	strobe_urows_free(&b->lay); /* the segments stay */
+	urows_free(&b->lay); /* the segments stay */
 	t->st.build_ns += strobe_mono_ns() - t0;
 	return b;
 }
@@ -184,7 +187,7 @@ static uint32_t execs(const strobe_otables *t, uint32_t tgid)
 	return n;
 }
 
-int strobe_otables_load(strobe_otables *t, uint32_t tgid)
+int otables_load(strobe_otables *t, uint32_t tgid)
 {
 	bool early;
 	return load_checked(t, tgid, &early);
@@ -211,16 +214,63 @@ static int load_checked(strobe_otables *t, uint32_t tgid, bool *early)
 	return rc;
 }
 
+/* What load's walk over a process's mappings fills. */
+typedef struct load_walk {
+	strobe_otables *t;
+	uint32_t tgid;
+	struct strobe_ob_maps *ms;
+	unsigned nfiles;
+	bool ldso;
+} load_walk;
+
+/* One mapping of the process: an executable one gets an entry, with its binary's rows when it is
+ * a file that has them. */
+static int load_map(void *ctx, const strobe_maps_entry *e)
+{
+	load_walk *w = ctx;
+	struct strobe_ob_maps *ms = w->ms;
+	if (ms->n >= STROBE_OB_MAX_MAPS)
+		return -E2BIG; /* full: what it holds is used */
+	if (!strobe_maps_exec(e) || e->end <= e->start || e->end > 0x800000000000ull)
+		return 0;
+	struct strobe_ob_map *m = &ms->m[ms->n++];
+	*m = (struct strobe_ob_map){.start = e->start, .end = e->end};
+	if (e->path[0] != '/' || !e->inode)
+		return 0; /* anonymous (JIT), [vdso]: frame pointers */
+	w->nfiles++;
+	const char *base = strrchr(e->path, '/') + 1;
+	if (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld-musl", 7) == 0 ||
+	    strcmp(base, "ld.so") == 0)
+		w->ldso = true;
+	/* Through the process's root (a container's files), and only the file the mapping is
+	 * of: a binary replaced since it was mapped has other rows. */
+	char path[4352];
+	snprintf(path, sizeof(path), "%s/%" PRIu32 "/root%s", w->t->proc_root, w->tgid, e->path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat sb;
+	if (fd < 0)
+		return 0;
+	obin *b = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_ino == e->inode
+			  ? bin_of(w->t, fd, &sb)
+			  : NULL;
+	close(fd);
+	uint64_t bias;
+	if (b && b->nrows && urows_bias(&b->lay, e->start, e->offset, &bias)) {
+		m->bias = bias;
+		m->row0 = b->row0;
+		m->nrows = b->nrows;
+	}
+	return 0;
+}
+
 /* Loads the mappings of tgid; t->mu held (bins and st are shared with get_stats). */
 static int load(strobe_otables *t, uint32_t tgid, bool *early)
 {
 	*early = false;
-	char path[4352];
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", tgid);
 	struct strobe_ob_maps *ms = calloc(1, sizeof(*ms));
 	if (!ms)
 		return -ENOMEM;
-	FILE *f = fopen(path, "re");
+	FILE *f = strobe_proc_maps_open(t->proc_root, (int)tgid);
 	if (!f) {
 		int rc = errno == ENOENT ? -ESRCH : -errno;
 		t->st.procs_failed++;
@@ -232,46 +282,10 @@ static int load(strobe_otables *t, uint32_t tgid, bool *early)
 		free(ms);
 		return rc;
 	}
-	char line[4352];
-	unsigned nfiles = 0;
-	bool ldso = false;
-	while (fgets(line, sizeof(line), f) && ms->n < STROBE_OB_MAX_MAPS) {
-		unsigned long long start, end, off, ino;
-		char perms[8];
-		int pos = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &start, &end, perms, &off, &ino,
-			   &pos) < 5 || perms[2] != 'x' || end <= start || end > 0x800000000000ull)
-			continue;
-		struct strobe_ob_map *m = &ms->m[ms->n++];
-		*m = (struct strobe_ob_map){.start = start, .end = end};
-		char *name = line + pos;
-		name[strcspn(name, "\n")] = 0;
-		if (name[0] != '/' || !ino)
-			continue; /* anonymous (JIT), [vdso]: frame pointers */
-		nfiles++;
-		const char *base = strrchr(name, '/') + 1;
-		if (strncmp(base, "ld-linux", 8) == 0 || strncmp(base, "ld-musl", 7) == 0 ||
-		    strcmp(base, "ld.so") == 0)
-			ldso = true;
-		/* Through the process's root (a container's files), and only the file the mapping
-		 * is of: a binary replaced since it was mapped has other rows. */
-		snprintf(path, sizeof(path), "/proc/%" PRIu32 "/root%s", tgid, name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		struct stat sb;
-		if (fd < 0)
-			continue;
-		obin *b = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_ino == ino
-				  ? bin_of(t, fd, &sb)
-				  : NULL;
-		close(fd);
-		uint64_t bias;
-		if (b && b->nrows && strobe_urows_bias(&b->lay, start, off, &bias)) {
-			m->bias = bias;
-			m->row0 = b->row0;
-			m->nrows = b->nrows;
-		}
-	}
-	fclose(f);
+	load_walk w = {.t = t, .tgid = tgid, .ms = ms};
+	strobe_proc_maps_walk(f, load_map, &w); /* closes f */
+	unsigned nfiles = w.nfiles;
+	bool ldso = w.ldso;
 	/* The program and the dynamic linker alone: read right after an exec, before the linker
 	 * mapped the libraries. The leaf of the next walk will be in none of these, and the program
 	 * asks again then; but a process that blocks at once (in a pipeline) makes no next walk for
@@ -395,7 +409,7 @@ static void *loader(void *arg)
 	return NULL;
 }
 
-int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
+int otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
 			 void *ctx)
 {
 	t->after_load = after_load;
@@ -410,7 +424,7 @@ int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void
 	return 0;
 }
 
-void strobe_otables_get_stats(strobe_otables *t, strobe_otables_stats *st)
+void otables_get_stats(strobe_otables *t, strobe_otables_stats *st)
 {
 	pthread_mutex_lock(&t->mu);
 	*st = t->st;

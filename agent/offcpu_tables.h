@@ -10,35 +10,25 @@
 
 #include <stdint.h>
 
+#include "strobe/offcpu.h" /* strobe_otables_stats */
+
 typedef struct strobe_otables strobe_otables;
 
-typedef struct strobe_otables_stats {
-	uint64_t procs_loaded;   /* processes whose mappings were written (again) */
-	uint64_t procs_failed;   /* ... that could not be read (gone, no permission) */
-	uint64_t exec_races;     /* ... read again: the process exec'd meanwhile */
-	uint32_t procs;          /* processes with mappings in the kernel now */
-	uint32_t binaries;       /* binaries with rows in the kernel */
-	uint32_t binaries_none;  /* binaries without usable tables (frame pointers there) */
-	uint32_t binaries_full;  /* binaries left out: the rows' map was full */
-	uint64_t rows;           /* rows in the kernel */
-	uint64_t rows_max;       /* the map's capacity */
-	int64_t build_ns;        /* spent building rows, in all */
-	int64_t wait_ns_sum, wait_ns_max; /* from a request to its mappings in the kernel */
-	uint64_t waits;
-} strobe_otables_stats;
 
 /* fds of the maps urows (max_rows entries), umaps, uwant and uexec. NULL + errno. */
-strobe_otables *strobe_otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
-				   int fd_exec);
-void strobe_otables_free(strobe_otables *t);
+/* proc_root: where /proc is (the agent's --proc-root; NULL: /proc), for PID/maps and the
+ * binaries under PID/root. */
+strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+				   int fd_exec, const char *proc_root);
+void otables_free(strobe_otables *t);
 /* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
-int strobe_otables_load(strobe_otables *t, uint32_t tgid);
+int otables_load(strobe_otables *t, uint32_t tgid);
 /* Starts the loader thread: it loads the processes the program asks for (through the ring
  * buffer at fd_ring, and map uwant) and forgets processes that have exited, until
- * strobe_otables_free. 0 or -errno. */
+ * otables_free. 0 or -errno. */
 /* after_load(ctx, tgid) runs on the loader thread after each process's mappings are written. */
-int strobe_otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
+int otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
 			 void *ctx);
-void strobe_otables_get_stats(strobe_otables *t, strobe_otables_stats *st);
+void otables_get_stats(strobe_otables *t, strobe_otables_stats *st);
 
 #endif

@@ -56,7 +56,7 @@ static int grow(strobe_pid_count *c)
 	return 0;
 }
 
-int strobe_pid_count_add(strobe_pid_count *c, int32_t pid)
+int pid_count_add(strobe_pid_count *c, int32_t pid)
 {
 	uint32_t key = (uint32_t)pid + 1;
 	c->total++;
@@ -80,7 +80,7 @@ int strobe_pid_count_add(strobe_pid_count *c, int32_t pid)
 	return 0;
 }
 
-void strobe_pid_count_sub(strobe_pid_count *c, int32_t pid)
+void pid_count_sub(strobe_pid_count *c, int32_t pid)
 {
 	uint32_t *n = c->full ? NULL : find(c, (uint32_t)pid + 1);
 	if (n && *n)
@@ -88,10 +88,10 @@ void strobe_pid_count_sub(strobe_pid_count *c, int32_t pid)
 	else if (!c->full)
 		return; /* never added: not counted in total either */
 	if (c->total && --c->total == 0)
-		strobe_pid_count_clear(c);
+		pid_count_clear(c);
 }
 
-uint32_t strobe_pid_count_get(const strobe_pid_count *c, int32_t pid)
+uint32_t pid_count_get(const strobe_pid_count *c, int32_t pid)
 {
 	if (c->full)
 		return UINT32_MAX;
@@ -99,7 +99,7 @@ uint32_t strobe_pid_count_get(const strobe_pid_count *c, int32_t pid)
 	return n ? *n : 0;
 }
 
-void strobe_pid_count_clear(strobe_pid_count *c)
+void pid_count_clear(strobe_pid_count *c)
 {
 	if (c->used) {
 		memset(c->key, 0, c->cap * sizeof(*c->key));
@@ -110,7 +110,7 @@ void strobe_pid_count_clear(strobe_pid_count *c)
 	c->full = false;
 }
 
-void strobe_pid_count_free(strobe_pid_count *c)
+void pid_count_free(strobe_pid_count *c)
 {
 	free(c->key);
 	free(c->n);

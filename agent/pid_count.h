@@ -25,12 +25,12 @@ typedef struct strobe_pid_count {
 } strobe_pid_count;
 
 /* Adds one to pid's count. 0, or -ENOMEM (then the table is marked full, still usable). */
-int strobe_pid_count_add(strobe_pid_count *c, int32_t pid);
+int pid_count_add(strobe_pid_count *c, int32_t pid);
 /* Takes one from pid's count (nothing when it is zero); empties the table at a total of zero. */
-void strobe_pid_count_sub(strobe_pid_count *c, int32_t pid);
+void pid_count_sub(strobe_pid_count *c, int32_t pid);
 /* pid's count; UINT32_MAX for every pid while the table is full. */
-uint32_t strobe_pid_count_get(const strobe_pid_count *c, int32_t pid);
-void strobe_pid_count_clear(strobe_pid_count *c);
-void strobe_pid_count_free(strobe_pid_count *c);
+uint32_t pid_count_get(const strobe_pid_count *c, int32_t pid);
+void pid_count_clear(strobe_pid_count *c);
+void pid_count_free(strobe_pid_count *c);
 
 #endif

@@ -43,7 +43,7 @@ typedef struct strobe_proc {
 	bool exited, maps_read;
 	bool sampled;           /* a sample of this image was recorded (the sampler's on_process
 				   hook has been called); an exec clears it */
-	uint8_t exit_age;       /* forget passes seen since its exit (strobe_tracker_forget) */
+	uint8_t exit_age;       /* forget passes seen since its exit (tracker_forget) */
 	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
 	strobe_vma *vma;        /* sorted by start, non-overlapping */
 	uint32_t nvma, cvma;
@@ -73,39 +73,39 @@ typedef struct strobe_tracker {
 	const char *proc_root; /* "/proc"; NULL: never read (records only) */
 } strobe_tracker;
 
-int strobe_tracker_init(strobe_tracker *t);
-void strobe_tracker_free(strobe_tracker *t);
+int tracker_init(strobe_tracker *t);
+void tracker_free(strobe_tracker *t);
 
 /* The process / thread, created when absent (create) or NULL. Pointers are valid until the
  * next call that creates one. */
-strobe_proc *strobe_tracker_proc(strobe_tracker *t, int32_t pid, bool create);
-strobe_thread *strobe_tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create);
+strobe_proc *tracker_proc(strobe_tracker *t, int32_t pid, bool create);
+strobe_thread *tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create);
 
 /* Reads /proc/PID/maps (replacing what is known) and the process's name. 0/-errno. */
-int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns);
+int tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns);
 
 /* Side-band records. */
-int strobe_tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
+int tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
 			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
 			uint8_t build_id_len, const char *path);
-void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
-int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid);
-void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid);
+void tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
+int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid);
+void tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid);
 /* Forgets the processes and threads whose exit was seen before the previous call (one pass of
  * grace: a sample read from another CPU's buffer after the exit record still finds them), so
  * that a host's churn of short-lived processes does not grow the tables. Ids and pointers of
  * processes and threads change: call it only when nothing holds them (between intervals).
  * Returns how many processes were forgotten, or -ENOMEM (nothing changed). */
-int strobe_tracker_forget(strobe_tracker *t);
+int tracker_forget(strobe_tracker *t);
 
 /* The mapping id of addr in process pid (STROBE_MAP_NONE when none). */
-uint32_t strobe_tracker_find(const strobe_proc *p, uint64_t addr);
+uint32_t tracker_find(const strobe_proc *p, uint64_t addr);
 
-static inline const strobe_map *strobe_tracker_map(const strobe_tracker *t, uint32_t id)
+static inline const strobe_map *tracker_map(const strobe_tracker *t, uint32_t id)
 {
 	return (const strobe_map *)strobe_itab_get(&t->maps, id, NULL);
 }
-static inline const char *strobe_tracker_str(const strobe_tracker *t, uint32_t id)
+static inline const char *tracker_str(const strobe_tracker *t, uint32_t id)
 {
 	return (const char *)strobe_itab_get(&t->strings, id, NULL);
 }

@@ -27,7 +27,7 @@ static uint32_t intern_str(strobe_tracker *t, const char *s)
 	return id;
 }
 
-int strobe_tracker_init(strobe_tracker *t)
+int tracker_init(strobe_tracker *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->maps.fixed = sizeof(strobe_map);
@@ -48,7 +48,7 @@ int strobe_tracker_init(strobe_tracker *t)
 	return 0;
 }
 
-void strobe_tracker_free(strobe_tracker *t)
+void tracker_free(strobe_tracker *t)
 {
 	for (uint32_t i = 0; i < t->pids.n; i++)
 		free(t->procs[i].vma);
@@ -63,7 +63,7 @@ void strobe_tracker_free(strobe_tracker *t)
 	memset(t, 0, sizeof(*t));
 }
 
-strobe_proc *strobe_tracker_proc(strobe_tracker *t, int32_t pid, bool create)
+strobe_proc *tracker_proc(strobe_tracker *t, int32_t pid, bool create)
 {
 	if (!create) {
 		uint32_t i = strobe_itab_find(&t->pids, &pid, sizeof(pid));
@@ -89,7 +89,7 @@ strobe_proc *strobe_tracker_proc(strobe_tracker *t, int32_t pid, bool create)
 	return &t->procs[i];
 }
 
-strobe_thread *strobe_tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create)
+strobe_thread *tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create)
 {
 	if (!create) {
 		uint32_t i = strobe_itab_find(&t->tids, &tid, sizeof(tid));
@@ -179,11 +179,11 @@ static bool is_anon_path(const char *path)
 	       strcmp(path, "[stack]") == 0;
 }
 
-int strobe_tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
+int tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
 			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
 			uint8_t build_id_len, const char *path)
 {
-	strobe_proc *p = strobe_tracker_proc(t, pid, true);
+	strobe_proc *p = tracker_proc(t, pid, true);
 	if (!p)
 		return -ENOMEM;
 	strobe_map m;
@@ -213,12 +213,12 @@ int strobe_tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t
 	return vma_insert(p, m.start, m.end, id);
 }
 
-void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec)
+void tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec)
 {
-	strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
+	strobe_thread *th = tracker_thread(t, tid, pid, true);
 	if (th)
 		snprintf(th->comm, sizeof(th->comm), "%s", comm);
-	strobe_proc *p = strobe_tracker_proc(t, pid, true);
+	strobe_proc *p = tracker_proc(t, pid, true);
 	if (!p)
 		return;
 	if (exec) {
@@ -231,11 +231,11 @@ void strobe_tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 }
 
-int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
+int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
 {
 	if (pid == ppid) { /* a new thread */
-		strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
-		strobe_proc *p = strobe_tracker_proc(t, pid, false);
+		strobe_thread *th = tracker_thread(t, tid, pid, true);
+		strobe_proc *p = tracker_proc(t, pid, false);
 		if (th && p && !th->comm[0])
 			memcpy(th->comm, p->comm, sizeof(th->comm));
 		if (th) {
@@ -244,11 +244,11 @@ int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t ti
 		}
 		return th ? 0 : -ENOMEM;
 	}
-	strobe_proc *parent = strobe_tracker_proc(t, ppid, false);
-	strobe_proc *child = strobe_tracker_proc(t, pid, true);
+	strobe_proc *parent = tracker_proc(t, ppid, false);
+	strobe_proc *child = tracker_proc(t, pid, true);
 	if (!child)
 		return -ENOMEM;
-	parent = strobe_tracker_proc(t, ppid, false); /* the create may have moved it */
+	parent = tracker_proc(t, ppid, false); /* the create may have moved it */
 	child->nvma = 0;
 	child->exited = false;
 	child->exit_age = 0;
@@ -263,7 +263,7 @@ int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t ti
 		child->maps_read = parent->maps_read;
 		memcpy(child->comm, parent->comm, sizeof(child->comm));
 	}
-	strobe_thread *th = strobe_tracker_thread(t, tid, pid, true);
+	strobe_thread *th = tracker_thread(t, tid, pid, true);
 	if (th) {
 		memcpy(th->comm, child->comm, sizeof(th->comm));
 		th->exited = false; /* a tid used again */
@@ -272,9 +272,9 @@ int strobe_tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t ti
 	return 0;
 }
 
-void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
+void tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
 {
-	strobe_thread *th = strobe_tracker_thread(t, tid, pid, false);
+	strobe_thread *th = tracker_thread(t, tid, pid, false);
 	if (th) {
 		th->out = false;
 		free(th->stack);
@@ -283,7 +283,7 @@ void strobe_tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
 		th->exited = true;
 	}
 	if (pid == tid) {
-		strobe_proc *p = strobe_tracker_proc(t, pid, false);
+		strobe_proc *p = tracker_proc(t, pid, false);
 		if (p)
 			p->exited = true;
 	}
@@ -300,7 +300,7 @@ static bool forget_now(bool exited, uint8_t *age)
 	return false;
 }
 
-int strobe_tracker_forget(strobe_tracker *t)
+int tracker_forget(strobe_tracker *t)
 {
 	/* The id tables are rebuilt with the survivors, in their order, so each survivor's new
 	 * id is at most its old one and the arrays compact in place. Both tables are built
@@ -356,7 +356,7 @@ oom:
 	return -ENOMEM;
 }
 
-uint32_t strobe_tracker_find(const strobe_proc *p, uint64_t addr)
+uint32_t tracker_find(const strobe_proc *p, uint64_t addr)
 {
 	uint32_t lo = 0, hi = p->nvma;
 	while (lo < hi) {
@@ -392,11 +392,11 @@ static int maps_entry(void *ctx, const strobe_maps_entry *e)
 	if (!strobe_maps_exec(e))
 		return 0;
 	/* "(deleted)" files are still named by the copy we can reach via map_files. */
-	return strobe_tracker_mmap(m->t, m->pid, e->start, e->end - e->start, e->offset,
+	return tracker_mmap(m->t, m->pid, e->start, e->end - e->start, e->offset,
 				   makedev(e->dev_major, e->dev_minor), e->inode, NULL, 0, e->path);
 }
 
-int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
+int tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 {
 	char path[64];
 	if (!t->proc_root)
@@ -404,7 +404,7 @@ int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 	FILE *f = strobe_proc_maps_open(t->proc_root, pid);
 	if (!f)
 		return -errno;
-	strobe_proc *p = strobe_tracker_proc(t, pid, true);
+	strobe_proc *p = tracker_proc(t, pid, true);
 	if (!p) {
 		fclose(f);
 		return -ENOMEM;
@@ -415,7 +415,7 @@ int strobe_tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 	maps_ctx m = {t, pid};
 	int rc = strobe_proc_maps_walk(f, maps_entry, &m);
 	snprintf(path, sizeof(path), "%s/%d/comm", t->proc_root, (int)pid);
-	p = strobe_tracker_proc(t, pid, false);
+	p = tracker_proc(t, pid, false);
 	if (p && !p->comm[0])
 		read_comm(path, p->comm, sizeof(p->comm));
 	return rc;

@@ -362,7 +362,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		s->o.max_stack = 127;
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
-	int rc = strobe_tracker_init(&s->tr);
+	int rc = tracker_init(&s->tr);
 	uint32_t fid;
 	strobe_frame_key none = {0};
 	if (rc == 0)
@@ -393,7 +393,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		if (s->o.stack_size < 8)
 			s->o.stack_size = 8;
 		s->stack_clock = dflt ? 16384 : s->o.stack_size;
-		s->uw = strobe_unwinder_new(s->o.unwind_cache_bytes);
+		s->uw = unwinder_new(s->o.unwind_cache_bytes);
 		s->upcs = malloc(256 * sizeof(*s->upcs));
 		s->uact = malloc(256 * sizeof(*s->uact));
 		if (!s->uw || !s->upcs || !s->uact)
@@ -517,7 +517,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	/* The targets' mappings now; what changes later arrives as records. */
 	int64_t now = strobe_mono_ns();
 	for (unsigned i = 0; i < o->npids && !o->enable_on_exec; i++)
-		strobe_tracker_read_proc(&s->tr, o->pids[i], now);
+		tracker_read_proc(&s->tr, o->pids[i], now);
 	s->start_ns = s->horizon_ns = now;
 	s->start_real_ns = strobe_real_ns();
 	*out = s;
@@ -541,13 +541,13 @@ void strobe_sampler_close(strobe_sampler *s)
 	free(s->arena);
 	free(s->pend);
 	free(s->heads);
-	strobe_pid_count_free(&s->held_sb);
-	strobe_tracker_free(&s->tr);
+	pid_count_free(&s->held_sb);
+	tracker_free(&s->tr);
 	strobe_itab_free(&s->frames);
 	strobe_itab_free(&s->agg);
 	free(s->vals);
 	free(s->scratch);
-	strobe_unwinder_free(s->uw);
+	unwinder_free(s->uw);
 	free(s->upcs);
 	free(s->uact);
 	free(s);
@@ -749,11 +749,11 @@ static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *
 /* The process, its mappings read from /proc when first seen. */
 static strobe_proc *proc_for(strobe_sampler *s, int32_t pid)
 {
-	strobe_proc *p = strobe_tracker_proc(&s->tr, pid, true);
+	strobe_proc *p = tracker_proc(&s->tr, pid, true);
 	if (p && !p->maps_read && !p->exited) {
-		if (strobe_tracker_read_proc(&s->tr, pid, strobe_mono_ns()) < 0)
+		if (tracker_read_proc(&s->tr, pid, strobe_mono_ns()) < 0)
 			s->st.unknown_pid++;
-		p = strobe_tracker_proc(&s->tr, pid, false);
+		p = tracker_proc(&s->tr, pid, false);
 		if (p)
 			p->maps_read = true;
 	}
@@ -772,7 +772,7 @@ static void add_frame(strobe_sampler *s, int32_t pid, strobe_proc **p, bool *res
 	} else {
 		if (!*p)
 			*p = proc_for(s, pid);
-		k.map = *p ? strobe_tracker_find(*p, ip) : STROBE_MAP_NONE;
+		k.map = *p ? tracker_find(*p, ip) : STROBE_MAP_NONE;
 		if (k.map == STROBE_MAP_NONE && *p && !(*p)->exited && !*rescanned) {
 			/* Mapped after we last looked and reported by no record we have
 			 * (a process that predates recording, code made executable by
@@ -782,9 +782,9 @@ static void add_frame(strobe_sampler *s, int32_t pid, strobe_proc **p, bool *res
 			 * re-reading /proc for those was most of the recorder's CPU. */
 			int64_t now = strobe_mono_ns();
 			if (now - (*p)->rescan_ns > 1000000000 &&
-			    strobe_tracker_read_proc(&s->tr, pid, now) == 0) {
-				*p = strobe_tracker_proc(&s->tr, pid, false);
-				k.map = *p ? strobe_tracker_find(*p, ip) : STROBE_MAP_NONE;
+			    tracker_read_proc(&s->tr, pid, now) == 0) {
+				*p = tracker_proc(&s->tr, pid, false);
+				k.map = *p ? tracker_find(*p, ip) : STROBE_MAP_NONE;
 			}
 		}
 		*rescanned = true; /* callers of the leaf never look again */
@@ -841,7 +841,7 @@ static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const sa
 	unsigned nd = 0;
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = strobe_unwind(s->uw, &s->tr, *p, &us, s->upcs, s->uact, max, &nd);
+	int rc = unwind(s->uw, &s->tr, *p, &us, s->upcs, s->uact, max, &nd);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	unwind_time(s, (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec));
 	if (rc < 0 || nd == 0) {
@@ -937,7 +937,7 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm, const 
 /* Makes sure a thread and its process have names: from the records seen, else from /proc. */
 static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 {
-	strobe_proc *p = strobe_tracker_proc(&s->tr, pid, true);
+	strobe_proc *p = tracker_proc(&s->tr, pid, true);
 	if (p && !p->comm[0] && !s->offline) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -950,7 +950,7 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 		if (!p->comm[0])
 			p->comm[0] = '?', p->comm[1] = 0;
 	}
-	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, pid, true);
+	strobe_thread *th = tracker_thread(&s->tr, tid, pid, true);
 	if (th && !th->comm[0] && !s->offline) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
@@ -1025,7 +1025,7 @@ static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool
  * its CPU already and is no orphan. */
 static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
 {
-	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
+	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
 	if (th && th->out) {
 		close_interval(s, th, t, false);
 		th->back = true;
@@ -1120,7 +1120,7 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 static void on_wakeup(strobe_sampler *s, const sample *sm)
 {
 	int32_t tid = (int32_t)raw_u(sm, s->f_wake_pid, 4);
-	strobe_thread *th = strobe_tracker_thread(&s->tr, tid, 0, false);
+	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
 	if (th && th->out && th->blocked && !th->wake_ns)
 		th->wake_ns = ts(sm->time);
 }
@@ -1193,12 +1193,12 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 			return;
 		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
 			uint8_t bl = b[32];
-			strobe_tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2], 0, 0, b + 36,
+			tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2], 0, 0, b + 36,
 					    bl > STROBE_BUILD_ID_MAX ? STROBE_BUILD_ID_MAX : bl, name);
 		} else {
 			memcpy(mm, b + 32, 8);
 			memcpy(&ino, b + 40, 8);
-			strobe_tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2],
+			tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2],
 					    makedev(mm[0], mm[1]), ino, NULL, 0, name);
 		}
 		return;
@@ -1214,7 +1214,7 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 			n = sizeof(comm) - 1;
 		memcpy(comm, b + 8, n);
 		comm[n] = 0;
-		strobe_tracker_comm(&s->tr, (int32_t)pt[0], (int32_t)pt[1], comm,
+		tracker_comm(&s->tr, (int32_t)pt[0], (int32_t)pt[1], comm,
 				    h->misc & PERF_RECORD_MISC_COMM_EXEC);
 		return;
 	}
@@ -1231,14 +1231,14 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 			 * first sample was processed was looked up in the new image's mappings:
 			 * the samples in execve (the old image's libc) had an unknown leaf. */
 			if (v[0] != v[1] && !s->offline) {
-				strobe_proc *pp = strobe_tracker_proc(&s->tr, (int32_t)v[1], false);
+				strobe_proc *pp = tracker_proc(&s->tr, (int32_t)v[1], false);
 				if (!pp || (!pp->maps_read && !pp->exited))
 					proc_for(s, (int32_t)v[1]);
 			}
-			strobe_tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
+			tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
 		}
 		else
-			strobe_tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
+			tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
 		return;
 	}
 	case PERF_RECORD_SWITCH:
@@ -1316,9 +1316,9 @@ static void note_sideband(strobe_sampler *s, const struct perf_event_header *h, 
 	      (h->type == PERF_RECORD_FORK && v[0] != v[1])))
 		return;
 	if (held)
-		strobe_pid_count_add(&s->held_sb, (int32_t)v[0]);
+		pid_count_add(&s->held_sb, (int32_t)v[0]);
 	else
-		strobe_pid_count_sub(&s->held_sb, (int32_t)v[0]);
+		pid_count_sub(&s->held_sb, (int32_t)v[0]);
 }
 
 static int take(const struct perf_event_header *h, void *ctx)
@@ -1427,13 +1427,13 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	if ((kind != EVK_CLOCK && kind != EVK_SWITCH) || !parse_sample(h, s->sample_type[kind], &sm) ||
 	    !sm.abi || !sm.stack_size || sm.tid == 0)
 		return take(h, s);
-	if (strobe_pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
+	if (pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
 		return take_trimmed(s, h, &sm);
 	/* A process met for the first time has its mappings read now, while it lives. A leaf in
 	 * none of its known mappings (its exec or mmap is in a record not read yet) is held, to be
 	 * unwound at its turn, after that record. */
 	strobe_proc *p = proc_for(s, (int32_t)sm.pid);
-	if (!p || strobe_tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
+	if (!p || tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
 		s->st.unwind_held++;
 		return take_trimmed(s, h, &sm);
 	}
@@ -1734,11 +1734,11 @@ void strobe_sampler_trim(strobe_sampler *s)
 	s->arena = NULL;
 	s->pend = NULL;
 	s->alen = s->acap = s->npend = s->cpend = 0;
-	strobe_pid_count_clear(&s->held_sb);
+	pid_count_clear(&s->held_sb);
 	/* The unwinder: its sessions, decoded tables and mapped binaries. */
 	if (s->uw) {
-		strobe_unwind_get_stats(s->uw, &s->uw_st);
-		strobe_unwinder_free(s->uw);
+		unwind_get_stats(s->uw, &s->uw_st);
+		unwinder_free(s->uw);
 		s->uw = NULL;
 	}
 	/* Address ranges of every process seen: frames already name their mapping. */
@@ -1752,7 +1752,7 @@ void strobe_sampler_trim(strobe_sampler *s)
 
 void strobe_sampler_release_memory(strobe_sampler *s)
 {
-	strobe_unwinder_drop_pages(s->uw);
+	unwinder_drop_pages(s->uw);
 	malloc_trim(0);
 }
 
@@ -1761,7 +1761,7 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	*st = s->st;
 	strobe_unwind_stats us = s->uw_st;
 	if (s->uw)
-		strobe_unwind_get_stats(s->uw, &us);
+		unwind_get_stats(s->uw, &us);
 	st->unwind_cache_bytes = us.cache_bytes_peak;
 	st->unwind_cache_hits = us.hits;
 	st->unwind_cache_misses = us.misses;
@@ -1822,7 +1822,7 @@ unsigned strobe_sampler_forget_exited(strobe_sampler *s)
 {
 	/* Nothing refers to a process or thread by id or pointer between intervals: the aggregate
 	 * was just emptied, frames name mappings (kept), held records name pids. */
-	int n = strobe_tracker_forget(&s->tr);
+	int n = tracker_forget(&s->tr);
 	return n > 0 ? (unsigned)n : 0;
 }
 

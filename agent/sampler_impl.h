@@ -106,7 +106,7 @@ void strobe_sampler_flush_open(strobe_sampler *s);
 /* The perf_event_attr of one event (kind EVK_*; sideband: it also carries the side records). */
 void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
 			       bool sideband, bool per_task, int tp_id);
-/* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu_bpf.c) to the
+/* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu.c) to the
  * aggregate: the stack is kernel addresses then user addresses, each leaf first; the thread and
  * process are named and their mappings read as for a sample. From then on profiles carry the
  * off-CPU sample types even though the sampler opened no off-CPU events. */
@@ -122,7 +122,7 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
-/* After a reset_agg: forgets the processes and threads that exited (strobe_tracker_forget), so
+/* After a reset_agg: forgets the processes and threads that exited (tracker_forget), so
  * that a long-running sampler's tables follow the host's live processes. Returns how many
  * processes were forgotten (0 when out of memory: they are tried again next time). */
 unsigned strobe_sampler_forget_exited(strobe_sampler *s);

@@ -37,10 +37,10 @@ static strobe_sym_object *object_of(builder *b, uint32_t map_id)
 	if (!b->sym)
 		return NULL;
 	if (!b->obj_tried[map_id]) {
-		const strobe_map *m = strobe_tracker_map(&b->s->tr, map_id);
+		const strobe_map *m = tracker_map(&b->s->tr, map_id);
 		b->obj_tried[map_id] = 1;
 		strobe_sym_object *o = NULL;
-		if (strobe_sym_object_get(b->sym, strobe_tracker_str(&b->s->tr, m->path), m->pid, m->dev,
+		if (strobe_sym_object_get(b->sym, tracker_str(&b->s->tr, m->path), m->pid, m->dev,
 					  m->ino, m->build_id, m->build_id_len, &o) == 0)
 			b->obj[map_id] = o;
 	}
@@ -51,12 +51,12 @@ static uint32_t user_mapping(builder *b, uint32_t map_id)
 {
 	if (b->mapping_of_map[map_id])
 		return b->mapping_of_map[map_id];
-	const strobe_map *m = strobe_tracker_map(&b->s->tr, map_id);
+	const strobe_map *m = tracker_map(&b->s->tr, map_id);
 	strobe_mapping pm = {0};
 	pm.start = m->start;
 	pm.limit = m->end;
 	pm.offset = m->pgoff;
-	pm.filename = str(b->p, strobe_tracker_str(&b->s->tr, m->path));
+	pm.filename = str(b->p, tracker_str(&b->s->tr, m->path));
 	char hex[2 * STROBE_BUILD_ID_MAX + 1] = "";
 	if (m->build_id_len) {
 		strobe_build_id_hex(m->build_id, m->build_id_len, hex);
@@ -128,7 +128,7 @@ static uint32_t frame_location(builder *b, uint32_t frame_id)
 			n = strobe_sym_kernel(b->sym, look, &b->fr[0], &module) > 0;
 		mapping = kernel_mapping(b, module);
 	} else if (k->map != STROBE_MAP_NONE) {
-		const strobe_map *m = strobe_tracker_map(&b->s->tr, k->map);
+		const strobe_map *m = tracker_map(&b->s->tr, k->map);
 		mapping = user_mapping(b, k->map);
 		if (m->anon) {
 			if (b->sym)
@@ -190,7 +190,7 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 			continue;
 		const strobe_frame_key *fk = strobe_itab_get(&s->frames, f, NULL);
 		if (fk->map == STROBE_MAP_NONE || fk->map == STROBE_MAP_KERNEL ||
-		    strobe_tracker_map(&s->tr, fk->map)->anon)
+		    tracker_map(&s->tr, fk->map)->anon)
 			continue;
 		strobe_sym_object *obj = object_of(b, fk->map);
 		if (!obj)
@@ -313,7 +313,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			continue;
 		/* The stack, root first: frame[n-1] is the outermost caller. */
 		uint32_t stack = 0;
-		const strobe_proc *pr = strobe_tracker_proc(&s->tr, k->pid, false);
+		const strobe_proc *pr = tracker_proc(&s->tr, k->pid, false);
 		if (o->process_frames) {
 			const char *name = pr && pr->comm[0] ? pr->comm : "?";
 			uint32_t loc = strobe_location_for_name(p, name, strlen(name));
@@ -338,7 +338,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		add_label(p, labels, &nl, "pid", num);
 		add_label(p, labels, &nl, "process", pr ? pr->comm : NULL);
 		if (o->per_thread) {
-			const strobe_thread *th = strobe_tracker_thread(&s->tr, k->tid, 0, false);
+			const strobe_thread *th = tracker_thread(&s->tr, k->tid, 0, false);
 			snprintf(num, sizeof(num), "%d", (int)k->tid);
 			add_label(p, labels, &nl, "tid", num);
 			add_label(p, labels, &nl, "thread", th ? th->comm : NULL);

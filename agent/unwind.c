@@ -160,7 +160,7 @@ struct strobe_unwinder {
 	} mem[MEM_FDS];
 	char debug_dir[256]; /* where debug files are looked up by build ID */
 	urule *rules;        /* RULE_SLOTS, allocated on first use */
-	bool no_rules;       /* every frame stepped by libdw (strobe_unwinder_set_rule_cache) */
+	bool no_rules;       /* every frame stepped by libdw (unwinder_set_rule_cache) */
 	strobe_unwind_stats st;
 };
 
@@ -541,7 +541,7 @@ static Dwarf_CFI *debug_cfi(strobe_unwinder *u, bin *b)
 	return b->dcfi;
 }
 
-bool strobe_unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
+bool unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
 			uint64_t pgoff, uint64_t *bias)
 {
 	for (unsigned i = 0; ph && i < nph; i++) {
@@ -560,7 +560,7 @@ static bool image_bias(const bin *b, uint64_t start, uint64_t pgoff, uint64_t *b
 	unsigned nph;
 	const Elf64_Phdr *ph = phdrs(b->img, b->len, &nph);
 	const Elf64_Ehdr *eh = b->img;
-	return strobe_unwind_bias(ph, nph, eh->e_type, start, pgoff, bias);
+	return unwind_bias(ph, nph, eh->e_type, start, pgoff, bias);
 }
 
 /* The entry of mapping id in process pid, resolved on first use and after its entry was
@@ -594,8 +594,8 @@ static bin *bin_for(strobe_unwinder *u, const strobe_tracker *t, int32_t pid, ui
 		}
 	}
 	l->state = 2;
-	const strobe_map *m = strobe_tracker_map(t, id);
-	const char *path = m ? strobe_tracker_str(t, m->path) : NULL;
+	const strobe_map *m = tracker_map(t, id);
+	const char *path = m ? tracker_str(t, m->path) : NULL;
 	if (!m || m->anon || !path)
 		return NULL;
 	bin *b = NULL;
@@ -1154,7 +1154,7 @@ static int step_nocfi(walk *w, bool leaf_of_file)
 	return ra == 0 ? STEP_FAIL : STEP_OK;
 }
 
-int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
+int unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
 		  const strobe_unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
 		  unsigned *n)
 {
@@ -1183,7 +1183,7 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 		(*n)++;
 		/* A return address is looked up inside the call instruction before it. */
 		uint64_t at = act ? pc : pc - 1, bias = 0, sp = w.r[R_SP];
-		uint32_t id = strobe_tracker_find(p, at);
+		uint32_t id = tracker_find(p, at);
 		if (*n == 1)
 			leaf_known = id != STROBE_MAP_NONE;
 		bin *b = bin_for(u, t, p->pid, id, &bias);
@@ -1254,7 +1254,7 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
 	return rc;
 }
 
-strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
+strobe_unwinder *unwinder_new(size_t cache_bytes)
 {
 	strobe_unwinder *u = calloc(1, sizeof(*u));
 	if (!u)
@@ -1267,17 +1267,17 @@ strobe_unwinder *strobe_unwinder_new(size_t cache_bytes)
 	u->budget = cache_bytes ? cache_bytes : (size_t)64 << 20;
 	for (unsigned i = 0; i < MEM_FDS; i++)
 		u->mem[i].fd = -1;
-	strobe_unwinder_set_debug_dir(u, NULL);
+	unwinder_set_debug_dir(u, NULL);
 	elf_version(EV_CURRENT);
 	return u;
 }
 
-void strobe_unwinder_set_rule_cache(strobe_unwinder *u, bool on)
+void unwinder_set_rule_cache(strobe_unwinder *u, bool on)
 {
 	u->no_rules = !on;
 }
 
-void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
+void unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
 {
 	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s", dir ? dir : "/usr/lib/debug");
 }
@@ -1292,7 +1292,7 @@ void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
  * first page is kept, the edit would be lost with it. The unedited views (dimg, before
  * debug_cfi opens them) are never written: all of them goes.
  */
-void strobe_unwinder_drop_pages(strobe_unwinder *u)
+void unwinder_drop_pages(strobe_unwinder *u)
 {
 	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	for (uint32_t i = 0; u && i < u->nbins; i++) {
@@ -1306,7 +1306,7 @@ void strobe_unwinder_drop_pages(strobe_unwinder *u)
 	}
 }
 
-void strobe_unwinder_free(strobe_unwinder *u)
+void unwinder_free(strobe_unwinder *u)
 {
 	if (!u)
 		return;
@@ -1323,7 +1323,7 @@ void strobe_unwinder_free(strobe_unwinder *u)
 	free(u);
 }
 
-void strobe_unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st)
+void unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st)
 {
 	*st = u->st;
 	st->cache_bytes = u->bytes;

@@ -35,18 +35,18 @@ typedef struct strobe_unwinder strobe_unwinder;
 
 /* cache_bytes: budget of the table cache (an estimate of what each binary's parsed tables hold,
  * see unwind.c); 0 = 64 MiB. NULL + errno. */
-strobe_unwinder *strobe_unwinder_new(size_t cache_bytes);
-void strobe_unwinder_free(strobe_unwinder *u);
+strobe_unwinder *unwinder_new(size_t cache_bytes);
+void unwinder_free(strobe_unwinder *u);
 /* Hands the pages of the mapped binaries back to the page cache, keeping everything parsed: the
  * next unwind faults in what it reads again. The agent calls it once an interval, so its
  * resident size stays what one interval's unwinds touch (see unwind.c). */
-void strobe_unwinder_drop_pages(strobe_unwinder *u);
+void unwinder_drop_pages(strobe_unwinder *u);
 /* Where debug files are looked up by build ID (DIR/.build-id/xx/yyyy.debug) for the
  * .debug_frame of code .eh_frame does not cover; NULL: /usr/lib/debug. */
-void strobe_unwinder_set_debug_dir(strobe_unwinder *u, const char *dir);
+void unwinder_set_debug_dir(strobe_unwinder *u, const char *dir);
 /* The per-address rule cache (unwind.c): on by default; off, every frame is stepped through
  * libdw (the tests compare the two). */
-void strobe_unwinder_set_rule_cache(strobe_unwinder *u, bool on);
+void unwinder_set_rule_cache(strobe_unwinder *u, bool on);
 
 enum {
 	STROBE_UNWIND_COMPLETE = 0,  /* reached the outermost frame (its return address is
@@ -70,7 +70,7 @@ typedef struct strobe_unwind_sample {
  * frame interrupted by a signal) rather than a return address. Returns STROBE_UNWIND_* with *n
  * set (possibly 0), or -errno (-ENOENT: the leaf is in no known mapping).
  */
-int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
+int unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
 		  const strobe_unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
 		  unsigned *n);
 
@@ -78,7 +78,7 @@ int strobe_unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc
  * file offset pgoff (the segment's file offset X is at start + X - pgoff, its ELF address is
  * X - p_offset + p_vaddr), from its program headers; false when no executable PT_LOAD holds
  * pgoff, or a non-PIE executable (e_type ET_EXEC) is not where it was linked. */
-bool strobe_unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
+bool unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
 			uint64_t pgoff, uint64_t *bias);
 
 typedef struct strobe_unwind_stats {
@@ -94,6 +94,6 @@ typedef struct strobe_unwind_stats {
 	size_t cache_bytes;      /* the estimate the budget applies to, now */
 	size_t cache_bytes_peak; /* its highest value */
 } strobe_unwind_stats;
-void strobe_unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st);
+void unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st);
 
 #endif

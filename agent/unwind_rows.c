@@ -190,7 +190,7 @@ static int walk_fdes(Dwarf_CFI *cfi, const uint8_t *hdr, size_t len, uint64_t hd
 	return 0;
 }
 
-int strobe_urows_build(int fd, uint32_t max_rows, strobe_urows *out)
+int urows_build(int fd, uint32_t max_rows, strobe_urows *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct stat sb;
@@ -253,19 +253,19 @@ int strobe_urows_build(int fd, uint32_t max_rows, strobe_urows *out)
 	return rc;
 }
 
-void strobe_urows_free(strobe_urows *r)
+void urows_free(strobe_urows *r)
 {
 	free(r->rows);
 	r->rows = NULL;
 	r->n = 0;
 }
 
-bool strobe_urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias)
+bool urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
-	return strobe_unwind_bias(r->load, r->nload, r->e_type, start, pgoff, bias);
+	return unwind_bias(r->load, r->nload, r->e_type, start, pgoff, bias);
 }
 
-const struct strobe_ob_row *strobe_urows_find(const strobe_urows *r, uint64_t pc)
+const struct strobe_ob_row *urows_find(const strobe_urows *r, uint64_t pc)
 {
 	uint32_t lo = 0, hi = r->n; /* the answer is below hi */
 	while (lo < hi) {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 
-#include "offcpu_bpf.h"
+#include "offcpu.h"
 
 typedef struct strobe_urows {
 	struct strobe_ob_row *rows; /* sorted by pc (ELF addresses) */
@@ -32,14 +32,14 @@ typedef struct strobe_urows {
  * -ENOENT when it has no .eh_frame_hdr the rows can be listed from (the walk then follows frame
  * pointers through it), -ENOEXEC when it is not an x86-64 ELF file, other -errno.
  */
-int strobe_urows_build(int fd, uint32_t max_rows, strobe_urows *out);
-void strobe_urows_free(strobe_urows *r);
+int urows_build(int fd, uint32_t max_rows, strobe_urows *out);
+void urows_free(strobe_urows *r);
 
 /* Process address - ELF address for the mapping at start of file offset pgoff
- * (strobe_unwind_bias); false when no executable segment of the file holds pgoff. */
-bool strobe_urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias);
+ * (unwind_bias); false when no executable segment of the file holds pgoff. */
+bool urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias);
 
 /* The row for ELF address pc (the last at or before it), or NULL before the first. */
-const struct strobe_ob_row *strobe_urows_find(const strobe_urows *r, uint64_t pc);
+const struct strobe_ob_row *urows_find(const strobe_urows *r, uint64_t pc);
 
 #endif

@@ -21,7 +21,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "offcpu_bpf.h"
+#include "offcpu.h"
 
 /* The counters' map holds STROBE_OB_* and, for a program that defines a larger count before
  * including this, its own counters after them. */
@@ -138,7 +138,7 @@ struct {
 } scratch SEC(".maps");
 
 /* The unwind rows of every binary loaded (unwind_rows.h), each binary's a slice, and each
- * process's executable mappings with their slices; filled by user space (offcpu_bpf.c). */
+ * process's executable mappings with their slices; filled by user space (offcpu.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << 20);

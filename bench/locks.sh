@@ -13,7 +13,8 @@
 # figure on a shared machine, and the host's waits per second the agent summed (/status).
 #
 #   bench/locks.sh [RESULTS]
-#   ROUNDS=5 CPU_SECONDS=5 FUTEX_RATE=20000 (round trips/s of each of the two pingpongs)
+#   ROUNDS=5 CPU_SECONDS=5 FUTEX_RATE=20000 (round trips/s of each of the two pingpongs);
+#   AGENT_ARGS=extra agent options for both agent modes (e.g. --call-graph fp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -72,8 +73,10 @@ one() {
   local mode=$1 out c0 c1 t0 t1 b0 b1 share=- w0='' w1 wps=-
   case $mode in
     base) ;;
-    agent) agent_start -F 19 -i 2 --max-cpu 100 ;;
-    locks) agent_start -F 19 -i 2 --max-cpu 100 --locks ;;
+    # shellcheck disable=SC2086 # AGENT_ARGS: extra words for both agents (--call-graph fp)
+    agent) agent_start -F 19 -i 2 --max-cpu 100 ${AGENT_ARGS:-} ;;
+    # shellcheck disable=SC2086
+    locks) agent_start -F 19 -i 2 --max-cpu 100 --locks ${AGENT_ARGS:-} ;;
   esac
   sleep 6 # three export intervals: start-up (the host's symbol tables, the verifier) is over
   [ "$mode" != base ] && c0=$(oncpu_ns "$apid")

@@ -145,12 +145,146 @@ static int set_token_file(const char *cmd, const char *opt, char **dst, const ch
 	return 0;
 }
 
-int cmd_agent(int argc, char **argv)
+enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
+       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
+       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE, O_CA,
+       O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD };
+
+static int oom(const char *cmd)
 {
-	enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
-	       O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
-	       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE, O_CA,
-	       O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD };
+	cli_err(cmd, "out of memory");
+	return -1;
+}
+
+/* One flag into o; -1 after a message (exit 2). Flags are read after the config, so that they
+ * override it wherever they appear. */
+static int agent_opt(const char *cmd, int c, const char *arg, strobe_agent_opts *o)
+{
+	strobe_err err = {{0}};
+	long v;
+	double d;
+	switch (c) {
+	case 's': if (set_str(&o->server, arg) < 0) return oom(cmd); break;
+	case 'c': break; /* read above */
+	case 'F':
+		if (cli_int(cmd, "-F", arg, 1, 10000, &v) < 0)
+			return -1;
+		o->freq = (unsigned)v;
+		break;
+	case O_OFFCPU: o->offcpu = true; break;
+	case O_LOCKS: o->locks = true; break;
+	case O_PRELOADDIR: if (set_str(&o->preload_dir, arg) < 0) return oom(cmd); break;
+	case O_NOPRELOAD: o->no_preload = true; break;
+	case O_OFFMODE: {
+		int m = strobe_offcpu_mode_parse(arg);
+		if (m < 0) {
+			cli_err(cmd, "--off-cpu-mode '%s': expected auto, bpf or perf", arg);
+			return -1;
+		}
+		o->offcpu_mode = (unsigned)m;
+		break;
+	}
+	case O_OFFENTRIES:
+		if (cli_int(cmd, "--off-cpu-entries", arg, 64, 1 << 20, &v) < 0)
+			return -1;
+		o->offcpu_entries = (unsigned)v;
+		break;
+	case 'p': {
+		char *dup = strdup(arg), *save = NULL;
+		if (!dup)
+			return oom(cmd);
+		for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (cli_int(cmd, "-p", t, 1, 0x7fffffff, &v) < 0) {
+				free(dup);
+				return -1;
+			}
+			pid_t *np = realloc(o->pids, (o->npids + 1) * sizeof(*np));
+			if (!np) {
+				free(dup);
+				return oom(cmd);
+			}
+			o->pids = np;
+			o->pids[o->npids++] = (pid_t)v;
+		}
+		free(dup);
+		break;
+	}
+	case O_COMM: if (set_str(&o->comm_re, arg) < 0) return oom(cmd); break;
+	case O_CGROUP: if (set_str(&o->cgroup, arg) < 0) return oom(cmd); break;
+	case 'i':
+		if (cli_int(cmd, "-i", arg, 1, 3600, &v) < 0)
+			return -1;
+		o->interval_s = (unsigned)v;
+		break;
+	case 'l':
+		if (strobe_agent_add_label(&o->labels, &o->nlabels, arg, &err) < 0) {
+			cli_err(cmd, "--label: %s", err.msg);
+			return -1;
+		}
+		break;
+	case O_NOSYM: o->no_symbolize = true; break;
+	case O_NODWARF: o->no_dwarf = true; break;
+	case O_DWARF: o->no_dwarf = false; break;
+	case O_USER: o->kernel = false; break;
+	case O_CALLGRAPH:
+		if ((v = strobe_call_graph_parse(arg)) < 0) {
+			cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)",
+				arg);
+			return -1;
+		}
+		o->call_graph = (unsigned)v;
+		break;
+	case O_UWCACHE:
+		if (cli_int(cmd, "--unwind-cache", arg, 1, 1 << 20, &v) < 0)
+			return -1;
+		o->unwind_cache_mb = (unsigned)v;
+		break;
+	case O_UWTABLE:
+		if (cli_int(cmd, "--unwind-table", arg, 0, 32, &v) < 0)
+			return -1;
+		o->unwind_table_mb = (unsigned)v;
+		break;
+	case O_MAXCPU:
+		if (cli_double(cmd, "--max-cpu", arg, &d) < 0)
+			return -1;
+		if (d <= 0 || d > 100) {
+			cli_err(cmd, "--max-cpu: %s is not a percentage in (0, 100]", arg);
+			return -1;
+		}
+		o->max_cpu = d;
+		break;
+	case O_ADMIN: if (set_str(&o->admin, arg) < 0) return oom(cmd); break;
+	case O_SPOOL: if (set_str(&o->spool_dir, arg) < 0) return oom(cmd); break;
+	case O_SPOOLMAX:
+		if (parse_bytes(cmd, arg, &o->spool_max) < 0)
+			return -1;
+		break;
+	case O_HOST: if (set_str(&o->host, arg) < 0) return oom(cmd); break;
+	case O_TENANT: if (set_str(&o->tenant, arg) < 0) return oom(cmd); break;
+	case O_TOKEN: if (set_str(&o->token, arg) < 0) return oom(cmd); break;
+	case O_TOKENFILE:
+		if (set_token_file(cmd, "--token-file", &o->token, arg) < 0)
+			return -1;
+		break;
+	case O_CA: if (set_str(&o->ca, arg) < 0) return oom(cmd); break;
+	case O_ADMINTOKEN:
+		if (set_token_file(cmd, "--admin-token-file", &o->admin_token, arg) < 0)
+			return -1;
+		break;
+	case O_LOGLEVEL:
+		if ((o->log_level = strobe_log_level_parse(arg)) < 0) {
+			cli_err(cmd, "--log-level: '%s' is not error, warn, info or debug", arg);
+			return -1;
+		}
+		break;
+	default: fputs(usage_text, stderr); return -1;
+	}
+	return 0;
+}
+
+/* The config files (-c), then the flags; 1 after --help, -1 after a message. */
+static int agent_args(const char *cmd, int argc, char **argv, strobe_agent_opts *o)
+{
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"config", required_argument, 0, 'c'}, {"freq", required_argument, 0, 'F'},
@@ -175,143 +309,40 @@ int cmd_agent(int argc, char **argv)
 		{"ca", required_argument, 0, O_CA},
 		{"admin-token-file", required_argument, 0, O_ADMINTOKEN},
 		{0, 0, 0, 0}};
-	const char *cmd = "agent";
-	strobe_agent_opts o;
-	strobe_agent_opts_init(&o);
 	strobe_err err = {{0}};
-	int c, rc = 2;
-	long v;
-	double d;
-	/* The config first, so that flags override it wherever they appear. */
 	for (int i = 1; i < argc; i++) {
 		const char *path = NULL;
 		if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc)
 			path = argv[i + 1];
 		else if (strncmp(argv[i], "--config=", 9) == 0)
 			path = argv[i] + 9;
-		if (path && strobe_agent_config_load(path, &o, &err) < 0) {
+		if (path && strobe_agent_config_load(path, o, &err) < 0) {
 			cli_err(cmd, "%s", err.msg);
-			goto out;
+			return -1;
 		}
 	}
+	int c;
 	while ((c = getopt_long(argc, argv, "hs:c:F:p:i:l:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
-		case 's': if (set_str(&o.server, optarg) < 0) goto oom; break;
-		case 'c': break; /* read above */
-		case 'F':
-			if (cli_int(cmd, "-F", optarg, 1, 10000, &v) < 0)
-				goto out;
-			o.freq = (unsigned)v;
-			break;
-		case O_OFFCPU: o.offcpu = true; break;
-		case O_LOCKS: o.locks = true; break;
-		case O_PRELOADDIR: if (set_str(&o.preload_dir, optarg) < 0) goto oom; break;
-		case O_NOPRELOAD: o.no_preload = true; break;
-		case O_OFFMODE: {
-			int m = strobe_offcpu_mode_parse(optarg);
-			if (m < 0) {
-				cli_err(cmd, "--off-cpu-mode '%s': expected auto, bpf or perf", optarg);
-				goto out;
-			}
-			o.offcpu_mode = (unsigned)m;
-			break;
+		if (c == 'h') {
+			fputs(usage_text, stdout);
+			return 1;
 		}
-		case O_OFFENTRIES:
-			if (cli_int(cmd, "--off-cpu-entries", optarg, 64, 1 << 20, &v) < 0)
-				goto out;
-			o.offcpu_entries = (unsigned)v;
-			break;
-		case 'p': {
-			char *dup = strdup(optarg), *save = NULL;
-			if (!dup)
-				goto oom;
-			for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (cli_int(cmd, "-p", t, 1, 0x7fffffff, &v) < 0) {
-					free(dup);
-					goto out;
-				}
-				pid_t *np = realloc(o.pids, (o.npids + 1) * sizeof(*np));
-				if (!np) {
-					free(dup);
-					goto oom;
-				}
-				o.pids = np;
-				o.pids[o.npids++] = (pid_t)v;
-			}
-			free(dup);
-			break;
-		}
-		case O_COMM: if (set_str(&o.comm_re, optarg) < 0) goto oom; break;
-		case O_CGROUP: if (set_str(&o.cgroup, optarg) < 0) goto oom; break;
-		case 'i':
-			if (cli_int(cmd, "-i", optarg, 1, 3600, &v) < 0)
-				goto out;
-			o.interval_s = (unsigned)v;
-			break;
-		case 'l':
-			if (strobe_agent_add_label(&o.labels, &o.nlabels, optarg, &err) < 0) {
-				cli_err(cmd, "--label: %s", err.msg);
-				goto out;
-			}
-			break;
-		case O_NOSYM: o.no_symbolize = true; break;
-		case O_NODWARF: o.no_dwarf = true; break;
-		case O_DWARF: o.no_dwarf = false; break;
-		case O_USER: o.kernel = false; break;
-		case O_CALLGRAPH:
-			if ((v = strobe_call_graph_parse(optarg)) < 0) {
-				cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)",
-					optarg);
-				goto out;
-			}
-			o.call_graph = (unsigned)v;
-			break;
-		case O_UWCACHE:
-			if (cli_int(cmd, "--unwind-cache", optarg, 1, 1 << 20, &v) < 0)
-				goto out;
-			o.unwind_cache_mb = (unsigned)v;
-			break;
-		case O_UWTABLE:
-			if (cli_int(cmd, "--unwind-table", optarg, 0, 32, &v) < 0)
-				goto out;
-			o.unwind_table_mb = (unsigned)v;
-			break;
-		case O_MAXCPU:
-			if (cli_double(cmd, "--max-cpu", optarg, &d) < 0)
-				goto out;
-			if (d <= 0 || d > 100) {
-				cli_err(cmd, "--max-cpu: %s is not a percentage in (0, 100]", optarg);
-				goto out;
-			}
-			o.max_cpu = d;
-			break;
-		case O_ADMIN: if (set_str(&o.admin, optarg) < 0) goto oom; break;
-		case O_SPOOL: if (set_str(&o.spool_dir, optarg) < 0) goto oom; break;
-		case O_SPOOLMAX:
-			if (parse_bytes(cmd, optarg, &o.spool_max) < 0)
-				goto out;
-			break;
-		case O_HOST: if (set_str(&o.host, optarg) < 0) goto oom; break;
-		case O_TENANT: if (set_str(&o.tenant, optarg) < 0) goto oom; break;
-		case O_TOKEN: if (set_str(&o.token, optarg) < 0) goto oom; break;
-		case O_TOKENFILE:
-			if (set_token_file(cmd, "--token-file", &o.token, optarg) < 0)
-				goto out;
-			break;
-		case O_CA: if (set_str(&o.ca, optarg) < 0) goto oom; break;
-		case O_ADMINTOKEN:
-			if (set_token_file(cmd, "--admin-token-file", &o.admin_token, optarg) < 0)
-				goto out;
-			break;
-		case O_LOGLEVEL:
-			if ((o.log_level = strobe_log_level_parse(optarg)) < 0) {
-				cli_err(cmd, "--log-level: '%s' is not error, warn, info or debug", optarg);
-				goto out;
-			}
-			break;
-		default: fputs(usage_text, stderr); goto out;
-		}
+		if (agent_opt(cmd, c, optarg, o) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	const char *cmd = "agent";
+	strobe_agent_opts o;
+	strobe_agent_opts_init(&o);
+	strobe_err err = {{0}};
+	int rc = 2, pr = agent_args(cmd, argc, argv, &o);
+	if (pr) {
+		rc = pr > 0 ? 0 : 2;
+		goto out;
 	}
 	if (optind < argc) {
 		cli_err(cmd, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -381,10 +412,6 @@ int cmd_agent(int argc, char **argv)
 	rc = strobe_agent_run(a, &err) < 0 ? 1 : 0;
 	the_agent = NULL;
 	strobe_agent_free(a);
-	goto out;
-oom:
-	cli_err(cmd, "out of memory");
-	rc = 2;
 out:
 	strobe_agent_opts_free(&o);
 	return rc;

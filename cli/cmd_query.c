@@ -2,7 +2,9 @@
 /*
  * strobe query: asks a strobe server for the merged profile of a selector over a time window
  * (GET /api/v1/query), or with --diff for the normalised difference of two (GET /api/v1/diff),
- * and writes what it answers: pprof, folded, JSON, SVG or a top table.
+ * and writes what it answers: pprof, folded, JSON, SVG or a top table. --tagfocus KEY=RE adds
+ * KEY=~"RE" to the selector(s): on a sample label (pid, comm...) it keeps those samples, as
+ * pprof's -tagfocus does, on a series label those series.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,9 @@ static const char usage_text[] =
 	"  --diff BASE            compare BASE (the baseline selector) with SELECTOR\n"
 	"  --base-from T, --base-to T  the baseline's window (default: the same window)\n"
 	"  --max-nodes N          trim frames below the N-th heaviest\n"
+	"  --tagfocus KEY=RE      only the samples whose label KEY (pid, comm, exe, ...)\n"
+	"                         matches RE, fully anchored: KEY=~\"RE\" added to the\n"
+	"                         selector(s); repeatable\n"
 	"  --tenant ID            X-Scope-OrgID\n"
 	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
 	"  --token-file FILE      the token from FILE (mode 600), its first line\n"
@@ -50,10 +55,58 @@ static void add(qbuf *q, const char *k, const char *v)
 	free(e);
 }
 
+#define TAGFOCUS_MAX 16
+
+/* The selector with KEY=~"RE" added for each --tagfocus (malloc'd; NULL: out of memory). The
+ * server parses the result, so a malformed KEY or RE is reported by it, with its offset. */
+static char *focused(const char *sel, const char *const *focus, size_t n)
+{
+	size_t len = strlen(sel), cap = len + 3;
+	for (size_t i = 0; i < n; i++)
+		cap += 2 * strlen(focus[i]) + 6;
+	char *o = malloc(cap);
+	if (!o)
+		return NULL;
+	size_t end = len; /* where the matchers go: before a final '}', else a new {} */
+	while (end && (sel[end - 1] == ' ' || sel[end - 1] == '\t'))
+		end--;
+	bool braces = end && sel[end - 1] == '}';
+	size_t k = braces ? end - 1 : len;
+	memcpy(o, sel, k);
+	bool empty = braces;
+	for (size_t j = k; braces && j-- > 0 && empty;) {
+		if (sel[j] == '{')
+			break;
+		empty = sel[j] == ' ' || sel[j] == '\t';
+	}
+	if (!braces && n)
+		o[k++] = '{';
+	for (size_t i = 0; i < n; i++) {
+		const char *eq = strchr(focus[i], '=');
+		if (i || (braces && !empty))
+			o[k++] = ',';
+		memcpy(o + k, focus[i], (size_t)(eq - focus[i]));
+		k += (size_t)(eq - focus[i]);
+		o[k++] = '=';
+		o[k++] = '~';
+		o[k++] = '"';
+		for (const char *v = eq + 1; *v; v++) {
+			if (*v == '"' || *v == '\\')
+				o[k++] = '\\';
+			o[k++] = *v;
+		}
+		o[k++] = '"';
+	}
+	if (braces || n)
+		o[k++] = '}';
+	o[k] = 0;
+	return o;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN,
-	       O_TOKENFILE, O_CA };
+	       O_TOKENFILE, O_CA, O_TAGFOCUS };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
@@ -62,6 +115,7 @@ int cmd_query(int argc, char **argv)
 		{"diff", required_argument, 0, O_DIFF}, {"base-from", required_argument, 0, O_BFROM},
 		{"base-to", required_argument, 0, O_BTO},
 		{"max-nodes", required_argument, 0, O_MAXN},
+		{"tagfocus", required_argument, 0, O_TAGFOCUS},
 		{"tenant", required_argument, 0, O_TENANT},
 		{"token", required_argument, 0, O_TOKEN},
 		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
@@ -69,6 +123,8 @@ int cmd_query(int argc, char **argv)
 	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
 	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
+	const char *focus[TAGFOCUS_MAX];
+	size_t nfocus = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:f:t:o:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -87,6 +143,13 @@ int cmd_query(int argc, char **argv)
 		case O_TOKEN: token = optarg; break;
 		case O_TOKENFILE: token_file = optarg; break;
 		case O_CA: ca = optarg; break;
+		case O_TAGFOCUS:
+			if (!strchr(optarg, '=') || optarg[0] == '=' || nfocus == TAGFOCUS_MAX) {
+				cli_err(cmd, "--tagfocus: give KEY=RE (at most %d)", TAGFOCUS_MAX);
+				return 2;
+			}
+			focus[nfocus++] = optarg;
+			break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -124,27 +187,40 @@ int cmd_query(int argc, char **argv)
 			base ? "of a diff (svg, json, top)" : "(pprof, folded, json, svg, top)");
 		return 2;
 	}
+	char *nsel = focused(argv[optind], focus, nfocus), *bsel = base ? focused(base, focus, nfocus) : NULL;
+	if (!nsel || (base && !bsel)) {
+		free(nsel);
+		free(bsel);
+		cli_err(cmd, "out of memory");
+		return 2;
+	}
+	base = bsel;
 	qbuf q = {0};
 	size_t sl = strlen(server);
 	q.cap = sl + 64;
-	if (!(q.s = malloc(q.cap)))
+	if (!(q.s = malloc(q.cap))) {
+		free(nsel);
+		free(bsel);
 		return 2;
+	}
 	q.len = (size_t)sprintf(q.s, "%s%sapi/v1/%s?", server, server[sl - 1] == '/' ? "" : "/",
 				base ? "diff" : "query");
 	if (base) {
 		add(&q, "base", base);
-		add(&q, "new", argv[optind]);
+		add(&q, "new", nsel);
 		add(&q, "new_from", from);
 		add(&q, "new_to", to);
 		add(&q, "base_from", bfrom ? bfrom : from);
 		add(&q, "base_to", bto ? bto : to);
 	} else {
-		add(&q, "query", argv[optind]);
+		add(&q, "query", nsel);
 		add(&q, "from", from);
 		add(&q, "to", to);
 		add(&q, "max_nodes", maxn);
 	}
 	add(&q, "format", fmt);
+	free(nsel);
+	free(bsel);
 	if (q.oom) {
 		free(q.s);
 		cli_err(cmd, "out of memory");

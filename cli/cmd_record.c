@@ -191,10 +191,147 @@ static bool any_alive(const pid_t *pids, unsigned n)
 	return false;
 }
 
-int cmd_record(int argc, char **argv)
+/* The options, as parsed. */
+typedef struct rec_opts {
+	strobe_sampler_opts so;
+	const char *output;
+	double duration;
+	long budget_mb; /* -1: not given */
+	bool quiet, per_thread, symbolize;
+	pid_t *pids;
+	unsigned npids;
+	const char **labels, **debug_dirs;
+	unsigned nlabels, ndebug;
+	record_heap_opts ho; /* -e heap|mutex: kind set */
+} rec_opts;
+
+/* What a recording holds while it runs. */
+typedef struct rec_run {
+	pid_t child;    /* the command, or -1 */
+	bool child_done;
+	int child_status;
+	strobe_sampler *s;
+	struct strobe_locks *lk; /* -e lock */
+} rec_run;
+
+enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
+       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS };
+
+static int parse_event(const char *cmd, const char *arg, rec_opts *o)
 {
-	enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
-	       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS };
+	strobe_sampler_opts *so = &o->so;
+	if (strcmp(arg, "cpu") == 0 || strcmp(arg, "cpu-clock") == 0)
+		so->events = STROBE_EV_CPU;
+	else if (strcmp(arg, "offcpu") == 0 || strcmp(arg, "off-cpu") == 0)
+		so->events = STROBE_EV_OFFCPU;
+	else if (strcmp(arg, "wall") == 0)
+		so->events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
+	else if (strcmp(arg, "cycles") == 0)
+		so->events = STROBE_EV_CPU, so->cycles = true;
+	else if (strcmp(arg, "lock") == 0 || strcmp(arg, "locks") == 0)
+		so->events = STROBE_EV_LOCK;
+	else if (!record_heap_event(arg, &o->ho)) {
+		cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall, cycles, lock, heap or mutex)",
+			arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Appends arg to a NULL-terminated list. */
+static int push_arg(const char ***list, unsigned *n, const char *arg)
+{
+	const char **nl = realloc(*list, (*n + 2) * sizeof(*nl));
+	if (!nl)
+		return -1;
+	*list = nl;
+	nl[(*n)++] = arg;
+	nl[*n] = NULL;
+	return 0;
+}
+
+/* One option; -1 after a message (exit 2). */
+static int parse_opt(const char *cmd, int c, const char *arg, rec_opts *o)
+{
+	strobe_sampler_opts *so = &o->so;
+	long v;
+	switch (c) {
+	case 'e': return parse_event(cmd, arg, o);
+	case 'F':
+		if (cli_int(cmd, "-F", arg, 1, 100000, &v) < 0)
+			return -1;
+		so->freq = (unsigned)v;
+		return 0;
+	case 'a': so->all = true; return 0;
+	case 'p': return parse_pids(cmd, arg, &o->pids, &o->npids);
+	case 'd':
+		if (cli_double(cmd, "-d", arg, &o->duration) < 0)
+			return -1;
+		if (o->duration <= 0) {
+			cli_err(cmd, "-d: the duration must be positive, not '%s'", arg);
+			return -1;
+		}
+		return 0;
+	case 'o': o->output = arg; return 0;
+	case 'm':
+		if (cli_int(cmd, "-m", arg, 1, 65536, &v) < 0)
+			return -1;
+		if (v & (v - 1)) {
+			cli_err(cmd, "-m: %ld is not a power of two", v);
+			return -1;
+		}
+		so->ring_pages = (unsigned)v;
+		return 0;
+	case 'q': o->quiet = true; return 0;
+	case O_LABEL: {
+		const char *eq = strchr(arg, '=');
+		if (!eq || eq == arg) {
+			cli_err(cmd, "--label: '%s' is not KEY=VALUE", arg);
+			return -1;
+		}
+		return push_arg(&o->labels, &o->nlabels, arg);
+	}
+	case O_MINBLOCK: return parse_duration(cmd, "--min-block", arg, &so->min_block_ns);
+	case O_USER: so->kernel = false; return 0;
+	case O_NOTHREADS: o->per_thread = false; return 0;
+	case O_NOSYM: o->symbolize = false; return 0;
+	case O_DEBUGDIR: return push_arg(&o->debug_dirs, &o->ndebug, arg);
+	case O_IDLE: so->keep_idle = true; return 0;
+	case O_BUDGET: return cli_int(cmd, "--debug-budget", arg, 0, 1 << 20, &o->budget_mb);
+	case O_CALLGRAPH:
+		if ((v = strobe_call_graph_parse(arg)) < 0) {
+			cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)", arg);
+			return -1;
+		}
+		so->call_graph = (unsigned)v;
+		return 0;
+	case O_STACKSIZE:
+		if (cli_int(cmd, "--stack-size", arg, 8, 65000, &v) < 0)
+			return -1;
+		so->stack_size = (unsigned)v & ~7u;
+		return 0;
+	case O_UWCACHE:
+		if (cli_int(cmd, "--unwind-cache", arg, 1, 1 << 20, &v) < 0)
+			return -1;
+		so->unwind_cache_bytes = (size_t)v << 20;
+		return 0;
+	case 'i':
+		if (cli_double(cmd, "-i", arg, &o->ho.interval) < 0)
+			return -1;
+		if (o->ho.interval <= 0) {
+			cli_err(cmd, "-i: the interval must be positive, not '%s'", arg);
+			return -1;
+		}
+		return 0;
+	case O_LEAKS: o->ho.leaks_path = arg; return 0;
+	case O_NOLEAKS: o->ho.no_leaks = true; return 0;
+	default: fputs(usage_text, stderr); return -1;
+	}
+}
+
+/* The options up to the command; 1 after --help (exit 0), -1 after a message (exit 2). */
+static int parse_args(const char *cmd, int argc, char **argv, rec_opts *o)
+{
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"event", required_argument, 0, 'e'},
 		{"freq", required_argument, 0, 'F'},   {"all-cpus", no_argument, 0, 'a'},
@@ -212,157 +349,20 @@ int cmd_record(int argc, char **argv)
 		{"unwind-cache", required_argument, 0, O_UWCACHE},
 		{"interval", required_argument, 0, 'i'}, {"leaks", required_argument, 0, O_LEAKS},
 		{"no-leaks", no_argument, 0, O_NOLEAKS}, {0, 0, 0, 0}};
-	const char *cmd = "record", *output = "strobe.pb.gz";
-	strobe_sampler_opts so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true,
-				  .call_graph = STROBE_CG_AUTO};
-	double duration = 0;
-	long budget_mb = -1; /* not given */
-	bool quiet = false, per_thread = true, symbolize = true;
-	pid_t *pids = NULL;
-	unsigned npids = 0;
-	const char **labels = NULL, **debug_dirs = NULL;
-	unsigned nlabels = 0, ndebug = 0;
-	int rc = 2, c;
-	long v;
-	record_heap_opts ho = {0}; /* -e heap|mutex: kind set */
+	int c;
 	while ((c = getopt_long(argc, argv, "+he:F:ap:d:o:m:qi:", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
-		case 'e':
-			if (strcmp(optarg, "cpu") == 0 || strcmp(optarg, "cpu-clock") == 0)
-				so.events = STROBE_EV_CPU;
-			else if (strcmp(optarg, "offcpu") == 0 || strcmp(optarg, "off-cpu") == 0)
-				so.events = STROBE_EV_OFFCPU;
-			else if (strcmp(optarg, "wall") == 0)
-				so.events = STROBE_EV_CPU | STROBE_EV_OFFCPU;
-			else if (strcmp(optarg, "cycles") == 0)
-				so.events = STROBE_EV_CPU, so.cycles = true;
-			else if (strcmp(optarg, "lock") == 0 || strcmp(optarg, "locks") == 0)
-				so.events = STROBE_EV_LOCK;
-			else if (record_heap_event(optarg, &ho))
-				;
-			else {
-				cli_err(cmd, "-e: unknown event '%s' (cpu, offcpu, wall, cycles, lock, "
-					     "heap or mutex)", optarg);
-				goto out;
-			}
-			break;
-		case 'F':
-			if (cli_int(cmd, "-F", optarg, 1, 100000, &v) < 0)
-				goto out;
-			so.freq = (unsigned)v;
-			break;
-		case 'a': so.all = true; break;
-		case 'p':
-			if (parse_pids(cmd, optarg, &pids, &npids) < 0)
-				goto out;
-			break;
-		case 'd':
-			if (cli_double(cmd, "-d", optarg, &duration) < 0)
-				goto out;
-			if (duration <= 0) {
-				cli_err(cmd, "-d: the duration must be positive, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case 'o': output = optarg; break;
-		case 'm':
-			if (cli_int(cmd, "-m", optarg, 1, 65536, &v) < 0)
-				goto out;
-			if (v & (v - 1)) {
-				cli_err(cmd, "-m: %ld is not a power of two", v);
-				goto out;
-			}
-			so.ring_pages = (unsigned)v;
-			break;
-		case 'q': quiet = true; break;
-		case O_LABEL: {
-			const char *eq = strchr(optarg, '=');
-			if (!eq || eq == optarg) {
-				cli_err(cmd, "--label: '%s' is not KEY=VALUE", optarg);
-				goto out;
-			}
-			const char **nl = realloc(labels, (nlabels + 1) * sizeof(*nl));
-			if (!nl)
-				goto out;
-			labels = nl;
-			labels[nlabels++] = optarg;
-			break;
+		if (c == 'h') {
+			fputs(usage_text, stdout);
+			return 1;
 		}
-		case O_MINBLOCK:
-			if (parse_duration(cmd, "--min-block", optarg, &so.min_block_ns) < 0)
-				goto out;
-			break;
-		case O_USER: so.kernel = false; break;
-		case O_NOTHREADS: per_thread = false; break;
-		case O_NOSYM: symbolize = false; break;
-		case O_DEBUGDIR: {
-			const char **nd = realloc(debug_dirs, (ndebug + 2) * sizeof(*nd));
-			if (!nd)
-				goto out;
-			debug_dirs = nd;
-			debug_dirs[ndebug++] = optarg;
-			debug_dirs[ndebug] = NULL;
-			break;
-		}
-		case O_IDLE: so.keep_idle = true; break;
-		case O_BUDGET:
-			if (cli_int(cmd, "--debug-budget", optarg, 0, 1 << 20, &budget_mb) < 0)
-				goto out;
-			break;
-		case O_CALLGRAPH:
-			if ((v = strobe_call_graph_parse(optarg)) < 0) {
-				cli_err(cmd, "--call-graph: unknown mode '%s' (fp, dwarf or auto)",
-					optarg);
-				goto out;
-			}
-			so.call_graph = (unsigned)v;
-			break;
-		case O_STACKSIZE:
-			if (cli_int(cmd, "--stack-size", optarg, 8, 65000, &v) < 0)
-				goto out;
-			so.stack_size = (unsigned)v & ~7u;
-			break;
-		case O_UWCACHE:
-			if (cli_int(cmd, "--unwind-cache", optarg, 1, 1 << 20, &v) < 0)
-				goto out;
-			so.unwind_cache_bytes = (size_t)v << 20;
-			break;
-		case 'i':
-			if (cli_double(cmd, "-i", optarg, &ho.interval) < 0)
-				goto out;
-			if (ho.interval <= 0) {
-				cli_err(cmd, "-i: the interval must be positive, not '%s'", optarg);
-				goto out;
-			}
-			break;
-		case O_LEAKS: ho.leaks_path = optarg; break;
-		case O_NOLEAKS: ho.no_leaks = true; break;
-		default: fputs(usage_text, stderr); goto out;
-		}
+		if (parse_opt(cmd, c, optarg, o) < 0)
+			return -1;
 	}
-	char **command = argv + optind;
-	int ncommand = argc - optind;
-	if (ho.kind) {
-		ho.labels = labels;
-		ho.nlabels = nlabels;
-		rc = record_heap_run(cmd, &ho, command, ncommand, so.all || npids, output, duration,
-				     quiet, symbolize, debug_dirs, argc, argv);
-		goto out;
-	}
-	int ntargets = (so.all ? 1 : 0) + (npids ? 1 : 0) + (ncommand ? 1 : 0);
-	if (ntargets != 1) {
-		cli_err(cmd, ntargets ? "give one target: -a, -p PID or a command, not several"
-				      : "nothing to record: give -a, -p PID or a command (see --help)");
-		goto out;
-	}
-	strobe_format fmt = cli_format_for_path(output);
-	if (fmt == STROBE_FMT_UNKNOWN || fmt == STROBE_FMT_PERF_SCRIPT) {
-		cli_err(cmd, "-o %s: unknown output format (use .pb.gz, .svg, .folded, .json or "
-			     ".speedscope.json)", output);
-		goto out;
-	}
+	return 0;
+}
 
+static void on_signals(void)
+{
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -371,122 +371,132 @@ int cmd_record(int argc, char **argv)
 	struct sigaction sc = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
 	sigemptyset(&sc.sa_mask);
 	sigaction(SIGCHLD, &sc, NULL);
+}
 
-	pid_t child = -1;
+/* Starts the command (stopped until the events are open), opens the events on the targets and
+ * lets the command go; -1 after a message, with nothing left running. */
+static int start(const char *cmd, rec_opts *o, char **command, int ncommand, rec_run *r)
+{
+	strobe_sampler_opts *so = &o->so;
 	int go = -1, status_fd = -1;
 	if (ncommand) {
-		child = spawn(command, &go, &status_fd);
-		if (child < 0) {
+		r->child = spawn(command, &go, &status_fd);
+		if (r->child < 0) {
 			cli_err(cmd, "cannot start '%s': %s", command[0], strerror(errno));
-			goto out;
+			return -1;
 		}
-		so.pids = &child;
-		so.npids = 1;
-		so.enable_on_exec = true;
-	} else if (npids) {
-		so.pids = pids;
-		so.npids = npids;
-	}
-
-	struct strobe_locks *lk = NULL;
-	if (so.events == STROBE_EV_LOCK && !(lk = record_lock_open(cmd, &so))) {
-		if (child > 0) {
-			close(go);
-			waitpid(child, NULL, 0);
-		}
-		goto out;
+		so->pids = &r->child;
+		so->npids = 1;
+		so->enable_on_exec = true;
+	} else if (o->npids) {
+		so->pids = o->pids;
+		so->npids = o->npids;
 	}
 	strobe_err err = {{0}};
-	strobe_sampler *s = NULL;
-	int orc = strobe_sampler_open(&so, &s, &err);
-	if (orc < 0 || (lk && record_lock_attach(cmd, lk) < 0)) {
+	int orc = -1;
+	if (so->events == STROBE_EV_LOCK && !(r->lk = record_lock_open(cmd, so)))
+		goto fail;
+	if ((orc = strobe_sampler_open(so, &r->s, &err)) < 0 ||
+	    (r->lk && record_lock_attach(cmd, r->lk) < 0)) {
 		if (orc < 0)
 			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
-		record_lock_close(cmd, lk, NULL, true);
-		strobe_sampler_close(s);
-		if (child > 0) {
-			close(go); /* the child reads EOF and exits */
-			waitpid(child, NULL, 0);
-		}
-		goto out;
+		goto fail;
 	}
-	if (child > 0) {
+	if (r->child > 0) {
 		int e = 0;
 		if (write(go, "x", 1) != 1 || read(status_fd, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
 			cli_err(cmd, "cannot run '%s': %s", command[0], strerror(e ? e : EPIPE));
-			waitpid(child, NULL, 0);
-			record_lock_close(cmd, lk, s, true);
-			strobe_sampler_close(s);
-			goto out;
+			goto fail;
 		}
 		close(go);
 		close(status_fd);
-	} else if (strobe_sampler_enable(s, &err) < 0) {
+	} else if (strobe_sampler_enable(r->s, &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
-		record_lock_close(cmd, lk, s, true);
-		strobe_sampler_close(s);
-		goto out;
+		goto fail;
 	}
+	return 0;
+fail:
+	record_lock_close(cmd, r->lk, r->s, true);
+	strobe_sampler_close(r->s);
+	r->s = NULL;
+	r->lk = NULL;
+	if (r->child > 0) {
+		close(go); /* the child reads EOF and exits */
+		close(status_fd);
+		waitpid(r->child, NULL, 0);
+		r->child = -1;
+	}
+	return -1;
+}
 
+/* Polls until a stop: a signal, -d, the command's exit or the -p processes'. Returns why. */
+static const char *record_loop(const char *cmd, const rec_opts *o, rec_run *r)
+{
+	strobe_err err = {{0}};
 	int64_t t0 = strobe_mono_ns(), last_check = t0;
-	int child_status = 0;
-	bool child_done = false;
-	const char *why = "";
 	for (;;) {
-		int wait_ms = so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK) ? ROUND_MS_OFFCPU : ROUND_MS;
-		if (duration > 0) { /* wake up when the duration is reached, not after */
-			double left = duration * 1e3 - (double)(strobe_mono_ns() - t0) / 1e6;
+		int wait_ms = o->so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK) ? ROUND_MS_OFFCPU
+										: ROUND_MS;
+		if (o->duration > 0) { /* wake up when the duration is reached, not after */
+			double left = o->duration * 1e3 - (double)(strobe_mono_ns() - t0) / 1e6;
 			if (left < wait_ms)
 				wait_ms = left < 1 ? 1 : (int)left + 1;
 		}
-		if (npids && wait_ms > 500)
+		if (o->npids && wait_ms > 500)
 			wait_ms = 500; /* -p: notice within half a second that they exited */
-		if (strobe_sampler_poll(s, wait_ms, &err) < 0) {
+		if (strobe_sampler_poll(r->s, wait_ms, &err) < 0) {
 			cli_err(cmd, "%s", err.msg);
-			break;
+			return "";
 		}
-		if (lk && record_lock_collect(cmd, lk, s) < 0)
-			break;
+		if (r->lk && record_lock_collect(cmd, r->lk, r->s) < 0)
+			return "";
 		int64_t now = strobe_mono_ns();
-		if (stop_signal) {
-			why = stop_signal == SIGINT ? "interrupted" : "terminated";
-			break;
+		if (stop_signal)
+			return stop_signal == SIGINT ? "interrupted" : "terminated";
+		if (o->duration > 0 && (double)(now - t0) >= o->duration * 1e9)
+			return "duration reached";
+		if (r->child > 0 && waitpid(r->child, &r->child_status, WNOHANG) == r->child) {
+			r->child_done = true;
+			return "command exited";
 		}
-		if (duration > 0 && (double)(now - t0) >= duration * 1e9) {
-			why = "duration reached";
-			break;
-		}
-		if (child > 0 && waitpid(child, &child_status, WNOHANG) == child) {
-			child_done = true;
-			why = "command exited";
-			break;
-		}
-		if (npids && now - last_check > 500000000) {
+		if (o->npids && now - last_check > 500000000) {
 			last_check = now;
-			if (!any_alive(pids, npids)) {
-				why = "processes exited";
-				break;
-			}
+			if (!any_alive(o->pids, o->npids))
+				return "processes exited";
 		}
 	}
-	strobe_sampler_disable(s);
-	record_lock_stop(lk);
-	if (child > 0 && !child_done) /* the command does not outlive its recording */
-		kill(child, stop_signal ? stop_signal : SIGTERM);
-	if (strobe_sampler_drain(s, &err) < 0)
-		cli_err(cmd, "%s", err.msg);
-	record_lock_close(cmd, lk, s, quiet); /* the last sums, while mappings are still held */
-	strobe_sampler_trim(s); /* recording is over: make room for the symbolizer */
+}
 
+/* Ends the recording: every record read, the command stopped, collection-only memory freed. */
+static void stop_recording(const char *cmd, const rec_opts *o, rec_run *r)
+{
+	strobe_err err = {{0}};
+	strobe_sampler_disable(r->s);
+	record_lock_stop(r->lk);
+	if (r->child > 0 && !r->child_done) /* the command does not outlive its recording */
+		kill(r->child, stop_signal ? stop_signal : SIGTERM);
+	if (strobe_sampler_drain(r->s, &err) < 0)
+		cli_err(cmd, "%s", err.msg);
+	record_lock_close(cmd, r->lk, r->s, o->quiet); /* the last sums, while mappings are held */
+	r->lk = NULL;
+	strobe_sampler_trim(r->s); /* recording is over: make room for the symbolizer */
+}
+
+/* The profile, symbolized, with comments saying how it was taken and what it is missing.
+ * NULL after a message. */
+static strobe_profile *build_profile(const char *cmd, rec_opts *o, rec_run *r, strobe_format fmt,
+				     int argc, char **argv, strobe_sampler_stats *st,
+				     size_t *over_budget)
+{
 	strobe_symbolizer *sym = NULL;
-	if (symbolize) {
+	if (o->symbolize) {
 		/* Whole-host recordings meet every binary on the host, libc's full debug
 		 * information among them (libc6-dbg: 10 MB decompressed, as much again in line
 		 * tables): bounded by default there, so the recorder stays small. */
-		if (budget_mb < 0)
-			budget_mb = so.all ? DEFAULT_BUDGET_MB : 0;
-		strobe_sym_opts syo = {.debug_dirs = debug_dirs, .no_kernel = !so.kernel,
-				       .max_debug_bytes = (uint64_t)budget_mb << 20};
+		if (o->budget_mb < 0)
+			o->budget_mb = o->so.all ? DEFAULT_BUDGET_MB : 0;
+		strobe_sym_opts syo = {.debug_dirs = o->debug_dirs, .no_kernel = !o->so.kernel,
+				       .max_debug_bytes = (uint64_t)o->budget_mb << 20};
 		sym = strobe_symbolizer_new(&syo);
 		if (!sym)
 			cli_err(cmd, "cannot start the symbolizer (%s); writing raw addresses",
@@ -494,97 +504,144 @@ int cmd_record(int argc, char **argv)
 	}
 	pid_t two[2];
 	strobe_sampler_profile_opts po = {
-		.sym = sym, .per_thread = per_thread, .labels = labels, .nlabels = nlabels,
+		.sym = sym, .per_thread = o->per_thread, .labels = o->labels, .nlabels = o->nlabels,
 		.release_objects = true, /* one binary's debug info in memory at a time */
 		/* a flame graph or folded file of several processes is rooted at their names */
-		.process_frames = fmt != STROBE_FMT_PPROF && strobe_sampler_pids(s, two, 2) > 1};
-	strobe_profile *p = strobe_sampler_profile(s, &po, &err);
-	strobe_sampler_stats st;
-	strobe_sampler_get_stats(s, &st);
-	strobe_sampler_close(s);
-	size_t over_budget = strobe_symbolizer_over_budget(sym);
+		.process_frames = fmt != STROBE_FMT_PPROF && strobe_sampler_pids(r->s, two, 2) > 1};
+	strobe_err err = {{0}};
+	strobe_profile *p = strobe_sampler_profile(r->s, &po, &err);
+	strobe_sampler_get_stats(r->s, st);
+	strobe_sampler_close(r->s);
+	r->s = NULL;
+	*over_budget = strobe_symbolizer_over_budget(sym);
 	strobe_symbolizer_free(sym);
 	if (!p) {
 		cli_err(cmd, "%s", err.msg);
-		goto reap;
+		return NULL;
 	}
-	/* Say in the profile itself how it was taken and what it is missing. */
 	char note[512];
 	int nn = snprintf(note, sizeof(note), "strobe record");
 	for (int i = 1; i < argc && nn < (int)sizeof(note) - 1; i++)
 		nn += snprintf(note + nn, sizeof(note) - (size_t)nn, " %s", argv[i]);
 	strobe_profile_add_comment(p, note);
-	if (st.unwind_truncated) {
+	if (st->unwind_truncated) {
 		snprintf(note, sizeof(note), "truncated stacks: %" PRIu64 " (stack slice of --stack-size too small)",
-			 st.unwind_truncated);
+			 st->unwind_truncated);
 		strobe_profile_add_comment(p, note);
 	}
-	if (st.lost) {
-		snprintf(note, sizeof(note), "lost records: %" PRIu64 " (ring buffer full)", st.lost);
+	if (st->lost) {
+		snprintf(note, sizeof(note), "lost records: %" PRIu64 " (ring buffer full)", st->lost);
 		strobe_profile_add_comment(p, note);
 	}
-	if (over_budget) {
+	if (*over_budget) {
 		snprintf(note, sizeof(note), "named from symbol tables only (debug information over "
-			 "the %ld MB budget): %zu binar%s", budget_mb, over_budget,
-			 over_budget == 1 ? "y" : "ies");
+			 "the %ld MB budget): %zu binar%s", o->budget_mb, *over_budget,
+			 *over_budget == 1 ? "y" : "ies");
 		strobe_profile_add_comment(p, note);
 	}
-	int type = strobe_default_type_index(p);
-	if (cli_write_as(cmd, p, fmt, type, STROBE_GRAN_FUNCTIONS, output) < 0) {
-		strobe_profile_free(p);
-		goto reap;
+	return p;
+}
+
+/* The summary on stderr, and what to do about what was lost. */
+static void print_summary(const rec_opts *o, const strobe_sampler_stats *st, const char *why,
+			  double secs, size_t over_budget)
+{
+	fprintf(stderr, "strobe record: %s after %.1f s: ", why, secs);
+	if (o->so.events & STROBE_EV_CPU)
+		fprintf(stderr, "%" PRIu64 " samples, ", st->samples);
+	if (o->so.events & STROBE_EV_OFFCPU)
+		fprintf(stderr, "%" PRIu64 " off-CPU intervals, ", st->switches);
+	fprintf(stderr, "%" PRIu64 " lost, %u process%s, %u thread%s; wrote %s\n", st->lost,
+		st->processes, st->processes == 1 ? "" : "es", st->threads,
+		st->threads == 1 ? "" : "s", o->output);
+	if (getenv("STROBE_DEBUG"))
+		fprintf(stderr, "strobe record: orphan-in %" PRIu64 " unmatched %" PRIu64 " late %" PRIu64 " throttled %" PRIu64
+				" short %" PRIu64 " unknown-pid %" PRIu64 "\n",
+			st->orphan_in, st->unmatched, st->late, st->throttled, st->short_blocks, st->unknown_pid);
+	if (over_budget)
+		fprintf(stderr, "strobe record: %zu binar%s named without line numbers or "
+				"inlined frames: debug information over --debug-budget %ld "
+				"(MB; 0 = no limit)\n", over_budget,
+			over_budget == 1 ? "y" : "ies", o->budget_mb);
+	if (getenv("STROBE_DEBUG") && st->unwound + st->unwind_failed)
+		fprintf(stderr, "strobe record: unwound %" PRIu64 " complete %" PRIu64
+				" truncated %" PRIu64 " failed %" PRIu64 " fp-spliced %" PRIu64
+				" fp-kept %" PRIu64 " unwind-ns p50 %" PRIu64 " p99 %" PRIu64
+				" cache %" PRIu64 " bytes hits %" PRIu64 " misses %" PRIu64
+				" evictions %" PRIu64 " extended %" PRIu64
+				" ext-changed %" PRIu64 " debug-frame %" PRIu64
+				" at-arrival %" PRIu64 " held %" PRIu64 " rule-hits %" PRIu64 "\n",
+			st->unwound, st->unwind_complete, st->unwind_truncated, st->unwind_failed,
+			st->unwind_fp_spliced, st->unwind_fp_kept, st->unwind_ns_p50,
+			st->unwind_ns_p99, st->unwind_cache_bytes, st->unwind_cache_hits,
+			st->unwind_cache_misses, st->unwind_cache_evictions,
+			st->unwind_extended, st->unwind_ext_changed, st->unwind_debug_frame,
+			st->unwind_at_arrival, st->unwind_held, st->unwind_rule_hits);
+	if (st->unwind_truncated)
+		fprintf(stderr, "strobe record: %" PRIu64 " stacks were deeper than the "
+				"copied slice (completed by frame pointers where possible): "
+				"use a larger --stack-size\n", st->unwind_truncated);
+	if (st->lost)
+		fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
+				"buffer full): use a larger -m or a lower -F\n", st->lost);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	const char *cmd = "record";
+	rec_opts o = {.so = {.events = STROBE_EV_CPU, .freq = 99, .kernel = true,
+			     .call_graph = STROBE_CG_AUTO},
+		      .output = "strobe.pb.gz", .budget_mb = -1, .per_thread = true,
+		      .symbolize = true};
+	rec_run r = {.child = -1};
+	int rc = 2, pr = parse_args(cmd, argc, argv, &o);
+	if (pr) {
+		rc = pr > 0 ? 0 : 2;
+		goto out;
 	}
-	if (!quiet) {
-		double secs = (double)p->duration_nanos / 1e9;
-		fprintf(stderr, "strobe record: %s after %.1f s: ", why, secs);
-		if (so.events & STROBE_EV_CPU)
-			fprintf(stderr, "%" PRIu64 " samples, ", st.samples);
-		if (so.events & STROBE_EV_OFFCPU)
-			fprintf(stderr, "%" PRIu64 " off-CPU intervals, ", st.switches);
-		fprintf(stderr, "%" PRIu64 " lost, %u process%s, %u thread%s; wrote %s\n", st.lost,
-			st.processes, st.processes == 1 ? "" : "es", st.threads,
-			st.threads == 1 ? "" : "s", output);
-		if (getenv("STROBE_DEBUG"))
-			fprintf(stderr, "strobe record: orphan-in %" PRIu64 " unmatched %" PRIu64 " late %" PRIu64 " throttled %" PRIu64
-					" short %" PRIu64 " unknown-pid %" PRIu64 "\n",
-				st.orphan_in, st.unmatched, st.late, st.throttled, st.short_blocks, st.unknown_pid);
-		if (over_budget)
-			fprintf(stderr, "strobe record: %zu binar%s named without line numbers or "
-					"inlined frames: debug information over --debug-budget %ld "
-					"(MB; 0 = no limit)\n", over_budget,
-				over_budget == 1 ? "y" : "ies", budget_mb);
-		if (getenv("STROBE_DEBUG") && st.unwound + st.unwind_failed)
-			fprintf(stderr, "strobe record: unwound %" PRIu64 " complete %" PRIu64
-					" truncated %" PRIu64 " failed %" PRIu64 " fp-spliced %" PRIu64
-					" fp-kept %" PRIu64 " unwind-ns p50 %" PRIu64 " p99 %" PRIu64
-					" cache %" PRIu64 " bytes hits %" PRIu64 " misses %" PRIu64
-					" evictions %" PRIu64 " extended %" PRIu64
-					" ext-changed %" PRIu64 " debug-frame %" PRIu64
-					" at-arrival %" PRIu64 " held %" PRIu64 " rule-hits %" PRIu64 "\n",
-				st.unwound, st.unwind_complete, st.unwind_truncated, st.unwind_failed,
-				st.unwind_fp_spliced, st.unwind_fp_kept, st.unwind_ns_p50,
-				st.unwind_ns_p99, st.unwind_cache_bytes, st.unwind_cache_hits,
-				st.unwind_cache_misses, st.unwind_cache_evictions,
-				st.unwind_extended, st.unwind_ext_changed, st.unwind_debug_frame,
-				st.unwind_at_arrival, st.unwind_held, st.unwind_rule_hits);
-		if (st.unwind_truncated)
-			fprintf(stderr, "strobe record: %" PRIu64 " stacks were deeper than the "
-					"copied slice (completed by frame pointers where possible): "
-					"use a larger --stack-size\n", st.unwind_truncated);
-		if (st.lost)
-			fprintf(stderr, "strobe record: the kernel dropped %" PRIu64 " records (ring "
-					"buffer full): use a larger -m or a lower -F\n", st.lost);
+	char **command = argv + optind;
+	int ncommand = argc - optind;
+	if (o.ho.kind) {
+		o.ho.labels = o.labels;
+		o.ho.nlabels = o.nlabels;
+		rc = record_heap_run(cmd, &o.ho, command, ncommand, o.so.all || o.npids, o.output,
+				     o.duration, o.quiet, o.symbolize, o.debug_dirs, argc, argv);
+		goto out;
+	}
+	int ntargets = (o.so.all ? 1 : 0) + (o.npids ? 1 : 0) + (ncommand ? 1 : 0);
+	if (ntargets != 1) {
+		cli_err(cmd, ntargets ? "give one target: -a, -p PID or a command, not several"
+				      : "nothing to record: give -a, -p PID or a command (see --help)");
+		goto out;
+	}
+	strobe_format fmt = cli_format_for_path(o.output);
+	if (fmt == STROBE_FMT_UNKNOWN || fmt == STROBE_FMT_PERF_SCRIPT) {
+		cli_err(cmd, "-o %s: unknown output format (use .pb.gz, .svg, .folded, .json or "
+			     ".speedscope.json)", o.output);
+		goto out;
+	}
+	on_signals();
+	if (start(cmd, &o, command, ncommand, &r) < 0)
+		goto out;
+	const char *why = record_loop(cmd, &o, &r);
+	stop_recording(cmd, &o, &r);
+	strobe_sampler_stats st;
+	size_t over_budget = 0;
+	strobe_profile *p = build_profile(cmd, &o, &r, fmt, argc, argv, &st, &over_budget);
+	if (p && cli_write_as(cmd, p, fmt, strobe_default_type_index(p), STROBE_GRAN_FUNCTIONS,
+			      o.output) == 0) {
+		if (!o.quiet)
+			print_summary(&o, &st, why, (double)p->duration_nanos / 1e9, over_budget);
+		rc = 0;
 	}
 	strobe_profile_free(p);
-	rc = 0;
-reap:
-	if (child > 0 && !child_done) {
-		for (int i = 0; i < 20 && waitpid(child, &child_status, WNOHANG) == 0; i++)
+	if (r.child > 0 && !r.child_done) {
+		for (int i = 0; i < 20 && waitpid(r.child, &r.child_status, WNOHANG) == 0; i++)
 			usleep(50000);
 	}
 out:
-	free(pids);
-	free(labels);
-	free(debug_dirs);
+	free(o.pids);
+	free(o.labels);
+	free(o.debug_dirs);
 	return rc;
 }

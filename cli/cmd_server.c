@@ -160,6 +160,7 @@ int cmd_server(int argc, char **argv)
 	}
 	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,
 				.max_series = cfg.max_series_per_tenant,
+				.max_label_values = cfg.max_label_values_per_name,
 				.max_stacks = cfg.max_stacks,
 				.sync_normal = cfg.sync_normal,
 				.max_query_points = cfg.max_query_profiles,

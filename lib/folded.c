@@ -219,15 +219,15 @@ static int fref_cmp(const void *a, const void *b)
 	return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const char *name,
-			    double min_fraction, strobe_err *err)
+/* Pass 1 of strobe_tree_from_folded: the lines, their counts, the total, sorted. -ENOTSUP for
+ * two counts a line (difffolded: the caller takes the profile path). */
+static int fold_lines(const char *buf, size_t len, const char *name, fline_ref **out, size_t *nout,
+		      int64_t *total_out, strobe_err *err)
 {
 	fline_ref *lines = NULL;
 	size_t n = 0, cap = 0, lineno = 0;
 	int64_t total = 0;
 	bool sorted = true;
-	int r = 0;
-	/* Pass 1: the lines, their counts, the total, and whether they are sorted already. */
 	for (const char *p = buf, *end = buf + len; p < end;) {
 		lineno++;
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -241,23 +241,23 @@ int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const c
 		int64_t v, v2;
 		const char *e = le;
 		if (!take_count(p, &e, &v)) {
-			r = strobe_errf(err, -EINVAL,
-					"%s:%zu: folded line has no count (expected \"frame;frame;... "
-					"COUNT\")",
-					name, lineno);
-			goto out;
+			free(lines);
+			return strobe_errf(err, -EINVAL,
+					   "%s:%zu: folded line has no count (expected \"frame;frame;... "
+					   "COUNT\")",
+					   name, lineno);
 		}
 		const char *e2 = e;
 		if (take_count(p, &e2, &v2)) {
-			r = -ENOTSUP; /* two counts (difffolded): the caller takes the profile path */
-			goto out;
+			free(lines);
+			return -ENOTSUP;
 		}
 		if (n == cap) {
 			cap = cap ? cap * 2 : 4096;
 			fline_ref *nl2 = realloc(lines, cap * sizeof(*nl2));
 			if (!nl2) {
-				r = -ENOMEM;
-				goto out;
+				free(lines);
+				return -ENOMEM;
 			}
 			lines = nl2;
 		}
@@ -269,32 +269,107 @@ int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const c
 		p = next;
 	}
 	if (!n) {
-		r = strobe_errf(err, -EINVAL, "%s: no stacks in folded input", name);
-		goto out;
+		free(lines);
+		return strobe_errf(err, -EINVAL, "%s: no stacks in folded input", name);
 	}
 	if (!sorted)
 		qsort(lines, n, sizeof(*lines), fref_cmp);
+	*out = lines;
+	*nout = n;
+	*total_out = total;
+	return 0;
+}
+
+/* Pass 2's open path: the nodes of the frames open at each depth (node[0] is the root), each
+ * one's previous sibling (to unlink it when it is dropped), the last child opened under each,
+ * and where each frame ends in the current line. */
+typedef struct fold_walk {
+	uint32_t node[STROBE_MAX_DEPTH + 1], prev_sib[STROBE_MAX_DEPTH + 1];
+	uint32_t last_child[STROBE_MAX_DEPTH + 1];
+	size_t fend[STROBE_MAX_DEPTH + 1];
+	size_t depth; /* open frames below the root */
+	double min_total;
+} fold_walk;
+
+/* Closes the open frames deeper than `keep`, deepest first. A frame whose total is below the
+ * threshold when it closes is dropped with its subtree (the newest nodes, so the node array is
+ * just cut back); its value stays in its ancestors' totals, which is all a flame graph draws of
+ * it. */
+static void fold_close(strobe_tree *t, fold_walk *w, size_t keep)
+{
+	for (size_t k = w->depth; k > keep; k--) {
+		uint32_t id = w->node[k];
+		if ((double)llabs(t->nodes[id].total[0]) < w->min_total) {
+			t->n = id; /* the subtree is ids [id, n) */
+			if (w->prev_sib[k])
+				t->nodes[w->prev_sib[k]].next_sibling = 0;
+			else
+				t->nodes[w->node[k - 1]].first_child = 0;
+			w->last_child[k - 1] = w->prev_sib[k];
+		}
+	}
+	w->depth = keep;
+}
+
+/* Opens frame f[0..flen) under the deepest open one; it ends at `end` in its line. */
+static int fold_open(strobe_tree *t, fold_walk *w, const char *f, size_t flen, size_t end)
+{
+	char small[256];
+	char *k = flen < sizeof(small) ? small : malloc(flen + 1);
+	uint32_t nm;
+	if (!k)
+		return -ENOMEM;
+	memcpy(k, f, flen);
+	k[flen] = 0;
+	int r = strobe_itab_intern(&t->names, k, flen + 1, &nm, NULL);
+	if (k != small)
+		free(k);
+	if (r < 0)
+		return r;
+	if (t->n == t->cap) {
+		strobe_tree_node *nn = realloc(t->nodes, t->cap * 2 * sizeof(*nn));
+		if (!nn)
+			return -ENOMEM;
+		t->nodes = nn;
+		t->cap *= 2;
+	}
+	size_t d = w->depth;
+	uint32_t id = t->n++, par = w->node[d];
+	memset(&t->nodes[id], 0, sizeof(t->nodes[id]));
+	t->nodes[id].name = nm;
+	t->nodes[id].parent = par;
+	d++;
+	w->prev_sib[d] = w->last_child[d - 1];
+	if (w->prev_sib[d])
+		t->nodes[w->prev_sib[d]].next_sibling = id;
+	else
+		t->nodes[par].first_child = id;
+	w->last_child[d - 1] = id;
+	w->last_child[d] = 0;
+	w->node[d] = id;
+	w->fend[d] = end;
+	w->depth = d;
+	return 0;
+}
+
+int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const char *name,
+			    double min_fraction, strobe_err *err)
+{
+	fline_ref *lines = NULL;
+	size_t n = 0;
+	int64_t total = 0;
+	int r = fold_lines(buf, len, name, &lines, &n, &total, err);
+	if (r < 0)
+		goto out;
 	/* Pass 2: walk the sorted lines keeping the open path; a line shares its leading frames
-	 * with the previous one, so only the frames past the shared prefix are closed and opened.
-	 * A frame whose total is below the threshold when it closes is dropped with its subtree
-	 * (the newest nodes, so the node array is just cut back); its value stays in its
-	 * ancestors' totals, which is all a flame graph draws of it. */
-	double min_total = min_fraction * (double)total;
-	size_t pcap = STROBE_MAX_DEPTH + 1;
-	uint32_t *node = malloc(pcap * sizeof(*node)), *prev_sib = malloc(pcap * sizeof(*prev_sib));
-	uint32_t *last_child = malloc(pcap * sizeof(*last_child));
-	size_t *fend = malloc(pcap * sizeof(*fend));
-	if (!node || !prev_sib || !last_child || !fend) {
-		free(node);
-		free(prev_sib);
-		free(last_child);
-		free(fend);
+	 * with the previous one, so only the frames past the shared prefix are closed and
+	 * opened. */
+	fold_walk *w = calloc(1, sizeof(*w));
+	if (!w) {
 		r = -ENOMEM;
 		goto out;
 	}
-	size_t depth = 0; /* open frames below the root */
-	node[0] = 0;
-	last_child[0] = 0;
+	w->min_total = min_fraction * (double)total;
 	const fline_ref *prev = NULL;
 	for (size_t i = 0; i < n && !r; i++) {
 		const fline_ref *l = &lines[i];
@@ -305,99 +380,37 @@ int strobe_tree_from_folded(strobe_tree *t, const char *buf, size_t len, const c
 			size_t m = prev->len < l->len ? prev->len : l->len, d = 0;
 			while (d < m && prev->p[d] == l->p[d])
 				d++;
-			while (common < depth && fend[common + 1] <= d &&
-			       (fend[common + 1] == l->len || l->p[fend[common + 1]] == ';'))
+			while (common < w->depth && w->fend[common + 1] <= d &&
+			       (w->fend[common + 1] == l->len || l->p[w->fend[common + 1]] == ';'))
 				common++;
 		}
-		/* Close frames past the shared prefix, deepest first. */
-		for (size_t k = depth; k > common; k--) {
-			uint32_t id = node[k];
-			if ((double)llabs(t->nodes[id].total[0]) < min_total) {
-				uint32_t par = node[k - 1];
-				t->n = id; /* the subtree is ids [id, n) */
-				if (prev_sib[k])
-					t->nodes[prev_sib[k]].next_sibling = 0;
-				else
-					t->nodes[par].first_child = 0;
-				last_child[k - 1] = prev_sib[k];
-			}
-		}
-		depth = common;
+		fold_close(t, w, common);
 		/* Open the rest of this line's frames. */
-		size_t off = common ? fend[common] + 1 : 0;
+		size_t off = common ? w->fend[common] + 1 : 0;
 		while (off <= l->len) {
 			const char *f = l->p + off;
 			const char *semi = memchr(f, ';', l->len - off);
 			size_t flen = semi ? (size_t)(semi - f) : l->len - off;
-			if (flen > STROBE_MAX_NAME || depth + 1 >= pcap) {
+			if (flen > STROBE_MAX_NAME || w->depth + 1 > STROBE_MAX_DEPTH) {
 				r = strobe_errf(err, -EINVAL, "%s: stack \"%.40s...\" has a frame name over "
 						"%u bytes or is deeper than %u frames", name, l->p,
 						STROBE_MAX_NAME, STROBE_MAX_DEPTH);
 				break;
 			}
-			char small[256];
-			char *k = flen < sizeof(small) ? small : malloc(flen + 1);
-			uint32_t nm;
-			if (!k) {
-				r = -ENOMEM;
-				break;
-			}
-			memcpy(k, f, flen);
-			k[flen] = 0;
-			r = strobe_itab_intern(&t->names, k, flen + 1, &nm, NULL);
-			if (k != small)
-				free(k);
-			if (r < 0)
-				break;
-			if (t->n == t->cap) {
-				strobe_tree_node *nn = realloc(t->nodes, t->cap * 2 * sizeof(*nn));
-				if (!nn) {
-					r = -ENOMEM;
-					break;
-				}
-				t->nodes = nn;
-				t->cap *= 2;
-			}
-			uint32_t id = t->n++, par = node[depth];
-			memset(&t->nodes[id], 0, sizeof(t->nodes[id]));
-			t->nodes[id].name = nm;
-			t->nodes[id].parent = par;
-			depth++;
-			prev_sib[depth] = last_child[depth - 1];
-			if (prev_sib[depth])
-				t->nodes[prev_sib[depth]].next_sibling = id;
-			else
-				t->nodes[par].first_child = id;
-			last_child[depth - 1] = id;
-			last_child[depth] = 0;
-			node[depth] = id;
-			fend[depth] = off + flen;
-			if (!semi)
+			if ((r = fold_open(t, w, f, flen, off + flen)) < 0 || !semi)
 				break;
 			off += flen + 1;
 		}
 		if (r)
 			break;
-		for (size_t k = 0; k <= depth; k++)
-			t->nodes[node[k]].total[0] += l->value;
-		t->nodes[node[depth]].self[0] += l->value;
+		for (size_t k = 0; k <= w->depth; k++)
+			t->nodes[w->node[k]].total[0] += l->value;
+		t->nodes[w->node[w->depth]].self[0] += l->value;
 		prev = l;
 	}
-	/* Close what is still open. */
-	for (size_t k = depth; k > 0 && !r; k--) {
-		uint32_t id = node[k];
-		if ((double)llabs(t->nodes[id].total[0]) < min_total) {
-			t->n = id;
-			if (prev_sib[k])
-				t->nodes[prev_sib[k]].next_sibling = 0;
-			else
-				t->nodes[node[k - 1]].first_child = 0;
-		}
-	}
-	free(node);
-	free(prev_sib);
-	free(last_child);
-	free(fend);
+	if (!r) /* close what is still open */
+		fold_close(t, w, 0);
+	free(w);
 out:
 	if (r == -ENOMEM)
 		strobe_errf(err, r, "%s: out of memory", name);

@@ -1,21 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Getting profile bytes in and out: reading a file or stdin whole, gzip in both directions
- * (zlib in, libdeflate out), format detection from content, and the one entry point that
- * turns any supported file into a profile. Every command reads its inputs through
+ * Getting profile bytes in: reading a file or stdin whole (gunzipped through lib/gzip.c), format
+ * detection from content, and the one entry point that turns any supported file into a
+ * profile. Every command reads its inputs through
  * strobe_read_profile(), so they all take the same formats, gzip or not, and "-" for stdin.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libdeflate.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "strobe/buf.h"
 #include "strobe/codec.h"
@@ -59,56 +56,6 @@ int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen
 		return strobe_errf(err, -EFBIG, "decompressed size exceeds the %zu MiB limit",
 				   STROBE_MAX_INPUT >> 20);
 	return r;
-}
-
-/* gzip goes through libdeflate with one compressor per thread, kept for the thread's life: the
- * agent compresses one small pprof per process every interval, and zlib's deflateInit/End
- * (about 256 KiB of state allocated and its hash table cleared per call) cost more than the
- * compression of a few KiB. libdeflate's level 6 compresses about as well as zlib's, with no
- * setup per call. The thread-local pointer keeps the compressor reachable;
- * the key's destructor frees it when a thread exits. */
-static pthread_key_t gz_key;
-static pthread_once_t gz_once = PTHREAD_ONCE_INIT;
-static int gz_key_rc = -1;
-static _Thread_local struct libdeflate_compressor *gz_comp;
-
-static void gz_free(void *c) { libdeflate_free_compressor(c); }
-static void gz_key_init(void) { gz_key_rc = pthread_key_create(&gz_key, gz_free); }
-
-static struct libdeflate_compressor *gz_compressor(void)
-{
-	if (gz_comp)
-		return gz_comp;
-	pthread_once(&gz_once, gz_key_init);
-	if (gz_key_rc != 0)
-		return NULL;
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
-	if (!c)
-		return NULL;
-	if (pthread_setspecific(gz_key, c) != 0) {
-		libdeflate_free_compressor(c);
-		return NULL;
-	}
-	return gz_comp = c;
-}
-
-int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
-{
-	struct libdeflate_compressor *c = gz_compressor();
-	if (!c)
-		return -ENOMEM;
-	size_t cap = libdeflate_gzip_compress_bound(c, inlen);
-	uint8_t *buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	size_t n = libdeflate_gzip_compress(c, in, inlen, buf, cap);
-	if (!n) {
-		free(buf);
-		return -EIO;
-	}
-	*out = buf;
-	*outlen = n;
-	return 0;
 }
 
 int strobe_slurp(const char *path, uint8_t **out, size_t *outlen, strobe_err *err)

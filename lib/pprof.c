@@ -1101,110 +1101,162 @@ static int pack_with_strings(const strobe_profile *p, const PbProfile *pb, uint8
 	return 0;
 }
 
-int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
-{
-	PbProfile pb = PERFTOOLS__PROFILES__PROFILE__INIT;
-	Perftools__Profiles__ValueType *vts = NULL, period_type =
-		PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
-	Perftools__Profiles__Function *fns = NULL;
-	Perftools__Profiles__Mapping *maps = NULL;
-	Perftools__Profiles__Location *locs = NULL;
-	Perftools__Profiles__Line *lines = NULL, **line_ptrs = NULL;
-	Perftools__Profiles__Sample *samples = NULL;
-	Perftools__Profiles__Label *labels = NULL, **label_ptrs = NULL;
-	uint64_t *loc_ids = NULL;
-	int64_t *comments = NULL;
-	uint8_t *raw = NULL;
-	size_t rawlen = 0;
-	int r = -ENOMEM;
-	uint32_t nfn = p->functions.n - 1, nmap = p->mappings.n - 1, nloc = p->locations.n - 1;
-	uint32_t nsamp = strobe_nsamples(p);
+/* What the encoder builds: protobuf-c's message tree over the model, every node and pointer
+ * array allocated once for the whole profile (one malloc per kind, not per node), and freed
+ * together by enc_free. */
+typedef struct encoder {
+	const strobe_profile *p;
+	PbProfile pb;
+	Perftools__Profiles__ValueType *vts, period_type;
+	Perftools__Profiles__Function *fns;
+	Perftools__Profiles__Mapping *maps;
+	Perftools__Profiles__Location *locs;
+	Perftools__Profiles__Line *lines, **line_ptrs;
+	Perftools__Profiles__Sample *samples;
+	Perftools__Profiles__Label *labels, **label_ptrs;
+	uint64_t *loc_ids;
+	int64_t *comments;
+} encoder;
 
-	pb.n_sample_type = p->ntypes;
-	pb.sample_type = malloc((p->ntypes + 1) * sizeof(*pb.sample_type));
-	vts = calloc(p->ntypes + 1, sizeof(*vts));
-	pb.function = malloc((nfn + 1) * sizeof(*pb.function));
-	fns = calloc(nfn + 1, sizeof(*fns));
-	pb.mapping = malloc((nmap + 1) * sizeof(*pb.mapping));
-	maps = calloc(nmap + 1, sizeof(*maps));
-	pb.location = malloc((nloc + 1) * sizeof(*pb.location));
-	locs = calloc(nloc + 1, sizeof(*locs));
-	pb.sample = malloc((nsamp + 1) * sizeof(*pb.sample));
-	samples = calloc(nsamp + 1, sizeof(*samples));
-	if (!pb.sample_type || !vts || !pb.function || !fns || !pb.mapping || !maps ||
-	    !pb.location || !locs || !pb.sample || !samples)
-		goto out;
+static void enc_free(encoder *e)
+{
+	free(e->pb.sample_type);
+	free(e->vts);
+	free(e->pb.function);
+	free(e->fns);
+	free(e->pb.mapping);
+	free(e->maps);
+	free(e->pb.location);
+	free(e->locs);
+	free(e->lines);
+	free(e->line_ptrs);
+	free(e->pb.sample);
+	free(e->samples);
+	free(e->loc_ids);
+	free(e->labels);
+	free(e->label_ptrs);
+	free(e->comments);
+}
+
+static int enc_types(encoder *e)
+{
+	const strobe_profile *p = e->p;
+	e->pb.n_sample_type = p->ntypes;
+	e->pb.sample_type = malloc((p->ntypes + 1) * sizeof(*e->pb.sample_type));
+	e->vts = calloc(p->ntypes + 1, sizeof(*e->vts));
+	if (!e->pb.sample_type || !e->vts)
+		return -ENOMEM;
 	for (uint32_t t = 0; t < p->ntypes; t++) {
-		perftools__profiles__value_type__init(&vts[t]);
-		vts[t].type = p->types[t].type;
-		vts[t].unit = p->types[t].unit;
-		pb.sample_type[t] = &vts[t];
+		perftools__profiles__value_type__init(&e->vts[t]);
+		e->vts[t].type = p->types[t].type;
+		e->vts[t].unit = p->types[t].unit;
+		e->pb.sample_type[t] = &e->vts[t];
 	}
+	perftools__profiles__value_type__init(&e->period_type);
 	if (p->period_type.type || p->period_type.unit) {
-		period_type.type = p->period_type.type;
-		period_type.unit = p->period_type.unit;
-		pb.period_type = &period_type;
+		e->period_type.type = p->period_type.type;
+		e->period_type.unit = p->period_type.unit;
+		e->pb.period_type = &e->period_type;
 	}
-	pb.n_function = nfn;
+	return 0;
+}
+
+static int enc_functions(encoder *e)
+{
+	uint32_t nfn = e->p->functions.n - 1;
+	e->pb.function = malloc((nfn + 1) * sizeof(*e->pb.function));
+	e->fns = calloc(nfn + 1, sizeof(*e->fns));
+	if (!e->pb.function || !e->fns)
+		return -ENOMEM;
+	e->pb.n_function = nfn;
 	for (uint32_t i = 0; i < nfn; i++) {
-		const strobe_function *f = strobe_function_get(p, i + 1);
-		perftools__profiles__function__init(&fns[i]);
-		fns[i].id = i + 1;
-		fns[i].name = f->name;
-		fns[i].system_name = f->system_name;
-		fns[i].filename = f->filename;
-		fns[i].start_line = f->start_line;
-		pb.function[i] = &fns[i];
+		const strobe_function *f = strobe_function_get(e->p, i + 1);
+		Perftools__Profiles__Function *o = &e->fns[i];
+		perftools__profiles__function__init(o);
+		o->id = i + 1;
+		o->name = f->name;
+		o->system_name = f->system_name;
+		o->filename = f->filename;
+		o->start_line = f->start_line;
+		e->pb.function[i] = o;
 	}
-	pb.n_mapping = nmap;
+	return 0;
+}
+
+static int enc_mappings(encoder *e)
+{
+	uint32_t nmap = e->p->mappings.n - 1;
+	e->pb.mapping = malloc((nmap + 1) * sizeof(*e->pb.mapping));
+	e->maps = calloc(nmap + 1, sizeof(*e->maps));
+	if (!e->pb.mapping || !e->maps)
+		return -ENOMEM;
+	e->pb.n_mapping = nmap;
 	for (uint32_t i = 0; i < nmap; i++) {
-		const strobe_mapping *m = strobe_mapping_get(p, i + 1);
-		perftools__profiles__mapping__init(&maps[i]);
-		maps[i].id = i + 1;
-		maps[i].memory_start = m->start;
-		maps[i].memory_limit = m->limit;
-		maps[i].file_offset = m->offset;
-		maps[i].filename = m->filename;
-		maps[i].build_id = m->build_id;
-		maps[i].has_functions = m->has_functions;
-		maps[i].has_filenames = m->has_filenames;
-		maps[i].has_line_numbers = m->has_line_numbers;
-		maps[i].has_inline_frames = m->has_inline_frames;
-		pb.mapping[i] = &maps[i];
+		const strobe_mapping *m = strobe_mapping_get(e->p, i + 1);
+		Perftools__Profiles__Mapping *o = &e->maps[i];
+		perftools__profiles__mapping__init(o);
+		o->id = i + 1;
+		o->memory_start = m->start;
+		o->memory_limit = m->limit;
+		o->file_offset = m->offset;
+		o->filename = m->filename;
+		o->build_id = m->build_id;
+		o->has_functions = m->has_functions;
+		o->has_filenames = m->has_filenames;
+		o->has_line_numbers = m->has_line_numbers;
+		o->has_inline_frames = m->has_inline_frames;
+		e->pb.mapping[i] = o;
 	}
+	return 0;
+}
+
+static int enc_locations(encoder *e)
+{
+	const strobe_profile *p = e->p;
+	uint32_t nloc = p->locations.n - 1;
 	size_t total_lines = 0;
 	for (uint32_t i = 0; i < nloc; i++)
 		total_lines += strobe_location_get(p, i + 1)->nline;
-	lines = calloc(total_lines + 1, sizeof(*lines));
-	line_ptrs = malloc((total_lines + 1) * sizeof(*line_ptrs));
-	if (!lines || !line_ptrs)
-		goto out;
-	pb.n_location = nloc;
+	e->pb.location = malloc((nloc + 1) * sizeof(*e->pb.location));
+	e->locs = calloc(nloc + 1, sizeof(*e->locs));
+	e->lines = calloc(total_lines + 1, sizeof(*e->lines));
+	e->line_ptrs = malloc((total_lines + 1) * sizeof(*e->line_ptrs));
+	if (!e->pb.location || !e->locs || !e->lines || !e->line_ptrs)
+		return -ENOMEM;
+	e->pb.n_location = nloc;
 	for (uint32_t i = 0, li = 0; i < nloc; i++) {
 		const strobe_location *l = strobe_location_get(p, i + 1);
-		perftools__profiles__location__init(&locs[i]);
-		locs[i].id = i + 1;
-		locs[i].mapping_id = l->mapping;
-		locs[i].address = l->address;
-		locs[i].is_folded = l->is_folded;
-		locs[i].line = &line_ptrs[li];
+		Perftools__Profiles__Location *o = &e->locs[i];
+		perftools__profiles__location__init(o);
+		o->id = i + 1;
+		o->mapping_id = l->mapping;
+		o->address = l->address;
+		o->is_folded = l->is_folded;
+		o->line = &e->line_ptrs[li];
 		for (uint32_t j = 0; j < l->nline; j++) {
 			/* Only an API caller can make a line without a function (the decoder
 			 * refuses one), and Go's reader rejects the whole profile for it: leave
 			 * the line out instead. */
 			if (!l->line[j].function)
 				continue;
-			perftools__profiles__line__init(&lines[li]);
-			lines[li].function_id = l->line[j].function;
-			lines[li].line = l->line[j].line;
-			lines[li].column = l->line[j].column;
-			line_ptrs[li] = &lines[li];
+			perftools__profiles__line__init(&e->lines[li]);
+			e->lines[li].function_id = l->line[j].function;
+			e->lines[li].line = l->line[j].line;
+			e->lines[li].column = l->line[j].column;
+			e->line_ptrs[li] = &e->lines[li];
 			li++;
-			locs[i].n_line++;
+			o->n_line++;
 		}
-		pb.location[i] = &locs[i];
+		e->pb.location[i] = o;
 	}
-	/* Samples: location ids leaf first, walked up the stack tree; labels from the label set. */
+	return 0;
+}
+
+/* Samples: location ids leaf first, walked up the stack tree; labels from the label set. */
+static int enc_samples(encoder *e)
+{
+	const strobe_profile *p = e->p;
+	uint32_t nsamp = strobe_nsamples(p);
 	size_t total_depth = 0, total_labels = 0;
 	for (uint32_t s = 1; s <= nsamp; s++) {
 		uint32_t n;
@@ -1212,72 +1264,76 @@ int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 		strobe_labelset_get(p, strobe_sample(p, s)->labels, &n);
 		total_labels += n;
 	}
-	loc_ids = malloc((total_depth + 1) * sizeof(*loc_ids));
-	labels = calloc(total_labels + 1, sizeof(*labels));
-	label_ptrs = malloc((total_labels + 1) * sizeof(*label_ptrs));
-	if (!loc_ids || !labels || !label_ptrs)
-		goto out;
-	pb.n_sample = nsamp;
+	e->pb.sample = malloc((nsamp + 1) * sizeof(*e->pb.sample));
+	e->samples = calloc(nsamp + 1, sizeof(*e->samples));
+	e->loc_ids = malloc((total_depth + 1) * sizeof(*e->loc_ids));
+	e->labels = calloc(total_labels + 1, sizeof(*e->labels));
+	e->label_ptrs = malloc((total_labels + 1) * sizeof(*e->label_ptrs));
+	if (!e->pb.sample || !e->samples || !e->loc_ids || !e->labels || !e->label_ptrs)
+		return -ENOMEM;
+	e->pb.n_sample = nsamp;
 	size_t di = 0, lbi = 0;
 	for (uint32_t s = 1; s <= nsamp; s++) {
-		Perftools__Profiles__Sample *ps = &samples[s - 1];
+		Perftools__Profiles__Sample *ps = &e->samples[s - 1];
 		const strobe_sample_key *k = strobe_sample(p, s);
 		perftools__profiles__sample__init(ps);
-		ps->location_id = &loc_ids[di];
+		ps->location_id = &e->loc_ids[di];
 		for (uint32_t st = k->stack; st; st = strobe_stack_get(p, st)->parent)
-			loc_ids[di++] = strobe_stack_get(p, st)->location;
-		ps->n_location_id = (size_t)(&loc_ids[di] - ps->location_id);
+			e->loc_ids[di++] = strobe_stack_get(p, st)->location;
+		ps->n_location_id = (size_t)(&e->loc_ids[di] - ps->location_id);
 		ps->n_value = p->ntypes;
 		ps->value = strobe_sample_values(p, s);
 		uint32_t n;
 		const strobe_label *l = strobe_labelset_get(p, k->labels, &n);
 		ps->n_label = n;
-		ps->label = &label_ptrs[lbi];
+		ps->label = &e->label_ptrs[lbi];
 		for (uint32_t j = 0; j < n; j++, lbi++) {
-			perftools__profiles__label__init(&labels[lbi]);
-			labels[lbi].key = l[j].key;
-			labels[lbi].str = l[j].str;
-			labels[lbi].num = l[j].num;
-			labels[lbi].num_unit = l[j].num_unit;
-			label_ptrs[lbi] = &labels[lbi];
+			perftools__profiles__label__init(&e->labels[lbi]);
+			e->labels[lbi].key = l[j].key;
+			e->labels[lbi].str = l[j].str;
+			e->labels[lbi].num = l[j].num;
+			e->labels[lbi].num_unit = l[j].num_unit;
+			e->label_ptrs[lbi] = &e->labels[lbi];
 		}
-		pb.sample[s - 1] = ps;
+		e->pb.sample[s - 1] = ps;
 	}
+	return 0;
+}
+
+/* The profile-wide fields: comments, frame filters, time, period, default type. */
+static int enc_header(encoder *e)
+{
+	const strobe_profile *p = e->p;
 	if (p->ncomments) {
-		if (!(comments = malloc(p->ncomments * sizeof(*comments))))
-			goto out;
+		if (!(e->comments = malloc(p->ncomments * sizeof(*e->comments))))
+			return -ENOMEM;
 		for (uint32_t i = 0; i < p->ncomments; i++)
-			comments[i] = p->comments[i];
-		pb.n_comment = p->ncomments;
-		pb.comment = comments;
+			e->comments[i] = p->comments[i];
+		e->pb.n_comment = p->ncomments;
+		e->pb.comment = e->comments;
 	}
-	pb.drop_frames = p->drop_frames;
-	pb.keep_frames = p->keep_frames;
-	pb.time_nanos = p->time_nanos;
-	pb.duration_nanos = p->duration_nanos;
-	pb.period = p->period;
+	e->pb.drop_frames = p->drop_frames;
+	e->pb.keep_frames = p->keep_frames;
+	e->pb.time_nanos = p->time_nanos;
+	e->pb.duration_nanos = p->duration_nanos;
+	e->pb.period = p->period;
 	if (p->default_type >= 0 && (uint32_t)p->default_type < p->ntypes)
-		pb.default_sample_type = p->types[p->default_type].type;
-	if ((r = pack_with_strings(p, &pb, &raw, &rawlen)) < 0)
-		goto out;
-	r = strobe_gzip(raw, rawlen, out, outlen);
-out:
+		e->pb.default_sample_type = p->types[p->default_type].type;
+	return 0;
+}
+
+int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
+{
+	encoder e = {.p = p, .pb = PERFTOOLS__PROFILES__PROFILE__INIT};
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	int r;
+	if ((r = enc_types(&e)) == 0 && (r = enc_functions(&e)) == 0 &&
+	    (r = enc_mappings(&e)) == 0 && (r = enc_locations(&e)) == 0 &&
+	    (r = enc_samples(&e)) == 0 && (r = enc_header(&e)) == 0 &&
+	    (r = pack_with_strings(p, &e.pb, &raw, &rawlen)) == 0)
+		r = strobe_gzip(raw, rawlen, out, outlen);
 	free(raw);
-	free(pb.sample_type);
-	free(vts);
-	free(pb.function);
-	free(fns);
-	free(pb.mapping);
-	free(maps);
-	free(pb.location);
-	free(locs);
-	free(lines);
-	free(line_ptrs);
-	free(pb.sample);
-	free(samples);
-	free(loc_ids);
-	free(labels);
-	free(label_ptrs);
-	free(comments);
+	enc_free(&e);
 	return r;
 }

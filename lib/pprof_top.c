@@ -181,111 +181,137 @@ static bool str_is(const tables *T, uint64_t idx, const char *s)
 	return idx < T->nstrings && T->strings[idx].n == n && memcmp(T->strings[idx].p, s, n) == 0;
 }
 
-int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_index,
-			 strobe_fnstat **out, size_t *nout, char **arena_out, strobe_top_info *info)
+/* The state of one strobe_pprof_fnstats pass, freed by fn_free. */
+typedef struct fnpass {
+	tables T;
+	strobe_itab names;     /* function name text -> name slot */
+	uint32_t *fn_slot;     /* function index -> name slot */
+	uint32_t *loc_slots;   /* per location line: name slot */
+	int64_t *flat, *cum;   /* per name slot */
+	uint32_t *seen;        /* per name slot: the last sample that counted it in cum */
+	uint64_t *ids;         /* one sample's location ids */
+	size_t ids_cap;
+	int64_t total;
+} fnpass;
+
+static void fn_free(fnpass *f)
 {
-	tables T = {.default_type = 0};
-	strobe_itab names = {0};     /* function name text -> name slot */
-	uint32_t *fn_slot = NULL;    /* function index -> name slot */
-	uint32_t *loc_slots = NULL;  /* per location line: name slot */
-	int64_t *flat = NULL, *cum = NULL;
-	uint32_t *seen = NULL;
-	uint64_t *ids = NULL;
-	size_t ids_cap = 0;
-	int r = read_tables(buf, len, &T);
-	if (r < 0)
-		goto out;
-	/* The sample type: by name, by number, or pprof's default (else the last). */
+	free(f->T.strings);
+	strobe_itab_free(&f->T.fn_ids);
+	strobe_itab_free(&f->T.loc_ids);
+	free(f->T.fn_name);
+	free(f->T.locs);
+	free(f->T.maps);
+	strobe_itab_free(&f->T.map_ids);
+	free(f->T.loc_fns);
+	strobe_itab_free(&f->names);
+	free(f->fn_slot);
+	free(f->loc_slots);
+	free(f->flat);
+	free(f->cum);
+	free(f->seen);
+	free(f->ids);
+}
+
+/* The sample type: by name, by number, or pprof's default (else the last); -1 when none. */
+static int fn_pick_type(const tables *T, const char *sample_index)
+{
 	int type = -1;
 	if (sample_index) {
-		for (uint32_t t = 0; t < T.ntypes && type < 0; t++)
-			if (str_is(&T, T.types[t][0], sample_index))
+		for (uint32_t t = 0; t < T->ntypes && type < 0; t++)
+			if (str_is(T, T->types[t][0], sample_index))
 				type = (int)t;
 		char *e;
 		long k = strtol(sample_index, &e, 10);
-		if (type < 0 && *sample_index && !*e && k >= 0 && k < (long)T.ntypes)
+		if (type < 0 && *sample_index && !*e && k >= 0 && k < (long)T->ntypes)
 			type = (int)k;
 	} else {
-		for (uint32_t t = 0; t < T.ntypes && T.default_type && type < 0; t++)
-			if (T.types[t][0] == T.default_type)
+		for (uint32_t t = 0; t < T->ntypes && T->default_type && type < 0; t++)
+			if (T->types[t][0] == T->default_type)
 				type = (int)t;
 		if (type < 0)
-			type = (int)T.ntypes - 1;
+			type = (int)T->ntypes - 1;
 	}
-	r = -ENOENT;
-	if (type < 0)
-		goto out;
-	for (uint32_t t = 0; t < T.ntypes; t++)
-		if (T.types[t][0] >= T.nstrings || T.types[t][1] >= T.nstrings)
-			goto bad;
-	/* Name slots: functions with the same name text are one row, as in strobe_fnstats(). */
-	r = -ENOMEM;
-	if (!(fn_slot = malloc((T.nfn + 1) * sizeof(*fn_slot))) ||
-	    !(loc_slots = malloc((T.nlocfns + T.nloc + 1) * sizeof(*loc_slots))))
-		goto out;
-	for (size_t i = 0; i < T.nfn; i++) {
-		if (T.fn_name[i] >= T.nstrings)
-			goto bad;
-		str s = T.strings[T.fn_name[i]];
-		if ((r = strobe_itab_intern(&names, s.p, s.n, &fn_slot[i], NULL)) < 0)
-			goto out;
+	return type;
+}
+
+/* Name slots: functions with the same name text are one row, as in strobe_fnstats(). Each
+ * location's frames become name slots, leaf first; a line whose function has no name, or a
+ * location with no lines, is named after its mapping and address exactly as
+ * strobe_stack_frames() names it. The slots replace the function ids in place. */
+static int fn_name_slots(fnpass *f)
+{
+	tables *T = &f->T;
+	int r;
+	if (!(f->fn_slot = malloc((T->nfn + 1) * sizeof(*f->fn_slot))) ||
+	    !(f->loc_slots = malloc((T->nlocfns + T->nloc + 1) * sizeof(*f->loc_slots))))
+		return -ENOMEM;
+	for (size_t i = 0; i < T->nfn; i++) {
+		if (T->fn_name[i] >= T->nstrings)
+			return -EINVAL;
+		str s = T->strings[T->fn_name[i]];
+		if ((r = strobe_itab_intern(&f->names, s.p, s.n, &f->fn_slot[i], NULL)) < 0)
+			return r;
 	}
-	/* Each location's frames as name slots, leaf first; a line whose function has no name,
-	 * or a location with no lines, is named after its mapping and address exactly as
-	 * strobe_stack_frames() names it. The slots replace the function ids in place. */
 	size_t nslots = 0;
-	for (size_t li = 0; li < T.nloc; li++) {
-		struct loc_ref *L = &T.locs[li];
+	for (size_t li = 0; li < T->nloc; li++) {
+		struct loc_ref *L = &T->locs[li];
 		uint32_t unnamed = UINT32_MAX, start = (uint32_t)nslots;
 		for (uint32_t j = 0; j < (L->len ? L->len : 1); j++) {
 			uint32_t slot;
-			uint64_t fid = L->len ? T.loc_fns[L->start + j] : 0;
-			uint32_t k = fid ? strobe_itab_find(&T.fn_ids, &fid, sizeof(fid)) : UINT32_MAX;
+			uint64_t fid = L->len ? T->loc_fns[L->start + j] : 0;
+			uint32_t k = fid ? strobe_itab_find(&T->fn_ids, &fid, sizeof(fid)) : UINT32_MAX;
 			if (L->len && k == UINT32_MAX)
-				goto bad;
-			if (L->len && T.strings[T.fn_name[k]].n) {
-				slot = fn_slot[k];
+				return -EINVAL;
+			if (L->len && T->strings[T->fn_name[k]].n) {
+				slot = f->fn_slot[k];
 			} else {
 				if (unnamed == UINT32_MAX) {
 					char file[4096] = "", nm[4200];
 					uint64_t mstart = 0, moff = 0;
 					if (L->mapping_id) {
 						uint64_t mid = L->mapping_id;
-						uint32_t m = strobe_itab_find(&T.map_ids, &mid, sizeof(mid));
-						if (m == UINT32_MAX || T.maps[m].filename >= T.nstrings)
-							goto bad;
-						str f = T.strings[T.maps[m].filename];
-						snprintf(file, sizeof(file), "%.*s", (int)f.n, (const char *)f.p);
-						mstart = T.maps[m].start;
-						moff = T.maps[m].offset;
+						uint32_t m = strobe_itab_find(&T->map_ids, &mid, sizeof(mid));
+						if (m == UINT32_MAX || T->maps[m].filename >= T->nstrings)
+							return -EINVAL;
+						str fl = T->strings[T->maps[m].filename];
+						snprintf(file, sizeof(file), "%.*s", (int)fl.n,
+							 (const char *)fl.p);
+						mstart = T->maps[m].start;
+						moff = T->maps[m].offset;
 					}
 					size_t nl = strobe_unnamed_frame(nm, sizeof(nm), file, L->address,
 									 mstart, moff);
-					if ((r = strobe_itab_intern(&names, nm, nl, &unnamed, NULL)) < 0)
-						goto out;
+					if ((r = strobe_itab_intern(&f->names, nm, nl, &unnamed, NULL)) < 0)
+						return r;
 				}
 				slot = unnamed;
 			}
-			loc_slots[nslots++] = slot;
+			f->loc_slots[nslots++] = slot;
 		}
 		L->start = start;
 		L->len = (uint32_t)nslots - start;
 	}
-	r = -ENOMEM;
-	flat = calloc(names.n + 1, sizeof(*flat));
-	cum = calloc(names.n + 1, sizeof(*cum));
-	seen = calloc(names.n + 1, sizeof(*seen));
-	if (!flat || !cum || !seen)
-		goto out;
-	/* Pass 2: the samples. */
-	int64_t total = 0;
+	return 0;
+}
+
+/* Pass 2: every sample's value of `type` added to its leaf's flat and, once per sample, to
+ * the cum of every name on its stack. */
+static int fn_sum_samples(fnpass *f, const uint8_t *buf, size_t len, int type)
+{
+	const tables *T = &f->T;
+	/* locals: with -fno-strict-aliasing every store into these arrays would otherwise make
+	 * the compiler load their addresses from f again */
+	int64_t *flat = f->flat, *cum = f->cum;
+	uint32_t *seen = f->seen;
+	const uint32_t *loc_slots = f->loc_slots;
 	uint32_t sample_no = 0;
 	strobe_wire rr = {buf, buf + len}, sub;
 	uint32_t num, wt;
 	uint64_t v;
 	while (rr.p < rr.end) {
 		if (!strobe_wire_field(&rr, &num, &wt, &v, &sub))
-			goto bad;
+			return -EINVAL;
 		if (num != 2 || wt != 2)
 			continue;
 		size_t nids = 0;
@@ -294,49 +320,48 @@ int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_inde
 		for (uint32_t fn, fw; sub.p < sub.end;) {
 			strobe_wire s2;
 			if (!strobe_wire_field(&sub, &fn, &fw, &v, &s2))
-				goto bad;
+				return -EINVAL;
 			if (fn == 1) { /* location ids, packed or not */
 				strobe_wire q = fw == 2 ? s2 : (strobe_wire){NULL, NULL};
 				uint64_t x = v;
 				do {
 					if (fw == 2 && !strobe_wire_varint(&q, &x))
-						goto bad;
-					if (nids == ids_cap) {
-						ids_cap = ids_cap ? ids_cap * 2 : 64;
-						uint64_t *ni = realloc(ids, ids_cap * sizeof(*ni));
-						if (!ni) {
-							r = -ENOMEM;
-							goto out;
-						}
-						ids = ni;
+						return -EINVAL;
+					if (nids == f->ids_cap) {
+						size_t nc = f->ids_cap ? f->ids_cap * 2 : 64;
+						uint64_t *ni = realloc(f->ids, nc * sizeof(*ni));
+						if (!ni)
+							return -ENOMEM;
+						f->ids = ni;
+						f->ids_cap = nc;
 					}
-					ids[nids++] = x;
+					f->ids[nids++] = x;
 				} while (fw == 2 && q.p < q.end);
 			} else if (fn == 2) { /* values, packed or not */
 				strobe_wire q = fw == 2 ? s2 : (strobe_wire){NULL, NULL};
 				uint64_t x = v;
 				do {
 					if (fw == 2 && !strobe_wire_varint(&q, &x))
-						goto bad;
+						return -EINVAL;
 					if (nvals == (uint32_t)type)
 						value = (int64_t)x;
 					nvals++;
 				} while (fw == 2 && q.p < q.end);
 			}
 		}
-		if (nvals != T.ntypes || nids > STROBE_MAX_DEPTH)
-			goto bad;
+		if (nvals != T->ntypes || nids > STROBE_MAX_DEPTH)
+			return -EINVAL;
 		sample_no++;
-		total += value < 0 ? -value : value;
+		f->total += value < 0 ? -value : value;
 		if (!value)
 			continue;
 		bool leaf = true;
 		for (size_t i = 0; i < nids; i++) {
-			uint32_t li = strobe_itab_find(&T.loc_ids, &ids[i], sizeof(ids[i]));
+			uint32_t li = strobe_itab_find(&T->loc_ids, &f->ids[i], sizeof(f->ids[i]));
 			if (li == UINT32_MAX)
-				goto bad;
-			for (uint32_t j = 0; j < T.locs[li].len; j++) {
-				uint32_t slot = loc_slots[T.locs[li].start + j];
+				return -EINVAL;
+			for (uint32_t j = 0; j < T->locs[li].len; j++) {
+				uint32_t slot = loc_slots[T->locs[li].start + j];
 				if (leaf)
 					flat[slot] += value;
 				leaf = false;
@@ -347,36 +372,42 @@ int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_inde
 			}
 		}
 	}
-	/* The rows, names copied into one arena as C strings. */
+	return 0;
+}
+
+/* The rows, names copied into one arena as C strings, the type's name and unit after them. */
+static int fn_rows(const fnpass *f, int type, strobe_fnstat **out, size_t *nout,
+		   char **arena_out, strobe_top_info *info)
+{
+	const tables *T = &f->T;
 	size_t k = 0, bytes = 0;
-	for (uint32_t i = 0; i < names.n; i++)
-		if (flat[i] || cum[i]) {
+	for (uint32_t i = 0; i < f->names.n; i++)
+		if (f->flat[i] || f->cum[i]) {
 			k++;
 			size_t l;
-			strobe_itab_get(&names, i, &l);
+			strobe_itab_get(&f->names, i, &l);
 			bytes += l + 1;
 		}
-	const char *tname = (const char *)T.strings[T.types[type][0]].p,
-		   *uname = (const char *)T.strings[T.types[type][1]].p;
-	uint32_t tl = T.strings[T.types[type][0]].n, ul = T.strings[T.types[type][1]].n;
+	const char *tname = (const char *)T->strings[T->types[type][0]].p,
+		   *uname = (const char *)T->strings[T->types[type][1]].p;
+	uint32_t tl = T->strings[T->types[type][0]].n, ul = T->strings[T->types[type][1]].n;
 	char *arena = malloc(bytes + tl + ul + 2);
 	strobe_fnstat *st = malloc((k ? k : 1) * sizeof(*st));
 	if (!arena || !st) {
 		free(arena);
 		free(st);
-		r = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	char *a = arena;
 	k = 0;
-	for (uint32_t i = 0; i < names.n; i++) {
-		if (!flat[i] && !cum[i])
+	for (uint32_t i = 0; i < f->names.n; i++) {
+		if (!f->flat[i] && !f->cum[i])
 			continue;
 		size_t l;
-		const void *s = strobe_itab_get(&names, i, &l);
+		const void *s = strobe_itab_get(&f->names, i, &l);
 		memcpy(a, s, l);
 		a[l] = 0;
-		st[k++] = (strobe_fnstat){a, flat[i], cum[i]};
+		st[k++] = (strobe_fnstat){a, f->flat[i], f->cum[i]};
 		a += l + 1;
 	}
 	memcpy(a, tname, tl);
@@ -386,30 +417,40 @@ int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_inde
 	memcpy(a, uname, ul);
 	a[ul] = 0;
 	info->unit = a;
-	info->total = total;
-	info->duration_nanos = T.duration;
+	info->total = f->total;
+	info->duration_nanos = T->duration;
 	*out = st;
 	*nout = k;
 	*arena_out = arena;
-	r = 0;
-	goto out;
-bad:
+	return 0;
+}
+
+int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_index,
+			 strobe_fnstat **out, size_t *nout, char **arena_out, strobe_top_info *info)
+{
+	fnpass f = {.T = {.default_type = 0}};
+	int r = read_tables(buf, len, &f.T);
+	if (r < 0)
+		goto out;
+	int type = fn_pick_type(&f.T, sample_index);
+	r = -ENOENT;
+	if (type < 0)
+		goto out;
 	r = -EINVAL;
+	for (uint32_t t = 0; t < f.T.ntypes; t++)
+		if (f.T.types[t][0] >= f.T.nstrings || f.T.types[t][1] >= f.T.nstrings)
+			goto out;
+	if ((r = fn_name_slots(&f)) < 0)
+		goto out;
+	r = -ENOMEM;
+	f.flat = calloc(f.names.n + 1, sizeof(*f.flat));
+	f.cum = calloc(f.names.n + 1, sizeof(*f.cum));
+	f.seen = calloc(f.names.n + 1, sizeof(*f.seen));
+	if (!f.flat || !f.cum || !f.seen)
+		goto out;
+	if ((r = fn_sum_samples(&f, buf, len, type)) == 0)
+		r = fn_rows(&f, type, out, nout, arena_out, info);
 out:
-	free(T.strings);
-	strobe_itab_free(&T.fn_ids);
-	strobe_itab_free(&T.loc_ids);
-	free(T.fn_name);
-	free(T.locs);
-	free(T.maps);
-	strobe_itab_free(&T.map_ids);
-	free(T.loc_fns);
-	strobe_itab_free(&names);
-	free(fn_slot);
-	free(loc_slots);
-	free(flat);
-	free(cum);
-	free(seen);
-	free(ids);
+	fn_free(&f);
 	return r;
 }

@@ -22,6 +22,7 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->max_label_name_len = 128;
 	c->max_label_value_len = 1024;
 	c->max_series_per_tenant = 100000;
+	c->max_label_values_per_name = 10000;
 	c->max_stacks = 20000000; /* the in-memory stack table: about 1.5 GB at this size */
 	c->max_profiles_per_push = 64;
 	c->threads = 0; /* one thread per connection */
@@ -118,6 +119,9 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		else if (strcmp(k, "max_series_per_tenant") == 0 &&
 			 (r = num_opt(v, k, 100000000, &x, err)) == 0)
 			c->max_series_per_tenant = (uint32_t)x;
+		else if (strcmp(k, "max_label_values_per_name") == 0 &&
+			 (r = num_opt(v, k, 100000000, &x, err)) == 0)
+			c->max_label_values_per_name = (uint32_t)x;
 		else if (strcmp(k, "max_stacks") == 0 &&
 			 (r = num_opt(v, k, 1000000000, &x, err)) == 0)
 			c->max_stacks = (uint32_t)x;

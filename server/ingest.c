@@ -71,8 +71,19 @@ int strobe_pyroscope_ingest(srv_req *r)
 		rc = srv_error(r, 500, "out of memory");
 		goto out;
 	}
-	for (uint32_t l = 0; l < nbase; l++)
-		labels[l] = (strobe_labelpair){b.items[0].labels[l].name, b.items[0].labels[l].value};
+	/* pid, comm... in the application name's labels (app{pid="1"}) go on the samples: one
+	 * series per service, as on the push API. */
+	strobe_labelpair rsl[STROBE_SAMPLE_LABELS_MAX];
+	size_t nrsl = 0;
+	uint32_t nser = 0;
+	for (uint32_t l = 0; l < nbase; l++) {
+		strobe_labelpair lp = {b.items[0].labels[l].name, b.items[0].labels[l].value};
+		if (strobe_sample_label_name(lp.name) && nrsl < STROBE_SAMPLE_LABELS_MAX)
+			rsl[nrsl++] = lp;
+		else
+			labels[nser++] = lp;
+	}
+	nbase = nser;
 	for (size_t i = 0; i < b.nitems; i++) {
 		const strobe_pyro_item *it = &b.items[i];
 		if (!it->profile)
@@ -80,7 +91,7 @@ int strobe_pyroscope_ingest(srv_req *r)
 		size_t plen = strcspn(it->type, ":");
 		memcpy(names[i], it->type, plen);
 		names[i][plen] = 0;
-		int gr = srv_sample_groups(it->profile, c, labels, nbase, &groups[i], &err);
+		int gr = srv_sample_groups(it->profile, c, labels, nbase, rsl, nrsl, &groups[i], &err);
 		if (gr < 0) {
 			rc = srv_error(r, gr == -EDQUOT ? 429 : gr == -ENOMEM ? 500 : 400, "%s",
 				       err.msg);
@@ -100,7 +111,8 @@ int strobe_pyroscope_ingest(srv_req *r)
 			items[nitems++] = (strobe_push_item){
 				.profile = it->profile, .name = names[i], .time_ns = it->from_ns,
 				.average = it->aggregation == STROBE_AGG_AVERAGE, .labels = lg->labels,
-				.nlabels = lg->nlabels, .samples = lg->samples, .nsamples = lg->nsamples};
+				.nlabels = lg->nlabels, .slabels = lg->slabels, .nslabels = lg->nslabels,
+				.samples = lg->samples, .nsamples = lg->nsamples};
 		}
 	}
 	json_t *acc = json_array();

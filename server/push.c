@@ -125,147 +125,241 @@ static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out,
 	return 0;
 }
 
-int srv_push(srv_req *r)
+/* The push's sample labels, sample_labels={pid="1",comm="x",...}: labels of the process that
+ * made the profile, stored with its points rather than on the series. Only the names selectors
+ * match on points (strobe_sample_label_name) are taken, so that nothing else silently drops
+ * out of the series. Appended to rsl (a name already there keeps its value); replies 400 and
+ * returns -1 when they break a rule. */
+static int push_sample_labels(srv_req *r, strobe_selector *sel, strobe_labelpair *rsl,
+			      size_t *nrsl)
 {
 	const strobe_server_config *c = &r->srv->cfg;
-	strobe_selector sel;
-	strobe_labelpair *labels = NULL;
-	size_t nlabels = 0;
-	if (push_labels(r, &sel, &labels, &nlabels) < 0) {
-		strobe_selector_free(&sel);
+	const char *ls = srv_arg(r, "sample_labels");
+	memset(sel, 0, sizeof(*sel));
+	if (!ls)
 		return 0;
-	}
-	int64_t t = 0;
-	const char *ts = srv_arg(r, "time"), *name = srv_arg(r, "name");
 	strobe_err err = {{0}};
-	parts ps = {0};
-	strobe_profile **profs = NULL;
-	strobe_pprof_view **views = NULL;
-	uint8_t **raws = NULL; /* gunzipped bodies: a view points into its own */
-	strobe_push_item *items = NULL;
-	srv_label_groups *groups = NULL;
-	size_t nprof = 0, nitems = 0, capitems = 0;
-	if (ts && strobe_time_parse(ts, r->now_ns, &t, &err) < 0) {
-		srv_error(r, 400, "time: %s", err.msg);
-		goto out;
+	if (strobe_selector_parse(ls, strlen(ls), sel, &err) < 0)
+		return srv_error(r, 400, "sample_labels: %s", err.msg), -1;
+	if (sel->type)
+		return srv_error(r, 400, "sample_labels: give {name=\"value\", ...} only"), -1;
+	for (size_t i = 0; i < sel->n; i++) {
+		const strobe_matcher *m = &sel->m[i];
+		const char *bad = NULL;
+		if (m->op != STROBE_MATCH_EQ)
+			bad = "is a matcher: give name=\"value\" pairs";
+		else if (!strobe_sample_label_name(m->name))
+			bad = "is not a sample label (pid, tid, comm, exe, process, thread, "
+			      "lock_addr, span_id, trace_id, profile_id); give it in labels";
+		else if (strlen(m->value) > c->max_label_value_len)
+			bad = "has a value longer than max_label_value_length";
+		else {
+			json_t *js = json_string(m->value); /* NULL: not valid UTF-8 */
+			if (!js)
+				bad = "has a value that is not UTF-8";
+			json_decref(js);
+		}
+		if (bad)
+			return srv_error(r, 400, "sample label '%.128s' %s", m->name, bad), -1;
+		bool dup = !m->value[0];
+		for (size_t j = 0; j < *nrsl && !dup; j++)
+			dup = strcmp(rsl[j].name, m->name) == 0;
+		if (!dup && *nrsl < STROBE_SAMPLE_LABELS_MAX)
+			rsl[(*nrsl)++] = (strobe_labelpair){m->name, m->value};
 	}
+	return 0;
+}
+
+/* One push while it is answered: the labels, the bodies and what each became (a view straight
+ * into the store, or a decoded profile split by its sample labels), and the store's items. */
+typedef struct push_req {
+	srv_req *r;
+	strobe_selector sel, ssel;
+	strobe_labelpair *labels;           /* series labels (malloc'd) */
+	size_t nlabels;
+	strobe_labelpair rsl[STROBE_SAMPLE_LABELS_MAX]; /* the push's sample labels, sorted */
+	size_t nrsl;
+	const char *name;
+	int64_t t;
+	bool average;
+	parts ps;
+	strobe_profile **profs;
+	strobe_pprof_view **views;
+	uint8_t **raws; /* gunzipped bodies: a view points into its own */
+	srv_label_groups *groups;
+	strobe_push_item *items;
+	size_t nprof, nitems, capitems;
+} push_req;
+
+static void push_req_free(push_req *q)
+{
+	for (size_t i = 0; q->profs && i < q->ps.n; i++)
+		strobe_profile_free(q->profs[i]);
+	for (size_t i = 0; q->views && i < q->ps.n; i++)
+		strobe_pprof_view_free(q->views[i]);
+	for (size_t i = 0; q->raws && i < q->ps.n; i++)
+		free(q->raws[i]);
+	for (size_t i = 0; q->groups && i < q->ps.n; i++)
+		srv_label_groups_free(&q->groups[i]);
+	free(q->views);
+	free(q->raws);
+	free(q->groups);
+	free(q->ps.p);
+	free(q->profs);
+	free(q->items);
+	free(q->labels);
+	strobe_selector_free(&q->ssel);
+	strobe_selector_free(&q->sel);
+}
+
+/* The series labels and the sample labels, from the query string; -1 after an error reply.
+ * pid, comm, exe... given as push labels (agents before they moved to the samples) go on the
+ * samples all the same: one series per service, whatever sends it. */
+static int push_split_labels(push_req *q)
+{
+	if (push_labels(q->r, &q->sel, &q->labels, &q->nlabels) < 0)
+		return -1;
+	size_t nser = 0;
+	for (size_t i = 0; i < q->nlabels; i++) {
+		if (strobe_sample_label_name(q->labels[i].name) && q->nrsl < STROBE_SAMPLE_LABELS_MAX)
+			q->rsl[q->nrsl++] = q->labels[i];
+		else
+			q->labels[nser++] = q->labels[i];
+	}
+	q->nlabels = nser;
+	if (push_sample_labels(q->r, &q->ssel, q->rsl, &q->nrsl) < 0)
+		return -1;
+	/* sorted, as the store keeps them: one set, one form, one roll-up */
+	qsort(q->rsl, q->nrsl, sizeof(*q->rsl), cmp_label);
+	return 0;
+}
+
+/* time, aggregation and the body's profiles (one, or the parts of a multipart body); -1 after
+ * an error reply. */
+static int push_params(push_req *q)
+{
+	srv_req *r = q->r;
+	const strobe_server_config *c = &r->srv->cfg;
+	strobe_err err = {{0}};
+	const char *ts = srv_arg(r, "time");
+	q->name = srv_arg(r, "name");
+	if (ts && strobe_time_parse(ts, r->now_ns, &q->t, &err) < 0)
+		return srv_error(r, 400, "time: %s", err.msg), -1;
 	const char *agg = srv_arg(r, "aggregation");
-	if (agg && strcmp(agg, "sum") && strcmp(agg, "average")) {
-		srv_error(r, 400, "aggregation must be sum or average");
-		goto out;
-	}
-	bool average = agg && strcmp(agg, "average") == 0;
+	if (agg && strcmp(agg, "sum") && strcmp(agg, "average"))
+		return srv_error(r, 400, "aggregation must be sum or average"), -1;
+	q->average = agg && strcmp(agg, "average") == 0;
 	const char *ct = srv_header(r, "Content-Type");
 	if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
 		int mr = strobe_multipart_parse(ct, r->body, r->len, c->max_profiles_per_push, add_part,
-						&ps, &err);
-		if (mr == -E2BIG) {
-			srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",
-				  c->max_profiles_per_push);
-			goto out;
-		}
+						&q->ps, &err);
+		if (mr == -E2BIG)
+			return srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",
+					 c->max_profiles_per_push), -1;
 		if (mr == -ENOMEM)
-			goto oom;
-		if (mr < 0 || !ps.n) {
-			srv_error(r, 400, "malformed multipart body: %s",
-				  mr < 0 ? err.msg : "no parts");
-			goto out;
-		}
+			return -ENOMEM;
+		if (mr < 0 || !q->ps.n)
+			return srv_error(r, 400, "malformed multipart body: %s",
+					 mr < 0 ? err.msg : "no parts"), -1;
 	} else {
-		if (!r->len) {
-			srv_error(r, 400, "empty body: send a pprof profile");
-			goto out;
-		}
-		if (add_part(&ps, "", r->body, r->len) < 0)
-			goto oom;
+		if (!r->len)
+			return srv_error(r, 400, "empty body: send a pprof profile"), -1;
+		if (add_part(&q->ps, "", r->body, r->len) < 0)
+			return -ENOMEM;
 	}
-	profs = calloc(ps.n, sizeof(*profs));
-	views = calloc(ps.n, sizeof(*views));
-	raws = calloc(ps.n, sizeof(*raws));
-	groups = calloc(ps.n, sizeof(*groups));
-	if (!profs || !views || !raws || !groups)
-		goto oom;
-	for (size_t i = 0; i < ps.n; i++) {
-		const uint8_t *d = ps.p[i].data;
-		size_t len = ps.p[i].len;
-		uint8_t *raw = NULL;
-		if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
-			int gr = strobe_gunzip_capped(d, len, c->max_decompressed_bytes, &raw, &len,
-						      NULL, NULL);
-			if (gr == -E2BIG) {
-				srv_error(r, 413, "limit max_decompressed_bytes: profile %zu is larger "
-						  "than %zu bytes decompressed",
-					  i + 1, c->max_decompressed_bytes);
-				goto out;
-			}
-			if (gr < 0) {
-				srv_error(r, 400, "profile %zu: bad gzip data", i + 1);
-				goto out;
-			}
-			d = raw;
-		}
-		raws[i] = raw;
-		/* The common case, a pprof without per-sample labels, goes to the store as a view:
-		 * no profile model in between (strobe/pprof_view.h). Anything else, and whatever
-		 * the view refuses, is decoded, and the decoder says what is wrong. */
-		if (strobe_detect(d, len) == STROBE_FMT_PPROF &&
-		    strobe_pprof_view_open(d, len, &views[i]) == 0 && !views[i]->simple) {
-			strobe_pprof_view_free(views[i]);
-			views[i] = NULL;
-		}
-		if (views[i]) {
-			nprof++;
-			if (!(groups[i].g = calloc(1, sizeof(*groups[i].g))))
-				goto oom;
-			groups[i].n = 1;
-			if (nitems == capitems) {
-				capitems = capitems ? capitems * 2 : 8;
-				strobe_push_item *ni = realloc(items, capitems * sizeof(*ni));
-				if (!ni)
-					goto oom;
-				items = ni;
-			}
-			items[nitems++] = (strobe_push_item){.profile = views[i]->hdr, .name = name,
-							     .time_ns = t, .average = average,
-							     .view = views[i]};
-			continue;
-		}
-		char nm[32];
-		snprintf(nm, sizeof(nm), "profile %zu", i + 1);
-		int dr = strobe_decode_profile(d, len, nm, &profs[i], &err);
-		if (dr < 0) {
-			srv_fail(r, dr, &err);
-			goto out;
-		}
-		nprof++;
-		/* One item per distinct set of per-sample labels (pprof.Do), each its own series. */
-		if ((dr = srv_sample_groups(profs[i], c, labels, nlabels, &groups[i], &err)) < 0) {
-			srv_error(r, dr == -EDQUOT ? 429 : dr == -ENOMEM ? 500 : 400, "profile %zu: %s",
-				  i + 1, err.msg);
-			goto out;
-		}
-		for (size_t g = 0; g < groups[i].n; g++) {
-			if (nitems == capitems) {
-				capitems = capitems ? capitems * 2 : 8;
-				strobe_push_item *ni = realloc(items, capitems * sizeof(*ni));
-				if (!ni)
-					goto oom;
-				items = ni;
-			}
-			const srv_label_group *gr = &groups[i].g[g];
-			items[nitems++] = (strobe_push_item){
-				.profile = profs[i], .name = name, .time_ns = t, .average = average,
-				.labels = gr->labels, .nlabels = gr->nlabels, .samples = gr->samples,
-				.nsamples = gr->nsamples};
-		}
+	q->profs = calloc(q->ps.n, sizeof(*q->profs));
+	q->views = calloc(q->ps.n, sizeof(*q->views));
+	q->raws = calloc(q->ps.n, sizeof(*q->raws));
+	q->groups = calloc(q->ps.n, sizeof(*q->groups));
+	return q->profs && q->views && q->raws && q->groups ? 0 : -ENOMEM;
+}
+
+static int push_item(push_req *q, strobe_push_item it)
+{
+	if (q->nitems == q->capitems) {
+		size_t nc = q->capitems ? q->capitems * 2 : 8;
+		strobe_push_item *ni = realloc(q->items, nc * sizeof(*ni));
+		if (!ni)
+			return -ENOMEM;
+		q->items = ni;
+		q->capitems = nc;
 	}
-	strobe_push_req rq = {r->tenant, labels, nlabels, items, nitems, r->now_ns};
+	q->items[q->nitems++] = it;
+	return 0;
+}
+
+/* Profile i of the body into items; -1 after an error reply, -ENOMEM. */
+static int push_part(push_req *q, size_t i)
+{
+	srv_req *r = q->r;
+	const strobe_server_config *c = &r->srv->cfg;
+	const uint8_t *d = q->ps.p[i].data;
+	size_t len = q->ps.p[i].len;
+	if (len >= 2 && d[0] == 0x1f && d[1] == 0x8b) {
+		int gr = strobe_gunzip_capped(d, len, c->max_decompressed_bytes, &q->raws[i], &len,
+					      NULL, NULL);
+		if (gr == -E2BIG)
+			return srv_error(r, 413, "limit max_decompressed_bytes: profile %zu is larger "
+						 "than %zu bytes decompressed",
+					 i + 1, c->max_decompressed_bytes), -1;
+		if (gr < 0)
+			return srv_error(r, 400, "profile %zu: bad gzip data", i + 1), -1;
+		d = q->raws[i];
+	}
+	/* The common case, a pprof without per-sample labels, goes to the store as a view: no
+	 * profile model in between (strobe/pprof_view.h). Anything else, and whatever the view
+	 * refuses, is decoded, and the decoder says what is wrong. */
+	strobe_pprof_view **v = &q->views[i];
+	if (strobe_detect(d, len) == STROBE_FMT_PPROF && strobe_pprof_view_open(d, len, v) == 0 &&
+	    !(*v)->simple) {
+		strobe_pprof_view_free(*v);
+		*v = NULL;
+	}
+	if (*v) {
+		q->nprof++;
+		if (!(q->groups[i].g = calloc(1, sizeof(*q->groups[i].g))))
+			return -ENOMEM;
+		q->groups[i].n = 1;
+		return push_item(q, (strobe_push_item){.profile = (*v)->hdr, .name = q->name,
+						       .time_ns = q->t, .average = q->average,
+						       .slabels = q->rsl, .nslabels = q->nrsl,
+						       .view = *v});
+	}
+	char nm[32];
+	snprintf(nm, sizeof(nm), "profile %zu", i + 1);
+	strobe_err err = {{0}};
+	int dr = strobe_decode_profile(d, len, nm, &q->profs[i], &err);
+	if (dr < 0)
+		return srv_fail(r, dr, &err), -1;
+	q->nprof++;
+	/* One item per distinct set of per-sample labels (pprof.Do), each its own series. */
+	if ((dr = srv_sample_groups(q->profs[i], c, q->labels, q->nlabels, q->rsl, q->nrsl,
+				    &q->groups[i], &err)) < 0)
+		return srv_error(r, dr == -EDQUOT ? 429 : dr == -ENOMEM ? 500 : 400,
+				 "profile %zu: %s", i + 1, err.msg), -1;
+	for (size_t g = 0; g < q->groups[i].n; g++) {
+		const srv_label_group *gr = &q->groups[i].g[g];
+		if (push_item(q, (strobe_push_item){
+				    .profile = q->profs[i], .name = q->name, .time_ns = q->t,
+				    .average = q->average, .labels = gr->labels,
+				    .nlabels = gr->nlabels, .slabels = gr->slabels,
+				    .nslabels = gr->nslabels, .samples = gr->samples,
+				    .nsamples = gr->nsamples}) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Stores the items (all of them or none) and answers what was accepted. */
+static int push_store(push_req *q)
+{
+	srv_req *r = q->r;
+	strobe_err err = {{0}};
+	strobe_push_req rq = {r->tenant, q->labels, q->nlabels, q->items, q->nitems, r->now_ns};
 	strobe_push_result res;
 	int pr = strobe_store_push(r->srv->store, &rq, &res, &err);
-	if (pr < 0) {
-		srv_fail(r, pr, &err);
-		goto out;
-	}
+	if (pr < 0)
+		return srv_fail(r, pr, &err), -1;
 	json_t *acc = json_array();
 	for (size_t i = 0; acc && i < res.n; i++)
 		json_array_append_new(acc, json_pack("{s:s, s:I, s:i, s:I}", "type", res.acc[i].type,
@@ -274,34 +368,31 @@ int srv_push(srv_req *r)
 						     (json_int_t)res.acc[i].total));
 	strobe_push_result_free(&res);
 	uint64_t nsamples = 0;
-	for (size_t i = 0; i < nprof; i++)
-		nsamples += views[i] ? views[i]->nsamples : strobe_nsamples(profs[i]);
-	srv_metrics_ingested(r->srv->metrics, r->tenant, SRV_SRC_PUSH, nprof, r->len, nsamples);
-	json_t *j = acc ? json_pack("{s:i, s:o}", "profiles", (int)nprof, "accepted", acc) : NULL;
+	for (size_t i = 0; i < q->ps.n; i++)
+		nsamples += q->views[i] ? q->views[i]->nsamples
+			    : q->profs[i] ? strobe_nsamples(q->profs[i]) : 0;
+	srv_metrics_ingested(r->srv->metrics, r->tenant, SRV_SRC_PUSH, q->nprof, r->len, nsamples);
+	json_t *j = acc ? json_pack("{s:i, s:o}", "profiles", (int)q->nprof, "accepted", acc) : NULL;
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!s)
-		goto oom;
+		return -ENOMEM;
 	srv_reply(r, 200, "application/json", s, strlen(s));
-	goto out;
-oom:
-	srv_error(r, 500, "out of memory");
-out:
-	for (size_t i = 0; profs && i < ps.n; i++)
-		strobe_profile_free(profs[i]);
-	for (size_t i = 0; views && i < ps.n; i++)
-		strobe_pprof_view_free(views[i]);
-	for (size_t i = 0; raws && i < ps.n; i++)
-		free(raws[i]);
-	free(views);
-	free(raws);
-	for (size_t i = 0; groups && i < ps.n; i++)
-		srv_label_groups_free(&groups[i]);
-	free(groups);
-	free(ps.p);
-	free(profs);
-	free(items);
-	free(labels);
-	strobe_selector_free(&sel);
+	return 0;
+}
+
+int srv_push(srv_req *r)
+{
+	push_req q = {.r = r};
+	int rc = push_split_labels(&q);
+	if (rc == 0)
+		rc = push_params(&q);
+	for (size_t i = 0; rc == 0 && i < q.ps.n; i++)
+		rc = push_part(&q, i);
+	if (rc == 0)
+		rc = push_store(&q);
+	if (rc == -ENOMEM)
+		srv_error(r, 500, "out of memory");
+	push_req_free(&q);
 	return 0;
 }

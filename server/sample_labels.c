@@ -10,9 +10,11 @@
  * The labels follow the push's rules (name charset, lengths, labels per series, UTF-8): a label
  * that breaks one refuses the push with the limit named, as a push label would. A request label
  * wins over a sample label of the same name (the sample cannot move itself to another service).
- * Numeric labels (Go heap profiles' bytes=) and the span profiling labels (span_id, trace_id,
- * profile_id: one value per request, a series each would exhaust the cardinality) stay on the
- * samples and are merged as before.
+ * Numeric labels (Go heap profiles' bytes=) stay on the samples and are merged as before. The
+ * labels that name a process, a thread or a request (pid, comm, exe, span_id...:
+ * strobe_sample_label_name) make no series either: a series names a service, and one per
+ * process or request would exhaust the cardinality. Each group carries them as its sample labels,
+ * stored with its point, so that selectors can still pick them at query time.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -22,12 +24,6 @@
 #include "server_impl.h"
 
 #define MAX_GROUPS 1024u /* distinct sample label sets in one profile */
-
-static bool kept_off_series(const char *name)
-{
-	return !strcmp(name, "span_id") || !strcmp(name, "trace_id") ||
-	       !strcmp(name, "profile_id");
-}
 
 static int cmp_name(const void *a, const void *b)
 {
@@ -46,30 +42,40 @@ void srv_label_groups_free(srv_label_groups *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		free(g->g[i].labels);
+		free(g->g[i].slabels);
 		free(g->g[i].samples);
 	}
 	free(g->g);
 	memset(g, 0, sizeof(*g));
 }
 
-/* The series labels of label set `ls`, sorted by name, into *out (malloc'd; *n may be 0). */
+/* The series labels of label set `ls`, sorted by name, into *out (malloc'd; *n may be 0), and its
+ * sample labels with the request's (rsl, which win) into *sout, *sn. */
 static int set_labels(const strobe_profile *p, uint32_t ls, const strobe_server_config *c,
-		      const strobe_labelpair *base, size_t nbase, strobe_labelpair **out,
-		      size_t *n, strobe_err *err)
+		      const strobe_labelpair *base, size_t nbase, const strobe_labelpair *rsl,
+		      size_t nrsl, strobe_labelpair **out, size_t *n, strobe_labelpair **sout,
+		      size_t *sn, strobe_err *err)
 {
 	uint32_t nl;
 	const strobe_label *l = strobe_labelset_get(p, ls, &nl);
 	strobe_labelpair *v = malloc((nl ? nl : 1) * sizeof(*v));
-	if (!v)
+	strobe_labelpair *sv = malloc((nl + nrsl + 1) * sizeof(*sv));
+	if (!v || !sv) {
+		free(v);
+		free(sv);
 		return -ENOMEM;
-	size_t k = 0;
+	}
+	size_t k = 0, sk = 0;
+	for (size_t i = 0; i < nrsl; i++)
+		sv[sk++] = rsl[i];
 	for (uint32_t i = 0; i < nl; i++) {
 		if (!l[i].str)
 			continue;
 		const char *name = strobe_str(p, l[i].key), *value = strobe_str(p, l[i].str);
-		if (kept_off_series(name) || in_base(base, nbase, name))
-			continue;
-		bool dup = false; /* a key given twice: its first value */
+		bool on_sample = strobe_sample_label_name(name);
+		if (in_base(base, nbase, name) || (on_sample && in_base(sv, sk, name)))
+			continue; /* a request label, or a key given twice: the first value */
+		bool dup = false;
 		for (size_t j = 0; j < k && !dup; j++)
 			dup = strcmp(v[j].name, name) == 0;
 		if (dup)
@@ -88,26 +94,42 @@ static int set_labels(const strobe_profile *p, uint32_t ls, const strobe_server_
 		}
 		if (bad) {
 			free(v);
+			free(sv);
 			return strobe_errf(err, -EINVAL, "sample label '%.128s' %s", name, bad);
 		}
-		v[k++] = (strobe_labelpair){name, value};
+		if (on_sample)
+			sv[sk++] = (strobe_labelpair){name, value};
+		else
+			v[k++] = (strobe_labelpair){name, value};
+	}
+	if (sk > STROBE_SAMPLE_LABELS_MAX) {
+		free(v);
+		free(sv);
+		return strobe_errf(err, -EINVAL,
+				   "limit max_labels: %zu sample labels (pid, comm...) on a sample, "
+				   "at most %d",
+				   sk, STROBE_SAMPLE_LABELS_MAX);
 	}
 	if (nbase + k > c->max_labels) {
 		free(v);
+		free(sv);
 		return strobe_errf(err, -EINVAL,
 				   "limit max_labels: %zu series labels with the sample labels, at "
 				   "most %u",
 				   nbase + k, c->max_labels);
 	}
 	qsort(v, k, sizeof(*v), cmp_name);
+	qsort(sv, sk, sizeof(*sv), cmp_name);
 	*out = v;
 	*n = k;
+	*sout = sv;
+	*sn = sk;
 	return 0;
 }
 
 int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
-		      const strobe_labelpair *base, size_t nbase, srv_label_groups *out,
-		      strobe_err *err)
+		      const strobe_labelpair *base, size_t nbase, const strobe_labelpair *rsl,
+		      size_t nrsl, srv_label_groups *out, strobe_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	uint32_t ns = strobe_nsamples(p), nsets = p->labelsets.n;
@@ -118,6 +140,15 @@ int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
 		if (!(out->g = calloc(1, sizeof(*out->g))))
 			return -ENOMEM;
 		out->n = 1;
+		if (nrsl) {
+			if (!(out->g->slabels = malloc(nrsl * sizeof(*rsl)))) {
+				srv_label_groups_free(out);
+				return -ENOMEM;
+			}
+			memcpy(out->g->slabels, rsl, nrsl * sizeof(*rsl));
+			out->g->nslabels = nrsl;
+			qsort(out->g->slabels, nrsl, sizeof(*rsl), cmp_name);
+		}
 		return 0;
 	}
 	/* Label set id -> group index + 1 (0 = not seen yet); groups found by their labels. */
@@ -132,22 +163,32 @@ int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
 			break;
 		}
 		if (!gof[ls]) {
-			strobe_labelpair *l = NULL;
-			size_t nl = 0;
-			if ((r = set_labels(p, ls, c, base, nbase, &l, &nl, err)) < 0)
+			strobe_labelpair *l = NULL, *sl = NULL;
+			size_t nl = 0, nsl = 0;
+			if ((r = set_labels(p, ls, c, base, nbase, rsl, nrsl, &l, &nl, &sl, &nsl,
+					    err)) < 0)
 				break;
-			size_t klen = 1;
+			/* series labels, a 1 byte, sample labels: names never hold a 1 */
+			size_t klen = 2;
 			for (size_t k = 0; k < nl; k++)
 				klen += strlen(l[k].name) + strlen(l[k].value) + 2;
+			for (size_t k = 0; k < nsl; k++)
+				klen += strlen(sl[k].name) + strlen(sl[k].value) + 2;
 			char *key = malloc(klen), *q = key;
 			if (!key) {
 				free(l);
+				free(sl);
 				r = -ENOMEM;
 				break;
 			}
 			for (size_t k = 0; k < nl; k++) {
 				q = stpcpy(q, l[k].name) + 1;
 				q = stpcpy(q, l[k].value) + 1;
+			}
+			*q++ = 1;
+			for (size_t k = 0; k < nsl; k++) {
+				q = stpcpy(q, sl[k].name) + 1;
+				q = stpcpy(q, sl[k].value) + 1;
 			}
 			*q = 0;
 			uint32_t gid;
@@ -169,11 +210,14 @@ int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
 						out->g = ng;
 				}
 				if (r == 0) {
-					out->g[out->n++] = (srv_label_group){l, nl, NULL, 0, 0};
+					out->g[out->n++] =
+						(srv_label_group){l, nl, sl, nsl, NULL, 0, 0};
 					l = NULL;
+					sl = NULL;
 				}
 			}
 			free(l);
+			free(sl);
 			if (r < 0)
 				break;
 			gof[ls] = gid + 1;

@@ -58,13 +58,14 @@ static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t 
 	/* Per-sample labels (pprof.Do) make series of their own, as on the push API. */
 	strobe_err err = {{0}};
 	srv_label_groups g;
-	int rc = srv_sample_groups(p, &s->cfg, lp, n, &g, &err);
+	int rc = srv_sample_groups(p, &s->cfg, lp, n, NULL, 0, &g, &err);
 	strobe_push_item *items = rc == 0 ? calloc(g.n, sizeof(*items)) : NULL;
 	if (rc == 0 && !items)
 		rc = strobe_errf(&err, -ENOMEM, "out of memory");
 	for (size_t i = 0; items && i < g.n; i++)
 		items[i] = (strobe_push_item){.profile = p, .name = hint, .time_ns = t_ns,
 					      .labels = g.g[i].labels, .nlabels = g.g[i].nlabels,
+					      .slabels = g.g[i].slabels, .nslabels = g.g[i].nslabels,
 					      .samples = g.g[i].samples, .nsamples = g.g[i].nsamples};
 	strobe_push_req rq = {tenant, lp, n, items, g.n, 0};
 	strobe_push_result res;

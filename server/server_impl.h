@@ -142,11 +142,14 @@ int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *s
 bool srv_label_name_ok(const char *s, size_t max);
 
 /* A profile's samples grouped by their string labels (server/sample_labels.c): each group's
- * labels (sorted, strings of the profile) go on its own series. A profile without sample labels
+ * labels (sorted, strings of the profile) go on its own series, its sample labels (the request's
+ * rsl with the samples' pid, comm...) on its point. A profile without sample labels
  * is one group with samples NULL (all of them). */
 typedef struct srv_label_group {
 	strobe_labelpair *labels;
 	size_t nlabels;
+	strobe_labelpair *slabels; /* sample labels (pid, comm...), sorted; for the point */
+	size_t nslabels;
 	uint32_t *samples; /* sample ids */
 	uint32_t nsamples, cap;
 } srv_label_group;
@@ -155,8 +158,8 @@ typedef struct srv_label_groups {
 	size_t n;
 } srv_label_groups;
 int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
-		      const strobe_labelpair *base, size_t nbase, srv_label_groups *out,
-		      strobe_err *err);
+		      const strobe_labelpair *base, size_t nbase, const strobe_labelpair *rsl,
+		      size_t nrsl, srv_label_groups *out, strobe_err *err);
 void srv_label_groups_free(srv_label_groups *g);
 
 int srv_push(srv_req *r);

@@ -63,8 +63,8 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 		}
 	pthread_mutex_unlock(&s->mu);
 	if (r == 0 && sqlite3_prepare_v2(db,
-					 "INSERT INTO points(series, level, time, n, data) "
-					 "VALUES(?, 0, ?, 1, ?)",
+					 "INSERT INTO points(series, level, time, n, data, slabels) "
+					 "VALUES(?, 0, ?, 1, ?, ?)",
 					 -1, &ins, NULL) != SQLITE_OK)
 		r = store_dberr(db, err, "points");
 	if (r == 0 && sqlite3_prepare_v2(db, STORE_TOTALS_UPSERT, -1, &tot, NULL) != SQLITE_OK)
@@ -74,6 +74,8 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 			sqlite3_bind_int64(ins, 1, p->pt[i].series_id);
 			sqlite3_bind_int64(ins, 2, p->pt[i].time);
 			sqlite3_bind_blob(ins, 3, p->pt[i].blob, (int)p->pt[i].blen, SQLITE_STATIC);
+			sqlite3_bind_blob(ins, 4, p->pt[i].slabels ? p->pt[i].slabels : "",
+					  (int)p->pt[i].slen, SQLITE_STATIC);
 			int rc = sqlite3_step(ins);
 			sqlite3_reset(ins);
 			if (rc != SQLITE_DONE)

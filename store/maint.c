@@ -16,8 +16,12 @@
 
 #include "store_impl.h"
 
+/* One roll-up to make: a series' points in one bucket with one set of sample labels (points of
+ * different processes of a service stay apart, so a pid filter still works on roll-ups). */
 typedef struct bucket {
 	int64_t series, start;
+	void *slabels; /* points.slabels, malloc'd */
+	int slen;
 } bucket;
 
 static int cmp_u32(const void *a, const void *b)
@@ -38,14 +42,16 @@ static int fold_bucket(strobe_store *s, int level, const bucket *bk, int64_t *v,
 	int r = 0;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT rowid, n, data, level FROM points WHERE series=?1 AND "
-			       "((level=0 AND (rolled & ?4)=0) OR level=?5) AND time>=?2 AND time<?3",
+			       "((level=0 AND (rolled & ?4)=0) OR level=?5) AND time>=?2 AND time<?3 "
+			       "AND slabels=?6",
 			       -1, &rd, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "UPDATE points SET rolled = rolled | ?2 WHERE rowid=?1", -1,
 			       &up, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM points WHERE rowid=?", -1, &del, NULL) !=
 		    SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
-			       "INSERT INTO points(series, level, time, n, data) VALUES(?,?,?,?,?)",
+			       "INSERT INTO points(series, level, time, n, data, slabels) "
+			       "VALUES(?,?,?,?,?,?)",
 			       -1, &ins, NULL) != SQLITE_OK) {
 		r = store_sqlerr(s, err, "compaction");
 		goto out;
@@ -55,6 +61,7 @@ static int fold_bucket(strobe_store *s, int level, const bucket *bk, int64_t *v,
 	sqlite3_bind_int64(rd, 3, bk->start + w);
 	sqlite3_bind_int(rd, 4, bit);
 	sqlite3_bind_int(rd, 5, level);
+	sqlite3_bind_blob(rd, 6, bk->slen ? bk->slabels : "", bk->slen, SQLITE_STATIC);
 	int rc;
 	while ((rc = sqlite3_step(rd)) == SQLITE_ROW) {
 		size_t np;
@@ -112,6 +119,7 @@ static int fold_bucket(strobe_store *s, int level, const bucket *bk, int64_t *v,
 	sqlite3_bind_int64(ins, 3, bk->start);
 	sqlite3_bind_int64(ins, 4, count);
 	sqlite3_bind_blob(ins, 5, blob, (int)blen, free);
+	sqlite3_bind_blob(ins, 6, bk->slen ? bk->slabels : "", bk->slen, SQLITE_STATIC);
 	if (sqlite3_step(ins) != SQLITE_DONE)
 		r = store_sqlerr(s, err, "compaction");
 out:
@@ -144,7 +152,7 @@ int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err)
 		size_t nb = 0, cap = 0;
 		sqlite3_stmt *st;
 		if (sqlite3_prepare_v2(s->db,
-				       "SELECT DISTINCT series, time / ?1 * ?1 FROM points WHERE "
+				       "SELECT DISTINCT series, time / ?1 * ?1, slabels FROM points WHERE "
 				       "level=0 AND time>=0 AND time<?2 AND (rolled & ?3)=0",
 				       -1, &st, NULL) != SQLITE_OK) {
 			r = store_sqlerr(s, err, "compaction");
@@ -163,7 +171,16 @@ int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err)
 				}
 				bk = n2;
 			}
-			bk[nb++] = (bucket){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
+			int sl = sqlite3_column_bytes(st, 2);
+			void *sv = malloc(sl ? (size_t)sl : 1);
+			if (!sv) {
+				r = -ENOMEM;
+				break;
+			}
+			if (sl)
+				memcpy(sv, sqlite3_column_blob(st, 2), (size_t)sl);
+			bk[nb++] = (bucket){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+					    sv, sl};
 		}
 		sqlite3_finalize(st);
 		if (r == 0 && nb)
@@ -177,6 +194,8 @@ int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err)
 				sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		}
 		done += (int)nb;
+		for (size_t i = 0; i < nb; i++)
+			free(bk[i].slabels);
 		free(bk);
 	}
 	free(v);

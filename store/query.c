@@ -40,11 +40,103 @@ bool strobe_selector_match_labels(const strobe_selector *s, const strobe_labelpa
 	return true;
 }
 
+bool strobe_sample_label_name(const char *name)
+{
+	static const char *const names[] = {"pid",     "tid",     "comm",     "exe",
+					    "process", "thread",  "lock_addr", "span_id",
+					    "trace_id", "profile_id"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+static bool has_label(const strobe_labelpair *l, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(l[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* A matcher left to the points: on a sample label the series does not carry. Data stored before
+ * pid, comm and exe moved to the samples has them on its series, and is matched there. */
+static bool deferred(const strobe_matcher *m, const store_series *se)
+{
+	return strobe_sample_label_name(m->name) && !has_label(se->labels, se->nlabels, m->name);
+}
+
+static bool matcher_ok(const strobe_matcher *m, const char *v)
+{
+	switch (m->op) {
+	case STROBE_MATCH_EQ: return strcmp(v, m->value) == 0;
+	case STROBE_MATCH_NEQ: return strcmp(v, m->value) != 0;
+	case STROBE_MATCH_RE: return m->has_re && regexec(&m->re, v, 0, NULL, 0) == 0;
+	default: return m->has_re && regexec(&m->re, v, 0, NULL, 0) != 0;
+	}
+}
+
 static bool series_ok(const store_series *se, const char *tenant, const strobe_selector *sel)
 {
-	return !se->dead && strcmp(se->tenant, tenant) == 0 &&
-	       (!sel || !sel->type || strcmp(sel->type, se->type) == 0) &&
-	       strobe_selector_match_labels(sel, se->labels, se->nlabels);
+	if (se->dead || strcmp(se->tenant, tenant) != 0 ||
+	    (sel && sel->type && strcmp(sel->type, se->type) != 0))
+		return false;
+	for (size_t i = 0; sel && i < sel->n; i++)
+		if (!deferred(&sel->m[i], se) &&
+		    !matcher_ok(&sel->m[i], label_value(se->labels, se->nlabels, sel->m[i].name)))
+			return false;
+	return true;
+}
+
+/* Whether a point with sample labels (points.slabels) passes the series' deferred matchers. */
+static bool point_ok(const strobe_selector *sel, const store_series *se, const void *blob,
+		     size_t len, bool *bad)
+{
+	strobe_labelpair l[STROBE_SAMPLE_LABELS_MAX];
+	int n = store_slabels_decode(blob, len, l, STROBE_SAMPLE_LABELS_MAX);
+	if (n < 0) {
+		*bad = true;
+		return false;
+	}
+	for (size_t i = 0; i < sel->n; i++)
+		if (deferred(&sel->m[i], se) &&
+		    !matcher_ok(&sel->m[i], label_value(l, (size_t)n, sel->m[i].name)))
+			return false;
+	return true;
+}
+
+int store_series_sample_match(strobe_store *s, const strobe_selector *sel, const store_series *se,
+			      int64_t from, int64_t to, strobe_err *err)
+{
+	bool filter = false;
+	for (size_t k = 0; sel && k < sel->n; k++)
+		filter |= deferred(&sel->m[k], se);
+	if (!filter)
+		return 1;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT DISTINCT slabels FROM points WHERE series=?1 AND time>=?2 AND "
+			       "time<?3 LIMIT " STORE_SLABELS_LISTED,
+			       -1, &st, NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "listing");
+	sqlite3_bind_int64(st, 1, se->id);
+	sqlite3_bind_int64(st, 2, from);
+	sqlite3_bind_int64(st, 3, to);
+	int rc, r = 0;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		bool bad = false;
+		if (point_ok(sel, se, sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+			     &bad))
+			r = 1;
+		else if (bad)
+			r = strobe_errf(err, -EIO, "store: the sample labels of a point of series "
+						   "%lld are corrupt",
+					(long long)se->id);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_sqlerr(s, err, "listing");
+	sqlite3_finalize(st);
+	return r;
 }
 
 int store_match_series(strobe_store *s, const char *tenant, const strobe_selector *sel,
@@ -57,7 +149,8 @@ int store_match_series(strobe_store *s, const char *tenant, const strobe_selecto
 	 * (label name, value) -> series; the other matchers are checked on those. */
 	const strobe_matcher *eq = NULL;
 	for (size_t i = 0; sel && i < sel->n; i++)
-		if (sel->m[i].op == STROBE_MATCH_EQ && sel->m[i].value[0]) {
+		if (sel->m[i].op == STROBE_MATCH_EQ && sel->m[i].value[0] &&
+		    !strobe_sample_label_name(sel->m[i].name)) { /* may be on the points only */
 			eq = &sel->m[i];
 			break;
 		}
@@ -147,6 +240,7 @@ typedef struct scanner {
 	store_pair *pairs;
 	size_t cap;
 	uint64_t rows, bytes; /* read so far, against the query cost caps */
+	const strobe_selector *sel; /* its matchers on sample labels filter the points */
 } scanner;
 
 typedef int (*row_fn)(void *ctx, int64_t n, const store_pair *p, size_t np);
@@ -162,8 +256,26 @@ static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t 
 	sqlite3_bind_int(st, 5, mask);
 	int rc, r = 0;
 	const strobe_store_opts *o = &sc->s->o;
+	const store_series *se = &sc->s->series[series - 1];
+	bool filter = false;
+	for (size_t i = 0; sc->sel && i < sc->sel->n; i++)
+		filter |= deferred(&sc->sel->m[i], se);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		size_t np;
+		if (filter) {
+			bool bad = false;
+			if (!point_ok(sc->sel, se, sqlite3_column_blob(st, 2),
+				      (size_t)sqlite3_column_bytes(st, 2), &bad)) {
+				if (bad) {
+					r = strobe_errf(err, -EIO,
+							"store: the sample labels of a point of "
+							"series %lld are corrupt",
+							(long long)series);
+					break;
+				}
+				continue;
+			}
+		}
 		sc->rows++;
 		sc->bytes += (uint64_t)sqlite3_column_bytes(st, 1);
 		if (o->max_query_points && sc->rows > o->max_query_points) {
@@ -219,12 +331,14 @@ static int scan_window(scanner *sc, int64_t series, int64_t a, int64_t b, row_fn
 	return 0;
 }
 
-static int scanner_init(scanner *sc, strobe_store *s, strobe_err *err)
+static int scanner_init(scanner *sc, strobe_store *s, const strobe_selector *sel,
+			strobe_err *err)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->s = s;
+	sc->sel = sel;
 	if (sqlite3_prepare_v2(s->db,
-			       "SELECT n, data FROM points WHERE series=?1 AND level=?2 AND "
+			       "SELECT n, data, slabels FROM points WHERE series=?1 AND level=?2 AND "
 			       "time>=?3 AND time<?4 AND (rolled & ?5)=0",
 			       -1, &sc->st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "reading points");
@@ -417,7 +531,7 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 	store_remap m = {0};
 	r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
 	if (r == 0)
-		r = scanner_init(&sc, s, err);
+		r = scanner_init(&sc, s, q->sel, err);
 	if (r == 0 && (acc_init(&tot) < 0 || acc_init(&ser) < 0))
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
@@ -708,12 +822,18 @@ int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	int8_t *has = NULL;
 	strobe_itab groups = {0};
 	int r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
-	if (r == 0 && !function && s->use_totals) {
+	/* The totals hold whole points: a selector with a matcher on sample labels (pid,
+	 * comm...) that some series leaves to its points needs the points themselves. */
+	bool by_point = false;
+	for (size_t i = 0; r == 0 && i < nidx && !by_point; i++)
+		for (size_t k = 0; q->sel && k < q->sel->n; k++)
+			by_point |= deferred(&q->sel->m[k], &s->series[idx[i]]);
+	if (r == 0 && !function && !by_point && s->use_totals) {
 		r = range_totals(s, q, step_ns, out->nsteps, idx, nidx, group_by, out, err);
 		nidx = 0; /* done */
 	}
 	if (r == 0 && nidx)
-		r = scanner_init(&sc, s, err);
+		r = scanner_init(&sc, s, q->sel, err);
 	if (r == 0 && function && !(has = stacks_with_function(s->sym, function)))
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
@@ -834,18 +954,65 @@ static int listing(strobe_store *s, const strobe_query *q, int what, const char 
 					 "series=?1 AND level>0 AND time>=?2 AND time<?3 LIMIT 1",
 					 -1, &st, NULL) != SQLITE_OK)
 		r = store_sqlerr(s, err, "listing");
+	/* The distinct sample labels of a series' points in the window, for the names and values
+	 * of pid, comm... that ride on the points, and for the selectors that match them. */
+	sqlite3_stmt *sl = NULL;
+	if (r == 0 && sqlite3_prepare_v2(s->db,
+					 "SELECT DISTINCT slabels FROM points WHERE series=?1 AND "
+					 "time>=?2 AND time<?3 LIMIT " STORE_SLABELS_LISTED,
+					 -1, &sl, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "listing");
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
-		sqlite3_bind_int64(st, 1, se->id);
-		sqlite3_bind_int64(st, 2, q->from_ns);
-		sqlite3_bind_int64(st, 3, q->to_ns);
-		int rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		if (rc == SQLITE_DONE)
-			continue;
-		if (rc != SQLITE_ROW) {
-			r = store_sqlerr(s, err, "listing");
-			break;
+		bool filter = false;
+		for (size_t k = 0; q->sel && k < q->sel->n; k++)
+			filter |= deferred(&q->sel->m[k], se);
+		if (filter || what == L_NAMES ||
+		    (what == L_VALUES && strobe_sample_label_name(name) &&
+		     !has_label(se->labels, se->nlabels, name))) {
+			sqlite3_bind_int64(sl, 1, se->id);
+			sqlite3_bind_int64(sl, 2, q->from_ns);
+			sqlite3_bind_int64(sl, 3, q->to_ns);
+			bool found = false;
+			int rc;
+			while (r == 0 && (rc = sqlite3_step(sl)) == SQLITE_ROW) {
+				const void *b = sqlite3_column_blob(sl, 0);
+				size_t len = (size_t)sqlite3_column_bytes(sl, 0);
+				bool bad = false;
+				if (filter && !point_ok(q->sel, se, b, len, &bad) && !bad)
+					continue;
+				strobe_labelpair l[STROBE_SAMPLE_LABELS_MAX];
+				int nl = store_slabels_decode(b, len, l, STROBE_SAMPLE_LABELS_MAX);
+				if (bad || nl < 0) {
+					r = strobe_errf(err, -EIO, "store: the sample labels of a "
+								   "point of series %lld are corrupt",
+							(long long)se->id);
+					break;
+				}
+				found = true;
+				for (int k = 0; r == 0 && k < nl; k++)
+					if (what == L_NAMES)
+						r = strv_add(&v, l[k].name);
+					else if (what == L_VALUES && strcmp(l[k].name, name) == 0)
+						r = strv_add(&v, l[k].value);
+			}
+			if (r == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
+				r = store_sqlerr(s, err, "listing");
+			sqlite3_reset(sl);
+			if (r < 0 || !found)
+				continue;
+		} else {
+			sqlite3_bind_int64(st, 1, se->id);
+			sqlite3_bind_int64(st, 2, q->from_ns);
+			sqlite3_bind_int64(st, 3, q->to_ns);
+			int rc = sqlite3_step(st);
+			sqlite3_reset(st);
+			if (rc == SQLITE_DONE)
+				continue;
+			if (rc != SQLITE_ROW) {
+				r = store_sqlerr(s, err, "listing");
+				break;
+			}
 		}
 		if (what == L_TYPES) {
 			r = strv_add(&v, se->type);
@@ -859,6 +1026,7 @@ static int listing(strobe_store *s, const strobe_query *q, int what, const char 
 		}
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(sl);
 	free(idx);
 	pthread_mutex_unlock(&s->mu);
 	if (r < 0) {

@@ -82,6 +82,13 @@ int strobe_store_series(strobe_store *s, const char *tenant, const strobe_select
 				r = store_sqlerr(s, err, "series listing");
 				break;
 			}
+			/* a matcher on pid, comm...: a point of that process in the window */
+			int m = store_series_sample_match(s, nsel ? &sels[k] : NULL, se, from_ns, to_ns,
+							  err);
+			if (m <= 0) {
+				r = m;
+				continue;
+			}
 			taken[idx[i]] = 1;
 			if (max && out->n >= max) {
 				r = strobe_errf(err, -EDQUOT,

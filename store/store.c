@@ -40,7 +40,8 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS series_labels(name TEXT, value TEXT, series INT,"
 	" PRIMARY KEY(name, value, series)) WITHOUT ROWID;"
 	"CREATE TABLE IF NOT EXISTS points(series INT NOT NULL, level INT NOT NULL,"
-	" time INT NOT NULL, n INT NOT NULL, rolled INT NOT NULL DEFAULT 0, data BLOB NOT NULL);"
+	" time INT NOT NULL, n INT NOT NULL, rolled INT NOT NULL DEFAULT 0, data BLOB NOT NULL,"
+	" slabels BLOB NOT NULL DEFAULT X'');"
 	"CREATE INDEX IF NOT EXISTS points_by_series ON points(series, level, time);"
 	"CREATE INDEX IF NOT EXISTS points_by_time ON points(level, time);";
 
@@ -292,20 +293,35 @@ int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t tim
 }
 
 /* Columns added since the first release of the schema, added to older databases. */
-static int migrate(strobe_store *s, strobe_err *err)
+static int has_column(strobe_store *s, const char *sql, const char *col, bool *has,
+		      strobe_err *err)
 {
 	sqlite3_stmt *st;
-	bool has_average = false;
-	if (sqlite3_prepare_v2(s->db, "SELECT name FROM pragma_table_info('series')", -1, &st,
-			       NULL) != SQLITE_OK)
+	*has = false;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "schema");
 	while (sqlite3_step(st) == SQLITE_ROW)
-		has_average |= strcmp((const char *)sqlite3_column_text(st, 0), "average") == 0;
+		*has |= strcmp((const char *)sqlite3_column_text(st, 0), col) == 0;
 	sqlite3_finalize(st);
-	int r = has_average ? 0
-			    : store_exec(s, "ALTER TABLE series ADD COLUMN average INT NOT NULL "
-					    "DEFAULT 0",
-					 err);
+	return 0;
+}
+
+static int migrate(strobe_store *s, strobe_err *err)
+{
+	bool has_average, has_slabels;
+	int r = has_column(s, "SELECT name FROM pragma_table_info('series')", "average",
+			   &has_average, err);
+	if (r == 0 && !has_average)
+		r = store_exec(s, "ALTER TABLE series ADD COLUMN average INT NOT NULL DEFAULT 0",
+			       err);
+	/* The sample labels of a point (pid, comm...): older points have none, and their
+	 * series carry those labels instead, which the selectors still match. */
+	if (r == 0)
+		r = has_column(s, "SELECT name FROM pragma_table_info('points')", "slabels",
+			       &has_slabels, err);
+	if (r == 0 && !has_slabels)
+		r = store_exec(s, "ALTER TABLE points ADD COLUMN slabels BLOB NOT NULL DEFAULT X''",
+			       err);
 	return r < 0 ? r : migrate_totals(s, err);
 }
 
@@ -852,6 +868,50 @@ static size_t tenant_series(const strobe_store *s, const char *tenant)
 	return n;
 }
 
+/* A series about to be made, against max_label_values: each of its label values new to the
+ * tenant must leave that name at most max_label_values values. Only a new value is counted
+ * (its series scanned once, as tenant_series does): new series are rare, pushes to known ones
+ * never get here. */
+static int label_values_ok(strobe_store *s, const char *tenant, const store_series *ns,
+			   strobe_err *err)
+{
+	for (uint32_t k = 0; k < ns->nlabels; k++) {
+		const char *name = ns->labels[k].name, *value = ns->labels[k].value;
+		strobe_itab seen = {0};
+		bool known = false;
+		int r = 0;
+		for (size_t i = 0; r == 0 && !known && i < s->nseries; i++) {
+			const store_series *se = &s->series[i];
+			if (se->dead || strcmp(se->tenant, tenant) != 0)
+				continue;
+			for (uint32_t j = 0; j < se->nlabels; j++) {
+				if (strcmp(se->labels[j].name, name) != 0)
+					continue;
+				const char *v = se->labels[j].value;
+				if (strcmp(v, value) == 0) {
+					known = true;
+				} else {
+					uint32_t id;
+					bool added;
+					r = strobe_itab_intern(&seen, v, strlen(v), &id, &added);
+				}
+				break;
+			}
+		}
+		uint32_t n = seen.n;
+		strobe_itab_free(&seen);
+		if (r < 0)
+			return r;
+		if (!known && n >= s->o.max_label_values)
+			return strobe_errf(err, -EDQUOT,
+					   "limit max_label_values_per_name: label %.128s has %u values "
+					   "in tenant '%s', at most %u; a value per process or request "
+					   "belongs on the samples (pid, span_id...), not on the series",
+					   name, n, tenant, s->o.max_label_values);
+	}
+	return 0;
+}
+
 /* An item's samples: all of its profile's, or the subset it names (one label set of a profile
  * split by per-sample labels); sample i (1-based) of the item is item_sid(i) of the profile. */
 static uint32_t item_ns(const strobe_push_item *it)
@@ -924,6 +984,8 @@ static int push_resolve(strobe_store *s, const strobe_push_req *rq, uint32_t **g
 					rq->tenant, s->o.max_series);
 			break;
 		}
+		if (s->o.max_label_values && (r = label_values_ok(s, rq->tenant, se, err)) < 0)
+			break;
 		se->period = rq->items[cols[c].item].profile->period;
 		/* Pyroscope's aggregationType=average: fixed when the series is made. */
 		se->gauge = strobe_type_is_gauge(se->type) || rq->items[cols[c].item].average;
@@ -970,6 +1032,46 @@ static int order_by_stack(const uint32_t *gst, uint32_t ns, uint32_t **out)
 	free(t);
 	*out = a;
 	return 0;
+}
+
+/* The item's sample labels in points.slabels' form (name\0value\0..., sorted by name, as the
+ * item gives them), checked: the push layer validated names and values as it does series
+ * labels. */
+static int slabels_encode(const strobe_push_item *item, store_point *pt, strobe_err *err)
+{
+	if (!item->nslabels)
+		return 0;
+	if (item->nslabels > STROBE_SAMPLE_LABELS_MAX)
+		return strobe_errf(err, -EINVAL, "limit max_labels: more than %d sample labels",
+				   STROBE_SAMPLE_LABELS_MAX);
+	size_t len = 0;
+	for (size_t i = 0; i < item->nslabels; i++)
+		len += strlen(item->slabels[i].name) + strlen(item->slabels[i].value) + 2;
+	char *q = pt->slabels = malloc(len);
+	if (!q)
+		return -ENOMEM;
+	for (size_t i = 0; i < item->nslabels; i++) {
+		q = stpcpy(q, item->slabels[i].name) + 1;
+		q = stpcpy(q, item->slabels[i].value) + 1;
+	}
+	pt->slen = len;
+	return 0;
+}
+
+int store_slabels_decode(const char *in, size_t len, strobe_labelpair *l, size_t cap)
+{
+	size_t n = 0, i = 0;
+	while (i < len) {
+		const char *name = in + i, *e = memchr(name, 0, len - i);
+		if (!e || (size_t)(e + 1 - in) >= len || n == cap)
+			return -EIO;
+		const char *value = e + 1, *e2 = memchr(value, 0, len - (size_t)(value - in));
+		if (!e2)
+			return -EIO;
+		l[n++] = (strobe_labelpair){name, value};
+		i = (size_t)(e2 + 1 - in);
+	}
+	return (int)n;
 }
 
 /* Outside the lock: one column's (stack, value) pairs, summed per stack, zstd'd. `order` is
@@ -1102,6 +1204,8 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 		a->time_ns = cols[c].time;
 		r = push_encode(&rq->items[cols[c].item], gst[cols[c].item], order, cols[c].ty, pairs,
 				pt, a);
+		if (r == 0)
+			r = slabels_encode(&rq->items[cols[c].item], pt, err);
 		pend.npt = c + 1;
 	}
 	free(order);
@@ -1119,8 +1223,10 @@ int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_re
 		strobe_push_result_free(res);
 	if (r == -ENOMEM && !err->msg[0])
 		strobe_errf(err, r, "out of memory");
-	for (size_t i = 0; i < pend.npt; i++)
+	for (size_t i = 0; i < pend.npt; i++) {
 		free(pend.pt[i].blob);
+		free(pend.pt[i].slabels);
+	}
 	free(pend.pt);
 	for (size_t i = 0; cols && i < ncols; i++)
 		free(cols[i].key);

@@ -59,6 +59,8 @@ typedef struct store_point {
 	int64_t total; /* the sum of its values (the totals table) */
 	uint8_t *blob;
 	size_t blen;
+	char *slabels; /* its sample labels as name\0value\0... (sorted by name); NULL: none */
+	size_t slen;
 } store_point;
 typedef struct store_pending {
 	store_point *pt;
@@ -122,6 +124,12 @@ typedef struct store_pair {
 } store_pair;
 
 /* zstd of varints; *out malloc'd. */
+/* Distinct sample label sets one series lists for the label APIs (a text for the SQL): a
+ * bound on a window's reading, as the query caps bound a query's. */
+#define STORE_SLABELS_LISTED "10000"
+/* The sample labels of a stored point (points.slabels: name\0value\0..., sorted by name)
+ * into l (at most cap pairs, pointing into in); the count, or -EIO when malformed. */
+int store_slabels_decode(const char *in, size_t len, strobe_labelpair *l, size_t cap);
 int store_blob_encode(const store_pair *p, size_t n, uint8_t **out, size_t *len);
 /* Decodes into *buf (grown with realloc, capacity *cap); stacks are checked < nstacks. */
 int store_blob_decode(const uint8_t *in, size_t len, uint32_t nstacks, store_pair **buf,
@@ -175,6 +183,10 @@ int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err);
 int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
 		       const uint32_t *saved, const uint32_t *n, strobe_err *err);
 int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_err *err);
+/* Whether series se has a point in [from, to) that passes the selector's matchers on sample
+ * labels it lacks (points.slabels): 1 yes (also when it has no such matcher), 0 no, <0 error. */
+int store_series_sample_match(strobe_store *s, const strobe_selector *sel, const store_series *se,
+			      int64_t from, int64_t to, strobe_err *err);
 
 /* commit.c: start and stop the committer; hand it a push and wait until it is durable (0) or
  * failed (-errno, nothing of it stored). */

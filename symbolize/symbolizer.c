@@ -52,19 +52,6 @@ typedef struct sym_path_key_head {
 	uint64_t dev, ino;
 } sym_path_key_head;
 
-char *sym_rooted(const strobe_symbolizer *s, const char *path)
-{
-	size_t a = strlen(s->sysroot), b = strlen(path);
-	char *r = malloc(a + b + 1);
-	if (!r) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	memcpy(r, s->sysroot, a);
-	memcpy(r + a, path, b + 1);
-	return r;
-}
-
 strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts)
 {
 	static const strobe_sym_opts none;
@@ -319,14 +306,6 @@ static int open_object_file(strobe_symbolizer *s, const char *path, pid_t pid, d
 	}
 	fd = open_map_files(s, path, pid, dev, ino);
 	return fd >= 0 ? fd : err;
-}
-
-int sym_elf_build_id(Elf *elf, const uint8_t **id)
-{
-	size_t len = 0;
-	const char *img = elf_rawfile(elf, &len);
-	size_t n = img ? strobe_elf_build_id_of(img, len, id) : 0;
-	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 /* Reads what identifies the file (is it ELF we can use, its build ID) without building
@@ -634,43 +613,4 @@ int strobe_sym_lookup(strobe_symbolizer *s, strobe_sym_object *o, uint64_t offse
 		memcpy(c->f, f, (size_t)n * sizeof(*f));
 	}
 	return copy_out(f, n, out, max);
-}
-
-/* ---- helpers --------------------------------------------------------------------------------- */
-
-int strobe_elf_build_id(const char *path, uint8_t *out, size_t cap)
-{
-	if (!path || (cap && !out))
-		return -EINVAL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	int r;
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		r = -ENOEXEC;
-	} else {
-		const uint8_t *id;
-		r = sym_elf_build_id(elf, &id);
-		if ((size_t)r > cap)
-			r = -ENOBUFS;
-		else if (r > 0)
-			memcpy(out, id, (size_t)r);
-	}
-	elf_end(elf);
-	close(fd);
-	return r;
-}
-
-char *strobe_build_id_hex(const uint8_t *id, size_t len, char *buf)
-{
-	static const char hex[] = "0123456789abcdef";
-	for (size_t i = 0; i < len; i++) {
-		buf[2 * i] = hex[id[i] >> 4];
-		buf[2 * i + 1] = hex[id[i] & 15];
-	}
-	buf[2 * len] = 0;
-	return buf;
 }

@@ -62,7 +62,7 @@ typedef struct strobe_input {
 int strobe_input_open(const char *path, strobe_input *in, strobe_err *err);
 void strobe_input_close(strobe_input *in);
 
-/* gunzip (lib/gunzip.c) of a whole buffer, gzip or zlib, concatenated gzip members as one
+/* gunzip (lib/gzip.c) of a whole buffer, gzip or zlib, concatenated gzip members as one
  * stream. It gives up as soon as the output passes cap bytes (-E2BIG), so a small hostile input
  * cannot make us allocate gigabytes; -EINVAL for corrupt or truncated data, with a message that
  * starts with `what` when it is not NULL. *out is malloc'd and NUL-terminated (not counted in

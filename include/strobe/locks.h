@@ -26,6 +26,7 @@ typedef struct strobe_locks_opts {
 	unsigned max_entries;   /* distinct sums per interval (0 = 16384); stack maps hold half
 				   as many stacks each */
 	uint32_t table_rows;    /* capacity of the unwind rows' map; 0 = frame pointers only */
+	const char *proc_root;  /* where /proc is (NULL: /proc), for the tables' loader */
 	/* The agent's: the fds of another program's table walk maps (urows, umaps, uwant, ureq,
 	 * uexec: strobe_offcpu_table_maps), shared rather than made, so that one loader and one
 	 * copy of the rows serve both (table_rows is then ignored); NULL = its own. They must

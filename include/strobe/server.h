@@ -50,6 +50,7 @@ typedef struct strobe_server_config {
 	size_t max_decompressed_bytes;/* one profile after gunzip; default 256 MiB */
 	uint32_t max_labels, max_label_name_len, max_label_value_len;
 	uint32_t max_series_per_tenant, max_profiles_per_push;
+	uint32_t max_label_values_per_name; /* per tenant and series label name */
 	uint32_t max_stacks;          /* distinct stacks in the store (its memory); 0 = unlimited */
 	uint32_t threads;             /* 0 = one per connection (default), N = a pool of N */
 	int check_on_start;           /* STROBE_STORE_CHECK_*: "quick" (default), "full", "off" */

@@ -67,6 +67,11 @@ typedef struct strobe_labelpair {
 	const char *name, *value;
 } strobe_labelpair;
 bool strobe_selector_match_labels(const strobe_selector *s, const strobe_labelpair *l, size_t n);
+/* Labels that name a process, a thread or a request (pid, comm, exe, span_id...): they ride on
+ * samples, never on series (cardinality), and a selector's matcher on one of them that a series
+ * lacks is applied to the samples' labels of its points. */
+bool strobe_sample_label_name(const char *name);
+#define STROBE_SAMPLE_LABELS_MAX 16 /* sample labels kept on one point */
 
 /* ---- the store ------------------------------------------------------------------------------- */
 
@@ -77,6 +82,9 @@ typedef struct strobe_store_opts {
 	int64_t retention_ns;     /* points older than now - retention are deleted; 0 = forever */
 	uint32_t max_series;      /* per tenant; 0 = unlimited */
 	uint32_t max_stacks;      /* distinct stacks held (they are mirrored in memory); 0 = no cap */
+	/* distinct values of one series label name in a tenant (a pid or a request id made a
+	 * series label would exhaust the store); 0 = no cap */
+	uint32_t max_label_values;
 	bool sync_normal;         /* synchronous=NORMAL instead of FULL (see store.c) */
 	/* Query cost caps: stored rows (profiles or roll-ups) and compressed bytes one query or
 	 * range may read; beyond, -EDQUOT naming the limit. 0 = no cap. Roll-ups count one row
@@ -105,6 +113,11 @@ typedef struct strobe_push_item {
 	const strobe_labelpair *labels; /* more series labels for this item (per-sample labels),
 					 * sorted by name, none named as a request label */
 	size_t nlabels;
+	/* Sample labels shared by these samples (pid, comm, exe...): stored with the point, not
+	 * on the series, so they make no series; selectors match them at query time
+	 * (strobe_sample_label_name). Sorted by name. */
+	const strobe_labelpair *slabels;
+	size_t nslabels;
 	const uint32_t *samples; /* only these samples of the profile (ids); NULL = all */
 	uint32_t nsamples;
 	/* Instead of the profile's samples and symbols: a simple pprof view

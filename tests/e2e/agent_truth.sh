@@ -8,8 +8,9 @@
 #            function's share within ±3 points of what its thread CPU clock measured
 #   offcpu   build/workloads/offcpu_block (sleeps, mutex waits, pipe reads) as "offtruth": the
 #            off_cpu query gives each site's blocked time within ±10% of what it measured
-#   labels   the series carry host, pid (the workload's), comm, exe and build_id, and the
-#            static --label
+#   labels   the series carry host, build_id and the static --label; pid (the workload's),
+#            comm and exe ride on its samples: listed by the label API, selectable, and not
+#            on the series (one series per service, not per process)
 #   status   /status counted the pushes the server stored, no drops, no export errors
 # 299 Hz rather than the default 19 so that the burner gives >= 1000 samples even when a shared
 # machine lets it run only a few seconds of its 25: with a few hundred, the sampling error alone
@@ -81,7 +82,15 @@ grep -q "\"$(hostname)\"" <<<"$(lv host)" || bad+="host $(hostname) missing ($(l
 grep -q '"e2e"' <<<"$(lv env)" || bad+="static label env=e2e missing ($(lv env)); "
 bid=$(readelf -n "$WL/cpu_split" 2>/dev/null | awk '/Build ID/ { print $3 }')
 [ -z "$bid" ] || grep -q "\"$bid\"" <<<"$(lv build_id)" || bad+="build_id $bid missing ($(lv build_id)); "
-if [ -n "$bad" ]; then fail "$name" "$bad"; else ok "$name" "pid $wpid, comm, exe, host, build_id ${bid:-(none)}, env"; fi
+ser=$(curl -s -G "$url/api/v1/series" --data-urlencode "match=$CPU{service_name=\"truth\"}" --data-urlencode "from=$t0" --data-urlencode "to=$t1")
+grep -q '"service_name":"truth"' <<<"$ser" || bad+="no series for service truth ($ser); "
+! grep -q '"pid"\|"comm"\|"exe"' <<<"$ser" || bad+="pid, comm or exe on the series: $ser; "
+# the workload's samples are selected by its pid, and another pid selects none of them
+mine=$(curl -s -G "$url/api/v1/query" --data-urlencode "query=$CPU{service_name=\"truth\",pid=\"$wpid\"}" --data-urlencode "from=$t0" --data-urlencode "to=$t1" -d format=folded | grep -c burn_)
+other=$(curl -s -G "$url/api/v1/query" --data-urlencode "query=$CPU{service_name=\"truth\",pid=\"1\"}" --data-urlencode "from=$t0" --data-urlencode "to=$t1" -d format=folded | grep -c burn_)
+[ "$mine" -gt 0 ] || bad+="no burn_ stacks for pid=\"$wpid\"; "
+[ "$other" = 0 ] || bad+="$other burn_ stacks for pid=\"1\"; "
+if [ -n "$bad" ]; then fail "$name" "$bad"; else ok "$name" "pid $wpid, comm, exe on the samples ($mine stacks under its pid); host, build_id ${bid:-(none)}, env on the one series"; fi
 
 # ---- status ----------------------------------------------------------------------------------
 name=agent_truth/log

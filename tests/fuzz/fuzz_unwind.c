@@ -74,21 +74,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(f);
 
 	strobe_tracker t;
-	if (strobe_tracker_init(&t) < 0)
+	if (tracker_init(&t) < 0)
 		return 0;
 	uint64_t map_len = (file_len + 4095) & ~4095ull;
 	if (!map_len)
 		map_len = 4096;
-	if (strobe_tracker_mmap(&t, PID, BASE, map_len, 0, 0, 0, NULL, 0, path) < 0) {
-		strobe_tracker_free(&t);
+	if (tracker_mmap(&t, PID, BASE, map_len, 0, 0, 0, NULL, 0, path) < 0) {
+		tracker_free(&t);
 		return 0;
 	}
-	strobe_unwinder *u = strobe_unwinder_new(1 << 20);
+	strobe_unwinder *u = unwinder_new(1 << 20);
 	if (!u) {
-		strobe_tracker_free(&t);
+		tracker_free(&t);
 		return 0;
 	}
-	strobe_unwinder_set_debug_dir(u, root);
+	unwinder_set_debug_dir(u, root);
 
 	uint64_t regs[STROBE_UNWIND_NREGS] = {0};
 	regs[6] = (flags & 2) && stack_len >= 16 ? SP + 8 : 0; /* bp */
@@ -99,24 +99,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t pcs[64];
 	bool act[64];
 	unsigned n = 0;
-	const strobe_proc *p = strobe_tracker_proc(&t, PID, false);
+	const strobe_proc *p = tracker_proc(&t, PID, false);
 	if (p)
-		strobe_unwind(u, &t, p, &sm, pcs, act, 64, &n);
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+		unwind(u, &t, p, &sm, pcs, act, 64, &n);
+	unwinder_free(u);
+	tracker_free(&t);
 
 	int fd = open(path, O_RDONLY);
 	strobe_urows r;
-	if (fd >= 0 && strobe_urows_build(fd, 1 << 16, &r) == 0) {
+	if (fd >= 0 && urows_build(fd, 1 << 16, &r) == 0) {
 		for (uint32_t i = 1; i < r.n; i++) /* strictly sorted, as the program's search needs */
 			if (r.rows[i - 1].pc >= r.rows[i].pc)
 				abort();
-		const struct strobe_ob_row *row = strobe_urows_find(&r, pc_off);
+		const struct strobe_ob_row *row = urows_find(&r, pc_off);
 		if (row && row->pc > pc_off)
 			abort();
 		uint64_t bias;
-		strobe_urows_bias(&r, BASE, 0, &bias);
-		strobe_urows_free(&r);
+		urows_bias(&r, BASE, 0, &bias);
+		urows_free(&r);
 	}
 	if (fd >= 0)
 		close(fd);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests of the shared HTTP client pieces (lib/http_client.c): the header list with and
+ * Unit tests of the shared HTTP client pieces (net/http_client.c): the header list with and
  * without tenant, token and an extra line (a long token kept whole), and the wording of failed
  * transfers: curl's reason, the TLS hint with and without --ca, the plain-http hint.
  */

@@ -26,7 +26,7 @@
 #include <cmocka.h>
 #include <linux/types.h>
 
-#include "../../agent/offcpu_bpf.h"
+#include "../../agent/offcpu.h"
 #include "../../agent/offcpu_tables.h"
 #include "../../agent/unwind_rows.h"
 
@@ -53,7 +53,7 @@ static int make_maps(fds *f, uint32_t max_rows)
 static strobe_otables *new_tables(fds *f, uint32_t max_rows)
 {
 	assert_int_equal(make_maps(f, max_rows), 0);
-	strobe_otables *t = strobe_otables_new(f->rows, max_rows, f->maps, f->want, f->exec);
+	strobe_otables *t = otables_new(f->rows, max_rows, f->maps, f->want, f->exec, NULL);
 	assert_non_null(t);
 	return t;
 }
@@ -100,7 +100,7 @@ static void test_load_self(void **state)
 	fds f;
 	strobe_otables *t = new_tables(&f, 1u << 20);
 	uint32_t me = (uint32_t)getpid();
-	assert_int_equal(strobe_otables_load(t, me), 0);
+	assert_int_equal(otables_load(t, me), 0);
 
 	struct strobe_ob_maps ms;
 	assert_int_equal(bpf_map_lookup_elem(f.maps, &me, &ms), 0);
@@ -119,29 +119,29 @@ static void test_load_self(void **state)
 	assert_true(path[0]);
 	int fd = open(path, O_RDONLY);
 	strobe_urows r;
-	assert_int_equal(strobe_urows_build(fd, 1u << 24, &r), 0);
+	assert_int_equal(urows_build(fd, 1u << 24, &r), 0);
 	close(fd);
 	assert_int_equal(m->nrows, r.n);
 	uint64_t rel = fn - m->bias; /* its ELF address */
-	const struct strobe_ob_row *want = strobe_urows_find(&r, rel);
+	const struct strobe_ob_row *want = urows_find(&r, rel);
 	assert_non_null(want);
 	uint32_t k = m->row0 + (uint32_t)(want - r.rows);
 	struct strobe_ob_row got;
 	assert_int_equal(bpf_map_lookup_elem(f.rows, &k, &got), 0);
 	assert_memory_equal(&got, want, sizeof(got));
 	assert_true(got.pc <= rel);
-	strobe_urows_free(&r);
+	urows_free(&r);
 
 	strobe_otables_stats st;
-	strobe_otables_get_stats(t, &st);
+	otables_get_stats(t, &st);
 	assert_int_equal(st.procs_loaded, 1);
 	assert_true(st.binaries >= 2);
 	uint64_t rows = st.rows;
 	uint32_t bins = st.binaries;
 
 	/* again: the same binaries, no new rows */
-	assert_int_equal(strobe_otables_load(t, me), 0);
-	strobe_otables_get_stats(t, &st);
+	assert_int_equal(otables_load(t, me), 0);
+	otables_get_stats(t, &st);
 	assert_int_equal(st.procs_loaded, 2);
 	assert_int_equal(st.rows, rows);
 	assert_int_equal(st.binaries, bins);
@@ -151,8 +151,8 @@ static void test_load_self(void **state)
 	if (child == 0)
 		_exit(0);
 	waitpid(child, NULL, 0);
-	assert_int_equal(strobe_otables_load(t, (uint32_t)child), -ESRCH);
-	strobe_otables_free(t);
+	assert_int_equal(otables_load(t, (uint32_t)child), -ESRCH);
+	otables_free(t);
 	close_maps(&f);
 }
 
@@ -163,17 +163,17 @@ static void test_rows_full(void **state)
 	fds f;
 	strobe_otables *t = new_tables(&f, 2000);
 	uint32_t me = (uint32_t)getpid();
-	assert_int_equal(strobe_otables_load(t, me), 0);
+	assert_int_equal(otables_load(t, me), 0);
 	struct strobe_ob_maps ms;
 	assert_int_equal(bpf_map_lookup_elem(f.maps, &me, &ms), 0);
 	const struct strobe_ob_map *m = mapping_of(&ms, (uint64_t)(uintptr_t)&gnu_get_libc_version);
 	assert_non_null(m);
 	assert_int_equal(m->nrows, 0);
 	strobe_otables_stats st;
-	strobe_otables_get_stats(t, &st);
+	otables_get_stats(t, &st);
 	assert_true(st.binaries_full >= 1);
 	assert_true(st.rows <= 2000);
-	strobe_otables_free(t);
+	otables_free(t);
 	close_maps(&f);
 }
 
@@ -183,7 +183,7 @@ static void test_thread(void **state)
 	(void)state;
 	fds f;
 	strobe_otables *t = new_tables(&f, 1u << 20);
-	assert_int_equal(strobe_otables_start(t, f.ring, NULL, NULL), 0);
+	assert_int_equal(otables_start(t, f.ring, NULL, NULL), 0);
 	uint32_t me = (uint32_t)getpid();
 	uint8_t one = 1;
 	assert_int_equal(bpf_map_update_elem(f.want, &me, &one, BPF_ANY), 0);
@@ -197,7 +197,7 @@ static void test_thread(void **state)
 	assert_true(ms.n >= 3);
 	usleep(50000);
 	assert_int_not_equal(bpf_map_lookup_elem(f.want, &me, &one), 0); /* taken out */
-	strobe_otables_free(t); /* stops the thread */
+	otables_free(t); /* stops the thread */
 	close_maps(&f);
 }
 

@@ -26,39 +26,39 @@ static void test_against_array(void **state)
 	for (int round = 0; round < 3; round++) {
 		for (int i = 0; i < 20000; i++) {
 			int32_t pid = rand() % NPID;
-			assert_int_equal(strobe_pid_count_add(&c, pid), 0);
+			assert_int_equal(pid_count_add(&c, pid), 0);
 			truth[pid]++;
 			total++;
 		}
 		for (int32_t pid = 0; pid < NPID; pid++)
-			assert_int_equal(strobe_pid_count_get(&c, pid), truth[pid]);
-		assert_int_equal(strobe_pid_count_get(&c, NPID + 3), 0);
+			assert_int_equal(pid_count_get(&c, pid), truth[pid]);
+		assert_int_equal(pid_count_get(&c, NPID + 3), 0);
 		/* take away about half, at random, never below zero */
 		for (int i = 0; i < 20000; i++) {
 			int32_t pid = rand() % NPID;
 			if (!truth[pid]) {
-				strobe_pid_count_sub(&c, pid); /* not held: nothing changes */
+				pid_count_sub(&c, pid); /* not held: nothing changes */
 				continue;
 			}
-			strobe_pid_count_sub(&c, pid);
+			pid_count_sub(&c, pid);
 			truth[pid]--;
 			total--;
 		}
 		for (int32_t pid = 0; pid < NPID; pid++)
-			assert_int_equal(strobe_pid_count_get(&c, pid), truth[pid]);
+			assert_int_equal(pid_count_get(&c, pid), truth[pid]);
 		assert_int_equal(c.total, total);
 	}
 	/* all the rest away: the table is emptied */
 	for (int32_t pid = 0; pid < NPID; pid++)
 		while (truth[pid]) {
-			strobe_pid_count_sub(&c, pid);
+			pid_count_sub(&c, pid);
 			truth[pid]--;
 		}
 	assert_int_equal(c.total, 0);
 	assert_int_equal(c.used, 0);
 	for (int32_t pid = 0; pid < NPID; pid += 97)
-		assert_int_equal(strobe_pid_count_get(&c, pid), 0);
-	strobe_pid_count_free(&c);
+		assert_int_equal(pid_count_get(&c, pid), 0);
+	pid_count_free(&c);
 }
 
 static void test_full(void **state)
@@ -68,21 +68,21 @@ static void test_full(void **state)
 	int rc = 0;
 	/* more distinct pids than the table may hold */
 	for (; n < STROBE_PID_COUNT_MAX && rc == 0; n++)
-		rc = strobe_pid_count_add(&c, (int32_t)(n + 100));
+		rc = pid_count_add(&c, (int32_t)(n + 100));
 	assert_int_equal(rc, -12); /* -ENOMEM: full */
 	assert_true(c.full);
-	assert_int_equal(strobe_pid_count_get(&c, 1), UINT32_MAX); /* everyone held */
+	assert_int_equal(pid_count_get(&c, 1), UINT32_MAX); /* everyone held */
 	/* draining every count (the sampler subtracts what it added) empties it */
 	for (uint32_t i = 0; i < n; i++)
-		strobe_pid_count_sub(&c, (int32_t)(i + 100));
+		pid_count_sub(&c, (int32_t)(i + 100));
 	assert_false(c.full);
 	assert_int_equal(c.total, 0);
-	assert_int_equal(strobe_pid_count_get(&c, 1), 0);
-	assert_int_equal(strobe_pid_count_add(&c, 1), 0);
-	assert_int_equal(strobe_pid_count_get(&c, 1), 1);
-	strobe_pid_count_clear(&c);
-	assert_int_equal(strobe_pid_count_get(&c, 1), 0);
-	strobe_pid_count_free(&c);
+	assert_int_equal(pid_count_get(&c, 1), 0);
+	assert_int_equal(pid_count_add(&c, 1), 0);
+	assert_int_equal(pid_count_get(&c, 1), 1);
+	pid_count_clear(&c);
+	assert_int_equal(pid_count_get(&c, 1), 0);
+	pid_count_free(&c);
 }
 
 int main(void)

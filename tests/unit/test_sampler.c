@@ -484,51 +484,51 @@ static void test_switch_in_without_idle_sample(void **state)
 static void test_tracker_forget(void **state)
 {
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(tracker_init(&t), 0);
 	t.proc_root = NULL; /* records only */
 	for (int32_t pid = 100; pid < 110; pid++) {
-		assert_int_equal(strobe_tracker_fork(&t, pid, 1, pid), 0);
-		assert_int_equal(strobe_tracker_mmap(&t, pid, 0x1000 * (uint64_t)pid, 0x1000, 0, 1,
+		assert_int_equal(tracker_fork(&t, pid, 1, pid), 0);
+		assert_int_equal(tracker_mmap(&t, pid, 0x1000 * (uint64_t)pid, 0x1000, 0, 1,
 						     (uint64_t)pid, NULL, 0, "/bin/x"), 0);
 	}
-	assert_int_equal(strobe_tracker_fork(&t, 105, 105, 1105), 0); /* a thread of 105 */
-	assert_int_equal(strobe_tracker_fork(&t, 106, 106, 1106), 0); /* one of 106 */
-	strobe_tracker_exit(&t, 101, 101);
-	strobe_tracker_exit(&t, 103, 103);
-	strobe_tracker_exit(&t, 105, 1105);
+	assert_int_equal(tracker_fork(&t, 105, 105, 1105), 0); /* a thread of 105 */
+	assert_int_equal(tracker_fork(&t, 106, 106, 1106), 0); /* one of 106 */
+	tracker_exit(&t, 101, 101);
+	tracker_exit(&t, 103, 103);
+	tracker_exit(&t, 105, 1105);
 	assert_int_equal(t.pids.n, 10);
 	assert_int_equal(t.tids.n, 12);
 	/* the first pass is the grace: a sample read late still finds them */
-	assert_int_equal(strobe_tracker_forget(&t), 0);
-	assert_non_null(strobe_tracker_proc(&t, 101, false));
-	assert_int_equal(strobe_tracker_forget(&t), 2);
+	assert_int_equal(tracker_forget(&t), 0);
+	assert_non_null(tracker_proc(&t, 101, false));
+	assert_int_equal(tracker_forget(&t), 2);
 	assert_int_equal(t.pids.n, 8);
 	assert_int_equal(t.tids.n, 9);
-	assert_null(strobe_tracker_proc(&t, 101, false));
-	assert_null(strobe_tracker_proc(&t, 103, false));
-	assert_null(strobe_tracker_thread(&t, 101, 0, false));
-	assert_null(strobe_tracker_thread(&t, 1105, 0, false));
-	assert_non_null(strobe_tracker_thread(&t, 1106, 0, false));
+	assert_null(tracker_proc(&t, 101, false));
+	assert_null(tracker_proc(&t, 103, false));
+	assert_null(tracker_thread(&t, 101, 0, false));
+	assert_null(tracker_thread(&t, 1105, 0, false));
+	assert_non_null(tracker_thread(&t, 1106, 0, false));
 	for (int32_t pid = 100; pid < 110; pid++) {
 		if (pid == 101 || pid == 103)
 			continue;
-		const strobe_proc *p = strobe_tracker_proc(&t, pid, false);
+		const strobe_proc *p = tracker_proc(&t, pid, false);
 		assert_non_null(p);
 		assert_int_equal(p->pid, pid);
-		uint32_t m = strobe_tracker_find(p, 0x1000 * (uint64_t)pid + 8);
+		uint32_t m = tracker_find(p, 0x1000 * (uint64_t)pid + 8);
 		assert_int_not_equal(m, STROBE_MAP_NONE);
-		assert_int_equal(strobe_tracker_map(&t, m)->ino, (uint64_t)pid);
-		const strobe_thread *th = strobe_tracker_thread(&t, pid, 0, false);
+		assert_int_equal(tracker_map(&t, m)->ino, (uint64_t)pid);
+		const strobe_thread *th = tracker_thread(&t, pid, 0, false);
 		assert_non_null(th);
 		assert_int_equal(th->pid, pid);
 	}
 	/* pid 101 again: a new process, kept by the next passes */
-	assert_int_equal(strobe_tracker_fork(&t, 101, 1, 101), 0);
-	assert_int_equal(strobe_tracker_forget(&t), 0);
-	assert_int_equal(strobe_tracker_forget(&t), 0);
-	assert_non_null(strobe_tracker_proc(&t, 101, false));
-	assert_non_null(strobe_tracker_thread(&t, 101, 0, false));
-	strobe_tracker_free(&t);
+	assert_int_equal(tracker_fork(&t, 101, 1, 101), 0);
+	assert_int_equal(tracker_forget(&t), 0);
+	assert_int_equal(tracker_forget(&t), 0);
+	assert_non_null(tracker_proc(&t, 101, false));
+	assert_non_null(tracker_thread(&t, 101, 0, false));
+	tracker_free(&t);
 }
 
 int main(void)

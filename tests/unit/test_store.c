@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "fixtures.h"
 
@@ -196,6 +197,109 @@ static void test_tenants_and_limits(void **state)
 	strobe_store_close(s);
 }
 
+/* One push of service api with sample labels pid=PID, comm=COMM on its point. */
+static int push_proc(strobe_store *s, const char *pid, const char *comm, strobe_profile *p,
+		     int64_t t, strobe_err *err)
+{
+	strobe_labelpair l[] = {{"service_name", "api"}};
+	strobe_labelpair sl[] = {{"comm", comm}, {"pid", pid}};
+	strobe_push_item it = {.profile = p, .time_ns = t, .slabels = sl, .nslabels = 2};
+	strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+	strobe_push_result res;
+	int r = strobe_store_push(s, &rq, &res, err);
+	if (r == 0)
+		strobe_push_result_free(&res);
+	return r;
+}
+
+/* Sample labels ride on the points: one series for three processes, a selector on pid or comm
+ * keeps their points, raw and rolled up alike (roll-ups are kept per sample label set). */
+static void test_sample_labels_on_points(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0, 0);
+	strobe_err err = {{0}};
+	strobe_profile *p = mk("main;a 3\n", "cpu", "nanoseconds");
+	const int64_t start = NOW - 3 * 3600 * STROBE_NS_PER_S;
+	int n = 0;
+	for (int64_t t = start; t < NOW - 60 * STROBE_NS_PER_S; t += 60 * STROBE_NS_PER_S, n++) {
+		assert_int_equal(push_proc(s, "1", "web", p, t, &err), 0);
+		assert_int_equal(push_proc(s, "2", "web", p, t, &err), 0);
+		assert_int_equal(push_proc(s, "3", "db", p, t, &err), 0);
+	}
+	strobe_store_stats st;
+	strobe_store_stats_get(s, &st);
+	assert_int_equal(st.series, 1);
+	for (int pass = 0; pass < 2; pass++) { /* raw, then rolled up */
+		assert_int_equal(total(s, "t", CPU, start - 1, NOW), 9 * n);
+		assert_int_equal(total(s, "t", CPU "{pid=\"2\"}", start - 1, NOW), 3 * n);
+		assert_int_equal(total(s, "t", CPU "{comm=\"web\"}", start - 1, NOW), 6 * n);
+		assert_int_equal(total(s, "t", CPU "{comm=\"web\",pid!=\"1\"}", start - 1, NOW),
+				 3 * n);
+		assert_int_equal(total(s, "t", CPU "{pid=~\"[13]\"}", start - 1, NOW), 6 * n);
+		assert_int_equal(total(s, "t", CPU "{pid=\"4\"}", start - 1, NOW), 0);
+		if (pass == 0) {
+			assert_true(strobe_store_compact(s, NOW, &err) > 0);
+			strobe_store_stats_get(s, &st);
+			assert_true(st.rollups > 0);
+		}
+	}
+	strobe_profile_free(p);
+	strobe_store_close(s);
+}
+
+/* max_label_values: a series whose label value would be one too many is refused, known values
+ * and other names go on, and nothing of the refused push is stored. */
+static void test_label_values_cap(void **state)
+{
+	(void)state;
+	strobe_store_opts o = {.dir = dir, .max_label_values = 2};
+	strobe_err err = {{0}};
+	strobe_store *s = strobe_store_open(&o, &err);
+	assert_non_null(s);
+	strobe_profile *p = mk("a;b 7\n", "cpu", "nanoseconds");
+	assert_int_equal(push(s, "t", "api", p, NOW - 1, &err), 0);
+	assert_int_equal(push(s, "t", "web", p, NOW - 1, &err), 0);
+	assert_int_equal(push(s, "t", "db", p, NOW - 1, &err), -EDQUOT);
+	assert_non_null(strstr(err.msg, "limit max_label_values_per_name: label service_name has "
+					"2 values in tenant 't'"));
+	assert_int_equal(push(s, "t", "api", p, NOW - 2, &err), 0);
+	assert_int_equal(push(s, "u", "db", p, NOW - 1, &err), 0); /* per tenant */
+	assert_int_equal(total(s, "t", CPU, NOW - 10, NOW), 21);
+	assert_int_equal(total(s, "t", CPU "{service_name=\"db\"}", NOW - 10, NOW), 0);
+	strobe_profile_free(p);
+	strobe_store_close(s);
+}
+
+/* A point whose sample labels are damaged on disk is an error, not a silent match. */
+static void test_sample_labels_corrupt(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0, 0);
+	strobe_err err = {{0}};
+	strobe_profile *p = mk("a;b 7\n", "cpu", "nanoseconds");
+	assert_int_equal(push_proc(s, "1", "web", p, NOW - 1, &err), 0);
+	strobe_store_close(s);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/strobe.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE points SET slabels=X'706964'", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store(0, 0);
+	assert_int_equal(total(s, "t", CPU, NOW - 10, NOW), 7); /* no filter: not read */
+	strobe_selector se;
+	assert_int_equal(strobe_selector_parse(CPU "{pid=\"1\"}", strlen(CPU) + 9, &se, &err), 0);
+	strobe_query q = {"t", &se, NOW - 10, NOW};
+	strobe_profile *out;
+	assert_int_equal(strobe_store_query(s, &q, &out, &err), -EIO);
+	assert_non_null(strstr(err.msg, "sample labels"));
+	strobe_selector_free(&se);
+	strobe_profile_free(p);
+	strobe_store_close(s);
+}
+
 static void test_retention(void **state)
 {
 	(void)state;
@@ -335,6 +439,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_types_and_gauges, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tenants_and_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_labels_on_points, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_label_values_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_labels_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rollups_match_raw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_go_cpu, setup, teardown),
 	};

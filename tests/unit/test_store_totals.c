@@ -258,6 +258,47 @@ static void test_migration(void **state)
 	strobe_profile_free(g);
 }
 
+/* pid, comm... ride on the points: a series' totals sum every process's point, and a selector
+ * on them reads the points instead (the totals cannot tell the processes apart). */
+static void test_sample_labels(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0);
+	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
+	const int64_t start = NOW - 2 * 3600 * S - 17 * S, end = NOW - 45 * S;
+	int n = 0;
+	for (int64_t t = start; t < end; t += 37 * S, n++) {
+		static const char *const pid[] = {"1", "2", "3"};
+		for (int k = 0; k < 3; k++) {
+			strobe_labelpair l[] = {{"service_name", "api"}};
+			strobe_labelpair sl[] = {{"comm", k ? "web" : "db"}, {"pid", pid[k]}};
+			strobe_push_item it = {.profile = k == 1 ? c2 : c1, .time_ns = t, .slabels = sl,
+					       .nslabels = 2};
+			strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+			strobe_push_result res;
+			strobe_err err = {{0}};
+			if (strobe_store_push(s, &rq, &res, &err) < 0)
+				fail_msg("push: %s", err.msg);
+			strobe_push_result_free(&res);
+		}
+	}
+	static const int64_t steps[] = {10, 60, 360, 3600};
+	for (size_t k = 0; k < sizeof(steps) / sizeof(*steps); k++) {
+		assert_true(same_range(s, CPU, start, end, steps[k] * S, "service_name") ==
+			    (int64_t)n * 27);
+		assert_true(same_range(s, CPU "{pid=\"2\"}", start, end, steps[k] * S, NULL) ==
+			    (int64_t)n * 11);
+		assert_true(same_range(s, CPU "{comm=\"web\",pid!=\"3\"}", start + 7 * S, end,
+				       steps[k] * S, NULL) <= (int64_t)n * 11);
+		assert_true(same_range(s, CPU "{pid=~\"[13]\"}", start, end, steps[k] * S,
+				       "service_name") == (int64_t)n * 16);
+	}
+	strobe_profile_free(c1);
+	strobe_profile_free(c2);
+	strobe_store_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +306,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_step_boundaries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_labels, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -364,7 +364,7 @@ static void track_self(strobe_tracker *t, int32_t pid, bool with_build_id)
 		int l = with_build_id ? strobe_elf_build_id(path, id, sizeof(id)) : 0;
 		char elsewhere[4200];
 		snprintf(elsewhere, sizeof(elsewhere), "/nonexistent%s", path);
-		assert_int_equal(strobe_tracker_mmap(t, pid, a, b - a, off, 0, 0, l > 0 ? id : NULL,
+		assert_int_equal(tracker_mmap(t, pid, a, b - a, off, 0, 0, l > 0 ? id : NULL,
 						     (uint8_t)(l > 0 ? l : 0),
 						     with_build_id ? elsewhere : path), 0);
 	}
@@ -378,9 +378,9 @@ static unsigned unwind_self(strobe_unwinder *u, strobe_tracker *t, int32_t pid, 
 	unsigned n = 0;
 	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = regs, .stack = stack_copy,
 				   .stack_len = stack_len};
-	const strobe_proc *p = strobe_tracker_proc(t, pid, false);
+	const strobe_proc *p = tracker_proc(t, pid, false);
 	assert_non_null(p);
-	*rc = strobe_unwind(u, t, p, &sm, pcs, act, 128, &n);
+	*rc = unwind(u, t, p, &sm, pcs, act, 128, &n);
 	assert_true(act[0]);
 	for (unsigned i = 1; i < n; i++)
 		assert_false(act[i]);
@@ -395,10 +395,10 @@ static void test_cache_shared(void **state)
 	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, 100, false);
 	track_self(&t, -200, true); /* no such process: no /proc/PID/map_files either */
-	strobe_unwinder *u = strobe_unwinder_new(0);
+	strobe_unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	uint64_t a[128], b[128];
 	int rc;
@@ -407,7 +407,7 @@ static void test_cache_shared(void **state)
 	assert_true(na >= 6); /* capture level3 level2 level1 test ... main libc _start */
 	assert_int_equal(a[0], regs[8]);
 	strobe_unwind_stats s1, s2;
-	strobe_unwind_get_stats(u, &s1);
+	unwind_get_stats(u, &s1);
 	assert_true(s1.misses >= 2); /* this binary and libc at least */
 	assert_int_equal(s1.binaries, s1.misses);
 	assert_int_equal(s1.evictions, 0);
@@ -415,7 +415,7 @@ static void test_cache_shared(void **state)
 	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
 	assert_int_equal(nb, na);
 	assert_memory_equal(a, b, na * sizeof(a[0]));
-	strobe_unwind_get_stats(u, &s2);
+	unwind_get_stats(u, &s2);
 	assert_int_equal(s2.misses, s1.misses); /* nothing parsed again */
 	assert_true(s2.hits >= s1.hits + nb - 1);
 	assert_int_equal(s2.binaries, s1.binaries);
@@ -423,9 +423,9 @@ static void test_cache_shared(void **state)
 	 * two of them could share a slot), with the same result (above). */
 	assert_true(s2.rule_hits >= s1.rule_hits + nb / 2);
 	/* Without the rule cache, every frame through libdw: the same stack, no rule used. */
-	strobe_unwinder *v = strobe_unwinder_new(0);
+	strobe_unwinder *v = unwinder_new(0);
 	assert_non_null(v);
-	strobe_unwinder_set_rule_cache(v, false);
+	unwinder_set_rule_cache(v, false);
 	unsigned nc = unwind_self(v, &t, 100, b, &rc);
 	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
 	assert_int_equal(nc, na);
@@ -433,11 +433,11 @@ static void test_cache_shared(void **state)
 	nc = unwind_self(v, &t, 100, b, &rc);
 	assert_int_equal(nc, na);
 	assert_memory_equal(a, b, na * sizeof(a[0]));
-	strobe_unwind_get_stats(v, &s2);
+	unwind_get_stats(v, &s2);
 	assert_int_equal(s2.rule_hits, 0);
-	strobe_unwinder_free(v);
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+	unwinder_free(v);
+	unwinder_free(u);
+	tracker_free(&t);
 }
 
 /* A synthetic JIT stack (anonymous code, no tables): frames by the frame-pointer chain. */
@@ -457,15 +457,15 @@ static int syn_unwind(strobe_unwinder *u, strobe_tracker *t, size_t len, bool fu
 	bool act[16];
 	strobe_unwind_sample sm = {.pid = 300, .tid = 300, .regs = syn_regs, .stack = syn_stack,
 				   .stack_len = len, .stack_full = full};
-	return strobe_unwind(u, t, strobe_tracker_proc(t, 300, false), &sm, pcs, act, 16, n);
+	return unwind(u, t, tracker_proc(t, 300, false), &sm, pcs, act, 16, n);
 }
 
 static void test_fp_chain(void **state)
 {
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
-	assert_int_equal(strobe_tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
-	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_int_equal(tracker_init(&t), 0);
+	assert_int_equal(tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
+	strobe_unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	const uint64_t sp = 0x7ffd0000;
 	memset(syn_regs, 0, sizeof(syn_regs));
@@ -504,10 +504,10 @@ static void test_fp_chain(void **state)
 	assert_int_equal(rc, -ENOENT);
 	assert_int_equal(n, 0);
 	strobe_unwind_stats st;
-	strobe_unwind_get_stats(u, &st);
+	unwind_get_stats(u, &st);
 	assert_int_equal(st.misses, 0); /* anonymous code: no binary */
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+	unwinder_free(u);
+	tracker_free(&t);
 }
 
 /* The budget: binaries not used by the current unwind are dropped beyond it, and an unwind
@@ -518,17 +518,17 @@ static void test_cache_budget(void **state)
 	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, 100, false);
-	assert_int_equal(strobe_tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
-	strobe_unwinder *u = strobe_unwinder_new(1); /* one byte: nothing fits */
+	assert_int_equal(tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
+	strobe_unwinder *u = unwinder_new(1); /* one byte: nothing fits */
 	assert_non_null(u);
 	uint64_t a[128], b[128];
 	int rc;
 	unsigned na = unwind_self(u, &t, 100, a, &rc);
 	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
 	strobe_unwind_stats s1, s2;
-	strobe_unwind_get_stats(u, &s1);
+	unwind_get_stats(u, &s1);
 	assert_true(s1.misses >= 2);
 	assert_int_equal(s1.evictions, 0); /* all in use by that unwind */
 	assert_true(s1.cache_bytes > 1);
@@ -539,7 +539,7 @@ static void test_cache_budget(void **state)
 	uint64_t pcs[16];
 	unsigned n;
 	syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
-	strobe_unwind_get_stats(u, &s2);
+	unwind_get_stats(u, &s2);
 	assert_int_equal(s2.evictions, s1.misses);
 	assert_int_equal(s2.binaries, 0);
 	assert_int_equal(s2.cache_bytes, 0);
@@ -549,10 +549,10 @@ static void test_cache_budget(void **state)
 	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
 	assert_int_equal(nb, na);
 	assert_memory_equal(a, b, na * sizeof(a[0]));
-	strobe_unwind_get_stats(u, &s2);
+	unwind_get_stats(u, &s2);
 	assert_int_equal(s2.misses, 2 * s1.misses);
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+	unwinder_free(u);
+	tracker_free(&t);
 }
 
 /* A leaf at the first function of the vDSO (by its .eh_frame_hdr table), where nothing is pushed
@@ -580,11 +580,11 @@ static void test_vdso(void **state)
 	memcpy(&loc, hdr + 12, 4);
 	uint64_t fn = (uint64_t)(uintptr_t)(hdr + loc);
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
-	assert_int_equal(strobe_tracker_mmap(&t, 300, (uint64_t)(uintptr_t)v, (size + 4095) & ~4095ull,
+	assert_int_equal(tracker_init(&t), 0);
+	assert_int_equal(tracker_mmap(&t, 300, (uint64_t)(uintptr_t)v, (size + 4095) & ~4095ull,
 					     0, 0, 0, NULL, 0, "[vdso]"), 0);
-	assert_int_equal(strobe_tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
-	strobe_unwinder *u = strobe_unwinder_new(0);
+	assert_int_equal(tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
+	strobe_unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	memset(syn_regs, 0, sizeof(syn_regs));
 	memset(syn_stack, 0, sizeof(syn_stack));
@@ -599,10 +599,10 @@ static void test_vdso(void **state)
 	assert_int_equal(pcs[0], fn);
 	assert_int_equal(pcs[1], JIT + 0x400);
 	strobe_unwind_stats st;
-	strobe_unwind_get_stats(u, &st);
+	unwind_get_stats(u, &st);
 	assert_int_equal(st.misses, 1);
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+	unwinder_free(u);
+	tracker_free(&t);
 }
 
 /* ---- the stack beyond the copy, read from the process ------------------------------------ */
@@ -667,27 +667,27 @@ static void test_extend(void **state)
 	}
 	assert_true(sn.len >= 64 && sn.len < 1024);
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, pid, false); /* a fork: the same mappings */
-	strobe_unwinder *u = strobe_unwinder_new(0);
+	strobe_unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	uint64_t pcs[128];
 	bool act[128];
 	unsigned n;
 	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = sn.regs, .stack = sn.stack,
 				   .stack_len = sn.len, .stack_full = true};
-	const strobe_proc *p = strobe_tracker_proc(&t, pid, false);
+	const strobe_proc *p = tracker_proc(&t, pid, false);
 	/* Without the process to read (records only): truncated after capture and level3. */
 	const char *root = t.proc_root;
 	t.proc_root = NULL;
-	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_TRUNCATED);
+	assert_int_equal(unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_TRUNCATED);
 	assert_int_equal(n, 3); /* capture, level3, level2 (its return address was in the copy) */
 	/* With it: the whole stack, level1 and the test's callers read from the child. */
 	t.proc_root = root;
-	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
+	assert_int_equal(unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
 	assert_true(n >= 6);
 	strobe_unwind_stats st;
-	strobe_unwind_get_stats(u, &st);
+	unwind_get_stats(u, &st);
 	assert_int_equal(st.extended, 1);
 	assert_int_equal(st.ext_changed, 0);
 	/* The last return address of the copy differs from the child's: it has returned past that
@@ -696,15 +696,15 @@ static void test_extend(void **state)
 	memcpy(&w, sn.stack + slot, 8);
 	w ^= 0x10;
 	memcpy(sn.stack + slot, &w, 8);
-	int rc = strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n);
+	int rc = unwind(u, &t, p, &sm, pcs, act, 128, &n);
 	assert_int_not_equal(rc, STROBE_UNWIND_COMPLETE);
-	strobe_unwind_get_stats(u, &st);
+	unwind_get_stats(u, &st);
 	assert_int_equal(st.ext_changed, 1);
 	/* The slot restored: extended again, through the /proc/PID/mem the unwinder kept open. */
 	w ^= 0x10;
 	memcpy(sn.stack + slot, &w, 8);
-	assert_int_equal(strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
-	strobe_unwind_get_stats(u, &st);
+	assert_int_equal(unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
+	unwind_get_stats(u, &st);
 	assert_int_equal(st.extended, 2);
 	assert_int_equal(write(to_child[1], "x", 1), 1);
 	int status;
@@ -712,12 +712,12 @@ static void test_extend(void **state)
 	child = -1;
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	/* The process gone: the kept fd reads nothing, the reopen fails, the stack stays cut. */
-	rc = strobe_unwind(u, &t, p, &sm, pcs, act, 128, &n);
+	rc = unwind(u, &t, p, &sm, pcs, act, 128, &n);
 	assert_int_not_equal(rc, STROBE_UNWIND_COMPLETE);
-	strobe_unwind_get_stats(u, &st);
+	unwind_get_stats(u, &st);
 	assert_int_equal(st.extended, 2);
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+	unwinder_free(u);
+	tracker_free(&t);
 }
 
 /* Whatever failed, the child does not stay blocked (it holds the test's output open). */
@@ -740,9 +740,9 @@ static int end_child(void **state)
 static void test_entry_point(void **state)
 {
 	strobe_tracker t;
-	assert_int_equal(strobe_tracker_init(&t), 0);
+	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, 300, false);
-	strobe_unwinder *u = strobe_unwinder_new(0);
+	strobe_unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	memset(syn_regs, 0, sizeof(syn_regs));
 	memset(syn_stack, 0, sizeof(syn_stack));
@@ -756,8 +756,8 @@ static void test_entry_point(void **state)
 			 STROBE_UNWIND_COMPLETE);
 	assert_int_equal(n, 1);
 	assert_int_equal(pcs[0], getauxval(AT_ENTRY));
-	strobe_unwinder_free(u);
-	strobe_tracker_free(&t);
+	unwinder_free(u);
+	tracker_free(&t);
 }
 
 int main(void)

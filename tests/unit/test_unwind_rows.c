@@ -94,7 +94,7 @@ static void check_binary(const char *path, unsigned step)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	strobe_urows r;
-	assert_int_equal(strobe_urows_build(fd, 1u << 24, &r), 0);
+	assert_int_equal(urows_build(fd, 1u << 24, &r), 0);
 	assert_true(r.n > 10);
 	assert_true(r.nload > 0);
 	for (uint32_t i = 1; i < r.n; i++)
@@ -111,7 +111,7 @@ static void check_binary(const char *path, unsigned step)
 		uint64_t lo = r.load[s].p_vaddr, hi = lo + r.load[s].p_filesz;
 		uint32_t ri = 0;
 		for (uint64_t pc = lo; pc < hi;) {
-			const struct strobe_ob_row *row = strobe_urows_find(&r, pc);
+			const struct strobe_ob_row *row = urows_find(&r, pc);
 			Dwarf_Frame *f = NULL;
 			if (dwarf_cfi_addrframe(cfi, pc, &f) != 0) {
 				nofde++;
@@ -156,7 +156,7 @@ static void check_binary(const char *path, unsigned step)
 	assert_true(checked > 1000);
 	dwarf_cfi_end(cfi);
 	elf_end(elf);
-	strobe_urows_free(&r);
+	urows_free(&r);
 	close(fd);
 }
 
@@ -224,24 +224,24 @@ static void test_errors(void **state)
 		fputs("not an ELF file at all\n", f);
 	fclose(f);
 	int fd = open(path, O_RDONLY);
-	assert_int_equal(strobe_urows_build(fd, 1000, &r), -ENOEXEC);
+	assert_int_equal(urows_build(fd, 1000, &r), -ENOEXEC);
 	assert_null(r.rows);
 	close(fd);
 
 	snprintf(path, sizeof(path), "%s/no-hdr", dir);
 	copy_without_hdr(path);
 	fd = open(path, O_RDONLY);
-	assert_int_equal(strobe_urows_build(fd, 1u << 24, &r), -ENOENT);
+	assert_int_equal(urows_build(fd, 1u << 24, &r), -ENOENT);
 	assert_int_equal(r.n, 0);
 	close(fd);
 
 	fd = open("/proc/self/exe", O_RDONLY);
-	assert_int_equal(strobe_urows_build(fd, 100, &r), -E2BIG);
+	assert_int_equal(urows_build(fd, 100, &r), -E2BIG);
 	assert_null(r.rows);
 	close(fd);
 
 	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_int_equal(strobe_urows_build(fd, 100, &r), -ENOEXEC);
+	assert_int_equal(urows_build(fd, 100, &r), -ENOEXEC);
 	close(fd);
 }
 
@@ -253,16 +253,16 @@ static void test_bias(void **state)
 	r.load[0] = (Elf64_Phdr){.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_vaddr = 0x26000,
 				 .p_offset = 0x26000, .p_filesz = 0x156000};
 	uint64_t bias = 0;
-	assert_true(strobe_urows_bias(&r, 0x7f0000026000ull, 0x26000, &bias));
+	assert_true(urows_bias(&r, 0x7f0000026000ull, 0x26000, &bias));
 	assert_int_equal(bias, 0x7f0000000000ull);
-	assert_false(strobe_urows_bias(&r, 0x7f0000000000ull, 0x200000, &bias)); /* not x */
+	assert_false(urows_bias(&r, 0x7f0000000000ull, 0x200000, &bias)); /* not x */
 	/* a non-PIE executable is where it was linked, or it is not the file */
 	r.e_type = ET_EXEC;
 	r.load[0].p_vaddr = 0x401000;
 	r.load[0].p_offset = 0x1000;
-	assert_true(strobe_urows_bias(&r, 0x401000, 0x1000, &bias));
+	assert_true(urows_bias(&r, 0x401000, 0x1000, &bias));
 	assert_int_equal(bias, 0);
-	assert_false(strobe_urows_bias(&r, 0x501000, 0x1000, &bias));
+	assert_false(urows_bias(&r, 0x501000, 0x1000, &bias));
 }
 
 int main(void)
