@@ -28,7 +28,7 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 	sqlite3 *db = s->wdb;
 	uint32_t n[NTABS];
 	size_t *wrote = NULL, nw = 0, cap = 0;
-	sqlite3_stmt *ins = NULL;
+	sqlite3_stmt *ins = NULL, *tot = NULL;
 	pthread_mutex_lock(&s->mu);
 	for (int t = 0; t < NTABS; t++)
 		n[t] = tab_n(s->sym, t);
@@ -67,6 +67,8 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 					 "VALUES(?, 0, ?, 1, ?, ?)",
 					 -1, &ins, NULL) != SQLITE_OK)
 		r = store_dberr(db, err, "points");
+	if (r == 0 && sqlite3_prepare_v2(db, STORE_TOTALS_UPSERT, -1, &tot, NULL) != SQLITE_OK)
+		r = store_dberr(db, err, "totals");
 	for (store_pending *p = b; r == 0 && p; p = p->next)
 		for (size_t i = 0; r == 0 && i < p->npt; i++) {
 			sqlite3_bind_int64(ins, 1, p->pt[i].series_id);
@@ -78,8 +80,14 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 			sqlite3_reset(ins);
 			if (rc != SQLITE_DONE)
 				r = store_dberr(db, err, "inserting a point");
+			/* Its totals in the same transaction: a range never sees a point
+			 * without them, nor totals of a point that was not stored. */
+			if (r == 0)
+				r = store_totals_add(db, tot, p->pt[i].series_id, p->pt[i].time, 1,
+						     p->pt[i].total, err);
 		}
 	sqlite3_finalize(ins);
+	sqlite3_finalize(tot);
 	if (r == 0)
 		r = store_db_exec(db, "COMMIT", err);
 	if (r < 0)

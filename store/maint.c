@@ -232,6 +232,43 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* The totals go with the raw points: each point's own row, and the minute and hour rows
+	 * of the buckets before the cutoff's; the bucket straddling the cutoff is summed again
+	 * from the rows of the points it keeps. */
+	if (r == 0 && sqlite3_prepare_v2(s->db, "DELETE FROM totals WHERE level=?1 AND time<?2", -1,
+					 &st, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "retention");
+	for (int level = 0; r == 0 && level < STORE_LEVELS; level++) {
+		/* A bucket row's time is its start: every bucket that starts before the cutoff,
+		 * the straddling one included. */
+		sqlite3_bind_int(st, 1, level);
+		sqlite3_bind_int64(st, 2, cutoff);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = store_sqlerr(s, err, "retention");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (r == 0 && sqlite3_prepare_v2(s->db,
+					 "INSERT INTO totals(series, level, time, n, total) SELECT "
+					 "series, ?1, ?2, sum(n), sum(total) FROM totals WHERE level=0 "
+					 "AND time>=?3 AND time<?2 + ?4 GROUP BY series",
+					 -1, &st, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "retention");
+	for (int level = 1; r == 0 && level < STORE_LEVELS; level++) {
+		int64_t w = store_level_width[level], b = cutoff - (((cutoff % w) + w) % w);
+		if (b == cutoff)
+			continue; /* no bucket straddles it */
+		sqlite3_bind_int(st, 1, level);
+		sqlite3_bind_int64(st, 2, b);
+		sqlite3_bind_int64(st, 3, cutoff);
+		sqlite3_bind_int64(st, 4, w);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = store_sqlerr(s, err, "retention");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	if (r == 0 && sqlite3_prepare_v2(s->db,
 					 "UPDATE points SET rolled = rolled & ~?1 WHERE level=0 AND "
 					 "time>=?2 AND time<?3 AND (rolled & ?1)",

@@ -631,6 +631,175 @@ static int8_t *stacks_with_function(const strobe_profile *p, const char *name)
 	return has;
 }
 
+/* ---- totals per step from the totals table --------------------------------------------------- */
+
+/* A range without a function filter needs only each point's total, which ingest keeps in the
+ * totals table (store_impl.h) per point and per minute and hour bucket: a bucket whose whole
+ * span lies inside one step of the window is read as one row, and only the points of the
+ * buckets that a step boundary (or the window's edge) cuts are read one by one. Each point is
+ * counted once, through the coarsest bucket that fits, so the sums are those of decoding every
+ * profile (tested), at a cost of a few rows per step instead of every profile of the window. */
+typedef struct tplan {
+	int64_t from, to, step;
+	int64_t (*raw)[2]; /* the stretches read point by point: [a, b), sorted, disjoint */
+	size_t nraw;
+} tplan;
+
+/* Whether the bucket [t, t + w) is inside the window and inside one step. */
+static bool tp_usable(const tplan *p, int64_t t, int64_t w)
+{
+	return t >= p->from && t + w <= p->to &&
+	       (t - p->from) / p->step == (t + w - 1 - p->from) / p->step;
+}
+
+/* The minutes a step boundary or a window edge cuts (no other minute is unusable: one that no
+ * boundary falls strictly inside lies in one step, and, meeting neither edge, in the window),
+ * clipped to the window. */
+static int tp_init(tplan *p, int64_t from, int64_t to, int64_t step, int64_t nsteps)
+{
+	int64_t w = store_level_width[1];
+	memset(p, 0, sizeof(*p));
+	p->from = from;
+	p->to = to;
+	p->step = step;
+	if (!(p->raw = malloc((size_t)(nsteps + 1) * sizeof(*p->raw))))
+		return -ENOMEM;
+	for (int64_t k = 0; k <= nsteps; k++) {
+		int64_t b = k == nsteps ? to : from + k * step;
+		if (b > to)
+			b = to;
+		int64_t m = b - (((b % w) + w) % w);
+		if (m == b)
+			continue;
+		int64_t a = m < from ? from : m, e = m + w > to ? to : m + w;
+		if (p->nraw && p->raw[p->nraw - 1][1] >= a) { /* the same minute again */
+			if (e > p->raw[p->nraw - 1][1])
+				p->raw[p->nraw - 1][1] = e;
+			continue;
+		}
+		p->raw[p->nraw][0] = a;
+		p->raw[p->nraw++][1] = e;
+	}
+	return 0;
+}
+
+static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns, size_t nsteps,
+			const size_t *idx, size_t nidx, const char *group_by,
+			strobe_range_result *out, strobe_err *err)
+{
+	tplan p;
+	sqlite3_stmt *bk = NULL, *raw = NULL;
+	strobe_itab groups = {0};
+	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
+	int r = sum && cnt ? tp_init(&p, q->from_ns, q->to_ns, step_ns, (int64_t)nsteps) : -ENOMEM;
+	/* The stretches read point by point, in a temporary table that the point query joins:
+	 * SQLite seeks each stretch itself, instead of a statement run per stretch and series. */
+	if (r == 0)
+		r = store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS range_raw(a INT, b INT);"
+				  "DELETE FROM temp.range_raw;",
+			       err);
+	if (r == 0 && sqlite3_prepare_v2(s->db, "INSERT INTO temp.range_raw VALUES(?, ?)", -1, &raw,
+					 NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "range");
+	for (size_t i = 0; r == 0 && i < p.nraw; i++) {
+		sqlite3_bind_int64(raw, 1, p.raw[i][0]);
+		sqlite3_bind_int64(raw, 2, p.raw[i][1]);
+		if (sqlite3_step(raw) != SQLITE_DONE)
+			r = store_sqlerr(s, err, "range");
+		sqlite3_reset(raw);
+	}
+	sqlite3_finalize(raw);
+	raw = NULL;
+	if (r == 0 &&
+	    (sqlite3_prepare_v2(s->db,
+				"SELECT time, n, total FROM totals WHERE series=?1 AND level=?2 AND "
+				"time>=?3 AND time<?4",
+				-1, &bk, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v2(s->db,
+				"SELECT t.time, t.n, t.total FROM temp.range_raw e CROSS JOIN totals t "
+				"WHERE t.series=?1 AND t.level=0 AND t.time>=e.a AND t.time<e.b",
+				-1, &raw, NULL) != SQLITE_OK))
+		r = store_sqlerr(s, err, "range");
+	int64_t wh = store_level_width[2];
+	uint64_t rows = 0;
+	for (size_t i = 0; r == 0 && i < nidx; i++) {
+		store_series *se = &s->series[idx[i]];
+		const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
+		uint32_t g;
+		bool added;
+		if ((r = strobe_itab_intern(&groups, gv, strlen(gv) + 1, &g, &added)) < 0)
+			break;
+		if (added) {
+			strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
+			int64_t *vals = calloc(out->nsteps, sizeof(*vals));
+			char *v = strdup(gv);
+			if (ng)
+				out->g = ng;
+			if (!ng || !vals || !v) {
+				free(vals);
+				free(v);
+				r = -ENOMEM;
+				break;
+			}
+			out->g[out->n++] = (strobe_range_group){v, vals};
+		}
+		memset(sum, 0, nsteps * sizeof(*sum));
+		memset(cnt, 0, nsteps * sizeof(*cnt));
+		/* Hours, then minutes (those of no usable hour), then the cut minutes' points. A
+		 * level is skipped when its buckets are wider than a step: none can fit. */
+		for (int level = 2; r == 0 && level >= 0; level--) {
+			int64_t w = store_level_width[level];
+			if (level && w > step_ns)
+				continue;
+			sqlite3_stmt *st = level ? bk : raw;
+			sqlite3_bind_int64(st, 1, se->id);
+			if (level) {
+				sqlite3_bind_int(st, 2, level);
+				sqlite3_bind_int64(st, 3, q->from_ns);
+				sqlite3_bind_int64(st, 4, q->to_ns);
+			}
+			int rc;
+			while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+				int64_t t = sqlite3_column_int64(st, 0);
+				if (level && !tp_usable(&p, t, w))
+					continue;
+				if (level == 1 && wh <= step_ns && tp_usable(&p, t - (((t % wh) + wh) % wh), wh))
+					continue; /* counted with its hour */
+				if (t < q->from_ns || t >= q->to_ns)
+					continue;
+				/* The cost cap: a totals row is a few dozen bytes read without
+				 * decoding, so 16 of them count as one stored profile. */
+				if (s->o.max_query_points && ++rows / 16 > s->o.max_query_points) {
+					r = strobe_errf(err, -EDQUOT,
+							"limit max_query_profiles: the range reads more "
+							"than %llu stored profiles' worth of totals; "
+							"narrow the selector or the window, or use a "
+							"larger step",
+							(unsigned long long)s->o.max_query_points);
+					break;
+				}
+				size_t k = (size_t)((t - q->from_ns) / step_ns);
+				cnt[k] += sqlite3_column_int64(st, 1);
+				sum[k] = (int64_t)((uint64_t)sum[k] +
+						   (uint64_t)sqlite3_column_int64(st, 2));
+			}
+			if (r == 0 && rc != SQLITE_DONE)
+				r = store_sqlerr(s, err, "range");
+			sqlite3_reset(st);
+		}
+		for (size_t k = 0; r == 0 && k < nsteps; k++)
+			out->g[g].values[k] += se->gauge ? mean(sum[k], cnt[k]) : sum[k];
+	}
+	sqlite3_finalize(bk);
+	sqlite3_finalize(raw);
+	if (sum && cnt)
+		free(p.raw);
+	free(sum);
+	free(cnt);
+	strobe_itab_free(&groups);
+	return r;
+}
+
 int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 		       const char *group_by, const char *function, strobe_range_result *out,
 		       strobe_err *err)
@@ -653,7 +822,17 @@ int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	int8_t *has = NULL;
 	strobe_itab groups = {0};
 	int r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
-	if (r == 0)
+	/* The totals hold whole points: a selector with a matcher on sample labels (pid,
+	 * comm...) that some series leaves to its points needs the points themselves. */
+	bool by_point = false;
+	for (size_t i = 0; r == 0 && i < nidx && !by_point; i++)
+		for (size_t k = 0; q->sel && k < q->sel->n; k++)
+			by_point |= deferred(&q->sel->m[k], &s->series[idx[i]]);
+	if (r == 0 && !function && !by_point && s->use_totals) {
+		r = range_totals(s, q, step_ns, out->nsteps, idx, nidx, group_by, out, err);
+		nidx = 0; /* done */
+	}
+	if (r == 0 && nidx)
 		r = scanner_init(&sc, s, q->sel, err);
 	if (r == 0 && function && !(has = stacks_with_function(s->sym, function)))
 		r = -ENOMEM;

@@ -221,6 +221,77 @@ int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_er
 	return 0;
 }
 
+/* The per-point totals (query.c's range reads them instead of decoding profiles): a store
+ * from before they existed gets them here, at open, from its raw points, in the transaction
+ * that creates the table, so the table exists only with every total in it. Done at open rather
+ * than lazily because a range over a half-migrated store would need both ways at once; it
+ * decodes every raw point once (measured in docs/BENCHMARKS.md, Fleet). */
+static int migrate_totals(strobe_store *s, strobe_err *err)
+{
+	sqlite3_stmt *st = NULL, *ins = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_schema WHERE name='totals'", -1, &st,
+			       NULL) != SQLITE_OK)
+		return store_sqlerr(s, err, "schema");
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	int r = store_exec(s, "BEGIN IMMEDIATE", err);
+	if (r == 0)
+		r = store_exec(s, STORE_TOTALS_SCHEMA, err);
+	if (r == 0 && (sqlite3_prepare_v2(s->db, "SELECT series, time, n, data FROM points WHERE "
+					  "level=0", -1, &st, NULL) != SQLITE_OK ||
+		       sqlite3_prepare_v2(s->db, STORE_TOTALS_UPSERT, -1, &ins, NULL) != SQLITE_OK))
+		r = store_sqlerr(s, err, "computing totals");
+	store_pair *pairs = NULL;
+	size_t cap = 0, np;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		/* Any stack id is fine here: only the values are summed. */
+		if (store_blob_decode(sqlite3_column_blob(st, 3), (size_t)sqlite3_column_bytes(st, 3),
+				      UINT32_MAX, &pairs, &cap, &np) < 0) {
+			r = strobe_errf(err, -EIO, "store: a stored point of series %lld is corrupt",
+					(long long)sqlite3_column_int64(st, 0));
+			break;
+		}
+		uint64_t sum = 0;
+		for (size_t i = 0; i < np; i++)
+			sum += (uint64_t)pairs[i].value;
+		r = store_totals_add(s->db, ins, sqlite3_column_int64(st, 0),
+				     sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+				     (int64_t)sum, err);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_sqlerr(s, err, "computing totals");
+	free(pairs);
+	sqlite3_finalize(st);
+	sqlite3_finalize(ins);
+	if (r == 0)
+		r = store_exec(s, "COMMIT", err);
+	else
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+/* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT). */
+int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
+		     int64_t total, strobe_err *err)
+{
+	for (int level = 0; level < STORE_LEVELS; level++) {
+		int64_t w = store_level_width[level];
+		int64_t t = level ? time - (((time % w) + w) % w) : time;
+		sqlite3_bind_int64(ins, 1, series);
+		sqlite3_bind_int(ins, 2, level);
+		sqlite3_bind_int64(ins, 3, t);
+		sqlite3_bind_int64(ins, 4, n);
+		sqlite3_bind_int64(ins, 5, total);
+		int rc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (rc != SQLITE_DONE)
+			return store_dberr(db, err, "totals");
+	}
+	return 0;
+}
+
 /* Columns added since the first release of the schema, added to older databases. */
 static int has_column(strobe_store *s, const char *sql, const char *col, bool *has,
 		      strobe_err *err)
@@ -251,7 +322,7 @@ static int migrate(strobe_store *s, strobe_err *err)
 	if (r == 0 && !has_slabels)
 		r = store_exec(s, "ALTER TABLE points ADD COLUMN slabels BLOB NOT NULL DEFAULT X''",
 			       err);
-	return r;
+	return r < 0 ? r : migrate_totals(s, err);
 }
 
 /* ---- open and load --------------------------------------------------------------------------- */
@@ -520,6 +591,7 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	}
 	s->o = *o;
 	s->use_rollups = true;
+	s->use_totals = true;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlockattr_t ra;
 	pthread_rwlockattr_init(&ra);
@@ -548,6 +620,12 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	free(walp);
 	if (r == 0)
 		r = !s->sym ? -ENOMEM : store_db_open(s, &s->db, err);
+	/* The connection queries read through: a page cache of 64 MiB instead of SQLite's 2 MiB,
+	 * so that the index pages a range or flame graph over many series walks (a day of
+	 * totals of 1,000 series is about 40 MiB) stay in the process instead of being read and
+	 * copied from the kernel's cache again at every query. */
+	if (r == 0)
+		sqlite3_exec(s->db, "PRAGMA cache_size=-65536;", NULL, NULL, NULL);
 	if (r == 0)
 		r = check_db(s, err);
 	if (r == 0)
@@ -588,6 +666,13 @@ void strobe_store_close(strobe_store *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_rwlock_destroy(&s->ids_lock);
 	free(s);
+}
+
+void strobe_store_use_totals(strobe_store *s, bool on)
+{
+	pthread_mutex_lock(&s->mu);
+	s->use_totals = on;
+	pthread_mutex_unlock(&s->mu);
 }
 
 void strobe_store_use_rollups(strobe_store *s, bool on)
@@ -1020,6 +1105,7 @@ static int push_encode(const strobe_push_item *it, const uint32_t *gst, const ui
 			pairs[nz++] = pairs[i];
 	a->stacks = (uint32_t)nz;
 	a->total = total;
+	pt->total = total;
 	return store_blob_encode(pairs, nz, &pt->blob, &pt->blen);
 }
 

@@ -19,6 +19,23 @@
 #define STORE_LEVELS 3
 extern const int64_t store_level_width[STORE_LEVELS];
 
+/* Per-point totals, so that a range (query.c) sums small rows instead of decoding profiles:
+ * (series, level, time) -> (points, sum of their values). Level 0 is each point's own time (two
+ * points of one series at one time share a row), levels 1 and 2 the start of its minute and
+ * hour, as the roll-ups; all three are written with the point, in its transaction (commit.c),
+ * and deleted with it by retention. They are never folded: a bucket's row is complete as soon
+ * as its points are committed, compacted or not. */
+#define STORE_TOTALS_SCHEMA                                                                       \
+	"CREATE TABLE IF NOT EXISTS totals(series INT NOT NULL, level INT NOT NULL,"             \
+	" time INT NOT NULL, n INT NOT NULL, total INT NOT NULL,"                                 \
+	" PRIMARY KEY(series, level, time)) WITHOUT ROWID;"
+#define STORE_TOTALS_UPSERT                                                                       \
+	"INSERT INTO totals(series, level, time, n, total) VALUES(?1,?2,?3,?4,?5) "               \
+	"ON CONFLICT(series, level, time) DO UPDATE SET n = n + excluded.n, "                     \
+	"total = total + excluded.total"
+int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
+		     int64_t total, strobe_err *err);
+
 /* Symbol tables mirrored from SQLite, in the profile model's order. */
 enum { TAB_STRINGS, TAB_FUNCTIONS, TAB_MAPPINGS, TAB_LOCATIONS, TAB_STACKS, NTABS };
 
@@ -39,6 +56,7 @@ typedef struct store_point {
 	size_t series;     /* index into strobe_store.series */
 	int64_t series_id; /* its row id (read by the committer without the lock) */
 	int64_t time;
+	int64_t total; /* the sum of its values (the totals table) */
 	uint8_t *blob;
 	size_t blen;
 	char *slabels; /* its sample labels as name\0value\0... (sorted by name); NULL: none */
@@ -82,6 +100,7 @@ struct strobe_store {
 	size_t nseries, capseries;
 	strobe_itab series_key; /* "tenant\0type\0name\0value\0..." -> index */
 	bool use_rollups;
+	bool use_totals; /* ranges read the totals table (query.c) */
 	int64_t last_gc_ns; /* when symbol gc last ran (symgc.c) */
 	/* Whole stacks already mapped (ingest_view.c): their store location ids, root first ->
 	 * index into seq_stack, the store's stack id. Valid as long as the symbol ids are:

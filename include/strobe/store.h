@@ -223,6 +223,9 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err);
 int strobe_store_gc(strobe_store *s, int64_t now_ns, strobe_err *err);
 /* Roll-ups are used by queries unless this is off (tests compare both ways). */
 void strobe_store_use_rollups(strobe_store *s, bool on);
+/* Ranges without a function filter sum the per-point totals kept at ingest unless this is off
+ * (then they decode the profiles, as a range with a function does; tests compare both ways). */
+void strobe_store_use_totals(strobe_store *s, bool on);
 
 typedef struct strobe_store_stats {
 	uint64_t series, points, rollups, stacks, locations, functions, mappings, strings;

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests of the per-point totals that ranges read instead of decoding profiles
+ * (store/query.c range_totals): every window, step and grouping gives what decoding the
+ * profiles gives (counters and gauges, aligned and unaligned windows, steps shorter than a
+ * minute, of whole minutes and hours, a last step cut short), before and after compaction and
+ * retention; a point exactly on a step boundary belongs to the step it starts; and a store
+ * written before the totals existed gets them when it is opened.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "strobe/codec.h"
+#include "strobe/server.h"
+
+#define S STROBE_NS_PER_S
+#define NOW (1795000000LL * S)
+#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+#define GAUGE "memory:inuse_space:bytes:space:bytes"
+
+#define UNIT_TMPDIR_NAME "totals"
+#include "unit_tmpdir.h"
+
+static strobe_store *open_store(int64_t retention)
+{
+	strobe_store_opts o = {.dir = dir, .retention_ns = retention};
+	strobe_err err = {{0}};
+	strobe_store *s = strobe_store_open(&o, &err);
+	if (!s)
+		fail_msg("open: %s", err.msg);
+	return s;
+}
+
+static strobe_profile *mk(const char *text, const char *type, const char *unit)
+{
+	strobe_profile *p = NULL;
+	strobe_err err = {{0}};
+	if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0)
+		fail_msg("%s", err.msg);
+	p->types[0].type = strobe_str_intern0(p, type);
+	p->types[0].unit = strobe_str_intern0(p, unit);
+	p->period_type.type = strobe_str_intern0(p, strcmp(type, "cpu") ? "space" : "cpu");
+	p->period_type.unit = strobe_str_intern0(p, strcmp(type, "cpu") ? "bytes" : "nanoseconds");
+	return p;
+}
+
+static void push(strobe_store *s, const char *svc, strobe_profile *p, int64_t t)
+{
+	strobe_labelpair l[] = {{"service_name", svc}};
+	strobe_push_item it = {.profile = p, .time_ns = t};
+	strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+	strobe_push_result res;
+	strobe_err err = {{0}};
+	if (strobe_store_push(s, &rq, &res, &err) < 0)
+		fail_msg("push: %s", err.msg);
+	strobe_push_result_free(&res);
+}
+
+/* The range of sel over [from, to) by step, grouped or not, through the totals and by decoding
+ * every profile: the two must be equal, group by group and step by step. Returns the sum of
+ * every value, for the callers' own checks. */
+static int64_t same_range(strobe_store *s, const char *sel, int64_t from, int64_t to, int64_t step,
+			  const char *group)
+{
+	strobe_err err = {{0}};
+	strobe_selector se;
+	if (strobe_selector_parse(sel, strlen(sel), &se, &err) < 0)
+		fail_msg("%s", err.msg);
+	strobe_query q = {"t", &se, from, to};
+	strobe_range_result a, b;
+	strobe_store_use_totals(s, true);
+	if (strobe_store_range(s, &q, step, group, NULL, &a, &err) < 0)
+		fail_msg("range: %s", err.msg);
+	strobe_store_use_totals(s, false);
+	if (strobe_store_range(s, &q, step, group, NULL, &b, &err) < 0)
+		fail_msg("range: %s", err.msg);
+	strobe_store_use_totals(s, true);
+	assert_int_equal(a.n, b.n);
+	assert_int_equal(a.nsteps, b.nsteps);
+	int64_t sum = 0;
+	for (size_t g = 0; g < a.n; g++) {
+		assert_string_equal(a.g[g].value, b.g[g].value);
+		for (size_t k = 0; k < a.nsteps; k++) {
+			if (a.g[g].values[k] != b.g[g].values[k])
+				fail_msg("%s from %lld to %lld step %lld group %s step %zu: totals "
+					 "%lld, decoded %lld",
+					 sel, (long long)(from / S), (long long)(to / S),
+					 (long long)(step / S), a.g[g].value, k,
+					 (long long)a.g[g].values[k], (long long)b.g[g].values[k]);
+			sum += a.g[g].values[k];
+		}
+	}
+	strobe_range_result_free(&a);
+	strobe_range_result_free(&b);
+	strobe_selector_free(&se);
+	return sum;
+}
+
+/* Windows and steps chosen to hit every case of the plan: steps under a minute, of whole
+ * minutes (aligned or not), of an hour and more, one that does not divide the window (the last
+ * step cut short, down to a few seconds), and windows past the data's ends. */
+static void check_all(strobe_store *s, int64_t start, int64_t end)
+{
+	static const int64_t steps[] = {1, 10, 45, 60, 61, 360, 600, 3599, 3600, 5400, 7200, 86400};
+	static const int64_t off[][2] = {{0, 0}, {-1, 1}, {17, -23}, {3600, -3600}, {-600, 600},
+					 {120, -7}};
+	for (size_t w = 0; w < sizeof(off) / sizeof(*off); w++)
+		for (size_t k = 0; k < sizeof(steps) / sizeof(*steps); k++) {
+			int64_t from = start + off[w][0] * S, to = end + off[w][1] * S;
+			if ((to - from) / (steps[k] * S) > 5000)
+				continue;
+			same_range(s, CPU, from, to, steps[k] * S, "service_name");
+			same_range(s, CPU, from, to, steps[k] * S, NULL);
+			same_range(s, GAUGE, from, to, steps[k] * S, "service_name");
+		}
+}
+
+static void fill(strobe_store *s, int64_t start, int64_t end, strobe_profile *c1,
+		 strobe_profile *c2, strobe_profile *g)
+{
+	int i = 0;
+	for (int64_t t = start; t < end; t += 37 * S, i++) {
+		push(s, i % 2 ? "api" : "db", i % 3 ? c1 : c2, t);
+		push(s, "api", g, t + 3 * S);
+		if (i % 11 == 0) /* two points of one series at one time */
+			push(s, "api", c1, t);
+	}
+}
+
+static void test_totals_match_decoding(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0);
+	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
+	strobe_profile *g = mk("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
+	const int64_t start = NOW - 3 * 3600 * S - 17 * S, end = NOW - 45 * S;
+	fill(s, start, end, c1, c2, g);
+	check_all(s, start, end);
+	/* Compaction leaves the totals as they are (roll-ups are another table's business). */
+	strobe_err err = {{0}};
+	assert_true(strobe_store_compact(s, NOW, &err) > 0);
+	check_all(s, start, end);
+	/* The whole window in one step is the sum of everything pushed. */
+	int64_t all = same_range(s, CPU, start, end, 24 * 3600 * S, NULL);
+	int n = 0, n2 = 0, dup = 0;
+	for (int64_t t = start; t < end; t += 37 * S, n++) {
+		n2 += n % 3 == 0;
+		dup += n % 11 == 0;
+	}
+	assert_true(all == (int64_t)(n - n2) * 8 + (int64_t)n2 * 11 + (int64_t)dup * 8);
+	strobe_profile_free(c1);
+	strobe_profile_free(c2);
+	strobe_profile_free(g);
+	strobe_store_close(s);
+}
+
+static void test_step_boundaries(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0);
+	strobe_profile *c = mk("main;a 1\n", "cpu", "nanoseconds");
+	/* A point exactly at each step's start, one just before it, and one at the window's end
+	 * (outside: windows are [from, to)). Steps of 90 s from an unaligned start, so that some
+	 * boundaries cut minutes and hours and others do not. */
+	const int64_t from = NOW - 2 * 3600 * S - 30 * S, step = 90 * S;
+	const int64_t to = from + 80 * step;
+	for (int k = 0; k <= 80; k++) {
+		push(s, "api", c, from + k * step);
+		if (k % 2)
+			push(s, "api", c, from + k * step - 1);
+	}
+	strobe_err err = {{0}};
+	strobe_selector se;
+	strobe_selector_parse(CPU, strlen(CPU), &se, &err);
+	strobe_query q = {"t", &se, from, to};
+	strobe_range_result rr;
+	assert_int_equal(strobe_store_range(s, &q, step, NULL, NULL, &rr, &err), 0);
+	assert_int_equal(rr.nsteps, 80);
+	for (int k = 0; k < 80; k++) /* its start's point, and the one just before the next */
+		assert_int_equal(rr.g[0].values[k], 1 + ((k + 1) % 2 ? 1 : 0));
+	strobe_range_result_free(&rr);
+	same_range(s, CPU, from, to, step, NULL);
+	same_range(s, CPU, from, to, 60 * S, NULL);
+	same_range(s, CPU, from, to, 3600 * S, NULL);
+	strobe_selector_free(&se);
+	strobe_profile_free(c);
+	strobe_store_close(s);
+}
+
+static void test_retention(void **state)
+{
+	(void)state;
+	/* A cutoff in the middle of a minute and of an hour: the buckets it cuts keep the totals
+	 * of the points they keep. */
+	strobe_store *s = open_store(3 * 3600 * S);
+	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
+	strobe_profile *g = mk("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
+	const int64_t start = NOW - 3 * 3600 * S + 17 * S, end = NOW - 45 * S;
+	fill(s, start, end, c1, c2, g);
+	strobe_err err = {{0}};
+	assert_true(strobe_store_compact(s, NOW, &err) > 0);
+	assert_true(strobe_store_retain(s, NOW + 2017 * S, &err) > 0);
+	check_all(s, start, end);
+	strobe_profile_free(c1);
+	strobe_profile_free(c2);
+	strobe_profile_free(g);
+	strobe_store_close(s);
+}
+
+static void test_migration(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0);
+	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
+	strobe_profile *g = mk("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
+	const int64_t start = NOW - 3 * 3600 * S - 17 * S, end = NOW - 45 * S;
+	fill(s, start, end, c1, c2, g);
+	strobe_err err = {{0}};
+	assert_true(strobe_store_compact(s, NOW, &err) > 0);
+	strobe_store_close(s);
+	/* A store as the server wrote it before the totals existed: no table. */
+	char path[300];
+	snprintf(path, sizeof(path), "%s/strobe.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE totals", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store(0);
+	check_all(s, start, end);
+	/* and new pushes add to the computed totals */
+	push(s, "api", c1, end + 5 * S);
+	same_range(s, CPU, start, NOW, 600 * S, "service_name");
+	strobe_store_close(s);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM totals WHERE level=0", -1,
+					    &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_true(sqlite3_column_int64(st, 0) > 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	strobe_profile_free(c1);
+	strobe_profile_free(c2);
+	strobe_profile_free(g);
+}
+
+/* pid, comm... ride on the points: a series' totals sum every process's point, and a selector
+ * on them reads the points instead (the totals cannot tell the processes apart). */
+static void test_sample_labels(void **state)
+{
+	(void)state;
+	strobe_store *s = open_store(0);
+	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
+	const int64_t start = NOW - 2 * 3600 * S - 17 * S, end = NOW - 45 * S;
+	int n = 0;
+	for (int64_t t = start; t < end; t += 37 * S, n++) {
+		static const char *const pid[] = {"1", "2", "3"};
+		for (int k = 0; k < 3; k++) {
+			strobe_labelpair l[] = {{"service_name", "api"}};
+			strobe_labelpair sl[] = {{"comm", k ? "web" : "db"}, {"pid", pid[k]}};
+			strobe_push_item it = {.profile = k == 1 ? c2 : c1, .time_ns = t, .slabels = sl,
+					       .nslabels = 2};
+			strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
+			strobe_push_result res;
+			strobe_err err = {{0}};
+			if (strobe_store_push(s, &rq, &res, &err) < 0)
+				fail_msg("push: %s", err.msg);
+			strobe_push_result_free(&res);
+		}
+	}
+	static const int64_t steps[] = {10, 60, 360, 3600};
+	for (size_t k = 0; k < sizeof(steps) / sizeof(*steps); k++) {
+		assert_true(same_range(s, CPU, start, end, steps[k] * S, "service_name") ==
+			    (int64_t)n * 27);
+		assert_true(same_range(s, CPU "{pid=\"2\"}", start, end, steps[k] * S, NULL) ==
+			    (int64_t)n * 11);
+		assert_true(same_range(s, CPU "{comm=\"web\",pid!=\"3\"}", start + 7 * S, end,
+				       steps[k] * S, NULL) <= (int64_t)n * 11);
+		assert_true(same_range(s, CPU "{pid=~\"[13]\"}", start, end, steps[k] * S,
+				       "service_name") == (int64_t)n * 16);
+	}
+	strobe_profile_free(c1);
+	strobe_profile_free(c2);
+	strobe_store_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_totals_match_decoding, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_step_boundaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retention, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sample_labels, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
