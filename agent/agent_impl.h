@@ -74,6 +74,7 @@ struct strobe_agent {
 	strobe_locks *lk;       /* the futex-wait program (--locks) */
 	bool lk_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
 	strobe_preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
+	int64_t rss_checked_ns; /* when keep_resident_low last looked */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;
