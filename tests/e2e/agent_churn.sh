@@ -19,7 +19,8 @@
 #              processes_tracked in /status is at most the host's live processes plus every
 #              process the host started in the last four intervals and 2 s (/proc/stat's
 #              fork count: the agent sees the whole host, other jobs' churn included) plus
-#              100, far below the number proc_churn started; and no renewal was for too
+#              100 (plus, for the polls whose window reaches back to the agent's start, the processes
+#              alive then), far below the number proc_churn started; and no renewal was for too
 #              many processes (renewals for the mappings exited processes leave, every ~35 s
 #              at this rate, are reported)
 set -u
@@ -35,13 +36,17 @@ cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/de
 
 start_server
 start_agent "$TMPDIR/agent.log" -i "$IV" --max-cpu "$BUDGET" --comm '^proc_churn$'
+# the fork count when the agent started: the first polls' bound counts every process the host
+# started since (other jobs' churn too: a compile beside the test), not none
+seed_t=$(date +%s%3N) seed_f=$(awk '$1 == "processes" { print $2 }' /proc/stat)
+seed_live=$(ls /proc | grep -c '^[0-9]') # ... and those alive then, which may have exited since
 for _ in $(seq 100); do [ "$(status_field export.intervals)" -ge 1 ] 2>/dev/null && break; sleep 0.2; done
 host_procs=$(status_field samples.processes_tracked)
 rss0=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$apid/status")
 c0=$(cpu_ticks "$apid") w0=$(date +%s%N) t0=$(date +%s)
 "$WL/proc_churn" -r "$RATE" -b 1000 -o "$TMPDIR/churn.truth" "$SECS" & wpid=$!
 maxtracked=0 maxanon=0 maxrss=0 over="" worst=""
-hist_t=() hist_f=() base=0
+hist_t=("$seed_t") hist_f=("$seed_f") base=0
 WIN_MS=$(( (4 * IV + 2) * 1000 ))
 while kill -0 "$wpid" 2>/dev/null; do
 	n=$(status_field samples.processes_tracked)
@@ -50,7 +55,7 @@ while kill -0 "$wpid" 2>/dev/null; do
 	hist_t+=("$now") hist_f+=("$forks")
 	# from the last poll at least WIN_MS ago (a stalled poll widens the window, never empties it)
 	while [ $((base + 1)) -lt ${#hist_t[@]} ] && [ $((hist_t[base + 1] + WIN_MS)) -le "$now" ]; do base=$((base + 1)); done
-	bound=$(( live + forks - hist_f[base] + 100 ))
+	bound=$(( live + forks - hist_f[base] + 100 + (base == 0 ? seed_live : 0) ))
 	[ -n "$n" ] && [ "$n" -gt "$bound" ] && [ -z "$over" ] && over="$n tracked with $live live and $((forks - hist_f[base])) started in the $(( (now - hist_t[base]) / 1000 )) s before"
 	[ "${n:-0}" -gt "$maxtracked" ] && maxtracked=$n worst="bound $bound then"
 	read -r n r < <(awk '$1 == "RssAnon:" { a = $2 } $1 == "VmRSS:" { r = $2 } END { print a + 0, r + 0 }' "/proc/$apid/status")
