@@ -116,6 +116,7 @@ typedef struct point {
 
 typedef struct fixture {
 	char dir[64];
+	bool have_dir; /* mkdtemp made dir (its random suffix may itself end in 'X') */
 	char err[512];   /* set when setup could not build the fixtures: every test fails with it */
 	bool have_xz, have_addr2line;
 	point inl, plain, hidden, lib;
@@ -208,6 +209,7 @@ static int build_fixtures(void **state)
 	snprintf(fx.dir, sizeof(fx.dir), "%s", "/tmp/strobe-sym-XXXXXX");
 	if (!mkdtemp(fx.dir))
 		return setup_fail("mkdtemp: %s", strerror(errno));
+	fx.have_dir = true;
 	if (sh("cc --version >/dev/null 2>&1") != 0)
 		return setup_fail("no C compiler: `cc` is needed to build the fixtures");
 	for (const char *tool = "readelf\0objcopy\0strip\0nm\0"; *tool; tool += strlen(tool) + 1)
@@ -306,7 +308,7 @@ static int remove_fixtures(void **state)
 /* The text-file tests need only the directory. */
 #define NEED_DIR()                                                                               \
 	do {                                                                                     \
-		if (!fx.dir[0] || fx.dir[strlen(fx.dir) - 1] == 'X')                             \
+		if (!fx.have_dir)                                                                \
 			fail_msg("%s", fx.err);                                                  \
 	} while (0)
 
