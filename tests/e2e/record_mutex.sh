@@ -5,7 +5,8 @@
 # Cases:
 #   delay      4 threads contend on one mutex in contend() and one rwlock in rw_contend():
 #              delay/nanoseconds of each function within 10 % of the waits the threads
-#              measured; contentions of contend() no more than its calls
+#              measured (the rwlock's when they waited on it 10 ms or more in all: sampling by
+#              delay cannot resolve less); contentions of contend() no more than its calls
 #   solo       the mutex each thread takes alone in solo() (1.2 million uncontended lock/unlock
 #              pairs) gives no sample
 #   go         go tool pprof -raw reads the profile: contentions/count delay/nanoseconds
@@ -36,7 +37,10 @@ else
 	n=$(incl "$TMPDIR/m.count" contend); calls=$((4 * 300))
 	if ! within_rel "$got" "$want" 10; then
 		fail "$name" "contend: delay $got ns, the threads measured $want ns (more than 10 % apart)"
-	elif ! within_rel "$rgot" "$rwant" 10; then
+	elif [ "${rwant:-0}" -ge 10000000 ] && ! within_rel "$rgot" "$rwant" 10; then
+		# waits are kept with probability delay/D (D = 100 us) and weighted back: a total of
+		# fewer than about 100 D (10 ms) cannot be told to 10 % (a run where the threads met
+		# on the rwlock for 40 us in all kept none); then the rwlock is not judged
 		fail "$name" "rw_contend: delay $rgot ns, the threads measured $rwant ns (more than 10 % apart)"
 	elif [ "${n:-0}" -gt "$calls" ] || [ "${n:-0}" -lt 1 ]; then
 		fail "$name" "contend: $n contentions for $calls lock calls"
