@@ -36,12 +36,15 @@ layer_src = $(filter-out %.bpf.c,$(wildcard $(1)/*.c))
 LIB_SRC  := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h server/*.h net/*.h cli/*.h)
 CLI_SRC  := $(wildcard cli/*.c)
-GEN_SRC  := $(B)/gen/profile.pb-c.c
-GEN_HDR  := $(B)/gen/profile.pb-c.h
+# Every proto/*.proto becomes C through protoc-c (pprof, and the peers' wire formats written here).
+PROTO_SRC := $(wildcard proto/*.proto)
+GEN_SRC  := $(patsubst proto/%.proto,$(B)/gen/%.pb-c.c,$(PROTO_SRC))
+GEN_HDR  := $(GEN_SRC:.c=.h)
+gen_obj   = $(patsubst $(B)/gen/%.c,$(B)/$(1)/gen/%.o,$(GEN_SRC))
 
-LIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRC)) $(B)/obj/gen/profile.pb-c.o
+LIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRC)) $(call gen_obj,obj)
 CLI_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRC))
-SLIB_OBJ := $(patsubst %.c,$(B)/san/%.o,$(LIB_SRC)) $(B)/san/gen/profile.pb-c.o
+SLIB_OBJ := $(patsubst %.c,$(B)/san/%.o,$(LIB_SRC)) $(call gen_obj,san)
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/test/%,$(UNIT_SRC))
@@ -75,14 +78,14 @@ deps:
 check-deps:
 	@bash scripts/deps.sh check
 
-$(GEN_SRC) $(GEN_HDR): proto/profile.proto
+$(B)/gen/%.pb-c.c $(B)/gen/%.pb-c.h: proto/%.proto
 	@mkdir -p $(B)/gen
-	protoc-c --proto_path=proto --c_out=$(B)/gen proto/profile.proto
+	protoc-c --proto_path=proto --c_out=$(B)/gen $<
 
 $(B)/obj/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
-$(B)/obj/gen/profile.pb-c.o: $(GEN_SRC)
+$(B)/obj/gen/%.o: $(B)/gen/%.c $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -O2 -g -std=c17 -c -o $@ $<
 
@@ -114,7 +117,7 @@ $(B)/libstrobe.a: $(LIB_OBJ)
 
 # One archive per layer (lib's holds the generated pprof code too).
 define LAYER_ARCHIVE
-$(B)/layer/$(1).a: $(patsubst %.c,$(B)/obj/%.o,$(call layer_src,$(1))) $(if $(filter lib,$(1)),$(B)/obj/gen/profile.pb-c.o)
+$(B)/layer/$(1).a: $(patsubst %.c,$(B)/obj/%.o,$(call layer_src,$(1))) $(if $(filter lib,$(1)),$(call gen_obj,obj))
 	@mkdir -p $$(dir $$@)
 	@rm -f $$@
 	ar rcs $$@ $$^
@@ -142,7 +145,7 @@ $(B)/strobe: $(CLI_OBJ) $(LAYER_LIBS) $(B)/layers.ok
 $(B)/san/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -c -o $@ $<
-$(B)/san/gen/profile.pb-c.o: $(GEN_SRC)
+$(B)/san/gen/%.o: $(B)/gen/%.c $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 -O1 -g $(SAN) -c -o $@ $<
 $(B)/libstrobe-san.a: $(SLIB_OBJ)
@@ -157,13 +160,13 @@ $(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 
-$(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(B)/fuzzobj/gen/profile.pb-c.o
+$(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(call gen_obj,fuzzobj)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
 $(B)/fuzzobj/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
-$(B)/fuzzobj/gen/profile.pb-c.o: $(GEN_SRC)
+$(B)/fuzzobj/gen/%.o: $(B)/gen/%.c $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
