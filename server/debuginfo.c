@@ -196,6 +196,8 @@ int srv_debuginfo_upload(srv_req *r)
 			return srv_error(r, errno == ENOSPC ? 507 : 500, "cannot store the upload: %s",
 					 strerror(errno));
 	}
+	if (ns)
+		srv_namers_forget(r->srv->namers, r->tenant);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);

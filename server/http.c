@@ -487,7 +487,8 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	unsigned pool = c->threads ? c->threads : 0;
-	if (!(s->admit = srv_admit_new(c))) {
+	if (!(s->admit = srv_admit_new(c)) || !(s->namers = srv_namers_new())) {
+		srv_admit_free(s->admit);
 		srv_metrics_free(s->metrics);
 		srv_tls_free(s);
 		free(s);
@@ -516,6 +517,7 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		srv_namers_free(s->namers);
 		srv_admit_free(s->admit);
 		srv_metrics_free(s->metrics);
 		srv_tls_free(s);
@@ -538,6 +540,7 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->d);
+	srv_namers_free(s->namers);
 	srv_admit_free(s->admit);
 	srv_metrics_free(s->metrics);
 	srv_tls_free(s);

@@ -31,6 +31,7 @@ struct strobe_server {
 	char *tls_cert_pem, *tls_key_pem; /* HTTPS when set (server/tls.c); libmicrohttpd reads them */
 	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
 	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */
+	struct srv_namers *namers;      /* per-tenant symbolizers naming bare addresses (late_names.c) */
 };
 
 /* Reads and checks c->tls_cert and c->tls_key (both or neither; server/tls.c): the PEM texts,
@@ -203,5 +204,15 @@ int srv_debuginfo_tmpfile(const strobe_server *srv);
 int srv_debuginfo_upload(srv_req *r);
 int srv_debuginfo_stat(srv_req *r);
 int srv_debuginfod(srv_req *r);
+
+/* Naming at query time (server/late_names.c): a queried profile's bare addresses named from the
+ * tenant's debug-info store; *p is replaced by the named profile when anything was named. Never
+ * fails the query: what cannot be named stays an address. */
+typedef struct srv_namers srv_namers;
+srv_namers *srv_namers_new(void);
+void srv_namers_free(srv_namers *n);
+/* After an upload: the tenant's symbolizer is dropped, so the next query opens the new file. */
+void srv_namers_forget(srv_namers *n, const char *tenant);
+int srv_name_late(srv_req *r, strobe_profile **p);
 
 #endif
