@@ -8,9 +8,10 @@ level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
             libdw-dev libelf-dev libmicrohttpd-dev libgnutls28-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev libdeflate-dev
-            libcurl3-gnutls libiberty-dev clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
+            libcurl3-gnutls libdebuginfod1 libiberty-dev clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
 # libiberty-dev: binutils' C++ and Rust demangler (symbolize/demangle.c), linked statically
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
+# libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod
             chromium firefox-esr gnutls-bin)
 # g++: tests/workloads/cxx/*.cc (libstrobe-heap.so's C++ safety workload, the naming tests)

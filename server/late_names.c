@@ -5,7 +5,9 @@
  * are named from the tenant's debug-info store (server/debuginfo.c) with the recorder's own
  * symbolizer (libdw: demangled names, file:line, inlined frames), as the profile leaves the store.
  * The stored profiles are not changed, so debug info uploaded later names the profiles that came
- * before it, the way Parca does.
+ * before it, the way Parca does. Build IDs the tenant did not upload are asked of the debuginfod
+ * servers the server was given (a few per query, with a timeout; a failure is not retried for a
+ * minute), so a slow or dead debuginfod delays a query by its timeout at most and never ingest.
  *
  * One symbolizer per tenant, so a tenant's upload names only its own profiles (a build ID note
  * is easy to forge; another tenant's file must not name your addresses). It keeps each object's
@@ -14,17 +16,23 @@
  * table alone must give way to the debug file uploaded after it). At most MAX_TENANTS symbolizers
  * are held, the least recently used dropped first, each with a DWARF budget per object.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "server_impl.h"
+#include "strobe/debuginfod.h"
 #include "strobe/symbolize.h"
 
 #define MAX_TENANTS 16
+#define MAX_FETCHES 8       /* debuginfod lookups one query may wait for; the rest next time */
+#define MISS_TTL_NS ((int64_t)60 * 1000000000) /* a failed lookup is not retried for a minute */
+#define NMISS 256
 #define DEBUG_BUDGET ((uint64_t)256 << 20) /* per object: DWARF beyond is dropped and reloaded */
 
 typedef struct namer_slot {
@@ -35,10 +43,20 @@ typedef struct namer_slot {
 	pthread_mutex_t mu; /* one query names with a symbolizer at a time */
 } namer_slot;
 
+/* A build ID debuginfod could not give (no server has it, or none answered), and until when
+ * it is not asked for again: a server that is down costs one timeout a minute, not one per
+ * query. (libdebuginfod itself remembers the misses a server answered, for 10 minutes.) */
+typedef struct miss {
+	char bid[129];
+	int64_t until_ns;
+} miss;
+
 struct srv_namers {
-	pthread_mutex_t mu; /* the table */
+	pthread_mutex_t mu; /* the table and the misses */
 	uint64_t tick;
 	namer_slot slot[MAX_TENANTS];
+	miss misses[NMISS];
+	unsigned next_miss;
 };
 
 srv_namers *srv_namers_new(void)
@@ -125,6 +143,10 @@ static namer_slot *slot_get(srv_namers *n, const char *data_dir, const char *ten
 
 typedef struct late_ctx {
 	strobe_symbolizer *sym;
+	srv_namers *namers;
+	const strobe_server_config *cfg;
+	int64_t now_ns;
+	unsigned fetches; /* debuginfod lookups made for this query */
 	const char *dir; /* <data_dir>/debuginfo/<tenant> */
 	/* Per source mapping: 0 not looked at, 1 an object, 2 nothing to name with. */
 	uint8_t *state;
@@ -147,8 +169,95 @@ static int unhex(const char *h, uint8_t *out, size_t cap)
 	return (int)(n / 2);
 }
 
+static bool missed_lately(srv_namers *n, const char *bid, int64_t now)
+{
+	bool m = false;
+	pthread_mutex_lock(&n->mu);
+	for (unsigned i = 0; i < NMISS && !m; i++)
+		m = n->misses[i].until_ns > now && !strcmp(n->misses[i].bid, bid);
+	pthread_mutex_unlock(&n->mu);
+	return m;
+}
+
+static void note_miss(srv_namers *n, const char *bid, int64_t now)
+{
+	pthread_mutex_lock(&n->mu);
+	miss *m = &n->misses[n->next_miss++ % NMISS];
+	snprintf(m->bid, sizeof m->bid, "%s", bid);
+	m->until_ns = now + MISS_TTL_NS;
+	pthread_mutex_unlock(&n->mu);
+}
+
+/* Keeps libdebuginfod's cache (a directory per build ID) under the configured size: the least
+ * recently used entries go first. libdebuginfod bounds it by age only. */
+static void cache_trim(uint64_t max)
+{
+	const char *root = getenv("DEBUGINFOD_CACHE_PATH");
+	DIR *d = root ? opendir(root) : NULL;
+	if (!d)
+		return;
+	typedef struct ent {
+		char name[256];
+		uint64_t size;
+		int64_t used;
+	} ent;
+	ent *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char p[4096];
+		struct stat st;
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof v->name)
+			continue;
+		snprintf(p, sizeof p, "%s/%s/debuginfo", root, de->d_name);
+		if (stat(p, &st) < 0)
+			continue;
+		if (n == cap) {
+			ent *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+			if (!nv)
+				break;
+			v = nv;
+		}
+		snprintf(v[n].name, sizeof v[n].name, "%s", de->d_name);
+		v[n].size = (uint64_t)st.st_size;
+		v[n].used = st.st_atime > st.st_mtime ? st.st_atime : st.st_mtime;
+		total += v[n++].size;
+	}
+	closedir(d);
+	while (total > max && n) {
+		size_t old = 0;
+		for (size_t i = 1; i < n; i++)
+			if (v[i].used < v[old].used)
+				old = i;
+		char p[4096];
+		snprintf(p, sizeof p, "%s/%s/debuginfo", root, v[old].name);
+		unlink(p); /* a symbolizer holding it open keeps reading it */
+		snprintf(p, sizeof p, "%s/%s", root, v[old].name);
+		rmdir(p); /* fails while other files are there: they are small */
+		total -= v[old].size;
+		v[old] = v[--n];
+	}
+	free(v);
+}
+
+/* The separate debug file of a build ID from debuginfod, within this query's budget. */
+static int fetch(late_ctx *c, const char *bid, char **path)
+{
+	if (!c->cfg->debuginfod_urls || c->fetches >= MAX_FETCHES ||
+	    missed_lately(c->namers, bid, c->now_ns))
+		return -ENOENT;
+	c->fetches++;
+	int r = strobe_debuginfod_find(bid, path);
+	if (r < 0)
+		note_miss(c->namers, bid, c->now_ns);
+	else
+		cache_trim(c->cfg->max_debuginfod_cache_bytes);
+	return r;
+}
+
 /* The object that names a mapping: the uploaded debug file, else the executable (its symbol
- * table, when it kept one). */
+ * table, when it kept one), else what debuginfod has. */
 static strobe_sym_object *object_for(late_ctx *c, const strobe_profile *src, uint32_t mid)
 {
 	if (c->state[mid])
@@ -172,7 +281,16 @@ static strobe_sym_object *object_for(late_ctx *c, const strobe_profile *src, uin
 			return o;
 		}
 	}
-	return NULL;
+	char *path = NULL;
+	strobe_sym_object *o = NULL;
+	if (fetch(c, bid, &path) == 0 &&
+	    strobe_sym_object_get(c->sym, path, 0, 0, 0, id, (size_t)idn, &o) == 0 &&
+	    strobe_sym_object_has_symbols(o)) {
+		c->state[mid] = 1;
+		c->obj[mid] = o;
+	}
+	free(path);
+	return c->state[mid] == 1 ? o : NULL;
 }
 
 static uint32_t intern(strobe_profile *dst, const char *s)
@@ -232,12 +350,14 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 	char dir[4096];
 	int dn = snprintf(dir, sizeof dir, "%s/debuginfo/%s", r->srv->cfg.data_dir, r->tenant);
 	struct stat st;
-	if (dn < 0 || (size_t)dn >= sizeof dir || stat(dir, &st) < 0)
-		return 0; /* nothing uploaded by this tenant */
+	if (dn < 0 || (size_t)dn >= sizeof dir ||
+	    (stat(dir, &st) < 0 && !r->srv->cfg.debuginfod_urls))
+		return 0; /* nothing uploaded by this tenant, and no debuginfod to ask */
 	namer_slot *s = slot_get(r->srv->namers, r->srv->cfg.data_dir, r->tenant);
 	if (!s)
 		return 0; /* out of memory: the profile goes out as it is, unnamed */
-	late_ctx c = {.sym = s->sym, .dir = dir,
+	late_ctx c = {.sym = s->sym, .namers = r->srv->namers, .cfg = &r->srv->cfg,
+		      .now_ns = r->now_ns, .dir = dir,
 		      .state = calloc(p->mappings.n, 1),
 		      .obj = calloc(p->mappings.n, sizeof(*c.obj))};
 	strobe_profile *named = c.state && c.obj ? strobe_profile_new() : NULL;

@@ -75,4 +75,68 @@ elif [ "${CI:-}" = true ]; then fail $name/file-line "go is not installed (scrip
 else skip $name/file-line "go is not installed"; fi
 
 kill "$pid"; wait "$pid" 2>/dev/null; pid=
+
+# ---- debuginfod as the source (elfutils' server on loopback, serving a directory) --------------
+# The debug file is only in debuginfod's directory: a server started with --debuginfod names the
+# profile from it. Then debuginfod is stopped (SIGSTOP: connections hang, as a dead host's do):
+# a query whose build ID is not cached yet is still answered (its frames stay addresses), and
+# another tenant's copy of the first profile is named from what was fetched before.
+if ! command -v debuginfod >/dev/null; then
+	if [ "${CI:-}" = true ]; then fail $name/debuginfod "debuginfod is not installed (scripts/deps.sh check)"
+	else skip $name/debuginfod "debuginfod is not installed (package debuginfod)"; fi
+	exit $st
+fi
+mkdir -p dsrv && cp cpu_split.debug dsrv/
+bid=$(readelf -n cpu_split.debug 2>/dev/null | awk '/Build ID/ {print $3}')
+dpid=
+trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; [ -n "$dpid" ] && kill -9 $dpid 2>/dev/null' EXIT
+for try in 1 2 3 4 5; do
+	dport=$((20000 + RANDOM % 30000))
+	debuginfod -F -d "$TMPDIR/dfd.sqlite" -p $dport -t 0 -g 0 "$TMPDIR/dsrv" >dfd.log 2>&1 & dpid=$!
+	for ((i = 0; i < 600; i++)); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$dport/buildid/$bid/debuginfo")" = 200 ] && break 2
+		kill -0 $dpid 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 $dpid 2>/dev/null; wait $dpid 2>/dev/null; dpid=
+done
+if [ -z "$dpid" ]; then fail $name/debuginfod-start "$(tail -3 dfd.log | tr '\n' ' ')"; exit 1; fi
+DEBUGINFOD_TIMEOUT=3 launch_server "$STROBE" "$TMPDIR/data2" --debuginfod "http://127.0.0.1:$dport" ||
+	{ fail $name/start2 "$(head -3 "$TMPDIR/log")"; exit 1; }
+for t in team-c team-d; do "$STROBE" push --server "$url" --tenant $t --service split raw.pb.gz >/dev/null 2>&1; done
+q team-c folded dfd.folded
+detail= bad=
+s=$(shares dfd.folded burn_60 burn_30 burn_10)
+for fn in burn_60 burn_30 burn_10; do
+	got=$(pct "$s" "$fn"); want=$(truth_share truth "$fn")
+	detail+="$fn ${got}% (truth ${want}%) "
+	within_pp "$got" "$want" 5 || bad+="$fn share; "
+done
+if [ -z "$bad" ]; then ok $name/debuginfod "named from debuginfod: $detail"
+else fail $name/debuginfod "$bad: $detail; $(head -c 200 dfd.folded)"; fi
+
+kill -STOP $dpid
+# A profile of a binary nobody has seen (protoc writes it: a mapping with a fresh build ID).
+cat >fresh.txt <<'PB'
+sample_type { type: 1 unit: 2 }
+sample { location_id: 1 value: 5 }
+mapping { id: 1 memory_start: 4096 memory_limit: 8192 filename: 3 build_id: 4 }
+location { id: 1 mapping_id: 1 address: 4660 }
+string_table: "" string_table: "cpu" string_table: "nanoseconds" string_table: "/opt/fresh" string_table: "c0ffee00112233445566778899aabbccddeeff00"
+PB
+if command -v protoc >/dev/null && protoc --proto_path="$ROOT/proto" --encode=perftools.profiles.Profile profile.proto <fresh.txt >fresh.pb; then
+	"$STROBE" push --server "$url" --tenant team-c --service fresh fresh.pb >/dev/null 2>&1
+	c=$(curl -s -o fresh.out -w '%{http_code}' -H 'X-Scope-OrgID: team-c' -G "$url/api/v1/query" \
+		--data-urlencode 'query=process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="fresh"}' -d from=now-1h -d format=folded)
+	if [ "$c" = 200 ] && grep -q '^\[fresh+0x234\] 5$' fresh.out; then ok $name/debuginfod-hangs "answered with the address while debuginfod hangs"
+	else fail $name/debuginfod-hangs "$c: $(head -c 200 fresh.out)"; fi
+elif [ "${CI:-}" = true ]; then fail $name/debuginfod-hangs "protoc is not installed (scripts/deps.sh check)"
+else skip $name/debuginfod-hangs "protoc is not installed (package protobuf-compiler)"; fi
+q team-d folded cached.folded
+if grep -q ';run_rounds;burn_60' cached.folded; then ok $name/debuginfod-cached "named from the cache while debuginfod hangs"
+else fail $name/debuginfod-cached "$(head -c 300 cached.folded)"; fi
+if [ -s "$TMPDIR/data2/debuginfod-cache/$bid/debuginfo" ]; then ok $name/debuginfod-cache-dir "fetched file in DATA/debuginfod-cache"
+else fail $name/debuginfod-cache-dir "$(find "$TMPDIR/data2" -maxdepth 2 | head -5 | tr '\n' ' ')"; fi
+kill -9 $dpid; wait $dpid 2>/dev/null; dpid=
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
 exit $st
