@@ -398,7 +398,7 @@ int strobe_profile_merge_named(strobe_profile *dst, const strobe_profile *src,
 		const strobe_location *l = strobe_location_get(src, i);
 		if (namer && !l->nline && !l->is_folded) {
 			strobe_line named[STROBE_NAMER_MAX_LINES];
-			int n = namer(ctx, dst, src, l, named, STROBE_NAMER_MAX_LINES);
+			int n = namer(ctx, dst, src, i, l, named, STROBE_NAMER_MAX_LINES);
 			if (n < 0) {
 				r = n;
 				goto out;

@@ -151,6 +151,7 @@ typedef struct late_ctx {
 	/* Per source mapping: 0 not looked at, 1 an object, 2 nothing to name with. */
 	uint8_t *state;
 	strobe_sym_object **obj;
+	uint8_t *caller; /* per source location: 1 when it is some stack's caller frame */
 	uint32_t named;
 } late_ctx;
 
@@ -298,7 +299,7 @@ static uint32_t intern(strobe_profile *dst, const char *s)
 	return s ? strobe_str_intern(dst, s, strlen(s)) : 0;
 }
 
-static int name_one(void *ctx, strobe_profile *dst, const strobe_profile *src,
+static int name_one(void *ctx, strobe_profile *dst, const strobe_profile *src, uint32_t id,
 		    const strobe_location *l, strobe_line *out, uint32_t max)
 {
 	late_ctx *c = ctx;
@@ -306,10 +307,14 @@ static int name_one(void *ctx, strobe_profile *dst, const strobe_profile *src,
 		return 0;
 	strobe_sym_object *o = object_for(c, src, l->mapping);
 	const strobe_mapping *m = strobe_mapping_get(src, l->mapping);
-	if (!o || l->address < m->start)
+	if (!o || l->address <= m->start)
 		return 0;
+	/* A caller's address is where its call returns to, which may be the next line or, after
+	 * a call that never returns, the next function: the call is the byte before (as the
+	 * recorder looks it up). */
+	uint64_t look = l->address - (c->caller[id] ? 1 : 0);
 	strobe_sym_frame fr[STROBE_NAMER_MAX_LINES];
-	int n = strobe_sym_lookup(c->sym, o, l->address - m->start + m->offset, fr,
+	int n = strobe_sym_lookup(c->sym, o, look - m->start + m->offset, fr,
 				  (int)(max < STROBE_NAMER_MAX_LINES ? max : STROBE_NAMER_MAX_LINES));
 	if (n <= 0)
 		return 0;
@@ -359,8 +364,15 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 	late_ctx c = {.sym = s->sym, .namers = r->srv->namers, .cfg = &r->srv->cfg,
 		      .now_ns = r->now_ns, .dir = dir,
 		      .state = calloc(p->mappings.n, 1),
-		      .obj = calloc(p->mappings.n, sizeof(*c.obj))};
-	strobe_profile *named = c.state && c.obj ? strobe_profile_new() : NULL;
+		      .obj = calloc(p->mappings.n, sizeof(*c.obj)),
+		      .caller = calloc(p->locations.n, 1)};
+	if (c.caller)
+		for (uint32_t i = 1; i < p->stacks.n; i++) {
+			uint32_t parent = strobe_stack_get(p, i)->parent;
+			if (parent)
+				c.caller[strobe_stack_get(p, parent)->location] = 1;
+		}
+	strobe_profile *named = c.state && c.obj && c.caller ? strobe_profile_new() : NULL;
 	int rc = -ENOMEM;
 	if (named) {
 		strobe_err err = {{0}};
@@ -369,6 +381,7 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 	pthread_mutex_unlock(&s->mu);
 	free(c.state);
 	free(c.obj);
+	free(c.caller);
 	if (rc < 0 || !c.named) {
 		strobe_profile_free(named);
 		return 0; /* unnamed is still an answer */

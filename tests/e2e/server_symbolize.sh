@@ -8,6 +8,7 @@
 #     thread_main;run_rounds (the names strobe record gives on the host, record_cpu.sh; libc,
 #     whose debug file is not uploaded, stays addresses);
 #   - file:line on the frames (go tool pprof -lines on the queried pprof);
+#   - the callers' call sites at the lines strobe record gives on the host for the same binary;
 #   - another tenant's copy of the same profile stays addresses (uploads are per tenant).
 # Needs perf_event (root) for the recording: SKIP elsewhere, like the recorder's truth tests.
 set -u
@@ -71,6 +72,15 @@ if command -v go >/dev/null; then
 	lines=$(go tool pprof -lines -top after.pb.gz 2>/dev/null | grep -E ' burn_(60|30|10) .*cpu_split\.c:[0-9]+' | head -3)
 	if [ -n "$lines" ]; then ok $name/file-line "$(tr -s ' ' <<<"$lines" | tr '\n' ';')"
 	else fail $name/file-line "no burn_* with cpu_split.c:LINE: $(go tool pprof -lines -top after.pb.gz 2>&1 | head -12 | tr '\n' ';')"; fi
+	# Cross-check with the recorder: the same binary recorded with its debug info on the host
+	# names the callers' call sites at the same lines (a caller's address is its return
+	# address: naming it as is would give the line after the call).
+	if rec "$name-local" 120 -F 499 -o local.pb.gz -- "$WL/cpu_split" -c 1 -o truth.local 100; then
+		a=$(go tool pprof -lines -top -nodecount=200 after.pb.gz 2>/dev/null | grep -oE '(run_rounds|thread_main) [^ ]*cpu_split\.c:[0-9]+' | sed 's# .*/# #' | sort -u)
+		b=$(go tool pprof -lines -top -nodecount=200 local.pb.gz 2>/dev/null | grep -oE '(run_rounds|thread_main) [^ ]*cpu_split\.c:[0-9]+' | sed 's# .*/# #' | sort -u)
+		if [ -n "$a" ] && [ "$a" = "$b" ]; then ok $name/same-as-record "call sites $(tr '\n' ' ' <<<"$a")"
+		else fail $name/same-as-record "server: $(tr '\n' ' ' <<<"$a") record: $(tr '\n' ' ' <<<"$b")"; fi
+	else fail $name/same-as-record "record: exit $rc: $(recerr "$name-local")"; fi
 elif [ "${CI:-}" = true ]; then fail $name/file-line "go is not installed (scripts/deps.sh check installs golang-go)"
 else skip $name/file-line "go is not installed"; fi
 

@@ -145,9 +145,10 @@ static void test_merge_sums_and_remaps(void **state)
 
 /* A namer for test_merge_named: names bare addresses in the mapping with build ID "b1d" as two
  * frames (an inlined "inner" in "outer_<address>"), leaves the rest; fails on address 0xdead. */
-static int name_b1d(void *ctx, strobe_profile *dst, const strobe_profile *src,
+static int name_b1d(void *ctx, strobe_profile *dst, const strobe_profile *src, uint32_t id,
 		    const strobe_location *l, strobe_line *out, uint32_t max)
 {
+	assert_ptr_equal(strobe_location_get(src, id), l);
 	int *calls = ctx;
 	(*calls)++;
 	assert_true(max >= 2);
