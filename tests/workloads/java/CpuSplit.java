@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A Java workload with a known CPU split for the JFR tests (tests/e2e/jfr_truth.sh): the main
-// thread runs hot60, hot30 and hot10 in turns of 6, 3 and 1 units of work, and measures the CPU
+// thread runs hot60, hot30 and hot10 in turns of 6, 3 and 1 calls of one unit of work, and measures the CPU
 // time each got with its own thread clock, so the truth is what the JVM ran, not what we hoped
 // for (a busy machine stretches wall time, not the split). Beside it, one thread allocates
 // through allocBig and allocSmall (3:1 in bytes) and four threads meet on one monitor in
@@ -20,9 +20,9 @@ public class CpuSplit {
 			x = x * 6364136223846793005L + 1442695040888963407L;
 		return x;
 	}
-	static void hot60() { sink += spin(600_000); }
-	static void hot30() { sink += spin(300_000); }
-	static void hot10() { sink += spin(100_000); }
+	static void hot60() { sink += spin(2_000_000); }
+	static void hot30() { sink += spin(2_000_000); }
+	static void hot10() { sink += spin(2_000_000); }
 
 	static Object keep;
 	static void allocBig() { for (int i = 0; i < 3; i++) keep = new byte[4096]; }
