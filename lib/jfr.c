@@ -143,7 +143,7 @@ typedef struct jfr {
 	int64_t vals[NCOLS];
 	bool seen[NKINDS];
 	uint32_t colmap[NCOLS];   /* our column -> profile column, after the first pass */
-	int32_t empty_labels;
+	bool capped;              /* an allocation was refused by max_mem */
 } jfr;
 
 static int fail(jfr *j, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -159,8 +159,10 @@ static int fail(jfr *j, size_t off, const char *fmt, ...)
 
 static void *jalloc(jfr *j, size_t n)
 {
-	if (n > j->max_mem - j->mem)
+	if (n > j->max_mem - j->mem) {
+		j->capped = true;
 		return NULL;
+	}
 	void *p = calloc(1, n ? n : 1);
 	if (p)
 		j->mem += n;
@@ -169,7 +171,7 @@ static void *jalloc(jfr *j, size_t n)
 
 static int oom(jfr *j, size_t off)
 {
-	if (j->mem >= j->max_mem / 2)
+	if (j->capped)
 		return strobe_errf(j->err, -E2BIG, "%s: byte %zu: the JFR needs more than %zu MiB to read",
 				   j->name, off, j->max_mem >> 20);
 	return strobe_errf(j->err, -ENOMEM, "%s: out of memory", j->name);
@@ -423,8 +425,10 @@ static int meta_element(jfr *j, rd *r, unsigned depth, int in)
 		jclass *c = &j->classes[j->nclasses - 1];
 		if (c->nfields == c->capfields) {
 			uint32_t ncap = c->capfields ? c->capfields * 2 : 8;
-			if ((size_t)ncap * sizeof(jfield) > j->max_mem - j->mem)
+			if ((size_t)ncap * sizeof(jfield) > j->max_mem - j->mem) {
+				j->capped = true;
 				return oom(j, r->pos);
+			}
 			jfield *nf = realloc(c->fields, ncap * sizeof(*nf));
 			if (!nf)
 				return oom(j, r->pos);
