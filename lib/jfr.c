@@ -31,7 +31,9 @@
  * (length, bytes; written as UTF-8).
  *
  * Untrusted input: every read is bounded by its event (or chunk), every count by the bytes left
- * (an element takes at least one byte), recursion by MAX_NEST, stacks by STROBE_MAX_DEPTH,
+ * (an element takes at least one byte), recursion by MAX_NEST, the values visited by a budget
+ * proportional to the input (a type with no fields takes no bytes, so counts alone do not bound
+ * the work), stacks by STROBE_MAX_DEPTH,
  * names by STROBE_MAX_NAME, and the parser's own tables by opts->max_memory. Errors say which
  * input and which byte offset.
  */
@@ -144,6 +146,8 @@ typedef struct jfr {
 	bool seen[NKINDS];
 	uint32_t colmap[NCOLS];   /* our column -> profile column, after the first pass */
 	bool capped;              /* an allocation was refused by max_mem */
+	uint64_t steps, max_steps;/* values visited; a type of no bytes nested in arrays could
+				   * otherwise make a small input cost years */
 } jfr;
 
 static int fail(jfr *j, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -522,7 +526,8 @@ static int read_metadata(jfr *j, size_t off)
 	if (meta_element(j, &r, 0, 0) < 0)
 		return r.bad;
 	/* Sort by id, then resolve field types to indexes. */
-	qsort(j->classes, j->nclasses, sizeof(*j->classes), cls_cmp);
+	if (j->nclasses)
+		qsort(j->classes, j->nclasses, sizeof(*j->classes), cls_cmp);
 	for (uint32_t i = 0; i < j->nclasses; i++)
 		for (uint32_t f = 0; f < j->classes[i].nfields; f++)
 			j->classes[i].fields[f].cls = cls_find(j, j->classes[i].fields[f].type);
@@ -545,6 +550,8 @@ static int skip_class(rd *r, uint32_t ci, unsigned depth)
 		return rd_fail(r, "a field's type is not in the metadata");
 	if (depth > MAX_NEST)
 		return rd_fail(r, "values nest too deep");
+	if (++j->steps > j->max_steps)
+		return rd_fail(r, "the values cost too much to read (types of no bytes in arrays)");
 	const jclass *c = &j->classes[ci];
 	char tmp[8];
 	size_t n;
@@ -1182,6 +1189,9 @@ int strobe_jfr_decode(const uint8_t *buf, size_t len, const char *name,
 	*out = NULL;
 	jfr j = {.buf = buf, .len = len, .name = name ? name : "jfr", .err = err, .opts = opts};
 	j.max_mem = opts && opts->max_memory ? opts->max_memory : DEF_MAX_MEMORY;
+	/* Every real value costs bytes; a few hundred visits per input byte covers the re-reads
+	 * of both passes and of field lookups. */
+	j.max_steps = (uint64_t)len * 256 + (1u << 20);
 	j.c_string = j.c_stacktrace = j.c_method = j.c_class = UINT32_MAX;
 	if (!strobe_jfr_is(buf, len))
 		return strobe_errf(err, -EINVAL, "%s: byte 0: not a JFR file (no \"FLR\\0\" magic)",

@@ -91,7 +91,7 @@ enum { S_ROOT, S_META, S_CLASS, S_FIELD, S_ID, S_NAME, S_FCLASS, S_CP, S_TRUE, S
 
 static int sidx(const char *s)
 {
-	for (size_t i = 11; i < NS; i++)
+	for (size_t i = 0; i < NS; i++)
 		if (!strcmp(S[i], s))
 			return (int)i;
 	fail_msg("no string %s", s);
@@ -186,7 +186,7 @@ static size_t build(uint8_t *out, size_t cap)
 	leb(&cp, 1), leb(&cp, 20);
 	leb(&cp, 2), leb(&cp, 30);
 
-	be(&f, 0, 68); /* header, filled below */
+	f.n = 68; /* the header, filled below */
 	size_t cpoff = f.n;
 	event(&f, &cp);
 	for (int i = 0; i < 2; i++) {
