@@ -143,6 +143,8 @@ typedef struct jfr {
 	size_t nstk, stkcap, nloc, loccap;
 	uint32_t c_string, c_stacktrace, c_method, c_class; /* class indexes, UINT32_MAX absent */
 	int64_t vals[NCOLS];
+	int64_t tot[NCOLS];       /* column totals: a value that would pass INT64_MAX is clamped, so
+				   * no sample's sum can wrap to a negative */
 	bool seen[NKINDS];
 	uint32_t colmap[NCOLS];   /* our column -> profile column, after the first pass */
 	bool capped;              /* an allocation was refused by max_mem */
@@ -1058,9 +1060,14 @@ static int read_event(jfr *j, int k, uint32_t ci, size_t off)
 	if (found && (x = labels_of(j, ctx, &labels)) < 0)
 		return oom(j, off);
 	memset(j->vals, 0, sizeof(j->vals));
-	j->vals[j->colmap[kind_col[k]]] = v0;
-	if (kind_ncol[k] == 2)
-		j->vals[j->colmap[kind_col[k] + 1]] = v1;
+	int64_t v[2] = {v0, v1};
+	for (unsigned i = 0; i < kind_ncol[k]; i++) {
+		unsigned c = kind_col[k] + i;
+		if (v[i] > INT64_MAX - j->tot[c])
+			v[i] = INT64_MAX - j->tot[c];
+		j->tot[c] += v[i];
+		j->vals[j->colmap[c]] = v[i];
+	}
 	if (strobe_sample_add(j->p, stack, labels, j->vals) < 0)
 		return oom(j, off);
 	return 0;

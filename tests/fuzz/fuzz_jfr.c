@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "strobe/jfr.h"
@@ -51,8 +52,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (uint32_t t = 0; t < p->ntypes; t++) {
 			const char *u = strobe_str(p, p->types[t].unit);
 			int64_t a = strobe_total(p, t), b = strobe_total(q, t);
-			if (!strcmp(u, "count") && (!strcmp(strobe_str(p, p->types[t].type), "cpu")))
+			if (!strcmp(u, "count") && !strcmp(strobe_str(p, p->types[t].type), "cpu")) {
+				if (a > INT64_MAX / 10000000)
+					continue; /* clamped at INT64_MAX in q */
 				a *= 10000000;
+			}
 			if (a != b && strcmp(strobe_str(p, p->types[t].type), "wall"))
 				abort();
 		}

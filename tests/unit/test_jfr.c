@@ -229,6 +229,13 @@ static void test_decode(void **state)
 	uint8_t buf[8192];
 	size_t n = build(buf, sizeof(buf));
 	assert_int_equal(strobe_detect(buf, n), STROBE_FMT_JFR);
+	/* JFR_SEED_OUT=FILE keeps the recording: tests/fuzz/corpus/fuzz_jfr/built-by-test_jfr. */
+	const char *seed = getenv("JFR_SEED_OUT");
+	FILE *sf = seed ? fopen(seed, "wb") : NULL;
+	if (sf) {
+		fwrite(buf, 1, n, sf);
+		fclose(sf);
+	}
 	strobe_profile *p;
 	strobe_err err = {{0}};
 	assert_int_equal(strobe_jfr_decode(buf, n, "t.jfr", NULL, &p, &err), 0);
