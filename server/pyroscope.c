@@ -1083,6 +1083,14 @@ static int ingest_jfr(const strobe_pyro_request *req, const strobe_pyro_limits *
 			     lim->max_decompressed, m->sample_rate, &items, &n, status, err);
 	if (r < 0)
 		return r;
+	/* pyroscope-java names uploads app.cpu, app.itimer, ...: the types come from the events,
+	 * the suffix is no part of the app name. */
+	char *dot = strrchr(m->app, '.');
+	for (size_t i = 0; dot && i < sizeof(suffixes) / sizeof(*suffixes); i++)
+		if (!strcmp(dot + 1, suffixes[i].suffix)) {
+			*dot = 0;
+			break;
+		}
 	if ((r = series_labels(&m->labels, m->app, m->spy)) < 0)
 		*status = 500;
 	for (size_t i = 0; r == 0 && i < n; i++) {

@@ -10,7 +10,8 @@
 #              of the JVM's samples' shares
 #   convert    `strobe convert -f folded` gives the same shares (the folded stacks name them)
 #   alloc      allocBig allocates 3 times the bytes of allocSmall: its share of the sampled
-#              allocation bytes (jdk.ObjectAllocationSample) is 75 % within 10 points
+#              allocation bytes (jdk.ObjectAllocationSample) is 75 % within 12 points (the JVM
+#              samples at TLAB refills, some 150 a second: 76.9 and 82.3 % in two runs)
 #   lock       four threads meet on one monitor in `contended`: the lock_count column's top
 #              frames name it
 #   ingest-raw /ingest?format=jfr with the raw recording: the server's cpu query gives the same
@@ -90,8 +91,8 @@ if "$STROBE" top --cum --sample-index alloc_sample_bytes "$rec" > "$TMPDIR/alloc
   big=$(awk '$6 == "CpuSplit.allocBig" { print $4 }' "$TMPDIR/alloc")
   small=$(awk '$6 == "CpuSplit.allocSmall" { print $4 }' "$TMPDIR/alloc")
   share=$(awk -v b="${big:-0}" -v s="${small:-0}" 'BEGIN { if (b + s > 0) printf "%.1f", 100 * b / (b + s); else print 0 }')
-  if awk -v x="$share" 'BEGIN { exit !(x >= 65 && x <= 85) }'; then ok alloc "allocBig $share % of the sampled bytes (truth 75 %)"
-  else fail alloc "allocBig $share % (big $big, small $small), expected 75 +- 10"; fi
+  if awk -v x="$share" 'BEGIN { exit !(x >= 63 && x <= 87) }'; then ok alloc "allocBig $share % of the sampled bytes (truth 75 %)"
+  else fail alloc "allocBig $share % (big $big, small $small), expected 75 +- 12"; fi
 else fail alloc "$(head -3 "$TMPDIR/alloc.err")"; fi
 
 # ---- lock -----------------------------------------------------------------------------------------------
@@ -119,7 +120,7 @@ query_shares() { # APP OUT: shares of the app's cpu from the server's folded que
   shares "$2.v" > "$2"
 }
 code=$(curl -s -o "$TMPDIR/r1" -w '%{http_code}' --data-binary @"$rec" \
-  "$url/ingest?name=javaapp&$win&format=jfr&sampleRate=100&spyName=javaspy")
+  "$url/ingest?name=javaapp.cpu&$win&format=jfr&sampleRate=100&spyName=javaspy")
 query_shares javaapp "$TMPDIR/raw.s"
 types=$(curl -s "$url/api/v1/types" 2>/dev/null | tr -d '\n' | head -c 2000)
 if [ "$code" = 200 ] && why=$(within "$TMPDIR/raw.s" "$TMPDIR/truth.s"); then ok ingest-raw "$(tr '\n' ' ' < "$TMPDIR/raw.s")"
