@@ -12,6 +12,8 @@
  *   columns    cpu from jdk.ExecutionSample, lock_count/lock_duration from jdk.JavaMonitorEnter
  *              (ticks to ns), events found by name whatever their ids
  *   labels     an event's contextId picks its labels from the contexts given
+ *   ingest     /ingest?format=jfr with a multipart form: Pyroscope's type names, 1e9/sampleRate
+ *              ns per cpu sample, the app name without .cpu, the labels part on the samples
  *   bounds     every truncation and every byte set to 0x00, 0x7f, 0x80 or 0xff is decoded or
  *              refused with a message naming the input and a byte offset (never a crash: this
  *              binary runs under ASan and UBSan); a tiny memory cap is -E2BIG
@@ -27,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "../../server/pyroscope.h"
 #include "strobe/codec.h"
 #include "strobe/jfr.h"
 
@@ -346,6 +349,68 @@ static void test_labels_decode(void **state)
 	assert_non_null(strstr(err.msg, "string 3"));
 }
 
+/* POST /ingest?format=jfr as pyroscope-java sends it: a form with the recording and a
+ * LabelsSnapshot giving context 7 (the samples' contextId) endpoint=/checkout. */
+static void test_ingest_form(void **state)
+{
+	(void)state;
+	static uint8_t body[16384];
+	uint8_t rec[8192];
+	size_t n = build(rec, sizeof(rec));
+	static const uint8_t pb[] = "\x0a\x0a\x08\x07\x12\x06\x0a\x04\x08\x01\x10\x02"
+				    "\x12\x0c\x08\x01\x12\x08" "endpoint"
+				    "\x12\x0d\x08\x02\x12\x09" "/checkout";
+	size_t len = 0;
+	len += (size_t)sprintf((char *)body + len, "--B\r\nContent-Disposition: form-data; "
+						    "name=\"jfr\"; filename=\"jfr\"\r\n\r\n");
+	memcpy(body + len, rec, n);
+	len += n;
+	len += (size_t)sprintf((char *)body + len, "\r\n--B\r\nContent-Disposition: form-data; "
+						    "name=\"labels\"; filename=\"labels\"\r\n\r\n");
+	memcpy(body + len, pb, sizeof(pb) - 1);
+	len += sizeof(pb) - 1;
+	len += (size_t)sprintf((char *)body + len, "\r\n--B--\r\n");
+	strobe_kv kv[] = {{"name", "shop.cpu{env=prod}"}, {"format", "jfr"}, {"sampleRate", "100"},
+			  {"from", "1700000000"}, {"until", "1700000010"}};
+	strobe_pyro_request req = {kv, 5, "multipart/form-data; boundary=B", body, len, 0, NULL};
+	strobe_pyro_batch b;
+	int status;
+	strobe_err err = {{0}};
+	if (strobe_pyro_parse(&req, &b, &status, &err) < 0)
+		fail_msg("%d %s", status, err.msg);
+	assert_int_equal(status, 200);
+	assert_int_equal(b.nitems, 3);
+	const char *want[] = {"process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+			      "mutex:contentions:count:mutex:count",
+			      "mutex:delay:nanoseconds:mutex:count"};
+	int64_t total[] = {20000000, 1, 5000000};
+	for (size_t i = 0; i < 3; i++) {
+		const strobe_pyro_item *it = &b.items[i];
+		assert_string_equal(it->type, want[i]);
+		assert_int_equal(strobe_total(it->profile, 0), total[i]);
+		bool svc = false;
+		for (uint32_t l = 0; l < it->nlabels; l++)
+			if (!strcmp(it->labels[l].name, "service_name"))
+				svc = !strcmp(it->labels[l].value, "shop"); /* .cpu dropped */
+		assert_true(svc);
+	}
+	/* the cpu samples carry the context's labels; the monitor event has no contextId */
+	const strobe_profile *p = b.items[0].profile;
+	assert_int_equal(strobe_nsamples(p), 1);
+	uint32_t nl;
+	const strobe_label *lb = strobe_labelset_get(p, strobe_sample(p, 1)->labels, &nl);
+	assert_int_equal(nl, 1);
+	assert_string_equal(strobe_str(p, lb[0].key), "endpoint");
+	assert_string_equal(strobe_str(p, lb[0].str), "/checkout");
+	strobe_pyro_batch_free(&b);
+	/* a form without a jfr part */
+	strobe_pyro_request bad = {kv, 5, "multipart/form-data; boundary=B",
+				   (const uint8_t *)"--B--\r\n", 7, 0, NULL};
+	assert_true(strobe_pyro_parse(&bad, &b, &status, &err) < 0);
+	assert_int_equal(status, 422);
+	assert_non_null(strstr(err.msg, "no part named jfr"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_labels_and_period),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_labels_decode),
+		cmocka_unit_test(test_ingest_form),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
