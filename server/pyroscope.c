@@ -1174,7 +1174,7 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 	    !strcmp(fmt, "speedscope")) {
 		*status = 415;
 		r = strobe_errf(err, -ENOTSUP,
-				"format: '%s' is not supported (supported: folded, lines, pprof, "
+				"format: '%s' is not supported (supported: folded, lines, pprof, jfr, "
 				"multipart pprof)",
 				*fmt ? fmt : ct);
 		goto out;
@@ -1191,7 +1191,7 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 	} else {
 		*status = 415;
 		r = strobe_errf(err, -ENOTSUP,
-				"format: unknown format '%.40s' (supported: folded, lines, pprof)",
+				"format: unknown format '%.40s' (supported: folded, lines, pprof, jfr)",
 				fmt);
 	}
 out:
