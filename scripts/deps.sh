@@ -13,7 +13,10 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
 # libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod
-            chromium firefox-esr gnutls-bin)
+            chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler)
+# openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)
+# protobuf-compiler: protoc --encode/--decode, an encoder independent of ours (wire conformance
+# of Connect and OTLP, jfr_truth's labels part, server_symbolize's fresh profile)
 # g++: tests/workloads/cxx/*.cc (libstrobe-heap.so's C++ safety workload, the naming tests)
 # debuginfod: elfutils' debuginfod-find, the client tests/e2e/server_debuginfo.sh checks the server's /buildid/ with
 # gnutls-bin: certtool, which tests/e2e/server_tls.sh makes its throwaway CA and certificates with
