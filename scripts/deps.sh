@@ -11,9 +11,10 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
             libcurl3-gnutls libiberty-dev clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
 # libiberty-dev: binutils' C++ and Rust demangler (symbolize/demangle.c), linked statically
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
-check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
+check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod
             chromium firefox-esr gnutls-bin)
 # g++: tests/workloads/cxx/*.cc (libstrobe-heap.so's C++ safety workload, the naming tests)
+# debuginfod: elfutils' debuginfod-find, the client tests/e2e/server_debuginfo.sh checks the server's /buildid/ with
 # gnutls-bin: certtool, which tests/e2e/server_tls.sh makes its throwaway CA and certificates with
 # (libgnutls28-dev: the server checks its certificate and key with GnuTLS, libmicrohttpd serves them)
 # chromium and firefox-esr: the web UI's browser tests and benchmark (chromium driven by

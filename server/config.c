@@ -17,6 +17,7 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->retention_ns = 28LL * 86400 * STROBE_NS_PER_S;
 	c->maintenance_interval_ns = 60 * STROBE_NS_PER_S;
 	c->max_body_bytes = 16u << 20;
+	c->max_debuginfo_bytes = 2ull << 30;
 	c->max_decompressed_bytes = 256u << 20;
 	c->max_labels = 32;
 	c->max_label_name_len = 128;
@@ -105,6 +106,9 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		if (strcmp(k, "max_body_bytes") == 0 &&
 		    (r = num_opt(v, k, 1ull << 32, &x, err)) == 0)
 			c->max_body_bytes = x;
+		else if (strcmp(k, "max_debuginfo_bytes") == 0 &&
+			 (r = num_opt(v, k, 64ull << 30, &x, err)) == 0)
+			c->max_debuginfo_bytes = x;
 		else if (strcmp(k, "max_decompressed_bytes") == 0 &&
 			 (r = num_opt(v, k, 4ull << 30, &x, err)) == 0)
 			c->max_decompressed_bytes = x;
