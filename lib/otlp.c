@@ -24,6 +24,7 @@
 #include "otlp_profiles_service.pb-c.h"
 #include "strobe/codec.h"
 #include "strobe/otlp.h"
+#include "strobe/pbjson.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
 	otlp_req;
@@ -1247,14 +1248,16 @@ done:
 	return rc;
 }
 
-#if !defined(STROBE_HAVE_PBJSON)
 int strobe_otlp_decode_json(const char *json, size_t len, const strobe_otlp_limits *lim,
 			    strobe_otlp_batch *out, strobe_err *err)
 {
-	(void)json;
-	(void)len;
-	(void)lim;
 	*out = (strobe_otlp_batch){0};
-	return strobe_errf(err, -ENOTSUP, "OTLP/JSON is not supported by this build");
+	ProtobufCMessage *m = NULL;
+	/* OTLP/JSON is proto3 JSON with trace and span ids as hex: lib/pbjson.c does both. */
+	int r = strobe_pbjson_decode(&REQ_DESC, json, len, &m, err);
+	if (r < 0)
+		return r;
+	r = strobe_otlp_decode_msg(m, lim, out, err);
+	protobuf_c_message_free_unpacked(m, NULL);
+	return r;
 }
-#endif

@@ -75,6 +75,12 @@ if [ -f "$fx/two_types.json" ]; then
   else fail json "HTTP $code $(head -c 200 "$TMPDIR/r3")"; fi
 fi
 
+# the partial answer in JSON: proto3 JSON's int64 is a string
+printf '%s' '{"resourceProfiles":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"jsonrefused"}},{"key":"team","value":{"stringValue":"a-team-name-far-longer-than-sixteen-bytes"}}]},"scopeProfiles":[{"profiles":[{"sampleType":{"typeStrindex":1,"unitStrindex":2},"samples":[{"stackIndex":1,"values":["9"]}]}]}]}],"dictionary":{"stringTable":["","cpu","nanoseconds","f"],"functionTable":[{},{"nameStrindex":3}],"locationTable":[{},{"lines":[{"functionIndex":1}]}],"stackTable":[{},{"locationIndices":[1]}]}}' > "$TMPDIR/jp.json"
+code=$(post "$TMPDIR/r3b" application/json "$TMPDIR/jp.json")
+if [ "$code" = 200 ] && grep -q '"partialSuccess":{"rejectedProfiles":"1","errorMessage":"label' "$TMPDIR/r3b"; then ok json-partial "$(cat "$TMPDIR/r3b")"
+else fail json-partial "HTTP $code $(head -c 300 "$TMPDIR/r3b")"; fi
+
 # ---- bad index ------------------------------------------------------------------------------------
 enc < "$fx/bad_stack.txtpb" > "$TMPDIR/bad.otlp"
 code=$(post "$TMPDIR/r4" application/x-protobuf "$TMPDIR/bad.otlp")
