@@ -592,7 +592,11 @@ static bool same_type(dec *d, const otlp_prof *a, const otlp_prof *b)
 	int32_t ub = b->sample_type ? b->sample_type->unit_strindex : 0;
 	const char *sta = dstr(d, ta, "profile"), *sua = dstr(d, ua, "profile");
 	const char *stb = dstr(d, tb, "profile"), *sub = dstr(d, ub, "profile");
-	return sta && sua && stb && sub && strcmp(sta, stb) == 0 && strcmp(sua, sub) == 0;
+	if (!sta || !sua || !stb || !sub)
+		return false;
+	/* as build() names them: an empty type is "samples", an empty unit "count" */
+	return strcmp(*sta ? sta : "samples", *stb ? stb : "samples") == 0 &&
+	       strcmp(*sua ? sua : "count", *sub ? sub : "count") == 0;
 }
 
 static int series_add(strobe_otlp_batch *b, group *g)

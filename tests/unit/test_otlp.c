@@ -399,6 +399,17 @@ static void test_several_types(void **state)
 	assert_int_equal(b.n, 2);
 	assert_int_equal(strobe_total(b.s[0].profile, 0) + strobe_total(b.s[1].profile, 0), 909);
 	strobe_otlp_batch_free(&b);
+
+	/* an empty type is read as samples/count: beside a samples/count profile, two series (the
+	 * fuzzer found them merged into one profile with the type twice) */
+	fx_init(&f);
+	f.sp.n_profiles = 2;
+	f.vt[0].type_strindex = 0;
+	f.vt[0].unit_strindex = 0;
+	assert_int_equal(decode(&f, &b, &err), 0);
+	assert_int_equal(b.n, 2);
+	assert_string_equal(strobe_str(b.s[0].profile, b.s[0].profile->types[0].type), "samples");
+	strobe_otlp_batch_free(&b);
 }
 
 static void test_index_zero(void **state)
