@@ -15,7 +15,7 @@
 # jemalloc's profiler) and bench/ui.sh (the web UI in headless chromium and firefox-esr).
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
-#   BENCH_ONLY=PART bench/run.sh   one part (toolkit, record, unwind, server, fleet, agent, heap or ui); the
+#   BENCH_ONLY=PART bench/run.sh   one part (toolkit, record, unwind, server, otlp, fleet, agent, heap or ui); the
 #                                  others keep their previous results
 #   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
@@ -33,11 +33,12 @@ only=${BENCH_ONLY:-all}
 parts=(record bench/record.sh "Recorder: strobe record"
        unwind bench/unwind.sh "Unwinding: --call-graph auto against fp and perf --call-graph dwarf"
        server bench/server.sh "Server: strobe server"
+       otlp bench/otlp.sh "OTLP ingest against pprof push"
        fleet bench/fleet.sh "Fleet: whole-host and fleet queries, before and after the per-point totals"
        agent bench/agent.sh "Agent: strobe agent"
        heap bench/heap.sh "Heap and lock profiling: libstrobe-heap.so against heaptrack and jemalloc's profiler"
        ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom")
-case " all toolkit record unwind server fleet agent heap ui " in *" $only "*) ;;
+case " all toolkit record unwind server otlp fleet agent heap ui " in *" $only "*) ;;
   *) note "BENCH_ONLY is all, toolkit, record, unwind, server, fleet, agent, heap or ui"; exit 2 ;; esac
 rm -f "$work"/{toolkit,record,unwind,server,fleet,agent,heap,ui}.md "$work/notes"
 
