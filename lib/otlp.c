@@ -276,7 +276,13 @@ static int put_attr(dec *d, lset *s, const char *key, const otlp_any *v, const c
 		free(val);
 		return 0; /* an empty value is no label, as in Prometheus */
 	}
-	char *name = label_name(key);
+	/* process.pid on a resource names a process as much as on a sample: pid, which the server
+	 * keeps on the samples, not on the series (cardinality) */
+	const char *nm = NULL;
+	for (size_t k = 0; k < sizeof(sample_names) / sizeof(*sample_names) && !nm; k++)
+		if (strcmp(key, sample_names[k][0]) == 0)
+			nm = sample_names[k][1];
+	char *name = nm ? strdup(nm) : label_name(key);
 	if (!name) {
 		free(val);
 		return -ENOMEM;

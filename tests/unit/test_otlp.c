@@ -358,6 +358,14 @@ static void test_labels(void **state)
 	assert_string_equal(label(&b.s[0], "k8s_pod_name"), "payments");
 	assert_string_equal(label(&b.s[0], "service_name"), "unknown_service");
 	strobe_otlp_batch_free(&b);
+
+	/* a process's attributes on the resource take the sample label names (pid, exe...) */
+	fx_init(&f);
+	f.rkv[1].key = (char *)"process.pid";
+	assert_int_equal(decode(&f, &b, &err), 0);
+	assert_string_equal(label(&b.s[0], "pid"), "pod-1");
+	assert_null(label(&b.s[0], "process_pid"));
+	strobe_otlp_batch_free(&b);
 }
 
 static void test_several_types(void **state)
