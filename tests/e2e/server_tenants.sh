@@ -177,6 +177,7 @@ case_ingest() {
 case_otlp() { # bodies encoded by protoc from the OTLP fixture, the service and a function renamed
 	local fx
 	fx=$(cd "$(dirname "$0")/../.." && pwd)
+	if ! command -v protoc >/dev/null; then echo "SKIP server_tenants/$1: protoc (protobuf-compiler) is not installed"; return; fi
 	for m in bmark xmark; do
 		sed -e "s/1700000000000000000/0/" -e "s/\"checkout\"/\"$m-otlp\"/" -e "s/\"hash\"/\"${m}_fn_otlp\"/" \
 			"$fx/tests/fixtures/otlp/two_types.txtpb" |
