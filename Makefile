@@ -41,6 +41,10 @@ PROTO_SRC := $(wildcard proto/*.proto)
 GEN_SRC  := $(patsubst proto/%.proto,$(B)/gen/%.pb-c.c,$(PROTO_SRC))
 GEN_HDR  := $(GEN_SRC:.c=.h)
 gen_obj   = $(patsubst $(B)/gen/%.c,$(B)/$(1)/gen/%.o,$(GEN_SRC))
+# Named here, in an explicit rule, so that make does not take them for intermediate files of the
+# pattern rules (and delete them after a build: a header then missing for the next compile).
+.PHONY: gen
+gen: $(GEN_SRC) $(GEN_HDR)
 
 LIB_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRC)) $(call gen_obj,obj)
 CLI_OBJ  := $(patsubst %.c,$(B)/obj/%.o,$(CLI_SRC))
@@ -156,7 +160,7 @@ $(B)/strobe-san: $(patsubst %.c,$(B)/san/%.o,$(CLI_SRC)) $(B)/libstrobe-san.a
 	$(CLANG) $(TESTCFLAGS) -o $@ $^ $(LDLIBS)
 san-strobe: $(B)/strobe-san
 
-$(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a
+$(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 
@@ -168,7 +172,7 @@ $(B)/test/test_pbjson: tests/unit/test_pbjson.c $(B)/gen/test/pbjson_test.pb-c.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -I$(B)/gen/test $(TESTCFLAGS) -o $@ $< $(B)/gen/test/pbjson_test.pb-c.c $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 
-$(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(call gen_obj,fuzzobj)
+$(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(call gen_obj,fuzzobj) | $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
 $(B)/fuzzobj/%.o: %.c $(GEN_HDR) $(HDRS)

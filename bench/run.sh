@@ -15,7 +15,7 @@
 # jemalloc's profiler) and bench/ui.sh (the web UI in headless chromium and firefox-esr).
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
-#   BENCH_ONLY=PART bench/run.sh   one part (toolkit, record, unwind, server, fleet, agent, heap or ui); the
+#   BENCH_ONLY=PART bench/run.sh   one part (toolkit, record, unwind, server, otlp, fleet, agent, heap or ui); the
 #                                  others keep their previous results
 #   BENCH_QUICK=1           shorter recorder benchmarks (see bench/record.sh)
 set -euo pipefail
@@ -33,14 +33,15 @@ only=${BENCH_ONLY:-all}
 parts=(record bench/record.sh "Recorder: strobe record"
        unwind bench/unwind.sh "Unwinding: --call-graph auto against fp and perf --call-graph dwarf"
        server bench/server.sh "Server: strobe server"
+       otlp bench/otlp.sh "OTLP ingest against pprof push"
        fleet bench/fleet.sh "Fleet: whole-host and fleet queries, before and after the per-point totals"
        agent bench/agent.sh "Agent: strobe agent"
        heap bench/heap.sh "Heap and lock profiling: libstrobe-heap.so against heaptrack and jemalloc's profiler"
        ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom"
        symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses")
-case " all toolkit record unwind server fleet agent heap ui symbolize " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, fleet, agent, heap, ui or symbolize"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,fleet,agent,heap,ui}.md "$work/notes"
+case " all toolkit record unwind server otlp fleet agent heap ui symbolize " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui or symbolize"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -187,5 +188,5 @@ awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work"/{toolkit,record,unwind,server,fleet,agent,heap,ui,symbolize}.md; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

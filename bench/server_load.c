@@ -17,7 +17,11 @@
  *                times spread over the last day; prints profiles/s and samples/s.
  *     MODE day:  one service (service_name=day), COUNT profiles 10 s apart ending now, pushed by
  *                N clients; prints the gzipped bytes sent.
+ *     MODE otlp: as push, but the same profiles as OTLP requests (POST /v1development/profiles,
+ *                gzipped, service.name svc-N in the body), for bench/otlp.sh.
  *   options: -c CLIENTS (4) -s SECONDS (10) -n COUNT (8640) -k DISTINCT_PROFILES (32) -S SEED (1)
+ *            -T: in push and otlp modes, profile i%K always at the same time (day start +
+ *                10 s x (i%K)), so that push and otlp store the very same points
  *
  * Output: one line of key=value pairs (parsed by bench/server.sh).
  */
@@ -31,6 +35,7 @@
 #include <unistd.h>
 
 #include "strobe/codec.h"
+#include "strobe/otlp.h"
 
 enum { NMAP = 6, NFUNC = 400, NLOC = 800, NPOOL = 2500, MAXDEPTH = 32 };
 
@@ -79,7 +84,7 @@ static void make_pool(void)
 }
 
 static int make_profile(uint64_t seed, int nsamples, int64_t t_ns, uint8_t **out, size_t *len,
-			long *nstacks)
+			long *nstacks, strobe_profile **keep)
 {
 	rng = seed * 0x2545f4914f6cdd1dull + 1;
 	strobe_profile *p = strobe_profile_new();
@@ -137,7 +142,10 @@ static int make_profile(uint64_t seed, int nsamples, int64_t t_ns, uint8_t **out
 	}
 	free(counts);
 	int r = strobe_pprof_encode(p, out, len);
-	strobe_profile_free(p);
+	if (keep)
+		*keep = p;
+	else
+		strobe_profile_free(p);
 	*nstacks = n;
 	return r;
 }
@@ -146,12 +154,14 @@ typedef struct prof {
 	uint8_t *data;
 	size_t len;
 	long stacks;
+	uint8_t **otlp; /* otlp mode: the request for each client (its service.name), gzipped */
+	size_t *otlp_len;
 } prof;
 
 static prof *profs;
 static int nprofs = 32, nclients = 4, seconds = 10, count = 8640;
 static const char *base_url;
-static int mode_day;
+static int mode_day, mode_otlp, fixed_times;
 static int64_t day_start;
 static atomic_long next_idx, done_profiles, done_samples, done_bytes, errors;
 static atomic_int stop;
@@ -170,7 +180,10 @@ static void *client(void *arg)
 	if (!c)
 		return NULL;
 	char url[512];
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/octet-stream");
+	struct curl_slist *h = curl_slist_append(NULL, mode_otlp ? "Content-Type: application/x-protobuf"
+								   : "Content-Type: application/octet-stream");
+	if (mode_otlp)
+		h = curl_slist_append(h, "Content-Encoding: gzip");
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -187,14 +200,20 @@ static void *client(void *arg)
 		} else {
 			/* Each client is its own service; its profiles are 10 s apart, over the
 			 * last day (the clock is only simulated). */
-			t = day_start + (k++ % 8000) * 10 * 1000000000ll;
-			snprintf(url, sizeof(url), "%s/api/v1/push?service_name=svc-%ld&time=%lld",
-				 base_url, id, (long long)t);
+			t = fixed_times ? day_start + (i % nprofs) * 10 * 1000000000ll
+					: day_start + (k++ % 8000) * 10 * 1000000000ll;
+			if (mode_otlp)
+				snprintf(url, sizeof(url), "%s/v1development/profiles", base_url);
+			else
+				snprintf(url, sizeof(url),
+					 "%s/api/v1/push?service_name=svc-%ld&time=%lld", base_url,
+					 id, (long long)t);
 		}
 		const prof *p = &profs[i % nprofs];
 		curl_easy_setopt(c, CURLOPT_URL, url);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, p->data);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)p->len);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, mode_otlp ? p->otlp[id] : p->data);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE,
+				 (long)(mode_otlp ? p->otlp_len[id] : p->len));
 		long code = 0;
 		if (curl_easy_perform(c) == CURLE_OK)
 			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
@@ -205,7 +224,7 @@ static void *client(void *arg)
 		}
 		atomic_fetch_add(&done_profiles, 1);
 		atomic_fetch_add(&done_samples, p->stacks);
-		atomic_fetch_add(&done_bytes, (long)p->len);
+		atomic_fetch_add(&done_bytes, (long)(mode_otlp ? p->otlp_len[id] : p->len));
 	}
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
@@ -221,23 +240,25 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || (strcmp(argv[2], "push") && strcmp(argv[2], "day"))) {
-		fprintf(stderr, "usage: server_load URL push|day [-c CLIENTS] [-s SECONDS] [-n COUNT] "
-				"[-k DISTINCT] [-S SEED]\n");
+	if (argc < 3 || (strcmp(argv[2], "push") && strcmp(argv[2], "day") && strcmp(argv[2], "otlp"))) {
+		fprintf(stderr, "usage: server_load URL push|day|otlp [-c CLIENTS] [-s SECONDS] "
+				"[-n COUNT] [-k DISTINCT] [-S SEED] [-T]\n");
 		return 2;
 	}
 	base_url = argv[1];
 	mode_day = strcmp(argv[2], "day") == 0;
+	mode_otlp = strcmp(argv[2], "otlp") == 0;
 	uint64_t seed = 1;
 	int o;
 	optind = 3;
-	while ((o = getopt(argc, argv, "c:s:n:k:S:")) != -1) {
+	while ((o = getopt(argc, argv, "c:s:n:k:S:T")) != -1) {
 		switch (o) {
 		case 'c': nclients = atoi(optarg); break;
 		case 's': seconds = atoi(optarg); break;
 		case 'n': count = atoi(optarg); break;
 		case 'k': nprofs = atoi(optarg); break;
 		case 'S': seed = strtoull(optarg, NULL, 10); break;
+		case 'T': fixed_times = 1; break;
 		default: return 2;
 		}
 	}
@@ -254,10 +275,31 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nprofs; i++) {
 		/* 2,000-4,000 samples: 100 Hz for 10 s on two to four busy cores. */
 		int ns = 2000 + (int)((seed * 7919 + (uint64_t)i * 104729) % 2001);
-		if (make_profile(seed * 1000 + (uint64_t)i, ns, day_start, &profs[i].data,
-				 &profs[i].len, &profs[i].stacks) < 0) {
+		strobe_profile *keep = NULL;
+		int64_t t0p = fixed_times ? day_start + (int64_t)i * 10 * 1000000000ll : day_start;
+		if (make_profile(seed * 1000 + (uint64_t)i, ns, t0p, &profs[i].data, &profs[i].len,
+				 &profs[i].stacks, mode_otlp ? &keep : NULL) < 0) {
 			fprintf(stderr, "server_load: cannot build a profile\n");
 			return 1;
+		}
+		if (mode_otlp) { /* the same profile, one request per client (its service) */
+			profs[i].otlp = calloc((size_t)nclients, sizeof(uint8_t *));
+			profs[i].otlp_len = calloc((size_t)nclients, sizeof(size_t));
+			for (int c = 0; c < nclients; c++) {
+				char svc[32];
+				snprintf(svc, sizeof(svc), "svc-%d", c);
+				strobe_otlp_label l = {(char *)"service_name", svc};
+				uint8_t *raw;
+				size_t rl;
+				if (strobe_otlp_encode(keep, &l, 1, &raw, &rl) < 0 ||
+				    strobe_gzip(raw, rl, &profs[i].otlp[c], &profs[i].otlp_len[c]) < 0) {
+					fprintf(stderr, "server_load: cannot encode OTLP\n");
+					return 1;
+				}
+				free(raw);
+			}
+			strobe_profile_free(keep);
+			gz += (long)profs[i].otlp_len[0] - (long)profs[i].len;
 		}
 		gz += (long)profs[i].len;
 		st += profs[i].stacks;

@@ -48,6 +48,7 @@ typedef struct cli_profile_opts {
 	const char *sample_index; /* name or index; NULL = pprof default */
 	strobe_filter filter;
 	strobe_granularity gran;
+	strobe_format from; /* input format asked for (convert --from), STROBE_FMT_UNKNOWN = detect */
 } cli_profile_opts;
 
 enum {
@@ -85,6 +86,8 @@ int cli_load(const char *cmd, char **files, int nfiles, const cli_profile_opts *
 	     strobe_profile **out, int *type);
 /* Reads and merges only (no transforms, no type selection). */
 int cli_load_merged(const char *cmd, char **files, int nfiles, strobe_profile **out);
+int cli_load_merged_as(const char *cmd, char **files, int nfiles, strobe_format from,
+		       strobe_profile **out);
 /* Resolves --sample-index for p; prints an error naming the available types when unknown. */
 int cli_type(const char *cmd, const strobe_profile *p, const char *sample_index);
 

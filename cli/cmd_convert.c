@@ -9,9 +9,13 @@
 static const char usage_text[] =
 	"usage: strobe convert -f FORMAT [-o OUT] [options] FILE...\n\n"
 	"Converts (and merges) profiles. FORMAT: pprof (gzipped profile.proto, every sample type\n"
-	"kept), folded, json (call tree), speedscope, svg. Without -f the format follows OUT's\n"
-	"extension (.pb.gz, .folded, .json, .speedscope.json, .svg).\n\n"
+	"kept), otlp (an OpenTelemetry ExportProfilesServiceRequest, protobuf, one profile per\n"
+	"sample type), folded, json (call tree), speedscope, svg. Without -f the format follows\n"
+	"OUT's extension (.pb.gz, .otlp, .folded, .json, .speedscope.json, .svg). Input: pprof,\n"
+	"folded, perf script, and OTLP (protobuf or OTLP/JSON: found by the content, by the\n"
+	"extension .otlp / .otlp.json, or asked for with --from otlp).\n\n"
 	"  -f, --format FORMAT    output format (-t, --to: the same, the older spelling)\n"
+	"  -F, --from FORMAT      input format: otlp (default: detected)\n"
 	"  -o, --output OUT       output file (default stdout); written atomically\n" CLI_PROFILE_HELP;
 
 int cmd_convert(int argc, char **argv)
@@ -20,12 +24,13 @@ int cmd_convert(int argc, char **argv)
 						 {"format", required_argument, 0, 'f'},
 						 {"to", required_argument, 0, 't'},
 						 {"output", required_argument, 0, 'o'},
+						 {"from", required_argument, 0, 'F'},
 						 CLI_PROFILE_LONGOPTS,
 						 {0, 0, 0, 0}};
 	const char *cmd = "convert", *output = NULL, *to = NULL;
 	cli_profile_opts po = {0};
 	int c;
-	while ((c = getopt_long(argc, argv, "hf:t:o:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hf:t:o:F:", longopts, NULL)) != -1) {
 		int h = cli_profile_opt(cmd, c, optarg, &po);
 		if (h < 0)
 			return 2;
@@ -36,14 +41,22 @@ int cmd_convert(int argc, char **argv)
 		case 'f':
 		case 't': to = optarg; break;
 		case 'o': output = optarg; break;
+		case 'F':
+			if (strcmp(optarg, "otlp") != 0) {
+				cli_err(cmd, "--from: '%s' is not an input format to choose (otlp; "
+					     "the others are detected)", optarg);
+				return 2;
+			}
+			po.from = STROBE_FMT_OTLP;
+			break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
 	strobe_format fmt = to ? strobe_format_parse(to) : cli_format_for_path(output);
 	if (fmt == STROBE_FMT_UNKNOWN || fmt == STROBE_FMT_PERF_SCRIPT) {
 		if (to)
-			cli_err(cmd, "--format: '%s' is not an output format (pprof, folded, json, "
-				     "speedscope, svg)", to);
+			cli_err(cmd, "--format: '%s' is not an output format (pprof, otlp, folded, "
+				     "json, speedscope, svg)", to);
 		else
 			cli_err(cmd, "give the output format with -f (pprof, folded, json, speedscope, "
 				     "svg)");

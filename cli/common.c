@@ -83,6 +83,12 @@ int cli_profile_opt(const char *cmd, int opt, const char *arg, cli_profile_opts 
 
 int cli_load_merged(const char *cmd, char **files, int nfiles, strobe_profile **out)
 {
+	return cli_load_merged_as(cmd, files, nfiles, STROBE_FMT_UNKNOWN, out);
+}
+
+int cli_load_merged_as(const char *cmd, char **files, int nfiles, strobe_format from,
+		       strobe_profile **out)
+{
 	char *dash[] = {"-"};
 	if (nfiles == 0) {
 		files = dash;
@@ -92,7 +98,7 @@ int cli_load_merged(const char *cmd, char **files, int nfiles, strobe_profile **
 	for (int i = 0; i < nfiles; i++) {
 		strobe_err err = {{0}};
 		strobe_profile *p;
-		int r = strobe_read_profile(files[i], &p, &err);
+		int r = strobe_read_profile_as(files[i], from, &p, &err);
 		if (r < 0) {
 			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-r));
 			strobe_profile_free(acc);
@@ -137,7 +143,7 @@ int cli_load(const char *cmd, char **files, int nfiles, const cli_profile_opts *
 	     strobe_profile **out, int *type)
 {
 	strobe_profile *p;
-	int r = cli_load_merged(cmd, files, nfiles, &p);
+	int r = cli_load_merged_as(cmd, files, nfiles, o->from, &p);
 	if (r < 0)
 		return r;
 	int t = cli_type(cmd, p, o->sample_index);

@@ -36,8 +36,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: strobe <command> [options] [args]\n\n"
 		   "strobe is a continuous profiler: record samples call stacks, the other commands\n"
 		   "work on profile files.\n"
-		   "Inputs may be pprof (gzipped or not), folded stacks or `perf script` text;\n"
-		   "'-' reads stdin.\n\ncommands:\n");
+		   "Inputs may be pprof (gzipped or not), folded stacks, `perf script` text or OTLP\n"
+		   "profiles (docs/otlp.md); '-' reads stdin.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'strobe <command> --help' describes a command's options.\n");

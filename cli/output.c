@@ -19,6 +19,8 @@ strobe_format cli_format_for_path(const char *path)
 {
 	if (!path)
 		return STROBE_FMT_UNKNOWN;
+	if (ends_with(path, ".otlp"))
+		return STROBE_FMT_OTLP;
 	if (ends_with(path, ".pb.gz") || ends_with(path, ".pprof") || ends_with(path, ".pb"))
 		return STROBE_FMT_PPROF;
 	if (ends_with(path, ".folded") || ends_with(path, ".txt"))

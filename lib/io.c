@@ -17,12 +17,14 @@
 #include "strobe/buf.h"
 #include "strobe/codec.h"
 #include "strobe/jfr.h"
+#include "strobe/otlp.h"
 
 static const char *const format_names[] = {
 	[STROBE_FMT_UNKNOWN] = "unknown",   [STROBE_FMT_PPROF] = "pprof",
 	[STROBE_FMT_FOLDED] = "folded",     [STROBE_FMT_PERF_SCRIPT] = "perf",
 	[STROBE_FMT_SPEEDSCOPE] = "speedscope", [STROBE_FMT_JSON] = "json",
-	[STROBE_FMT_SVG] = "svg",           [STROBE_FMT_FLAT] = "flat",
+	[STROBE_FMT_SVG] = "svg",           [STROBE_FMT_OTLP] = "otlp",
+	[STROBE_FMT_FLAT] = "flat",
 	[STROBE_FMT_TOP] = "top",           [STROBE_FMT_JFR] = "jfr",
 };
 
@@ -42,7 +44,7 @@ strobe_format strobe_output_parse(const char *name)
 
 strobe_format strobe_format_parse(const char *name)
 {
-	for (unsigned f = 1; f <= STROBE_FMT_SVG; f++)
+	for (unsigned f = 1; f <= STROBE_FMT_OTLP; f++)
 		if (strcmp(name, format_names[f]) == 0)
 			return (strobe_format)f;
 	if (strcmp(name, "perf-script") == 0)
@@ -142,6 +144,20 @@ static bool perf_frame_line(const uint8_t *s, const uint8_t *end)
 	return s > h && s < end && *s == ' ';
 }
 
+/* An OTLP request's first field is a ResourceProfiles (field 1) whose own first field is a
+ * Resource, a ScopeProfiles or a schema URL (tags 0x0a, 0x12, 0x1a); a pprof's is a ValueType
+ * (field 1 too) whose fields are varints (tags 0x08, 0x10). */
+static bool otlp_like(const uint8_t *b, size_t len)
+{
+	size_t i = 1;
+	if (len < 3 || b[0] != 0x0a)
+		return false;
+	while (i < len && i < 11 && (b[i] & 0x80))
+		i++;
+	i++;
+	return i < len && (b[i] == 0x0a || b[i] == 0x12 || b[i] == 0x1a);
+}
+
 strobe_format strobe_detect(const uint8_t *buf, size_t len)
 {
 	if (strobe_jfr_is(buf, len))
@@ -159,7 +175,9 @@ strobe_format strobe_detect(const uint8_t *buf, size_t len)
 		if (buf[k] < 0x20 && buf[k] != '\n' && buf[k] != '\r' && buf[k] != '\t')
 			binary = true;
 	if (binary)
-		return STROBE_FMT_PPROF;
+		return otlp_like(buf, len) ? STROBE_FMT_OTLP : STROBE_FMT_PPROF;
+	if (buf[i] == '{' && memmem(buf, probe, "\"resourceProfiles\"", 18))
+		return STROBE_FMT_OTLP;
 	if (buf[i] == '{') {
 		return memmem(buf, probe, "speedscope", 10) ? STROBE_FMT_SPEEDSCOPE : STROBE_FMT_JSON;
 	}
@@ -185,6 +203,27 @@ strobe_format strobe_detect(const uint8_t *buf, size_t len)
 	return STROBE_FMT_FOLDED;
 }
 
+/* An OTLP request (protobuf or JSON) as one profile: its series merged. */
+static int otlp_decode(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
+		       strobe_err *err)
+{
+	strobe_otlp_batch b;
+	strobe_err e = {{0}};
+	bool json = false;
+	for (size_t i = 0; i < len && i < 64; i++)
+		if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\t' && buf[i] != '\r') {
+			json = buf[i] == '{';
+			break;
+		}
+	int r = json ? strobe_otlp_decode_json((const char *)buf, len, NULL, &b, &e)
+		     : strobe_otlp_decode(buf, len, NULL, &b, &e);
+	if (r == 0) {
+		r = strobe_otlp_batch_merge(&b, out, &e);
+		strobe_otlp_batch_free(&b);
+	}
+	return r < 0 ? strobe_errf(err, r, "%s: OTLP: %s", name, e.msg) : 0;
+}
+
 int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
 			  strobe_err *err)
 {
@@ -198,6 +237,8 @@ int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, stro
 		return strobe_perf_script_decode((const char *)buf, len, name, out, err);
 	case STROBE_FMT_JFR:
 		return strobe_jfr_decode(buf, len, name, NULL, out, err);
+	case STROBE_FMT_OTLP:
+		return otlp_decode(buf, len, name, out, err);
 	case STROBE_FMT_UNKNOWN:
 		return strobe_errf(err, -EINVAL, "%s: empty input (no profile data)", name);
 	default:
@@ -252,14 +293,37 @@ void strobe_input_close(strobe_input *in)
 	memset(in, 0, sizeof(*in));
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
 int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err)
 {
+	return strobe_read_profile_as(path, STROBE_FMT_UNKNOWN, out, err);
+}
+
+int strobe_read_profile_as(const char *path, strobe_format as, strobe_profile **out,
+			   strobe_err *err)
+{
+	/* An OTLP request in protobuf looks like a pprof at its first bytes: the name says. */
+	if (as == STROBE_FMT_UNKNOWN &&
+	    (ends_with(path, ".otlp") || ends_with(path, ".otlp.gz") ||
+	     ends_with(path, ".otlp.json") || ends_with(path, ".otlp.json.gz")))
+		as = STROBE_FMT_OTLP;
 	strobe_input in;
 	int r = strobe_input_open(path, &in, err);
 	if (r < 0)
 		return r;
-	r = strobe_decode_profile(in.data, in.len, strcmp(path, "-") == 0 ? "<stdin>" : path, out,
-				  err);
+	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	if (as == STROBE_FMT_OTLP)
+		r = otlp_decode(in.data, in.len, name, out, err);
+	else if (as == STROBE_FMT_UNKNOWN)
+		r = strobe_decode_profile(in.data, in.len, name, out, err);
+	else
+		r = strobe_errf(err, -EINVAL, "%s: only otlp can be chosen as an input format",
+				name);
 	strobe_input_close(&in);
 	return r;
 }

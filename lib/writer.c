@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strobe/otlp.h"
 #include "strobe/render.h"
 #include "strobe/transform.h"
 #include "strobe/writer.h"
@@ -40,12 +41,27 @@ static int write_pprof(FILE *f, const strobe_profile *p)
 	return r;
 }
 
+/* An OTLP request of one resource with no attributes (plain protobuf, as exporters send it). */
+static int write_otlp(FILE *f, const strobe_profile *p)
+{
+	uint8_t *buf;
+	size_t len;
+	int r = strobe_otlp_encode(p, NULL, 0, &buf, &len);
+	if (r == 0) {
+		if (fwrite(buf, 1, len, f) != len)
+			r = -EIO;
+		free(buf);
+	}
+	return r;
+}
+
 int strobe_write_profile(FILE *f, strobe_profile *p, strobe_format fmt, int type,
 			 strobe_granularity g, const strobe_write_opts *opts)
 {
 	strobe_write_opts o = opts ? *opts : (strobe_write_opts){0};
 	switch (fmt) {
 	case STROBE_FMT_PPROF: return write_pprof(f, p);
+	case STROBE_FMT_OTLP: return write_otlp(f, p);
 	case STROBE_FMT_FOLDED: return strobe_folded_write(f, p, type, g);
 	case STROBE_FMT_SPEEDSCOPE: return strobe_speedscope_write(f, p, type, g, o.name);
 	case STROBE_FMT_TOP: return strobe_top_write(f, p, type, g, o.top_rows, false);
@@ -74,6 +90,7 @@ const char *strobe_format_mime(strobe_format fmt)
 {
 	switch (fmt) {
 	case STROBE_FMT_PPROF: return "application/octet-stream";
+	case STROBE_FMT_OTLP: return "application/x-protobuf";
 	case STROBE_FMT_JSON:
 	case STROBE_FMT_FLAT:
 	case STROBE_FMT_SPEEDSCOPE: return "application/json";

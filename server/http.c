@@ -73,7 +73,8 @@ static void admit_request(strobe_server *srv, conn *cn, const char *cl)
 static void admit_push(strobe_server *srv, conn *cn, const char *url, const char *method)
 {
 	if (cn->busy || cn->too_big || strcmp(method, "POST") != 0 ||
-	    (strcmp(url, "/api/v1/push") != 0 && strcmp(url, "/ingest") != 0))
+	    (strcmp(url, "/api/v1/push") != 0 && strcmp(url, "/ingest") != 0 &&
+	     strcmp(url, "/v1development/profiles") != 0))
 		return;
 	if (srv_admit_push(srv->admit) < 0)
 		cn->busy = "max_inflight_pushes";

@@ -38,11 +38,11 @@ static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 
 static const char *const handlers[SRV_H_N] = {
 	"push", "ingest", "query", "diff", "range", "labels", "label_values", "profile_types",
-	"series", "admin", "metrics", "other", "debuginfo"};
+	"series", "admin", "metrics", "other", "debuginfo", "otlp"};
 
 typedef struct tenant_ctr {
 	char name[65];
-	uint64_t profiles[2], bytes[2], samples[2]; /* [source]: push, ingest */
+	uint64_t profiles[SRV_SRC_N], bytes[SRV_SRC_N], samples[SRV_SRC_N]; /* [source] */
 } tenant_ctr;
 
 struct srv_metrics {
@@ -145,7 +145,8 @@ void srv_metrics_request(srv_metrics *m, int handler, unsigned status, const cha
 	if (!m || handler < 0 || handler >= SRV_H_N)
 		return;
 	char reason[48] = "";
-	bool rejected = (handler == SRV_H_PUSH || handler == SRV_H_INGEST) && status >= 400;
+	bool rejected = (handler == SRV_H_PUSH || handler == SRV_H_INGEST || handler == SRV_H_OTLP) &&
+			status >= 400;
 	if (rejected)
 		reason_of(status, errmsg ? errmsg : "", reason, sizeof(reason));
 	pthread_mutex_lock(&m->mu);
@@ -214,22 +215,22 @@ int srv_metrics_get(srv_req *r)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return srv_error(r, 500, "out of memory");
-	static const char *const src[2] = {"push", "ingest"};
+	static const char *const src[SRV_SRC_N] = {"push", "ingest", "otlp"};
 	pthread_mutex_lock(&m->mu);
 	counter(f, "strobe_ingested_profiles_total", "Profiles stored, by tenant and API.");
 	for (size_t i = 0; i < m->nt; i++)
-		for (int s = 0; s < 2; s++)
+		for (int s = 0; s < SRV_SRC_N; s++)
 			fprintf(f, "strobe_ingested_profiles_total{tenant=\"%s\",source=\"%s\"} %llu\n",
 				m->t[i].name, src[s], (unsigned long long)m->t[i].profiles[s]);
 	counter(f, "strobe_ingested_bytes_total",
 		"Request body bytes of the stored profiles, as received (gzipped if sent so).");
 	for (size_t i = 0; i < m->nt; i++)
-		for (int s = 0; s < 2; s++)
+		for (int s = 0; s < SRV_SRC_N; s++)
 			fprintf(f, "strobe_ingested_bytes_total{tenant=\"%s\",source=\"%s\"} %llu\n",
 				m->t[i].name, src[s], (unsigned long long)m->t[i].bytes[s]);
 	counter(f, "strobe_ingested_samples_total", "pprof samples in the stored profiles.");
 	for (size_t i = 0; i < m->nt; i++)
-		for (int s = 0; s < 2; s++)
+		for (int s = 0; s < SRV_SRC_N; s++)
 			fprintf(f, "strobe_ingested_samples_total{tenant=\"%s\",source=\"%s\"} %llu\n",
 				m->t[i].name, src[s], (unsigned long long)m->t[i].samples[s]);
 	counter(f, "strobe_rejected_total",

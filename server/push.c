@@ -58,6 +58,46 @@ static int cmp_label(const void *a, const void *b)
 	return strcmp(((const strobe_labelpair *)a)->name, ((const strobe_labelpair *)b)->name);
 }
 
+/* Series labels (sorted by name) as every ingest path accepts them: valid names, values not
+ * empty, not too long and UTF-8, no name twice, service_name among them. 0, or -EINVAL with the
+ * reason in why. Shared by the push and OTLP (server/otlp.c). */
+int srv_series_labels_check(const strobe_server_config *c, const strobe_labelpair *l, size_t k,
+			    char *why, size_t whylen)
+{
+	bool has_svc = false;
+	if (k > c->max_labels) {
+		snprintf(why, whylen, "limit max_labels: %zu labels, at most %u", k, c->max_labels);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < k; i++) {
+		const char *bad = NULL;
+		if (!srv_label_name_ok(l[i].name, c->max_label_name_len))
+			bad = "is not a valid label name or is longer than max_label_name_length";
+		else if (strlen(l[i].value) > c->max_label_value_len)
+			bad = "has a value longer than max_label_value_length";
+		else if (!l[i].value[0])
+			bad = "has an empty value";
+		else if (i && strcmp(l[i].name, l[i - 1].name) == 0)
+			bad = "is given twice";
+		else {
+			json_t *js = json_string(l[i].value); /* NULL: not valid UTF-8 */
+			if (!js)
+				bad = "has a value that is not UTF-8";
+			json_decref(js);
+		}
+		if (bad) {
+			snprintf(why, whylen, "label '%.128s' %s", l[i].name, bad);
+			return -EINVAL;
+		}
+		has_svc |= strcmp(l[i].name, "service_name") == 0;
+	}
+	if (!has_svc) {
+		snprintf(why, whylen, "the label service_name is required (service_name=NAME)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The series labels of the push; replies 400 and returns -1 when they break a rule. */
 static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out, size_t *n)
 {
@@ -91,34 +131,10 @@ static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out,
 		l[k++] = (strobe_labelpair){sel->m[i].name, sel->m[i].value};
 	}
 	qsort(l, k, sizeof(*l), cmp_label);
-	bool has_svc = false;
-	for (size_t i = 0; i < k; i++) {
-		const char *bad = NULL;
-		if (!srv_label_name_ok(l[i].name, c->max_label_name_len))
-			bad = "is not a valid label name or is longer than max_label_name_length";
-		else if (strlen(l[i].value) > c->max_label_value_len)
-			bad = "has a value longer than max_label_value_length";
-		else if (!l[i].value[0])
-			bad = "has an empty value";
-		else if (i && strcmp(l[i].name, l[i - 1].name) == 0)
-			bad = "is given twice";
-		else {
-			json_t *js = json_string(l[i].value); /* NULL: not valid UTF-8 */
-			if (!js)
-				bad = "has a value that is not UTF-8";
-			json_decref(js);
-		}
-		if (bad) {
-			srv_error(r, 400, "label '%.128s' %s", l[i].name, bad);
-			free(l);
-			return -1;
-		}
-		has_svc |= strcmp(l[i].name, "service_name") == 0;
-	}
-	if (!has_svc) {
+	char why[256];
+	if (srv_series_labels_check(c, l, k, why, sizeof(why)) < 0) {
 		free(l);
-		return srv_error(r, 400, "the label service_name is required (service_name=NAME)"),
-		       -1;
+		return srv_error(r, 400, "%s", why), -1;
 	}
 	*out = l;
 	*n = k;

@@ -155,6 +155,7 @@ const srv_route srv_routes[] = {
 	{"GET", "/ui/*", SRV_PUBLIC, SRV_H_OTHER, ui},
 	{"POST", "/api/v1/push", SRV_TENANT, SRV_H_PUSH, srv_push},
 	{"POST", "/ingest", SRV_TENANT, SRV_H_INGEST, strobe_pyroscope_ingest},
+	{"POST", "/v1development/profiles", SRV_TENANT, SRV_H_OTLP, srv_otlp_profiles},
 	{"GET", "/api/v1/query", SRV_TENANT, SRV_H_QUERY, srv_query},
 	{"GET", "/api/v1/diff", SRV_TENANT, SRV_H_DIFF, srv_diff},
 	{"GET", "/api/v1/range", SRV_TENANT, SRV_H_RANGE, srv_range},

@@ -17,9 +17,9 @@
 /* The server's own counters, served by GET /metrics (server/metrics.c). */
 typedef struct srv_metrics srv_metrics;
 enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LABELS,
-       SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER, SRV_H_DEBUGINFO,
-       SRV_H_N };
-enum { SRV_SRC_PUSH, SRV_SRC_INGEST };
+       SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER,
+       SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_N };
+enum { SRV_SRC_PUSH, SRV_SRC_INGEST, SRV_SRC_OTLP, SRV_SRC_N };
 
 struct strobe_server {
 	struct MHD_Daemon *d;
@@ -173,6 +173,9 @@ int srv_sample_groups(const strobe_profile *p, const strobe_server_config *c,
 void srv_label_groups_free(srv_label_groups *g);
 
 int srv_push(srv_req *r);
+int srv_series_labels_check(const strobe_server_config *c, const strobe_labelpair *l, size_t k,
+			    char *why, size_t whylen);
+int srv_otlp_profiles(srv_req *r); /* POST /v1development/profiles, server/otlp.c */
 int srv_metrics_get(srv_req *r); /* GET /metrics, server/metrics.c */
 srv_metrics *srv_metrics_new(void);
 void srv_metrics_free(srv_metrics *m);

@@ -33,6 +33,7 @@ typedef enum strobe_format {
 	STROBE_FMT_SPEEDSCOPE,
 	STROBE_FMT_JSON,
 	STROBE_FMT_SVG,
+	STROBE_FMT_OTLP, /* OpenTelemetry profiles request (lib/otlp.c), protobuf or OTLP/JSON */
 	/* Written only, by the HTTP API (strobe_output_parse): the UI's flat JSON tree and the
 	 * top table. */
 	STROBE_FMT_FLAT,
@@ -77,6 +78,10 @@ int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen);
 
 /* Reads any supported profile file into a new profile. */
 int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err);
+/* The same, read as format `as` (STROBE_FMT_UNKNOWN: from the name, .otlp / .otlp.json, or the
+ * content). */
+int strobe_read_profile_as(const char *path, strobe_format as, strobe_profile **out,
+			   strobe_err *err);
 /* The same for a buffer already in memory; `name` is used in messages. */
 int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
 			  strobe_err *err);

@@ -174,6 +174,19 @@ case_ingest() {
 	write_case "$1" "$url/ingest?name=bmark-ingest.cpu&format=folded" "$url/ingest?name=xmark-ingest.cpu&format=folded" \
 		$'main;bmark_fn_ingest 5\n' $'main;xmark_fn_ingest 5\n'
 }
+case_otlp() { # bodies encoded by protoc from the OTLP fixture, the service and a function renamed
+	local fx
+	fx=$(cd "$(dirname "$0")/../.." && pwd)
+	if ! command -v protoc >/dev/null; then echo "SKIP server_tenants/$1: protoc (protobuf-compiler) is not installed"; return; fi
+	for m in bmark xmark; do
+		sed -e "s/1700000000000000000/0/" -e "s/\"checkout\"/\"$m-otlp\"/" -e "s/\"hash\"/\"${m}_fn_otlp\"/" \
+			"$fx/tests/fixtures/otlp/two_types.txtpb" |
+			protoc --encode=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest \
+				--proto_path="$fx/proto" otlp_profiles_service.proto > "$TMPDIR/$m.otlp" ||
+			{ fail "$1" "protoc (protobuf-compiler) could not encode the OTLP fixture"; return; }
+	done
+	write_case "$1" "$url/v1development/profiles" "$url/v1development/profiles" "@$TMPDIR/bmark.otlp" "@$TMPDIR/xmark.otlp"
+}
 case_admin_compact() {
 	local c1 c2 c3 c4 c5
 	c1=$(hit a -X POST "$url$2")
@@ -230,7 +243,7 @@ while read -r m p access; do
 	case $r in
 	"GET /ready" | "GET /healthz" | "GET /metrics" | "GET /" | "GET /ui/*") want="public" ;;
 	"POST /api/v1/admin/compact") want="admin" ;;
-	"POST /api/v1/push" | "POST /ingest" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
+	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
 		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
 		"GET /buildid/*") want="tenant" ;;
@@ -242,6 +255,7 @@ while read -r m p access; do
 	GET\ /ready | GET\ /healthz | GET\ /metrics | "GET /") public_case "$r" "$p" ;;
 	"POST /api/v1/push") case_push "$r" ;;
 	"POST /ingest") case_ingest "$r" ;;
+	"POST /v1development/profiles") case_otlp "$r" ;;
 	"GET /api/v1/query") case_query "$r" ;;
 	"GET /api/v1/diff") case_diff "$r" ;;
 	"GET /api/v1/range") case_range "$r" ;;
@@ -261,7 +275,7 @@ done <<<"$routes"
 la=$(for q in series labels profile_types label/service_name/values; do hit a -G "$url/api/v1/$q" -d from=now-10m >/dev/null; cat "$TMPDIR/body"; done)
 lb=$(for q in series label/service_name/values; do hit b -G "$url/api/v1/$q" -d from=now-10m >/dev/null; cat "$TMPDIR/body"; done)
 if grep -q 'xmark\|bmark' <<<"$la"; then fail b-writes-not-in-a "team-a's view: $(grep -o '.\{0,30\}[xb]mark.\{0,30\}' <<<"$la" | head -3)"
-elif ! grep -q bmark-svc <<<"$lb" || ! grep -q bmark-ingest <<<"$lb"; then fail b-writes-not-in-a "team-b's own writes are not in team-b: $lb"
+elif ! grep -q bmark-svc <<<"$lb" || ! grep -q bmark-ingest <<<"$lb" || { command -v protoc >/dev/null && ! grep -q bmark-otlp <<<"$lb"; }; then fail b-writes-not-in-a "team-b's own writes are not in team-b: $lb"
 elif grep -q 'xmark\|amark' <<<"$lb"; then fail b-writes-not-in-a "team-b's view has $(grep -o '.\{0,30\}[xa]mark.\{0,30\}' <<<"$lb" | head -3)"
 else ok b-writes-not-in-a "B's writes in B only; B's writes as A refused and nowhere"; fi
 # An admin token is not a tenant's: with A's X-Scope-OrgID it reads nothing.

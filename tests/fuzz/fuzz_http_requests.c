@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target for the server's request handling (server/http.c's router and every endpoint:
- * native push, Pyroscope /ingest, query, diff, range, labels, series, admin, metrics) driven in
- * process,
+ * native push, Pyroscope /ingest, OTLP profiles, query, diff, range, labels, series, admin,
+ * metrics) driven in process,
  * without sockets, against a store in a temporary directory: arbitrary methods, paths, query
  * parameters, headers and bodies reach the same srv_handle the HTTP daemon calls.
  *
@@ -165,6 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Refused pushes count by the reason their message names, which may quote the input. */
 	int h = strcmp(url, "/api/v1/push") == 0 ? SRV_H_PUSH
 		: strcmp(url, "/ingest") == 0	 ? SRV_H_INGEST
+		: strcmp(url, "/v1development/profiles") == 0 ? SRV_H_OTLP
 						 : SRV_H_OTHER;
 	srv_metrics_request(srv.metrics, h, r.status, r.errmsg, 0.001);
 	check_reply(&r);
