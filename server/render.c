@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Pyroscope's legacy HTTP API, which older Grafana data sources and Pyroscope's own UI call:
+ * GET /pyroscope/render (one flame graph as "flamebearer" JSON), /pyroscope/render-diff (two, in
+ * flamebearer's "double" format) and /pyroscope/label-values. A query is Pyroscope's
+ * `TYPE{labels}` (process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="api"}), which is
+ * strobe's selector; from/until take what the native API's from/to take (now-1h, unix seconds or
+ * milliseconds, RFC 3339). The flame graph rows are the Connect querier's (server/flamegraph.c).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_impl.h"
+
+static int one(srv_req *r, const char *qname, const char *fname, const char *tname,
+	       strobe_profile **out)
+{
+	strobe_selector sel;
+	int64_t from, to;
+	if (srv_selector(r, qname, true, &sel) < 0)
+		return -1;
+	if (!sel.type) {
+		strobe_selector_free(&sel);
+		return srv_error(r, 400, "%s: the query needs a profile type, as "
+					 "process_cpu:cpu:nanoseconds:cpu:nanoseconds{...}", qname), -1;
+	}
+	if (srv_window(r, fname, tname, &from, &to) < 0) {
+		strobe_selector_free(&sel);
+		return -1;
+	}
+	strobe_query q = {r->tenant, &sel, from, to};
+	strobe_err err = {{0}};
+	int rc = strobe_store_query(r->srv->store, &q, out, &err);
+	strobe_selector_free(&sel);
+	if (rc < 0)
+		return srv_fail(r, rc, &err), -1;
+	return 0;
+}
+
+static int max_nodes(srv_req *r, size_t *out)
+{
+	const char *m = srv_arg(r, "max-nodes");
+	if (!m)
+		m = srv_arg(r, "maxNodes");
+	*out = 0;
+	if (!m)
+		return 0;
+	char *end;
+	unsigned long long v = strtoull(m, &end, 10);
+	if (*end || !*m || v > 10000000)
+		return srv_error(r, 400, "max-nodes must be an integer from 0 to 10000000"), -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+/* Pyroscope's names for a sample unit. */
+static const char *units(const char *unit)
+{
+	return strcmp(unit, "bytes") == 0 ? "bytes"
+	       : strcmp(unit, "count") == 0 ? "objects"
+	       : strcmp(unit, "nanoseconds") == 0 ? "samples" : "samples";
+}
+
+static int flamebearer(srv_req *r, strobe_profile *a, strobe_profile *b, size_t mn)
+{
+	strobe_tree *t = strobe_tree_new();
+	srv_flame f = {0};
+	int rc = t ? 0 : -ENOMEM;
+	if (rc == 0 && a->ntypes)
+		rc = strobe_tree_add(t, a, 0, STROBE_GRAN_FUNCTIONS, 0, 1.0, 0);
+	if (rc == 0 && b && b->ntypes)
+		rc = strobe_tree_add(t, b, 0, STROBE_GRAN_FUNCTIONS, 1, 1.0, 0);
+	if (rc == 0)
+		rc = strobe_tree_sort(t);
+	if (rc == 0)
+		rc = srv_flame_build(t, b ? 2 : 1, mn, &f);
+	json_t *names = json_array(), *levels = json_array();
+	for (size_t i = 0; rc == 0 && i < f.nnames; i++)
+		json_array_append_new(names, json_string(f.names[i]));
+	for (size_t i = 0; rc == 0 && i < f.depth; i++) {
+		json_t *row = json_array();
+		for (size_t k = 0; k < f.rows[i].n; k++)
+			json_array_append_new(row, json_integer(f.rows[i].v[k]));
+		json_array_append_new(levels, row);
+	}
+	const char *unit = a->ntypes ? strobe_str(a, a->types[0].unit) : "";
+	json_t *fb = json_pack("{s:o?, s:o?, s:I, s:I}", "names", names, "levels", levels,
+			       "numTicks", (json_int_t)(f.total[0] + f.total[1]), "maxSelf",
+			       (json_int_t)f.max_self);
+	json_t *md = json_pack("{s:s, s:s, s:I, s:s}", "format", b ? "double" : "single",
+			       "spyName", "", "sampleRate", (json_int_t)100, "units", units(unit));
+	json_t *j = json_pack("{s:o?, s:o?, s:n}", "flamebearer", fb, "metadata", md, "timeline");
+	if (j && b) {
+		json_object_set_new(j, "leftTicks", json_integer(f.total[0]));
+		json_object_set_new(j, "rightTicks", json_integer(f.total[1]));
+	}
+	char *s = rc == 0 && j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	srv_flame_free(&f);
+	strobe_tree_free(t);
+	if (!s)
+		return srv_error(r, 500, "out of memory");
+	srv_reply(r, 200, "application/json", s, strlen(s));
+	return 0;
+}
+
+int srv_render(srv_req *r)
+{
+	const char *fmt = srv_arg(r, "format");
+	if (fmt && strcmp(fmt, "json") != 0)
+		return srv_error(r, 400, "format: only json (flamebearer)");
+	size_t mn;
+	strobe_profile *p = NULL;
+	if (max_nodes(r, &mn) < 0 || one(r, "query", "from", "until", &p) < 0)
+		return 0;
+	flamebearer(r, p, NULL, mn);
+	strobe_profile_free(p);
+	return 0;
+}
+
+int srv_render_diff(srv_req *r)
+{
+	size_t mn;
+	strobe_profile *a = NULL, *b = NULL;
+	if (max_nodes(r, &mn) < 0 || one(r, "leftQuery", "leftFrom", "leftUntil", &a) < 0)
+		return 0;
+	if (one(r, "rightQuery", "rightFrom", "rightUntil", &b) == 0)
+		flamebearer(r, a, b, mn);
+	strobe_profile_free(a);
+	strobe_profile_free(b);
+	return 0;
+}
+
+/* GET /pyroscope/label-values?label=NAME[&query=SEL][&from=&until=]: a JSON array. */
+int srv_render_label_values(srv_req *r)
+{
+	const char *name = srv_arg(r, "label");
+	if (!name || !*name)
+		return srv_error(r, 400, "missing parameter 'label'");
+	strobe_selector sel;
+	int64_t from, to;
+	if (srv_selector(r, "query", false, &sel) < 0)
+		return 0;
+	if (srv_window(r, "from", "until", &from, &to) < 0) {
+		strobe_selector_free(&sel);
+		return 0;
+	}
+	strobe_query q = {r->tenant, &sel, from, to};
+	strobe_err err = {{0}};
+	char **v;
+	size_t n;
+	int rc = strobe_store_label_values(r->srv->store, &q, name, &v, &n, &err);
+	strobe_selector_free(&sel);
+	if (rc < 0)
+		return srv_fail(r, rc, &err);
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	strobe_strv_free(v, n);
+	char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	if (!s)
+		return srv_error(r, 500, "out of memory");
+	srv_reply(r, 200, "application/json", s, strlen(s));
+	return 0;
+}
