@@ -12,7 +12,8 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libiberty-dev: binutils' C++ and Rust demangler (symbolize/demangle.c), linked statically
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
-            chromium firefox-esr gnutls-bin)
+            chromium firefox-esr gnutls-bin protobuf-compiler)
+# protobuf-compiler: protoc, the independent encoder and decoder of tests/e2e/server_connect.sh
 # g++: tests/workloads/cxx/*.cc (libstrobe-heap.so's C++ safety workload, the naming tests)
 # gnutls-bin: certtool, which tests/e2e/server_tls.sh makes its throwaway CA and certificates with
 # (libgnutls28-dev: the server checks its certificate and key with GnuTLS, libmicrohttpd serves them)

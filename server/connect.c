@@ -347,7 +347,8 @@ static int listing(srv_req *r, int what, const char *name, strobe_selector *sels
 			return cerr(r, "internal", "out of memory"), -1;
 		}
 		all = na;
-		memcpy(all + n, v, k * sizeof(*v));
+		if (k)
+			memcpy(all + n, v, k * sizeof(*v));
 		n += k;
 		free(v); /* the strings moved to all */
 	}
