@@ -174,6 +174,42 @@ case_ingest() {
 	write_case "$1" "$url/ingest?name=bmark-ingest.cpu&format=folded" "$url/ingest?name=xmark-ingest.cpu&format=folded" \
 		$'main;bmark_fn_ingest 5\n' $'main;xmark_fn_ingest 5\n'
 }
+# Grafana's routes (server/connect.c, server/render.c): Connect calls as JSON, legacy GETs.
+J=(-H 'Content-Type: application/json')
+case_connect_querier() {
+	refused "$1" "${J[@]}" -d '{}' "$url/querier.v1.QuerierService/LabelNames"
+	read_case "$1" LabelValues "${J[@]}" -d '{"name":"amark_label"}' "$url/querier.v1.QuerierService/LabelValues"
+	read_case "$1" Series "${J[@]}" -d '{"matchers":["{amark_label=\"amark-value\"}"]}' "$url/querier.v1.QuerierService/Series"
+	read_case "$1" SelectMergeStacktraces "${J[@]}" -d "{\"profileTypeID\":\"$TYPE_A\",\"labelSelector\":\"{service_name=\\\"amark-svc\\\"}\"}" \
+		"$url/querier.v1.QuerierService/SelectMergeStacktraces"
+	read_case "$1" SelectMergeProfile "${J[@]}" -d "{\"profileTypeID\":\"$TYPE_A\",\"labelSelector\":\"{}\"}" \
+		"$url/querier.v1.QuerierService/SelectMergeProfile"
+	read_case "$1" SelectSeries "${J[@]}" -d "{\"profileTypeID\":\"$TYPE_A\",\"groupBy\":[\"amark_label\"],\"step\":60}" \
+		"$url/querier.v1.QuerierService/SelectSeries"
+}
+case_connect_settings() {
+	local c
+	refused "$1" "${J[@]}" -d '{}' "$url$2"
+	c=$(hit a "${J[@]}" -d '{}' "$url$2")
+	if [ "$c" = 200 ]; then ok "$1/own" "team-a: 200"; else fail "$1/own" "team-a: $c $(head -c 200 "$TMPDIR/body")"; fi
+}
+case_connect_push() {
+	local bb bx c
+	bb=$(printf 'main;bmark_fn_pushv1 5\n' | base64 -w0) bx=$(printf 'main;xmark_fn_pushv1 5\n' | base64 -w0)
+	refused "$1" "${J[@]}" -d "{\"series\":[{\"labels\":[{\"name\":\"service_name\",\"value\":\"xmark-pushv1\"}],\"samples\":[{\"rawProfile\":\"$bx\"}]}]}" "$url$2"
+	c=$(hit b "${J[@]}" -d "{\"series\":[{\"labels\":[{\"name\":\"service_name\",\"value\":\"bmark-pushv1\"}],\"samples\":[{\"rawProfile\":\"$bb\"}]}]}" "$url$2")
+	if [ "$c" = 200 ]; then ok "$1/own-write" "team-b's own write stored"
+	else fail "$1/own-write" "team-b's write: $c $(head -c 200 "$TMPDIR/body")"; fi
+}
+case_render() {
+	refused "$1" -G "$url$2" --data-urlencode "query=$SEL_A"
+	case $2 in
+	*/render) read_case "$1" render "${G[@]}" "$url$2" --data-urlencode "query=$SEL_A" -d from=now-10m ;;
+	*/render-diff) read_case "$1" render-diff "${G[@]}" "$url$2" --data-urlencode "leftQuery=$SEL_A" --data-urlencode "rightQuery=$SEL_A" \
+		-d leftFrom=now-10m -d rightFrom=now-10m ;;
+	*) read_case "$1" label-values "${G[@]}" "$url$2" -d label=amark_label -d from=now-10m ;;
+	esac
+}
 case_admin_compact() {
 	local c1 c2 c3 c4 c5
 	c1=$(hit a -X POST "$url$2")
@@ -206,7 +242,9 @@ while read -r m p access; do
 	"POST /api/v1/admin/compact") want="admin" ;;
 	"POST /api/v1/push" | "POST /ingest" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
-		"GET /api/v1/series") want="tenant" ;;
+		"GET /api/v1/series" | "POST /querier.v1.QuerierService/{name}" | "POST /settings.v1.SettingsService/Get" | \
+		"POST /push.v1.PusherService/Push" | "GET /pyroscope/render" | "GET /pyroscope/render-diff" | \
+		"GET /pyroscope/label-values") want="tenant" ;;
 	*) fail "$r" "add a case for $r (access: $access) to tests/e2e/server_tenants.sh"; continue ;;
 	esac
 	if [ "$access" != "$want" ]; then fail "$r" "the route table says $access, this test expects $want"; continue; fi
@@ -223,6 +261,10 @@ while read -r m p access; do
 	"GET /api/v1/profile_types") case_profile_types "$r" ;;
 	"GET /api/v1/series") case_series "$r" ;;
 	"POST /api/v1/admin/compact") case_admin_compact "$r" "$p" ;;
+	"POST /querier.v1.QuerierService/{name}") case_connect_querier "$r" ;;
+	"POST /settings.v1.SettingsService/Get") case_connect_settings "$r" "$p" ;;
+	"POST /push.v1.PusherService/Push") case_connect_push "$r" "$p" ;;
+	GET\ /pyroscope/*) case_render "$r" "$p" ;;
 	esac
 done <<<"$routes"
 
