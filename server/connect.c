@@ -74,10 +74,22 @@ static const char *status_code(unsigned st)
 
 static void cerr_reply(srv_req *r, const char *code, unsigned http, const char *msg)
 {
+	/* Messages quote the request (a selector's text), and protobuf-c does not check that
+	 * strings are UTF-8: bytes that would make the JSON invalid become '?'. */
+	char safe[600];
+	json_t *probe = json_string(msg);
+	if (!probe) {
+		snprintf(safe, sizeof(safe), "%s", msg);
+		for (char *p = safe; *p; p++)
+			if ((unsigned char)*p >= 0x80)
+				*p = '?';
+		msg = safe;
+	}
+	json_decref(probe);
 	json_t *j = json_pack("{s:s, s:s}", "code", code, "message", msg);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	snprintf(r->errmsg, sizeof(r->errmsg), "%s", msg);
+	snprintf(r->errmsg, sizeof(r->errmsg), "%.*s", (int)sizeof(r->errmsg) - 1, msg);
 	r->cenc = NULL;
 	srv_reply(r, http, "application/json", s, s ? strlen(s) : 0);
 }
