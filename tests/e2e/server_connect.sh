@@ -198,6 +198,13 @@ nv=$(grep -c 'values:' "$T/out.txt")
 [ "$code" = 200 ] && [ "$lt" = 18 ] && [ "$rt" = 7 ] && [ "$nv" = 49 ] && ok bin-Diff "left $lt right $rt" ||
   fail bin-Diff "HTTP $code left $lt right $rt values $nv"
 
+# ---- GetProfileStats: this tenant has data, team-a none -----------------------------------------
+jcall querier.v1.QuerierService/GetProfileStats '{}'
+a=$(jq_ 'd.get("dataIngested")')
+jcall querier.v1.QuerierService/GetProfileStats '{}' -H 'X-Scope-OrgID: team-a' -H 'Authorization: Bearer sekrit'
+b=$(jq_ 'd.get("dataIngested")')
+[ "$a $b" = "True None" ] && ok json-GetProfileStats "anonymous $a, team-a $b" || fail json-GetProfileStats "anonymous $a, team-a $b"
+
 # ---- gzip both ways -----------------------------------------------------------------------------
 printf 'profile_typeID: "%s" %s %s\n' "$CPU" "$SEL" "$W" | protoc --encode=querier.v1.SelectMergeStacktracesRequest $P "$Q" | gzip -c >"$T/req.gz"
 code=$(curl -s -D "$T/hdr" -o "$T/out.gz" -w '%{http_code}' -H 'Content-Type: application/proto' -H 'Content-Encoding: gzip' \

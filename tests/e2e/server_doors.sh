@@ -32,7 +32,15 @@ if [ -z "$prof" ] || [ ! -s "$prof" ]; then
   "$STROBE" convert -f pprof -o "$T/p.pb.gz" "$T/f.txt" || { echo "FAIL server_doors/setup: convert"; exit 1; }
   prof=$T/p.pb.gz
 fi
-gunzip -c "$prof" >"$T/p.pb" 2>/dev/null || cp "$prof" "$T/p.pb"
+gunzip -c "$prof" >"$T/p0.pb" 2>/dev/null || cp "$prof" "$T/p0.pb"
+# The profile is stamped now (protoc rewrites time_nanos), so that every door stores it in the
+# window the queries read, however old the fixture file is.
+protoc --decode=perftools.profiles.Profile $P "$ROOT/proto/profile.proto" <"$T/p0.pb" |
+  sed "/^time_nanos:/d" | { cat; echo "time_nanos: $((now - 5))000000000"; } |
+  protoc --encode=perftools.profiles.Profile $P "$ROOT/proto/profile.proto" >"$T/p.pb" ||
+  { echo "FAIL server_doors/setup: protoc could not restamp the profile"; exit 1; }
+gzip -c "$T/p.pb" >"$T/p.pb.gz"
+prof=$T/p.pb.gz
 
 door_ingest() { # Pyroscope's /ingest, the pprof as its SDKs send it
   curl -sf -o /dev/null --data-binary @"$2" "$url/ingest?name=$1&format=pprof&from=$((now - 10))&until=$now"

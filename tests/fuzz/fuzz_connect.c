@@ -42,6 +42,7 @@ static const char *const paths[] = {
 	"/querier.v1.QuerierService/Diff",
 	"/settings.v1.SettingsService/Get",
 	"/push.v1.PusherService/Push",
+	"/querier.v1.QuerierService/GetProfileStats",
 	"/querier.v1.QuerierService/Unknown",
 };
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
