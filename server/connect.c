@@ -31,7 +31,8 @@
 
 #define MAX_MATCHERS 64u    /* selectors in one call's matchers */
 #define MAX_SERIES   100000u /* series in one Series answer */
-#define MAX_POINTS   100000u /* steps of one SelectSeries */
+#define MAX_POINTS   100000u /* steps (fine ones included) of one SelectSeries */
+#define MAX_ANSWER_POINTS 5000000u /* series x steps in one SelectSeries answer */
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
@@ -805,6 +806,12 @@ static int select_series(call *c, ProtobufCMessage *in)
 	strobe_selector_free(&sel);
 	if (rc < 0)
 		return cfail(r, rc, &err);
+	if (res.n * nsteps > MAX_ANSWER_POINTS) {
+		strobe_range_result_free(&res);
+		return cerr(r, "resource_exhausted", "%zu series x %zu steps: more than %u points in "
+				"one answer; use a longer step or a narrower selector", res.n, nsteps,
+			    MAX_ANSWER_POINTS);
+	}
 	Types__V1__Series *ss = calloc(res.n ? res.n : 1, sizeof(*ss));
 	Types__V1__Series **sp = calloc(res.n ? res.n : 1, sizeof(*sp));
 	Types__V1__LabelPair *lab = calloc(res.n ? res.n : 1, sizeof(*lab));

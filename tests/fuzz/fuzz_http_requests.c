@@ -86,6 +86,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The routes that answer in Connect's error format (server/routes.c, SRV_ROUTE_CONNECT). */
+static bool connect_route(const srv_req *r)
+{
+	const char *q = "/querier.v1.QuerierService/";
+	if (strcmp(r->method, "POST") != 0)
+		return false;
+	if (strncmp(r->url, q, strlen(q)) == 0)
+		return r->url[strlen(q)] && !strchr(r->url + strlen(q), '/');
+	return strcmp(r->url, "/settings.v1.SettingsService/Get") == 0 ||
+	       strcmp(r->url, "/push.v1.PusherService/Push") == 0;
+}
+
 static void check_reply(const srv_req *r)
 {
 	if (r->status < 200 || r->status > 599 || !r->out || !r->ctype)
@@ -98,9 +110,7 @@ static void check_reply(const srv_req *r)
 		fprintf(stderr, "not JSON (%u): %.*s\n", r->status, (int)r->outlen, r->out);
 		abort();
 	}
-	if (r->status >= 400 && (strncmp(r->url, "/querier.v1.", 12) == 0 ||
-				 strncmp(r->url, "/settings.v1.", 13) == 0 ||
-				 strncmp(r->url, "/push.v1.", 9) == 0)) {
+	if (r->status >= 400 && connect_route(r)) {
 		/* the Connect routes answer in Connect's format (server/connect.c) */
 		if (!json_is_string(json_object_get(j, "code")))
 			abort();
