@@ -5,7 +5,8 @@
  * flamebearer's "double" format) and /pyroscope/label-values. A query is Pyroscope's
  * `TYPE{labels}` (process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="api"}), which is
  * strobe's selector; from/until take what the native API's from/to take (now-1h, unix seconds or
- * milliseconds, RFC 3339). The flame graph rows are the Connect querier's (server/flamegraph.c).
+ * milliseconds, RFC 3339). /render's timeline holds the totals per step (10 s or more, about
+ * 1,000 steps); render-diff's is null. The flame graph rows are the Connect querier's (server/flamegraph.c).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -14,8 +15,28 @@
 
 #include "server_impl.h"
 
+/* Pyroscope's timeline: the query's totals per step from `from`, about 1,000 steps, 10 s at
+ * least (Pyroscope's resolution). NULL when the range fails (the flame graph still answers). */
+static json_t *timeline(srv_req *r, const strobe_selector *sel, int64_t from, int64_t to)
+{
+	int64_t step = (to - from) / 1000;
+	step = step < 10 * STROBE_NS_PER_S ? 10 * STROBE_NS_PER_S
+					   : (step + STROBE_NS_PER_S - 1) / STROBE_NS_PER_S * STROBE_NS_PER_S;
+	strobe_query q = {r->tenant, sel, from, to};
+	strobe_range_result res;
+	strobe_err err = {{0}};
+	if (strobe_store_range(r->srv->store, &q, step, NULL, NULL, &res, &err) < 0)
+		return NULL;
+	json_t *samples = json_array();
+	for (size_t k = 0; samples && k < res.nsteps; k++)
+		json_array_append_new(samples, json_integer(res.n ? res.g[0].values[k] : 0));
+	strobe_range_result_free(&res);
+	return json_pack("{s:I, s:o?, s:I}", "startTime", (json_int_t)(from / STROBE_NS_PER_S),
+			 "samples", samples, "durationDelta", (json_int_t)(step / STROBE_NS_PER_S));
+}
+
 static int one(srv_req *r, const char *qname, const char *fname, const char *tname,
-	       strobe_profile **out)
+	       strobe_profile **out, json_t **tl)
 {
 	strobe_selector sel;
 	int64_t from, to;
@@ -33,6 +54,8 @@ static int one(srv_req *r, const char *qname, const char *fname, const char *tna
 	strobe_query q = {r->tenant, &sel, from, to};
 	strobe_err err = {{0}};
 	int rc = strobe_store_query(r->srv->store, &q, out, &err);
+	if (rc == 0 && tl)
+		*tl = timeline(r, &sel, from, to);
 	strobe_selector_free(&sel);
 	if (rc < 0)
 		return srv_fail(r, rc, &err), -1;
@@ -63,7 +86,7 @@ static const char *units(const char *unit)
 	       : strcmp(unit, "nanoseconds") == 0 ? "samples" : "samples";
 }
 
-static int flamebearer(srv_req *r, strobe_profile *a, strobe_profile *b, size_t mn)
+static int flamebearer(srv_req *r, strobe_profile *a, strobe_profile *b, size_t mn, json_t *tl)
 {
 	strobe_tree *t = strobe_tree_new();
 	srv_flame f = {0};
@@ -91,7 +114,7 @@ static int flamebearer(srv_req *r, strobe_profile *a, strobe_profile *b, size_t 
 			       (json_int_t)f.max_self);
 	json_t *md = json_pack("{s:s, s:s, s:I, s:s}", "format", b ? "double" : "single",
 			       "spyName", "", "sampleRate", (json_int_t)100, "units", units(unit));
-	json_t *j = json_pack("{s:o?, s:o?, s:n}", "flamebearer", fb, "metadata", md, "timeline");
+	json_t *j = json_pack("{s:o?, s:o?, s:o?}", "flamebearer", fb, "metadata", md, "timeline", tl);
 	if (j && b) {
 		json_object_set_new(j, "leftTicks", json_integer(f.total[0]));
 		json_object_set_new(j, "rightTicks", json_integer(f.total[1]));
@@ -113,9 +136,10 @@ int srv_render(srv_req *r)
 		return srv_error(r, 400, "format: only json (flamebearer)");
 	size_t mn;
 	strobe_profile *p = NULL;
-	if (max_nodes(r, &mn) < 0 || one(r, "query", "from", "until", &p) < 0)
+	json_t *tl = NULL;
+	if (max_nodes(r, &mn) < 0 || one(r, "query", "from", "until", &p, &tl) < 0)
 		return 0;
-	flamebearer(r, p, NULL, mn);
+	flamebearer(r, p, NULL, mn, tl);
 	strobe_profile_free(p);
 	return 0;
 }
@@ -124,10 +148,10 @@ int srv_render_diff(srv_req *r)
 {
 	size_t mn;
 	strobe_profile *a = NULL, *b = NULL;
-	if (max_nodes(r, &mn) < 0 || one(r, "leftQuery", "leftFrom", "leftUntil", &a) < 0)
+	if (max_nodes(r, &mn) < 0 || one(r, "leftQuery", "leftFrom", "leftUntil", &a, NULL) < 0)
 		return 0;
-	if (one(r, "rightQuery", "rightFrom", "rightUntil", &b) == 0)
-		flamebearer(r, a, b, mn);
+	if (one(r, "rightQuery", "rightFrom", "rightUntil", &b, NULL) == 0)
+		flamebearer(r, a, b, mn, NULL);
 	strobe_profile_free(a);
 	strobe_profile_free(b);
 	return 0;

@@ -276,8 +276,8 @@ v=$(flame_json)
   fail doc-SelectMergeStacktraces "HTTP $code $v"
 code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render" \
   --data-urlencode "query=$CPU{service_name=\"svc1\"}" -d from=now-1h -d until=now)
-v=$(jq_ 'd["flamebearer"]["numTicks"], d["flamebearer"]["names"][d["flamebearer"]["levels"][3][3]], d["metadata"]["format"]')
-[ "$code" = 200 ] && [ "$v" = "18 parse single" ] && ok doc-render "$v" || fail doc-render "HTTP $code: $v $(head -c 300 "$T/out.json")"
+v=$(jq_ 'd["flamebearer"]["numTicks"], d["flamebearer"]["names"][d["flamebearer"]["levels"][3][3]], d["metadata"]["format"], sum(d["timeline"]["samples"]), d["timeline"]["durationDelta"]')
+[ "$code" = 200 ] && [ "$v" = "18 parse single 18 10" ] && ok doc-render "$v" || fail doc-render "HTTP $code: $v $(head -c 300 "$T/out.json")"
 
 # ---- legacy GETs --------------------------------------------------------------------------------
 code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render-diff" \
