@@ -4,7 +4,9 @@
  * GET /pyroscope/render (one flame graph as "flamebearer" JSON), /pyroscope/render-diff (two, in
  * flamebearer's "double" format) and /pyroscope/label-values. A query is Pyroscope's
  * `TYPE{labels}` (process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="api"}), which is
- * strobe's selector; from/until take what the native API's from/to take (now-1h, unix seconds or
+ * strobe's selector, or its older `app.cpu{labels}` (an application name with a type suffix, as
+ * /ingest takes it), which becomes TYPE{service_name="app",labels} with the stored type the
+ * suffix became; from/until take what the native API's from/to take (now-1h, unix seconds or
  * milliseconds, RFC 3339). /render's timeline holds the totals per step (10 s or more, about
  * 1,000 steps); render-diff's is null. The flame graph rows are the Connect querier's (server/flamegraph.c).
  */
@@ -35,6 +37,77 @@ static json_t *timeline(srv_req *r, const strobe_selector *sel, int64_t from, in
 			 "samples", samples, "durationDelta", (json_int_t)(step / STROBE_NS_PER_S));
 }
 
+/* Pyroscope's older application names, app.suffix{labels} (as /ingest takes them): the suffix's
+ * profile name and sample types, to find the stored type they became. */
+static const struct {
+	const char *suffix, *name, *types[2];
+} legacy[] = {
+	{"cpu", "process_cpu", {"cpu", "samples"}},   {"itimer", "process_cpu", {"cpu", "samples"}},
+	{"wall", "wall", {"wall", "samples"}},        {"inuse_objects", "memory", {"inuse_objects"}},
+	{"inuse_space", "memory", {"inuse_space"}},   {"alloc_objects", "memory", {"alloc_objects"}},
+	{"alloc_space", "memory", {"alloc_space"}},   {"goroutines", "goroutine", {"goroutine", "goroutines"}},
+	{"mutex_count", "mutex", {"contentions"}},    {"mutex_duration", "mutex", {"delay"}},
+	{"block_count", "block", {"contentions"}},    {"block_duration", "block", {"delay"}},
+};
+
+/* A query "app.cpu{...}" (no profile type ID before the braces) as the selector
+ * TYPE{service_name="app",...}, TYPE being the stored type the suffix became; the selector is
+ * left as it is when the query is not in that form or nothing matches. */
+static void resolve_legacy(srv_req *r, const char *q, strobe_selector *sel, int64_t from,
+			   int64_t to)
+{
+	const char *brace = strchr(q, '{');
+	size_t nl = brace ? (size_t)(brace - q) : strlen(q);
+	char app[256];
+	if (!sel->type || memchr(q, ':', nl) || nl >= sizeof(app))
+		return;
+	memcpy(app, q, nl);
+	app[nl] = 0;
+	char *dot = strrchr(app, '.');
+	const char *suffix = dot ? dot + 1 : "cpu";
+	size_t li = 0;
+	while (li < sizeof(legacy) / sizeof(*legacy) && strcmp(legacy[li].suffix, suffix))
+		li++;
+	if (li == sizeof(legacy) / sizeof(*legacy))
+		return;
+	if (dot)
+		*dot = 0;
+	strobe_matcher *m = realloc(sel->m, (sel->n + 1) * sizeof(*m));
+	if (!m)
+		return;
+	sel->m = m;
+	memset(&m[sel->n], 0, sizeof(*m));
+	if (!(m[sel->n].name = strdup("service_name")) || !(m[sel->n].value = strdup(app))) {
+		free(m[sel->n].name);
+		return;
+	}
+	sel->n++;
+	char *type = sel->type;
+	sel->type = NULL; /* any type, to list them */
+	strobe_query q2 = {r->tenant, sel, from, to};
+	strobe_err err = {{0}};
+	char **v;
+	size_t n;
+	char *found = NULL;
+	if (strobe_store_profile_types(r->srv->store, &q2, &v, &n, &err) == 0) {
+		for (size_t i = 0; i < n && !found; i++) {
+			char name[64], st[64];
+			if (sscanf(v[i], "%63[^:]:%63[^:]", name, st) != 2 || strcmp(name, legacy[li].name))
+				continue;
+			for (int k = 0; k < 2 && !found; k++)
+				if (legacy[li].types[k] && strcmp(legacy[li].types[k], st) == 0)
+					found = strdup(v[i]);
+		}
+		strobe_strv_free(v, n);
+	}
+	if (found) {
+		free(type);
+		sel->type = found;
+	} else {
+		sel->type = type;
+	}
+}
+
 static int one(srv_req *r, const char *qname, const char *fname, const char *tname,
 	       strobe_profile **out, json_t **tl)
 {
@@ -42,14 +115,15 @@ static int one(srv_req *r, const char *qname, const char *fname, const char *tna
 	int64_t from, to;
 	if (srv_selector(r, qname, true, &sel) < 0)
 		return -1;
+	if (srv_window(r, fname, tname, &from, &to) < 0) {
+		strobe_selector_free(&sel);
+		return -1;
+	}
+	resolve_legacy(r, srv_arg(r, qname), &sel, from, to);
 	if (!sel.type) {
 		strobe_selector_free(&sel);
 		return srv_error(r, 400, "%s: the query needs a profile type, as "
 					 "process_cpu:cpu:nanoseconds:cpu:nanoseconds{...}", qname), -1;
-	}
-	if (srv_window(r, fname, tname, &from, &to) < 0) {
-		strobe_selector_free(&sel);
-		return -1;
 	}
 	strobe_query q = {r->tenant, &sel, from, to};
 	strobe_err err = {{0}};

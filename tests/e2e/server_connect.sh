@@ -279,6 +279,14 @@ code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render" \
 v=$(jq_ 'd["flamebearer"]["numTicks"], d["flamebearer"]["names"][d["flamebearer"]["levels"][3][3]], d["metadata"]["format"], sum(d["timeline"]["samples"]), d["timeline"]["durationDelta"]')
 [ "$code" = 200 ] && [ "$v" = "18 parse single 18 10" ] && ok doc-render "$v" || fail doc-render "HTTP $code: $v $(head -c 300 "$T/out.json")"
 
+# Pyroscope's older application-name form, app.cpu{labels}, for data that came in through /ingest
+now=$(date +%s)
+printf 'main;handle;parse 10\nmain;handle;render 5\n' >"$T/f.txt"
+curl -s -o /dev/null --data-binary @"$T/f.txt" "$url/ingest?name=legacyapp.cpu%7Benv%3Dprod%7D&from=$((now - 10))&until=$now&format=folded&sampleRate=100"
+code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render" --data-urlencode 'query=legacyapp.cpu{env="prod"}' -d from=now-1h -d until=now)
+v=$(jq_ 'd["flamebearer"]["numTicks"]')
+[ "$code" = 200 ] && [ "$v" = 150000000 ] && ok doc-render-app-name "legacyapp.cpu: $v ns" || fail doc-render-app-name "HTTP $code: $v $(head -c 200 "$T/out.json")"
+
 # ---- legacy GETs --------------------------------------------------------------------------------
 code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render-diff" \
   --data-urlencode "leftQuery=$CPU{service_name=\"svc1\"}" --data-urlencode "rightQuery=$CPU{service_name=\"svc2\"}" \
@@ -286,7 +294,7 @@ code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render-diff
 v=$(jq_ 'd["leftTicks"], d["rightTicks"], d["metadata"]["format"], len(d["flamebearer"]["levels"][1])')
 [ "$code" = 200 ] && [ "$v" = "18 7 double 7" ] && ok render-diff "$v" || fail render-diff "HTTP $code: $v"
 code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/label-values" -d label=service_name -d from=now-1h -d until=now)
-[ "$code" = 200 ] && [ "$(jq_ 'd')" = "['my_service', 'pushed', 'svc1', 'svc2']" ] && ok render-label-values ||
+[ "$code" = 200 ] && [ "$(jq_ 'd')" = "['legacyapp', 'my_service', 'pushed', 'svc1', 'svc2']" ] && ok render-label-values ||
   fail render-label-values "HTTP $code $(cat "$T/out.json")"
 code=$(curl -s -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render?query=nonsense%7B&from=now-1h")
 [ "$code" = 400 ] && grep -q '"error"' "$T/out.json" && ok render-bad-query || fail render-bad-query "HTTP $code $(cat "$T/out.json")"
