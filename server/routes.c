@@ -163,6 +163,9 @@ const srv_route srv_routes[] = {
 	{"GET", "/api/v1/profile_types", SRV_TENANT, SRV_H_TYPES, srv_profile_types, 0},
 	{"GET", "/api/v1/series", SRV_TENANT, SRV_H_SERIES, srv_series, 0},
 	{"POST", "/api/v1/admin/compact", SRV_ADMIN, SRV_H_ADMIN, admin_compact, 0},
+	{"POST", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_upload, 0},
+	{"GET", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_stat, 0},
+	{"GET", "/buildid/*", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfod, 0},
 	/* Grafana's (server/connect.c, server/render.c) */
 	{"POST", "/querier.v1.QuerierService/{name}", SRV_TENANT, SRV_H_CONNECT,
 	 srv_connect_querier, SRV_ROUTE_CONNECT},
