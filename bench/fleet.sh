@@ -181,3 +181,9 @@ cell() { [ -n "${R[$1]:-}" ] && ms "${R[$1]}" || echo "not run"; }
   echo
   echo "Ingest cost of the totals, one hour of the host (180,000 profiles of 12 stacks, one push of 500 profiles per time step, synchronous=NORMAL), medians of $runs: before $ing_old profiles/s and $disk_old bytes on disk, after $ing_new profiles/s and $disk_new bytes. In the 24-h host store the totals table and its key take $tot_host of $all_host bytes."
 } >> "$results"
+
+# ---- Grafana's flame graph call against the native one (issue 22) ---------------------------------
+if [ "${FLEET_CONNECT:-1}" = 1 ]; then
+  { echo; echo "**Connect's SelectMergeStacktraces against /api/v1/query** (bench/connect.sh):"; echo; } >> "$results"
+  bash bench/connect.sh "$results"
+fi

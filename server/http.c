@@ -74,7 +74,8 @@ static void admit_push(strobe_server *srv, conn *cn, const char *url, const char
 {
 	if (cn->busy || cn->too_big || strcmp(method, "POST") != 0 ||
 	    (strcmp(url, "/api/v1/push") != 0 && strcmp(url, "/ingest") != 0 &&
-	     strcmp(url, "/v1development/profiles") != 0))
+	     strcmp(url, "/v1development/profiles") != 0 &&
+	     strcmp(url, "/push.v1.PusherService/Push") != 0))
 		return;
 	if (srv_admit_push(srv->admit) < 0)
 		cn->busy = "max_inflight_pushes";
@@ -341,6 +342,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		MHD_add_response_header(resp, "ETag", r.etag);
 	if (r.cache)
 		MHD_add_response_header(resp, "Cache-Control", r.cache);
+	if (r.cenc)
+		MHD_add_response_header(resp, "Content-Encoding", r.cenc);
 	if (r.retry_after) {
 		char ra[16];
 		snprintf(ra, sizeof(ra), "%u", r.retry_after);

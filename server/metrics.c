@@ -38,7 +38,7 @@ static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 
 static const char *const handlers[SRV_H_N] = {
 	"push", "ingest", "query", "diff", "range", "labels", "label_values", "profile_types",
-	"series", "admin", "metrics", "other", "debuginfo", "otlp"};
+	"series", "admin", "metrics", "other", "debuginfo", "otlp", "connect", "connect_push", "render"};
 
 typedef struct tenant_ctr {
 	char name[65];
@@ -145,8 +145,8 @@ void srv_metrics_request(srv_metrics *m, int handler, unsigned status, const cha
 	if (!m || handler < 0 || handler >= SRV_H_N)
 		return;
 	char reason[48] = "";
-	bool rejected = (handler == SRV_H_PUSH || handler == SRV_H_INGEST || handler == SRV_H_OTLP) &&
-			status >= 400;
+	bool rejected = (handler == SRV_H_PUSH || handler == SRV_H_INGEST || handler == SRV_H_OTLP ||
+			 handler == SRV_H_CONNECT_PUSH) && status >= 400;
 	if (rejected)
 		reason_of(status, errmsg ? errmsg : "", reason, sizeof(reason));
 	pthread_mutex_lock(&m->mu);

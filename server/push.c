@@ -98,6 +98,17 @@ int srv_series_labels_check(const strobe_server_config *c, const strobe_labelpai
 	return 0;
 }
 
+/* Sorts the series labels and checks them (srv_series_labels_check); replies 400 and returns
+ * -1 when one breaks a rule. For push.v1 (srv_push_series). */
+static int check_labels(srv_req *r, strobe_labelpair *l, size_t k)
+{
+	qsort(l, k, sizeof(*l), cmp_label);
+	char why[256];
+	if (srv_series_labels_check(&r->srv->cfg, l, k, why, sizeof(why)) < 0)
+		return srv_error(r, 400, "%s", why), -1;
+	return 0;
+}
+
 /* The series labels of the push; replies 400 and returns -1 when they break a rule. */
 static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out, size_t *n)
 {
@@ -130,11 +141,9 @@ static int push_labels(srv_req *r, strobe_selector *sel, strobe_labelpair **out,
 		}
 		l[k++] = (strobe_labelpair){sel->m[i].name, sel->m[i].value};
 	}
-	qsort(l, k, sizeof(*l), cmp_label);
-	char why[256];
-	if (srv_series_labels_check(c, l, k, why, sizeof(why)) < 0) {
+	if (check_labels(r, l, k) < 0) {
 		free(l);
-		return srv_error(r, 400, "%s", why), -1;
+		return -1;
 	}
 	*out = l;
 	*n = k;
@@ -409,6 +418,70 @@ int srv_push(srv_req *r)
 		rc = push_store(&q);
 	if (rc == -ENOMEM)
 		srv_error(r, 500, "out of memory");
+	push_req_free(&q);
+	return 0;
+}
+
+int srv_push_series(srv_req *r, const strobe_labelpair *labels, size_t nlabels,
+		    const uint8_t *const *bodies, const size_t *lens, size_t nbodies)
+{
+	const strobe_server_config *c = &r->srv->cfg;
+	push_req q = {.r = r};
+	int rc = 0;
+	if (nlabels > c->max_labels + 8) /* room for the __ labels dropped below */
+		return srv_error(r, 400, "limit max_labels: %zu labels, at most %u", nlabels,
+				 c->max_labels);
+	if (!nbodies)
+		return srv_error(r, 400, "a series without samples: send a pprof profile");
+	if (nbodies > c->max_profiles_per_push)
+		return srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",
+				 c->max_profiles_per_push);
+	if (!(q.labels = calloc(nlabels ? nlabels : 1, sizeof(*q.labels))))
+		return srv_error(r, 500, "out of memory");
+	/* __name__ names the profile (process_cpu, memory...); other __ labels (__session_id__,
+	 * __delta__) describe the push, not the series */
+	size_t k = 0;
+	for (size_t i = 0; i < nlabels; i++) {
+		if (strcmp(labels[i].name, "__name__") == 0)
+			q.name = labels[i].value;
+		else if (strncmp(labels[i].name, "__", 2) != 0)
+			q.labels[k++] = labels[i];
+	}
+	if (k > c->max_labels) {
+		srv_error(r, 400, "limit max_labels: %zu labels, at most %u", k, c->max_labels);
+		goto out;
+	}
+	if (check_labels(r, q.labels, k) < 0)
+		goto out;
+	size_t nser = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (strobe_sample_label_name(q.labels[i].name) && q.nrsl < STROBE_SAMPLE_LABELS_MAX)
+			q.rsl[q.nrsl++] = q.labels[i];
+		else
+			q.labels[nser++] = q.labels[i];
+	}
+	q.nlabels = nser;
+	qsort(q.rsl, q.nrsl, sizeof(*q.rsl), cmp_label);
+	for (size_t i = 0; rc == 0 && i < nbodies; i++) {
+		if (!lens[i]) {
+			srv_error(r, 400, "profile %zu: empty", i + 1);
+			goto out;
+		}
+		rc = add_part(&q.ps, "", bodies[i], lens[i]);
+	}
+	q.profs = calloc(q.ps.n, sizeof(*q.profs));
+	q.views = calloc(q.ps.n, sizeof(*q.views));
+	q.raws = calloc(q.ps.n, sizeof(*q.raws));
+	q.groups = calloc(q.ps.n, sizeof(*q.groups));
+	if (rc == 0 && !(q.profs && q.views && q.raws && q.groups))
+		rc = -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < q.ps.n; i++)
+		rc = push_part(&q, i);
+	if (rc == 0)
+		rc = push_store(&q);
+	if (rc == -ENOMEM)
+		srv_error(r, 500, "out of memory");
+out:
 	push_req_free(&q);
 	return 0;
 }

@@ -24,7 +24,7 @@ static int cmp_desc(const void *a, const void *b)
 
 /* Keeps roughly the max_nodes heaviest call-tree nodes: prunes below the total of the
  * max_nodes-th heaviest, as a fraction of the whole (pprof's -nodecount, approximately). */
-static int trim(strobe_profile *p, size_t max_nodes, strobe_err *err)
+int srv_trim(strobe_profile *p, size_t max_nodes, strobe_err *err)
 {
 	strobe_tree *t = strobe_tree_new();
 	if (!t)
@@ -122,7 +122,7 @@ int srv_query(srv_req *r)
 	if (max_nodes(r, &mn) < 0 || query_one(r, "query", "from", "to", &p, window, sizeof(window)) < 0)
 		return 0;
 	strobe_err err = {{0}};
-	int rc = mn && strcmp(fmt, "top") ? trim(p, mn, &err) : 0;
+	int rc = mn && strcmp(fmt, "top") ? srv_trim(p, mn, &err) : 0;
 	char *buf = NULL;
 	size_t len = 0;
 	strobe_format of = strobe_output_parse(fmt);

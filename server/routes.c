@@ -148,25 +148,35 @@ static int admin_compact(srv_req *r)
 /* Paths: exact; or one {name} segment (no '/', not empty) handed over as r->path_arg; or a
  * trailing '*' for any rest. The first route whose method and path match is taken. */
 const srv_route srv_routes[] = {
-	{"GET", "/ready", SRV_PUBLIC, SRV_H_OTHER, ready},
-	{"GET", "/healthz", SRV_PUBLIC, SRV_H_OTHER, ready},
-	{"GET", "/metrics", SRV_PUBLIC, SRV_H_METRICS, srv_metrics_get},
-	{"GET", "/", SRV_PUBLIC, SRV_H_OTHER, ui},
-	{"GET", "/ui/*", SRV_PUBLIC, SRV_H_OTHER, ui},
-	{"POST", "/api/v1/push", SRV_TENANT, SRV_H_PUSH, srv_push},
-	{"POST", "/ingest", SRV_TENANT, SRV_H_INGEST, strobe_pyroscope_ingest},
-	{"POST", "/v1development/profiles", SRV_TENANT, SRV_H_OTLP, srv_otlp_profiles},
-	{"GET", "/api/v1/query", SRV_TENANT, SRV_H_QUERY, srv_query},
-	{"GET", "/api/v1/diff", SRV_TENANT, SRV_H_DIFF, srv_diff},
-	{"GET", "/api/v1/range", SRV_TENANT, SRV_H_RANGE, srv_range},
-	{"GET", "/api/v1/labels", SRV_TENANT, SRV_H_LABELS, srv_labels},
-	{"GET", "/api/v1/label/{name}/values", SRV_TENANT, SRV_H_LABEL_VALUES, label_values},
-	{"GET", "/api/v1/profile_types", SRV_TENANT, SRV_H_TYPES, srv_profile_types},
-	{"GET", "/api/v1/series", SRV_TENANT, SRV_H_SERIES, srv_series},
-	{"POST", "/api/v1/admin/compact", SRV_ADMIN, SRV_H_ADMIN, admin_compact},
-	{"POST", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_upload},
-	{"GET", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_stat},
-	{"GET", "/buildid/*", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfod},
+	{"GET", "/ready", SRV_PUBLIC, SRV_H_OTHER, ready, 0},
+	{"GET", "/healthz", SRV_PUBLIC, SRV_H_OTHER, ready, 0},
+	{"GET", "/metrics", SRV_PUBLIC, SRV_H_METRICS, srv_metrics_get, 0},
+	{"GET", "/", SRV_PUBLIC, SRV_H_OTHER, ui, 0},
+	{"GET", "/ui/*", SRV_PUBLIC, SRV_H_OTHER, ui, 0},
+	{"POST", "/api/v1/push", SRV_TENANT, SRV_H_PUSH, srv_push, 0},
+	{"POST", "/ingest", SRV_TENANT, SRV_H_INGEST, strobe_pyroscope_ingest, 0},
+	{"POST", "/v1development/profiles", SRV_TENANT, SRV_H_OTLP, srv_otlp_profiles, 0},
+	{"GET", "/api/v1/query", SRV_TENANT, SRV_H_QUERY, srv_query, 0},
+	{"GET", "/api/v1/diff", SRV_TENANT, SRV_H_DIFF, srv_diff, 0},
+	{"GET", "/api/v1/range", SRV_TENANT, SRV_H_RANGE, srv_range, 0},
+	{"GET", "/api/v1/labels", SRV_TENANT, SRV_H_LABELS, srv_labels, 0},
+	{"GET", "/api/v1/label/{name}/values", SRV_TENANT, SRV_H_LABEL_VALUES, label_values, 0},
+	{"GET", "/api/v1/profile_types", SRV_TENANT, SRV_H_TYPES, srv_profile_types, 0},
+	{"GET", "/api/v1/series", SRV_TENANT, SRV_H_SERIES, srv_series, 0},
+	{"POST", "/api/v1/admin/compact", SRV_ADMIN, SRV_H_ADMIN, admin_compact, 0},
+	{"POST", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_upload, 0},
+	{"GET", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_stat, 0},
+	{"GET", "/buildid/*", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfod, 0},
+	/* Grafana's (server/connect.c, server/render.c) */
+	{"POST", "/querier.v1.QuerierService/{name}", SRV_TENANT, SRV_H_CONNECT,
+	 srv_connect_querier, SRV_ROUTE_CONNECT},
+	{"POST", "/settings.v1.SettingsService/Get", SRV_TENANT, SRV_H_CONNECT,
+	 srv_connect_settings, SRV_ROUTE_CONNECT},
+	{"POST", "/push.v1.PusherService/Push", SRV_TENANT, SRV_H_CONNECT_PUSH, srv_connect_push,
+	 SRV_ROUTE_CONNECT},
+	{"GET", "/pyroscope/render", SRV_TENANT, SRV_H_RENDER, srv_render, 0},
+	{"GET", "/pyroscope/render-diff", SRV_TENANT, SRV_H_RENDER, srv_render_diff, 0},
+	{"GET", "/pyroscope/label-values", SRV_TENANT, SRV_H_RENDER, srv_render_label_values, 0},
 };
 const size_t srv_nroutes = sizeof(srv_routes) / sizeof(srv_routes[0]);
 
@@ -241,4 +251,6 @@ void srv_handle(srv_req *r)
 	}
 	if (!r->status)
 		srv_error(r, 500, "internal error: no reply");
+	if (rt && (rt->flags & SRV_ROUTE_CONNECT))
+		srv_connect_error_from_native(r);
 }

@@ -13,12 +13,13 @@
 #include "multipart.h"
 #include "pyroscope.h"
 #include "strobe/server.h"
+#include "strobe/tree.h"
 
 /* The server's own counters, served by GET /metrics (server/metrics.c). */
 typedef struct srv_metrics srv_metrics;
 enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LABELS,
        SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER,
-       SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_N };
+       SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_CONNECT, SRV_H_CONNECT_PUSH, SRV_H_RENDER, SRV_H_N };
 enum { SRV_SRC_PUSH, SRV_SRC_INGEST, SRV_SRC_OTLP, SRV_SRC_N };
 
 struct strobe_server {
@@ -107,6 +108,7 @@ typedef struct srv_req {
 	uint64_t out_fd_len;
 	const char *etag, *cache; /* ETag and Cache-Control headers when set (static files) */
 	unsigned retry_after;     /* seconds, sent as Retry-After when set (507, 503) */
+	const char *cenc;         /* Content-Encoding of the reply body when set ("gzip") */
 } srv_req;
 
 /* A query argument (the first when repeated), or NULL. */
@@ -126,7 +128,11 @@ typedef struct srv_route {
 	srv_access access;
 	int metric; /* SRV_H_*: the /metrics histogram of its latency */
 	int (*fn)(srv_req *r);
+	unsigned flags; /* SRV_ROUTE_* */
 } srv_route;
+/* The route speaks the Connect protocol: every error it answers, the access checks' included,
+ * is turned into Connect's error format (server/connect.c). */
+#define SRV_ROUTE_CONNECT 1u
 extern const srv_route srv_routes[];
 extern const size_t srv_nroutes;
 const char *srv_access_name(srv_access a);
@@ -196,6 +202,51 @@ int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);
 int srv_profile_types(srv_req *r);
 int srv_series(srv_req *r); /* GET /api/v1/series, server/labels.c */
+
+/* Keeps roughly the max_nodes heaviest call-tree nodes of p (server/read.c). */
+int srv_trim(strobe_profile *p, size_t max_nodes, strobe_err *err);
+
+/* A push of one series from a protocol other than the native one (push.v1): its labels as
+ * given (validated as the native push's; __name__ names the profile, other __ labels are
+ * dropped) and its pprof bodies (gzipped or not), all stored in one transaction. On success the
+ * native push's JSON reply is set (a caller replaces it); errors are replied as srv_error. */
+int srv_push_series(srv_req *r, const strobe_labelpair *labels, size_t nlabels,
+		    const uint8_t *const *bodies, const size_t *lens, size_t nbodies);
+
+/* The Connect protocol (server/connect.c): POST /querier.v1.QuerierService/{name},
+ * /settings.v1.SettingsService/Get, /push.v1.PusherService/Push; and Pyroscope's legacy GETs
+ * /pyroscope/render, /pyroscope/render-diff, /pyroscope/label-values. */
+int srv_connect_querier(srv_req *r);
+int srv_connect_settings(srv_req *r);
+int srv_connect_push(srv_req *r);
+int srv_render(srv_req *r);
+int srv_render_diff(srv_req *r);
+int srv_render_label_values(srv_req *r);
+/* Turns an error reply {"error": ..., "status": N} into Connect's {"code", "message"} with the
+ * HTTP status Connect gives that code. */
+void srv_connect_error_from_native(srv_req *r);
+
+/* A flame graph in Grafana's rows (server/flamegraph.c): rows[d] holds the nodes at depth d,
+ * left to right, 4 numbers each (x offset from the previous node's end, total, self, name index)
+ * for one column, 7 for two (left offset, total, self, right offset, total, self, name). */
+typedef struct srv_flame_row {
+	int64_t *v;
+	size_t n, cap;
+	int64_t end[2]; /* where the row's last node ends, per column (building) */
+} srv_flame_row;
+typedef struct srv_flame {
+	const char **names; /* names[0] = "total"; the others point into the tree */
+	size_t nnames;
+	srv_flame_row *rows;
+	size_t nrows, depth; /* rows allocated, rows used */
+	int ncol;
+	int64_t total[2], max_self;
+} srv_flame;
+/* Nodes lighter than the max_nodes-th heaviest are left out (0 = keep all). */
+int srv_flame_build(const strobe_tree *t, int ncol, size_t max_nodes, srv_flame *f);
+void srv_flame_free(srv_flame *f);
+void srv_fold_steps(const int64_t *fine, size_t nfine, size_t per_step, bool average,
+		    double *out, bool *has, size_t nsteps);
 /* GET / and /ui/...: the web UI's embedded files (server/ui.c); false when the URL is not one. */
 bool srv_ui(srv_req *r);
 

@@ -187,6 +187,42 @@ case_otlp() { # bodies encoded by protoc from the OTLP fixture, the service and 
 	done
 	write_case "$1" "$url/v1development/profiles" "$url/v1development/profiles" "@$TMPDIR/bmark.otlp" "@$TMPDIR/xmark.otlp"
 }
+# Grafana's routes (server/connect.c, server/render.c): Connect calls as JSON, legacy GETs.
+J=(-H 'Content-Type: application/json')
+case_connect_querier() {
+	refused "$1" "${J[@]}" -d '{}' "$url/querier.v1.QuerierService/LabelNames"
+	read_case "$1" LabelValues "${J[@]}" -d '{"name":"amark_label"}' "$url/querier.v1.QuerierService/LabelValues"
+	read_case "$1" Series "${J[@]}" -d '{"matchers":["{amark_label=\"amark-value\"}"]}' "$url/querier.v1.QuerierService/Series"
+	read_case "$1" SelectMergeStacktraces "${J[@]}" -d "{\"profileTypeID\":\"$TYPE_A\",\"labelSelector\":\"{service_name=\\\"amark-svc\\\"}\"}" \
+		"$url/querier.v1.QuerierService/SelectMergeStacktraces"
+	read_case "$1" SelectMergeProfile "${J[@]}" -d "{\"profileTypeID\":\"$TYPE_A\",\"labelSelector\":\"{}\"}" \
+		"$url/querier.v1.QuerierService/SelectMergeProfile"
+	read_case "$1" SelectSeries "${J[@]}" -d "{\"profileTypeID\":\"$TYPE_A\",\"groupBy\":[\"amark_label\"],\"step\":60}" \
+		"$url/querier.v1.QuerierService/SelectSeries"
+}
+case_connect_settings() {
+	local c
+	refused "$1" "${J[@]}" -d '{}' "$url$2"
+	c=$(hit a "${J[@]}" -d '{}' "$url$2")
+	if [ "$c" = 200 ]; then ok "$1/own" "team-a: 200"; else fail "$1/own" "team-a: $c $(head -c 200 "$TMPDIR/body")"; fi
+}
+case_connect_push() {
+	local bb bx c
+	bb=$(printf 'main;bmark_fn_pushv1 5\n' | base64 -w0) bx=$(printf 'main;xmark_fn_pushv1 5\n' | base64 -w0)
+	refused "$1" "${J[@]}" -d "{\"series\":[{\"labels\":[{\"name\":\"service_name\",\"value\":\"xmark-pushv1\"}],\"samples\":[{\"rawProfile\":\"$bx\"}]}]}" "$url$2"
+	c=$(hit b "${J[@]}" -d "{\"series\":[{\"labels\":[{\"name\":\"service_name\",\"value\":\"bmark-pushv1\"}],\"samples\":[{\"rawProfile\":\"$bb\"}]}]}" "$url$2")
+	if [ "$c" = 200 ]; then ok "$1/own-write" "team-b's own write stored"
+	else fail "$1/own-write" "team-b's write: $c $(head -c 200 "$TMPDIR/body")"; fi
+}
+case_render() {
+	refused "$1" -G "$url$2" --data-urlencode "query=$SEL_A"
+	case $2 in
+	*/render) read_case "$1" render "${G[@]}" "$url$2" --data-urlencode "query=$SEL_A" -d from=now-10m ;;
+	*/render-diff) read_case "$1" render-diff "${G[@]}" "$url$2" --data-urlencode "leftQuery=$SEL_A" --data-urlencode "rightQuery=$SEL_A" \
+		-d leftFrom=now-10m -d rightFrom=now-10m ;;
+	*) read_case "$1" label-values "${G[@]}" "$url$2" -d label=amark_label -d from=now-10m ;;
+	esac
+}
 case_admin_compact() {
 	local c1 c2 c3 c4 c5
 	c1=$(hit a -X POST "$url$2")
@@ -246,7 +282,9 @@ while read -r m p access; do
 	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
 		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
-		"GET /buildid/*") want="tenant" ;;
+		"GET /buildid/*" | "POST /querier.v1.QuerierService/{name}" | "POST /settings.v1.SettingsService/Get" | \
+		"POST /push.v1.PusherService/Push" | "GET /pyroscope/render" | "GET /pyroscope/render-diff" | \
+		"GET /pyroscope/label-values") want="tenant" ;;
 	*) fail "$r" "add a case for $r (access: $access) to tests/e2e/server_tenants.sh"; continue ;;
 	esac
 	if [ "$access" != "$want" ]; then fail "$r" "the route table says $access, this test expects $want"; continue; fi
@@ -267,6 +305,10 @@ while read -r m p access; do
 	"POST /api/v1/debuginfo/{build_id}") case_debuginfo_upload "$r" ;;
 	"GET /api/v1/debuginfo/{build_id}") own_only "$r" stat "/api/v1/debuginfo/$BID_A" ;;
 	"GET /buildid/*") own_only "$r" debuginfod "/buildid/$BID_A/debuginfo"; own_only "$r" executable "/buildid/$BID_A/executable" ;;
+	"POST /querier.v1.QuerierService/{name}") case_connect_querier "$r" ;;
+	"POST /settings.v1.SettingsService/Get") case_connect_settings "$r" "$p" ;;
+	"POST /push.v1.PusherService/Push") case_connect_push "$r" "$p" ;;
+	GET\ /pyroscope/*) case_render "$r" "$p" ;;
 	esac
 done <<<"$routes"
 
