@@ -406,6 +406,15 @@ int strobe_pyro_parse_name(const char *name, const strobe_pyro_limits *limits, c
 				r = strobe_errf(err, -EINVAL, "name: label name __name__ is reserved");
 				goto fail;
 			}
+			/* As /api/v1/push: the read APIs answer JSON, which cannot carry the value. */
+			json_t *js = json_stringn(vs, (size_t)(ve - vs)); /* NULL: not UTF-8 */
+			json_decref(js);
+			if (!js) {
+				r = strobe_errf(err, -EINVAL,
+						"name: label '%.*s' has a value that is not UTF-8",
+						(int)(ke - ks), ks);
+				goto fail;
+			}
 			/* An empty value means "no such label" (Prometheus semantics). */
 			if (ve == vs) {
 				label_del(&l, ks, (size_t)(ke - ks));

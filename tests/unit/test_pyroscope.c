@@ -225,6 +225,10 @@ static void test_parse_name(void **state)
 		{"app{a=b}x", "after '}'"},
 		{"app{__name__=x}", "reserved"},
 		{"app{=x}", "empty name"},
+		/* /api/v1/push refuses these too: the read APIs could not show the value. */
+		{"app{a=\xff}", "label 'a' has a value that is not UTF-8"},
+		{"app{a=x\xc3(y}", "label 'a' has a value that is not UTF-8"},
+		{"app{a=\xed\xa0\x80}", "not UTF-8"}, /* a surrogate */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		err.msg[0] = 0;
