@@ -118,6 +118,11 @@ bool strobe_type_is_gauge(const char *t)
 	if (!st)
 		return false;
 	st++;
+	/* A heap profile without inuse_/alloc_ prefixes is a snapshot of what is in use:
+	 * @datadog/pprof's heap profiles (objects/count, space/bytes) are; summed over time, two
+	 * snapshots of 74 MB would read as 148 MB. */
+	bool memory = (size_t)(st - t) == 7 && strncmp(t, "memory:", 7) == 0;
 	return strncmp(st, "inuse_", 6) == 0 || strncmp(st, "goroutine:", 10) == 0 ||
-	       strncmp(st, "goroutines:", 11) == 0;
+	       strncmp(st, "goroutines:", 11) == 0 ||
+	       (memory && (strncmp(st, "space:", 6) == 0 || strncmp(st, "objects:", 8) == 0));
 }

@@ -36,6 +36,9 @@ const char *strobe_profile_name(const strobe_profile *p, const char *hint,
  * name (empty, longer than 60 bytes, ':', space, braces, quotes, =!~, control bytes). */
 int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
 			      strobe_err *err);
+/* Whether a full type is a gauge (a snapshot: points of one series average over time, never
+ * sum): any `inuse_*` sample type, goroutine counts, and a memory profile's bare `space` and
+ * `objects`, the in-use heap as @datadog/pprof (Node) names it. */
 bool strobe_type_is_gauge(const char *full_type);
 
 #endif

@@ -98,6 +98,13 @@ static void test_type_names(void **state)
 	assert_true(strobe_type_is_gauge("goroutine:goroutine:count:goroutine:count"));
 	assert_false(strobe_type_is_gauge("memory:alloc_space:bytes:space:bytes"));
 	assert_false(strobe_type_is_gauge("inuse_space"));
+	/* In-use heap snapshots whatever their names: @datadog/pprof (Node) writes objects/space. */
+	assert_true(strobe_type_is_gauge("memory:space:bytes:space:bytes"));
+	assert_true(strobe_type_is_gauge("memory:objects:count:space:bytes"));
+	assert_true(strobe_type_is_gauge("memory:inuse_objects:count:space:bytes"));
+	assert_false(strobe_type_is_gauge("memory:alloc_objects:count:space:bytes"));
+	assert_false(strobe_type_is_gauge("memory:spaces:bytes:space:bytes"));
+	assert_false(strobe_type_is_gauge("process_cpu:space:bytes:space:bytes"));
 }
 
 int main(void)
