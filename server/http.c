@@ -20,6 +20,8 @@
 typedef struct conn {
 	strobe_buf body; /* capped at max_body_bytes */
 	bool too_big;
+	bool started;      /* the handler has seen the request's headers */
+	bool uri_too_long; /* the URL is longer than SRV_MAX_URL: a 414 */
 	/* Admission (admit.c): a push slot and the body bytes reserved, given back when the
 	 * request ends; busy names the limit that refused it (its body is read and dropped). */
 	bool push_slot;
@@ -204,10 +206,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 {
 	strobe_server *srv = cls;
 	conn *cn = *con_cls;
-	if (!cn) {
-		if (!(cn = calloc(1, sizeof(*cn))))
+	if (!cn || !cn->started) {
+		/* Made by uri_seen, unless it could not allocate. */
+		if (!cn && !(cn = calloc(1, sizeof(*cn))))
 			return MHD_NO;
 		*con_cls = cn;
+		cn->started = true;
 		strobe_buf_init(&cn->body, srv->cfg.max_body_bytes);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
@@ -222,9 +226,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		/* Past the limit the rest is read and dropped, so the client gets the 413. */
 		if (!cn->too_big && cn->body.len + *upload_size > srv->cfg.max_body_bytes)
 			cn->too_big = true;
-		if (!cn->too_big && !cn->busy)
+		if (!cn->too_big && !cn->busy && !cn->uri_too_long)
 			admit_more(srv, cn, cn->body.len + *upload_size);
-		if (!cn->too_big && !cn->busy) {
+		if (!cn->too_big && !cn->busy && !cn->uri_too_long) {
 			/* 64 KiB at first (within the cap): most bodies then take one allocation. */
 			size_t first = cn->body.max < 65535 ? cn->body.max : 65535;
 			if (!cn->body.p &&
@@ -247,7 +251,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	srv_req r = {.srv = srv, .url = url, .method = method, .args = args.v, .nargs = args.n,
 		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = (const uint8_t *)cn->body.p, .len = cn->body.len,
 		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
-	if (cn->too_big)
+	if (cn->uri_too_long)
+		srv_error(&r, 414, "the URL is longer than %u bytes (the server's limit); give long "
+				   "selectors in fewer or shorter parameters",
+			  SRV_MAX_URL);
+	else if (cn->too_big)
 		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
 			  srv->cfg.max_body_bytes);
 	else if (cn->busy) {
@@ -288,6 +296,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+/* Called by libmicrohttpd with the request line's URL (path and query, as sent) before the
+ * handler; what it returns is the handler's *con_cls. The length is judged here because the
+ * handler sees the path and the parsed arguments only. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	(void)c;
+	conn *cn = calloc(1, sizeof(*cn));
+	if (cn)
+		cn->uri_too_long = strnlen(uri, SRV_MAX_URL + 1) > SRV_MAX_URL;
+	return cn;
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -444,6 +465,8 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_URI_LOG_CALLBACK, uri_seen, s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY,
 				MHD_OPTION_NOTIFY_CONNECTION, srv_admit_conn, s,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)((c->connection_timeout_ns + STROBE_NS_PER_S - 1) /

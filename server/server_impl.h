@@ -70,6 +70,12 @@ bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c);
 /* Caps on what one request may make the router hold. */
 #define SRV_MAX_ARGS    1024u /* query parameters */
 #define SRV_MAX_HEADERS 256u
+/* The request URL (path and query) the server answers with a JSON 414 past this. The HTTP
+ * library is given SRV_CONN_MEMORY per connection, well above it, so it hands such a URL to us
+ * instead of answering its own HTML 414; only a URL past about half of that still gets the
+ * library's answer. */
+#define SRV_MAX_URL     (64u << 10)
+#define SRV_CONN_MEMORY ((size_t)512 << 10)
 
 /* Retry-After of a push refused because the disk is full: long enough not to hammer a full disk,
  * short enough that ingest resumes soon after space returns. */
