@@ -200,6 +200,84 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
+/* ---- the log of refused requests ----------------------------------------------------------------- */
+
+/* Copies at most cap-1 bytes of text into out, control bytes and DEL shown as '?': a path or a
+ * reason quotes what the client sent, and must not forge lines of the log. */
+static void log_clean(char *out, size_t cap, const char *text)
+{
+	size_t i = 0;
+	for (; text && text[i] && i + 1 < cap; i++) {
+		unsigned char c = (unsigned char)text[i];
+		out[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	out[i] = 0;
+}
+
+static int64_t mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* The summary of a second that has ended (srv->log_mu held): into sum, or "" when none. */
+static void log_roll(strobe_server *srv, int64_t now, char *sum, size_t cap)
+{
+	sum[0] = 0;
+	if (now == srv->log_second)
+		return;
+	if (srv->log_suppressed)
+		snprintf(sum, cap,
+			 "%llu rejected requests not logged (more than %u a second)",
+			 (unsigned long long)srv->log_suppressed, STROBE_SERVER_LOG_PER_S);
+	srv->log_second = now;
+	srv->log_lines = 0;
+	srv->log_suppressed = 0;
+}
+
+void strobe_server_log_flush(strobe_server *srv)
+{
+	if (!srv || !srv->cfg.log)
+		return;
+	char sum[128];
+	pthread_mutex_lock(&srv->log_mu);
+	log_roll(srv, mono_s(), sum, sizeof(sum));
+	pthread_mutex_unlock(&srv->log_mu);
+	if (sum[0])
+		srv->cfg.log(sum);
+}
+
+/* One line for a refused request, within STROBE_SERVER_LOG_PER_S a second. The query is left
+ * out: tokens and label values may be in it. */
+static void log_rejected(strobe_server *srv, const srv_req *r)
+{
+	if (!srv->cfg.log || r->status < 400)
+		return;
+	char sum[128];
+	pthread_mutex_lock(&srv->log_mu);
+	log_roll(srv, mono_s(), sum, sizeof(sum));
+	bool emit = srv->log_lines < STROBE_SERVER_LOG_PER_S;
+	if (emit)
+		srv->log_lines++;
+	else
+		srv->log_suppressed++;
+	pthread_mutex_unlock(&srv->log_mu);
+	if (sum[0])
+		srv->cfg.log(sum);
+	if (!emit)
+		return;
+	char method[16], path[256], tenant[80], line[600];
+	log_clean(method, sizeof(method), r->method);
+	log_clean(path, sizeof(path), r->url);
+	log_clean(tenant, sizeof(tenant), r->tenant ? r->tenant : "-");
+	char reason[sizeof(r->errmsg)];
+	log_clean(reason, sizeof(reason), r->errmsg[0] ? r->errmsg : "-");
+	snprintf(line, sizeof(line), "rejected %s %s %u tenant=%s: %s", method, path, r->status,
+		 tenant, reason);
+	srv->cfg.log(line);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
 			       const char *method, const char *version, const char *upload,
 			       size_t *upload_size, void **con_cls)
@@ -271,6 +349,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	else
 		srv_handle(&r);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	log_rejected(srv, &r);
 	srv_metrics_request(srv->metrics, srv_route_metric(url), r.status, r.errmsg,
 			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(args.v);
@@ -424,6 +503,7 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	s->cfg = *c;
 	s->store = st;
+	pthread_mutex_init(&s->log_mu, NULL);
 	int tr = srv_tls_load(c, &s->tls_cert_pem, &s->tls_key_pem, &s->tls_not_after, err);
 	if (tr < 0) {
 		free(s);
@@ -502,5 +582,6 @@ void strobe_server_stop(strobe_server *s)
 	srv_admit_free(s->admit);
 	srv_metrics_free(s->metrics);
 	srv_tls_free(s);
+	pthread_mutex_destroy(&s->log_mu);
 	free(s);
 }

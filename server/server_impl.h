@@ -8,6 +8,7 @@
 #define STROBE_SERVER_IMPL_H
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "multipart.h"
@@ -31,6 +32,12 @@ struct strobe_server {
 	char *tls_cert_pem, *tls_key_pem; /* HTTPS when set (server/tls.c); libmicrohttpd reads them */
 	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
 	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */
+	/* The log of refused requests (http.c): lines in the current second, and those left
+	 * out since the last summary. */
+	pthread_mutex_t log_mu;
+	int64_t log_second;
+	unsigned log_lines;
+	uint64_t log_suppressed;
 };
 
 /* Reads and checks c->tls_cert and c->tls_key (both or neither; server/tls.c): the PEM texts,
