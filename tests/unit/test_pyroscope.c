@@ -309,6 +309,15 @@ static void test_folded_cpu(void **state)
 	assert_string_equal(label(it, "service_name"), "shop");
 	assert_string_equal(label(it, "pyroscope_spy"), "unknown");
 	strobe_pyro_batch_free(&r.b);
+
+	/* spyName becomes the label pyroscope_spy: its value obeys the labels' rules. */
+	const char *p3[] = {"name=shop", "spyName=go\xffspy", NULL};
+	r = ingest(p3, NULL, body, sizeof(body) - 1, NULL);
+	assert_int_equal(r.r, -EINVAL);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.err.msg, "spyName: label 'pyroscope_spy' has a value that is not UTF-8"));
+	assert_int_equal(r.b.nitems, 0);
+	strobe_pyro_batch_free(&r.b);
 }
 
 static void test_folded_types(void **state)
