@@ -1183,56 +1183,6 @@ static int enc_functions(encoder *e)
 	return 0;
 }
 
-/* A shared library, the kernel or a pseudo-file ("[vdso]", "[kernel.kallsyms]"): not what a
- * reader means by the profile's program. */
-static bool library_file(const char *f)
-{
-	const char *b = strrchr(f, '/');
-	b = b ? b + 1 : f;
-	const char *so = strstr(b, ".so");
-	return !*b || b[0] == '[' || (so && (so[3] == 0 || so[3] == '.'));
-}
-
-/* Which mapping goes first. pprof readers take the first mapping for the program
- * (`go tool pprof` prints it as "File:"), while mappings are interned in the order frames meet
- * them, leaf first: a CPU profile would start with libc. When mapping 1 is a library, the
- * non-library mapping under the most weight (samples of the default type it appears in) goes
- * first; ids are kept, only the list order changes. 0 = keep the order. */
-static uint32_t main_mapping(const strobe_profile *p)
-{
-	uint32_t nmap = p->mappings.n - 1;
-	if (nmap < 2 || !library_file(strobe_str(p, strobe_mapping_get(p, 1)->filename)))
-		return 0;
-	uint64_t *w = calloc((size_t)nmap + 1, sizeof(*w));
-	uint32_t *seen = calloc((size_t)nmap + 1, sizeof(*seen));
-	uint32_t best = 0;
-	if (!w || !seen)
-		goto out;
-	int t = strobe_default_type_index(p);
-	if (t < 0)
-		t = 0;
-	for (uint32_t s = 1; s <= strobe_nsamples(p); s++) {
-		int64_t v = p->ntypes ? strobe_sample_values(p, s)[t] : 1;
-		uint64_t add = v > 0 ? (uint64_t)v : 1;
-		for (uint32_t n = strobe_sample(p, s)->stack; n; n = strobe_stack_get(p, n)->parent) {
-			uint32_t loc = strobe_stack_get(p, n)->location;
-			uint32_t m = loc ? strobe_location_get(p, loc)->mapping : 0;
-			if (m && m <= nmap && seen[m] != s) { /* once per sample */
-				seen[m] = s;
-				w[m] += add;
-			}
-		}
-	}
-	for (uint32_t m = 2; m <= nmap; m++)
-		if (w[m] > (best ? w[best] : 0) &&
-		    !library_file(strobe_str(p, strobe_mapping_get(p, m)->filename)))
-			best = m;
-out:
-	free(w);
-	free(seen);
-	return best;
-}
-
 static int enc_mappings(encoder *e)
 {
 	uint32_t nmap = e->p->mappings.n - 1;
@@ -1241,7 +1191,6 @@ static int enc_mappings(encoder *e)
 	if (!e->pb.mapping || !e->maps)
 		return -ENOMEM;
 	e->pb.n_mapping = nmap;
-	uint32_t first = main_mapping(e->p);
 	for (uint32_t i = 0; i < nmap; i++) {
 		const strobe_mapping *m = strobe_mapping_get(e->p, i + 1);
 		Perftools__Profiles__Mapping *o = &e->maps[i];
@@ -1257,11 +1206,6 @@ static int enc_mappings(encoder *e)
 		o->has_line_numbers = m->has_line_numbers;
 		o->has_inline_frames = m->has_inline_frames;
 		e->pb.mapping[i] = o;
-	}
-	if (first) { /* to the front, the others keep their order */
-		Perftools__Profiles__Mapping *m = e->pb.mapping[first - 1];
-		memmove(e->pb.mapping + 1, e->pb.mapping, (first - 1) * sizeof(*e->pb.mapping));
-		e->pb.mapping[0] = m;
 	}
 	return 0;
 }

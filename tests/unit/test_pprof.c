@@ -633,51 +633,6 @@ static void test_encode_api_profile(void **state)
 	strobe_profile_free(q);
 }
 
-/* The program's mapping is listed first even when a library's was interned first (a CPU
- * profile meets libc at the leaf): go tool pprof names the first mapping as the profile's file. */
-static void test_main_mapping_first(void **state)
-{
-	(void)state;
-	strobe_profile *p = strobe_profile_new();
-	assert_non_null(p);
-	assert_int_equal(strobe_profile_add_type(p, "samples", "count"), 0);
-	const char *files[] = {"/usr/lib/x86_64-linux-gnu/libc.so.6", "[vdso]", "/srv/bin/app",
-			       "/usr/lib/libm.so"};
-	uint32_t loc[4];
-	for (int i = 0; i < 4; i++) {
-		strobe_mapping m = {.start = 0x1000u * (i + 1), .limit = 0x1000u * (i + 2)};
-		m.filename = strobe_str_intern0(p, files[i]);
-		m.build_id = strobe_str_intern0(p, "");
-		uint32_t id = strobe_mapping_intern(p, &m);
-		assert_int_equal(id, i + 1);
-		loc[i] = strobe_location_intern(p, id, 0x1000u * (i + 1) + 8, NULL, 0, false);
-	}
-	/* app -> libc (leaf) twice; app -> libm once; vdso alone */
-	uint32_t app = strobe_stack_push(p, 0, loc[2]);
-	int64_t v = 2;
-	assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, app, loc[0]), 0, &v), 0);
-	v = 1;
-	assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, app, loc[3]), 0, &v), 0);
-	assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, 0, loc[1]), 0, &v), 0);
-	strobe_profile *q = reencode(p, NULL, NULL);
-	assert_string_equal(strobe_str(q, strobe_mapping_get(q, 1)->filename), "/srv/bin/app");
-	assert_string_equal(strobe_str(q, strobe_mapping_get(q, 2)->filename), files[0]);
-	assert_string_equal(strobe_str(q, strobe_mapping_get(q, 3)->filename), files[1]);
-	assert_string_equal(strobe_str(q, strobe_mapping_get(q, 4)->filename), files[3]);
-	/* Locations still point at their own mappings. */
-	assert_int_equal(strobe_total(q, 0), 4);
-	for (uint32_t s = 1; s <= strobe_nsamples(q); s++) {
-		const strobe_stack_node *n = strobe_stack_get(q, strobe_sample(q, s)->stack);
-		const strobe_location *l = strobe_location_get(q, n->location);
-		const char *f = strobe_str(q, strobe_mapping_get(q, l->mapping)->filename);
-		uint64_t a = l->address;
-		assert_true((a == 0x1008 && !strcmp(f, files[0])) || (a == 0x2008 && !strcmp(f, files[1])) ||
-			    (a == 0x4008 && !strcmp(f, files[3])));
-	}
-	strobe_profile_free(p);
-	strobe_profile_free(q);
-}
-
 /* ---- corruption ---------------------------------------------------------------------------- */
 
 static void expect_error(tiny *t, const char *needle)
@@ -860,7 +815,6 @@ int main(void)
 		cmocka_unit_test(test_everything_pprof_can_say_survives),
 		cmocka_unit_test(test_default_type_and_empty_profile),
 		cmocka_unit_test(test_encode_api_profile),
-		cmocka_unit_test(test_main_mapping_first),
 		cmocka_unit_test(test_corruptions_are_named),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
