@@ -160,6 +160,14 @@ $(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 
+# A unit test with a .proto of its own (tests/unit/proto/<name>.proto, for the generic codecs).
+$(B)/gen/test/%.pb-c.c $(B)/gen/test/%.pb-c.h: tests/unit/proto/%.proto
+	@mkdir -p $(B)/gen/test
+	protoc-c --proto_path=tests/unit/proto --c_out=$(B)/gen/test $<
+$(B)/test/test_pbjson: tests/unit/test_pbjson.c $(B)/gen/test/pbjson_test.pb-c.c $(B)/libstrobe-san.a
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) -I$(B)/gen/test $(TESTCFLAGS) -o $@ $< $(B)/gen/test/pbjson_test.pb-c.c $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
+
 $(B)/fuzz/%: tests/fuzz/%.c $(patsubst %.c,$(B)/fuzzobj/%.o,$(LIB_SRC)) $(call gen_obj,fuzzobj)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=c17 $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)

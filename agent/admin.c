@@ -374,7 +374,8 @@ static void capture(strobe_agent *a, struct MHD_Connection *c, reply *r)
 		strobe_sym_opts syo = {.no_kernel = !a->o->kernel, .no_dwarf = a->o->no_dwarf};
 		sym = strobe_symbolizer_new(&syo);
 	}
-	strobe_sampler_profile_opts po = {.sym = sym, .per_thread = true, .release_objects = true};
+	strobe_sampler_profile_opts po = {.sym = sym, .per_thread = true, .release_objects = true,
+					  .user_raw = a->o->symbolize_server};
 	prof = strobe_sampler_profile(s, &po, &err);
 	strobe_symbolizer_free(sym);
 	uint8_t *pb = NULL;

@@ -543,7 +543,8 @@ static void export_interval(strobe_agent *a)
 		if (!pe || !wanted(a, &pe->info))
 			continue;
 		strobe_err err = {{0}};
-		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i], .locks = locks};
+		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i], .locks = locks,
+						  .user_raw = a->o->symbolize_server};
 		strobe_profile *p = strobe_sampler_profile(a->s, &po, &err);
 		if (p && a->lk && strobe_nsamples(p) == 0) {
 			strobe_profile_free(p); /* a process that only waited, or never did */

@@ -340,10 +340,17 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 			else
 				o->kernel = json_is_true(v);
 		} else if (strcmp(k, "symbolize") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
+			const char *m = json_string_value(v);
+			if (json_is_boolean(v))
+				o->no_symbolize = !json_is_true(v), o->symbolize_server = false;
+			else if (m && strcmp(m, "local") == 0)
+				o->no_symbolize = false, o->symbolize_server = false;
+			else if (m && strcmp(m, "server") == 0)
+				o->no_symbolize = false, o->symbolize_server = true;
+			else if (m && strcmp(m, "none") == 0)
+				o->no_symbolize = true, o->symbolize_server = false;
 			else
-				o->no_symbolize = !json_is_true(v);
+				rc = bad(&c, k, "expected \"local\", \"server\", \"none\", true or false");
 		} else if (strcmp(k, "dwarf") == 0) {
 			if (!json_is_boolean(v))
 				rc = bad(&c, k, "expected true or false");

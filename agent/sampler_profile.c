@@ -25,6 +25,7 @@ typedef struct builder {
 	uint8_t *obj_tried;
 	uint32_t kernel_mapping_cache[64]; /* by a small hash of the module name */
 	strobe_sym_frame fr[32];
+	bool user_raw; /* strobe_sampler_profile_opts.user_raw */
 } builder;
 
 static uint32_t str(strobe_profile *p, const char *s)
@@ -34,7 +35,7 @@ static uint32_t str(strobe_profile *p, const char *s)
 
 static strobe_sym_object *object_of(builder *b, uint32_t map_id)
 {
-	if (!b->sym)
+	if (!b->sym || b->user_raw)
 		return NULL;
 	if (!b->obj_tried[map_id]) {
 		const strobe_map *m = tracker_map(&b->s->tr, map_id);
@@ -60,6 +61,17 @@ static uint32_t user_mapping(builder *b, uint32_t map_id)
 	char hex[2 * STROBE_BUILD_ID_MAX + 1] = "";
 	if (m->build_id_len) {
 		strobe_build_id_hex(m->build_id, m->build_id_len, hex);
+	} else if (!m->anon && b->user_raw) {
+		/* The note alone, read from the file the process mapped (through its root, for a
+		 * container): the server needs the build ID to find the debug file. */
+		char path[4096];
+		uint8_t id[STROBE_BUILD_ID_MAX];
+		snprintf(path, sizeof path, "/proc/%d/root%s", (int)m->pid, tracker_str(&b->s->tr, m->path));
+		int n = strobe_elf_build_id(path, id, sizeof id);
+		if (n <= 0)
+			n = strobe_elf_build_id(tracker_str(&b->s->tr, m->path), id, sizeof id);
+		if (n > 0)
+			strobe_build_id_hex(id, (size_t)n, hex);
 	} else if (!m->anon) {
 		strobe_sym_object *o = object_of(b, map_id);
 		size_t n = 0;
@@ -281,7 +293,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 {
 	strobe_sampler_flush_open(s);
 	strobe_profile *p = strobe_profile_new();
-	builder b = {.s = s, .p = p, .sym = o->sym};
+	builder b = {.s = s, .p = p, .sym = o->sym, .user_raw = o->user_raw};
 	if (!p)
 		return NULL;
 	b.loc_of_frame = calloc(s->frames.n + 1, sizeof(uint32_t));

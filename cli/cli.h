@@ -24,6 +24,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_debuginfo(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
@@ -119,6 +120,7 @@ typedef struct cli_http_req {
 	const char *tenant, *token; /* X-Scope-OrgID, Authorization: Bearer; NULL = none */
 	const char *ca; /* --ca: PEM file of the CAs to verify an https server by; NULL = the system's */
 	long timeout_s;
+	long *status; /* when set: the HTTP status lands here and a non-200 answer is no error */
 } cli_http_req;
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len);
 /* --ca FILE: readable and holding PEM certificates, else an error naming it and -1. */

@@ -18,6 +18,7 @@
 static const char usage_text[] =
 	"usage: strobe server --data DIR [--listen HOST:PORT] [--config FILE] [--retention D]\n"
 	"                     [--tls-cert FILE --tls-key FILE] [--insecure] [--check MODE]\n"
+	"                     [--debuginfod URL]...\n"
 	"       strobe server --list-routes\n\n"
 	"Runs the profile server: push profiles to POST /api/v1/push, query them with\n"
 	"GET /api/v1/query (docs/http-api.md). Settings in FILE (JSON, docs/server.md) are\n"
@@ -32,6 +33,9 @@ static const char usage_text[] =
 	"  --insecure          allow listening off loopback while some tenant needs no token\n"
 	"                      (refused otherwise: anyone who can reach the server could read\n"
 	"                      and write those tenants' profiles)\n"
+	"  --debuginfod URL    a debuginfod server to ask for the debug files of bare addresses\n"
+	"                      not uploaded (repeatable; default: $DEBUGINFOD_URLS). Fetched\n"
+	"                      files are cached in DIR/debuginfod-cache\n"
 	"  --list-routes       print the HTTP routes, one \"METHOD PATH ACCESS\" line each\n"
 	"                      (ACCESS: public, tenant or admin; docs/http-api.md) and exit\n"
 	"  --check MODE        check the store file at start: quick (default: its structure,\n"
@@ -63,10 +67,25 @@ static int64_t now_ns(void)
 	return ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec;
 }
 
+/* libdebuginfod reads its settings from the environment: set them here, in main's thread,
+ * before the server starts any other (setenv is not thread-safe). The user's own values of the
+ * cache, timeout and size settings win. */
+static int debuginfod_env(const strobe_server_config *c)
+{
+	char *cache = NULL, size[32];
+	if (asprintf(&cache, "%s/debuginfod-cache", c->data_dir) < 0)
+		return -1;
+	snprintf(size, sizeof size, "%llu", (unsigned long long)c->max_debuginfo_bytes);
+	int r = setenv("DEBUGINFOD_URLS", c->debuginfod_urls, 1) | setenv("DEBUGINFOD_CACHE_PATH", cache, 0) |
+		setenv("DEBUGINFOD_TIMEOUT", "10", 0) | setenv("DEBUGINFOD_MAXSIZE", size, 0);
+	free(cache);
+	return r;
+}
+
 int cmd_server(int argc, char **argv)
 {
 	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_ROUTES, O_TLSCERT, O_TLSKEY,
-	       O_INSECURE, O_CHECK };
+	       O_INSECURE, O_CHECK, O_DEBUGINFOD };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
 		{"listen", required_argument, 0, O_LISTEN},
@@ -76,28 +95,43 @@ int cmd_server(int argc, char **argv)
 		{"tls-cert", required_argument, 0, O_TLSCERT},
 		{"tls-key", required_argument, 0, O_TLSKEY},
 		{"insecure", no_argument, 0, O_INSECURE},
-		{"check", required_argument, 0, O_CHECK}, {0, 0, 0, 0}};
+		{"check", required_argument, 0, O_CHECK},
+		{"debuginfod", required_argument, 0, O_DEBUGINFOD}, {0, 0, 0, 0}};
 	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
 	const char *tls_cert = NULL, *tls_key = NULL, *check = NULL;
 	bool insecure = false;
+	char *urls = NULL; /* --debuginfod, space-separated */
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h': fputs(usage_text, stdout); return 0;
+		case 'h': free(urls); fputs(usage_text, stdout); return 0;
 		case O_DATA: data = optarg; break;
 		case O_LISTEN: listen = optarg; break;
 		case O_CONFIG: config = optarg; break;
 		case O_RETENTION: ret = optarg; break;
-		case O_ROUTES: strobe_server_list_routes(stdout); return 0;
+		case O_ROUTES: free(urls); strobe_server_list_routes(stdout); return 0;
 		case O_TLSCERT: tls_cert = optarg; break;
 		case O_TLSKEY: tls_key = optarg; break;
 		case O_INSECURE: insecure = true; break;
 		case O_CHECK: check = optarg; break;
-		default: fputs(usage_text, stderr); return 2;
+		case O_DEBUGINFOD: {
+			char *u = NULL;
+			if (!*optarg || strchr(optarg, ' ') || asprintf(&u, "%s%s%s", urls ? urls : "",
+						   urls ? " " : "", optarg) < 0) {
+				cli_err(cmd, "--debuginfod: give one URL, without spaces");
+				free(urls);
+				return 2;
+			}
+			free(urls);
+			urls = u;
+			break;
+		}
+		default: free(urls); fputs(usage_text, stderr); return 2;
 		}
 	}
 	if (optind != argc) {
 		cli_err(cmd, "unexpected argument '%s'", argv[optind]);
+		free(urls);
 		return 2;
 	}
 	/* Every push decodes into tables sized for its worst case (hundreds of KB, freed at
@@ -134,6 +168,13 @@ int cmd_server(int argc, char **argv)
 	}
 	if (insecure)
 		cfg.insecure = true;
+	if (urls) {
+		free(cfg.debuginfod_urls);
+		cfg.debuginfod_urls = urls;
+		urls = NULL;
+	} else if (!cfg.debuginfod_urls && getenv("DEBUGINFOD_URLS") && *getenv("DEBUGINFOD_URLS")) {
+		cfg.debuginfod_urls = strdup(getenv("DEBUGINFOD_URLS"));
+	}
 	if (ret) {
 		if (strcmp(ret, "0") == 0)
 			cfg.retention_ns = 0;
@@ -161,6 +202,10 @@ int cmd_server(int argc, char **argv)
 	/* Before the store is opened: a refused start leaves nothing behind. */
 	if (strobe_server_check_exposure(&cfg, &err) < 0 || strobe_server_check_tls(&cfg, &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
+		goto out;
+	}
+	if (cfg.debuginfod_urls && debuginfod_env(&cfg) < 0) {
+		cli_err(cmd, "cannot set up the debuginfod client: %s", strerror(errno));
 		goto out;
 	}
 	strobe_store_opts so = {.dir = cfg.data_dir, .retention_ns = cfg.retention_ns,

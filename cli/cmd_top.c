@@ -4,6 +4,7 @@
  * prints, from any profile.
  */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "cli.h"
@@ -24,6 +25,10 @@ static int fast_top(int nfiles, char **files, const cli_profile_opts *po, size_t
 	if (nfiles != 1 || f->focus || f->ignore || f->hide || f->show || f->tagfocus ||
 	    f->tagignore || f->prune > 0 || po->gran != STROBE_GRAN_FUNCTIONS ||
 	    strcmp(files[0], "-") == 0)
+		return 1;
+	/* A pipe (`top <(zcat x)`) can be read once: the profile path must get its bytes. */
+	struct stat sb;
+	if (stat(files[0], &sb) < 0 || !S_ISREG(sb.st_mode))
 		return 1;
 	strobe_input in;
 	if (strobe_input_open(files[0], &in, NULL) < 0)

@@ -81,7 +81,9 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 		strobe_buf_free(&s.b);
 		return -1;
 	}
-	if (status != 200) {
+	if (rq->status)
+		*rq->status = status;
+	if (status != 200 && !rq->status) {
 		/* The server's errors are {"error": "...", "status": N}. */
 		json_t *j = s.b.p ? json_loadb(s.b.p, s.b.len, 0, NULL) : NULL;
 		const char *msg = j ? json_string_value(json_object_get(j, "error")) : NULL;

@@ -27,6 +27,7 @@ static const struct command {
 	{"server", cmd_server, "profile server: store, push and query API over HTTP"},
 	{"agent", cmd_agent, "always-on profiling daemon: every process, pushed to a server"},
 	{"push", cmd_push, "send profiles to a strobe server"},
+	{"debuginfo", cmd_debuginfo, "upload executables and debug files to a server, by build ID"},
 	{"query", cmd_query, "merged profile or diff of a selector from a strobe server"},
 };
 

@@ -102,6 +102,63 @@ size_t strobe_elf_build_id_of(const void *img, size_t len, const uint8_t **id)
 	return 0;
 }
 
+/* Section header i of either class, as 64-bit fields. */
+static void shdr_at(const uint8_t *b, bool is64, uint64_t shoff, unsigned i, Elf64_Shdr *out)
+{
+	if (is64) {
+		memcpy(out, b + shoff + (size_t)i * sizeof(Elf64_Shdr), sizeof(*out));
+		return;
+	}
+	Elf32_Shdr s;
+	memcpy(&s, b + shoff + (size_t)i * sizeof(s), sizeof(s));
+	*out = (Elf64_Shdr){.sh_name = s.sh_name, .sh_type = s.sh_type, .sh_offset = s.sh_offset,
+			    .sh_size = s.sh_size};
+}
+
+int strobe_elf_contents(const void *img, size_t len, unsigned *flags)
+{
+	const uint8_t *b = img;
+	*flags = 0;
+	if (!img || len < EI_NIDENT || memcmp(b, ELFMAG, SELFMAG) != 0 || b[EI_DATA] != ELFDATA2LSB)
+		return -EINVAL;
+	bool is64 = b[EI_CLASS] == ELFCLASS64;
+	uint64_t shoff, shnum, shent, shstrndx;
+	if (is64 && len >= sizeof(Elf64_Ehdr)) {
+		Elf64_Ehdr eh;
+		memcpy(&eh, b, sizeof(eh));
+		shoff = eh.e_shoff, shnum = eh.e_shnum, shent = eh.e_shentsize, shstrndx = eh.e_shstrndx;
+	} else if (b[EI_CLASS] == ELFCLASS32 && len >= sizeof(Elf32_Ehdr)) {
+		Elf32_Ehdr eh;
+		memcpy(&eh, b, sizeof(eh));
+		shoff = eh.e_shoff, shnum = eh.e_shnum, shent = eh.e_shentsize, shstrndx = eh.e_shstrndx;
+	} else {
+		return -EINVAL;
+	}
+	if (!table_ok(len, shoff, shnum, shent, is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr)) ||
+	    shstrndx >= shnum)
+		return -EINVAL;
+	Elf64_Shdr strs;
+	shdr_at(b, is64, shoff, (unsigned)shstrndx, &strs);
+	if (!area_ok(len, strs.sh_offset, strs.sh_size))
+		return -EINVAL;
+	const char *names = (const char *)b + strs.sh_offset;
+	for (unsigned i = 0; i < shnum; i++) {
+		Elf64_Shdr sh;
+		shdr_at(b, is64, shoff, i, &sh);
+		if (sh.sh_name >= strs.sh_size || !memchr(names + sh.sh_name, 0, strs.sh_size - sh.sh_name))
+			continue; /* a name out of its table: not one we look for */
+		const char *nm = names + sh.sh_name;
+		bool has_bytes = sh.sh_type != SHT_NOBITS && sh.sh_size > 0 && area_ok(len, sh.sh_offset, sh.sh_size);
+		if (has_bytes && (!strcmp(nm, ".debug_info") || !strcmp(nm, ".zdebug_info")))
+			*flags |= STROBE_ELF_DEBUG_INFO;
+		else if (has_bytes && !strcmp(nm, ".text"))
+			*flags |= STROBE_ELF_CODE;
+		else if (has_bytes && sh.sh_type == SHT_SYMTAB)
+			*flags |= STROBE_ELF_SYMTAB;
+	}
+	return 0;
+}
+
 int strobe_vdso_image(const uint8_t **img, size_t *len)
 {
 	const uint8_t *v = (const uint8_t *)(uintptr_t)getauxval(AT_SYSINFO_EHDR);

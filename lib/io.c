@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Getting profile bytes in: reading a file or stdin whole (gunzipped through lib/gzip.c), format
- * detection from content, and the one entry point that turns any supported file into a
+ * detection from content (JFR by its "FLR\0" magic), and the one entry point that turns any supported file into a
  * profile. Every command reads its inputs through
  * strobe_read_profile(), so they all take the same formats, gzip or not, and "-" for stdin.
  */
@@ -16,13 +16,14 @@
 
 #include "strobe/buf.h"
 #include "strobe/codec.h"
+#include "strobe/jfr.h"
 
 static const char *const format_names[] = {
 	[STROBE_FMT_UNKNOWN] = "unknown",   [STROBE_FMT_PPROF] = "pprof",
 	[STROBE_FMT_FOLDED] = "folded",     [STROBE_FMT_PERF_SCRIPT] = "perf",
 	[STROBE_FMT_SPEEDSCOPE] = "speedscope", [STROBE_FMT_JSON] = "json",
 	[STROBE_FMT_SVG] = "svg",           [STROBE_FMT_FLAT] = "flat",
-	[STROBE_FMT_TOP] = "top",
+	[STROBE_FMT_TOP] = "top",           [STROBE_FMT_JFR] = "jfr",
 };
 
 const char *strobe_format_name(strobe_format f)
@@ -33,7 +34,7 @@ const char *strobe_format_name(strobe_format f)
 
 strobe_format strobe_output_parse(const char *name)
 {
-	for (unsigned f = 1; f < sizeof(format_names) / sizeof(*format_names); f++)
+	for (unsigned f = 1; f <= STROBE_FMT_TOP; f++) /* jfr is read, never written */
 		if (strcmp(name, format_names[f]) == 0)
 			return (strobe_format)f;
 	return strobe_format_parse(name);
@@ -46,6 +47,8 @@ strobe_format strobe_format_parse(const char *name)
 			return (strobe_format)f;
 	if (strcmp(name, "perf-script") == 0)
 		return STROBE_FMT_PERF_SCRIPT;
+	if (strcmp(name, "jfr") == 0)
+		return STROBE_FMT_JFR;
 	return STROBE_FMT_UNKNOWN;
 }
 
@@ -141,6 +144,8 @@ static bool perf_frame_line(const uint8_t *s, const uint8_t *end)
 
 strobe_format strobe_detect(const uint8_t *buf, size_t len)
 {
+	if (strobe_jfr_is(buf, len))
+		return STROBE_FMT_JFR;
 	size_t i = 0;
 	while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
 		i++;
@@ -191,6 +196,8 @@ int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, stro
 		return strobe_folded_decode((const char *)buf, len, name, out, err);
 	case STROBE_FMT_PERF_SCRIPT:
 		return strobe_perf_script_decode((const char *)buf, len, name, out, err);
+	case STROBE_FMT_JFR:
+		return strobe_jfr_decode(buf, len, name, NULL, out, err);
 	case STROBE_FMT_UNKNOWN:
 		return strobe_errf(err, -EINVAL, "%s: empty input (no profile data)", name);
 	default:

@@ -329,6 +329,12 @@ static uint32_t rs(const remap *m, uint32_t id) { return m->str[id]; }
 
 int strobe_profile_merge(strobe_profile *dst, const strobe_profile *src, strobe_err *err)
 {
+	return strobe_profile_merge_named(dst, src, NULL, NULL, err);
+}
+
+int strobe_profile_merge_named(strobe_profile *dst, const strobe_profile *src,
+			       strobe_location_namer namer, void *ctx, strobe_err *err)
+{
 	if (dst->ntypes == 0 && strobe_nsamples(dst) == 0) {
 		for (uint32_t t = 0; t < src->ntypes; t++) {
 			int r = strobe_profile_add_type(dst, strobe_str(src, src->types[t].type),
@@ -390,6 +396,21 @@ int strobe_profile_merge(strobe_profile *dst, const strobe_profile *src, strobe_
 	m.loc[0] = 0;
 	for (uint32_t i = 1; i < src->locations.n; i++) {
 		const strobe_location *l = strobe_location_get(src, i);
+		if (namer && !l->nline && !l->is_folded) {
+			strobe_line named[STROBE_NAMER_MAX_LINES];
+			int n = namer(ctx, dst, src, i, l, named, STROBE_NAMER_MAX_LINES);
+			if (n < 0) {
+				r = n;
+				goto out;
+			}
+			if (n > 0) {
+				m.loc[i] = strobe_location_intern(dst, m.map[l->mapping], l->address,
+								  named, (uint32_t)n, 0);
+				if (m.loc[i] == UINT32_MAX)
+					goto out;
+				continue;
+			}
+		}
 		if (l->nline > lines_cap) {
 			lines_cap = l->nline * 2;
 			free(lines);

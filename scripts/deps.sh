@@ -8,12 +8,17 @@ level=${1:-build}
 
 build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler libjansson-dev
             libdw-dev libelf-dev libmicrohttpd-dev libgnutls28-dev libsqlite3-dev libzstd-dev libcurl4-openssl-dev libdeflate-dev
-            libcurl3-gnutls libiberty-dev clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
+            libcurl3-gnutls libdebuginfod1 libiberty-dev clang libbpf-dev bpftool) # clang + bpftool: the agent's eBPF program and its skeleton
 # libiberty-dev: binutils' C++ and Rust demangler (symbolize/demangle.c), linked statically
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
-check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf
-            chromium firefox-esr gnutls-bin)
+# libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
+check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod
+            chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler)
+# openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)
+# protobuf-compiler: protoc --encode/--decode, an encoder independent of ours (wire conformance
+# of Connect and OTLP, jfr_truth's labels part, server_symbolize's fresh profile)
 # g++: tests/workloads/cxx/*.cc (libstrobe-heap.so's C++ safety workload, the naming tests)
+# debuginfod: elfutils' debuginfod-find, the client tests/e2e/server_debuginfo.sh checks the server's /buildid/ with
 # gnutls-bin: certtool, which tests/e2e/server_tls.sh makes its throwaway CA and certificates with
 # (libgnutls28-dev: the server checks its certificate and key with GnuTLS, libmicrohttpd serves them)
 # chromium and firefox-esr: the web UI's browser tests and benchmark (chromium driven by

@@ -17,6 +17,8 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->retention_ns = 28LL * 86400 * STROBE_NS_PER_S;
 	c->maintenance_interval_ns = 60 * STROBE_NS_PER_S;
 	c->max_body_bytes = 16u << 20;
+	c->max_debuginfo_bytes = 2ull << 30;
+	c->max_debuginfod_cache_bytes = 4ull << 30;
 	c->max_decompressed_bytes = 256u << 20;
 	c->max_labels = 32;
 	c->max_label_name_len = 128;
@@ -39,6 +41,7 @@ void strobe_server_config_free(strobe_server_config *c)
 {
 	free(c->listen);
 	free(c->data_dir);
+	free(c->debuginfod_urls);
 	for (size_t i = 0; i < c->ntenants; i++) {
 		free(c->tenants[i].id);
 		free(c->tenants[i].token);
@@ -105,6 +108,12 @@ static int limits(json_t *o, strobe_server_config *c, strobe_err *err)
 		if (strcmp(k, "max_body_bytes") == 0 &&
 		    (r = num_opt(v, k, 1ull << 32, &x, err)) == 0)
 			c->max_body_bytes = x;
+		else if (strcmp(k, "max_debuginfod_cache_bytes") == 0 &&
+			 (r = num_opt(v, k, 1ull << 50, &x, err)) == 0)
+			c->max_debuginfod_cache_bytes = x;
+		else if (strcmp(k, "max_debuginfo_bytes") == 0 &&
+			 (r = num_opt(v, k, 64ull << 30, &x, err)) == 0)
+			c->max_debuginfo_bytes = x;
 		else if (strcmp(k, "max_decompressed_bytes") == 0 &&
 			 (r = num_opt(v, k, 4ull << 30, &x, err)) == 0)
 			c->max_decompressed_bytes = x;
@@ -241,6 +250,8 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 				r = str_opt(v, k, &c->listen, err);
 			else if (strcmp(k, "data_dir") == 0)
 				r = str_opt(v, k, &c->data_dir, err);
+			else if (strcmp(k, "debuginfod_urls") == 0)
+				r = str_opt(v, k, &c->debuginfod_urls, err);
 			else if (strcmp(k, "tls_cert") == 0)
 				r = str_opt(v, k, &c->tls_cert, err);
 			else if (strcmp(k, "tls_key") == 0)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server_impl.h"
 #include "strobe/buf.h"
@@ -27,7 +28,36 @@ typedef struct conn {
 	bool push_slot;
 	size_t held;
 	const char *busy;
+	/* A body streamed to a file (debug-info uploads): fd, bytes written, the route's cap, and
+	 * the errno that stopped the writing. */
+	int fd;
+	uint64_t flen, fcap;
+	int ferr;
 } conn;
+
+/* The body of a file route: appended to the file, past the cap dropped (answered 413), a write
+ * error remembered (answered with it). */
+static void file_body(conn *cn, const char *p, size_t n)
+{
+	if (cn->too_big || cn->ferr)
+		return;
+	if (cn->flen + n > cn->fcap) {
+		cn->too_big = true;
+		return;
+	}
+	while (n) {
+		ssize_t w = write(cn->fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			cn->ferr = w < 0 ? errno : EIO;
+			return;
+		}
+		p += w;
+		n -= (size_t)w;
+		cn->flen += (uint64_t)w;
+	}
+}
 
 /* At a request's headers: a body that would not fit in what is left of max_inflight_bytes is
  * refused at once (answered when it has been read and dropped). Nothing is reserved on the
@@ -289,15 +319,30 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		if (!cn && !(cn = calloc(1, sizeof(*cn))))
 			return MHD_NO;
 		*con_cls = cn;
+		if (!cn->started)
+			cn->fd = -1;
 		cn->started = true;
 		strobe_buf_init(&cn->body, srv->cfg.max_body_bytes);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		if ((cn->fcap = srv_debuginfo_file_cap(srv, method, url))) {
+			/* To disk as it comes, so no memory limit applies; the file's own cap does. */
+			if (cl && strtoull(cl, NULL, 10) > cn->fcap)
+				cn->too_big = true;
+			else if ((cn->fd = srv_debuginfo_tmpfile(srv)) < 0)
+				cn->ferr = -cn->fd;
+			return MHD_YES;
+		}
 		if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body_bytes)
 			cn->too_big = true;
 		if (strcmp(method, "GET") != 0 && srv_admit_reserved(srv->admit, c))
 			cn->busy = "max_connections"; /* the room past the cap is for reads */
 		else
 			admit_request(srv, cn, cl);
+		return MHD_YES;
+	}
+	if (*upload_size && cn->fcap) {
+		file_body(cn, upload, *upload_size);
+		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -328,14 +373,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, &hdrs);
 	srv_req r = {.srv = srv, .url = url, .method = method, .args = args.v, .nargs = args.n,
 		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = (const uint8_t *)cn->body.p, .len = cn->body.len,
-		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec};
+		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec,
+		     .body_in_file = cn->fd >= 0, .body_fd = cn->fd, .body_fd_len = cn->flen};
 	if (cn->uri_too_long)
 		srv_error(&r, 414, "the URL is longer than %u bytes (the server's limit); give long "
 				   "selectors in fewer or shorter parameters",
 			  SRV_MAX_URL);
+	else if (cn->too_big && cn->fcap)
+		srv_error(&r, 413, "limit max_debuginfo_bytes: the file is larger than %llu bytes",
+			  (unsigned long long)cn->fcap);
 	else if (cn->too_big)
 		srv_error(&r, 413, "limit max_body_bytes: the request body is larger than %zu bytes",
 			  srv->cfg.max_body_bytes);
+	else if (cn->ferr)
+		srv_error(&r, cn->ferr == ENOSPC || cn->ferr == EDQUOT ? 507 : 500,
+			  "cannot store the upload: %s", strerror(cn->ferr));
 	else if (cn->busy) {
 		r.retry_after = SRV_RETRY_BUSY_S;
 		srv_error(&r, 503, "limit %s: the server is busy (too many %s); nothing was "
@@ -354,13 +406,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(args.v);
 	free(hdrs.v);
-	if (!r.out) /* out of memory while replying */
-		return MHD_NO;
-	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(r.outlen, r.out, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
+	struct MHD_Response *resp;
+	if (r.out_is_fd) {
 		free(r.out);
-		return MHD_NO;
+		/* libmicrohttpd owns the descriptor from here and closes it when done. */
+		if (!(resp = MHD_create_response_from_fd64(r.out_fd_len, r.out_fd))) {
+			close(r.out_fd);
+			return MHD_NO;
+		}
+	} else {
+		if (!r.out) /* out of memory while replying */
+			return MHD_NO;
+		resp = MHD_create_response_from_buffer(r.outlen, r.out, MHD_RESPMEM_MUST_FREE);
+		if (!resp) {
+			free(r.out);
+			return MHD_NO;
+		}
 	}
 	MHD_add_response_header(resp, "Content-Type", r.ctype);
 	if (r.etag)
@@ -385,8 +446,10 @@ static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *c)
 	(void)cls;
 	(void)c;
 	conn *cn = calloc(1, sizeof(*cn));
-	if (cn)
+	if (cn) {
+		cn->fd = -1; /* completed() may see it before the handler does */
 		cn->uri_too_long = strnlen(uri, SRV_MAX_URL + 1) > SRV_MAX_URL;
+	}
 	return cn;
 }
 
@@ -401,6 +464,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		if (cn->held)
 			srv_admit_bytes_done(srv->admit, cn->held);
 		strobe_buf_free(&cn->body);
+		if (cn->fd >= 0)
+			close(cn->fd); /* unlinked: whatever the endpoint did not link goes with it */
 		free(cn);
 		*con_cls = NULL;
 	}
@@ -526,7 +591,8 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	unsigned pool = c->threads ? c->threads : 0;
-	if (!(s->admit = srv_admit_new(c))) {
+	if (!(s->admit = srv_admit_new(c)) || !(s->namers = srv_namers_new())) {
+		srv_admit_free(s->admit);
 		srv_metrics_free(s->metrics);
 		srv_tls_free(s);
 		free(s);
@@ -557,6 +623,7 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	if (!s->d) {
 		int e = errno ? errno : EADDRINUSE;
 		strobe_errf(err, -e, "cannot listen on %s: %s", listen, strerror(e));
+		srv_namers_free(s->namers);
 		srv_admit_free(s->admit);
 		srv_metrics_free(s->metrics);
 		srv_tls_free(s);
@@ -579,6 +646,7 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	MHD_stop_daemon(s->d);
+	srv_namers_free(s->namers);
 	srv_admit_free(s->admit);
 	srv_metrics_free(s->metrics);
 	srv_tls_free(s);

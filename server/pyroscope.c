@@ -30,6 +30,7 @@
 
 #include "multipart.h"
 #include "pyroscope.h"
+#include "pyroscope_jfr.h"
 #include "strobe/store.h"
 
 #define DEF_MAX_BODY ((size_t)16 << 20)
@@ -1081,6 +1082,40 @@ fail:
 	return r;
 }
 
+/* format=jfr: server/pyroscope_jfr.c makes the profiles, each becomes an item here. */
+static int ingest_jfr(const strobe_pyro_request *req, const strobe_pyro_limits *lim, meta *m,
+		      bool multipart, strobe_pyro_batch *out, int *status, strobe_err *err)
+{
+	srv_jfr_item *items;
+	size_t n;
+	int r = srv_pyro_jfr(req->content_type, req->body, req->body_len, multipart,
+			     lim->max_decompressed, m->sample_rate, &items, &n, status, err);
+	if (r < 0)
+		return r;
+	/* pyroscope-java names uploads app.cpu, app.itimer, ...: the types come from the events,
+	 * the suffix is no part of the app name. */
+	char *dot = strrchr(m->app, '.');
+	for (size_t i = 0; dot && i < sizeof(suffixes) / sizeof(*suffixes); i++)
+		if (!strcmp(dot + 1, suffixes[i].suffix)) {
+			*dot = 0;
+			break;
+		}
+	if ((r = series_labels(&m->labels, m->app, m->spy)) < 0)
+		*status = 500;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		items[i].profile->time_nanos = m->from;
+		if (m->until > m->from)
+			items[i].profile->duration_nanos = m->until - m->from;
+		r = batch_add(out, items[i].type, &m->labels, m->from, m->until, items[i].profile,
+			      m->agg >= 0 ? (strobe_agg)m->agg : STROBE_AGG_SUM);
+		items[i].profile = NULL; /* batch_add took it, or freed it on failure */
+		if (r < 0)
+			*status = 500;
+	}
+	srv_jfr_items_free(items, n);
+	return r;
+}
+
 int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, int *status,
 		      strobe_err *err)
 {
@@ -1155,15 +1190,17 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 	bool multipart = strstr(ct, "multipart/form-data") != NULL;
 	if (!strcmp(fmt, "trie") || !strcmp(ct, "binary/octet-stream+trie") ||
 	    !strcmp(fmt, "tree") || !strcmp(ct, "binary/octet-stream+tree") ||
-	    !strcmp(fmt, "jfr") || !strcmp(fmt, "speedscope")) {
+	    !strcmp(fmt, "speedscope")) {
 		*status = 415;
 		r = strobe_errf(err, -ENOTSUP,
-				"format: '%s' is not supported (supported: folded, lines, pprof, "
+				"format: '%s' is not supported (supported: folded, lines, pprof, jfr, "
 				"multipart pprof)",
 				*fmt ? fmt : ct);
 		goto out;
 	}
-	if (!strcmp(fmt, "lines")) {
+	if (!strcmp(fmt, "jfr")) {
+		r = ingest_jfr(req, &lim, &m, multipart, out, status, err);
+	} else if (!strcmp(fmt, "lines")) {
 		r = ingest_text(req, &lim, &m, true, out, status, err);
 	} else if (!strcmp(fmt, "pprof") || multipart) {
 		/* format=pprof with a multipart body is read as the form it is. */
@@ -1173,7 +1210,7 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 	} else {
 		*status = 415;
 		r = strobe_errf(err, -ENOTSUP,
-				"format: unknown format '%.40s' (supported: folded, lines, pprof)",
+				"format: unknown format '%.40s' (supported: folded, lines, pprof, jfr)",
 				fmt);
 	}
 out:

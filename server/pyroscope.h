@@ -14,7 +14,9 @@
  *                           YYYYMMDD, or now-1h style offsets; missing means now
  *   format                  folded (default; "groups"), lines, pprof; a multipart/form-data body
  *                           (parts profile, prev_profile, sample_type_config) is pprof too;
- *                           trie, tree, jfr and speedscope are refused with 415
+ *                           jfr: the recording, raw or a form with parts jfr and labels
+ *                           (server/pyroscope_jfr.h); trie, tree and speedscope are refused
+ *                           with 415
  *   sampleRate              Hz of folded/lines CPU and wall samples (default 100): values become
  *                           nanoseconds, period 1e9/sampleRate
  *   spyName                 becomes the label pyroscope_spy (default "unknown")

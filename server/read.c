@@ -89,7 +89,7 @@ static int query_one(srv_req *r, const char *qname, const char *fname, const cha
 		srv_fail(r, rc, &err);
 		return -1;
 	}
-	return 0;
+	return srv_name_late(r, out);
 }
 
 static int max_nodes(srv_req *r, size_t *out)

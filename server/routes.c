@@ -163,6 +163,9 @@ const srv_route srv_routes[] = {
 	{"GET", "/api/v1/profile_types", SRV_TENANT, SRV_H_TYPES, srv_profile_types},
 	{"GET", "/api/v1/series", SRV_TENANT, SRV_H_SERIES, srv_series},
 	{"POST", "/api/v1/admin/compact", SRV_ADMIN, SRV_H_ADMIN, admin_compact},
+	{"POST", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_upload},
+	{"GET", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_stat},
+	{"GET", "/buildid/*", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfod},
 };
 const size_t srv_nroutes = sizeof(srv_routes) / sizeof(srv_routes[0]);
 

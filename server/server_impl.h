@@ -18,7 +18,7 @@
 /* The server's own counters, served by GET /metrics (server/metrics.c). */
 typedef struct srv_metrics srv_metrics;
 enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LABELS,
-       SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER,
+       SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER, SRV_H_DEBUGINFO,
        SRV_H_N };
 enum { SRV_SRC_PUSH, SRV_SRC_INGEST };
 
@@ -32,6 +32,7 @@ struct strobe_server {
 	char *tls_cert_pem, *tls_key_pem; /* HTTPS when set (server/tls.c); libmicrohttpd reads them */
 	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
 	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */
+	struct srv_namers *namers;      /* per-tenant symbolizers naming bare addresses (late_names.c) */
 	/* The log of refused requests (http.c): lines in the current second, and those left
 	 * out since the last summary. */
 	pthread_mutex_t log_mu;
@@ -99,6 +100,11 @@ typedef struct srv_req {
 	size_t nhdrs;
 	const uint8_t *body;
 	size_t len;
+	/* A route that takes large bodies (srv_debuginfo_file_cap) gets it in a file instead: an
+	 * unlinked temporary file in the debug-info store, body_fd_len bytes, read from offset 0. */
+	bool body_in_file;
+	int body_fd;
+	uint64_t body_fd_len;
 	int64_t now_ns;
 	const char *path_arg; /* the route's {name} segment (not terminated), or NULL */
 	size_t path_arg_len;
@@ -108,6 +114,10 @@ typedef struct srv_req {
 	const char *ctype;
 	char *out;
 	size_t outlen;
+	/* ... or a file's bytes: out_fd (the reply owns it) from offset 0, out_fd_len of them. */
+	bool out_is_fd;
+	int out_fd;
+	uint64_t out_fd_len;
 	const char *etag, *cache; /* ETag and Cache-Control headers when set (static files) */
 	unsigned retry_after;     /* seconds, sent as Retry-After when set (507, 503) */
 } srv_req;
@@ -198,5 +208,24 @@ int srv_profile_types(srv_req *r);
 int srv_series(srv_req *r); /* GET /api/v1/series, server/labels.c */
 /* GET / and /ui/...: the web UI's embedded files (server/ui.c); false when the URL is not one. */
 bool srv_ui(srv_req *r);
+
+/* The debug-info store (server/debuginfo.c). Uploads are streamed to a file, not held in memory:
+ * the body cap of a request that goes there (max_debuginfo_bytes), 0 for every other request;
+ * and a new unlinked file for such a body, in the store's directory (-errno). */
+uint64_t srv_debuginfo_file_cap(const strobe_server *srv, const char *method, const char *url);
+int srv_debuginfo_tmpfile(const strobe_server *srv);
+int srv_debuginfo_upload(srv_req *r);
+int srv_debuginfo_stat(srv_req *r);
+int srv_debuginfod(srv_req *r);
+
+/* Naming at query time (server/late_names.c): a queried profile's bare addresses named from the
+ * tenant's debug-info store; *p is replaced by the named profile when anything was named. Never
+ * fails the query: what cannot be named stays an address. */
+typedef struct srv_namers srv_namers;
+srv_namers *srv_namers_new(void);
+void srv_namers_free(srv_namers *n);
+/* After an upload: the tenant's symbolizer is dropped, so the next query opens the new file. */
+void srv_namers_forget(srv_namers *n, const char *tenant);
+int srv_name_late(srv_req *r, strobe_profile **p);
 
 #endif

@@ -117,6 +117,32 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path) + 1);
 }
 
+/* A separate debug file (objcopy --only-keep-debug, the server's debug-info store) keeps the
+ * program headers but not the code: the code segments have p_filesz 0, and their p_offset is no
+ * longer the file's. The code segments' offsets in the executable are rebuilt from the layout every
+ * linker writes: the first PT_LOAD maps file offset 0 at the image's base, and the others keep
+ * their distance from it (p_offset = p_vaddr - base); code is all that is sampled. */
+static void debug_file_segments(Elf *elf, size_t nph, strobe_sym_object *o)
+{
+	uint64_t base = UINT64_MAX;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_vaddr < base)
+			base = ph.p_vaddr;
+	}
+	if (base == UINT64_MAX)
+		return;
+	base &= ~(uint64_t)0xfff;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || ph.p_filesz ||
+		    !ph.p_memsz || !(ph.p_flags & PF_X))
+			continue;
+		o->seg[o->nseg++] = (sym_segment){.offset = ph.p_vaddr - base, .filesz = ph.p_memsz,
+						  .vaddr = ph.p_vaddr, .exec = true};
+	}
+}
+
 /*
  * The search order (docs/symbolization.md): by build ID under every debug_dirs entry, then under
  * <sysroot>/usr/lib/debug; then by .gnu_debuglink next to the binary, in its .debug/, under
@@ -243,6 +269,11 @@ int sym_object_open(strobe_symbolizer *s, strobe_sym_object *o, int fd, const ch
 			.exec = (ph.p_flags & PF_X) != 0,
 		};
 	}
+	bool code = false;
+	for (size_t i = 0; i < o->nseg; i++)
+		code |= o->seg[i].exec;
+	if (!code)
+		debug_file_segments(elf, nph, o);
 	return o->nseg ? 0 : -ENOEXEC;
 }
 

@@ -79,7 +79,11 @@ typedef struct strobe_agent_opts {
 	unsigned nlabels;
 	strobe_agent_rule *rules;
 	unsigned nrules;
-	bool no_symbolize;
+	bool no_symbolize;       /* --no-symbolize: every frame raw, no symbolizer at all */
+	/* --symbolize=server: user frames of files go raw with their build IDs (the server names
+	 * them from its debug-info store); kernel and JIT frames are still named here, where
+	 * kallsyms and perf maps are. Binaries are never opened for symbols. */
+	bool symbolize_server;
 	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
 				    the default (strobe_agent_opts_init) */
 	bool kernel;             /* kernel frames (default true) */

@@ -37,6 +37,8 @@ typedef enum strobe_format {
 	 * top table. */
 	STROBE_FMT_FLAT,
 	STROBE_FMT_TOP,
+	/* Read only: Java Flight Recorder (lib/jfr.c, strobe/jfr.h). */
+	STROBE_FMT_JFR,
 } strobe_format;
 
 /* Guesses the format of an (already decompressed) buffer. */

@@ -21,6 +21,13 @@
  * does. Every offset and size is checked against len. */
 size_t strobe_elf_build_id_of(const void *img, size_t len, const uint8_t **id);
 
+/* What an ELF image holds, for the debug-info store: bits of STROBE_ELF_* (.debug_info, compressed
+ * or not; code in .text; a .symtab), from its section headers, every offset and name checked
+ * against len. -EINVAL when it is no little-endian ELF image or its section headers are out of
+ * bounds. */
+enum { STROBE_ELF_DEBUG_INFO = 1, STROBE_ELF_CODE = 2, STROBE_ELF_SYMTAB = 4 };
+int strobe_elf_contents(const void *img, size_t len, unsigned *flags);
+
 /* This process's vDSO: its image (the kernel's mapping, from the auxiliary vector) and the length
  * its headers describe. -ENOENT when there is none or it does not look like a 64-bit ELF image
  * of at most 1 MiB. */

@@ -267,6 +267,17 @@ int64_t strobe_total(const strobe_profile *p, int type_index);
  * in order) unless dst has no types yet, in which case it takes src's. On mismatch returns
  * -EINVAL with a message naming both type lists. */
 int strobe_profile_merge(strobe_profile *dst, const strobe_profile *src, strobe_err *err);
+/* Names what src left unnamed, as it is merged: for every location of src without lines (loc_id
+ * its id in src), namer
+ * may fill up to max lines (leaf first; function ids interned in dst) and return their count,
+ * 0 to keep the location as it is, or -errno to stop the merge. Late symbolization (the server
+ * naming bare addresses from debug files uploaded after the profile) is this. */
+typedef int (*strobe_location_namer)(void *ctx, strobe_profile *dst, const strobe_profile *src,
+				     uint32_t loc_id, const strobe_location *loc, strobe_line *out,
+				     uint32_t max);
+#define STROBE_NAMER_MAX_LINES 64u
+int strobe_profile_merge_named(strobe_profile *dst, const strobe_profile *src,
+			       strobe_location_namer namer, void *ctx, strobe_err *err);
 /* Multiplies every value by factor (rounded to nearest). */
 void strobe_profile_scale(strobe_profile *p, double factor);
 /* A deep copy. */

@@ -157,6 +157,9 @@ typedef struct strobe_sampler_profile_opts {
 	 * rather than the CPU/off-CPU one; implied for a sampler opened with STROBE_EV_LOCK
 	 * alone. */
 	bool locks;
+	/* User frames in files stay addresses with their mapping's build ID (read from the file's
+	 * note when the kernel gave none); sym names kernel and JIT frames only. */
+	bool user_raw;
 } strobe_sampler_profile_opts;
 
 /*

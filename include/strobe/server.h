@@ -48,6 +48,12 @@ typedef struct strobe_server_config {
 	bool sync_normal;             /* "sync": "normal" (default "full") */
 	size_t max_body_bytes;        /* request body as sent; default 16 MiB */
 	size_t max_decompressed_bytes;/* one profile after gunzip; default 256 MiB */
+	uint64_t max_debuginfo_bytes; /* one uploaded debug file, streamed to disk; default 2 GiB */
+	/* debuginfod servers asked for debug files not uploaded (space-separated URLs, as
+	 * DEBUGINFOD_URLS; "debuginfod_urls", --debuginfod), and the size its cache is kept under
+	 * (limits.max_debuginfod_cache_bytes, default 4 GiB). */
+	char *debuginfod_urls;
+	uint64_t max_debuginfod_cache_bytes;
 	uint32_t max_labels, max_label_name_len, max_label_value_len;
 	uint32_t max_series_per_tenant, max_profiles_per_push;
 	uint32_t max_label_values_per_name; /* per tenant and series label name */

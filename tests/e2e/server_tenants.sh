@@ -185,6 +185,32 @@ case_admin_compact() {
 		ok "$1/admin-only" "tenant tokens, none, ?token=: 401; admin token: 200"
 	else fail "$1/admin-only" "A $c1, B $c2, none $c3, ?token= $c4, admin $c5: $(head -c 200 "$TMPDIR/body")"; fi
 }
+# The debug-info store: an ELF file of A's with the marker in its symbol table, and one of B's.
+mk_elf() {
+	printf 'int %s_fn(int x) { return x + 1; }\nint main(void) { return %s_fn(0); }\n' "$1" "$1" >"$TMPDIR/$1.c"
+	cc -g -Wl,--build-id -o "$TMPDIR/$1.elf" "$TMPDIR/$1.c" && readelf -n "$TMPDIR/$1.elf" | awk '/Build ID/ {print $3}'
+}
+BID_A=$(mk_elf amark) BID_B=$(mk_elf bmark)
+case_debuginfo_upload() {
+	local ca cb
+	refused "$1" --data-binary @"$TMPDIR/amark.elf" "$url/api/v1/debuginfo/$BID_A"
+	ca=$(hit a --data-binary @"$TMPDIR/amark.elf" "$url/api/v1/debuginfo/$BID_A")
+	cb=$(hit b --data-binary @"$TMPDIR/bmark.elf" "$url/api/v1/debuginfo/$BID_B")
+	if [ "$ca $cb" = "200 200" ]; then ok "$1/own-write" "each tenant stored its own file"
+	else fail "$1/own-write" "A $ca, B $cb: $(head -c 200 "$TMPDIR/body")"; fi
+}
+# own_only ROUTE NAME PATH: A gets 200 (with the marker when the answer is the file), B 404.
+own_only() {
+	local ca cb sa
+	ca=$(hit a "$url$3")
+	sa=$(grep -ac "amark\|$BID_A" "$TMPDIR/body")
+	cb=$(hit b "$url$3")
+	if [ "$ca" != 200 ] || [ "$sa" = 0 ]; then fail "$1/$2" "team-a's own request: $ca $(head -c 200 "$TMPDIR/body")"
+	elif [ "$cb" != 404 ]; then fail "$1/$2" "team-b asked for team-a's build ID: $cb $(head -c 200 "$TMPDIR/body")"
+	else ok "$1/$2" "A's build ID: A 200, B 404"; fi
+	refused "$1" "$url$3"
+}
+
 # public_case ROUTE PATH: answers without credentials, and nothing of A's in it.
 public_case() {
 	local c
@@ -206,7 +232,8 @@ while read -r m p access; do
 	"POST /api/v1/admin/compact") want="admin" ;;
 	"POST /api/v1/push" | "POST /ingest" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
-		"GET /api/v1/series") want="tenant" ;;
+		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
+		"GET /buildid/*") want="tenant" ;;
 	*) fail "$r" "add a case for $r (access: $access) to tests/e2e/server_tenants.sh"; continue ;;
 	esac
 	if [ "$access" != "$want" ]; then fail "$r" "the route table says $access, this test expects $want"; continue; fi
@@ -223,6 +250,9 @@ while read -r m p access; do
 	"GET /api/v1/profile_types") case_profile_types "$r" ;;
 	"GET /api/v1/series") case_series "$r" ;;
 	"POST /api/v1/admin/compact") case_admin_compact "$r" "$p" ;;
+	"POST /api/v1/debuginfo/{build_id}") case_debuginfo_upload "$r" ;;
+	"GET /api/v1/debuginfo/{build_id}") own_only "$r" stat "/api/v1/debuginfo/$BID_A" ;;
+	"GET /buildid/*") own_only "$r" debuginfod "/buildid/$BID_A/debuginfo"; own_only "$r" executable "/buildid/$BID_A/executable" ;;
 	esac
 done <<<"$routes"
 

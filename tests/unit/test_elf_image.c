@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 
@@ -116,6 +117,42 @@ static void test_build_id_32(void **state)
 	assert_memory_equal(id, id_b, sizeof(id_b));
 }
 
+/* The roles of an uploaded file: this test binary (built with -g, not stripped) has all three;
+ * an image of section headers without names has none; a string-table index past the table, a
+ * table past the end and a non-ELF buffer are refused; every truncation of this binary either
+ * is refused or reports only what lies within it. */
+static void test_contents(void **state)
+{
+	(void)state;
+	FILE *f = fopen("/proc/self/exe", "rb");
+	assert_non_null(f);
+	static uint8_t self[64 << 20];
+	size_t n = fread(self, 1, sizeof(self), f);
+	fclose(f);
+	assert_true(n > 0 && n < sizeof(self));
+	unsigned fl = 0;
+	assert_int_equal(strobe_elf_contents(self, n, &fl), 0);
+	assert_int_equal(fl, STROBE_ELF_DEBUG_INFO | STROBE_ELF_CODE | STROBE_ELF_SYMTAB);
+
+	uint8_t img[0x400];
+	image64(img, true);
+	assert_int_equal(strobe_elf_contents(img, sizeof(img), &fl), 0);
+	assert_int_equal(fl, 0); /* its sections have no names: nothing it holds is ours to use */
+	Elf64_Ehdr eh;
+	memcpy(&eh, img, sizeof(eh));
+	eh.e_shstrndx = 2; /* past the two sections */
+	memcpy(img, &eh, sizeof(eh));
+	assert_int_equal(strobe_elf_contents(img, sizeof(img), &fl), -EINVAL);
+	eh.e_shstrndx = 0;
+	eh.e_shoff = 0x3f0; /* the table runs past the end */
+	memcpy(img, &eh, sizeof(eh));
+	assert_int_equal(strobe_elf_contents(img, sizeof(img), &fl), -EINVAL);
+	assert_int_equal(strobe_elf_contents("#!/bin/sh\n", 10, &fl), -EINVAL);
+	assert_int_equal(strobe_elf_contents(self, 3, &fl), -EINVAL);
+	/* The section headers are at the end: cut there, the file is refused. */
+	assert_int_equal(strobe_elf_contents(self, n - 1, &fl), -EINVAL);
+}
+
 static void test_vdso(void **state)
 {
 	(void)state;
@@ -140,6 +177,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_build_id_64),
 		cmocka_unit_test(test_build_id_32),
+		cmocka_unit_test(test_contents),
 		cmocka_unit_test(test_vdso),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,6 +143,68 @@ static void test_merge_sums_and_remaps(void **state)
 	strobe_profile_free(b);
 }
 
+/* A namer for test_merge_named: names bare addresses in the mapping with build ID "b1d" as two
+ * frames (an inlined "inner" in "outer_<address>"), leaves the rest; fails on address 0xdead. */
+static int name_b1d(void *ctx, strobe_profile *dst, const strobe_profile *src, uint32_t id,
+		    const strobe_location *l, strobe_line *out, uint32_t max)
+{
+	assert_ptr_equal(strobe_location_get(src, id), l);
+	int *calls = ctx;
+	(*calls)++;
+	assert_true(max >= 2);
+	if (l->address == 0xdead)
+		return -ENOMEM;
+	const strobe_mapping *m = strobe_mapping_get(src, l->mapping);
+	if (strcmp(strobe_str(src, m->build_id), "b1d") != 0)
+		return 0;
+	char outer[32];
+	snprintf(outer, sizeof outer, "outer_%llx", (unsigned long long)l->address);
+	strobe_function fi = {.name = strobe_str_intern(dst, "inner", 5)};
+	strobe_function fo = {.name = strobe_str_intern(dst, outer, strlen(outer))};
+	out[0] = (strobe_line){.function = strobe_function_intern(dst, &fi), .line = 7};
+	out[1] = (strobe_line){.function = strobe_function_intern(dst, &fo), .line = 3};
+	return 2;
+}
+
+static void test_merge_named(void **state)
+{
+	(void)state;
+	strobe_profile *src = folded("main 1\n");
+	strobe_mapping mb = {.start = 0x1000, .limit = 0x2000, .build_id = strobe_str_intern(src, "b1d", 3),
+			     .filename = strobe_str_intern(src, "/bin/x", 6)};
+	strobe_mapping mo = {.start = 0x5000, .limit = 0x6000, .build_id = strobe_str_intern(src, "0ther", 5)};
+	uint32_t idb = strobe_mapping_intern(src, &mb), ido = strobe_mapping_intern(src, &mo);
+	uint32_t lb = strobe_location_intern(src, idb, 0x1234, NULL, 0, false);
+	uint32_t lo = strobe_location_intern(src, ido, 0x5678, NULL, 0, false);
+	int64_t v = 5;
+	uint32_t root = strobe_stack_get(src, 1)->location; /* "main", named by the folded text */
+	uint32_t s1 = strobe_stack_push(src, strobe_stack_push(src, 0, root), lb);
+	uint32_t s2 = strobe_stack_push(src, strobe_stack_push(src, 0, root), lo);
+	assert_int_equal(strobe_sample_add(src, s1, 0, &v), 0);
+	assert_int_equal(strobe_sample_add(src, s2, 0, &v), 0);
+
+	strobe_profile *dst = strobe_profile_new();
+	int calls = 0;
+	assert_int_equal(strobe_profile_merge_named(dst, src, name_b1d, &calls, NULL), 0);
+	assert_int_equal(calls, 2); /* the two bare locations; "main" has lines already */
+	assert_int_equal(strobe_total(dst, 0), 11);
+	char *t = folded_text(dst, 0);
+	/* The named one reads as its two frames; the other stays an address; main is untouched. */
+	assert_non_null(strstr(t, "main;outer_1234;inner 5\n"));
+	assert_non_null(strstr(t, "main;0x5678 5\n"));
+	assert_null(strstr(t, "outer_5678"));
+	free(t);
+	strobe_profile_free(dst);
+
+	/* A namer's error stops the merge with it. */
+	uint32_t ld = strobe_location_intern(src, idb, 0xdead, NULL, 0, false);
+	assert_int_equal(strobe_sample_add(src, strobe_stack_push(src, 0, ld), 0, &v), 0);
+	dst = strobe_profile_new();
+	assert_int_equal(strobe_profile_merge_named(dst, src, name_b1d, &calls, NULL), -ENOMEM);
+	strobe_profile_free(dst);
+	strobe_profile_free(src);
+}
+
 static void test_merge_type_mismatch_names_both(void **state)
 {
 	(void)state;
@@ -273,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_samples_sum_by_stack_and_labels),
 		cmocka_unit_test(test_empty_stack_and_zero_location_are_real),
 		cmocka_unit_test(test_merge_sums_and_remaps),
+		cmocka_unit_test(test_merge_named),
 		cmocka_unit_test(test_merge_type_mismatch_names_both),
 		cmocka_unit_test(test_scale_and_clone),
 		cmocka_unit_test(test_folded_errors),

@@ -406,7 +406,7 @@ static void test_request_errors(void **state)
 	expect_error(&r, 400, "aggregationType");
 	const char *jfr[] = {"name=app.cpu", "format=jfr", NULL};
 	r = ingest(jfr, NULL, body, sizeof(body) - 1, NULL);
-	expect_error(&r, 415, "jfr");
+	expect_error(&r, 422, "jfr: byte 0: not a JFR file");
 	const char *trie[] = {"name=app.cpu", NULL};
 	r = ingest(trie, "binary/octet-stream+trie", body, sizeof(body) - 1, NULL);
 	expect_error(&r, 415, "not supported");

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Naming on the server (issue 23): a 24-hour flame graph of profiles pushed as bare addresses
+# and named at query time from an uploaded binary (server/late_names.c), against the same
+# workload pushed already named, on one server in one run:
+#   - the workload: `strobe flamegraph` of a synthetic 200,000-sample pprof, run in a loop and
+#     recorded twice by strobe record at 999 Hz: --no-symbolize (service "raw") and named on the
+#     host (service "named"); each recording pushed every 5 minutes over the last 24 h (288 each);
+#   - build/strobe (symbol table and DWARF) uploaded with `strobe debuginfo upload`;
+#   - GET /api/v1/query format=json over 24 h: "named"; "raw" cold (the first query after a
+#     restart of the server: debug file opened, tables built) and warm (RUNS more).
+# Also the server's peak RSS (VmHWM) before and after naming, for what symbolizing costs in
+# memory. Appends markdown to RESULTS (stdout when not given); bench/run.sh calls it under
+# BENCH_ONLY=symbolize (or all). Needs perf_event (root) for the recordings.
+#
+#   bench/symbolize.sh [RESULTS]    RUNS=5 (warm queries per service)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+strobe=$root/build/strobe
+results=${1:-/dev/stdout}
+runs=${RUNS:-5}
+note() { echo "bench: $*" >&2; }
+work=$(mktemp -d /tmp/strobe-bench-sym.XXXXXX)
+spid=
+cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+"$root/build/bench/gen_pprof" "$work/big.pb.gz" 200000 42
+cat >"$work/loop.sh" <<SH
+end=\$((\$(date +%s) + 4)); while [ \$(date +%s) -lt \$end ]; do "$strobe" flamegraph -o /dev/null "$work/big.pb.gz"; done
+SH
+"$strobe" record --no-symbolize -F 999 -o "$work/raw.pb.gz" -- bash "$work/loop.sh" 2>/dev/null
+"$strobe" record -F 999 -o "$work/named.pb.gz" -- bash "$work/loop.sh" 2>/dev/null
+
+start() {
+  "$strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/server.log" & spid=$!
+  url=
+  for _ in $(seq 400); do
+    p=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/server.log" | head -1)
+    if [ -n "$p" ] && curl -sf "http://127.0.0.1:$p/ready" >/dev/null; then url=http://127.0.0.1:$p; break; fi
+    sleep 0.05
+  done
+  [ -n "$url" ] || { note "the server did not start: $(cat "$work/server.log")"; exit 1; }
+}
+stop() { kill "$spid"; wait "$spid" 2>/dev/null || true; spid=; }
+start
+now=$(date +%s)
+for ((i = 0; i < 288; i++)); do
+  t=$((now - 86400 + i * 300))
+  "$strobe" push -s "$url" --service raw --time "$t" "$work/raw.pb.gz" >/dev/null
+  "$strobe" push -s "$url" --service named --time "$t" "$work/named.pb.gz" >/dev/null
+done
+"$strobe" debuginfo upload -s "$url" "$strobe" >/dev/null
+SEL='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+q() { # SERVICE: seconds to answer a 24-h flame graph
+  curl -s -o "$work/q.json" -w '%{time_total}\n' -G "$url/api/v1/query" \
+    --data-urlencode "query=$SEL{service_name=\"$1\"}" -d from=now-25h -d format=json
+}
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+stop; start # nothing cached: the cold query opens the debug file
+hwm0=$(awk '/^VmHWM:/ {print $2}' /proc/$spid/status)
+cold=$(q raw)
+grep -q "strobe_" "$work/q.json" || note "the raw query was not named: $(head -c 300 "$work/q.json")"
+warm=$(for ((i = 0; i < runs; i++)); do q raw; done | median)
+named=$(for ((i = 0; i < runs; i++)); do q named; done | median)
+hwm1=$(awk '/^VmHWM:/ {print $2}' /proc/$spid/status)
+locs=$("$strobe" top -n 100000 "$work/raw.pb.gz" 2>/dev/null | grep -c '\[' || true)
+ratio=$(awk -v a="$warm" -v b="$named" 'BEGIN {printf "%.2f", a / b}')
+note "24 h flame graph: named $named s, raw cold $cold s, warm $warm s (x$ratio); server VmHWM $hwm0 -> $hwm1 KB"
+{
+  echo "24 h of one service (288 profiles of a 4-s \`strobe record -F 999\` of \`strobe flamegraph\` in a loop), \`GET /api/v1/query format=json\`, median of $runs; one server, one run:"
+  echo
+  echo "| data | time to answer | vs named on the host | goal |"
+  echo "|---|---|---|---|"
+  printf '| named on the host | %.3f s | 1.00 | |\n' "$named"
+  printf '| bare addresses, first query after a restart (cold: debug file opened, tables built) | %.3f s | %.2f | stated |\n' "$cold" "$(awk -v a="$cold" -v b="$named" 'BEGIN {print a / b}')"
+  printf '| bare addresses, warm | %.3f s | %s | <= 1.5: %s |\n' "$warm" "$ratio" "$(awk -v r="$ratio" 'BEGIN {print (r <= 1.5) ? "met" : "**missed**"}')"
+  echo
+  echo "Server peak RSS (VmHWM) at the restart: $((hwm0 / 1024)) MB; after the cold and warm queries: $((hwm1 / 1024)) MB (build/strobe, $(($(stat -c %s "$strobe") / 1048576)) MB with its DWARF, opened by the tenant's symbolizer under its 256 MiB DWARF budget)."
+  echo
+  echo "Reproduce: \`BENCH_ONLY=symbolize bench/run.sh\` (or \`bench/symbolize.sh\`)."
+  echo
+} >>"$results"

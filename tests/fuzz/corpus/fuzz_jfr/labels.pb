@@ -1,0 +1,4 @@
+
+
+
+endpoint	/checkout

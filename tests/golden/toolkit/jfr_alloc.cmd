@@ -1,0 +1,1 @@
+top --cum -n 12 --sample-index alloc_sample_bytes ../../fixtures/jfr/cpusplit.jfr

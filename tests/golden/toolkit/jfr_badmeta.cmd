@@ -1,0 +1,1 @@
+top - < <(head -c 300 ../../fixtures/jfr/cpusplit.jfr; head -c 200000 /dev/zero)

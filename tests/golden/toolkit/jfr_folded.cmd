@@ -1,0 +1,1 @@
+convert -f folded ../../fixtures/jfr/cpusplit.jfr

@@ -1,0 +1,1 @@
+top - < <(head -c 40 ../../fixtures/jfr/cpusplit.jfr)

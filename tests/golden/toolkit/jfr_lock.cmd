@@ -1,0 +1,1 @@
+top --cum -n 6 --sample-index lock_duration ../../fixtures/jfr/cpusplit.jfr

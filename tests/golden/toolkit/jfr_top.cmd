@@ -1,0 +1,1 @@
+top ../../fixtures/jfr/cpusplit.jfr

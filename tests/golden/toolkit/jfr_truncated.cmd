@@ -1,0 +1,1 @@
+top - < <(head -c 60000 ../../fixtures/jfr/cpusplit.jfr)

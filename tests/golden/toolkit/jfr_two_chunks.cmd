@@ -1,0 +1,1 @@
+top --cum -n 8 - < <(cat ../../fixtures/jfr/cpusplit.jfr ../../fixtures/jfr/cpusplit.jfr)
