@@ -105,6 +105,58 @@ static uint32_t kernel_mapping(builder *b, const char *module)
 	return b->kernel_mapping_cache[h] = strobe_mapping_intern(b->p, &pm);
 }
 
+/* A shared library ("libc.so.6", "libfoo.so", "libbar.so.1.2") or a pseudo-file ("[vdso]"). */
+static bool library_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const char *so = strstr(base, ".so");
+	return !*base || base[0] == '[' || (so && (so[3] == 0 || so[3] == '.'));
+}
+
+/* pprof readers take the first mapping for the program (`go tool pprof` prints it as "File:"),
+ * and mappings are interned in the order frames meet them, leaf first: libc in most CPU stacks.
+ * So the program's mapping is interned before any other: of the file mappings that are not
+ * libraries, the one in the most samples (counted once per stack). */
+static void intern_main_mapping(builder *b, const strobe_sampler_profile_opts *o)
+{
+	strobe_sampler *s = b->s;
+	uint32_t nmaps = s->tr.maps.n;
+	uint64_t *w = calloc((size_t)nmaps + 1, sizeof(*w));
+	uint32_t *seen = calloc((size_t)nmaps + 1, sizeof(*seen));
+	uint32_t best = 0;
+	for (uint32_t id = 0; w && seen && id < s->agg.n; id++) {
+		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
+		if (o->only_pid && k->pid != o->only_pid)
+			continue;
+		int64_t n = s->vals[(size_t)id * NV + V_SAMPLES];
+		uint64_t add = n > 0 ? (uint64_t)n : 1;
+		for (uint32_t f = 0; f < k->n; f++) {
+			const strobe_frame_key *fk = strobe_itab_get(&s->frames, k->frame[f], NULL);
+			uint32_t m = fk->map;
+			if (m <= STROBE_MAP_KERNEL || m > nmaps || seen[m] == id + 1)
+				continue;
+			seen[m] = id + 1;
+			w[m] += add;
+		}
+	}
+	for (uint32_t m = STROBE_MAP_KERNEL + 1; w && seen && m <= nmaps; m++) {
+		if (!w[m] || (best && w[m] <= w[best]))
+			continue;
+		const strobe_map *mp = tracker_map(&s->tr, m);
+		if (!mp->anon && !library_path(tracker_str(&s->tr, mp->path)))
+			best = m;
+	}
+	free(w);
+	free(seen);
+	if (!best)
+		return;
+	user_mapping(b, best);
+	/* Its tables are read again when its frames are named (symbolize_by_object). */
+	if (b->sym && b->obj[best])
+		strobe_sym_object_release(b->sym, b->obj[best]);
+}
+
 /* pprof lines (leaf first) from symbolizer frames. */
 static uint32_t location_of(builder *b, const strobe_frame_key *k, uint32_t mapping, int n)
 {
@@ -302,6 +354,8 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 					    : 0;
 	}
 
+	if (rc == 0)
+		intern_main_mapping(&b, o);
 	if (rc == 0 && b.sym && o->release_objects)
 		rc = symbolize_by_object(&b, o);
 	strobe_label *labels = calloc(5 + o->nlabels, sizeof(*labels));

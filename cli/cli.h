@@ -49,11 +49,12 @@ typedef struct cli_profile_opts {
 	strobe_filter filter;
 	strobe_granularity gran;
 	strobe_format from; /* input format asked for (convert --from), STROBE_FMT_UNKNOWN = detect */
+	const char *type; /* --type NAME:UNIT of folded or perf script input; NULL = as read */
 } cli_profile_opts;
 
 enum {
 	OPT_SAMPLE_INDEX = 1000, OPT_FOCUS, OPT_IGNORE, OPT_HIDE, OPT_SHOW, OPT_TAGFOCUS,
-	OPT_TAGIGNORE, OPT_PRUNE, OPT_GRAN, OPT_CMD_BASE = 1100,
+	OPT_TAGIGNORE, OPT_PRUNE, OPT_GRAN, OPT_TYPE, OPT_CMD_BASE = 1100,
 };
 
 #define CLI_PROFILE_LONGOPTS                                                                      \
@@ -63,7 +64,7 @@ enum {
 	{"tagfocus", required_argument, 0, OPT_TAGFOCUS},                                         \
 	{"tagignore", required_argument, 0, OPT_TAGIGNORE},                                       \
 	{"prune", required_argument, 0, OPT_PRUNE},                                               \
-	{"granularity", required_argument, 0, OPT_GRAN}
+	{"granularity", required_argument, 0, OPT_GRAN}, {"type", required_argument, 0, OPT_TYPE}
 
 #define CLI_PROFILE_HELP                                                                          \
 	"  --sample-index NAME|N  value to use (default: the profile's default, else the last)\n" \
@@ -74,7 +75,9 @@ enum {
 	"  --tagfocus KEY=RE      keep only samples with a label KEY matching RE\n"               \
 	"  --tagignore KEY=RE     drop samples with a label KEY matching RE\n"                    \
 	"  --prune FRACTION       drop call-tree nodes below FRACTION of the total (e.g. 0.005)\n" \
-	"  --granularity G        functions (default), lines or addresses\n"
+	"  --granularity G        functions (default), lines or addresses\n"                      \
+	"  --type NAME:UNIT       what the values of folded or perf script input are, e.g.\n"     \
+	"                         cpu:nanoseconds (folded lines carry no unit: samples:count)\n"
 
 /* Handles one of the CLI_PROFILE_LONGOPTS; returns 1 if handled, 0 if not ours, -1 on a bad
  * value (message printed). */
@@ -84,10 +87,17 @@ int cli_profile_opt(const char *cmd, int opt, const char *arg, cli_profile_opts 
  * is the selected value index. Errors are printed as "strobe CMD: message". */
 int cli_load(const char *cmd, char **files, int nfiles, const cli_profile_opts *o,
 	     strobe_profile **out, int *type);
-/* Reads and merges only (no transforms, no type selection). */
-int cli_load_merged(const char *cmd, char **files, int nfiles, strobe_profile **out);
+/* Reads and merges only (no transforms, no type selection); type is --type (may be NULL),
+ * from the input format asked for (--from; STROBE_FMT_UNKNOWN: detected). */
+int cli_load_merged(const char *cmd, char **files, int nfiles, const char *type,
+		    strobe_profile **out);
 int cli_load_merged_as(const char *cmd, char **files, int nfiles, strobe_format from,
-		       strobe_profile **out);
+		       const char *type, strobe_profile **out);
+/* Reads one input (as from, or detected); with type (--type NAME:UNIT) its one value column is
+ * named so, which only folded and perf script input may be (a pprof names its own types).
+ * Errors are printed. */
+int cli_read_profile(const char *cmd, const char *path, strobe_format from, const char *type,
+		     strobe_profile **out);
 /* Resolves --sample-index for p; prints an error naming the available types when unknown. */
 int cli_type(const char *cmd, const strobe_profile *p, const char *sample_index);
 

@@ -10,7 +10,9 @@ static const char usage_text[] =
 	"the same sample types. Output is pprof unless -f or OUT's extension says otherwise.\n\n"
 	"  -o, --output OUT       output file ('-' = stdout); written atomically\n"
 	"  -f, --format FORMAT    pprof (default), folded, json, speedscope, svg (-t, --to: the\n"
-	"                         same, the older spelling)\n";
+	"                         same, the older spelling)\n"
+	"  --type NAME:UNIT       what the values of folded or perf script inputs are, e.g.\n"
+	"                         cpu:nanoseconds (folded lines carry no unit: samples:count)\n";
 
 int cmd_merge(int argc, char **argv)
 {
@@ -18,8 +20,9 @@ int cmd_merge(int argc, char **argv)
 						 {"output", required_argument, 0, 'o'},
 						 {"format", required_argument, 0, 'f'},
 						 {"to", required_argument, 0, 't'},
+						 {"type", required_argument, 0, OPT_TYPE},
 						 {0, 0, 0, 0}};
-	const char *cmd = "merge", *output = NULL, *to = NULL;
+	const char *cmd = "merge", *output = NULL, *to = NULL, *vtype = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "ho:f:t:", longopts, NULL)) != -1) {
 		switch (c) {
@@ -27,6 +30,7 @@ int cmd_merge(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'f':
 		case 't': to = optarg; break;
+		case OPT_TYPE: vtype = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -42,7 +46,7 @@ int cmd_merge(int argc, char **argv)
 	if (fmt == STROBE_FMT_UNKNOWN)
 		fmt = STROBE_FMT_PPROF;
 	strobe_profile *p;
-	if (cli_load_merged(cmd, argv + optind, argc - optind, &p) < 0)
+	if (cli_load_merged(cmd, argv + optind, argc - optind, vtype, &p) < 0)
 		return 2;
 	int type = cli_type(cmd, p, NULL);
 	int r = type < 0 ? -1 : cli_write_as(cmd, p, fmt, type, STROBE_GRAN_FUNCTIONS, output);

@@ -18,6 +18,8 @@ static const char usage_text[] =
 	"  --service NAME         service_name of the series (or --label service_name=NAME)\n"
 	"  -l, --label KEY=VALUE  a series label (repeatable)\n"
 	"  --name NAME            profile name (process_cpu, memory, ...); default: guessed\n"
+	"  --type NAME:UNIT       what the values of folded or perf script input are, e.g.\n"
+	"                         cpu:nanoseconds (folded lines carry no unit: samples:count)\n"
 	"  --time T               when it was taken (unix time, RFC 3339, now-1h); default: the\n"
 	"                         profile's own time, else now\n"
 	"  --tenant ID            X-Scope-OrgID\n"
@@ -51,7 +53,8 @@ static bool cat_quoted(strobe_buf *s, const char *v)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN, O_TOKENFILE, O_CA };
+	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN, O_TOKENFILE, O_CA,
+	       O_TYPE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	    {"server", required_argument, 0, 's'},
 		{"label", required_argument, 0, 'l'}, {"service", required_argument, 0, O_SERVICE},
@@ -59,9 +62,10 @@ int cmd_push(int argc, char **argv)
 		{"tenant", required_argument, 0, O_TENANT},
 		{"token", required_argument, 0, O_TOKEN},
 		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		{"type", required_argument, 0, O_TYPE},
 		{0, 0, 0, 0}};
 	const char *cmd = "push", *server = NULL, *service = NULL, *name = NULL, *when = NULL;
-	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
+	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL, *vtype = NULL;
 	strobe_buf labels;
 	strobe_buf_init(&labels, MAX_ARG_TEXT);
 	int c, rc = 2;
@@ -95,6 +99,7 @@ int cmd_push(int argc, char **argv)
 		case O_TOKEN: token = optarg; break;
 		case O_TOKENFILE: token_file = optarg; break;
 		case O_CA: ca = optarg; break;
+		case O_TYPE: vtype = optarg; break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
@@ -147,9 +152,7 @@ int cmd_push(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		/* Everything goes as pprof: the decoder already knows every input format. */
 		strobe_profile *p;
-		strobe_err err = {{0}};
-		if (strobe_read_profile(argv[i], &p, &err) < 0) {
-			cli_err(cmd, "%s", err.msg);
+		if (cli_read_profile(cmd, argv[i], STROBE_FMT_UNKNOWN, vtype, &p) < 0) {
 			rc = 2;
 			continue;
 		}

@@ -55,6 +55,11 @@ static void scrape_log(const char *msg)
 	fprintf(stderr, "strobe server: scrape: %s\n", msg);
 }
 
+static void request_log(const char *line)
+{
+	fprintf(stderr, "strobe server: %s\n", line);
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -237,6 +242,7 @@ int cmd_server(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	cfg.log = request_log;
 	if (!(srv = strobe_server_start(&cfg, st, &err))) {
 		cli_err(cmd, "%s", err.msg);
 		goto out;
@@ -273,6 +279,7 @@ int cmd_server(int argc, char **argv)
 	while (!stop) {
 		struct timespec ts = {0, 200 * 1000 * 1000};
 		nanosleep(&ts, NULL);
+		strobe_server_log_flush(srv);
 		int64_t now = now_ns();
 		if (now < next)
 			continue;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "strobe/profile_type.h"
 
 void cli_err(const char *cmd, const char *fmt, ...)
 {
@@ -51,6 +52,7 @@ int cli_profile_opt(const char *cmd, int opt, const char *arg, cli_profile_opts 
 {
 	switch (opt) {
 	case OPT_SAMPLE_INDEX: o->sample_index = arg; return 1;
+	case OPT_TYPE: o->type = arg; return 1;
 	case OPT_FOCUS: o->filter.focus = arg; return 1;
 	case OPT_IGNORE: o->filter.ignore = arg; return 1;
 	case OPT_HIDE: o->filter.hide = arg; return 1;
@@ -81,13 +83,60 @@ int cli_profile_opt(const char *cmd, int opt, const char *arg, cli_profile_opts 
 	return 0;
 }
 
-int cli_load_merged(const char *cmd, char **files, int nfiles, strobe_profile **out)
+int cli_read_profile(const char *cmd, const char *path, strobe_format from, const char *type,
+		     strobe_profile **out)
 {
-	return cli_load_merged_as(cmd, files, nfiles, STROBE_FMT_UNKNOWN, out);
+	strobe_err err = {{0}};
+	if (!type) {
+		int rr = strobe_read_profile_as(path, from, out, &err);
+		if (rr < 0)
+			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-rr));
+		return rr;
+	}
+	if (from != STROBE_FMT_UNKNOWN) {
+		cli_err(cmd, "--type: %s is read as %s, which names its own sample types (--type is "
+			     "for folded and perf script input)",
+			path, strobe_format_name(from));
+		return -EINVAL;
+	}
+	strobe_input in;
+	int r = strobe_input_open(path, &in, &err);
+	if (r < 0) {
+		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-r));
+		return r;
+	}
+	const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+	strobe_format f = strobe_detect(in.data, in.len);
+	if (type && (f == STROBE_FMT_FOLDED || f == STROBE_FMT_PERF_SCRIPT || f == STROBE_FMT_UNKNOWN))
+		r = strobe_decode_profile(in.data, in.len, name, out, &err);
+	else if (type)
+		r = strobe_errf(&err, -EINVAL,
+				"--type: %s is %s, which names its own sample types (--type is for "
+				"folded and perf script input)",
+				name, strobe_format_name(f));
+	else
+		r = strobe_decode_profile(in.data, in.len, name, out, &err);
+	strobe_input_close(&in);
+	if (r == 0 && type && (r = strobe_profile_set_value_type(*out, type, &err)) < 0) {
+		strobe_profile_free(*out);
+		*out = NULL;
+		char why[sizeof(err.msg)];
+		memcpy(why, err.msg, sizeof(why));
+		strobe_errf(&err, r, "%s: %s", name, why);
+	}
+	if (r < 0)
+		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-r));
+	return r;
+}
+
+int cli_load_merged(const char *cmd, char **files, int nfiles, const char *type,
+		    strobe_profile **out)
+{
+	return cli_load_merged_as(cmd, files, nfiles, STROBE_FMT_UNKNOWN, type, out);
 }
 
 int cli_load_merged_as(const char *cmd, char **files, int nfiles, strobe_format from,
-		       strobe_profile **out)
+		       const char *type, strobe_profile **out)
 {
 	char *dash[] = {"-"};
 	if (nfiles == 0) {
@@ -98,9 +147,8 @@ int cli_load_merged_as(const char *cmd, char **files, int nfiles, strobe_format 
 	for (int i = 0; i < nfiles; i++) {
 		strobe_err err = {{0}};
 		strobe_profile *p;
-		int r = strobe_read_profile_as(files[i], from, &p, &err);
+		int r = cli_read_profile(cmd, files[i], from, type, &p);
 		if (r < 0) {
-			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-r));
 			strobe_profile_free(acc);
 			return r;
 		}
@@ -143,7 +191,7 @@ int cli_load(const char *cmd, char **files, int nfiles, const cli_profile_opts *
 	     strobe_profile **out, int *type)
 {
 	strobe_profile *p;
-	int r = cli_load_merged_as(cmd, files, nfiles, o->from, &p);
+	int r = cli_load_merged_as(cmd, files, nfiles, o->from, o->type, &p);
 	if (r < 0)
 		return r;
 	int t = cli_type(cmd, p, o->sample_index);

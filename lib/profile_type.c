@@ -118,6 +118,41 @@ bool strobe_type_is_gauge(const char *t)
 	if (!st)
 		return false;
 	st++;
+	/* A heap profile without inuse_/alloc_ prefixes is a snapshot of what is in use:
+	 * @datadog/pprof's heap profiles (objects/count, space/bytes) are; summed over time, two
+	 * snapshots of 74 MB would read as 148 MB. */
+	bool memory = (size_t)(st - t) == 7 && strncmp(t, "memory:", 7) == 0;
 	return strncmp(st, "inuse_", 6) == 0 || strncmp(st, "goroutine:", 10) == 0 ||
-	       strncmp(st, "goroutines:", 11) == 0;
+	       strncmp(st, "goroutines:", 11) == 0 ||
+	       (memory && (strncmp(st, "space:", 6) == 0 || strncmp(st, "objects:", 8) == 0));
+}
+
+int strobe_profile_set_value_type(strobe_profile *p, const char *spec, strobe_err *err)
+{
+	char name[64], unit[64];
+	const char *colon = strchr(spec, ':');
+	size_t nl = colon ? (size_t)(colon - spec) : strlen(spec);
+	const char *u = colon ? colon + 1 : "count";
+	if (nl >= sizeof(name) || strlen(u) >= sizeof(unit))
+		return strobe_errf(err, -EINVAL, "--type: '%.80s' is too long (NAME:UNIT, each at "
+						 "most 60 bytes)", spec);
+	memcpy(name, spec, nl);
+	name[nl] = 0;
+	strcpy(unit, u);
+	if (!type_part_ok(name) || !type_part_ok(unit))
+		return strobe_errf(err, -EINVAL,
+				   "--type: '%.80s' is not NAME:UNIT (e.g. cpu:nanoseconds; no spaces, "
+				   "colons, braces, quotes or =!~ in either part)",
+				   spec);
+	if (p->ntypes != 1)
+		return strobe_errf(err, -EINVAL,
+				   "--type: the input has %u value columns; it names one (folded "
+				   "input with one count per line)",
+				   p->ntypes);
+	uint32_t t = strobe_str_intern0(p, name), un = strobe_str_intern0(p, unit);
+	if (t == UINT32_MAX || un == UINT32_MAX)
+		return strobe_errf(err, -ENOMEM, "out of memory");
+	p->types[0] = (strobe_value_type){t, un};
+	p->period_type = p->types[0];
+	return 0;
 }

@@ -21,6 +21,8 @@
 typedef struct conn {
 	strobe_buf body; /* capped at max_body_bytes */
 	bool too_big;
+	bool started;      /* the handler has seen the request's headers */
+	bool uri_too_long; /* the URL is longer than SRV_MAX_URL: a 414 */
 	/* Admission (admit.c): a push slot and the body bytes reserved, given back when the
 	 * request ends; busy names the limit that refused it (its body is read and dropped). */
 	bool push_slot;
@@ -230,17 +232,98 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 	return MHD_YES;
 }
 
+/* ---- the log of refused requests ----------------------------------------------------------------- */
+
+/* Copies at most cap-1 bytes of text into out, control bytes and DEL shown as '?': a path or a
+ * reason quotes what the client sent, and must not forge lines of the log. */
+static void log_clean(char *out, size_t cap, const char *text)
+{
+	size_t i = 0;
+	for (; text && text[i] && i + 1 < cap; i++) {
+		unsigned char c = (unsigned char)text[i];
+		out[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	out[i] = 0;
+}
+
+static int64_t mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* The summary of a second that has ended (srv->log_mu held): into sum, or "" when none. */
+static void log_roll(strobe_server *srv, int64_t now, char *sum, size_t cap)
+{
+	sum[0] = 0;
+	if (now == srv->log_second)
+		return;
+	if (srv->log_suppressed)
+		snprintf(sum, cap,
+			 "%llu rejected requests not logged (more than %u a second)",
+			 (unsigned long long)srv->log_suppressed, STROBE_SERVER_LOG_PER_S);
+	srv->log_second = now;
+	srv->log_lines = 0;
+	srv->log_suppressed = 0;
+}
+
+void strobe_server_log_flush(strobe_server *srv)
+{
+	if (!srv || !srv->cfg.log)
+		return;
+	char sum[128];
+	pthread_mutex_lock(&srv->log_mu);
+	log_roll(srv, mono_s(), sum, sizeof(sum));
+	pthread_mutex_unlock(&srv->log_mu);
+	if (sum[0])
+		srv->cfg.log(sum);
+}
+
+/* One line for a refused request, within STROBE_SERVER_LOG_PER_S a second. The query is left
+ * out: tokens and label values may be in it. */
+static void log_rejected(strobe_server *srv, const srv_req *r)
+{
+	if (!srv->cfg.log || r->status < 400)
+		return;
+	char sum[128];
+	pthread_mutex_lock(&srv->log_mu);
+	log_roll(srv, mono_s(), sum, sizeof(sum));
+	bool emit = srv->log_lines < STROBE_SERVER_LOG_PER_S;
+	if (emit)
+		srv->log_lines++;
+	else
+		srv->log_suppressed++;
+	pthread_mutex_unlock(&srv->log_mu);
+	if (sum[0])
+		srv->cfg.log(sum);
+	if (!emit)
+		return;
+	char method[16], path[256], tenant[80], line[600];
+	log_clean(method, sizeof(method), r->method);
+	log_clean(path, sizeof(path), r->url);
+	log_clean(tenant, sizeof(tenant), r->tenant ? r->tenant : "-");
+	char reason[sizeof(r->errmsg)];
+	log_clean(reason, sizeof(reason), r->errmsg[0] ? r->errmsg : "-");
+	snprintf(line, sizeof(line), "rejected %s %s %u tenant=%s: %s", method, path, r->status,
+		 tenant, reason);
+	srv->cfg.log(line);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
 			       const char *method, const char *version, const char *upload,
 			       size_t *upload_size, void **con_cls)
 {
 	strobe_server *srv = cls;
 	conn *cn = *con_cls;
-	if (!cn) {
-		if (!(cn = calloc(1, sizeof(*cn))))
+	if (!cn || !cn->started) {
+		/* Made by uri_seen, unless it could not allocate. */
+		if (!cn && !(cn = calloc(1, sizeof(*cn))))
 			return MHD_NO;
 		*con_cls = cn;
-		cn->fd = -1;
+		if (!cn->started)
+			cn->fd = -1;
+		cn->started = true;
 		strobe_buf_init(&cn->body, srv->cfg.max_body_bytes);
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
 		if ((cn->fcap = srv_debuginfo_file_cap(srv, method, url))) {
@@ -268,9 +351,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		/* Past the limit the rest is read and dropped, so the client gets the 413. */
 		if (!cn->too_big && cn->body.len + *upload_size > srv->cfg.max_body_bytes)
 			cn->too_big = true;
-		if (!cn->too_big && !cn->busy)
+		if (!cn->too_big && !cn->busy && !cn->uri_too_long)
 			admit_more(srv, cn, cn->body.len + *upload_size);
-		if (!cn->too_big && !cn->busy) {
+		if (!cn->too_big && !cn->busy && !cn->uri_too_long) {
 			/* 64 KiB at first (within the cap): most bodies then take one allocation. */
 			size_t first = cn->body.max < 65535 ? cn->body.max : 65535;
 			if (!cn->body.p &&
@@ -294,7 +377,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = (const uint8_t *)cn->body.p, .len = cn->body.len,
 		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec,
 		     .body_in_file = cn->fd >= 0, .body_fd = cn->fd, .body_fd_len = cn->flen};
-	if (cn->too_big && cn->fcap)
+	if (cn->uri_too_long)
+		srv_error(&r, 414, "the URL is longer than %u bytes (the server's limit); give long "
+				   "selectors in fewer or shorter parameters",
+			  SRV_MAX_URL);
+	else if (cn->too_big && cn->fcap)
 		srv_error(&r, 413, "limit max_debuginfo_bytes: the file is larger than %llu bytes",
 			  (unsigned long long)cn->fcap);
 	else if (cn->too_big)
@@ -316,6 +403,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	else
 		srv_handle(&r);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	log_rejected(srv, &r);
 	srv_metrics_request(srv->metrics, srv_route_metric(url), r.status, r.errmsg,
 			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	free(args.v);
@@ -352,6 +440,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	enum MHD_Result ret = MHD_queue_response(c, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+/* Called by libmicrohttpd with the request line's URL (path and query, as sent) before the
+ * handler; what it returns is the handler's *con_cls. The length is judged here because the
+ * handler sees the path and the parsed arguments only. */
+static void *uri_seen(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	(void)cls;
+	(void)c;
+	conn *cn = calloc(1, sizeof(*cn));
+	if (cn) {
+		cn->fd = -1; /* completed() may see it before the handler does */
+		cn->uri_too_long = strnlen(uri, SRV_MAX_URL + 1) > SRV_MAX_URL;
+	}
+	return cn;
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -469,6 +572,7 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	s->cfg = *c;
 	s->store = st;
+	pthread_mutex_init(&s->log_mu, NULL);
 	int tr = srv_tls_load(c, &s->tls_cert_pem, &s->tls_key_pem, &s->tls_not_after, err);
 	if (tr < 0) {
 		free(s);
@@ -511,6 +615,8 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_SOCK_ADDR,
 				(struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, pool,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_URI_LOG_CALLBACK, uri_seen, s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, SRV_CONN_MEMORY,
 				MHD_OPTION_NOTIFY_CONNECTION, srv_admit_conn, s,
 				MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned)((c->connection_timeout_ns + STROBE_NS_PER_S - 1) /
@@ -548,5 +654,6 @@ void strobe_server_stop(strobe_server *s)
 	srv_admit_free(s->admit);
 	srv_metrics_free(s->metrics);
 	srv_tls_free(s);
+	pthread_mutex_destroy(&s->log_mu);
 	free(s);
 }

@@ -407,6 +407,15 @@ int strobe_pyro_parse_name(const char *name, const strobe_pyro_limits *limits, c
 				r = strobe_errf(err, -EINVAL, "name: label name __name__ is reserved");
 				goto fail;
 			}
+			/* As /api/v1/push: the read APIs answer JSON, which cannot carry the value. */
+			json_t *js = json_stringn(vs, (size_t)(ve - vs)); /* NULL: not UTF-8 */
+			json_decref(js);
+			if (!js) {
+				r = strobe_errf(err, -EINVAL,
+						"name: label '%.*s' has a value that is not UTF-8",
+						(int)(ke - ks), ks);
+				goto fail;
+			}
 			/* An empty value means "no such label" (Prometheus semantics). */
 			if (ve == vs) {
 				label_del(&l, ks, (size_t)(ke - ks));
@@ -1150,6 +1159,16 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 		}
 	}
 	m.spy = (v = param(req, "spyName")) && *v ? v : "unknown";
+	{ /* the label pyroscope_spy: the labels' rules, as for the name's labels */
+		json_t *js = json_string(m.spy); /* NULL: not UTF-8 */
+		json_decref(js);
+		if (!js || strlen(m.spy) > lim.max_label_value) {
+			r = strobe_errf(err, -EINVAL, "spyName: label 'pyroscope_spy' %s",
+					js ? "is longer than max_label_value_length"
+					   : "has a value that is not UTF-8");
+			goto out;
+		}
+	}
 	m.agg = -1;
 	if (((v = param(req, "aggregationType")) && *v) ||
 	    ((v = param(req, "aggregrationType")) && *v)) { /* the docs' spelling */

@@ -375,48 +375,58 @@ static int scrape_endpoint(strobe_scraper *s, tgt *t, size_t ei, strobe_err *err
 		return strobe_errf(err, r, "%s", derr.msg);
 	if (!p->time_nanos)
 		p->time_nanos = fetched;
-	strobe_profile *deliver = NULL;
-	int64_t t0 = p->time_nanos, dur = p->duration_nanos;
+	strobe_profile *deliver = NULL, *gauges = NULL;
+	int64_t t0 = p->time_nanos, dur = p->duration_nanos, now = p->time_nanos;
 	if (!e->cumulative) {
 		deliver = p; /* CPU (its own window) or goroutines (a snapshot) */
 		p = NULL;
 	} else {
-		bool *cum = calloc(p->ntypes + 1, sizeof(*cum));
+		bool *cum = calloc(2 * ((size_t)p->ntypes + 1), sizeof(*cum));
 		if (!cum) {
 			strobe_profile_free(p);
 			return -ENOMEM;
 		}
-		bool any_gauge = false;
+		bool *gauge = cum + p->ntypes + 1;
+		bool any_gauge = false, any_counter = false;
 		for (uint32_t c = 0; c < p->ntypes; c++) {
 			cum[c] = column_cumulative(e, strobe_str(p, p->types[c].type));
-			any_gauge |= !cum[c];
+			gauge[c] = !cum[c];
+			any_gauge |= gauge[c];
+			any_counter |= cum[c];
 		}
 		strobe_profile *prev = t->prev[ei];
-		if (prev) {
+		if (prev && any_counter) {
 			bool reset = false;
-			r = strobe_profile_delta_cols(prev, p, cum, &deliver, &reset, &derr);
+			strobe_profile *d = NULL;
+			r = strobe_profile_delta_cols(prev, p, cum, &d, &reset, &derr);
 			if (r == -EINVAL) { /* the target changed its sample types: start over */
-				strobe_profile_free(t->prev[ei]);
-				t->prev[ei] = NULL;
-				prev = NULL;
 				r = 0;
 			} else if (r == 0) {
+				/* The counters' delta covers the window since the last scrape and is
+				 * stamped at its start; the gauges are split off, below. */
+				if (any_gauge) {
+					r = keep_columns(d, cum, &deliver);
+					strobe_profile_free(d);
+				} else {
+					deliver = d;
+				}
 				t0 = reset ? t->prev_ns[ei] : prev->time_nanos;
 				dur = p->time_nanos - t0;
-				deliver->time_nanos = t0;
-				deliver->duration_nanos = dur > 0 ? dur : 0;
+				if (deliver) {
+					deliver->time_nanos = t0;
+					deliver->duration_nanos = dur > 0 ? dur : 0;
+				}
 			}
 		}
-		if (r == 0 && !prev && any_gauge) {
-			/* First sight: counters only set the baseline; gauges are news already. */
-			bool *keep = cum;
-			for (uint32_t c = 0; c < p->ntypes; c++)
-				keep[c] = !cum[c];
-			r = keep_columns(p, keep, &deliver);
-			dur = 0;
-		}
+		/* Gauges (a heap's inuse_*) are the state at this scrape: stamped with this scrape's
+		 * time, never with the window's start, which is the previous scrape's time (a point
+		 * already delivered then). The first sight delivers them alone: counters only set
+		 * the baseline. */
+		if (r == 0 && any_gauge && (r = keep_columns(p, gauge, &gauges)) == 0)
+			gauges->duration_nanos = 0;
 		free(cum);
 		if (r < 0) {
+			strobe_profile_free(deliver);
 			strobe_profile_free(p);
 			return r;
 		}
@@ -425,11 +435,18 @@ static int scrape_endpoint(strobe_scraper *s, tgt *t, size_t ei, strobe_err *err
 		t->prev_ns[ei] = fetched;
 		p = NULL;
 	}
-	if (!deliver)
-		return 0;
-	r = s->ingest(s->ctx, e->hint, t->labels, t->nlabels, deliver, t0, dur > 0 ? dur : 0);
-	if (r < 0)
-		return strobe_errf(err, r, "%s: ingest failed: %s", url, strerror(-r));
+	if (deliver) {
+		r = s->ingest(s->ctx, e->hint, t->labels, t->nlabels, deliver, t0, dur > 0 ? dur : 0);
+		if (r < 0) {
+			strobe_profile_free(gauges);
+			return strobe_errf(err, r, "%s: ingest failed: %s", url, strerror(-r));
+		}
+	}
+	if (gauges) {
+		r = s->ingest(s->ctx, e->hint, t->labels, t->nlabels, gauges, now, 0);
+		if (r < 0)
+			return strobe_errf(err, r, "%s: ingest failed: %s", url, strerror(-r));
+	}
 	return 0;
 }
 

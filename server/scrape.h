@@ -49,7 +49,9 @@ enum {
 /* Receives one scraped profile (ownership passes to the callee). type_name_hint is the profile
  * name for strobe_profile_name ("process_cpu", "memory", "mutex", "block", "goroutine");
  * labels are the target's (with instance and service_name filled in); t_ns is the start of the
- * window the values cover and dur_ns its length (0 for a snapshot such as goroutines). Returns 0
+ * window the values cover and dur_ns its length (0 for a snapshot such as goroutines, and for
+ * the gauge columns of a heap profile, which come in a call of their own stamped with the time
+ * of their scrape, after the call with the counters' delta). Returns 0
  * or -errno (counted as a scrape error of that endpoint). */
 typedef int (*strobe_scrape_ingest_fn)(void *ctx, const char *type_name_hint,
 				       const strobe_kv *labels, size_t nlabels, strobe_profile *p,

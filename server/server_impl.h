@@ -8,6 +8,7 @@
 #define STROBE_SERVER_IMPL_H
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #include "multipart.h"
@@ -33,6 +34,12 @@ struct strobe_server {
 	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
 	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */
 	struct srv_namers *namers;      /* per-tenant symbolizers naming bare addresses (late_names.c) */
+	/* The log of refused requests (http.c): lines in the current second, and those left
+	 * out since the last summary. */
+	pthread_mutex_t log_mu;
+	int64_t log_second;
+	unsigned log_lines;
+	uint64_t log_suppressed;
 };
 
 /* Reads and checks c->tls_cert and c->tls_key (both or neither; server/tls.c): the PEM texts,
@@ -72,6 +79,12 @@ bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c);
 /* Caps on what one request may make the router hold. */
 #define SRV_MAX_ARGS    1024u /* query parameters */
 #define SRV_MAX_HEADERS 256u
+/* The request URL (path and query) the server answers with a JSON 414 past this. The HTTP
+ * library is given SRV_CONN_MEMORY per connection, well above it, so it hands such a URL to us
+ * instead of answering its own HTML 414; only a URL past about half of that still gets the
+ * library's answer. */
+#define SRV_MAX_URL     (64u << 10)
+#define SRV_CONN_MEMORY ((size_t)512 << 10)
 
 /* Retry-After of a push refused because the disk is full: long enough not to hammer a full disk,
  * short enough that ingest resumes soon after space returns. */

@@ -36,6 +36,14 @@ const char *strobe_profile_name(const strobe_profile *p, const char *hint,
  * name (empty, longer than 60 bytes, ':', space, braces, quotes, =!~, control bytes). */
 int strobe_profile_type_names(const strobe_profile *p, const char *name, uint32_t i, char *out,
 			      strobe_err *err);
+/* Names the value of a one-column profile (folded input, whose lines carry no unit) from a
+ * "NAME[:UNIT]" spec such as "cpu:nanoseconds" (UNIT defaults to count); the period type becomes
+ * the same. -EINVAL, with a message naming --type, for a bad spec or a profile with several
+ * value columns. */
+int strobe_profile_set_value_type(strobe_profile *p, const char *spec, strobe_err *err);
+/* Whether a full type is a gauge (a snapshot: points of one series average over time, never
+ * sum): any `inuse_*` sample type, goroutine counts, and a memory profile's bare `space` and
+ * `objects`, the in-use heap as @datadog/pprof (Node) names it. */
 bool strobe_type_is_gauge(const char *full_type);
 
 #endif

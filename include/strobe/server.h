@@ -76,7 +76,13 @@ typedef struct strobe_server_config {
 	bool insecure;     /* "insecure" / --insecure: listen off loopback although some tenant needs
 			      no token (strobe_server_check_exposure refuses that otherwise) */
 	char *tls_cert, *tls_key; /* PEM files (--tls-cert, --tls-key): both or neither; HTTPS */
+	/* Gets one line (no newline) per refused request (status 4xx/5xx): method, path without
+	 * the query, status, tenant, reason; at most STROBE_SERVER_LOG_PER_S a second, the rest
+	 * counted in a "not logged" line. Called from the server's threads; NULL = no log. */
+	void (*log)(const char *line);
 } strobe_server_config;
+
+#define STROBE_SERVER_LOG_PER_S 10u
 
 void strobe_server_config_init(strobe_server_config *c);
 /* Reads a JSON configuration file over the current values (see docs/server.md). */
@@ -112,6 +118,9 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 /* The bound port (useful with port 0). */
 uint16_t strobe_server_port(const strobe_server *s);
 void strobe_server_stop(strobe_server *s);
+/* Writes the "not logged" line of a second that has ended, if there is one: call it now and
+ * then (the server writes it otherwise only with the next refused request's line). */
+void strobe_server_log_flush(strobe_server *s);
 
 /* Pull scraping of the config's "scrape" targets into the store, on threads of its own (see
  * server/scrape_targets.c for the schema). NULL with err->msg empty when there are no targets,

@@ -9,6 +9,8 @@
 #     number their entities densely in table order, as strobe writes them, so nothing may move.
 # A folded file converted to pprof must show its known total and leaf in `go tool pprof -top`,
 # and merging a profile with itself must double every total as go tool pprof sees it.
+# Folded input carries no unit: with --type cpu:nanoseconds its pprof has the sample type and
+# period type cpu/nanoseconds; perf script input of cpu-clock has them without being told.
 set -u
 if ! command -v go >/dev/null; then
   echo "SKIP pprof_go: go (golang-go) is not installed"; exit 0
@@ -86,4 +88,27 @@ if "$STROBE" convert -t pprof -o "$TMPDIR/k.pb.gz" "$TMPDIR/k.folded" 2>"$TMPDIR
 else
   fail folded-to-pprof "strobe convert failed: $(head -2 "$TMPDIR/err")"
 fi
+
+# ---- folded-type / perf-type: the unit of the values --------------------------------------------
+printf 'main;work 30\nmain;idle 10\n' > "$TMPDIR/t.folded"
+if "$STROBE" convert --type cpu:nanoseconds -f pprof -o "$TMPDIR/t.pb.gz" "$TMPDIR/t.folded" 2>"$TMPDIR/err"; then
+  raw=$(go tool pprof -raw "$TMPDIR/t.pb.gz" 2>/dev/null)
+  top=$(go tool pprof -top -sample_index=cpu "$TMPDIR/t.pb.gz" 2>/dev/null)
+  if grep -q '^PeriodType: cpu nanoseconds' <<<"$raw" && grep -qx 'cpu/nanoseconds' <<<"$raw" &&
+     grep -q 'of 40ns total' <<<"$top"; then
+    echo "ok pprof_go/folded-type (cpu/nanoseconds; $(grep -o 'Showing.*total' <<<"$top"))"
+  else fail folded-type "$(head -12 <<<"$raw" | tr '\n' ' ')"; fi
+else
+  fail folded-type "strobe convert --type failed: $(head -2 "$TMPDIR/err")"
+fi
+perf=$here/../golden/collapse/header.perf
+if "$STROBE" convert -f pprof -o "$TMPDIR/p.pb.gz" "$perf" 2>"$TMPDIR/err" &&
+   go tool pprof -raw "$TMPDIR/p.pb.gz" 2>/dev/null | grep -qx 'cpu/nanoseconds'; then
+  echo "ok pprof_go/perf-type (cpu-clock periods are cpu/nanoseconds)"
+else fail perf-type "$(go tool pprof -raw "$TMPDIR/p.pb.gz" 2>&1 | head -5 | tr '\n' ' ') $(head -2 "$TMPDIR/err")"; fi
+# A pprof names its own types: --type is refused for it.
+if "$STROBE" convert --type cpu:nanoseconds -f folded "$TMPDIR/t.pb.gz" >/dev/null 2>"$TMPDIR/err"; then
+  fail type-pprof "--type was accepted for a pprof input"
+elif grep -q 'names its own sample types' "$TMPDIR/err"; then echo "ok pprof_go/type-pprof ($(head -1 "$TMPDIR/err"))"
+else fail type-pprof "$(head -2 "$TMPDIR/err")"; fi
 exit $st

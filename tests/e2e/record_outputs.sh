@@ -7,6 +7,8 @@
 #   rawaddr    --no-symbolize: no function names, but every user frame keeps its mapping; the
 #              workload's mapping carries the build ID readelf reports for the binary
 #   label      --label env=ci is on every sample (go tool pprof -tags, else strobe --tagfocus)
+#   main-file  the workload's binary is the profile's first mapping, so go tool pprof prints
+#              "File: cpu_split", not the first library a leaf frame was in (libc.so.6)
 #   lost       a 1-page ring under a context-switch storm: the loss is counted on stderr and in
 #              the profile's comments, never silent
 set -u
@@ -123,4 +125,16 @@ else
 	fi
 fi
 kill $storm 2>/dev/null; wait $storm 2>/dev/null
+
+# ---- main-file: the main executable is mapping 1 -------------------------------------------------
+name=record_outputs/main-file
+if ! rec "$name" 60 -F 499 -o "$TMPDIR/m.pb.gz" -- "$WL/cpu_split" 1; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! command -v go >/dev/null; then
+	skip "$name" "no go toolchain for go tool pprof"
+else
+	file=$(go tool pprof -top "$TMPDIR/m.pb.gz" 2>/dev/null | sed -n 's/^File: //p')
+	if [ "$file" = cpu_split ]; then ok "$name" "File: $file"
+	else fail "$name" "go tool pprof says File: '$file', not cpu_split"; fi
+fi
 exit $st

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The CLI clients of the server against the real thing: `strobe push` of a Go CPU profile and of
-# folded text, `strobe query` back in folded (identical to strobe convert of the input), pprof
+# folded text (with --type cpu:nanoseconds: a cpu series), `strobe query` back in folded (identical to strobe convert of the input), pprof
 # (go tool pprof reads it) and top; `strobe query --diff`; errors from the server shown with its
 # message (exit 1); an unreachable server named (exit 1); the documented example config
 # (examples/server.json) is accepted as it stands.
@@ -28,6 +28,11 @@ printf 'main;work 7\nmain;idle 3\n' > "$TMPDIR/f.folded"
 if "$STROBE" push --server "$url" --service folded-app --name custom "$TMPDIR/f.folded" > "$TMPDIR/p2.out" 2>"$TMPDIR/p2.err"; then
   ok push-folded "$(cut -c1-120 "$TMPDIR/p2.out")"
 else fail push-folded "$(cat "$TMPDIR/p2.err")"; fi
+# Folded perf periods are nanoseconds on the CPU: --type says so, and the series is cpu time.
+if "$STROBE" push --server "$url" --service typed-app --type cpu:nanoseconds "$TMPDIR/f.folded" > "$TMPDIR/p3.out" 2>"$TMPDIR/p3.err" &&
+   grep -q "\"$CPU\"" "$TMPDIR/p3.out" && grep -q '"total":10[,}]' "$TMPDIR/p3.out"; then
+  ok push-folded-type "$(cut -c1-120 "$TMPDIR/p3.out")"
+else fail push-folded-type "$(cat "$TMPDIR/p3.err" "$TMPDIR/p3.out")"; fi
 
 # ---- query --------------------------------------------------------------------------------------
 "$STROBE" query --server "$url" --from now-5m -t folded "$CPU{service_name=\"api\",env=\"prod\"}" > "$TMPDIR/q.folded" 2>"$TMPDIR/q.err"

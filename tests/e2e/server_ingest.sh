@@ -7,6 +7,8 @@
 #   pprof     a real Go CPU profile: the same cpu total as go tool pprof -raw
 #   tenant    X-Scope-OrgID keeps one tenant's upload from another
 #   bad       a malformed name is a JSON 400 and stores nothing
+#   not-utf8  a label value that is not UTF-8 is a JSON 400 as /api/v1/push answers it; the label
+#             name is not listed afterwards
 set -u
 if ! command -v curl >/dev/null; then echo "SKIP server_ingest: curl is not installed"; exit 0; fi
 export PPROF_TMPDIR=$TMPDIR HOME=${HOME:-$TMPDIR}
@@ -88,6 +90,14 @@ after=$(curl -s "$url/api/v1/label/service_name/values")
 if [ "$code" = 400 ] && grep -q '"error"' "$TMPDIR/r5" && [ "$before" = "$after" ]; then
   ok bad "$(cat "$TMPDIR/r5")"
 else fail bad "HTTP $code $(cat "$TMPDIR/r5"); services before $before, after $after"; fi
+
+# ---- not-utf8 -------------------------------------------------------------------------------------
+code=$(curl -s -o "$TMPDIR/r6" -w '%{http_code}' --data-binary @"$TMPDIR/f.txt" \
+  "$url/ingest?name=latin%7Bcity%3DK%F6ln%7D&$win&format=folded")
+names=$(curl -s "$url/api/v1/labels")
+if [ "$code" = 400 ] && grep -q '"error".*not UTF-8' "$TMPDIR/r6" && ! grep -q city <<<"$names"; then
+  ok not-utf8 "$(cat "$TMPDIR/r6")"
+else fail not-utf8 "HTTP $code $(cat "$TMPDIR/r6"); label names $names"; fi
 
 kill $pid; wait $pid 2>/dev/null; pid=
 exit $st

@@ -4,6 +4,9 @@
 # built here, offline) is named as a scrape target in the server's config; after a few rounds the
 # store answers for it as for a push: its CPU profile names burnLoop, its allocs (a cumulative
 # profile stored as deltas) name allocLoop, the target's labels and tenant are on the series.
+# The heap's inuse gauges carry their own scrape's time: once the target is gone, the last
+# inuse_space point is later than the last alloc_space delta (stamped at its window's start, the
+# scrape before), not at the same time as it.
 set -u
 if ! command -v go >/dev/null || ! command -v curl >/dev/null; then
   echo "SKIP server_scrape: needs go (golang-go) and curl"; exit 0
@@ -56,4 +59,21 @@ if grep -q 'main.allocLoop' <<<"$alloc"; then
 else fail allocs "no main.allocLoop in alloc_space: $(head -c 300 <<<"$alloc")"; fi
 other=$(curl -s -G "$url/api/v1/query" --data-urlencode 'query=process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="gosvc"}' -d format=folded -d from=now-5m | wc -c)
 if [ "$other" -eq 0 ]; then ok tenant "nothing in the default tenant"; else fail tenant "the default tenant sees $other bytes"; fi
+
+# ---- gauge-time: the target goes away; its last scrape's inuse point is the newest point ---------
+kill "${pids[0]}" 2>/dev/null; wait "${pids[0]}" 2>/dev/null
+sleep 3 # a round in flight ends (its next fetch fails)
+t1=$(date +%s)
+last() { # the start (ms) of the last 1 s step with data of $1 (both queries on the same steps)
+  curl -s -G "$url/api/v1/range" -H 'X-Scope-OrgID: team-go' --data-urlencode "query=$1" \
+    -d from=$((t1 - 300)) -d to=$((t1 + 1)) -d step=1s |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(max([p[0] for s in d.get("series",[]) for p in s["points"] if p[1]] or [0]))'
+}
+if command -v python3 >/dev/null; then
+  li=$(last 'memory:inuse_space:bytes:space:bytes{service_name="gosvc"}')
+  la=$(last 'memory:alloc_space:bytes:space:bytes{service_name="gosvc"}')
+  if [ "${li:-0}" -gt 0 ] && [ "${la:-0}" -gt 0 ] && [ "$li" -gt "$la" ]; then
+    ok gauge-time "last inuse step $((li - la)) ms after the last alloc delta's"
+  else fail gauge-time "last inuse step $li, last alloc step $la (want inuse later)"; fi
+else echo "SKIP server_scrape/gauge-time: python3 is not installed"; fi
 exit $st

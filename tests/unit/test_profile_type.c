@@ -98,6 +98,45 @@ static void test_type_names(void **state)
 	assert_true(strobe_type_is_gauge("goroutine:goroutine:count:goroutine:count"));
 	assert_false(strobe_type_is_gauge("memory:alloc_space:bytes:space:bytes"));
 	assert_false(strobe_type_is_gauge("inuse_space"));
+	/* In-use heap snapshots whatever their names: @datadog/pprof (Node) writes objects/space. */
+	assert_true(strobe_type_is_gauge("memory:space:bytes:space:bytes"));
+	assert_true(strobe_type_is_gauge("memory:objects:count:space:bytes"));
+	assert_true(strobe_type_is_gauge("memory:inuse_objects:count:space:bytes"));
+	assert_false(strobe_type_is_gauge("memory:alloc_objects:count:space:bytes"));
+	assert_false(strobe_type_is_gauge("memory:spaces:bytes:space:bytes"));
+	assert_false(strobe_type_is_gauge("process_cpu:space:bytes:space:bytes"));
+}
+
+/* --type NAME:UNIT of folded input: the one value column and the period type renamed. */
+static void test_set_value_type(void **state)
+{
+	(void)state;
+	const char *t[] = {"samples", "count"};
+	strobe_profile *p = prof(t, 2, "f");
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_profile_set_value_type(p, "cpu:nanoseconds", &err), 0);
+	assert_string_equal(strobe_str(p, p->types[0].type), "cpu");
+	assert_string_equal(strobe_str(p, p->types[0].unit), "nanoseconds");
+	assert_string_equal(strobe_str(p, p->period_type.type), "cpu");
+	assert_string_equal(strobe_str(p, p->period_type.unit), "nanoseconds");
+	assert_int_equal(strobe_total(p, 0), 1);
+	char full[STROBE_TYPE_MAX];
+	assert_int_equal(strobe_profile_type_names(p, NULL, 0, full, NULL), 0);
+	assert_string_equal(full, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	/* Without a unit: count. */
+	assert_int_equal(strobe_profile_set_value_type(p, "allocations", &err), 0);
+	assert_string_equal(strobe_str(p, p->types[0].unit), "count");
+	const char *bad[] = {"", ":ns", "cpu:", "cpu:nano:seconds", "cpu time:ns", "cpu:n{s}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		err.msg[0] = 0;
+		if (strobe_profile_set_value_type(p, bad[i], &err) != -EINVAL || !strstr(err.msg, "--type") )
+			fail_msg("'%s': expected -EINVAL naming --type, got '%s'", bad[i], err.msg);
+	}
+	strobe_profile_free(p);
+	const char *two[] = {"base", "count", "new", "count"};
+	p = prof(two, 4, "f");
+	assert_int_equal(strobe_profile_set_value_type(p, "cpu:nanoseconds", &err), -EINVAL);
+	strobe_profile_free(p);
 }
 
 int main(void)
@@ -107,6 +146,7 @@ int main(void)
 		cmocka_unit_test(test_guesses),
 		cmocka_unit_test(test_mutex_or_block),
 		cmocka_unit_test(test_type_names),
+		cmocka_unit_test(test_set_value_type),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

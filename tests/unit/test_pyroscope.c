@@ -225,6 +225,10 @@ static void test_parse_name(void **state)
 		{"app{a=b}x", "after '}'"},
 		{"app{__name__=x}", "reserved"},
 		{"app{=x}", "empty name"},
+		/* /api/v1/push refuses these too: the read APIs could not show the value. */
+		{"app{a=\xff}", "label 'a' has a value that is not UTF-8"},
+		{"app{a=x\xc3(y}", "label 'a' has a value that is not UTF-8"},
+		{"app{a=\xed\xa0\x80}", "not UTF-8"}, /* a surrogate */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		err.msg[0] = 0;
@@ -304,6 +308,15 @@ static void test_folded_cpu(void **state)
 	assert_int_equal(it->from_ns, NOW); /* missing from/until are now */
 	assert_string_equal(label(it, "service_name"), "shop");
 	assert_string_equal(label(it, "pyroscope_spy"), "unknown");
+	strobe_pyro_batch_free(&r.b);
+
+	/* spyName becomes the label pyroscope_spy: its value obeys the labels' rules. */
+	const char *p3[] = {"name=shop", "spyName=go\xffspy", NULL};
+	r = ingest(p3, NULL, body, sizeof(body) - 1, NULL);
+	assert_int_equal(r.r, -EINVAL);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(r.err.msg, "spyName: label 'pyroscope_spy' has a value that is not UTF-8"));
+	assert_int_equal(r.b.nitems, 0);
 	strobe_pyro_batch_free(&r.b);
 }
 

@@ -348,6 +348,32 @@ static void test_time_order_exec(void **state)
 	strobe_sampler_close(s);
 	free(w);
 }
+/* pprof readers take mapping 1 for the program (go tool pprof's "File:"): the program's mapping
+ * comes first although the first stack met libc's first (a thread's root, clone, is in libc;
+ * with a symbolizer, frames are named one object at a time, in no order of their own). */
+static void test_program_mapping_first(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	mmap2(w, 100, 0x7f0000, 0x2000, 0, "/usr/lib/x86_64-linux-gnu/libc.so.6", 1);
+	mmap2(w, 100, 0x7e0000, 0x1000, 0, "[vdso]", 2);
+	mmap2(w, 100, 0x400000, 0x2000, 0x1000, "/bin/app", 3);
+	comm(w, 100, 100, "app", false, 4);
+	uint64_t in_libc[] = {0x400100, 0x7f0100}, in_vdso[] = {0x7e0010, 0x400800};
+	for (int i = 0; i < 3; i++)
+		sample(w, 0, 100, 100, 10 + (uint64_t)i, in_libc, 2, NULL, 0);
+	sample(w, 0, 100, 100, 20, in_vdso, 2, NULL, 0);
+	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
+	strobe_profile *p = profile(s);
+	assert_int_equal(p->mappings.n - 1, 3);
+	assert_string_equal(strobe_str(p, strobe_mapping_get(p, 1)->filename), "/bin/app");
+	char *f = folded(p, "samples"); /* the frames keep their own mappings */
+	assert_non_null(strstr(f, "[libc.so.6+0x100];[app+0x1100] 3\n"));
+	free(f);
+	strobe_profile_free(p);
+	strobe_sampler_close(s);
+	free(w);
+}
 
 static void test_fork_inherits_maps(void **state)
 {
@@ -538,6 +564,7 @@ int main(void)
 		cmocka_unit_test(test_offcpu_split),
 		cmocka_unit_test(test_min_block_and_open_interval),
 		cmocka_unit_test(test_time_order_exec),
+		cmocka_unit_test(test_program_mapping_first),
 		cmocka_unit_test(test_fork_inherits_maps),
 		cmocka_unit_test(test_lost_and_malformed),
 		cmocka_unit_test(test_held_records_survive),

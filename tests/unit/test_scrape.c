@@ -348,9 +348,12 @@ static void test_canned_deltas(void **state)
 	assert_non_null(m);
 	for (int c = 0; c < 2; c++)
 		assert_int_equal(strobe_total(m->p, c), strobe_total(mutex, c) - strobe_total(half, c));
-	h = find(&k, "memory");
-	assert_int_equal(h->p->ntypes, 4);
+	h = find(&k, "memory"); /* the counters' delta, then the gauges of this scrape */
+	assert_int_equal(h->p->ntypes, 2);
 	assert_int_equal(total_of(h->p, "alloc_space"), total_of(heap, "alloc_space"));
+	h = &k.r[(size_t)(h - k.r) + 1];
+	assert_string_equal(h->hint, "memory");
+	assert_int_equal(h->p->ntypes, 2);
 	assert_int_equal(total_of(h->p, "inuse_space"), 2 * total_of(heap, "inuse_space"));
 	strobe_profile *raw = NULL;
 	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_MUTEX, &raw), 0);
@@ -386,6 +389,62 @@ static void test_canned_deltas(void **state)
 	strobe_profile_free(mutex);
 	strobe_profile_free(heap);
 	strobe_profile_free(gor);
+}
+
+/* A heap profile's inuse columns are the state at the moment of the scrape: each point carries
+ * its own scrape's time, while the alloc counters' delta covers the window between two scrapes
+ * and is stamped at its start. No inuse point may carry the previous scrape's time (that stamped
+ * every gauge one interval early, and the first point twice). */
+static void test_gauges_stamped_at_their_scrape(void **state)
+{
+	strobe_profile *heap = testdata("go_heap.pb.gz");
+	if (!heap)
+		SKIP_CASE(GO_FIXTURE_MISSING);
+	const int64_t t1 = 1700000000000000000, t2 = t1 + 15000000000;
+	server srv;
+	server_start(&srv);
+	heap->time_nanos = t1;
+	serve_profile(&srv, "/debug/pprof/heap", heap, 1.0);
+	char url[64];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv.port);
+	strobe_scrape_target t = {.url = url, .profiles = STROBE_SCRAPE_HEAP};
+	sink k = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	strobe_err err = {{0}};
+	strobe_scraper *s = strobe_scraper_new(&cfg, &err);
+	assert_non_null(s);
+	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
+	assert_int_equal(k.n, 1);
+	assert_int_equal(k.r[0].t, t1);
+	assert_int_equal(total_of(k.r[0].p, "inuse_space"), total_of(heap, "inuse_space"));
+	sink_clear(&k);
+
+	heap->time_nanos = t2;
+	serve_profile(&srv, "/debug/pprof/heap", heap, 2.0);
+	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
+	int gauges = 0, counters = 0;
+	for (size_t i = 0; i < k.n; i++) {
+		const strobe_profile *p = k.r[i].p;
+		if (strobe_type_index(p, "inuse_space") >= 0) {
+			gauges++;
+			assert_int_equal(k.r[i].t, t2); /* not t1: that point went out in round 1 */
+			assert_int_equal(k.r[i].dur, 0);
+			assert_int_equal(total_of(p, "inuse_space"),
+					 2 * total_of(heap, "inuse_space"));
+		}
+		if (strobe_type_index(p, "alloc_space") >= 0) {
+			counters++;
+			assert_int_equal(k.r[i].t, t1); /* the window t1..t2 */
+			assert_int_equal(k.r[i].dur, t2 - t1);
+			assert_int_equal(total_of(p, "alloc_space"), total_of(heap, "alloc_space"));
+		}
+	}
+	assert_int_equal(gauges, 1);
+	assert_int_equal(counters, 1);
+	strobe_scraper_free(s);
+	server_stop(&srv);
+	sink_clear(&k);
+	strobe_profile_free(heap);
 }
 
 static void test_http_errors(void **state)
@@ -782,8 +841,12 @@ static void test_go_target(void **state)
 	 * 96-byte object charged to allocBlocks was seen under load): the deltas above are the
 	 * exact check; this one says the blocks and only about them came through. */
 	expect_near_blocks(r->p, 10);
-	assert_int_equal(total_of(r->p, "inuse_space"), total_of(raw2, "inuse_space"));
 	assert_true(r->dur > 0);
+	r = &k.r[(size_t)(r - k.r) + 1]; /* the gauges of this scrape, at its own time */
+	assert_string_equal(r->hint, "memory");
+	assert_int_equal(total_of(r->p, "inuse_space"), total_of(raw2, "inuse_space"));
+	assert_int_equal(r->t, raw2->time_nanos);
+	assert_int_equal(r->dur, 0);
 	r = find(&k, "mutex");
 	assert_non_null(r);
 	expect_names(r->p, r->hint, "mutex:contentions:count:contentions:count",
@@ -838,6 +901,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_config_errors),
 		cmocka_unit_test(test_canned_deltas),
+		cmocka_unit_test(test_gauges_stamped_at_their_scrape),
 		cmocka_unit_test(test_http_errors),
 		cmocka_unit_test(test_stop_is_prompt),
 		cmocka_unit_test_teardown(test_go_target, go_teardown),

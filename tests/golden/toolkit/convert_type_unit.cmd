@@ -1,0 +1,1 @@
+convert -f pprof --type cpu:nanoseconds base.folded | "$STROBE" top -

@@ -1,0 +1,1 @@
+convert -f pprof --type "cpu nano" base.folded

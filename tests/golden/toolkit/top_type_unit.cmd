@@ -1,0 +1,1 @@
+top --type cpu:nanoseconds base.folded
