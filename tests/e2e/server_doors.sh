@@ -7,7 +7,8 @@
 #   DOOR-native    the native total and per-function self values equal the first door's
 #   DOOR-connect   Connect's flame graph (total, every level, names) equals the first door's
 #   DOOR-agree     Connect's total and per-function self values equal the native API's
-# Doors: /ingest (Pyroscope, format=pprof), /api/v1/push, push.v1.PusherService/Push. A new door
+# Doors: /ingest (Pyroscope, format=pprof), /api/v1/push, push.v1.PusherService/Push, OTLP's
+# /v1development/profiles. A new door
 # is a function door_NAME SERVICE FILE (0 when stored) and one word more in DOORS.
 set -u
 for t in curl protoc python3; do
@@ -55,7 +56,16 @@ door_pushv1() { # push.v1.PusherService/Push, encoded by protoc
     protoc --encode=push.v1.PushRequest $P "$ROOT/proto/push.proto" >"$T/push.bin" &&
     curl -sf -o /dev/null -H 'Content-Type: application/proto' --data-binary @"$T/push.bin" "$url/push.v1.PusherService/Push"
 }
-DOORS="ingest push pushv1"
+OTLPREQ=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest
+door_otlp() { # OpenTelemetry's /v1development/profiles: the pprof as strobe converts it, with
+  # service.name added to its resource by protoc
+  "$STROBE" convert -f otlp -o "$T/o.otlp" "$2" &&
+    protoc --decode=$OTLPREQ $P "$ROOT/proto/otlp_profiles_service.proto" <"$T/o.otlp" |
+    sed "0,/^  resource {/s//  resource {\n    attributes { key: \"service.name\" value { string_value: \"$1\" } }/" |
+    protoc --encode=$OTLPREQ $P "$ROOT/proto/otlp_profiles_service.proto" >"$T/o2.otlp" &&
+    curl -sf -o /dev/null -H 'Content-Type: application/x-protobuf' --data-binary @"$T/o2.otlp" "$url/v1development/profiles"
+}
+DOORS="ingest push pushv1 otlp"
 
 for d in $DOORS; do
   "door_$d" "door-$d" "$prof" || { fail "$d-store" "the door refused the profile"; }
