@@ -57,6 +57,16 @@ static bool build_id_ok(const char *s, size_t n, char out[BUILD_ID_MAX_HEX + 1])
 	return true;
 }
 
+/* The {build_id} of the route, checked and lower-cased into bid; false after a 400. */
+static bool url_build_id(srv_req *r, char bid[BUILD_ID_MAX_HEX + 1])
+{
+	if (build_id_ok(r->path_arg, r->path_arg_len, bid))
+		return true;
+	srv_error(r, 400, "the build ID in the URL must be 2 to %d hex digits, an even number of them",
+		  BUILD_ID_MAX_HEX);
+	return false;
+}
+
 static int store_dir(const strobe_server *srv, char *buf, size_t cap)
 {
 	int n = snprintf(buf, cap, "%s/debuginfo", srv->cfg.data_dir);
@@ -153,10 +163,8 @@ static const char *roles_of(const uint8_t *img, size_t len, const char *bid, boo
 int srv_debuginfo_upload(srv_req *r)
 {
 	char bid[BUILD_ID_MAX_HEX + 1];
-	if (!build_id_ok(r->path_arg, r->path_arg_len, bid))
-		return srv_error(r, 400, "the build ID in the URL must be 2 to %d hex digits, an even "
-					 "number of them",
-				 BUILD_ID_MAX_HEX);
+	if (!url_build_id(r, bid))
+		return 0;
 	if (!r->body_in_file || !r->body_fd_len)
 		return srv_error(r, 400, "empty body: send the ELF file as the request body");
 	if (r->body_fd_len > SIZE_MAX)
@@ -218,10 +226,8 @@ int srv_debuginfo_upload(srv_req *r)
 int srv_debuginfo_stat(srv_req *r)
 {
 	char bid[BUILD_ID_MAX_HEX + 1];
-	if (!build_id_ok(r->path_arg, r->path_arg_len, bid))
-		return srv_error(r, 400, "the build ID in the URL must be 2 to %d hex digits, an even "
-					 "number of them",
-				 BUILD_ID_MAX_HEX);
+	if (!url_build_id(r, bid))
+		return 0;
 	long long size[NROLES] = {-1, -1};
 	for (int role = 0; role < NROLES; role++) {
 		struct stat st;

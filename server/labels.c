@@ -11,13 +11,15 @@
 
 enum { NAMES, VALUES, TYPES };
 
-static int listing(srv_req *r, int what, const char *name)
+/* The names, values or types asked for, as {"data": [...]} or (bare, for Pyroscope's legacy
+ * label-values, whose window ends at "until") a plain array. */
+static int listing(srv_req *r, int what, const char *name, const char *to_arg, bool bare)
 {
 	strobe_selector sel;
 	int64_t from, to;
 	if (srv_selector(r, "query", false, &sel) < 0)
 		return 0;
-	if (srv_window(r, "from", "to", &from, &to) < 0) {
+	if (srv_window(r, "from", to_arg, &from, &to) < 0) {
 		strobe_selector_free(&sel);
 		return 0;
 	}
@@ -35,7 +37,7 @@ static int listing(srv_req *r, int what, const char *name)
 	for (size_t i = 0; a && i < n; i++)
 		json_array_append_new(a, json_string(v[i]));
 	strobe_strv_free(v, n);
-	json_t *j = json_pack("{s:o?}", "data", a);
+	json_t *j = bare ? a : json_pack("{s:o?}", "data", a);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!s)
@@ -44,9 +46,18 @@ static int listing(srv_req *r, int what, const char *name)
 	return 0;
 }
 
-int srv_labels(srv_req *r) { return listing(r, NAMES, NULL); }
-int srv_label_values(srv_req *r, const char *name) { return listing(r, VALUES, name); }
-int srv_profile_types(srv_req *r) { return listing(r, TYPES, NULL); }
+int srv_labels(srv_req *r) { return listing(r, NAMES, NULL, "to", false); }
+int srv_label_values(srv_req *r, const char *name) { return listing(r, VALUES, name, "to", false); }
+int srv_profile_types(srv_req *r) { return listing(r, TYPES, NULL, "to", false); }
+
+/* GET /pyroscope/label-values?label=NAME[&query=SEL][&from=&until=]: a JSON array. */
+int srv_render_label_values(srv_req *r)
+{
+	const char *name = srv_arg(r, "label");
+	if (!name || !*name)
+		return srv_error(r, 400, "missing parameter 'label'");
+	return listing(r, VALUES, name, "until", true);
+}
 
 #define SERIES_MAX_MATCH  64u     /* match= selectors in one request */
 #define SERIES_MAX_LISTED 100000u /* series in one answer */

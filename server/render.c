@@ -230,37 +230,3 @@ int srv_render_diff(srv_req *r)
 	strobe_profile_free(b);
 	return 0;
 }
-
-/* GET /pyroscope/label-values?label=NAME[&query=SEL][&from=&until=]: a JSON array. */
-int srv_render_label_values(srv_req *r)
-{
-	const char *name = srv_arg(r, "label");
-	if (!name || !*name)
-		return srv_error(r, 400, "missing parameter 'label'");
-	strobe_selector sel;
-	int64_t from, to;
-	if (srv_selector(r, "query", false, &sel) < 0)
-		return 0;
-	if (srv_window(r, "from", "until", &from, &to) < 0) {
-		strobe_selector_free(&sel);
-		return 0;
-	}
-	strobe_query q = {r->tenant, &sel, from, to};
-	strobe_err err = {{0}};
-	char **v;
-	size_t n;
-	int rc = strobe_store_label_values(r->srv->store, &q, name, &v, &n, &err);
-	strobe_selector_free(&sel);
-	if (rc < 0)
-		return srv_fail(r, rc, &err);
-	json_t *a = json_array();
-	for (size_t i = 0; a && i < n; i++)
-		json_array_append_new(a, json_string(v[i]));
-	strobe_strv_free(v, n);
-	char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
-	json_decref(a);
-	if (!s)
-		return srv_error(r, 500, "out of memory");
-	srv_reply(r, 200, "application/json", s, strlen(s));
-	return 0;
-}
