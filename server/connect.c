@@ -719,17 +719,50 @@ static int select_merge_stacktraces(call *c, ProtobufCMessage *in)
 	return 0;
 }
 
-/* Spans are not stored (span_id rides on samples only as a label the agent may set, and the
- * store keeps no per-span index), so a span profile is an empty flame graph. */
+/* A span profile: the samples of the selector whose span_id label (set by an SDK or the agent's
+ * C SDK at sample time; it rides on samples, never on series) is one of the spans asked for:
+ * the selector gets a span_id=~"(ID|ID...)" matcher, which the store applies to samples. Span
+ * IDs are 16 hex digits (OpenTelemetry's); anything else is refused, so the regex is a plain
+ * alternation. No span asked for: no sample is in one. */
+#define MAX_SPANS 1000u
 static int select_merge_span_profile(call *c, ProtobufCMessage *in)
 {
 	Querier__V1__SelectMergeSpanProfileRequest *q = (void *)in;
-	int64_t from, to;
-	if (max_nodes_ok(c->r, q->max_nodes) < 0 || window(c->r, q->start, q->end, &from, &to) < 0)
+	if (max_nodes_ok(c->r, q->max_nodes) < 0)
 		return 0;
-	if (!q->profile_typeid || !q->profile_typeid[0])
-		return cerr(c->r, "invalid_argument", "profile_typeID is required");
-	return flame_reply(c, NULL, 0, true);
+	if (q->n_span_selector > MAX_SPANS)
+		return cerr(c->r, "invalid_argument", "at most %u span IDs in span_selector", MAX_SPANS);
+	const char *ls = q->label_selector && *q->label_selector ? q->label_selector : "{}";
+	const char *close = strrchr(ls, '}');
+	if (!close)
+		return cerr(c->r, "invalid_argument", "label_selector: '%.100s' is not {name=\"value\", ...}", ls);
+	size_t head = (size_t)(close - ls), cap = head + 40 + q->n_span_selector * 17;
+	char *sel = malloc(cap);
+	if (!sel)
+		return cerr(c->r, "internal", "out of memory");
+	memcpy(sel, ls, head);
+	/* A comma unless the braces hold nothing yet. */
+	const char *open = memchr(ls, '{', head);
+	bool empty = open && strspn(open + 1, " \t\n") == (size_t)(close - open - 1);
+	size_t o = head + (size_t)snprintf(sel + head, cap - head, "%sspan_id=~\"(", empty ? "" : ",");
+	for (size_t i = 0; i < q->n_span_selector; i++) {
+		const char *sid = q->span_selector[i];
+		if (strlen(sid) != 16 || strspn(sid, "0123456789abcdefABCDEF") != 16) {
+			free(sel);
+			return cerr(c->r, "invalid_argument",
+				    "span_selector: '%.40s' is not a span ID (16 hex digits)", sid);
+		}
+		o += (size_t)snprintf(sel + o, cap - o, "%s%s", i ? "|" : "", sid);
+	}
+	snprintf(sel + o, cap - o, ")\"}");
+	strobe_profile *p = NULL;
+	int rc = q->n_span_selector ? merged(c->r, q->profile_typeid, sel, q->start, q->end, &p) : 0;
+	free(sel);
+	if (rc < 0)
+		return 0;
+	flame_reply(c, p, q->max_nodes, true);
+	strobe_profile_free(p);
+	return 0;
 }
 
 static int select_merge_profile(call *c, ProtobufCMessage *in)

@@ -183,7 +183,22 @@ jcall querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labe
 v=$(jq_ '[int(p["value"]) for s in d["series"] for p in s["points"]]')
 [ "$code" = 200 ] && [ "$v" = "[18]" ] && ok json-SelectSeries-average "$v" || fail json-SelectSeries-average "HTTP $code $(cat "$T/out.json")"
 
-# ---- SelectMergeSpanProfile (spans are not stored: an empty flame graph) ------------------------
+# ---- SelectMergeSpanProfile: the samples whose span_id label is asked for ------------------------
+# Service "spans": a.txt pushed with span_id 9a517183f26a089d on its samples, b.txt with another.
+for s in "a 9a517183f26a089d" "b 00000000000000bb"; do
+  set -- $s
+  code=$(curl -s -o "$T/pr" -w '%{http_code}' --data-binary @"$T/$1.pb.gz" --url-query service_name=spans \
+    --url-query name=process_cpu --url-query "sample_labels={span_id=\"$2\"}" "$url/api/v1/push")
+  [ "$code" = 200 ] || fail setup-spans "push: HTTP $code $(cat "$T/pr")"
+done
+call querier.v1.QuerierService/SelectMergeSpanProfile querier.v1.SelectMergeSpanProfileRequest \
+  querier.v1.SelectMergeSpanProfileResponse "profile_typeID: \"$CPU\" label_selector: \"{service_name=\\\"spans\\\"}\" span_selector: \"9a517183f26a089d\" start: $start end: $end"
+v=$(flame_txt)
+[ "$code" = 200 ] && [ "$v" = "$WANT1" ] && ok bin-SelectMergeSpanProfile-span "$v" || fail bin-SelectMergeSpanProfile-span "HTTP $code: $v (want $WANT1)"
+call querier.v1.QuerierService/SelectMergeSpanProfile querier.v1.SelectMergeSpanProfileRequest \
+  querier.v1.SelectMergeSpanProfileResponse "profile_typeID: \"$CPU\" label_selector: \"{}\" span_selector: \"not-a-span\" start: $start end: $end"
+[ "$code" = 400 ] && ok bin-SelectMergeSpanProfile-bad-id "HTTP $code" || fail bin-SelectMergeSpanProfile-bad-id "HTTP $code"
+# Samples without a span_id are in no span.
 call querier.v1.QuerierService/SelectMergeSpanProfile querier.v1.SelectMergeSpanProfileRequest \
   querier.v1.SelectMergeSpanProfileResponse "profile_typeID: \"$CPU\" $SEL span_selector: \"9a517183f26a089d\" start: $start end: $end"
 v=$(flame_txt)
@@ -294,7 +309,7 @@ code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render-diff
 v=$(jq_ 'd["leftTicks"], d["rightTicks"], d["metadata"]["format"], len(d["flamebearer"]["levels"][1])')
 [ "$code" = 200 ] && [ "$v" = "18 7 double 7" ] && ok render-diff "$v" || fail render-diff "HTTP $code: $v"
 code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/label-values" -d label=service_name -d from=now-1h -d until=now)
-[ "$code" = 200 ] && [ "$(jq_ 'd')" = "['legacyapp', 'my_service', 'pushed', 'svc1', 'svc2']" ] && ok render-label-values ||
+[ "$code" = 200 ] && [ "$(jq_ 'd')" = "['legacyapp', 'my_service', 'pushed', 'spans', 'svc1', 'svc2']" ] && ok render-label-values ||
   fail render-label-values "HTTP $code $(cat "$T/out.json")"
 code=$(curl -s -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render?query=nonsense%7B&from=now-1h")
 [ "$code" = 400 ] && grep -q '"error"' "$T/out.json" && ok render-bad-query || fail render-bad-query "HTTP $code $(cat "$T/out.json")"
