@@ -143,6 +143,9 @@ static json_t *status_json(strobe_agent *a)
 	json_t *push = j ? json_object_get(j, "push") : NULL;
 	double left = backoff_left_s(&st);
 	if (push) {
+		json_object_set_new(push, "symbols_uploaded", json_integer((json_int_t)st.symbols_uploaded));
+		json_object_set_new(push, "symbols_on_server", json_integer((json_int_t)st.symbols_on_server));
+		json_object_set_new(push, "symbols_failed", json_integer((json_int_t)st.symbols_failed));
 		json_object_set_new(push, "retry_after", json_integer((json_int_t)st.retry_after));
 		json_object_set_new(push, "retry_after_last_s", json_real(st.retry_after_last_s));
 		json_object_set_new(push, "backoff_s", json_real(left));

@@ -35,6 +35,11 @@ static int64_t cpu_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static void offer_symbols(void *ctx, const char *hex, const char *path)
+{
+	agent_symup_offer(ctx, hex, path);
+}
+
 /* A new symbolizer (at start, and every SYM_RENEW_NS). The kernel's symbol table (reading and
  * sorting /proc/kallsyms: tens of ms) is loaded now rather than at the first kernel frame: at
  * 19 Hz on a host busy in user code that frame can come many seconds after the start, and the
@@ -544,7 +549,9 @@ static void export_interval(strobe_agent *a)
 			continue;
 		strobe_err err = {{0}};
 		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i], .locks = locks,
-						  .user_raw = a->o->symbolize_server};
+						  .user_raw = a->o->symbolize_server,
+						  .raw_object = a->symup ? offer_symbols : NULL,
+						  .raw_ctx = a};
 		strobe_profile *p = strobe_sampler_profile(a->s, &po, &err);
 		if (p && a->lk && strobe_nsamples(p) == 0) {
 			strobe_profile_free(p); /* a process that only waited, or never did */
@@ -788,6 +795,9 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	}
 	if ((rc = agent_sender_start(a, err)) < 0)
 		goto fail;
+	if (o->symbolize_server && !o->no_upload_symbols && agent_symup_start(a) < 0)
+		agent_log(a, STROBE_LOG_WARN, "cannot start the symbol uploads: %s (frames of "
+			  "unstripped binaries stay addresses)", strerror(errno));
 	if (o->admin && (rc = agent_admin_start(a, err)) < 0)
 		goto fail;
 	*out = a;
@@ -802,6 +812,7 @@ void strobe_agent_free(strobe_agent *a)
 	if (!a)
 		return;
 	agent_admin_stop(a);
+	agent_symup_stop(a);
 	if (a->sender_started)
 		agent_sender_finish(a, 0);
 	close_sampler(a);

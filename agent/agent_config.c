@@ -351,6 +351,11 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				o->no_symbolize = true, o->symbolize_server = false;
 			else
 				rc = bad(&c, k, "expected \"local\", \"server\", \"none\", true or false");
+		} else if (strcmp(k, "upload_symbols") == 0) {
+			if (!json_is_boolean(v))
+				rc = bad(&c, k, "expected true or false");
+			else
+				o->no_upload_symbols = !json_is_true(v);
 		} else if (strcmp(k, "dwarf") == 0) {
 			if (!json_is_boolean(v))
 				rc = bad(&c, k, "expected true or false");

@@ -46,6 +46,9 @@ typedef struct agent_status {
 	int64_t last_export_unix;
 	/* sender */
 	uint64_t pushes, push_failures, push_rejected, bytes_sent;
+	/* --symbolize server's symbol uploads (sym_upload.c): sent, found on the server already,
+	 * failed (offered again) */
+	uint64_t symbols_uploaded, symbols_on_server, symbols_failed;
 	int64_t last_push_unix;
 	bool server_up;
 	uint64_t retry_after;      /* 429/503 answers whose Retry-After the sender waited out */
@@ -93,6 +96,7 @@ struct strobe_agent {
 	int64_t sender_deadline_ns;
 	pthread_t sender;
 	bool sender_started;
+	struct agent_symup *symup; /* symbol uploads (sym_upload.c); NULL: off */
 	void *mhd; /* struct MHD_Daemon */
 	unsigned admin_port;
 
@@ -107,6 +111,12 @@ void agent_set_error(strobe_agent *a, const char *fmt, ...) __attribute__((forma
 int agent_sender_start(strobe_agent *a, strobe_err *err);
 /* Lets the sender deliver for up to grace_ms more, then joins it. */
 void agent_sender_finish(strobe_agent *a, int grace_ms);
+
+/* Symbol uploads (sym_upload.c): a thread of their own; offer never blocks. */
+typedef struct agent_symup agent_symup;
+int agent_symup_start(strobe_agent *a);
+void agent_symup_offer(strobe_agent *a, const char *build_id_hex, const char *path);
+void agent_symup_stop(strobe_agent *a);
 
 int agent_admin_start(strobe_agent *a, strobe_err *err);
 void agent_admin_stop(strobe_agent *a);

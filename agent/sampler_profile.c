@@ -26,6 +26,8 @@ typedef struct builder {
 	uint32_t kernel_mapping_cache[64]; /* by a small hash of the module name */
 	strobe_sym_frame fr[32];
 	bool user_raw; /* strobe_sampler_profile_opts.user_raw */
+	void (*raw_object)(void *ctx, const char *build_id_hex, const char *path);
+	void *raw_ctx;
 } builder;
 
 static uint32_t str(strobe_profile *p, const char *s)
@@ -59,17 +61,21 @@ static uint32_t user_mapping(builder *b, uint32_t map_id)
 	pm.offset = m->pgoff;
 	pm.filename = str(b->p, tracker_str(&b->s->tr, m->path));
 	char hex[2 * STROBE_BUILD_ID_MAX + 1] = "";
+	/* The file as this process can open it: through the mapper's root (a container's view)
+	 * when the mapping is one process's. */
+	char path[4096];
+	if (m->pid > 0)
+		snprintf(path, sizeof path, "/proc/%d/root%s", (int)m->pid, tracker_str(&b->s->tr, m->path));
+	else
+		snprintf(path, sizeof path, "%s", tracker_str(&b->s->tr, m->path));
 	if (m->build_id_len) {
 		strobe_build_id_hex(m->build_id, m->build_id_len, hex);
 	} else if (!m->anon && b->user_raw) {
-		/* The note alone, read from the file the process mapped (through its root, for a
-		 * container): the server needs the build ID to find the debug file. */
-		char path[4096];
+		/* The note alone: the server needs the build ID to find the debug file. */
 		uint8_t id[STROBE_BUILD_ID_MAX];
-		snprintf(path, sizeof path, "/proc/%d/root%s", (int)m->pid, tracker_str(&b->s->tr, m->path));
 		int n = strobe_elf_build_id(path, id, sizeof id);
-		if (n <= 0)
-			n = strobe_elf_build_id(tracker_str(&b->s->tr, m->path), id, sizeof id);
+		if (n <= 0 && (n = strobe_elf_build_id(tracker_str(&b->s->tr, m->path), id, sizeof id)) > 0)
+			snprintf(path, sizeof path, "%s", tracker_str(&b->s->tr, m->path));
 		if (n > 0)
 			strobe_build_id_hex(id, (size_t)n, hex);
 	} else if (!m->anon) {
@@ -79,6 +85,8 @@ static uint32_t user_mapping(builder *b, uint32_t map_id)
 		if (id && n)
 			strobe_build_id_hex(id, n, hex);
 	}
+	if (b->user_raw && !m->anon && hex[0] && b->raw_object)
+		b->raw_object(b->raw_ctx, hex, path);
 	pm.build_id = str(b->p, hex);
 	strobe_sym_object *o = m->anon ? NULL : object_of(b, map_id);
 	if (o) {
@@ -293,7 +301,8 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 {
 	strobe_sampler_flush_open(s);
 	strobe_profile *p = strobe_profile_new();
-	builder b = {.s = s, .p = p, .sym = o->sym, .user_raw = o->user_raw};
+	builder b = {.s = s, .p = p, .sym = o->sym, .user_raw = o->user_raw,
+		     .raw_object = o->raw_object, .raw_ctx = o->raw_ctx};
 	if (!p)
 		return NULL;
 	b.loc_of_frame = calloc(s->frames.n + 1, sizeof(uint32_t));

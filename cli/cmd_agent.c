@@ -50,7 +50,11 @@ static const char usage_text[] =
 	"                         binaries' symbol tables), server (user frames go as addresses\n"
 	"                         with build IDs and the server names them from its debug-info\n"
 	"                         store; kernel and JIT frames are named here), none (every\n"
-	"                         frame raw; the same as --no-symbolize)\n"
+	"                         frame raw; the same as --no-symbolize). In server mode a\n"
+	"                         binary that kept its symbol table is sent once per build ID\n"
+	"                         to the server's debug-info store, after asking whether it\n"
+	"                         has it\n"
+	"  --no-upload-symbols    server mode without sending any binary\n"
 	"  --no-symbolize         send raw addresses and build IDs (the server names them)\n"
 	"  --dwarf                also read DWARF: file:line and inlined frames (costs memory:\n"
 	"                         tens of MB on a busy host); default: symbol tables only\n"
@@ -153,7 +157,7 @@ static int set_token_file(const char *cmd, const char *opt, char **dst, const ch
 enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
        O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
        O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE, O_CA,
-       O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD, O_SYMBOLIZE };
+       O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD, O_SYMBOLIZE, O_NOUPSYM };
 
 static int oom(const char *cmd)
 {
@@ -228,6 +232,7 @@ static int agent_opt(const char *cmd, int c, const char *arg, strobe_agent_opts 
 		}
 		break;
 	case O_NOSYM: o->no_symbolize = true; o->symbolize_server = false; break;
+	case O_NOUPSYM: o->no_upload_symbols = true; break;
 	case O_SYMBOLIZE:
 		if (strcmp(arg, "local") && strcmp(arg, "server") && strcmp(arg, "none")) {
 			cli_err(cmd, "--symbolize: '%s' is not local, server or none", arg);
@@ -309,6 +314,7 @@ static int agent_args(const char *cmd, int argc, char **argv, strobe_agent_opts 
 		{"interval", required_argument, 0, 'i'}, {"label", required_argument, 0, 'l'},
 		{"no-symbolize", no_argument, 0, O_NOSYM}, {"user", no_argument, 0, O_USER},
 		{"symbolize", required_argument, 0, O_SYMBOLIZE},
+		{"no-upload-symbols", no_argument, 0, O_NOUPSYM},
 		{"dwarf", no_argument, 0, O_DWARF}, {"no-dwarf", no_argument, 0, O_NODWARF},
 		{"max-cpu", required_argument, 0, O_MAXCPU}, {"admin", required_argument, 0, O_ADMIN},
 		{"spool", required_argument, 0, O_SPOOL}, {"spool-max", required_argument, 0, O_SPOOLMAX},

@@ -84,6 +84,9 @@ typedef struct strobe_agent_opts {
 	 * them from its debug-info store); kernel and JIT frames are still named here, where
 	 * kallsyms and perf maps are. Binaries are never opened for symbols. */
 	bool symbolize_server;
+	/* In server mode, binaries that kept their symbol table are sent once per build ID to the
+	 * server's debug-info store (on by default; --no-upload-symbols, "upload_symbols": false). */
+	bool no_upload_symbols;
 	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
 				    the default (strobe_agent_opts_init) */
 	bool kernel;             /* kernel frames (default true) */

@@ -160,6 +160,10 @@ typedef struct strobe_sampler_profile_opts {
 	/* User frames in files stay addresses with their mapping's build ID (read from the file's
 	 * note when the kernel gave none); sym names kernel and JIT frames only. */
 	bool user_raw;
+	/* With user_raw: told of every file mapping whose build ID was read, with the path it was
+	 * read through (the agent's symbol uploads). May be NULL. */
+	void (*raw_object)(void *ctx, const char *build_id_hex, const char *path);
+	void *raw_ctx;
 } strobe_sampler_profile_opts;
 
 /*

@@ -7,13 +7,16 @@
 #   within 4 points of the CPU each thread measured, under thread_main;run_rounds — named by the
 #   server, since the stripped binary has nothing on the host to name them with; and the
 #   queried pprof's mapping carries the binary's build ID, which the agent read from the file.
+#   A program built here without stripping (symkeep) runs beside it: the agent sends it to the
+#   server's debug-info store itself (/status push.symbols_uploaded), and its keep_hot frames
+#   are named from that.
 set -u
 # shellcheck source=lib/agent.sh
 . "$(dirname "$0")/lib/agent.sh"
 agent_test agent_symbolize_server cpu_split
 command -v objcopy >/dev/null && command -v strip >/dev/null ||
 	{ echo "SKIP agent_symbolize_server: objcopy/strip are not installed (binutils)"; exit 0; }
-kill_at_exit apid pid w
+kill_at_exit apid pid w w2
 SECS=${AGENT_SYM_SECONDS:-15}
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 mkdir -p "$TMPDIR/bin"
@@ -25,11 +28,30 @@ start_server
 out=$("$STROBE" debuginfo upload --server "$url" "$TMPDIR/cpu_split.debug" 2>&1) ||
 	fail agent_symbolize_server/upload "$out"
 t0=$(date +%s)
-start_agent "$TMPDIR/agent.log" --symbolize server -F 299 -i 3 --max-cpu 100 --comm '^cpu_split$'
+# A program built here that keeps its symbol table (not stripped): the agent sends it to the
+# server itself, once, after asking.
+cat >"$TMPDIR/symkeep.c" <<'C'
+#include <stdlib.h>
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void keep_hot(void) { for (int i = 0; i < 200000; i++) sink += i; }
+__attribute__((noinline)) void keep_warm(void) { for (int i = 0; i < 50000; i++) sink += i; }
+int main(int argc, char **argv) {
+	time_t end = time(NULL) + atoi(argv[1]);
+	while (time(NULL) < end) { keep_hot(); keep_warm(); }
+	return 0;
+}
+C
+cc -O1 -fno-omit-frame-pointer -Wl,--build-id -o "$TMPDIR/bin/symkeep" "$TMPDIR/symkeep.c" ||
+	{ fail agent_symbolize_server/build "cannot build symkeep"; exit 1; }
+kbid=$(readelf -n "$TMPDIR/bin/symkeep" 2>/dev/null | awk '/Build ID/ {print $3}')
+start_agent "$TMPDIR/agent.log" --symbolize server -F 299 -i 3 --max-cpu 100 --comm '^(cpu_split|symkeep)$'
 sleep 1
 STROBE_SERVICE=ssym "$TMPDIR/bin/cpu_split" -o "$TMPDIR/truth" "$SECS" & w=$!
-wait $w; w=
-sleep 0.5
+STROBE_SERVICE=skeep "$TMPDIR/bin/symkeep" "$SECS" & w2=$!
+wait $w $w2; w=
+sleep 3.5 # an interval more: the last export's symbol upload
+up=$(status_field push.symbols_uploaded)
 stop_agent || fail agent_symbolize_server/stop "status $?: $(errof "$TMPDIR/agent.log")"
 t1=$(($(date +%s) + 1))
 
@@ -46,6 +68,14 @@ for fn in burn_60 burn_30 burn_10; do
 done
 if [ -z "$bad" ]; then ok agent_symbolize_server/named-by-server "$detail"
 else fail agent_symbolize_server/named-by-server "$bad: $detail"; fi
+
+# The unstripped program: sent by the agent (its /status counts it), stored by build ID, and
+# its frames named on the server from it.
+got=$(curl -s "$url/api/v1/debuginfo/$kbid")
+qfolded "$CPU{service_name=\"skeep\"}" "$t0" "$t1" "$TMPDIR/k.folded"
+if [ "${up:-0}" -ge 1 ] && grep -q '"debuginfo":true' <<<"$got" && grep -q ';keep_hot' "$TMPDIR/k.folded"; then
+	ok agent_symbolize_server/upload-symbols "the agent sent $up binary, the server names keep_hot from it"
+else fail agent_symbolize_server/upload-symbols "uploaded ${up:-?}; server: $got; query: $(head -c 200 "$TMPDIR/k.folded")"; fi
 
 bid=$(readelf -n "$TMPDIR/cpu_split.debug" 2>/dev/null | awk '/Build ID/ {print $3}')
 "$STROBE_FAST" query -s "$url" -f pprof --from "$t0" --to "$t1" -o "$TMPDIR/q.pb.gz" "$CPU{service_name=\"ssym\"}" 2>/dev/null
