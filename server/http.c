@@ -302,7 +302,9 @@ static void log_rejected(strobe_server *srv, const srv_req *r)
 	char method[16], path[256], tenant[80], line[600];
 	log_clean(method, sizeof(method), r->method);
 	log_clean(path, sizeof(path), r->url);
-	log_clean(tenant, sizeof(tenant), r->tenant ? r->tenant : "-");
+	/* Only a tenant that passed auth: what a client claimed may be anything, a token pasted
+	 * into X-Scope-OrgID included, and the log must not keep it. */
+	log_clean(tenant, sizeof(tenant), !r->tenant ? "-" : r->tenant_accepted ? r->tenant : "(not accepted)");
 	char reason[sizeof(r->errmsg)];
 	log_clean(reason, sizeof(reason), r->errmsg[0] ? r->errmsg : "-");
 	snprintf(line, sizeof(line), "rejected %s %s %u tenant=%s: %s", method, path, r->status,

@@ -69,15 +69,15 @@ static int auth_tenant(srv_req *r)
 	}
 	const strobe_server_config *c = &r->srv->cfg;
 	if (!c->ntenants)
-		return 0;
+		return r->tenant_accepted = true, 0;
 	for (size_t i = 0; i < c->ntenants; i++) {
 		if (strcmp(c->tenants[i].id, r->tenant) != 0)
 			continue;
 		if (!c->tenants[i].token)
-			return 0;
+			return r->tenant_accepted = true, 0;
 		const char *b = bearer(r);
 		if (b && srv_secret_equal(b, c->tenants[i].token))
-			return 0;
+			return r->tenant_accepted = true, 0;
 		srv_error(r, 401, "missing or wrong bearer token for tenant '%s'", r->tenant);
 		return -1;
 	}

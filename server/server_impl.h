@@ -95,6 +95,7 @@ bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c);
 typedef struct srv_req {
 	strobe_server *srv;
 	const char *url, *method, *tenant;
+	bool tenant_accepted; /* auth passed for r->tenant (else it is what the client claimed) */
 	const strobe_kv *args; /* query parameters, percent-decoded, in request order */
 	size_t nargs;
 	const strobe_kv *hdrs; /* request headers */
