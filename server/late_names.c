@@ -51,10 +51,13 @@ typedef struct miss {
 	int64_t until_ns;
 } miss;
 
+/* Lock order: mu, then a slot's mu (eviction, forget). A query naming with a slot (its mu
+ * held) takes only miss_mu, never mu. */
 struct srv_namers {
-	pthread_mutex_t mu; /* the table and the misses */
+	pthread_mutex_t mu; /* the table */
 	uint64_t tick;
 	namer_slot slot[MAX_TENANTS];
+	pthread_mutex_t miss_mu; /* the misses */
 	miss misses[NMISS];
 	unsigned next_miss;
 };
@@ -65,6 +68,7 @@ srv_namers *srv_namers_new(void)
 	if (!n)
 		return NULL;
 	pthread_mutex_init(&n->mu, NULL);
+	pthread_mutex_init(&n->miss_mu, NULL);
 	for (int i = 0; i < MAX_TENANTS; i++)
 		pthread_mutex_init(&n->slot[i].mu, NULL);
 	return n;
@@ -88,6 +92,7 @@ void srv_namers_free(srv_namers *n)
 		pthread_mutex_destroy(&n->slot[i].mu);
 	}
 	pthread_mutex_destroy(&n->mu);
+	pthread_mutex_destroy(&n->miss_mu);
 	free(n);
 }
 
@@ -107,27 +112,36 @@ void srv_namers_forget(srv_namers *n, const char *tenant)
 	pthread_mutex_unlock(&n->mu);
 }
 
-/* The tenant's slot, locked, its symbolizer made if needed; NULL on ENOMEM. */
+/* The tenant's slot, locked, its symbolizer made if needed; NULL on ENOMEM. The table's lock is
+ * not held while waiting for a slot in use (another query of the same tenant naming), so other
+ * tenants' queries go on; a slot given to another tenant meanwhile is looked for again. */
 static namer_slot *slot_get(srv_namers *n, const char *data_dir, const char *tenant)
 {
-	pthread_mutex_lock(&n->mu);
-	namer_slot *s = NULL, *lru = &n->slot[0];
-	for (int i = 0; i < MAX_TENANTS && !s; i++) {
-		if (!strcmp(n->slot[i].tenant, tenant))
-			s = &n->slot[i];
-		else if (n->slot[i].used < lru->used)
-			lru = &n->slot[i];
-	}
-	if (!s) {
-		s = lru;
+	namer_slot *s;
+	for (;;) {
+		pthread_mutex_lock(&n->mu);
+		namer_slot *lru = &n->slot[0];
+		s = NULL;
+		for (int i = 0; i < MAX_TENANTS && !s; i++) {
+			if (!strcmp(n->slot[i].tenant, tenant))
+				s = &n->slot[i];
+			else if (n->slot[i].used < lru->used)
+				lru = &n->slot[i];
+		}
+		if (!s) {
+			s = lru;
+			pthread_mutex_lock(&s->mu);
+			slot_clear(s);
+			snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+			pthread_mutex_unlock(&s->mu);
+		}
+		s->used = ++n->tick;
+		pthread_mutex_unlock(&n->mu);
 		pthread_mutex_lock(&s->mu);
-		slot_clear(s);
-		snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+		if (!strcmp(s->tenant, tenant))
+			break;
 		pthread_mutex_unlock(&s->mu);
 	}
-	s->used = ++n->tick;
-	pthread_mutex_lock(&s->mu);
-	pthread_mutex_unlock(&n->mu);
 	if (!s->sym) {
 		if (asprintf(&s->nowhere, "%s/debuginfo/%s/.no-sysroot", data_dir, tenant) < 0)
 			s->nowhere = NULL;
@@ -173,20 +187,20 @@ static int unhex(const char *h, uint8_t *out, size_t cap)
 static bool missed_lately(srv_namers *n, const char *bid, int64_t now)
 {
 	bool m = false;
-	pthread_mutex_lock(&n->mu);
+	pthread_mutex_lock(&n->miss_mu);
 	for (unsigned i = 0; i < NMISS && !m; i++)
 		m = n->misses[i].until_ns > now && !strcmp(n->misses[i].bid, bid);
-	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_unlock(&n->miss_mu);
 	return m;
 }
 
 static void note_miss(srv_namers *n, const char *bid, int64_t now)
 {
-	pthread_mutex_lock(&n->mu);
+	pthread_mutex_lock(&n->miss_mu);
 	miss *m = &n->misses[n->next_miss++ % NMISS];
 	snprintf(m->bid, sizeof m->bid, "%s", bid);
 	m->until_ns = now + MISS_TTL_NS;
-	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_unlock(&n->miss_mu);
 }
 
 /* Keeps libdebuginfod's cache (a directory per build ID) under the configured size: the least
