@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf_msg.h"
@@ -43,4 +44,17 @@ int agent_bpf_start(const char *what, strobe_err *err)
 		return strobe_errf(err, -ENOENT, "no kernel BTF (/sys/kernel/btf/vmlinux: %s): it is "
 				   "needed by %s", strerror(errno), what);
 	return 0;
+}
+
+void agent_bpf_percpu_sum(int map_fd, int ncpus, uint64_t *out, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		out[i] = 0;
+		if (ncpus <= 0)
+			continue;
+		uint64_t v[ncpus];
+		if (bpf_map_lookup_elem(map_fd, &i, v) == 0)
+			for (int j = 0; j < ncpus; j++)
+				out[i] += v[j];
+	}
 }

@@ -277,14 +277,8 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 
 void strobe_locks_get_stats(strobe_locks *l, strobe_locks_stats *st)
 {
-	uint64_t c[STROBE_LK_NCOUNTERS] = {0};
-	int fd = bpf_map__fd(l->skel->maps.counters);
-	for (uint32_t i = 0; i < STROBE_LK_NCOUNTERS && l->ncpus > 0; i++) {
-		uint64_t v[l->ncpus];
-		if (bpf_map_lookup_elem(fd, &i, v) == 0)
-			for (int j = 0; j < l->ncpus; j++)
-				c[i] += v[j];
-	}
+	uint64_t c[STROBE_LK_NCOUNTERS];
+	agent_bpf_percpu_sum(bpf_map__fd(l->skel->maps.counters), l->ncpus, c, STROBE_LK_NCOUNTERS);
 	*st = (strobe_locks_stats){
 		.waits = c[STROBE_LK_WAITS],
 		.not_slept = c[STROBE_LK_NOT_SLEPT],

@@ -422,14 +422,8 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 
 void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st)
 {
-	uint64_t c[STROBE_OB_NCOUNTERS] = {0};
-	int fd = bpf_map__fd(b->skel->maps.counters);
-	for (uint32_t i = 0; i < STROBE_OB_NCOUNTERS && b->ncpus > 0; i++) {
-		uint64_t v[b->ncpus];
-		if (bpf_map_lookup_elem(fd, &i, v) == 0)
-			for (int j = 0; j < b->ncpus; j++)
-				c[i] += v[j];
-	}
+	uint64_t c[STROBE_OB_NCOUNTERS];
+	agent_bpf_percpu_sum(bpf_map__fd(b->skel->maps.counters), b->ncpus, c, STROBE_OB_NCOUNTERS);
 	*st = (strobe_offcpu_stats){
 		.intervals = c[STROBE_OB_INTERVALS],
 		.short_blocks = c[STROBE_OB_SHORT],

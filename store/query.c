@@ -652,6 +652,30 @@ static bool tp_usable(const tplan *p, int64_t t, int64_t w)
 	       (t - p->from) / p->step == (t + w - 1 - p->from) / p->step;
 }
 
+/* The group of series se in a range answer (its group_by label's value, "" without group_by):
+ * its index in out->g in *g, a new zeroed group added the first time. -ENOMEM. */
+static int range_group_of(strobe_itab *groups, const store_series *se, const char *group_by,
+			  strobe_range_result *out, uint32_t *g)
+{
+	const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
+	bool added;
+	int r = strobe_itab_intern(groups, gv, strlen(gv) + 1, g, &added);
+	if (r < 0 || !added)
+		return r;
+	strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
+	int64_t *vals = calloc(out->nsteps, sizeof(*vals));
+	char *v = strdup(gv);
+	if (ng)
+		out->g = ng;
+	if (!ng || !vals || !v) {
+		free(vals);
+		free(v);
+		return -ENOMEM;
+	}
+	out->g[out->n++] = (strobe_range_group){v, vals};
+	return 0;
+}
+
 /* The minutes a step boundary or a window edge cuts (no other minute is unusable: one that no
  * boundary falls strictly inside lies in one step, and, meeting neither edge, in the window),
  * clipped to the window. */
@@ -724,25 +748,9 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	uint64_t rows = 0;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
-		const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
 		uint32_t g;
-		bool added;
-		if ((r = strobe_itab_intern(&groups, gv, strlen(gv) + 1, &g, &added)) < 0)
+		if ((r = range_group_of(&groups, se, group_by, out, &g)) < 0)
 			break;
-		if (added) {
-			strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
-			int64_t *vals = calloc(out->nsteps, sizeof(*vals));
-			char *v = strdup(gv);
-			if (ng)
-				out->g = ng;
-			if (!ng || !vals || !v) {
-				free(vals);
-				free(v);
-				r = -ENOMEM;
-				break;
-			}
-			out->g[out->n++] = (strobe_range_group){v, vals};
-		}
 		memset(sum, 0, nsteps * sizeof(*sum));
 		memset(cnt, 0, nsteps * sizeof(*cnt));
 		/* Hours, then minutes (those of no usable hour), then the cut minutes' points. A
@@ -838,25 +846,9 @@ int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
-		const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
 		uint32_t g;
-		bool added;
-		if ((r = strobe_itab_intern(&groups, gv, strlen(gv) + 1, &g, &added)) < 0)
+		if ((r = range_group_of(&groups, se, group_by, out, &g)) < 0)
 			break;
-		if (added) {
-			strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
-			int64_t *vals = calloc(out->nsteps, sizeof(*vals));
-			char *v = strdup(gv);
-			if (ng)
-				out->g = ng;
-			if (!ng || !vals || !v) {
-				free(vals);
-				free(v);
-				r = -ENOMEM;
-				break;
-			}
-			out->g[out->n++] = (strobe_range_group){v, vals};
-		}
 		for (int64_t k = 0; r == 0 && k < nsteps; k++) {
 			int64_t a = q->from_ns + k * step_ns, b = a + step_ns;
 			if (b > q->to_ns)
