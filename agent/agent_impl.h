@@ -108,6 +108,14 @@ void agent_log(strobe_agent *a, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void agent_set_error(strobe_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The start of an HTTP answer, for messages: a libcurl write callback (sender.c) keeping the
+ * first 511 bytes NUL-terminated in an agent_resp and reading the rest away. */
+typedef struct agent_resp {
+	char buf[512];
+	size_t len;
+} agent_resp;
+size_t agent_resp_keep(char *p, size_t size, size_t n, void *ctx);
+
 int agent_sender_start(strobe_agent *a, strobe_err *err);
 /* Lets the sender deliver for up to grace_ms more, then joins it. */
 void agent_sender_finish(strobe_agent *a, int grace_ms);

@@ -23,14 +23,9 @@
 #include "agent_impl.h"
 #include "strobe/http_client.h"
 
-typedef struct resp {
-	char buf[512];
-	size_t len;
-} resp;
-
-static size_t keep_start(char *p, size_t size, size_t n, void *ctx)
+size_t agent_resp_keep(char *p, size_t size, size_t n, void *ctx)
 {
-	resp *r = ctx;
+	agent_resp *r = ctx;
 	size_t add = size * n, room = sizeof(r->buf) - 1 - r->len;
 	memcpy(r->buf + r->len, p, add < room ? add : room);
 	r->len += add < room ? add : room;
@@ -108,7 +103,7 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 		return -1;
 	}
 	sprintf(url, "%s%sapi/v1/push?%s", o->server, sl && o->server[sl - 1] == '/' ? "" : "/", meta);
-	resp r = {.len = 0};
+	agent_resp r = {.len = 0};
 	hdrs h = {.have = false};
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
@@ -116,7 +111,7 @@ static int push_one(strobe_agent *a, CURL *c, const char *meta, const void *body
 	curl_easy_setopt(c, CURLOPT_POST, 1L);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)body);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_start);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, agent_resp_keep);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
 	/* Stopping: what is left of the grace period, so a hung server cannot hold up a stop
 	 * (systemd's TimeoutStopSec); what is not sent stays in the spool. */

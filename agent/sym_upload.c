@@ -30,6 +30,7 @@
 #include "agent_impl.h"
 #include "strobe/elf_image.h"
 #include "strobe/http_client.h"
+#include "strobe/symbolize.h"
 
 #define QUEUE_MAX 64
 #define SEEN_MAX 4096
@@ -95,21 +96,6 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
-typedef struct small {
-	char buf[512];
-	size_t len;
-} small;
-
-static size_t keep(char *p, size_t size, size_t n, void *ctx)
-{
-	small *s = ctx;
-	size_t add = size * n, room = sizeof(s->buf) - 1 - s->len;
-	memcpy(s->buf + s->len, p, add < room ? add : room);
-	s->len += add < room ? add : room;
-	s->buf[s->len] = 0;
-	return add;
-}
-
 /* A stop ends an upload in flight at once (the agent's stop must not wait for a big file). */
 static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
@@ -139,9 +125,9 @@ static bool worth_sending(const char *path, const char *hex, off_t *size)
 			size_t idn = strobe_elf_contents(img, (size_t)st.st_size, &flags) == 0
 					     ? strobe_elf_build_id_of(img, (size_t)st.st_size, &id)
 					     : 0;
-			char got[129] = "";
-			for (size_t i = 0; i < idn && i < 64; i++)
-				snprintf(got + 2 * i, 3, "%02x", id[i]);
+			char got[2 * 64 + 1] = "";
+			if (idn && idn <= 64)
+				strobe_build_id_hex(id, idn, got);
 			ok = (flags & (STROBE_ELF_SYMTAB | STROBE_ELF_DEBUG_INFO)) && !strcmp(got, hex);
 			munmap(img, (size_t)st.st_size);
 			*size = st.st_size;
@@ -163,10 +149,10 @@ static int upload(strobe_agent *a, CURL *c, const symup_item *it)
 	snprintf(url, sizeof url, "%s%sapi/v1/debuginfo/%s", o->server,
 		 sl && o->server[sl - 1] == '/' ? "" : "/", it->hex);
 	/* Asked first: a build ID the server has costs this GET only. */
-	small r = {.len = 0};
+	agent_resp r = {.len = 0};
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, agent_resp_keep);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 	if (curl_easy_perform(c) != CURLE_OK)
