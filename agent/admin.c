@@ -29,6 +29,7 @@
 #include <microhttpd.h>
 
 #include "agent_impl.h"
+#include "strobe/jvm_perfmap.h"
 #include "strobe/codec.h"
 
 typedef struct reply {
@@ -152,6 +153,13 @@ static json_t *status_json(strobe_agent *a)
 		json_object_set_new(push, "backoff_reason",
 				    json_string(left <= 0 ? "" : st.next_push_by_server ? "retry-after"
 										       : "failure"));
+	}
+	if (j && a->jvm) {
+		unsigned long asked, written;
+		strobe_jvm_maps_counts(a->jvm, &asked, &written);
+		json_object_set_new(j, "jvm_perfmaps",
+				    json_pack("{s:I,s:I}", "asked", (json_int_t)asked, "written",
+					      (json_int_t)written));
 	}
 	if (j && o->offcpu)
 		json_object_set_new(

@@ -23,6 +23,7 @@
 #include "agent_impl.h"
 #include "sampler_impl.h"
 #include "strobe/codec.h"
+#include "strobe/jvm_perfmap.h"
 
 #define PIDS_CAP 65536
 #define SYM_RENEW_NS (30LL * 60 * 1000000000)
@@ -38,6 +39,18 @@ static int64_t cpu_ns(void)
 static void offer_symbols(void *ctx, const char *hex, const char *path)
 {
 	agent_symup_offer(ctx, hex, path);
+}
+
+static int jit_unnamed(void *ctx, pid_t pid)
+{
+	return strobe_jvm_maps_unnamed(ctx, pid);
+}
+
+/* Each JVM's first answer, once: named from now on, or why its Java frames stay unnamed. */
+static void say_jvm(void *ctx, pid_t pid, bool failed, const char *msg)
+{
+	(void)pid;
+	agent_log(ctx, failed ? STROBE_LOG_WARN : STROBE_LOG_INFO, "%s", msg);
 }
 
 /* A new symbolizer (at start, and every SYM_RENEW_NS). The kernel's symbol table (reading and
@@ -551,7 +564,9 @@ static void export_interval(strobe_agent *a)
 		strobe_sampler_profile_opts po = {.sym = a->sym, .only_pid = pids[i], .locks = locks,
 						  .user_raw = a->o->symbolize_server,
 						  .raw_object = a->symup ? offer_symbols : NULL,
-						  .raw_ctx = a};
+						  .raw_ctx = a,
+						  .jit_unnamed = a->jvm ? jit_unnamed : NULL,
+						  .jit_ctx = a->jvm};
 		strobe_profile *p = strobe_sampler_profile(a->s, &po, &err);
 		if (p && a->lk && strobe_nsamples(p) == 0) {
 			strobe_profile_free(p); /* a process that only waited, or never did */
@@ -798,6 +813,10 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	if (o->symbolize_server && !o->no_upload_symbols && agent_symup_start(a) < 0)
 		agent_log(a, STROBE_LOG_WARN, "cannot start the symbol uploads: %s (frames of "
 			  "unstripped binaries stay addresses)", strerror(errno));
+	if (a->sym && !o->no_jvm_attach && !(a->jvm = strobe_jvm_maps_new(0, say_jvm, a)))
+		agent_log(a, STROBE_LOG_WARN, "cannot start the JVM perf-map requests: %s (compiled "
+			  "Java frames stay unnamed unless the JVM writes a perf map itself)",
+			  strerror(errno));
 	if (o->admin && (rc = agent_admin_start(a, err)) < 0)
 		goto fail;
 	*out = a;
@@ -813,6 +832,7 @@ void strobe_agent_free(strobe_agent *a)
 		return;
 	agent_admin_stop(a);
 	agent_symup_stop(a);
+	strobe_jvm_maps_free(a->jvm);
 	if (a->sender_started)
 		agent_sender_finish(a, 0);
 	close_sampler(a);

@@ -97,6 +97,7 @@ struct strobe_agent {
 	pthread_t sender;
 	bool sender_started;
 	struct agent_symup *symup; /* symbol uploads (sym_upload.c); NULL: off */
+	struct strobe_jvm_maps *jvm; /* JVM perf maps on request (jvm_perfmap.c); NULL: off */
 	void *mhd; /* struct MHD_Daemon */
 	unsigned admin_port;
 

@@ -28,6 +28,10 @@ typedef struct builder {
 	bool user_raw; /* strobe_sampler_profile_opts.user_raw */
 	void (*raw_object)(void *ctx, const char *build_id_hex, const char *path);
 	void *raw_ctx;
+	int (*jit_unnamed)(void *ctx, pid_t pid); /* strobe_sampler_profile_opts.jit_unnamed */
+	void *jit_ctx;
+	pid_t jit_told[16]; /* processes jit_unnamed was told of in this profile (the last 16) */
+	unsigned njit_told;
 } builder;
 
 static uint32_t str(strobe_profile *p, const char *s)
@@ -186,6 +190,21 @@ static uint32_t location_of(builder *b, const strobe_frame_key *k, uint32_t mapp
 	return strobe_location_intern(b->p, mapping, k->addr, lines, (uint32_t)n, false);
 }
 
+/* Tells the owner of opts.jit_unnamed of a process with unnamed JIT frames, once per profile. */
+static int jit_unnamed(builder *b, pid_t pid)
+{
+	if (!b->jit_unnamed)
+		return 0;
+	for (unsigned i = 0; i < b->njit_told && i < 16; i++)
+		if (b->jit_told[i] == pid)
+			return 0;
+	b->jit_told[b->njit_told++ % 16] = pid;
+	int rc = b->jit_unnamed(b->jit_ctx, pid);
+	if (rc > 0)
+		strobe_sym_forget_pid(b->sym, pid); /* a new map: read it again now */
+	return rc;
+}
+
 static uint32_t frame_location(builder *b, uint32_t frame_id)
 {
 	if (b->loc_of_frame[frame_id])
@@ -204,6 +223,8 @@ static uint32_t frame_location(builder *b, uint32_t frame_id)
 		mapping = user_mapping(b, k->map);
 		if (m->anon) {
 			if (b->sym)
+				n = strobe_sym_perfmap(b->sym, m->pid, look, &b->fr[0]) > 0;
+			if (b->sym && !n && jit_unnamed(b, m->pid) > 0)
 				n = strobe_sym_perfmap(b->sym, m->pid, look, &b->fr[0]) > 0;
 		} else {
 			strobe_sym_object *o = object_of(b, k->map);
@@ -302,7 +323,8 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 	strobe_sampler_flush_open(s);
 	strobe_profile *p = strobe_profile_new();
 	builder b = {.s = s, .p = p, .sym = o->sym, .user_raw = o->user_raw,
-		     .raw_object = o->raw_object, .raw_ctx = o->raw_ctx};
+		     .raw_object = o->raw_object, .raw_ctx = o->raw_ctx,
+		     .jit_unnamed = o->jit_unnamed, .jit_ctx = o->jit_ctx};
 	if (!p)
 		return NULL;
 	b.loc_of_frame = calloc(s->frames.n + 1, sizeof(uint32_t));

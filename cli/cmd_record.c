@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "record_heap.h"
 #include "strobe/clock.h"
+#include "strobe/jvm_perfmap.h"
 #include "strobe/sampler.h"
 
 static const char usage_text[] =
@@ -49,6 +50,9 @@ static const char usage_text[] =
 	"  --user                 user frames only (no kernel frames)\n"
 	"  --no-threads           label samples by process only (no tid and thread labels)\n"
 	"  --no-symbolize         keep raw addresses, mappings and build IDs (name them later)\n"
+	"  --no-jvm-attach        do not ask running JVMs (-p, -a) for their perf map: by\n"
+	"                         default one whose compiled Java frames are unnamed is asked\n"
+	"                         as `jcmd PID Compiler.perfmap` would (JDK 17+)\n"
 	"  --debug-dir DIR        also look for debug files under DIR (repeatable)\n"
 	"  --debug-budget MB      debug information held per binary while naming frames: one\n"
 	"                         whose DWARF is over half of it is named from its symbol table\n"
@@ -75,6 +79,18 @@ static const char usage_text[] =
 	"(default 100000) set the heap and lock sampling.\n";
 
 #define DEFAULT_BUDGET_MB 12 /* --debug-budget with -a */
+
+/* Profile building met unnamed JIT frames of pid: a live JVM is asked for its perf map (it
+ * may take a second or two the first time, while the JVM starts its attach listener). A
+ * JVM that cannot be asked says why; another process (not a JVM, or gone) says nothing. */
+static int ask_jvm(void *ctx, pid_t pid)
+{
+	char why[256];
+	int rc = strobe_jvm_write_perfmap(pid, 3000, why, sizeof(why));
+	if (rc < 0 && rc != -ESRCH && strobe_jvm_is_hotspot(pid))
+		cli_err(ctx, "Java frames of %d stay unnamed: %s", (int)pid, why);
+	return rc == 0;
+}
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -198,6 +214,7 @@ typedef struct rec_opts {
 	double duration;
 	long budget_mb; /* -1: not given */
 	bool quiet, per_thread, symbolize;
+	bool no_jvm_attach; /* --no-jvm-attach */
 	pid_t *pids;
 	unsigned npids;
 	const char **labels, **debug_dirs;
@@ -215,7 +232,7 @@ typedef struct rec_run {
 } rec_run;
 
 enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
-       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS };
+       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS, O_NOJVM };
 
 static int parse_event(const char *cmd, const char *arg, rec_opts *o)
 {
@@ -295,6 +312,7 @@ static int parse_opt(const char *cmd, int c, const char *arg, rec_opts *o)
 	case O_USER: so->kernel = false; return 0;
 	case O_NOTHREADS: o->per_thread = false; return 0;
 	case O_NOSYM: o->symbolize = false; return 0;
+	case O_NOJVM: o->no_jvm_attach = true; return 0;
 	case O_DEBUGDIR: return push_arg(&o->debug_dirs, &o->ndebug, arg);
 	case O_IDLE: so->keep_idle = true; return 0;
 	case O_BUDGET: return cli_int(cmd, "--debug-budget", arg, 0, 1 << 20, &o->budget_mb);
@@ -341,6 +359,7 @@ static int parse_args(const char *cmd, int argc, char **argv, rec_opts *o)
 		{"min-block", required_argument, 0, O_MINBLOCK},
 		{"user", no_argument, 0, O_USER},      {"no-threads", no_argument, 0, O_NOTHREADS},
 		{"no-symbolize", no_argument, 0, O_NOSYM},
+		{"no-jvm-attach", no_argument, 0, O_NOJVM},
 		{"debug-dir", required_argument, 0, O_DEBUGDIR},
 		{"idle", no_argument, 0, O_IDLE},
 		{"debug-budget", required_argument, 0, O_BUDGET},
@@ -505,6 +524,7 @@ static strobe_profile *build_profile(const char *cmd, rec_opts *o, rec_run *r, s
 	pid_t two[2];
 	strobe_sampler_profile_opts po = {
 		.sym = sym, .per_thread = o->per_thread, .labels = o->labels, .nlabels = o->nlabels,
+		.jit_unnamed = o->no_jvm_attach ? NULL : ask_jvm, .jit_ctx = (void *)cmd,
 		.release_objects = true, /* one binary's debug info in memory at a time */
 		/* a flame graph or folded file of several processes is rooted at their names */
 		.process_frames = fmt != STROBE_FMT_PPROF && strobe_sampler_pids(r->s, two, 2) > 1};

@@ -87,6 +87,9 @@ typedef struct strobe_agent_opts {
 	/* In server mode, binaries that kept their symbol table are sent once per build ID to the
 	 * server's debug-info store (on by default; --no-upload-symbols, "upload_symbols": false). */
 	bool no_upload_symbols;
+	/* JVMs are asked for their perf map (HotSpot's Compiler.perfmap through its attach
+	 * socket) when their JIT frames go unnamed; --no-jvm-attach, "jvm_attach": false: never. */
+	bool no_jvm_attach;
 	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
 				    the default (strobe_agent_opts_init) */
 	bool kernel;             /* kernel frames (default true) */

@@ -164,6 +164,12 @@ typedef struct strobe_sampler_profile_opts {
 	 * read through (the agent's symbol uploads). May be NULL. */
 	void (*raw_object)(void *ctx, const char *build_id_hex, const char *path);
 	void *raw_ctx;
+	/* Told, once per process and profile, that frames in its anonymous executable memory (a
+	 * JIT's code) had no name in its perf map; returns > 0 when the map was just written, so
+	 * that those frames are looked up again (strobe record asks JVMs for their maps here, the
+	 * agent queues the request: strobe/jvm_perfmap.h). May be NULL. */
+	int (*jit_unnamed)(void *ctx, pid_t pid);
+	void *jit_ctx;
 } strobe_sampler_profile_opts;
 
 /*
