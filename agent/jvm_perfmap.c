@@ -320,10 +320,37 @@ static void sweep(strobe_jvm_maps *m)
 	m->nprocs = k;
 }
 
+/* A Node.js process (its executable is node or nodejs) with no perf map: V8 writes one only
+ * when started with --perf-basic-prof, which cannot be turned on from outside. */
+static bool node_without_map(pid_t pid, char *why, size_t whylen)
+{
+	char path[64], exe[512];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	if (strcmp(base, "node") != 0 && strcmp(base, "nodejs") != 0)
+		return false;
+	proc_status ps;
+	struct stat st;
+	if (read_status(pid, &ps) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)ps.nspid);
+	if (stat(path, &st) == 0)
+		return false;
+	sayf(why, whylen,
+	     "node %d (%s) writes no perf map: its JavaScript frames stay unnamed; start it with "
+	     "--perf-basic-prof (or NODE_OPTIONS=--perf-basic-prof)", (int)pid, exe);
+	return true;
+}
+
 static void serve(strobe_jvm_maps *m, pid_t pid)
 {
 	char why[256];
 	bool jvm = strobe_jvm_is_hotspot(pid);
+	bool node = !jvm && node_without_map(pid, why, sizeof(why));
 	int rc = -ENOTSUP;
 	bool host_tmp = false;
 	proc_status ps = {.nspid = pid};
@@ -355,7 +382,7 @@ static void serve(strobe_jvm_maps *m, pid_t pid)
 			p->fails++;
 			p->next_ns = now + (back < FAIL_BACKOFF_MAX_NS ? back : FAIL_BACKOFF_MAX_NS);
 		}
-		say = jvm && !p->said;
+		say = (jvm || node) && !p->said;
 		p->said |= say;
 	}
 	pthread_mutex_unlock(&m->mu);

@@ -9,7 +9,9 @@
  * calls it when a profile is built. strobe_jvm_maps is the agent's form: a thread of its own
  * that asks each JVM whose frames went unnamed, again when later code goes unnamed (the JIT
  * compiles, recompiles and moves code all the time), never more often than every refresh
- * period per process, and removes the maps it caused once their process is gone.
+ * period per process, and removes the maps it caused once their process is gone. It also
+ * says, once, which Node.js processes run without --perf-basic-prof (V8's perf map cannot be
+ * turned on from outside).
  */
 #ifndef STROBE_JVM_PERFMAP_H
 #define STROBE_JVM_PERFMAP_H
@@ -32,7 +34,8 @@ int strobe_jvm_write_perfmap(pid_t pid, int timeout_ms, char *why, size_t whylen
 
 typedef struct strobe_jvm_maps strobe_jvm_maps;
 
-/* say(ctx, pid, msg) reports each process's first failure and first success, once. */
+/* say(ctx, pid, failed, msg) reports each JVM's first outcome, and each Node.js process
+ * without a perf map, once. */
 typedef void (*strobe_jvm_say_fn)(void *ctx, pid_t pid, bool failed, const char *msg);
 
 /* refresh_ms: the least time between two requests to one JVM (0: 5000). NULL on ENOMEM. */

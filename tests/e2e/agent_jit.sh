@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# strobe agent names a running JVM's compiled Java frames with no change to how the JVM was
+# strobe agent names JIT-compiled frames. A running JVM's, with no change to how the JVM was
 # started: when its JIT frames go unnamed the agent asks it, through HotSpot's attach socket, to
 # write its perf map (Compiler.perfmap, JDK 17+), and names them from the map from then on.
+# Node's, from the perf map V8 writes under --perf-basic-prof; a Node without it is named in
+# the agent's log.
 #   split    tests/workloads/java/JitSplit.java (run60, run30, run10 burning 6:3:1 ms of every
 #            10 on three threads, each measured by its own thread CPU clock), started as plain
 #            `java -cp DIR JitSplit` under service "jtruth": each method's share of the three in
@@ -16,20 +18,26 @@
 #            not catch SIGQUIT, whose default action would kill it: the agent never sends it,
 #            says why once, and that JVM runs to its end (with -Xrs alone the JVM opens its
 #            attach socket at startup and is named like any other)
-# No java: SKIP (FAIL under CI=true, where deps.sh has installed openjdk-17-jdk-headless).
+#   node     tests/workloads/node/split.js (alpha and beta burning 2:1, each measured by
+#            process.cpuUsage) under `node --perf-basic-prof` as service "ntruth": each
+#            function's share of the two within 5 points of its measured share
+#   noflag   the same script without the flag: the agent's log names that node process and
+#            the flag it lacks
+# No java: SKIP (FAIL under CI=true, where deps.sh has installed openjdk-17-jdk-headless);
+# no node: the node cases SKIP (FAIL under CI=true).
 set -u
 # shellcheck source=lib/agent.sh
 . "$(dirname "$0")/lib/agent.sh"
 # shellcheck source=lib/shares.sh
 . "$(dirname "$0")/lib/shares.sh"
-name=agent_jvm
+name=agent_jit
 agent_test "$name"
 if ! command -v java >/dev/null || ! command -v javac >/dev/null; then
 	if [ "${CI:-}" = true ]; then echo "FAIL $name: CI=true but java/javac (openjdk-17-jdk-headless) is not installed"; exit 1; fi
 	echo "SKIP $name: java/javac is not installed (apt-get install openjdk-17-jdk-headless)"; exit 0
 fi
 
-kill_at_exit apid pid j1 j2
+kill_at_exit apid pid j1 j2 n1 n2
 SECS=${AGENT_JVM_SECONDS:-15}
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,12 +50,18 @@ start_server
 t0=$(date +%s)
 # -i 2: the first interval's Java frames are unnamed (that is what asks the JVM); the rest of
 # the run is named. 299 Hz for enough samples of the 10 % method on a busy machine.
-start_agent "$TMPDIR/agent.log" -F 299 -i 2 --max-cpu 100 --comm '^java$'
+start_agent "$TMPDIR/agent.log" -F 299 -i 2 --max-cpu 100 --comm '^(java|node)$'
 sleep 1
+have_node=; command -v node >/dev/null && have_node=1
+if [ -n "$have_node" ]; then
+	STROBE_SERVICE=ntruth node --perf-basic-prof "$here/../workloads/node/split.js" "$SECS" "$TMPDIR/ntruth" >"$TMPDIR/n1.out" 2>&1 & n1=$!
+	STROBE_SERVICE=nnoflag node "$here/../workloads/node/split.js" 5 "$TMPDIR/nnoflag" >"$TMPDIR/n2.out" 2>&1 & n2=$!
+fi
 STROBE_SERVICE=jtruth java -cp "$TMPDIR/cls" JitSplit "$SECS" "$TMPDIR/truth" >"$TMPDIR/j1.out" 2>&1 & j1=$!
 STROBE_SERVICE=jrs java -Xrs -XX:+DisableAttachMechanism -cp "$TMPDIR/cls" JitSplit 6 "$TMPDIR/truth.xrs" >"$TMPDIR/j2.out" 2>&1 & j2=$!
 wait "$j2"; rs_rc=$?; j2=
 wait "$j1"; j1_rc=$?; j1=
+[ -z "$have_node" ] || { wait "$n1"; n1_rc=$?; wait "$n2"; rm -f "/tmp/perf-$n1.map"; n1= n2=; }
 sleep 2.5 # one more interval: the last profiles with names
 asked=$(status_field jvm_perfmaps.asked) written=$(status_field jvm_perfmaps.written)
 stop_agent || fail "$name/stop" "the agent exited with status $? on SIGTERM: $(errof "$TMPDIR/agent.log")"
@@ -75,6 +89,36 @@ else
 	named=$(ratio_pct "$sum" "$(field "$s" total)")
 	if [ -n "$bad" ]; then fail "$name/split" "off by more than 5 points for $bad: $detail(named: ${named}% of the JVM's samples)"
 	else ok "$name/split" "${detail}; the three are ${named}% of the JVM's samples"; fi
+fi
+
+# ---- node ------------------------------------------------------------------------------------
+if [ -z "$have_node" ]; then
+	if [ "${CI:-}" = true ]; then fail "$name/node" "CI=true but node is not installed"
+	else skip "$name/node" "node is not installed"; skip "$name/noflag" "node is not installed"; fi
+elif [ "$n1_rc" != 0 ] || ! [ -s "$TMPDIR/ntruth" ]; then
+	fail "$name/node" "node exited with $n1_rc and no truth: $(errof "$TMPDIR/n1.out")"
+elif ! qfolded "$CPU{service_name=\"ntruth\"}" "$t0" "$t1" "$TMPDIR/n.folded"; then
+	fail "$name/node" "query failed: $(errof "$TMPDIR/n.folded.err")"
+else
+	# V8 names a function "JS:*NAME FILE:LINE:COL" (* optimized, ^ baseline, ~ interpreted)
+	sed -E 's/(^|;)JS:[*^~]?(alpha|beta) [^;]*:[0-9]+:[0-9]+/\1\2/g' "$TMPDIR/n.folded" >"$TMPDIR/n.named"
+	s=$(shares "$TMPDIR/n.named" alpha beta)
+	sum=$(awk -v a="$(field "$s" alpha)" -v b="$(field "$s" beta)" 'BEGIN { print a + b }')
+	tsum=$(truth "$TMPDIR/ntruth" process_cpu_ns)
+	bad="" detail=""
+	for fn in alpha beta; do
+		got=$(ratio_pct "$(field "$s" "$fn")" "$sum"); want=$(ratio_pct "$(truth "$TMPDIR/ntruth" "$fn")" "$tsum")
+		detail+="$fn ${got}% (truth ${want}%) "
+		within_pp "$got" "$want" 5 || bad+="$fn "
+	done
+	if [ -n "$bad" ]; then fail "$name/node" "off by more than 5 points for $bad: $detail"
+	else ok "$name/node" "${detail% }"; fi
+	npid=$(truth "$TMPDIR/nnoflag" pid)
+	if grep -q "node ${npid:-x} .*writes no perf map.*--perf-basic-prof" "$TMPDIR/agent.log"; then
+		ok "$name/noflag" "the log names node $npid and --perf-basic-prof"
+	else
+		fail "$name/noflag" "the log does not name node ${npid:-?} as lacking --perf-basic-prof: $(grep -i node "$TMPDIR/agent.log" | head -3 | tr '\n' ' ')"
+	fi
 fi
 
 # ---- asked, quiet, xrs -----------------------------------------------------------------------
