@@ -46,6 +46,25 @@ if ! javac -d "$TMPDIR/cls" "$here/../workloads/java/JitSplit.java" 2>"$TMPDIR/j
 	fail "$name/javac" "$(errof "$TMPDIR/javac.err")"; exit 1
 fi
 
+# split_vs_truth NAMED TRUTH FN...: each FN's share of the FNs' summed value in the folded
+# file NAMED against its share of the FNs' CPU in TRUTH, within 5 points; sets detail, bad and
+# named (the FNs' share of all of NAMED)
+split_vs_truth() {
+	local f=$1 t=$2 fn s sum=0 got want
+	shift 2
+	s=$(shares "$f" "$@")
+	for fn in "$@"; do sum=$(awk -v a="$sum" -v b="$(field "$s" "$fn")" 'BEGIN { print a + b }'); done
+	bad="" detail=""
+	for fn in "$@"; do
+		got=$(ratio_pct "$(field "$s" "$fn")" "$sum")
+		want=$(ratio_pct "$(truth "$t" "$fn")" "$(truth "$t" process_cpu_ns)")
+		detail+="$fn ${got}% (truth ${want}%) "
+		within_pp "$got" "$want" 5 || bad+="$fn "
+	done
+	named=$(ratio_pct "$sum" "$(field "$s" total)")
+	[ -z "$bad" ]
+}
+
 start_server
 t0=$(date +%s)
 # -i 2: the first interval's Java frames are unnamed (that is what asks the JVM); the rest of
@@ -76,18 +95,7 @@ elif ! qfolded "$CPU{service_name=\"jtruth\"}" "$t0" "$t1" "$TMPDIR/j.folded"; t
 else
 	# HotSpot names a method "RET CLASS.METHOD(ARGS)": its frames become CLASS.METHOD
 	sed -E 's/(^|;)[^;]* (JitSplit\.run[0-9]+)\([^;]*\)/\1\2/g' "$TMPDIR/j.folded" >"$TMPDIR/j.named"
-	s=$(shares "$TMPDIR/j.named" "${FNS[@]}")
-	sum=0
-	for fn in "${FNS[@]}"; do sum=$(awk -v a="$sum" -v b="$(field "$s" "$fn")" 'BEGIN { print a + b }'); done
-	tsum=$(truth "$TMPDIR/truth" process_cpu_ns)
-	bad="" detail=""
-	for fn in "${FNS[@]}"; do
-		got=$(ratio_pct "$(field "$s" "$fn")" "$sum"); want=$(ratio_pct "$(truth "$TMPDIR/truth" "$fn")" "$tsum")
-		detail+="$fn ${got}% (truth ${want}%) "
-		within_pp "$got" "$want" 5 || bad+="$fn "
-	done
-	named=$(ratio_pct "$sum" "$(field "$s" total)")
-	if [ -n "$bad" ]; then fail "$name/split" "off by more than 5 points for $bad: $detail(named: ${named}% of the JVM's samples)"
+	if ! split_vs_truth "$TMPDIR/j.named" "$TMPDIR/truth" "${FNS[@]}"; then fail "$name/split" "off by more than 5 points for $bad: $detail(named: ${named}% of the JVM's samples)"
 	else ok "$name/split" "${detail}; the three are ${named}% of the JVM's samples"; fi
 fi
 
@@ -102,16 +110,7 @@ elif ! qfolded "$CPU{service_name=\"ntruth\"}" "$t0" "$t1" "$TMPDIR/n.folded"; t
 else
 	# V8 names a function "JS:*NAME FILE:LINE:COL" (* optimized, ^ baseline, ~ interpreted)
 	sed -E 's/(^|;)JS:[*^~]?(alpha|beta) [^;]*:[0-9]+:[0-9]+/\1\2/g' "$TMPDIR/n.folded" >"$TMPDIR/n.named"
-	s=$(shares "$TMPDIR/n.named" alpha beta)
-	sum=$(awk -v a="$(field "$s" alpha)" -v b="$(field "$s" beta)" 'BEGIN { print a + b }')
-	tsum=$(truth "$TMPDIR/ntruth" process_cpu_ns)
-	bad="" detail=""
-	for fn in alpha beta; do
-		got=$(ratio_pct "$(field "$s" "$fn")" "$sum"); want=$(ratio_pct "$(truth "$TMPDIR/ntruth" "$fn")" "$tsum")
-		detail+="$fn ${got}% (truth ${want}%) "
-		within_pp "$got" "$want" 5 || bad+="$fn "
-	done
-	if [ -n "$bad" ]; then fail "$name/node" "off by more than 5 points for $bad: $detail"
+	if ! split_vs_truth "$TMPDIR/n.named" "$TMPDIR/ntruth" alpha beta; then fail "$name/node" "off by more than 5 points for $bad: $detail"
 	else ok "$name/node" "${detail% }"; fi
 	npid=$(truth "$TMPDIR/nnoflag" pid)
 	if grep -q "node ${npid:-x} .*writes no perf map.*--perf-basic-prof" "$TMPDIR/agent.log"; then
