@@ -73,8 +73,9 @@ start_agent "$TMPDIR/agent.log" -F 299 -i 2 --max-cpu 100 --comm '^(java|node)$'
 sleep 1
 have_node=; command -v node >/dev/null && have_node=1
 if [ -n "$have_node" ]; then
-	STROBE_SERVICE=ntruth node --perf-basic-prof "$here/../workloads/node/split.js" "$SECS" "$TMPDIR/ntruth" >"$TMPDIR/n1.out" 2>&1 & n1=$!
-	STROBE_SERVICE=nnoflag node "$here/../workloads/node/split.js" 5 "$TMPDIR/nnoflag" >"$TMPDIR/n2.out" 2>&1 & n2=$!
+	# in TMPDIR: node writes a V8 log (isolate-*-v8.log) to its working directory
+	(cd "$TMPDIR" && STROBE_SERVICE=ntruth exec node --perf-basic-prof "$here/../workloads/node/split.js" "$SECS" "$TMPDIR/ntruth") >"$TMPDIR/n1.out" 2>&1 & n1=$!
+	(cd "$TMPDIR" && STROBE_SERVICE=nnoflag exec node "$here/../workloads/node/split.js" 5 "$TMPDIR/nnoflag") >"$TMPDIR/n2.out" 2>&1 & n2=$!
 fi
 STROBE_SERVICE=jtruth java -cp "$TMPDIR/cls" JitSplit "$SECS" "$TMPDIR/truth" >"$TMPDIR/j1.out" 2>&1 & j1=$!
 STROBE_SERVICE=jrs java -Xrs -XX:+DisableAttachMechanism -cp "$TMPDIR/cls" JitSplit 6 "$TMPDIR/truth.xrs" >"$TMPDIR/j2.out" 2>&1 & j2=$!
