@@ -74,8 +74,26 @@ $(PRELOAD_LIB): $(PRELOAD_SRC) $(wildcard preload/*.h) include/strobe/heap_chann
 		-ftls-model=initial-exec -fno-omit-frame-pointer -Wl,-z,now -Wl,-z,nodelete \
 		-o $@ $(PRELOAD_SRC) -ldl -lgcc_s
 
+# libstrobe-sdk (sdk/): per-thread labels (endpoint, span_id) that a C program sets and the
+# kernel reads at each sample (docs/sdk.md). libc only, as it lives in other people's programs.
+SDK_LIBS := $(B)/libstrobe-sdk.a $(B)/libstrobe-sdk.so
+$(B)/sdk/strobe_labels.o: sdk/strobe_labels.c sdk/strobe_labels.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -O2 -g -fPIC -c -o $@ $<
+$(B)/libstrobe-sdk.a: $(B)/sdk/strobe_labels.o
+	@rm -f $@
+	ar rcs $@ $^
+$(B)/libstrobe-sdk.so: $(B)/sdk/strobe_labels.o
+	$(CC) -shared -Wl,-z,now -o $@ $^
+$(B)/test/test_sdk_labels: tests/unit/test_sdk_labels.c sdk/strobe_labels.c sdk/strobe_labels.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -Isdk -std=gnu17 $(WARN) -O1 -g $(SAN) -pthread -o $@ $< sdk/strobe_labels.c -lcmocka
+$(B)/workloads/span_server: tests/workloads/span_server.c $(B)/libstrobe-sdk.a $(wildcard tests/workloads/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -Isdk -pthread -o $@ $< $(B)/libstrobe-sdk.a -lm
+
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak
-all: $(B)/strobe $(PRELOAD_LIB)
+all: $(B)/strobe $(PRELOAD_LIB) $(SDK_LIBS)
 
 deps:
 	@bash scripts/deps.sh build
