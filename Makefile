@@ -132,6 +132,16 @@ $(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu.h agent/usta
 	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@
 $(B)/obj/agent/locks.o $(B)/san/agent/locks.o $(B)/fuzzobj/agent/locks.o: $(B)/gen/locks.skel.h
 
+# ... and the C SDK's label reader (agent/tls_labels.bpf.c, the proof program around
+# agent/tls_labels.bpf.h) for its probe, tests/tools/tls_labels_probe.c.
+$(B)/gen/tls_labels.skel.h: agent/tls_labels.bpf.c agent/tls_labels.bpf.h agent/tls_labels.h
+	@mkdir -p $(B)/gen
+	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/tls_labels.bpf.o $<
+	$(BPFTOOL) gen skeleton $(B)/gen/tls_labels.bpf.o name tls_labels_bpf > $@.tmp && mv $@.tmp $@
+$(B)/tools/tls_labels_probe: tests/tools/tls_labels_probe.c $(B)/gen/tls_labels.skel.h $(B)/libstrobe.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iagent $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
+
 # Every layer in one archive, for the benchmark tools.
 $(B)/libstrobe.a: $(LIB_OBJ)
 	@rm -f $@
@@ -217,7 +227,7 @@ WL_CXX   := $(patsubst tests/workloads/cxx/%.cc,$(B)/workloads/%,$(wildcard test
 $(B)/workloads/%: tests/workloads/cxx/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer -pthread -o $@ $<
-workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm
+workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm $(B)/tools/tls_labels_probe
 # The server's fault tests' load generator (tests/e2e/server_overload.sh, server_slow_clients.sh).
 $(B)/tools/push_storm: tests/tools/push_storm.c
 	@mkdir -p $(dir $@)
@@ -236,7 +246,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
-CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(FIXTURES)
+CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/tls_labels_probe $(FIXTURES)
 check: check-deps
 	@$(MAKE) --no-print-directory -j2 $(CHECK_BIN)
 	@bash tests/run.sh
@@ -250,7 +260,7 @@ unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san $(FIXTURES)
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(FIXTURES)
+e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/tls_labels_probe $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz
