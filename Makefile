@@ -277,7 +277,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(PRELOAD_LIB)
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(B)/bench/span_query $(PRELOAD_LIB)
 	@bash bench/run.sh
 
 clean:
@@ -290,6 +290,10 @@ $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 $(B)/bench/server_load: bench/server_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(B)/libstrobe.a $(LDLIBS)
+# Span queries through the span index against the scan (bench/spans.sh).
+$(B)/bench/span_query: bench/span_query.c $(B)/libstrobe.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The fleet benchmark's bulk loader (bench/fleet.sh).
 $(B)/bench/fleet_load: bench/fleet_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
