@@ -105,9 +105,9 @@ static int on_map(void *arg, const strobe_maps_entry *m)
 	for (size_t i = 0; i < c->nseen; i++)
 		if (strcmp(c->seen[i], m->path) == 0)
 			return 0;
-	if (c->nseen == MAX_FILES)
-		return 0;
-	c->seen[c->nseen++] = strdup(m->path);
+	if (c->nseen == MAX_FILES || !(c->seen[c->nseen] = strdup(m->path)))
+		return 0; /* not looked at: at worst the symbol is not found (-ENOENT) */
+	c->nseen++;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%d/root%s", c->root, (int)c->pid, m->path);
 	uint64_t first = 0;
