@@ -74,8 +74,26 @@ $(PRELOAD_LIB): $(PRELOAD_SRC) $(wildcard preload/*.h) include/strobe/heap_chann
 		-ftls-model=initial-exec -fno-omit-frame-pointer -Wl,-z,now -Wl,-z,nodelete \
 		-o $@ $(PRELOAD_SRC) -ldl -lgcc_s
 
+# libstrobe-sdk (sdk/): per-thread labels (endpoint, span_id) that a C program sets and the
+# kernel reads at each sample (docs/sdk.md). libc only, as it lives in other people's programs.
+SDK_LIBS := $(B)/libstrobe-sdk.a $(B)/libstrobe-sdk.so
+$(B)/sdk/strobe_labels.o: sdk/strobe_labels.c sdk/strobe_labels.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -O2 -g -fPIC -c -o $@ $<
+$(B)/libstrobe-sdk.a: $(B)/sdk/strobe_labels.o
+	@rm -f $@
+	ar rcs $@ $^
+$(B)/libstrobe-sdk.so: $(B)/sdk/strobe_labels.o
+	$(CC) -shared -Wl,-z,now -o $@ $^
+$(B)/test/test_sdk_labels: tests/unit/test_sdk_labels.c sdk/strobe_labels.c sdk/strobe_labels.h
+	@mkdir -p $(dir $@)
+	$(CLANG) -Isdk -std=gnu17 $(WARN) -O1 -g $(SAN) -pthread -o $@ $< sdk/strobe_labels.c -lcmocka
+$(B)/workloads/span_server: tests/workloads/span_server.c $(B)/libstrobe-sdk.a $(wildcard tests/workloads/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -Isdk -pthread -o $@ $< $(B)/libstrobe-sdk.a -lm
+
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak
-all: $(B)/strobe $(PRELOAD_LIB)
+all: $(B)/strobe $(PRELOAD_LIB) $(SDK_LIBS)
 
 deps:
 	@bash scripts/deps.sh build
@@ -113,6 +131,16 @@ $(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu.h agent/usta
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/locks.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@
 $(B)/obj/agent/locks.o $(B)/san/agent/locks.o $(B)/fuzzobj/agent/locks.o: $(B)/gen/locks.skel.h
+
+# ... and the C SDK's label reader (agent/tls_labels.bpf.c, the proof program around
+# agent/tls_labels.bpf.h) for its probe, tests/tools/tls_labels_probe.c.
+$(B)/gen/tls_labels.skel.h: agent/tls_labels.bpf.c agent/tls_labels.bpf.h agent/tls_labels.h
+	@mkdir -p $(B)/gen
+	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/tls_labels.bpf.o $<
+	$(BPFTOOL) gen skeleton $(B)/gen/tls_labels.bpf.o name tls_labels_bpf > $@.tmp && mv $@.tmp $@
+$(B)/tools/tls_labels_probe: tests/tools/tls_labels_probe.c $(B)/gen/tls_labels.skel.h $(B)/libstrobe.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Iagent $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 
 # Every layer in one archive, for the benchmark tools.
 $(B)/libstrobe.a: $(LIB_OBJ)
@@ -199,7 +227,7 @@ WL_CXX   := $(patsubst tests/workloads/cxx/%.cc,$(B)/workloads/%,$(wildcard test
 $(B)/workloads/%: tests/workloads/cxx/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer -pthread -o $@ $<
-workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm
+workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm $(B)/tools/tls_labels_probe
 # The server's fault tests' load generator (tests/e2e/server_overload.sh, server_slow_clients.sh).
 $(B)/tools/push_storm: tests/tools/push_storm.c
 	@mkdir -p $(dir $@)
@@ -218,7 +246,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
-CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(FIXTURES)
+CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/tls_labels_probe $(FIXTURES)
 check: check-deps
 	@$(MAKE) --no-print-directory -j2 $(CHECK_BIN)
 	@bash tests/run.sh
@@ -232,7 +260,7 @@ unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san $(FIXTURES)
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(FIXTURES)
+e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/tls_labels_probe $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz
@@ -249,7 +277,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(PRELOAD_LIB)
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(B)/bench/span_query $(PRELOAD_LIB)
 	@bash bench/run.sh
 
 clean:
@@ -262,6 +290,10 @@ $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 $(B)/bench/server_load: bench/server_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -pthread -o $@ $< $(B)/libstrobe.a $(LDLIBS)
+# Span queries through the span index against the scan (bench/spans.sh).
+$(B)/bench/span_query: bench/span_query.c $(B)/libstrobe.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The fleet benchmark's bulk loader (bench/fleet.sh).
 $(B)/bench/fleet_load: bench/fleet_load.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)

@@ -28,6 +28,10 @@ static const char usage_text[] =
 	"  --tagfocus KEY=RE      only the samples whose label KEY (pid, comm, exe, ...)\n"
 	"                         matches RE, fully anchored: KEY=~\"RE\" added to the\n"
 	"                         selector(s); repeatable\n"
+	"  --span ID[,ID...]      only the samples of these spans (their span_id label), found\n"
+	"                         through the server's span index\n"
+	"  --trace ID[,ID...]     only the samples of these traces (trace_id)\n"
+	"  --profile-id N         exactly one stored profile (an exemplar's id, /api/v1/range)\n"
 	"  --tenant ID            X-Scope-OrgID\n"
 	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"
 	"  --token-file FILE      the token from FILE (mode 600), its first line\n"
@@ -106,7 +110,7 @@ static char *focused(const char *sel, const char *const *focus, size_t n)
 int cmd_query(int argc, char **argv)
 {
 	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN,
-	       O_TOKENFILE, O_CA, O_TAGFOCUS };
+	       O_TOKENFILE, O_CA, O_TAGFOCUS, O_SPAN, O_TRACE, O_PROFILE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
@@ -116,6 +120,8 @@ int cmd_query(int argc, char **argv)
 		{"base-to", required_argument, 0, O_BTO},
 		{"max-nodes", required_argument, 0, O_MAXN},
 		{"tagfocus", required_argument, 0, O_TAGFOCUS},
+		{"span", required_argument, 0, O_SPAN}, {"trace", required_argument, 0, O_TRACE},
+		{"profile-id", required_argument, 0, O_PROFILE},
 		{"tenant", required_argument, 0, O_TENANT},
 		{"token", required_argument, 0, O_TOKEN},
 		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
@@ -123,6 +129,7 @@ int cmd_query(int argc, char **argv)
 	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
 	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
+	const char *span = NULL, *trace = NULL, *profile = NULL; /* the server checks them */
 	const char *focus[TAGFOCUS_MAX];
 	size_t nfocus = 0;
 	int c;
@@ -143,6 +150,9 @@ int cmd_query(int argc, char **argv)
 		case O_TOKEN: token = optarg; break;
 		case O_TOKENFILE: token_file = optarg; break;
 		case O_CA: ca = optarg; break;
+		case O_SPAN: span = optarg; break;
+		case O_TRACE: trace = optarg; break;
+		case O_PROFILE: profile = optarg; break;
 		case O_TAGFOCUS:
 			if (!strchr(optarg, '=') || optarg[0] == '=' || nfocus == TAGFOCUS_MAX) {
 				cli_err(cmd, "--tagfocus: give KEY=RE (at most %d)", TAGFOCUS_MAX);
@@ -217,6 +227,9 @@ int cmd_query(int argc, char **argv)
 		add(&q, "from", from);
 		add(&q, "to", to);
 		add(&q, "max_nodes", maxn);
+		add(&q, "span_id", span);
+		add(&q, "trace_id", trace);
+		add(&q, "profile_id", profile);
 	}
 	add(&q, "format", fmt);
 	free(nsel);

@@ -721,7 +721,8 @@ static int select_merge_stacktraces(call *c, ProtobufCMessage *in)
 
 /* A span profile: the samples of the selector whose span_id label (set by an SDK or the agent's
  * C SDK at sample time; it rides on samples, never on series) is one of the spans asked for:
- * the selector gets a span_id=~"(ID|ID...)" matcher, which the store applies to samples. Span
+ * the selector gets a span_id=~"(ID|ID...)" matcher, which the store answers from its span
+ * index (store/spans.c: the spans' points alone, no scan) and applies to their samples. Span
  * IDs are 16 hex digits (OpenTelemetry's); anything else is refused, so the regex is a plain
  * alternation. No span asked for: no sample is in one. */
 #define MAX_SPANS 1000u

@@ -76,14 +76,30 @@ static int query_one(srv_req *r, const char *qname, const char *fname, const cha
 		strobe_selector_free(&sel);
 		return -1;
 	}
-	if (srv_window(r, fname, tname, &from, &to) < 0) {
+	/* /api/v1/query's span_id=, trace_id= (matchers the span index answers) and
+	 * profile_id= (one stored profile, an exemplar's) */
+	bool one = strcmp(qname, "query") == 0;
+	int64_t pid = 0;
+	const char *pa = one ? srv_arg(r, "profile_id") : NULL;
+	if (pa) {
+		char *end;
+		long long v = strtoll(pa, &end, 10);
+		if (!*pa || *end || v < 1) {
+			strobe_selector_free(&sel);
+			srv_error(r, 400, "profile_id must be a positive integer (an exemplar's id)");
+			return -1;
+		}
+		pid = v;
+	}
+	if ((one && srv_span_args(r, &sel) < 0) || srv_window(r, fname, tname, &from, &to) < 0) {
 		strobe_selector_free(&sel);
 		return -1;
 	}
 	window_words(from, to, window, wcap);
 	strobe_query q = {r->tenant, &sel, from, to};
 	strobe_err err = {{0}};
-	int rc = strobe_store_query(r->srv->store, &q, out, &err);
+	int rc = pid ? strobe_store_profile_by_id(r->srv->store, &q, pid, out, &err)
+		     : strobe_store_query(r->srv->store, &q, out, &err);
 	strobe_selector_free(&sel);
 	if (rc < 0) {
 		srv_fail(r, rc, &err);
@@ -230,9 +246,29 @@ int srv_range(srv_req *r)
 		return srv_error(r, 400, "step: %s", st ? err.msg : "missing (e.g. step=15s)");
 	}
 	const char *gb = srv_arg(r, "group_by"), *fn = srv_arg(r, "function");
+	const char *ex = srv_arg(r, "exemplars");
+	long nex = 0;
+	if (ex) {
+		char *end;
+		nex = strtol(ex, &end, 10);
+		if (!*ex || *end || nex < 0 || nex > STROBE_EXEMPLARS_MAX) {
+			strobe_selector_free(&sel);
+			return srv_error(r, 400, "exemplars must be an integer from 0 to %d (profiles "
+						 "per step)",
+					 STROBE_EXEMPLARS_MAX);
+		}
+	}
+	if (srv_span_args(r, &sel) < 0) {
+		strobe_selector_free(&sel);
+		return 0;
+	}
 	strobe_query q = {r->tenant, &sel, from, to};
 	strobe_range_result res;
+	strobe_exemplars exs = {0};
 	int rc = strobe_store_range(r->srv->store, &q, step, gb, fn, &res, &err);
+	if (rc == 0 && nex > 0 &&
+	    (rc = strobe_store_exemplars(r->srv->store, &q, step, (size_t)nex, &exs, &err)) < 0)
+		strobe_range_result_free(&res);
 	if (rc < 0) {
 		strobe_selector_free(&sel);
 		return srv_fail(r, rc, &err);
@@ -252,6 +288,9 @@ int srv_range(srv_req *r)
 			      "from_ms", (json_int_t)(from / 1000000), "to_ms",
 			      (json_int_t)(to / 1000000), "step_ms", (json_int_t)(step / 1000000),
 			      "series", series);
+	if (j && nex > 0)
+		json_object_set_new(j, "exemplars", srv_exemplars_json(&exs, from, step));
+	strobe_exemplars_free(&exs);
 	strobe_range_result_free(&res);
 	strobe_selector_free(&sel);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;

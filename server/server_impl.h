@@ -167,6 +167,15 @@ void srv_reply(srv_req *r, unsigned status, const char *ctype, char *buf, size_t
 int srv_window(srv_req *r, const char *fname, const char *tname, int64_t *from, int64_t *to);
 /* Parses a selector argument; replies 400 and returns -1 when bad or missing. */
 int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *sel);
+/* spans.c: span_id= and trace_id= of r (comma lists) as matchers added to sel (0, or -1 after
+ * a 400); one ID's check (NULL or what is wrong); n IDs as name=~"(a|b)" added to sel. */
+#define SRV_SPAN_IDS_MAX 1000u
+int srv_span_args(srv_req *r, strobe_selector *sel);
+const char *srv_span_id_check(const char *id, size_t len);
+int srv_span_matcher(const char *name, const char *const *ids, size_t n, strobe_selector *sel,
+		     strobe_err *err);
+/* /api/v1/range's "exemplars": the steps that have any, each with its profiles. */
+struct json_t *srv_exemplars_json(const strobe_exemplars *e, int64_t from, int64_t step);
 
 /* A label name as the push accepts it: [a-zA-Z_][a-zA-Z0-9_.]*, not __-prefixed, <= max bytes. */
 bool srv_label_name_ok(const char *s, size_t max);

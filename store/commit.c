@@ -28,7 +28,7 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 	sqlite3 *db = s->wdb;
 	uint32_t n[NTABS];
 	size_t *wrote = NULL, nw = 0, cap = 0;
-	sqlite3_stmt *ins = NULL, *tot = NULL;
+	sqlite3_stmt *ins = NULL, *tot = NULL, *span = NULL;
 	pthread_mutex_lock(&s->mu);
 	for (int t = 0; t < NTABS; t++)
 		n[t] = tab_n(s->sym, t);
@@ -69,6 +69,8 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 		r = store_dberr(db, err, "points");
 	if (r == 0 && sqlite3_prepare_v2(db, STORE_TOTALS_UPSERT, -1, &tot, NULL) != SQLITE_OK)
 		r = store_dberr(db, err, "totals");
+	if (r == 0 && sqlite3_prepare_v2(db, STORE_SPAN_INSERT, -1, &span, NULL) != SQLITE_OK)
+		r = store_dberr(db, err, "span index");
 	for (store_pending *p = b; r == 0 && p; p = p->next)
 		for (size_t i = 0; r == 0 && i < p->npt; i++) {
 			sqlite3_bind_int64(ins, 1, p->pt[i].series_id);
@@ -85,9 +87,15 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 			if (r == 0)
 				r = store_totals_add(db, tot, p->pt[i].series_id, p->pt[i].time, 1,
 						     p->pt[i].total, err);
+			/* Its span and trace IDs, so a query by span reads its points alone. */
+			if (r == 0)
+				r = store_span_index_add(db, span, sqlite3_last_insert_rowid(db),
+							 p->pt[i].series_id, p->pt[i].time,
+							 p->pt[i].slabels, p->pt[i].slen, err);
 		}
 	sqlite3_finalize(ins);
 	sqlite3_finalize(tot);
+	sqlite3_finalize(span);
 	if (r == 0)
 		r = store_db_exec(db, "COMMIT", err);
 	if (r < 0)

@@ -285,6 +285,17 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* The span index rows of the raw points deleted above (the same cutoff). */
+	if (r == 0 && sqlite3_prepare_v2(s->db, "DELETE FROM span_index WHERE time<?1", -1, &st,
+					 NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "retention");
+	if (r == 0) {
+		sqlite3_bind_int64(st, 1, cutoff);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			r = store_sqlerr(s, err, "retention");
+	}
+	sqlite3_finalize(st);
+	st = NULL;
 	/* Series left without points go too, from the index and from memory. */
 	if (r == 0 && sqlite3_prepare_v2(s->db,
 					 "SELECT id FROM series WHERE NOT EXISTS (SELECT 1 FROM "

@@ -236,7 +236,7 @@ static void plan(int64_t a, int64_t b, int level, seg *out, size_t *n)
 
 typedef struct scanner {
 	strobe_store *s;
-	sqlite3_stmt *st;
+	sqlite3_stmt *st, *byid;
 	store_pair *pairs;
 	size_t cap;
 	uint64_t rows, bytes; /* read so far, against the query cost caps */
@@ -245,15 +245,11 @@ typedef struct scanner {
 
 typedef int (*row_fn)(void *ctx, int64_t n, const store_pair *p, size_t np);
 
-static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t b, int mask,
-		     row_fn fn, void *ctx, strobe_err *err)
+/* The rows (n, data, slabels) of series `series` that the bound statement st gives, filtered
+ * by the selector's sample-label matchers, each counted against the query caps. */
+static int scan_stmt(scanner *sc, sqlite3_stmt *st, int64_t series, row_fn fn, void *ctx,
+		     strobe_err *err)
 {
-	sqlite3_stmt *st = sc->st;
-	sqlite3_bind_int64(st, 1, series);
-	sqlite3_bind_int(st, 2, level);
-	sqlite3_bind_int64(st, 3, a);
-	sqlite3_bind_int64(st, 4, b);
-	sqlite3_bind_int(st, 5, mask);
 	int rc, r = 0;
 	const strobe_store_opts *o = &sc->s->o;
 	const store_series *se = &sc->s->series[series - 1];
@@ -308,6 +304,44 @@ static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t 
 	return r;
 }
 
+static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t b, int mask,
+		     row_fn fn, void *ctx, strobe_err *err)
+{
+	sqlite3_stmt *st = sc->st;
+	sqlite3_bind_int64(st, 1, series);
+	sqlite3_bind_int(st, 2, level);
+	sqlite3_bind_int64(st, 3, a);
+	sqlite3_bind_int64(st, 4, b);
+	sqlite3_bind_int(st, 5, mask);
+	return scan_stmt(sc, st, series, fn, ctx, err);
+}
+
+/* The points of one series that the span index gave (store/spans.c), read by row id: raw
+ * points only, which roll-ups never replace, so nothing is counted twice or missed. */
+static int scan_span(scanner *sc, const store_span_plan_t *sp, int64_t series, row_fn fn,
+		     void *ctx, strobe_err *err)
+{
+	if (!sc->byid && sqlite3_prepare_v2(sc->s->db,
+					    "SELECT n, data, slabels FROM points WHERE rowid=?1 AND "
+					    "level=0",
+					    -1, &sc->byid, NULL) != SQLITE_OK)
+		return store_sqlerr(sc->s, err, "reading points");
+	size_t lo = 0, hi = sp->n; /* the first hit of the series */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (sp->hit[mid].series < series)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int r = 0;
+	for (size_t i = lo; r == 0 && i < sp->n && sp->hit[i].series == series; i++) {
+		sqlite3_bind_int64(sc->byid, 1, sp->hit[i].point);
+		r = scan_stmt(sc, sc->byid, series, fn, ctx, err);
+	}
+	return r;
+}
+
 /* Every row of one series that together cover [a, b) exactly once. */
 static int scan_window(scanner *sc, int64_t series, int64_t a, int64_t b, row_fn fn, void *ctx,
 		       strobe_err *err)
@@ -348,6 +382,7 @@ static int scanner_init(scanner *sc, strobe_store *s, const strobe_selector *sel
 static void scanner_free(scanner *sc)
 {
 	sqlite3_finalize(sc->st);
+	sqlite3_finalize(sc->byid);
 	free(sc->pairs);
 }
 
@@ -495,8 +530,9 @@ static int split_type(const char *type, char *buf, size_t cap, const char *part[
 	return strchr(part[4], ':') ? -EINVAL : 0;
 }
 
-int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **out,
-		       strobe_err *err)
+/* The merged profile of q; with `given`, of those points alone (one profile by its id). */
+static int query_merged(strobe_store *s, const strobe_query *q, const store_span_plan_t *given,
+			strobe_profile **out, strobe_err *err)
 {
 	*out = NULL;
 	if (!q->sel || !q->sel->type)
@@ -529,9 +565,12 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 	acc tot = {0}, ser = {0};
 	scanner sc = {0};
 	store_remap m = {0};
+	store_span_plan_t sp = {0};
 	r = store_match_series(s, q->tenant, q->sel, &idx, &nidx, err);
 	if (r == 0)
 		r = scanner_init(&sc, s, q->sel, err);
+	if (r == 0 && nidx && !given)
+		r = store_span_plan(s, q->sel, q->from_ns, q->to_ns, &sp, err);
 	if (r == 0 && (acc_init(&tot) < 0 || acc_init(&ser) < 0))
 		r = -ENOMEM;
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
@@ -541,7 +580,12 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 		/* Counters go straight into the total; a gauge is summed per series first and
 		 * its mean over the window added. */
 		qctx c = {se->gauge ? &ser : &tot, 0};
-		r = scan_window(&sc, se->id, q->from_ns, q->to_ns, q_row, &c, err);
+		if (given)
+			r = scan_span(&sc, given, se->id, q_row, &c, err);
+		else if (sp.active && !has_label(se->labels, se->nlabels, sp.name))
+			r = scan_span(&sc, &sp, se->id, q_row, &c, err);
+		else
+			r = scan_window(&sc, se->id, q->from_ns, q->to_ns, q_row, &c, err);
 		if (r == 0 && se->gauge) {
 			for (size_t k = 0; k < ser.nt; k++)
 				acc_add(&tot, ser.touched[k], mean(ser.v[k], c.count));
@@ -565,6 +609,7 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 	}
 	store_remap_free(&m);
 	scanner_free(&sc);
+	store_span_plan_free(&sp);
 	acc_free(&tot);
 	acc_free(&ser);
 	free(idx);
@@ -577,6 +622,57 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 	}
 	*out = p;
 	return 0;
+}
+
+int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **out,
+		       strobe_err *err)
+{
+	return query_merged(s, q, NULL, out, err);
+}
+
+int strobe_store_profile_by_id(strobe_store *s, const strobe_query *q, int64_t id,
+			       strobe_profile **out, strobe_err *err)
+{
+	*out = NULL;
+	sqlite3_stmt *st;
+	int64_t series = 0;
+	pthread_mutex_lock(&s->mu);
+	int r = sqlite3_prepare_v2(s->db, "SELECT series FROM points WHERE rowid=?1 AND level=0", -1,
+				   &st, NULL) == SQLITE_OK
+			? 0
+			: store_sqlerr(s, err, "reading points");
+	if (r == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			series = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	/* Another tenant's profile, or one the selector does not match, is as absent as a
+	 * missing one: the answer must not tell them apart. */
+	if (r == 0 && (series < 1 || (size_t)series > s->nseries ||
+		       !series_ok(&s->series[series - 1], q->tenant, q->sel)))
+		r = strobe_errf(err, -ENOENT, "no stored profile %lld matches the selector",
+				(long long)id);
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0)
+		return r;
+	store_span_hit h = {series, id};
+	store_span_plan_t one = {.active = true, .hit = &h, .n = 1};
+	return query_merged(s, q, &one, out, err);
+}
+
+bool store_point_passes(const strobe_selector *sel, const store_series *se, const void *slabels,
+			size_t len, bool *bad)
+{
+	bool filter = false;
+	for (size_t i = 0; sel && i < sel->n; i++)
+		filter |= deferred(&sel->m[i], se);
+	return !filter || point_ok(sel, se, slabels, len, bad);
+}
+
+bool store_series_ok(const store_series *se, const char *tenant, const strobe_selector *sel)
+{
+	return series_ok(se, tenant, sel);
 }
 
 /* ---- totals per step ------------------------------------------------------------------------- */

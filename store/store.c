@@ -592,6 +592,7 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	s->o = *o;
 	s->use_rollups = true;
 	s->use_totals = true;
+	s->use_span_index = true;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlockattr_t ra;
 	pthread_rwlockattr_init(&ra);
@@ -632,6 +633,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 		r = store_exec(s, schema, err);
 	if (r == 0)
 		r = migrate(s, err);
+	if (r == 0)
+		r = store_span_migrate(s, err);
 	if (r == 0)
 		r = load_symbols(s, err);
 	if (r == 0)

@@ -108,6 +108,7 @@ struct strobe_store {
 	strobe_itab seq;
 	uint32_t *seq_stack;
 	size_t seq_cap;
+	bool use_span_index; /* span_id/trace_id queries read the span index (spans.c) */
 };
 
 static inline uint32_t tab_n(const strobe_profile *p, int t)
@@ -196,5 +197,39 @@ int store_commit_wait(strobe_store *s, store_pending *p, strobe_err *err);
 /* Series matching: indices of live series of the tenant that match q (type and matchers). */
 int store_match_series(strobe_store *s, const char *tenant, const strobe_selector *sel,
 		       size_t **out, size_t *n, strobe_err *err);
+
+/* spans.c: the span index, (kind 0 span_id / 1 trace_id, ID) -> raw points carrying it. */
+#define STORE_SPAN_SCHEMA                                                                         \
+	"CREATE TABLE IF NOT EXISTS span_index(kind INT NOT NULL, id TEXT NOT NULL,"              \
+	" point INT NOT NULL, series INT NOT NULL, time INT NOT NULL,"                            \
+	" PRIMARY KEY(kind, id, point)) WITHOUT ROWID;"                                           \
+	"CREATE INDEX IF NOT EXISTS span_index_by_time ON span_index(time);"
+#define STORE_SPAN_INSERT                                                                         \
+	"INSERT OR IGNORE INTO span_index(kind, id, point, series, time) VALUES(?1,?2,?3,?4,?5)"
+/* Creates the index at open; a database without it gets it filled from its points. */
+int store_span_migrate(strobe_store *s, strobe_err *err);
+/* The index rows of raw point `point` (its sample labels slabels), through ins
+ * (STORE_SPAN_INSERT prepared on db). */
+int store_span_index_add(sqlite3 *db, sqlite3_stmt *ins, int64_t point, int64_t series,
+			 int64_t time, const char *slabels, size_t slen, strobe_err *err);
+typedef struct store_span_hit {
+	int64_t series, point;
+} store_span_hit;
+typedef struct store_span_plan_t {
+	bool active;      /* the selector's span matcher is answered by the index */
+	const char *name; /* that matcher's label name */
+	store_span_hit *hit; /* sorted by (series, point), distinct */
+	size_t n;
+} store_span_plan_t;
+/* Under mu: the points of [from, to) the index gives for sel's span_id/trace_id matcher, when
+ * it has one the index can answer (else out->active is false). */
+int store_span_plan(strobe_store *s, const strobe_selector *sel, int64_t from, int64_t to,
+		    store_span_plan_t *out, strobe_err *err);
+void store_span_plan_free(store_span_plan_t *p);
+/* query.c: whether a point of se with these sample labels passes sel's matchers on them (*bad:
+ * the labels are corrupt); whether se is the tenant's and matches sel. */
+bool store_point_passes(const strobe_selector *sel, const store_series *se, const void *slabels,
+			size_t len, bool *bad);
+bool store_series_ok(const store_series *se, const char *tenant, const strobe_selector *sel);
 
 #endif

@@ -9,6 +9,7 @@ import {FlameData} from './flamedata.js';
 import {FlameGraph, fmtValue, pct, esc, unitOfType} from './flame.js';
 import {Timeline} from './timeline.js';
 import {TopTable} from './table.js';
+import {renderExemplars, EXEMPLARS_PER_STEP} from './exemplars.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -17,6 +18,7 @@ const DEFAULTS = {
   type: '', q: '', from: 'now-1h', to: 'now', sel: '', group: '', mode: 'single', bq: '',
   bsel: '', norm: '1', brush: 'new', view: 'flame', focus: '', search: '', regex: '0',
   orient: 'flame', color: 'name', minw: '1', fn: '', sort: '', filter: '', tenant: '',
+  pid: '', span: '', // one stored profile (an exemplar's id) or one span instead of the window's
 };
 const state = {...DEFAULTS};
 const ui = window.strobe = {state, idle: false, renders: 0, timings: {}, error: ''};
@@ -139,6 +141,14 @@ const callees = new FlameGraph($('callees'), {tooltip: document.querySelector('#
 callers.onZoom = swPick(callers);
 callees.onZoom = swPick(callees);
 const timeline = new Timeline($('timeline'), $('legend'), {
+  onPick: (ms) => renderExemplars($('exemplars'), ui.range, ms, timeline.unit, (kind, id) => {
+    state.pid = kind === 'profile' ? id : '';
+    state.span = kind === 'span' ? id : '';
+    state.focus = '';
+    writeUrl();
+    showWindows();
+    loadProfile();
+  }),
   onSelect: (a, b) => {
     if (state.mode === 'diff' && state.brush === 'base') state.bsel = `${a}-${b}`;
     else state.sel = `${a}-${b}`;
@@ -234,7 +244,7 @@ async function loadTimeline() {
     const q = {query: selector(state.q), from: state.from, to: state.to, group_by: two ? undefined : state.group || undefined};
     const probe = await get('/api/v1/range', {...q, step: '1d'}, 'range');
     const steps = {from: probe.from_ms, to: probe.to_ms, step: stepFor(probe.from_ms, probe.to_ms)};
-    const [r, rb] = await Promise.all([get('/api/v1/range', {...q, ...steps}, 'range'),
+    const [r, rb] = await Promise.all([get('/api/v1/range', {...q, ...steps, exemplars: two ? undefined : EXEMPLARS_PER_STEP}, 'range'),
       two ? get('/api/v1/range', {...q, query: selector(state.bq), ...steps}, 'range-base') : null]);
     timeline.unit = unitOfType(r.type || state.type); // known before the profile's answer
     timeline.setData(r, rb, {base: state.bq, new: state.q});
@@ -268,7 +278,8 @@ function showWindows() {
   const fmt = (s) => { const x = win(s); return x ? `${new Date(+x.from).toISOString()} → ${new Date(+x.to).toISOString()}` : 'whole range'; };
   $('window').textContent = state.mode === 'diff' ? `baseline: ${fmt(state.bsel)}; comparison: ${fmt(state.sel)}` :
     ns ? `window: ${fmt(state.sel)}` : '';
-  $('clearsel').hidden = !(ns || bs);
+  $('clearsel').hidden = !(ns || bs || state.pid || state.span);
+  if (state.pid || state.span) $('window').textContent = state.pid ? `profile #${state.pid}` : `span ${state.span}`;
 }
 
 async function loadProfile() {
@@ -289,7 +300,8 @@ async function loadProfile() {
       new: selector(state.q), new_from: nw.from, new_to: nw.to, normalize: state.norm === '1' ? 'true' : 'false'};
   } else {
     path = '/api/v1/query';
-    params = {format: 'flat', query: selector(state.q), from: nw.from, to: nw.to};
+    params = {format: 'flat', query: selector(state.q), from: nw.from, to: nw.to,
+      profile_id: state.pid || undefined, span_id: state.span || undefined};
   }
   setDownloads(nw);
   try {
@@ -524,6 +536,8 @@ function runQuery() {
   state.from = $('from').value.trim() || DEFAULTS.from;
   state.to = $('to').value.trim() || DEFAULTS.to;
   state.type = $('type').value;
+  state.pid = state.span = ''; // an exemplar belongs to the query it came from
+  $('exemplars').hidden = true;
   writeUrl();
   syncInputs();
   loadGroups();
@@ -553,7 +567,7 @@ $('blabels').addEventListener('change', () => { state.bq = $('blabels').value.tr
 $('norm').addEventListener('change', () => { state.norm = $('norm').checked ? '1' : '0'; writeUrl(); loadProfile(); });
 document.querySelectorAll('input[name=brush]').forEach((r) => r.addEventListener('change', () => { state.brush = r.value; writeUrl(); }));
 $('group').addEventListener('change', () => { state.group = $('group').value; writeUrl(); loadTimeline(); });
-$('clearsel').addEventListener('click', () => { state.sel = state.bsel = ''; state.focus = ''; writeUrl(); showWindows(); loadProfile(); });
+$('clearsel').addEventListener('click', () => { state.sel = state.bsel = state.pid = state.span = ''; state.focus = ''; $('exemplars').hidden = true; writeUrl(); showWindows(); loadProfile(); });
 $('search').addEventListener('input', () => { state.search = $('search').value; writeUrl(); renderFlame(); });
 $('regex').addEventListener('change', () => { state.regex = $('regex').checked ? '1' : '0'; writeUrl(); renderFlame(); });
 $('color').addEventListener('change', () => { state.color = $('color').value; writeUrl(); renderFlame(); if (state.view === 'sandwich') renderSandwich(); });

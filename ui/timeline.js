@@ -45,6 +45,7 @@ export class Timeline {
     this.canvas = canvas;
     this.legend = legend;
     this.onSelect = opts.onSelect || (() => {});
+    this.onPick = opts.onPick || (() => {}); // a click on a step: its start in ms (exemplars)
     this.data = null;
     this.base = null;  // comparing two selectors: the baseline's /api/v1/range answer
     this.labels = {};  // {base, new}: the two selectors, for the legend
@@ -66,6 +67,10 @@ export class Timeline {
       const {a, b} = this.drag;
       this.drag = null;
       if (Math.abs(a - b) >= 3) this.onSelect(Math.round(this.t(Math.min(a, b))), Math.round(this.t(Math.max(a, b))));
+      else if (this.data && this.data.series.length) { // a click: the step under it
+        const pts = this.data.series[0].points, k = Math.floor((a - PAD_L) / ((this.W - PAD_L) / pts.length));
+        if (k >= 0 && k < pts.length) this.onPick(pts[k][0]);
+      }
       this.draw();
     });
     new ResizeObserver(() => this.draw()).observe(canvas.parentElement);

@@ -181,6 +181,28 @@ int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 		       strobe_err *err);
 void strobe_range_result_free(strobe_range_result *r);
 
+/* Exemplars: per step of a range, the stored profiles (raw points) that weigh most in it, with
+ * their span and trace IDs where their samples carry them, so a spike on a timeline leads to
+ * the flame graph of that exact profile (strobe_store_profile_by_id) or span. */
+#define STROBE_EXEMPLARS_MAX 20 /* per step */
+typedef struct strobe_exemplar {
+	int64_t id;       /* the stored profile's id; 0: an empty slot */
+	int64_t time_ns;
+	int64_t value;    /* the sum of its values */
+	char span_id[72], trace_id[72]; /* "" when it has none */
+} strobe_exemplar;
+typedef struct strobe_exemplars {
+	strobe_exemplar *v; /* nsteps * per_step, step by step, heaviest first */
+	size_t nsteps, per_step;
+} strobe_exemplars;
+int strobe_store_exemplars(strobe_store *s, const strobe_query *q, int64_t step_ns,
+			   size_t per_step, strobe_exemplars *out, strobe_err *err);
+void strobe_exemplars_free(strobe_exemplars *e);
+/* One stored profile by its id (an exemplar's), if it is the tenant's and matches q's selector
+ * (else -ENOENT); q's window is not applied. */
+int strobe_store_profile_by_id(strobe_store *s, const strobe_query *q, int64_t id,
+			       strobe_profile **out, strobe_err *err);
+
 /* Sorted, distinct label names / values / profile types of the tenant's series that have points
  * in the window and match sel (NULL or a selector without type = any). *out is a malloc'd array
  * of malloc'd strings; free with strobe_strv_free. */
@@ -226,6 +248,9 @@ void strobe_store_use_rollups(strobe_store *s, bool on);
 /* Ranges without a function filter sum the per-point totals kept at ingest unless this is off
  * (then they decode the profiles, as a range with a function does; tests compare both ways). */
 void strobe_store_use_totals(strobe_store *s, bool on);
+/* Queries that select span_id or trace_id read the span index (store/spans.c) unless this is
+ * off (then they scan the window's points: tests and the benchmark compare both ways). */
+void strobe_store_use_span_index(strobe_store *s, bool on);
 
 typedef struct strobe_store_stats {
 	uint64_t series, points, rollups, stacks, locations, functions, mappings, strings;

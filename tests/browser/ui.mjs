@@ -85,6 +85,33 @@ await run('flame', async () => {
   await page.close();
 });
 
+// exemplars: a click on the bar of TN's step lists that step's heaviest stored profiles (the
+// range API's exemplars); the first opens the flame graph of that one profile: v2's 220, not
+// the window's 320, and no v1 frame in it
+await run('exemplars', async () => {
+  const page = await open(base);
+  const pos = await page.evaluate((t) => {
+    const tl = window.strobe.timeline, d = tl.data, pts = d.series[0].points, n = pts.length;
+    const k = pts.findIndex((p, i) => p[0] <= t && (i + 1 === n || pts[i + 1][0] > t));
+    const padL = tl.xOf(d.from_ms), w = (tl.W - padL) / n;
+    const r = tl.canvas.getBoundingClientRect();
+    return {x: r.left + padL + (k + 0.5) * w, y: r.top + r.height / 2, k};
+  }, TN);
+  await page.mouse.click(pos.x, pos.y);
+  await page.waitForFunction(() => document.querySelector('#exemplars button.exemplar'), null, {timeout: 5000});
+  const ex = await page.$$eval('#exemplars button.exemplar', (bs) => bs.map((b) => [b.dataset.id, b.textContent]));
+  const before = await page.evaluate(() => window.strobe.renders);
+  await page.click('#exemplars button.exemplar');
+  await idle(page, before + 1);
+  const nodes = await drawn(page);
+  const root = nodes.find((n) => n.depth === 0);
+  const pid = await page.evaluate(() => window.strobe.state.pid);
+  check('exemplars/list', ex.length === 1 && /^#\d+ /.test(ex[0][1]), `step ${pos.k}: ${JSON.stringify(ex)}`);
+  check('exemplars/open', root && root.total === 220 && pid === ex[0][0] && nodes.some((n) => n.name === 'new'),
+    `root total ${root && root.total} (want 220, the v2 profile alone), state.pid ${pid}`);
+  await page.close();
+});
+
 await run('window', async () => {
   const page = await open(base);
   // drag on the timeline from 3 minutes before TN to 3 minutes after
