@@ -13,6 +13,7 @@
 #              libstrobe-heap.so preloaded, under `strobe agent` pushing every 2 s: leak_site
 #              first, its rate within ±20 % of what the workload counted (leak_bytes over its
 #              run), no churn site reported.
+#   cli        `strobe leaks` prints the synthetic case's answer: leak_site alone, its growth the API's
 #   bad        bad parameters are 400s that name the parameter.
 set -u
 # shellcheck source=lib/agent.sh
@@ -87,6 +88,12 @@ else
   else
     fail "$name/synthetic" "first $first at $mibh MiB/h (truth 60), $n points, also reported: $others; $(head -c 300 "$TMPDIR/l.json")"
   fi
+  # the CLI's table of the same: leak_site's row first, its growth the API's
+  "$STROBE" leaks -s "$url" --from $((t0 - 10)) --to $((t0 + 1210)) --step 20s "$INUSE{service_name=\"leaky\"}" >"$TMPDIR/cli.txt" 2>&1
+  row=$(sed -n 3p "$TMPDIR/cli.txt")
+  if grep -q ';leak_site$' <<<"$row" && grep -q "^1 leaking of 6 stacks" "$TMPDIR/cli.txt" && [ "$(awk '{ print $1 }' <<<"$row")" = "$mibh" ]; then
+    ok "$name/cli" "$(tr -s ' ' <<<"$row")"
+  else fail "$name/cli" "$(head -c 400 "$TMPDIR/cli.txt")"; fi
   leaks "$INUSE{service_name=\"steady\"}" -d from=$((t0 - 10)) -d to=$((t0 + 1210)) -d step=20s >"$TMPDIR/q.json"
   nq=$(jq -r '.leaks | length' "$TMPDIR/q.json"); tq=$(jq -r '.stacks_tested' "$TMPDIR/q.json")
   if [ "$nq" = 0 ] && [ "$tq" = 6 ]; then ok "$name/quiet" "0 of $tq stacks reported without a leak"
@@ -103,7 +110,7 @@ else
   SHM=$TMPDIR/shm; mkdir -p "$SHM"
   start_agent "$TMPDIR/agent.log" -F 19 -i 2 --max-cpu 100 --preload-dir "$SHM" --comm '^alloc_truth$'
   r0=$(date +%s)
-  STROBE_SERVICE=leakrun STROBE_HEAP_DIR=$SHM STROBE_HEAP_RATE=65536 LD_PRELOAD=$LIB \
+  STROBE_SERVICE=leakrun STROBE_HEAP_DIR=$SHM STROBE_HEAP_RATE=16384 LD_PRELOAD=$LIB \
     "$WL/alloc_truth" -m leak -t 24 -o "$TMPDIR/leak.truth" >/dev/null
   r1=$(date +%s)
   i0=$(status_field export.intervals)
