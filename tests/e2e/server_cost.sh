@@ -10,7 +10,10 @@
 #              watts, PUE and grid intensity; per year = x (365.25 days / window)
 #   functions  by=function: burn_60's self cost is about 60 % of the service's, and its yearly
 #              dollars agree with the per-group figure scaled by that share
+#   cli        `strobe cost` prints the server's figures as a table, and from the profile file
+#              alone finds the same core-seconds (within 5 % of the truth)
 #   bad        bad parameters are 400s that name the parameter
+#   config     a bad "cost" section stops the server at start, naming the key
 set -u
 name=server_cost
 # shellcheck source=lib/record.sh
@@ -83,6 +86,18 @@ if [ "$top" = burn_60 ] && within_pp "$share" "$want" 5; then
   ok "$name/functions" "burn_60 first, \$$self of \$$tot a year (${share}%, truth ${want}%)"
 else fail "$name/functions" "first ${top:-none} \$$self of \$$tot (${share}%, truth ${want}%): $(head -c 300 "$TMPDIR/f.json")"; fi
 
+# The CLI: the server's table (billing's row first, its core-hours the API's), and the files
+# path (the recorded profile alone, per function; its total core-hours against the truth).
+"$STROBE" cost -s "$url" --from now-15m --to now --group-by service_name "$CPU" >"$TMPDIR/cli.txt" 2>&1
+api_ch=$(jq -r '.groups[0].cost.core_hours' "$TMPDIR/c.json")
+row=$(sed -n 3p "$TMPDIR/cli.txt")
+"$STROBE" cost --price 2.5 "$TMPDIR/billing.pb.gz" >"$TMPDIR/clif.txt" 2>&1
+fch=$(awk '/^total:/ { print $2 }' "$TMPDIR/clif.txt")
+if [ "$(awk '{ print $1 }' <<<"$row")" = billing ] && awk -v a="$(awk '{ print $2 }' <<<"$row")" -v b="$api_ch" 'BEGIN { exit !((a - b)^2 < (1e-5 * b)^2) }' &&
+   within_rel "$fch" "$(truth_s billing)" 5 && grep -q ' burn_60$' <<<"$(sed -n 3p "$TMPDIR/clif.txt")"; then
+  ok "$name/cli" "server table row '$row'; files: $fch core-s (truth $(truth_s billing)), burn_60 first"
+else fail "$name/cli" "server: $(head -c 300 "$TMPDIR/cli.txt"); files: $(head -c 300 "$TMPDIR/clif.txt")"; fi
+
 # Bad input: each a 400 naming what is wrong.
 badcase() { # WHAT WANT_IN_MESSAGE ARGS...
   local w=$1 m=$2 code
@@ -101,6 +116,15 @@ badcase order "order" --data-urlencode "query=$CPU" -d order=total
 badcase window "to must be after" --data-urlencode "query=$CPU" -d from=now -d to=now-1h
 badcase sel "query" --data-urlencode 'query=process_cpu:cpu:nanoseconds:cpu:nanoseconds{'
 if [ -z "$bad" ]; then ok "$name/bad" "8 bad requests, each a 400 naming the parameter"; else fail "$name/bad" "$bad"; fi
+
+# A bad "cost" section stops the server at start, naming the key.
+printf '{"cost": {"pue": 0.5}}\n' >"$TMPDIR/bad1.json"
+printf '{"cost": {"price": 1}}\n' >"$TMPDIR/bad2.json"
+m1=$(timeout 20 "$STROBE" server --data "$TMPDIR/bd" --listen 127.0.0.1:0 --config "$TMPDIR/bad1.json" 2>&1); r1=$?
+m2=$(timeout 20 "$STROBE" server --data "$TMPDIR/bd" --listen 127.0.0.1:0 --config "$TMPDIR/bad2.json" 2>&1); r2=$?
+if [ $r1 -ne 0 ] && [ $r1 -ne 124 ] && grep -q 'cost.pue' <<<"$m1" && [ $r2 -ne 0 ] && [ $r2 -ne 124 ] && grep -q 'cost.price' <<<"$m2"; then
+  ok "$name/config" "refused: $(head -1 <<<"$m1" | cut -c1-90); $(head -1 <<<"$m2" | cut -c1-90)"
+else fail "$name/config" "pue 0.5: rc $r1 '$m1'; unknown key: rc $r2 '$m2'"; fi
 
 kill $pid; wait $pid 2>/dev/null; pid=
 exit $st
