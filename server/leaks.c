@@ -25,7 +25,9 @@
 
 #define LEAKS_MAX_STEPS 720u
 #define LEAKS_DEFAULT_STEPS 60
-#define LEAKS_MAX_STACKS 20000u /* distinct stacks over the window: steps x this doubles held */
+#define LEAKS_MAX_STACKS 20000u /* distinct stacks over the window */
+/* stacks x steps: the doubles held while the steps are read (32 MiB) */
+#define LEAKS_MAX_CELLS (4u << 20)
 #define LEAKS_MIN_POINTS 4      /* below, no interval or test means anything */
 
 /* Whether the full type is an in-use series: any inuse_* sample type, or a memory profile's
@@ -98,11 +100,14 @@ static int add_profile(acc *a, strobe_profile *p, size_t k, strobe_err *err)
 		if ((rc = strobe_itab_intern(&a->keys, key ? key : "", len, &id, &added)) < 0)
 			break;
 		if (added) {
-			if (a->keys.n > LEAKS_MAX_STACKS) {
+			if (a->keys.n > LEAKS_MAX_STACKS ||
+			    (uint64_t)a->keys.n * a->nsteps > LEAKS_MAX_CELLS) {
 				rc = strobe_errf(err, -EDQUOT,
-						 "query: more than %u distinct stacks in the window (limit "
-						 "of /api/v1/leaks); narrow the selector",
-						 LEAKS_MAX_STACKS);
+						 "query: more than %zu distinct stacks in the window at "
+						 "%zu steps (limit of /api/v1/leaks: %u stacks, %u "
+						 "stacks x steps); narrow the selector or take fewer steps",
+						 (size_t)a->keys.n - 1, a->nsteps, LEAKS_MAX_STACKS,
+						 LEAKS_MAX_CELLS);
 				break;
 			}
 			if (id >= a->cap) {
