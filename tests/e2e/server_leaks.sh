@@ -14,6 +14,8 @@
 #              first, its rate within ±20 % of what the workload counted (leak_bytes over its
 #              run), no churn site reported.
 #   cli        `strobe leaks` prints the synthetic case's answer: leak_site alone, its growth the API's
+#   cap        6000 stacks at 720 steps pass the cap on stacks x steps: a 429 naming it; at 12
+#              steps the same request is answered
 #   bad        bad parameters are 400s that name the parameter.
 set -u
 # shellcheck source=lib/agent.sh
@@ -127,6 +129,21 @@ else
     fail "$name/real" "first $first at $mibh MiB/h (workload $wmibh), $n points, also: $others; $(head -c 300 "$TMPDIR/r.json"); agent: $(errof "$TMPDIR/agent.log")"
   fi
 fi
+
+# The memory cap: 6000 distinct stacks at 720 steps pass 4 M stacks x steps: a 429 naming it.
+awk -v t="$(( $(date +%s) - 300 ))" 'BEGIN {
+  printf "sample_type { type: 1 unit: 2 }\n"
+  for (i = 1; i <= 6000; i++) printf "sample { location_id: [%d] value: [%d] }\nlocation { id: %d line { function_id: %d } }\nfunction { id: %d name: %d }\n", i, 1000 + i, i, i, i, 3 + i
+  printf "string_table: [\"\", \"inuse_space\", \"bytes\", \"space\""
+  for (i = 1; i <= 6000; i++) printf ", \"fn%d\"", i
+  printf "]\nperiod_type { type: 3 unit: 2 }\ntime_nanos: %d000000000\n", t }' |
+  protoc --encode=perftools.profiles.Profile --proto_path="$proto" profile.proto >"$TMPDIR/wide.pb"
+curl -s -o /dev/null --data-binary @"$TMPDIR/wide.pb" "$url/api/v1/push?service_name=wide"
+code=$(curl -s -o "$TMPDIR/cap" -w '%{http_code}' -G "$url/api/v1/leaks" --data-urlencode "query=$INUSE{service_name=\"wide\"}" -d from=now-12m -d step=1s)
+code2=$(curl -s -o "$TMPDIR/cap2" -w '%{http_code}' -G "$url/api/v1/leaks" --data-urlencode "query=$INUSE{service_name=\"wide\"}" -d from=now-12m -d step=1m)
+if [ "$code" = 429 ] && grep -q 'stacks x steps' "$TMPDIR/cap" && [ "$code2" = 200 ] && [ "$(jq -r .steps_with_data "$TMPDIR/cap2")" = 1 ]; then
+  ok "$name/cap" "720 steps: 429 $(head -c 120 "$TMPDIR/cap"); 12 steps: 200"
+else fail "$name/cap" "720 steps: $code $(head -c 200 "$TMPDIR/cap"); 12 steps: $code2 $(head -c 200 "$TMPDIR/cap2")"; fi
 
 # Bad input: each a 400 naming what is wrong.
 bad=
