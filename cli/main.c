@@ -29,6 +29,8 @@ static const struct command {
 	{"push", cmd_push, "send profiles to a strobe server"},
 	{"debuginfo", cmd_debuginfo, "upload executables and debug files to a server, by build ID"},
 	{"query", cmd_query, "merged profile or diff of a selector from a strobe server"},
+	{"cost", cmd_cost, "core-hours, dollars and energy a year, per team or function"},
+	{"leaks", cmd_leaks, "stacks whose in-use memory grows, ranked by growth per hour"},
 };
 
 static void usage(FILE *f)

@@ -16,6 +16,7 @@ check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-ut
             chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3
             jq sqlite3) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
 # python3: JSON and byte checks in the Connect e2e tests (server_connect, server_doors); no PyPI modules
+# jq: reads the JSON of /api/v1/cost and /api/v1/leaks in tests/e2e/server_cost.sh and server_leaks.sh
 # openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)
 # protobuf-compiler: protoc --encode/--decode, an encoder independent of ours (wire conformance
 # of Connect and OTLP, jfr_truth's labels part, server_symbolize's fresh profile)

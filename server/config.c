@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "strobe/server.h"
+#include "cost.h"
 
 void strobe_server_config_init(strobe_server_config *c)
 {
@@ -35,6 +36,7 @@ void strobe_server_config_init(strobe_server_config *c)
 	c->max_inflight_bytes = 256ull << 20;
 	c->connection_timeout_ns = 60 * STROBE_NS_PER_S;
 	c->request_timeout_ns = 30 * STROBE_NS_PER_S;
+	srv_cost_config_init(&c->cost);
 }
 
 void strobe_server_config_free(strobe_server_config *c)
@@ -294,6 +296,8 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 				else
 					r = strobe_errf(err, -EINVAL, "config: \"check_on_start\" must "
 							"be \"quick\", \"full\" or \"off\"");
+			} else if (strcmp(k, "cost") == 0) {
+				r = srv_cost_config_parse(v, &c->cost, err);
 			} else if (strcmp(k, "limits") == 0)
 				r = limits(v, c, err);
 			else if (strcmp(k, "tenants") == 0)

@@ -163,6 +163,8 @@ const srv_route srv_routes[] = {
 	{"GET", "/api/v1/label/{name}/values", SRV_TENANT, SRV_H_LABEL_VALUES, label_values, 0},
 	{"GET", "/api/v1/profile_types", SRV_TENANT, SRV_H_TYPES, srv_profile_types, 0},
 	{"GET", "/api/v1/series", SRV_TENANT, SRV_H_SERIES, srv_series, 0},
+	{"GET", "/api/v1/cost", SRV_TENANT, SRV_H_COST, srv_cost, 0},
+	{"GET", "/api/v1/leaks", SRV_TENANT, SRV_H_LEAKS, srv_leaks, 0},
 	{"POST", "/api/v1/admin/compact", SRV_ADMIN, SRV_H_ADMIN, admin_compact, 0},
 	{"POST", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_upload, 0},
 	{"GET", "/api/v1/debuginfo/{build_id}", SRV_TENANT, SRV_H_DEBUGINFO, srv_debuginfo_stat, 0},

@@ -20,7 +20,9 @@
 typedef struct srv_metrics srv_metrics;
 enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LABELS,
        SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER,
-       SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_CONNECT, SRV_H_CONNECT_PUSH, SRV_H_RENDER, SRV_H_N };
+       SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_CONNECT, SRV_H_CONNECT_PUSH, SRV_H_RENDER,
+       SRV_H_COST, SRV_H_LEAKS, /* server/cost.c, server/leaks.c */
+       SRV_H_N };
 enum { SRV_SRC_PUSH, SRV_SRC_INGEST, SRV_SRC_OTLP, SRV_SRC_N };
 
 struct strobe_server {
@@ -225,6 +227,8 @@ int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);
 int srv_profile_types(srv_req *r);
 int srv_series(srv_req *r); /* GET /api/v1/series, server/labels.c */
+int srv_cost(srv_req *r);  /* GET /api/v1/cost, server/cost.c */
+int srv_leaks(srv_req *r); /* GET /api/v1/leaks, server/leaks.c */
 
 /* Keeps roughly the max_nodes heaviest call-tree nodes of p (server/read.c). */
 int srv_trim(strobe_profile *p, size_t max_nodes, strobe_err *err);

@@ -73,6 +73,14 @@ typedef struct strobe_server_config {
 	size_t ntenants;
 	char *admin_token; /* bearer token of the admin routes; NULL = open only without tenants */
 	char *scrape_json; /* the "scrape" section as JSON text, for the scraper; NULL = none */
+	/* "cost" (server/cost_config.c): what a core-hour costs in money and energy, for
+	 * /api/v1/cost (docs/cost-and-leaks.md) */
+	struct strobe_cost_config {
+		double price_per_core_hour; /* dollars; default 0.0425 */
+		double watts_per_core;      /* 0 (default) = no energy figures */
+		double pue;                 /* data centre overhead; default 1.2 */
+		double grid_g_co2_per_kwh;  /* default 400 */
+	} cost;
 	bool insecure;     /* "insecure" / --insecure: listen off loopback although some tenant needs
 			      no token (strobe_server_check_exposure refuses that otherwise) */
 	char *tls_cert, *tls_key; /* PEM files (--tls-cert, --tls-key): both or neither; HTTPS */

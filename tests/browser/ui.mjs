@@ -551,6 +551,29 @@ await run('auth', async () => {
   await page.close();
 });
 
+// The cost and leaks page against the API: teams ranked by dollars (payments: 1 core-hour, 3x
+// discovery), the top function, and the one growing stack drawn as a line of its 12 points.
+await run('cost', async () => {
+  const page = await browser.newPage({viewport: {width: 1280, height: 800}});
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${url}/ui/costleak.html?group_by=team&from=now-1h&to=now&q=${q('process_cpu:cpu:nanoseconds:cpu:nanoseconds')}`);
+  await page.waitForFunction(() => window.strobeCost && window.strobeCost.idle, null, {timeout: 15000});
+  const h = await page.evaluate(() => window.strobeCost);
+  const a = await api(page, `/api/v1/cost?group_by=team&from=now-1h&to=now&query=${q('process_cpu:cpu:nanoseconds:cpu:nanoseconds')}`);
+  const cells = await page.$$eval('#cost-groups tbody tr', (trs) => trs.map((tr) => tr.cells[0].textContent));
+  const pay = a.groups.find((g) => g.group.team === 'payments');
+  check('cost/leaderboard', cells.slice(0, 2).join() === 'payments,discovery' && h.groups[0].name === 'payments' &&
+    pay && Math.abs(pay.cost.core_hours - 1) < 1e-6 && Math.abs(h.groups[0].dollars_per_year - pay.cost.dollars_per_year) < 1e-6,
+    `rows ${cells}, drawn ${JSON.stringify(h.groups.slice(0, 2))}, API payments ${pay && JSON.stringify(pay.cost)}`);
+  check('cost/functions', h.fns.length > 0 && h.fns[0].name === 'marshal' && Math.abs(h.fns[0].self - pay.cost.dollars_per_year) < 1e-6,
+    `functions ${JSON.stringify(h.fns.slice(0, 3))}`);
+  const paths = await page.$$eval('#leaks svg path', (ps) => ps.length);
+  check('leaks/lines', h.leaks.length === 1 && h.leaks[0].leaf === 'grow_site' && h.leaks[0].points === 12 && paths === 1,
+    `leaks ${JSON.stringify(h.leaks)}, ${paths} lines drawn`);
+  await page.screenshot({path: path.join(shots, 'costleak.png')});
+  await page.close();
+});
+
 check('no-page-errors', errors.length === 0, errors.join('; '));
 await browser.close();
 process.exit(failed ? 1 : 0);

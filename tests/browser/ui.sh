@@ -69,6 +69,23 @@ for i in $(seq 0 199); do
 done
 [ -f "$GOPROF/go_cpu.pb.gz" ] && push "$GOPROF/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
 
+# cost and leaks (ui/costleak.html): two teams' CPU through Pyroscope's /ingest (100 samples a
+# second: 360000 samples are 1 core-hour), and an in-use series whose grow_site gains 1 MB a
+# step over 12 profiles (made by protoc) while flat_site stays
+for x in "shop payments 360000 marshal" "search discovery 120000 rank"; do
+  set -- $x
+  curl -sS -o /dev/null -H 'Expect:' --data-binary "main;serve;$4 $3" \
+    "$url/ingest?name=$1.cpu%7Bteam%3D$2%7D&format=folded&from=$tn&until=$((tn + 10))"
+done
+if command -v protoc >/dev/null; then
+  for i in $(seq 12); do
+    printf 'sample_type { type: 1 unit: 2 }\nsample { location_id: [1, 3] value: [%d] }\nsample { location_id: [2, 3] value: [5000000] }\nlocation { id: 1 line { function_id: 1 } }\nlocation { id: 2 line { function_id: 2 } }\nlocation { id: 3 line { function_id: 3 } }\nfunction { id: 1 name: 3 }\nfunction { id: 2 name: 4 }\nfunction { id: 3 name: 5 }\nstring_table: ["", "inuse_space", "bytes", "grow_site", "flat_site", "main", "space"]\nperiod_type { type: 6 unit: 2 }\ntime_nanos: %d000000000\n' \
+      $((i * 1000000)) $((now - 40 * 60 + i * 150)) |
+      protoc --encode=perftools.profiles.Profile --proto_path="$root/proto" profile.proto >"$TMPDIR/heap.pb"
+    curl -sS -o /dev/null -H 'Expect:' --data-binary @"$TMPDIR/heap.pb" "$url/api/v1/push?name=memory&service_name=heapy"
+  done
+fi
+
 # the embedded files
 hdr=$(curl -si "$url/ui/app.js" | tr -d '\r')
 etag=$(sed -n 's/^ETag: //p' <<<"$hdr")

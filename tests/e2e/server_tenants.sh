@@ -156,6 +156,28 @@ case_series() {
 	read_case "$1" match "${G[@]}" "$url/api/v1/series" -d from=now-10m --data-urlencode "match={amark_label=\"amark-value\"}"
 	refused "$1" "${G[@]}" "$url/api/v1/series"
 }
+# GET /api/v1/cost and /api/v1/leaks (server/cost.c, server/leaks.c): A's functions by cost; A's
+# in-use series growing at amark_leak_fn over 4 minutes (pprofs made by protoc) as a leak.
+case_cost() {
+	read_case "$1" by_function "${G[@]}" "$url/api/v1/cost" --data-urlencode "query=$INGEST_SEL" -d from=now-10m -d by=function
+	refused "$1" "${G[@]}" "$url/api/v1/cost" --data-urlencode "query=$INGEST_SEL"
+}
+case_leaks() {
+	local i t INUSE='memory:inuse_space:bytes:space:bytes{service_name="amark-heap"}' proto
+	proto=$(cd "$(dirname "$0")/../../proto" && pwd)
+	if ! command -v protoc >/dev/null; then echo "SKIP server_tenants/$1: protoc (protobuf-compiler) is not installed"
+	else
+		t=$(date +%s)
+		for i in 1 2 3 4 5 6; do
+			printf 'sample_type { type: 1 unit: 2 }\nsample { location_id: [1] value: [%d] }\nlocation { id: 1 line { function_id: 1 } }\nfunction { id: 1 name: 3 }\nstring_table: ["", "inuse_space", "bytes", "amark_leak_fn", "space"]\nperiod_type { type: 4 unit: 2 }\ntime_nanos: %d000000000\n' \
+				$((i * 1000000)) $((t - 420 + 60 * i)) |
+				protoc --encode=perftools.profiles.Profile --proto_path="$proto" profile.proto >"$TMPDIR/leak.pb"
+			hit a --data-binary @"$TMPDIR/leak.pb" "$url/api/v1/push?name=memory&service_name=amark-heap" >/dev/null
+		done
+		read_case "$1" growing "${G[@]}" "$url/api/v1/leaks" --data-urlencode "query=$INUSE" -d from=now-7m -d step=1m -d confidence=0.9
+	fi
+	refused "$1" "${G[@]}" "$url/api/v1/leaks" --data-urlencode "query=$INUSE"
+}
 # write_case ROUTE URL-B URL-X BODY-B BODY-X: B's write with A's X-Scope-OrgID is refused (so
 # "xmark" must never show up in A's view); B's own write is stored (checked at the end).
 write_case() {
@@ -281,6 +303,7 @@ while read -r m p access; do
 	"POST /api/v1/admin/compact") want="admin" ;;
 	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
+		"GET /api/v1/cost" | "GET /api/v1/leaks" | \
 		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
 		"GET /buildid/*" | "POST /querier.v1.QuerierService/{name}" | "POST /settings.v1.SettingsService/Get" | \
 		"POST /push.v1.PusherService/Push" | "GET /pyroscope/render" | "GET /pyroscope/render-diff" | \
@@ -301,6 +324,8 @@ while read -r m p access; do
 	"GET /api/v1/label/{name}/values") case_label_values "$r" "$p" ;;
 	"GET /api/v1/profile_types") case_profile_types "$r" ;;
 	"GET /api/v1/series") case_series "$r" ;;
+	"GET /api/v1/cost") case_cost "$r" ;;
+	"GET /api/v1/leaks") case_leaks "$r" ;;
 	"POST /api/v1/admin/compact") case_admin_compact "$r" "$p" ;;
 	"POST /api/v1/debuginfo/{build_id}") case_debuginfo_upload "$r" ;;
 	"GET /api/v1/debuginfo/{build_id}") own_only "$r" stat "/api/v1/debuginfo/$BID_A" ;;

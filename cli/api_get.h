@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GETs of a strobe server's JSON API for the table-printing commands (cli/api_get.c).
+ */
+#ifndef STROBE_CLI_API_GET_H
+#define STROBE_CLI_API_GET_H
+
+#include <jansson.h>
+
+#include "cli.h"
+
+typedef struct cli_server_opts {
+	const char *server, *tenant, *token, *token_file, *ca;
+} cli_server_opts;
+
+#define CLI_SERVER_HELP                                                                           \
+	"  -s, --server URL       the server, e.g. http://127.0.0.1:4100\n"                       \
+	"  --tenant ID            X-Scope-OrgID\n"                                                \
+	"  --token TOKEN          Authorization: Bearer TOKEN (visible in ps; prefer:)\n"         \
+	"  --token-file FILE      the token from FILE (mode 600), its first line\n"               \
+	"  --ca FILE              https: verify the server's certificate with these PEM CAs\n"
+
+/* --server's URL has no secrets, the token options agree, --ca is readable: 0, else -1 (said). */
+int cli_server_check(const char *cmd, cli_server_opts *so);
+/* GET SERVER/PATH?k=v&... (kv: name, value pairs, NULL-terminated; a NULL value is left out):
+ * the JSON answer in *out (json_decref it), or -1 after printing the server's error. */
+int cli_api_get(const char *cmd, const cli_server_opts *so, const char *path,
+		const char *const *kv, json_t **out);
+/* A number member of o (0 when absent). */
+double cli_jnum(const json_t *o, const char *k);
+#endif
