@@ -71,6 +71,30 @@ elif llvm-bolt vm -o vm.bolt -data=vm.fdata -reorder-blocks=ext-tsp -reorder-fun
 	if [ "${n:-0}" -ge 2 ] && [ "$got" = "$want" ]; then ok $name/bolt "$n functions with profile; same checksum"
 	else fail $name/bolt "profiled functions '${n}', output '$got' (want '$want'): $(grep -m3 'BOLT-\(INFO: [0-9]* out\|WARNING\|ERROR\)' bolt.log)"; fi
 else fail $name/bolt "llvm-bolt failed: $(grep -m3 'ERROR' bolt.log)"; fi
+# Local symbols: BOLT names them NAME/N, N counting same-named locals in address order. Two
+# files each with a hot static spin(): both must be profiled under BOLT's names.
+cat >l1.c <<'C'
+static __attribute__((noinline)) long spin(long n) { long s = 0; for (long i = 0; i < n; i++) s += i % 7 ? i : -i; return s; }
+long one(long n) { return spin(n); }
+C
+cat >l2.c <<'C'
+static __attribute__((noinline)) long spin(long n) { long s = 1; for (long i = 0; i < n; i++) s ^= i * 3 + (s & 5); return s; }
+long two(long n) { return spin(n); }
+long one(long n);
+int main(void) { long t = 0; for (int r = 0; r < 400; r++) t += one(400000) + two(400000); return (int)(t & 1); }
+C
+if $CC -O2 -g -fno-pie -no-pie -Wl,--emit-relocs -o locals l1.c l2.c && rec $name-locals 60 -F 999 -o locals.pb.gz -- ./locals &&
+	"$STROBE" pgo bolt --binary locals -o locals.fdata locals.pb.gz 2>locals.err; then
+	if ! grep -q '^1 spin/1 ' locals.fdata || ! grep -q '^1 spin/2 ' locals.fdata; then
+		fail $name/bolt-locals "no spin/1 and spin/2 in: $(sed 1d locals.fdata | cut -d' ' -f2 | sort -u | tr '\n' ' ')"
+	elif ! command -v llvm-bolt >/dev/null; then skip $name/bolt-locals "llvm-bolt is not installed"
+	else
+		llvm-bolt locals -o locals.bolt -data=locals.fdata -reorder-blocks=ext-tsp >lb.log 2>&1
+		n=$(sed -n 's/^BOLT-INFO: \([0-9]*\) out of [0-9]* functions.*non-empty execution profile.*/\1/p' lb.log)
+		if [ "${n:-0}" -ge 2 ]; then ok $name/bolt-locals "spin/1 and spin/2: llvm-bolt profiled $n functions"
+		else fail $name/bolt-locals "llvm-bolt profiled '${n}': $(grep -m2 'BOLT-' lb.log)"; fi
+	fi
+else fail $name/bolt-locals "$(recerr $name-locals) $(errof locals.err)"; fi
 
 # ---- Go ------------------------------------------------------------------------------------------------
 # The recorded C profile (Go's fixture, written by Go 1.19's runtime, has no start lines: it is a
