@@ -30,6 +30,7 @@ int cmd_cost(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_pgo(int argc, char **argv);
 
 /* record -e lock (record_lock.c): the futex-wait program loaded for record's targets (NULL
  * after saying why), then attached (-errno after saying why), its sums moved into the sampler,

@@ -31,6 +31,7 @@ static const struct command {
 	{"query", cmd_query, "merged profile or diff of a selector from a strobe server"},
 	{"cost", cmd_cost, "core-hours, dollars and energy a year, per team or function"},
 	{"leaks", cmd_leaks, "stacks whose in-use memory grows, ranked by growth per hour"},
+	{"pgo", cmd_pgo, "PGO input from a CPU profile: Go default.pgo, AutoFDO, BOLT"},
 };
 
 static void usage(FILE *f)

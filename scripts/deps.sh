@@ -12,9 +12,10 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libiberty-dev: binutils' C++ and Rust demangler (symbolize/demangle.c), linked statically
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
 # libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
-check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod
+check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod llvm bolt-16
             chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3
             jq sqlite3) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
+# llvm, bolt-16: llvm-profdata and llvm-bolt, which tests/e2e/pgo.sh feeds strobe's PGO exports to
 # python3: JSON and byte checks in the Connect e2e tests (server_connect, server_doors); no PyPI modules
 # jq: reads the JSON of /api/v1/cost and /api/v1/leaks in tests/e2e/server_cost.sh and server_leaks.sh
 # openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)
@@ -29,7 +30,7 @@ check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-ut
 # patched Firefox builds); node and npm for the browser tests (jsdom, playwright-core and
 # puppeteer-core from the npm registry, into node_modules/)
 command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)
-bench_pkgs=(heaptrack libjemalloc2) # bench/heap.sh's peers
+bench_pkgs=(heaptrack libjemalloc2 autofdo) # bench/heap.sh's peers; autofdo: create_llvm_prof, bench/pgo.sh's peer
 
 want=("${build_pkgs[@]}")
 case "$level" in

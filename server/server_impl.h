@@ -22,6 +22,7 @@ enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LAB
        SRV_H_LABEL_VALUES, SRV_H_TYPES, SRV_H_SERIES, SRV_H_ADMIN, SRV_H_METRICS, SRV_H_OTHER,
        SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_CONNECT, SRV_H_CONNECT_PUSH, SRV_H_RENDER,
        SRV_H_COST, SRV_H_LEAKS, /* server/cost.c, server/leaks.c */
+       SRV_H_PGO, /* server/pgo.c */
        SRV_H_N };
 enum { SRV_SRC_PUSH, SRV_SRC_INGEST, SRV_SRC_OTLP, SRV_SRC_N };
 
@@ -222,6 +223,7 @@ void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f);
 int strobe_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
 int srv_query(srv_req *r);
 int srv_diff(srv_req *r);
+int srv_pgo(srv_req *r); /* server/pgo.c: GET /api/v1/pgo */
 int srv_range(srv_req *r);
 int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);

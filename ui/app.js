@@ -382,6 +382,12 @@ function setDownloads(nw) {
     $('dl-svg').href = apiUrl('/api/v1/query', {...q, format: 'svg'});
     $('dl-svg').download = 'flamegraph.svg';
   }
+  // PGO inputs (GET /api/v1/pgo): CPU profiles only; the server explains any refusal
+  $('dl-pgo').hidden = state.mode === 'diff' || !/cpu/.test(state.type || '');
+  for (const [f, name] of [['go', 'default.pgo'], ['autofdo', 'profile.afdo'], ['bolt', 'profile.fdata']]) {
+    $(`dl-pgo-${f}`).href = apiUrl('/api/v1/pgo', {...q, format: f});
+    $(`dl-pgo-${f}`).download = name;
+  }
 }
 
 // ---- rendering --------------------------------------------------------------------------------
@@ -461,7 +467,7 @@ function setView(v) {
   if (v === 'sandwich') renderSandwich();
 }
 
-for (const id of ['dl-pprof', 'dl-folded', 'dl-svg']) {
+for (const id of ['dl-pprof', 'dl-folded', 'dl-svg', 'dl-pgo-go', 'dl-pgo-autofdo', 'dl-pgo-bolt']) {
   $(id).addEventListener('click', (e) => {
     if (!hasAuth()) return; // a plain link does it
     e.preventDefault();

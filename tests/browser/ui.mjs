@@ -351,6 +351,14 @@ await run('extras', async () => {
   });
   check('downloads', dl.gz && dl.folded === 'gc 30\nmain;idle 60\nmain;new 20\nmain;work 10\nmain;work;hot 200\n' &&
     dl.st === 'image/svg+xml' && /<svg/.test(dl.svg), JSON.stringify(dl).slice(0, 300));
+  // the PGO link asks /api/v1/pgo for the same query; folded samples have no start lines, which
+  // the server refuses by name (never an empty file a compiler would take)
+  const pgo = await page.evaluate(async () => {
+    const a = document.getElementById('dl-pgo-autofdo'), r = await fetch(a.href);
+    return {shown: !document.getElementById('dl-pgo').hidden, href: a.href, status: r.status, body: await r.text()};
+  });
+  check('download-pgo', pgo.shown && /\/api\/v1\/pgo\?.*format=autofdo/.test(pgo.href) && pgo.href.includes('query=') &&
+    pgo.status === 422 && /start line/.test(pgo.body), JSON.stringify(pgo).slice(0, 300));
   // icicle: the root on top; colour by package changes colours of Go names only by package
   await page.selectOption('#orient', 'icicle');
   const root = (await drawn(page)).find((n) => n.depth === 0);

@@ -245,6 +245,18 @@ case_render() {
 	*) read_case "$1" label-values "${G[@]}" "$url$2" -d label=amark_label -d from=now-10m ;;
 	esac
 }
+# PGO export: A's folded samples have no start lines (422 naming them: A's data was read), B's
+# window is empty (404): the same request never shows B what A has.
+case_pgo() {
+	local ca cb
+	refused "$1" -G "$url/api/v1/pgo" --data-urlencode "query=$SEL_A" -d from=now-10m -d format=autofdo
+	ca=$(hit a -G "$url/api/v1/pgo" --data-urlencode "query=$SEL_A" -d from=now-10m -d format=autofdo)
+	local ba; ba=$(cat "$TMPDIR/body")
+	cb=$(hit b -G "$url/api/v1/pgo" --data-urlencode "query=$SEL_A" -d from=now-10m -d format=autofdo)
+	if [ "$ca" = 422 ] && grep -q 'start line' <<<"$ba" && [ "$cb" = 404 ] && grep -q 'no samples' "$TMPDIR/body"; then
+		ok "$1/own" "A: 422 (its data, no start lines), B: 404 (no samples)"
+	else fail "$1/own" "A $ca $(head -c 150 <<<"$ba"), B $cb $(head -c 150 "$TMPDIR/body")"; fi
+}
 case_admin_compact() {
 	local c1 c2 c3 c4 c5
 	c1=$(hit a -X POST "$url$2")
@@ -303,7 +315,7 @@ while read -r m p access; do
 	"POST /api/v1/admin/compact") want="admin" ;;
 	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
-		"GET /api/v1/cost" | "GET /api/v1/leaks" | \
+		"GET /api/v1/cost" | "GET /api/v1/leaks" | "GET /api/v1/pgo" | \
 		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
 		"GET /buildid/*" | "POST /querier.v1.QuerierService/{name}" | "POST /settings.v1.SettingsService/Get" | \
 		"POST /push.v1.PusherService/Push" | "GET /pyroscope/render" | "GET /pyroscope/render-diff" | \
@@ -319,6 +331,7 @@ while read -r m p access; do
 	"POST /v1development/profiles") case_otlp "$r" ;;
 	"GET /api/v1/query") case_query "$r" ;;
 	"GET /api/v1/diff") case_diff "$r" ;;
+	"GET /api/v1/pgo") case_pgo "$r" ;;
 	"GET /api/v1/range") case_range "$r" ;;
 	"GET /api/v1/labels") case_labels "$r" ;;
 	"GET /api/v1/label/{name}/values") case_label_values "$r" "$p" ;;
