@@ -193,7 +193,7 @@ void strobe_sig_mark(strobe_sig_row *rows, size_t n, double confidence)
 /* Applies BH to the rows' p values and marks them. */
 static int correct(strobe_sig_row *out, size_t n, double confidence)
 {
-	double *p = malloc((n ? n : 1) * 2 * sizeof(*p));
+	double *p = calloc((n ? n : 1) * 2, sizeof(*p)); /* calloc: gcc cannot see bh fill q */
 	if (!p)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)

@@ -12,6 +12,7 @@
 
 #include "server_impl.h"
 #include "strobe/codec.h"
+#include "strobe/diffsig.h"
 #include "strobe/render.h"
 #include "strobe/transform.h"
 #include "strobe/writer.h"
@@ -146,6 +147,23 @@ int srv_query(srv_req *r)
 	return 0;
 }
 
+/* confidence=C (default 0.99): what a change must reach to be called significant. */
+static int srv_confidence(srv_req *r, double *out)
+{
+	const char *c = srv_arg(r, "confidence");
+	*out = 0.99;
+	if (!c)
+		return 0;
+	char *end;
+	double v = strtod(c, &end);
+	if (!*c || *end || !(v >= 0.5 && v < 1)) {
+		srv_error(r, 400, "confidence must be a number from 0.5 to below 1 (e.g. 0.99)");
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 int srv_diff(srv_req *r)
 {
 	const char *fmt = srv_arg(r, "format");
@@ -155,6 +173,9 @@ int srv_diff(srv_req *r)
 		return srv_error(r, 400, "format must be svg, json, flat or top");
 	const char *nn = srv_arg(r, "normalize");
 	bool norm = !nn || strcmp(nn, "false") != 0;
+	double conf;
+	if (srv_confidence(r, &conf) < 0)
+		return 0;
 	size_t mn;
 	strobe_profile *base = NULL, *cur = NULL;
 	char bwin[96], nwin[96];
@@ -171,7 +192,7 @@ int srv_diff(srv_req *r)
 	FILE *f = open_memstream(&buf, &len);
 	int rc = f ? 0 : -ENOMEM;
 	if (rc == 0 && strcmp(fmt, "top") == 0) {
-		rc = strobe_diff_top_write(f, base, 0, cur, 0, STROBE_GRAN_FUNCTIONS, norm, mn);
+		rc = strobe_diff_top_write(f, base, 0, cur, 0, STROBE_GRAN_FUNCTIONS, norm, mn, conf);
 	} else if (rc == 0) {
 		/* As `strobe diff`: base scaled to the new total, so more traffic is not a
 		 * regression. */
@@ -185,6 +206,9 @@ int srv_diff(srv_req *r)
 			rc = strobe_tree_sort(t);
 		if (rc == 0) {
 			t->diff = true;
+			rc = strobe_tree_significance(t, scale, strobe_sig_per_sample(cur, 0), conf);
+		}
+		if (rc == 0) {
 			/* an SVG says what it compares: both selectors and windows */
 			char title[512], sub[256];
 			snprintf(title, sizeof(title), "Differential: %s against %s",
