@@ -169,8 +169,10 @@ int srv_diff(srv_req *r)
 	const char *fmt = srv_arg(r, "format");
 	if (!fmt)
 		fmt = "svg";
-	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "flat") && strcmp(fmt, "top"))
-		return srv_error(r, 400, "format must be svg, json, flat or top");
+	bool fns = strcmp(fmt, "functions") == 0;
+	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "flat") && strcmp(fmt, "top") &&
+	    !fns)
+		return srv_error(r, 400, "format must be svg, json, flat, top or functions");
 	const char *nn = srv_arg(r, "normalize");
 	bool norm = !nn || strcmp(nn, "false") != 0;
 	double conf;
@@ -188,11 +190,12 @@ int srv_diff(srv_req *r)
 	}
 	char *buf = NULL;
 	size_t len = 0;
-	strobe_format of = strobe_output_parse(fmt);
+	strobe_format of = strobe_output_parse(fns ? "json" : fmt);
 	FILE *f = open_memstream(&buf, &len);
 	int rc = f ? 0 : -ENOMEM;
-	if (rc == 0 && strcmp(fmt, "top") == 0) {
-		rc = strobe_diff_top_write(f, base, 0, cur, 0, STROBE_GRAN_FUNCTIONS, norm, mn, conf);
+	if (rc == 0 && (fns || strcmp(fmt, "top") == 0)) {
+		/* per function, with the profile-set test where the windows allow it */
+		rc = srv_diff_functions(r, base, cur, norm, mn, conf, fns, f);
 	} else if (rc == 0) {
 		/* As `strobe diff`: base scaled to the new total, so more traffic is not a
 		 * regression. */

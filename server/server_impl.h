@@ -211,6 +211,9 @@ void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f);
 int strobe_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
 int srv_query(srv_req *r);
 int srv_diff(srv_req *r);
+/* /api/v1/diff?format=top|functions: per-function changes with their significance (diff_sets.c). */
+int srv_diff_functions(srv_req *r, strobe_profile *base, strobe_profile *cur, bool norm,
+		       size_t limit, double conf, bool json, FILE *f);
 int srv_range(srv_req *r);
 int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);

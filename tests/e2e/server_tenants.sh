@@ -122,7 +122,7 @@ case_query() {
 }
 case_diff() {
 	local f
-	for f in svg json flat top; do
+	for f in svg json flat top functions; do
 		# An empty base (an hour ago), so that even top, which lists changes only, has A's rows.
 		[ $f = svg ] && strip='s/<text id="\(sub\)\?title"[^<]*<\/text>//g'
 		read_case "$1" "$f" "${G[@]}" "$url/api/v1/diff" --data-urlencode "base=$SEL_A" --data-urlencode "new=$SEL_A" \
