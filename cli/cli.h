@@ -26,6 +26,7 @@ int cmd_record(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_debuginfo(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_regressions(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 

@@ -29,6 +29,7 @@ static const struct command {
 	{"push", cmd_push, "send profiles to a strobe server"},
 	{"debuginfo", cmd_debuginfo, "upload executables and debug files to a server, by build ID"},
 	{"query", cmd_query, "merged profile or diff of a selector from a strobe server"},
+	{"regressions", cmd_regressions, "functions that got significantly costlier between releases, with owners"},
 };
 
 static void usage(FILE *f)

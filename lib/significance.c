@@ -333,3 +333,28 @@ int strobe_sig_sets(const strobe_sig_set *base, const strobe_sig_set *cur, size_
 	free(var);
 	return r < 0 ? r : correct(out, nfunc, confidence);
 }
+
+int strobe_sig_rates(const double *base, const double *cur, size_t n, double base_units,
+		     double new_units, double per_sample, double confidence, strobe_sig_row *out)
+{
+	if (!(confidence > 0 && confidence < 1) || !(per_sample > 0) || !(base_units > 0) ||
+	    !(new_units > 0))
+		return -EINVAL;
+	double z = strobe_sig_z(confidence);
+	for (size_t i = 0; i < n; i++) {
+		strobe_sig_row *o = &out[i];
+		double kb = base[i] / per_sample, kn = cur[i] / per_sample;
+		o->base_share = base[i] / base_units;
+		o->new_share = cur[i] / new_units;
+		o->change = o->new_share - o->base_share;
+		/* The same conditional test with the units as exposures: given kb + kn, kn is
+		 * binomial with p = new_units / (base_units + new_units) at equal cost per unit. */
+		o->p = strobe_sig_binom_p(kb, base_units, kn, new_units);
+		/* Poisson variances of the two rates, back in value units. */
+		double v = (kb / (base_units * base_units) + kn / (new_units * new_units)) *
+			   per_sample * per_sample;
+		o->lo = o->change - z * sqrt(v);
+		o->hi = o->change + z * sqrt(v);
+	}
+	return correct(out, n, confidence);
+}

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "server_impl.h"
+#include "diff_sets.h"
 #include "strobe/codec.h"
 #include "strobe/diffsig.h"
 #include "strobe/render.h"
@@ -144,23 +144,6 @@ int srv_query(srv_req *r)
 		return srv_fail(r, rc, &err);
 	}
 	srv_reply(r, 200, strobe_format_mime(of), buf, len);
-	return 0;
-}
-
-/* confidence=C (default 0.99): what a change must reach to be called significant. */
-static int srv_confidence(srv_req *r, double *out)
-{
-	const char *c = srv_arg(r, "confidence");
-	*out = 0.99;
-	if (!c)
-		return 0;
-	char *end;
-	double v = strtod(c, &end);
-	if (!*c || *end || !(v >= 0.5 && v < 1)) {
-		srv_error(r, 400, "confidence must be a number from 0.5 to below 1 (e.g. 0.99)");
-		return -1;
-	}
-	*out = v;
 	return 0;
 }
 

@@ -77,6 +77,12 @@ typedef struct strobe_sig_set {
 int strobe_sig_sets(const strobe_sig_set *base, const strobe_sig_set *cur, size_t nfunc,
 		    double per_sample, double confidence, uint64_t seed, strobe_sig_row *out);
 
+/* The counting test per unit of work: base[i] and cur[i] are values (units of per_sample), the
+ * sides did base_units and new_units of work (requests, say). H0: equal value per unit. Rows
+ * hold value per unit in base_share and new_share. BH over the n rows. */
+int strobe_sig_rates(const double *base, const double *cur, size_t n, double base_units,
+		     double new_units, double per_sample, double confidence, strobe_sig_row *out);
+
 /* Sets `significant` again for a family whose q values were computed elsewhere (e.g. when rows
  * of two tests were corrected together). */
 void strobe_sig_mark(strobe_sig_row *rows, size_t n, double confidence);

@@ -131,6 +131,17 @@ case_diff() {
 	done
 	refused "$1" "${G[@]}" "$url/api/v1/diff" --data-urlencode "base=$SEL_A" --data-urlencode "new=$SEL_A"
 }
+# Regressions: A's window against itself answers 200 (nothing grew); B asking with A's
+# selector finds no samples in its own tenant (422) and sees nothing of A's.
+case_regressions() {
+	local ca cb a=(-G "$url/api/v1/regressions" --data-urlencode "query=$SEL_A" -d base_from=now-10m -d new_from=now-10m)
+	ca=$(hit a "${a[@]}")
+	cb=$(hit b "${a[@]}")
+	if [ "$ca" != 200 ]; then fail "$1" "team-a's own request: $ca"
+	elif [ "$cb" != 422 ] || grep -aq amark "$TMPDIR/body"; then fail "$1" "team-b: $cb $(head -c 200 "$TMPDIR/body") (want 422, nothing of A's)"
+	else ok "$1" "A 200, B 422 without A's data"; fi
+	refused "$1" "${a[@]}"
+}
 case_range() {
 	strip='s/"type":"[^"]*"//'
 	read_case "$1" group_by "${G[@]}" "$url/api/v1/range" --data-urlencode "query=$SEL_A" -d from=now-10m -d step=1m -d group_by=amark_label
@@ -279,7 +290,7 @@ while read -r m p access; do
 	case $r in
 	"GET /ready" | "GET /healthz" | "GET /metrics" | "GET /" | "GET /ui/*") want="public" ;;
 	"POST /api/v1/admin/compact") want="admin" ;;
-	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
+	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | "GET /api/v1/regressions" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
 		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
 		"GET /buildid/*" | "POST /querier.v1.QuerierService/{name}" | "POST /settings.v1.SettingsService/Get" | \
@@ -296,6 +307,7 @@ while read -r m p access; do
 	"POST /v1development/profiles") case_otlp "$r" ;;
 	"GET /api/v1/query") case_query "$r" ;;
 	"GET /api/v1/diff") case_diff "$r" ;;
+	"GET /api/v1/regressions") case_regressions "$r" ;;
 	"GET /api/v1/range") case_range "$r" ;;
 	"GET /api/v1/labels") case_labels "$r" ;;
 	"GET /api/v1/label/{name}/values") case_label_values "$r" "$p" ;;

@@ -141,6 +141,26 @@ static void test_sets_between_run_variation(void **state)
 	assert_int_equal(strobe_sig_sets(&one, &n, 1, 1, 0.99, 42, &r), -EINVAL);
 }
 
+/* Per unit of work: 1 and 9 samples (10 ms each) over 1000 requests a side: 1e4 -> 9e4 ns per
+ * request, the same conditional p as counts of 100 (22/1024); 2 and 18 samples over 1000 and
+ * 2000 requests are the same cost per request: no change. */
+static void test_rates(void **state)
+{
+	(void)state;
+	double b[] = {1e7, 2e7}, n[] = {9e7, 36e7};
+	strobe_sig_row r[2];
+	assert_int_equal(strobe_sig_rates(b, n, 1, 1000, 1000, 1e7, 0.95, r), 0);
+	near(r[0].base_share, 1e4, 1e-9);
+	near(r[0].new_share, 9e4, 1e-9);
+	near(r[0].p, 22.0 / 1024, 1e-12);
+	assert_true(r[0].significant);
+	double b2 = 18e7, n2 = 36e7;
+	assert_int_equal(strobe_sig_rates(&b2, &n2, 1, 1000, 2000, 1e7, 0.95, r), 0);
+	near(r[0].change, 0, 1e-9);
+	assert_true(r[0].p > 0.5 && !r[0].significant);
+	assert_int_equal(strobe_sig_rates(b, n, 1, 0, 1000, 1e7, 0.95, r), -EINVAL);
+}
+
 enum { NF = 100, NS = 20000, PLANT = 3 };
 
 /* One trial of the two-profile test: flags counted; *hit when the planted function is among
@@ -247,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_bh_known),
 		cmocka_unit_test(test_z),
 		cmocka_unit_test(test_counts_rows),
+		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_sets_between_run_variation),
 		cmocka_unit_test(test_aa_ab_counts),
 		cmocka_unit_test(test_aa_ab_sets),
