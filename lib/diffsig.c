@@ -67,32 +67,31 @@ int strobe_tree_significance(strobe_tree *t, double base_scale, double per_sampl
 	if (!(base_scale > 0)) /* an empty NEW scales the base to 0: its values are gone */
 		base_scale = 1;
 	size_t n = t->n;
-	double *v = malloc((n ? n : 1) * 2 * sizeof(*v));
-	strobe_sig_row *rows = malloc((n ? n : 1) * sizeof(*rows));
-	double *q = malloc((n ? n : 1) * sizeof(*q));
-	int r = v && rows && q ? 0 : -ENOMEM;
+	/* Two doubles a node (p, then q in place of the caller's array), not a strobe_sig_row:
+	 * a big diff tree has millions of frames. */
+	double *p = malloc((n ? n : 1) * sizeof(*p)), *q = malloc((n ? n : 1) * sizeof(*q));
+	int r = p && q ? 0 : -ENOMEM;
+	if (r == 0 && !(confidence > 0 && confidence < 1 && per_sample > 0))
+		r = -EINVAL;
 	if (r == 0) {
-		for (size_t i = 0; i < n; i++) {
-			v[i] = (double)t->nodes[i].total[1] / base_scale;
-			v[n + i] = (double)t->nodes[i].total[0];
+		double nb = (double)t->nodes[0].total[1] / base_scale / per_sample,
+		       nn = (double)t->nodes[0].total[0] / per_sample;
+		/* The root is 100 % of both sides: tested it would only dilute the family. */
+		p[0] = NAN;
+		for (size_t i = 1; i < n; i++) {
+			const strobe_tree_node *nd = &t->nodes[i];
+			p[i] = strobe_sig_binom_p((double)nd->total[1] / base_scale / per_sample, nb,
+						  (double)nd->total[0] / per_sample, nn);
 		}
-		/* The root is 100 % of both sides: tested it would only dilute the family. The
-		 * frames' own families start at node 1. */
-		r = n > 1 ? strobe_sig_counts(v + 1, v + n + 1, n - 1, v[0], v[n], per_sample,
-					      confidence, rows + 1)
-			  : 0;
+		r = strobe_sig_bh(p, n, q);
 	}
 	if (r == 0) {
-		q[0] = NAN;
-		for (size_t i = 1; i < n; i++)
-			q[i] = rows[i].q;
 		free(t->sig_q);
 		t->sig_q = q;
 		t->sig_conf = confidence;
 		q = NULL;
 	}
-	free(v);
-	free(rows);
+	free(p);
 	free(q);
 	return r;
 }

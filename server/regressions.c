@@ -268,7 +268,9 @@ int srv_regressions(srv_req *r)
 	if (!buf)
 		srv_error(r, 500, "out of memory");
 	else
-		srv_reply(r, 200, fmt && !strcmp(fmt, "text") ? "text/plain; charset=utf-8" : "application/json", buf, len);
+		srv_reply(r, 200,
+			  fmt && !strcmp(fmt, "text") ? "text/plain; charset=utf-8" : "application/json",
+			  buf, len);
 out:
 	free(regs);
 	srv_sig_result_free(&res);
