@@ -28,6 +28,7 @@ int cmd_debuginfo(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
+int cmd_regressions(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_pgo(int argc, char **argv);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "strobe/diffsig.h"
 #include "strobe/render.h"
 
 static const char usage_text[] =
@@ -23,9 +24,11 @@ static const char usage_text[] =
 	"  -o, --output OUT       output file (default stdout)\n"
 	"  -n, --nodes N          top: at most N rows\n"
 	"  --no-normalize         compare raw values\n"
+	"  --confidence C         judge each change at confidence C (default 0.99): top shows p and\n"
+	"                         q (Benjamini-Hochberg) and marks noise; svg draws noise pale\n"
 	"  --title TEXT           svg title\n" CLI_PROFILE_HELP;
 
-enum { O_NONORM = OPT_CMD_BASE, O_TITLE };
+enum { O_NONORM = OPT_CMD_BASE, O_TITLE, O_CONF };
 
 static int write_two_count(FILE *f, const strobe_tree *t)
 {
@@ -65,10 +68,12 @@ int cmd_diff(int argc, char **argv)
 		{"to", required_argument, 0, 't'},
 		{"output", required_argument, 0, 'o'}, {"nodes", required_argument, 0, 'n'},
 		{"no-normalize", no_argument, 0, O_NONORM}, {"title", required_argument, 0, O_TITLE},
+		{"confidence", required_argument, 0, O_CONF},
 		CLI_PROFILE_LONGOPTS, {0, 0, 0, 0}};
 	const char *cmd = "diff", *output = NULL, *to = "svg", *title = NULL;
 	cli_profile_opts po = {0};
 	bool norm = true;
+	double conf = 0.99;
 	long limit = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "hf:t:o:n:", longopts, NULL)) != -1) {
@@ -88,6 +93,14 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case O_NONORM: norm = false; break;
 		case O_TITLE: title = optarg; break;
+		case O_CONF:
+			if (cli_double(cmd, "--confidence", optarg, &conf) < 0)
+				return 2;
+			if (!(conf > 0 && conf < 1)) {
+				cli_err(cmd, "--confidence: %s is not between 0 and 1 (e.g. 0.99)", optarg);
+				return 2;
+			}
+			break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -109,7 +122,7 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	int r;
 	if (strcmp(to, "top") == 0) {
-		r = strobe_diff_top_write(out.f, base, bt, cur, ct, po.gran, norm, (size_t)limit);
+		r = strobe_diff_top_write(out.f, base, bt, cur, ct, po.gran, norm, (size_t)limit, conf);
 	} else {
 		int64_t btot = strobe_total(base, bt), ctot = strobe_total(cur, ct);
 		double scale = norm && btot ? (double)ctot / (double)btot : 1.0;
@@ -123,6 +136,10 @@ int cmd_diff(int argc, char **argv)
 			r = strobe_tree_sort(t);
 		if (!r) {
 			t->diff = true;
+			r = strobe_tree_significance(t, scale,
+						     strobe_sig_per_sample(cur, ct), conf);
+		}
+		if (!r) {
 			if (strcmp(to, "svg") == 0) {
 				const char *unit = strobe_str(cur, cur->types[ct].unit);
 				strobe_svg_opts so = {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "strobe/diffsig.h"
 
 static const char usage_text[] =
 	"usage: strobe gate --max-growth PP [--min-share PP] [options] BASE NEW\n\n"
@@ -17,9 +18,12 @@ static const char usage_text[] =
 	"bad input.\n\n"
 	"  --max-growth PP        allowed growth of a share, in percentage points (required)\n"
 	"  --min-share PP         ignore functions whose share in NEW is below PP (default 0)\n"
+	"  --confidence C         count only growth that is significant at confidence C (e.g.\n"
+	"                         0.99; binomial count test, Benjamini-Hochberg over all\n"
+	"                         functions): noise above PP passes\n"
 	CLI_PROFILE_HELP;
 
-enum { O_MAXG = OPT_CMD_BASE, O_MINS };
+enum { O_MAXG = OPT_CMD_BASE, O_MINS, O_CONF };
 
 typedef struct offender {
 	const strobe_fncmp *f;
@@ -39,11 +43,12 @@ int cmd_gate(int argc, char **argv)
 	static const struct option longopts[] = {{"help", no_argument, 0, 'h'},
 						 {"max-growth", required_argument, 0, O_MAXG},
 						 {"min-share", required_argument, 0, O_MINS},
+						 {"confidence", required_argument, 0, O_CONF},
 						 CLI_PROFILE_LONGOPTS,
 						 {0, 0, 0, 0}};
 	const char *cmd = "gate";
 	cli_profile_opts po = {0};
-	double max_growth = NAN, min_share = 0;
+	double max_growth = NAN, min_share = 0, conf = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int h = cli_profile_opt(cmd, c, optarg, &po);
@@ -61,6 +66,15 @@ int cmd_gate(int argc, char **argv)
 			if (cli_double(cmd, "--min-share", optarg, &min_share) < 0)
 				return 2;
 			break;
+		case O_CONF:
+			if (cli_double(cmd, "--confidence", optarg, &conf) < 0)
+				return 2;
+			if (!(conf > 0 && conf < 1)) {
+				cli_err(cmd, "--confidence: %s is not between 0 and 1 (e.g. 0.99)",
+					optarg);
+				return 2;
+			}
+			break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
@@ -75,6 +89,8 @@ int cmd_gate(int argc, char **argv)
 	strobe_profile *base = NULL, *cur = NULL;
 	int bt, ct, rc = 2;
 	strobe_fncmp *fc = NULL;
+	strobe_fncmp *raw = NULL;
+	strobe_sig_row *sig = NULL;
 	offender *off = NULL;
 	size_t n = 0, noff = 0;
 	int64_t tot[2];
@@ -90,24 +106,51 @@ int cmd_gate(int argc, char **argv)
 		cli_err(cmd, "%s: total is zero; nothing to compare", argv[optind + (tot[0] == 0)]);
 		goto out;
 	}
+	if (conf > 0) {
+		/* The test needs the raw counts: the same comparison unnormalised (the same
+		 * functions in the same order), its rows judged at the confidence. */
+		int64_t rt[2];
+		size_t rn = 0;
+		if (strobe_fncompare(base, bt, cur, ct, po.gran, false, &raw, &rn, rt) < 0 ||
+		    rn != n || !(sig = malloc((n ? n : 1) * 2 * sizeof(*sig))) ||
+		    strobe_fncmp_significance(raw, rn, rt, strobe_sig_per_sample(cur, ct), conf,
+					      sig, sig + rn) < 0) {
+			strobe_fncmp_free(raw, rn);
+			raw = NULL;
+			cli_err(cmd, "out of memory");
+			goto out;
+		}
+		strobe_fncmp_free(raw, rn);
+		raw = NULL;
+	}
 	for (size_t i = 0; i < n; i++) {
 		offender o = {&fc[i], 100.0 * (double)fc[i].flat[1] / (double)tot[1],
 			      100.0 * (double)fc[i].flat[0] / (double)tot[0],
 			      100.0 * (double)fc[i].cum[1] / (double)tot[1],
 			      100.0 * (double)fc[i].cum[0] / (double)tot[0], 0};
 		double gf = o.new_flat - o.base_flat, gc = o.new_cum - o.base_cum;
+		if (sig && !sig[i].significant) /* noise is not growth */
+			gf = 0;
+		if (sig && !sig[n + i].significant)
+			gc = 0;
 		o.worst = gf > gc ? gf : gc;
 		if (o.worst > max_growth && o.new_cum >= min_share)
 			off[noff++] = o;
 	}
 	if (!noff) {
-		printf("gate: ok: no function's share grew by more than %.2f points\n", max_growth);
+		if (conf > 0)
+			printf("gate: ok: no function's share grew significantly (%g%% confidence) by "
+			       "more than %.2f points\n",
+			       100 * conf, max_growth);
+		else
+			printf("gate: ok: no function's share grew by more than %.2f points\n",
+			       max_growth);
 		rc = 0;
 		goto out;
 	}
 	qsort(off, noff, sizeof(*off), worst_first);
-	printf("gate: FAIL: %zu function%s grew by more than %.2f points of the total\n", noff,
-	       noff == 1 ? "" : "s", max_growth);
+	printf("gate: FAIL: %zu function%s grew by more than %.2f points of the total%s\n", noff,
+	       noff == 1 ? "" : "s", max_growth, conf > 0 ? ", significantly" : "");
 	printf("%9s %9s %9s %9s %9s  %s\n", "base flat", "new flat", "base cum", "new cum", "delta",
 	       "function");
 	for (size_t i = 0; i < noff; i++)
@@ -118,6 +161,7 @@ out:
 	fflush(stdout);
 	strobe_fncmp_free(fc, n);
 	free(off);
+	free(sig);
 	strobe_profile_free(base);
 	strobe_profile_free(cur);
 	return rc;

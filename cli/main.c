@@ -32,6 +32,7 @@ static const struct command {
 	{"cost", cmd_cost, "core-hours, dollars and energy a year, per team or function"},
 	{"leaks", cmd_leaks, "stacks whose in-use memory grows, ranked by growth per hour"},
 	{"pgo", cmd_pgo, "PGO input from a CPU profile: Go default.pgo, AutoFDO, BOLT"},
+	{"regressions", cmd_regressions, "functions that got significantly costlier between releases, with owners"},
 };
 
 static void usage(FILE *f)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "strobe/codec.h"
+#include "strobe/diffsig.h"
 
 /* jansson takes only valid UTF-8; frame names come from binaries and text files and may not be.
  * Invalid bytes are replaced by '?' so a name never vanishes from the output. */
@@ -42,6 +43,10 @@ static json_t *tree_node_json(const strobe_tree *t, uint32_t n, int depth)
 	if (t->diff) {
 		json_object_set_new(o, "base_self", json_integer(nd->self[1]));
 		json_object_set_new(o, "base_total", json_integer(nd->total[1]));
+		if (t->sig_q && n) {
+			json_object_set_new(o, "q", json_real(t->sig_q[n]));
+			json_object_set_new(o, "noise", json_boolean(strobe_tree_noise(t, n)));
+		}
 	}
 	if (nd->first_child && depth < (int)STROBE_MAX_DEPTH) {
 		json_t *kids = json_array();
@@ -60,6 +65,11 @@ int strobe_json_tree_write(FILE *out, const strobe_tree *t, const char *type, co
 	json_object_set_new(root, "type", json_string(type));
 	json_object_set_new(root, "unit", json_string(unit));
 	json_object_set_new(root, "diff", json_boolean(t->diff));
+	if (t->sig_q) {
+		json_object_set_new(root, "confidence", json_real(t->sig_conf));
+		json_object_set_new(root, "significance",
+				    json_string("binomial count test per frame, Benjamini-Hochberg"));
+	}
 	json_object_set_new(root, "root", tree_node_json(t, 0, 0));
 	int r = json_dumpf(root, out, JSON_COMPACT | JSON_ENSURE_ASCII) < 0 ? -EIO : 0;
 	fputc('\n', out);
@@ -156,7 +166,28 @@ int strobe_json_flat_write(FILE *out, const strobe_tree *t, const char *type, co
 		}
 		n = n ? t->nodes[n].next_sibling : UINT32_MAX;
 	}
-	fputs("]}\n", out);
+	fputc(']', out);
+	if (t->diff && t->sig_q) {
+		/* 1 per node, in the same pre-order, when its change is noise at the confidence:
+		 * the UI draws those pale. */
+		fprintf(out, ",\"confidence\":%g,\"significance\":\"binomial count test per frame, "
+			     "Benjamini-Hochberg\",\"noise\":[", t->sig_conf);
+		first = true;
+		for (n = 0; n != UINT32_MAX;) {
+			fputs(first ? "" : ",", out);
+			fputc(n && strobe_tree_noise(t, n) ? '1' : '0', out);
+			first = false;
+			if (t->nodes[n].first_child) {
+				n = t->nodes[n].first_child;
+				continue;
+			}
+			while (n && !t->nodes[n].next_sibling)
+				n = t->nodes[n].parent;
+			n = n ? t->nodes[n].next_sibling : UINT32_MAX;
+		}
+		fputc(']', out);
+	}
+	fputs("}\n", out);
 	return ferror(out) ? -EIO : 0;
 }
 

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strobe/diffsig.h"
 #include "strobe/render.h"
 
 enum { SVG_XPAD = 10, WBUF_CAP = 1 << 18 };
@@ -398,6 +399,18 @@ static void frame_rgb(const layout *L, uint32_t node, const char *name, size_t l
 			d = -d;
 		double k = L->maxdelta > 0 ? fabs(d) / L->maxdelta : 0;
 		int c = 250 - (int)(k * 210 + 0.5);
+		if (strobe_tree_noise(L->t, node)) {
+			/* Not significant: a pale tint keeps the direction readable without
+			 * the weight of a real change. */
+			int p = d == 0 ? 235 : 226;
+			if (d > 0)
+				rgb[0] = 246, rgb[1] = rgb[2] = p;
+			else if (d < 0)
+				rgb[0] = rgb[1] = p, rgb[2] = 246;
+			else
+				rgb[0] = rgb[1] = rgb[2] = p;
+			return;
+		}
 		if (d > 0)
 			rgb[0] = 250, rgb[1] = rgb[2] = c;
 		else if (d < 0)
@@ -462,6 +475,14 @@ static void write_title(layout *L, uint32_t node, const char *name, size_t dlen)
 	if (ds > 0)
 		wchar(w, '+');
 	wcommas(w, ds);
+	if (L->t->sig_q && node) {
+		char s[96];
+		double q = L->t->sig_q[node];
+		snprintf(s, sizeof(s), "; %s at %g%% confidence (q %.2g)",
+			 strobe_tree_noise(L->t, node) ? "noise" : "significant",
+			 100 * L->t->sig_conf, q);
+		wstr(w, s);
+	}
 	WLIT(w, ")</title>");
 }
 

@@ -122,6 +122,7 @@ void strobe_tree_free(strobe_tree *t)
 	strobe_itab_free(&t->names);
 	strobe_itab_free(&t->edges);
 	free(t->nodes);
+	free(t->sig_q);
 	free(t);
 }
 

@@ -39,7 +39,7 @@ static const double buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
 static const char *const handlers[SRV_H_N] = {
 	"push", "ingest", "query", "diff", "range", "labels", "label_values", "profile_types",
 	"series", "admin", "metrics", "other", "debuginfo", "otlp", "connect", "connect_push", "render", "cost", "leaks",
-	"pgo"};
+	"pgo", "regressions"};
 
 typedef struct tenant_ctr {
 	char name[65];

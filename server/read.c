@@ -10,8 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "server_impl.h"
+#include "diff_sets.h"
 #include "strobe/codec.h"
+#include "strobe/diffsig.h"
 #include "strobe/render.h"
 #include "strobe/transform.h"
 #include "strobe/writer.h"
@@ -167,10 +168,15 @@ int srv_diff(srv_req *r)
 	const char *fmt = srv_arg(r, "format");
 	if (!fmt)
 		fmt = "svg";
-	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "flat") && strcmp(fmt, "top"))
-		return srv_error(r, 400, "format must be svg, json, flat or top");
+	bool fns = strcmp(fmt, "functions") == 0;
+	if (strcmp(fmt, "svg") && strcmp(fmt, "json") && strcmp(fmt, "flat") && strcmp(fmt, "top") &&
+	    !fns)
+		return srv_error(r, 400, "format must be svg, json, flat, top or functions");
 	const char *nn = srv_arg(r, "normalize");
 	bool norm = !nn || strcmp(nn, "false") != 0;
+	double conf;
+	if (srv_confidence(r, &conf) < 0)
+		return 0;
 	size_t mn;
 	strobe_profile *base = NULL, *cur = NULL;
 	char bwin[96], nwin[96];
@@ -183,11 +189,12 @@ int srv_diff(srv_req *r)
 	}
 	char *buf = NULL;
 	size_t len = 0;
-	strobe_format of = strobe_output_parse(fmt);
+	strobe_format of = strobe_output_parse(fns ? "json" : fmt);
 	FILE *f = open_memstream(&buf, &len);
 	int rc = f ? 0 : -ENOMEM;
-	if (rc == 0 && strcmp(fmt, "top") == 0) {
-		rc = strobe_diff_top_write(f, base, 0, cur, 0, STROBE_GRAN_FUNCTIONS, norm, mn);
+	if (rc == 0 && (fns || strcmp(fmt, "top") == 0)) {
+		/* per function, with the profile-set test where the windows allow it */
+		rc = srv_diff_functions(r, base, cur, norm, mn, conf, fns, f);
 	} else if (rc == 0) {
 		/* As `strobe diff`: base scaled to the new total, so more traffic is not a
 		 * regression. */
@@ -201,6 +208,9 @@ int srv_diff(srv_req *r)
 			rc = strobe_tree_sort(t);
 		if (rc == 0) {
 			t->diff = true;
+			rc = strobe_tree_significance(t, scale, strobe_sig_per_sample(cur, 0), conf);
+		}
+		if (rc == 0) {
 			/* an SVG says what it compares: both selectors and windows */
 			char title[512], sub[256];
 			snprintf(title, sizeof(title), "Differential: %s against %s",

@@ -159,6 +159,7 @@ const srv_route srv_routes[] = {
 	{"GET", "/api/v1/query", SRV_TENANT, SRV_H_QUERY, srv_query, 0},
 	{"GET", "/api/v1/diff", SRV_TENANT, SRV_H_DIFF, srv_diff, 0},
 	{"GET", "/api/v1/pgo", SRV_TENANT, SRV_H_PGO, srv_pgo, 0},
+	{"GET", "/api/v1/regressions", SRV_TENANT, SRV_H_REGRESSIONS, srv_regressions, 0},
 	{"GET", "/api/v1/range", SRV_TENANT, SRV_H_RANGE, srv_range, 0},
 	{"GET", "/api/v1/labels", SRV_TENANT, SRV_H_LABELS, srv_labels, 0},
 	{"GET", "/api/v1/label/{name}/values", SRV_TENANT, SRV_H_LABEL_VALUES, label_values, 0},

@@ -23,6 +23,7 @@ enum { SRV_H_PUSH, SRV_H_INGEST, SRV_H_QUERY, SRV_H_DIFF, SRV_H_RANGE, SRV_H_LAB
        SRV_H_DEBUGINFO, SRV_H_OTLP, SRV_H_CONNECT, SRV_H_CONNECT_PUSH, SRV_H_RENDER,
        SRV_H_COST, SRV_H_LEAKS, /* server/cost.c, server/leaks.c */
        SRV_H_PGO, /* server/pgo.c */
+       SRV_H_REGRESSIONS, /* server/regressions.c */
        SRV_H_N };
 enum { SRV_SRC_PUSH, SRV_SRC_INGEST, SRV_SRC_OTLP, SRV_SRC_N };
 
@@ -224,6 +225,14 @@ int strobe_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
 int srv_query(srv_req *r);
 int srv_diff(srv_req *r);
 int srv_pgo(srv_req *r); /* server/pgo.c: GET /api/v1/pgo */
+/* GET /api/v1/regressions (regressions.c); the owners of label values (owners.c): the team of
+ * the first (names[i], values[i]) the "owners" config maps, malloc'd, *label its name; NULL. */
+int srv_regressions(srv_req *r);
+char *srv_owner_of(const strobe_server_config *c, const char *const *names,
+		   const char *const *values, size_t n, const char **label);
+/* /api/v1/diff?format=top|functions: per-function changes with their significance (diff_sets.c). */
+int srv_diff_functions(srv_req *r, strobe_profile *base, strobe_profile *cur, bool norm,
+		       size_t limit, double conf, bool json, FILE *f);
 int srv_range(srv_req *r);
 int srv_labels(srv_req *r);
 int srv_label_values(srv_req *r, const char *name);

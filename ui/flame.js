@@ -49,8 +49,11 @@ export function unchanged(now, base) {
   return d === 0 || (base > 0 && d < 0.0005 * base);
 }
 
-export function diffColor(now, base) {
+// noise: the server judged the change not significant (/api/v1/diff's noise flags): a pale tint
+// keeps its direction readable without the weight of a real change.
+export function diffColor(now, base, noise) {
   if (unchanged(now, base)) return 'rgb(235,235,235)';
+  if (noise) return now > base ? 'rgb(246,226,226)' : 'rgb(226,226,246)';
   const r = (now - base) / Math.max(Math.abs(now), Math.abs(base));
   const c = Math.round(225 * (1 - Math.min(1, Math.abs(r) * 1.5)));
   return r > 0 ? `rgb(255,${c},${c})` : `rgb(${c},${c},255)`;
@@ -178,7 +181,7 @@ export class FlameGraph {
   color(i) {
     const d = this.data;
     if (this.match && this.match[i]) return 'rgb(230,0,230)';
-    if (d.diff) return diffColor(d.total[i], d.btotal[i]);
+    if (d.diff) return diffColor(d.total[i], d.btotal[i], d.noise && d.noise[i]);
     const k = d.name[i];
     let c = this.colors[k];
     if (!c) {
@@ -336,7 +339,9 @@ export class FlameGraph {
       const delta = d.total[i] - d.btotal[i];
       html += `<br>base ${fmtValue(d.btotal[i], u)} → new ${fmtValue(d.total[i], u)}` +
         (unchanged(d.total[i], d.btotal[i]) ? '<br>unchanged'
-          : `<br>change ${delta >= 0 ? '+' : ''}${fmtValue(delta, u)} (${d.btotal[i] ? (delta >= 0 ? '+' : '') + (100 * delta / d.btotal[i]).toFixed(1) + '%' : 'new'})`);
+          : `<br>change ${delta >= 0 ? '+' : ''}${fmtValue(delta, u)} (${d.btotal[i] ? (delta >= 0 ? '+' : '') + (100 * delta / d.btotal[i]).toFixed(1) + '%' : 'new'})`)
+      if (d.noise && i && !unchanged(d.total[i], d.btotal[i]))
+        html += `<br>${d.noise[i] ? 'noise' : 'significant'} at ${+(100 * d.confidence).toFixed(2)}% confidence`;
     }
     this.tip.innerHTML = html;
     this.tip.hidden = false;

@@ -13,6 +13,10 @@ export class FlameData {
     this.unit = json.unit;
     this.diff = !!json.diff;
     this.names = json.names;
+    // per node, 1 where the change is not significant at json.confidence (diffs only; absent in
+    // trees built here, such as the sandwich's)
+    this.noise = this.diff && Array.isArray(json.noise) && json.noise.length === n ? Uint8Array.from(json.noise) : null;
+    this.confidence = json.confidence;
     this.n = n;
     this.name = new Uint32Array(n);
     this.depth = new Uint32Array(n);

@@ -81,6 +81,7 @@ typedef struct strobe_server_config {
 		double pue;                 /* data centre overhead; default 1.2 */
 		double grid_g_co2_per_kwh;  /* default 400 */
 	} cost;
+	char *owners_json; /* the "owners" map (label: {value: team}) as JSON text; NULL = none */
 	bool insecure;     /* "insecure" / --insecure: listen off loopback although some tenant needs
 			      no token (strobe_server_check_exposure refuses that otherwise) */
 	char *tls_cert, *tls_key; /* PEM files (--tls-cert, --tls-key): both or neither; HTTPS */
@@ -95,6 +96,9 @@ typedef struct strobe_server_config {
 void strobe_server_config_init(strobe_server_config *c);
 /* Reads a JSON configuration file over the current values (see docs/server.md). */
 int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_err *err);
+/* Checks the config's "owners" section (server/owners.c) and keeps it in c->owners_json. */
+struct json_t;
+int strobe_server_owners_config(struct json_t *v, strobe_server_config *c, strobe_err *err);
 void strobe_server_config_free(strobe_server_config *c);
 
 /* Writes the server's route table, one "METHOD PATH ACCESS" line per route (ACCESS: public,

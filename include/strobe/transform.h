@@ -83,11 +83,28 @@ int strobe_top_print(FILE *out, strobe_fnstat *st, size_t n, const strobe_top_in
 int strobe_pprof_fnstats(const uint8_t *buf, size_t len, const char *sample_index,
 			 strobe_fnstat **out, size_t *n, char **arena, strobe_top_info *info);
 
-/* A table of functions ranked by the change of their flat value from base to cur (then cum,
- * then name): base flat, new flat, delta, delta of share in percentage points, cum delta. At
- * most limit rows (0 = all); unchanged functions are left out. */
+/* A table of functions ranked by the change of their share (flat, then cum, then name): base
+ * flat, new flat, delta, delta of share in percentage points, cum delta, and the change's
+ * significance at `confidence` (e.g. 0.99): p of the flat change, q (Benjamini-Hochberg) of flat
+ * and cum, "noise" when neither is significant. At most limit rows (0 = all); unchanged
+ * functions are left out. Uses the two-profile count test (strobe/diffsig.h). */
 int strobe_diff_top_write(FILE *f, strobe_profile *base, int bt, strobe_profile *cur, int ct,
-			  strobe_granularity g, bool norm, size_t limit);
+			  strobe_granularity g, bool norm, size_t limit, double confidence);
+
+struct strobe_sig_row;
+/* The same table from a comparison already made (normalize=false) and its significance rows
+ * (from either test): for callers with their own test, such as the server's profile sets. */
+typedef struct strobe_diff_top_in {
+	const strobe_fncmp *c;
+	size_t n;
+	int64_t totals[2]; /* new, base (raw) */
+	const struct strobe_sig_row *flat, *cum;
+	const char *type, *unit, *method;
+	bool norm;
+	size_t limit;
+	double confidence;
+} strobe_diff_top_in;
+int strobe_diff_top_rows_write(FILE *f, const strobe_diff_top_in *in);
 
 /* Formats a value of unit `unit` as pprof does ("1.50s", "12ms", "3.20MB", "42"). */
 void strobe_format_value(char *buf, size_t cap, int64_t v, const char *unit);

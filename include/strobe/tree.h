@@ -51,6 +51,10 @@ typedef struct strobe_tree {
 	strobe_tree_node *nodes;
 	uint32_t n, cap;       /* node 0 is the root */
 	bool diff;             /* column 1 holds a baseline */
+	/* Per node (t->n), set by strobe_tree_significance: the BH-adjusted p-value of the
+	 * frame's change (NaN for the root), and the confidence it is judged at. NULL = none. */
+	double *sig_q;
+	double sig_conf;
 } strobe_tree;
 
 enum {

@@ -221,8 +221,16 @@ await run('diff', async () => {
   const nodes = await drawn(page);
   const hot = nodes.find((n) => n.name === 'hot'), idle_ = nodes.find((n) => n.name === 'idle');
   // normalised: base scaled by 220/100: hot 110 -> 150 (grew), idle 66 -> 30 (shrank)
-  check('diff/colours', hot && /^rgb\(255,/.test(hot.color) && hot.base === 110 && idle_ && /,255\)$/.test(idle_.color) &&
+  // red-dominant grew, blue-dominant shrank (pale or not: see diff/noise)
+  const rgb = (n) => (n && /^rgb\((\d+),(\d+),(\d+)\)$/.exec(n.color) || []).slice(1).map(Number);
+  const [hr, hg] = rgb(hot), [ir, , ib] = rgb(idle_);
+  check('diff/colours', hot && hr > hg && hot.base === 110 && idle_ && ib > ir &&
     idle_.base === 66, `hot ${JSON.stringify(hot)}, idle ${JSON.stringify(idle_)}`);
+  // 100 samples against 220: hot's +40 is inside the counting noise at 99 % (pale), "new"'s 0 -> 20
+  // is not (strong red), as the API's noise flags say
+  const nw = nodes.find((n) => n.name === 'new');
+  check('diff/noise', hot && hot.color === 'rgb(246,226,226)' && idle_.color === 'rgb(226,226,246)' &&
+    nw && /^rgb\(255,/.test(nw.color) && nw.color !== 'rgb(255,255,255)', `hot ${hot && hot.color}, idle ${idle_ && idle_.color}, new ${nw && nw.color}`);
   const t = await rows(page);
   check('diff/table', t[0][0] === 'hot' && t[0][1] === '110' && t[0][2] === '150' && t[0][3] === '+40 (+36.4%)' &&
     t[1][0] === 'idle' && t[1][3] === '-36 (-54.5%)', `rows ${JSON.stringify(t.slice(0, 3))}`);

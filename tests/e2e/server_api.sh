@@ -100,7 +100,7 @@ if [ "$rf" = "$((sha * 2))" ]; then echo "ok server_api/range-function ($rf)"; e
 curl -s -o /dev/null --data-binary @"$cpu" "$url/api/v1/push?service_name=web&time=now"
 dtop=$(q diff --data-urlencode "base=$CPU{service_name=\"api\"}" -d base_from=now-5m --data-urlencode "new=$CPU{service_name=\"web\"}" -d new_from=now-5m -d format=top)
 secs=$(awk -v t="$(gototal "$cpu" 2)" 'BEGIN { printf "%.2fs", t / 1e9 }')
-if grep -q "Total: base $secs (normalised), new $secs" <<<"$dtop" && [ "$(wc -l <<<"$dtop")" = 3 ]; then echo "ok server_api/diff-normalised"; else fail diff-normalised "$(head -5 <<<"$dtop")"; fi
+if grep -q "Total: base $secs (normalised), new $secs" <<<"$dtop" && grep -q "^Significance: " <<<"$dtop" && [ "$(wc -l <<<"$dtop")" = 4 ]; then echo "ok server_api/diff-normalised"; else fail diff-normalised "$(head -5 <<<"$dtop")"; fi
 dsvg=$(q diff --data-urlencode "base=$CPU{service_name=\"api\"}" -d base_from=now-5m --data-urlencode "new=$CPU{service_name=\"web\"}" -d new_from=now-5m)
 if grep -q '<svg' <<<"$dsvg"; then echo "ok server_api/diff-svg"; else fail diff-svg "no svg"; fi
 

@@ -122,7 +122,7 @@ case_query() {
 }
 case_diff() {
 	local f
-	for f in svg json flat top; do
+	for f in svg json flat top functions; do
 		# An empty base (an hour ago), so that even top, which lists changes only, has A's rows.
 		[ $f = svg ] && strip='s/<text id="\(sub\)\?title"[^<]*<\/text>//g'
 		read_case "$1" "$f" "${G[@]}" "$url/api/v1/diff" --data-urlencode "base=$SEL_A" --data-urlencode "new=$SEL_A" \
@@ -130,6 +130,17 @@ case_diff() {
 		strip=
 	done
 	refused "$1" "${G[@]}" "$url/api/v1/diff" --data-urlencode "base=$SEL_A" --data-urlencode "new=$SEL_A"
+}
+# Regressions: A's window against itself answers 200 (nothing grew); B asking with A's
+# selector finds no samples in its own tenant (422) and sees nothing of A's.
+case_regressions() {
+	local ca cb a=(-G "$url/api/v1/regressions" --data-urlencode "query=$SEL_A" -d base_from=now-10m -d new_from=now-10m)
+	ca=$(hit a "${a[@]}")
+	cb=$(hit b "${a[@]}")
+	if [ "$ca" != 200 ]; then fail "$1" "team-a's own request: $ca"
+	elif [ "$cb" != 422 ] || grep -aq amark "$TMPDIR/body"; then fail "$1" "team-b: $cb $(head -c 200 "$TMPDIR/body") (want 422, nothing of A's)"
+	else ok "$1" "A 200, B 422 without A's data"; fi
+	refused "$1" "${a[@]}"
 }
 case_range() {
 	strip='s/"type":"[^"]*"//'
@@ -313,7 +324,7 @@ while read -r m p access; do
 	case $r in
 	"GET /ready" | "GET /healthz" | "GET /metrics" | "GET /" | "GET /ui/*") want="public" ;;
 	"POST /api/v1/admin/compact") want="admin" ;;
-	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | \
+	"POST /api/v1/push" | "POST /ingest" | "POST /v1development/profiles" | "GET /api/v1/query" | "GET /api/v1/diff" | "GET /api/v1/range" | "GET /api/v1/regressions" | \
 		"GET /api/v1/labels" | "GET /api/v1/label/{name}/values" | "GET /api/v1/profile_types" | \
 		"GET /api/v1/cost" | "GET /api/v1/leaks" | "GET /api/v1/pgo" | \
 		"GET /api/v1/series" | "POST /api/v1/debuginfo/{build_id}" | "GET /api/v1/debuginfo/{build_id}" | \
@@ -332,6 +343,7 @@ while read -r m p access; do
 	"GET /api/v1/query") case_query "$r" ;;
 	"GET /api/v1/diff") case_diff "$r" ;;
 	"GET /api/v1/pgo") case_pgo "$r" ;;
+	"GET /api/v1/regressions") case_regressions "$r" ;;
 	"GET /api/v1/range") case_range "$r" ;;
 	"GET /api/v1/labels") case_labels "$r" ;;
 	"GET /api/v1/label/{name}/values") case_label_values "$r" "$p" ;;

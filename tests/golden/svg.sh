@@ -7,6 +7,8 @@ st=0
 if ! command -v xmllint >/dev/null; then echo "SKIP svg: xmllint (libxml2-utils) not installed"; exit 0; fi
 printf 'main;hot 60\nmain;warm 30\nmain;cold 10\n' > "$TMPDIR/k.folded"
 printf 'main;hot 30\nmain;warm 30\nmain;gone 40\n' > "$TMPDIR/b.folded"
+# b2: warm moves 33 -> 30 of 100, inside the counting noise; hot and gone move far outside it.
+printf 'main;hot 30\nmain;warm 33\nmain;gone 40\n' > "$TMPDIR/b2.folded"
 # Names no XML document may hold raw: markup, control bytes, invalid and overlong UTF-8, a
 # surrogate, U+FFFF, "]]>", plus a valid multi-byte name that must pass through. (After 1 KiB
 # of plain lines: format detection takes control bytes at the start for a binary pprof.)
@@ -25,6 +27,9 @@ cases=(
   "odd-names|flamegraph $TMPDIR/odd.folded|<title>x]]&gt;y (3 samples"
   "odd-names-utf8|flamegraph --width 4000 $TMPDIR/odd.folded|>café</text>"
   "diff-svg|diff -t svg $TMPDIR/b.folded $TMPDIR/k.folded|>Differential Flame Graph<"
+  "diff-noise|diff $TMPDIR/b2.folded $TMPDIR/k.folded|<title>warm (total: base 32, new 30, delta -2 samples (-6.25%); self: base 32, new 30, delta -2; noise at 99% confidence (q 1))</title><rect x=\"922.2\" y=\"36\" width=\"267.8\" height=\"15\" fill=\"rgb(226,226,246)\""
+  "diff-significant|diff $TMPDIR/b2.folded $TMPDIR/k.folded|<title>gone (total: base 39, new 0, delta -39 samples (-100.00%); self: base 39, new 0, delta -39; significant at 99% confidence (q 1.5e-11))"
+  "diff-confidence|diff --confidence 0.5 $TMPDIR/b2.folded $TMPDIR/k.folded|<title>warm (total: base 32, new 30, delta -2 samples (-6.25%); self: base 32, new 30, delta -2; noise at 50% confidence"
   "nametype|flamegraph --nametype Frame: $TMPDIR/k.folded|data-nt=\"Frame:\""
   "minwidth|flamegraph --minwidth 200 $TMPDIR/k.folded|<title>warm (30 samples"
 )

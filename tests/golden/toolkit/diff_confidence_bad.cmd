@@ -1,0 +1,1 @@
+diff -t svg --confidence 2 base.folded new.folded

@@ -1,0 +1,1 @@
+diff -t top --confidence 0.5 base.folded new.folded

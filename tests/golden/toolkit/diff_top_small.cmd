@@ -1,0 +1,1 @@
+diff -t top small_base.folded small_new.folded
