@@ -13,7 +13,9 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
 # libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod
-            chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3)
+            chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3
+            clickhouse-server)
+# clickhouse-server: the ClickHouse store backend's tests and benchmark (tests/e2e/server_clickhouse.sh, bench/clickhouse.sh)
 # python3: JSON and byte checks in the Connect e2e tests (server_connect, server_doors); no PyPI modules
 # openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)
 # protobuf-compiler: protoc --encode/--decode, an encoder independent of ours (wire conformance

@@ -498,6 +498,7 @@ static int split_type(const char *type, char *buf, size_t cap, const char *part[
 int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **out,
 		       strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, query, q, out, err);
 	*out = NULL;
 	if (!q->sel || !q->sel->type)
 		return strobe_errf(err, -EINVAL,
@@ -812,6 +813,7 @@ int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 		       const char *group_by, const char *function, strobe_range_result *out,
 		       strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, range, q, step_ns, group_by, function, out, err);
 	memset(out, 0, sizeof(*out));
 	if (step_ns <= 0)
 		return strobe_errf(err, -EINVAL, "step must be positive");
@@ -1034,17 +1036,20 @@ static int listing(strobe_store *s, const strobe_query *q, int what, const char 
 int strobe_store_label_names(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
 			     strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, label_names, q, out, n, err);
 	return listing(s, q, L_NAMES, NULL, out, n, err);
 }
 
 int strobe_store_label_values(strobe_store *s, const strobe_query *q, const char *name,
 			      char ***out, size_t *n, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, label_values, q, name, out, n, err);
 	return listing(s, q, L_VALUES, name, out, n, err);
 }
 
 int strobe_store_profile_types(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
 			       strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, profile_types, q, out, n, err);
 	return listing(s, q, L_TYPES, NULL, out, n, err);
 }
