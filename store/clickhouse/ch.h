@@ -30,6 +30,11 @@ typedef struct ch_known { /* a set of 64-bit hashes, open addressing; 0 is never
 typedef struct ch_store {
 	char *host[CH_HOSTS_MAX]; /* "HOST:PORT" */
 	size_t nhosts, good;      /* good: the host that answered last, tried first */
+	/* Shards (with a cluster: the URL's comma-separated groups, in the cluster's order; each
+	 * group's '|'-separated hosts are replicas of the shard). A push is written straight into
+	 * the local tables of its shard (ch_push.c); reads go through the Distributed tables on
+	 * any host. Without a cluster, one shard whose hosts are all alternatives. */
+	size_t shard_of[CH_HOSTS_MAX], nshards;
 	char *db, *cluster;       /* cluster NULL: one server, local tables read and written */
 	strobe_store_opts o;
 	pthread_mutex_t mu;
@@ -49,6 +54,11 @@ const char *ch_tab(const ch_store *c, const char *base, char *buf, size_t cap);
  * many parts); -EIO for any other refusal, with ClickHouse's message. */
 int ch_exec(ch_store *c, const char *sql, const void *body, size_t blen, strobe_buf *out,
 	    strobe_err *err);
+/* The same on the hosts of one shard, in order until one answers (writes). */
+int ch_exec_shard(ch_store *c, size_t shard, const char *sql, const void *body, size_t blen,
+		  strobe_err *err);
+/* The local table of a base name ("samples" -> DB.samples_l). */
+const char *ch_local(const ch_store *c, const char *base, char *buf, size_t cap);
 /* The same on one given host (schema, retention). */
 int ch_exec_on(ch_store *c, size_t host, const char *sql, const void *body, size_t blen,
 	       strobe_buf *out, strobe_err *err);

@@ -2,17 +2,19 @@
 /*
  * Ingest into ClickHouse: a push becomes at most five INSERTs (functions, locations, stacks and
  * series that this server does not know to be stored yet, then the samples), each one block of
- * RowBinary rows, gzip'd, through the Distributed tables with insert_distributed_sync, so that
- * strobe_store_push returns 0 only once ClickHouse has every row.
+ * RowBinary rows, gzip'd, into the local tables of the push's shard, so that strobe_store_push
+ * returns 0 only once ClickHouse has every row.
  *
  * Ids are hashes of content (a function of its names and file, a location of its address,
  * mapping and lines, a stack of its locations, a series of its tenant, type and labels): any
  * strobe server computes the same ids for the same things without asking anyone, and the
  * symbol tables deduplicate by merging (ReplacingMergeTree).
  *
- * Whole or nothing: the samples go last, in one block to one shard (every row of a push carries
- * the same sharding key, a hash of the tenant and the push's labels), which MergeTree writes as
- * one part or not at all. Symbols or series written by a push whose samples then failed are
+ * Whole or nothing: the samples go last, in one block to one shard (the shard of a push is a hash
+ * of the tenant and the push's labels, scaled to the number of shards: a series stays on one shard),
+ * written straight into that shard's local table, which MergeTree writes as one part or not at
+ * all; 200 then means the shard has the rows (through a Distributed table, 18.16 would queue them
+ * on the host it was sent to, or, with insert_distributed_sync, need every shard up). Symbols or series written by a push whose samples then failed are
  * harmless: nothing refers to them, and the label and series APIs only list series with samples
  * in the window.
  *
@@ -209,13 +211,14 @@ static void remember_symbols(ch_store *c, const strobe_profile *p, const symh *h
 	pthread_mutex_unlock(&c->mu);
 }
 
-static int insert(ch_store *c, const char *base, strobe_buf *rows, strobe_err *err)
+static int insert(ch_store *c, size_t shard, const char *base, strobe_buf *rows,
+		  strobe_err *err)
 {
 	if (!rows->len)
 		return 0;
 	char sql[256], t[128];
-	snprintf(sql, sizeof sql, "INSERT INTO %s FORMAT RowBinary", ch_tab(c, base, t, sizeof t));
-	int r = ch_exec(c, sql, rows->p, rows->len, NULL, err);
+	snprintf(sql, sizeof sql, "INSERT INTO %s FORMAT RowBinary", ch_local(c, base, t, sizeof t));
+	int r = ch_exec_shard(c, shard, sql, rows->p, rows->len, err);
 	if (r == 0) {
 		pthread_mutex_lock(&c->mu);
 		c->inserts++;
@@ -422,17 +425,19 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 	}
 	if (r == -ENOMEM || r == -EFBIG)
 		r = strobe_errf(err, -ENOMEM, "out of memory");
+	/* The push's shard: the hash's high half scaled to the number of shards. */
+	size_t si = (size_t)(((shard >> 32) * c->nshards) >> 32);
 	/* Symbols and series first, samples last: see the top of this file. */
 	if (r == 0)
-		r = insert(c, "functions", &fb, err);
+		r = insert(c, si, "functions", &fb, err);
 	if (r == 0)
-		r = insert(c, "locations", &lb, err);
+		r = insert(c, si, "locations", &lb, err);
 	if (r == 0)
-		r = insert(c, "stacks", &sb, err);
+		r = insert(c, si, "stacks", &sb, err);
 	if (r == 0)
-		r = insert(c, "series", &seb, err);
+		r = insert(c, si, "series", &seb, err);
 	if (r == 0)
-		r = insert(c, "samples", &smb, err);
+		r = insert(c, si, "samples", &smb, err);
 	if (r == 0) {
 		remember_symbols(c, scratch.sym, &h);
 		pthread_mutex_lock(&c->mu);

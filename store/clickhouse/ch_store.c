@@ -171,6 +171,12 @@ int ch_quote(strobe_buf *b, const char *s)
 	return r ? r : strobe_buf_add(b, "'", 1);
 }
 
+const char *ch_local(const ch_store *c, const char *base, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s.%s_l", c->db, base);
+	return buf;
+}
+
 const char *ch_tab(const ch_store *c, const char *base, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s.%s%s", c->db, base, c->cluster ? "" : "_l");
@@ -236,14 +242,13 @@ static int exec_one(ch_store *c, size_t i, const char *sql, const void *body, si
 	uint8_t *gz = NULL;
 	size_t gzlen = 0;
 	int r = strobe_buf_addf(&url, "http://%s/?log_queries=0", c->host[i]);
-	/* An insert waits until every shard has its rows (insert_distributed_sync): the answer
-	 * 200 means the data is in ClickHouse, not queued on the host we talked to. */
 	/* A SELECT's text is the whole body, and may name thousands of ids (IN lists). */
 	if (r == 0 && !body)
 		r = strobe_buf_adds(&url, "&max_query_size=268435456");
 	if (r == 0 && body) {
 		char *e = curl_easy_escape(h, sql, 0);
-		r = e ? strobe_buf_addf(&url, "&insert_distributed_sync=1&query=%s", e) : -ENOMEM;
+		/* into a shard's local table (ch_push.c): 200 means that shard has the rows */
+		r = e ? strobe_buf_addf(&url, "&query=%s", e) : -ENOMEM;
 		curl_free(e);
 		if (r == 0 && (r = strobe_gzip(body, blen, &gz, &gzlen)) < 0)
 			r = -ENOMEM;
@@ -336,6 +341,28 @@ int ch_exec(ch_store *c, const char *sql, const void *body, size_t blen, strobe_
 	}
 	if (c->nhosts > 1)
 		strobe_errf(err, -EAGAIN, "clickhouse: no host answered: %s", why);
+	return r;
+}
+
+int ch_exec_shard(ch_store *c, size_t shard, const char *sql, const void *body, size_t blen,
+		  strobe_err *err)
+{
+	int r = strobe_errf(err, -EAGAIN, "clickhouse: shard %zu has no host", shard + 1);
+	char why[1024] = "";
+	size_t tried = 0;
+	for (size_t i = 0; i < c->nhosts; i++) {
+		if (c->shard_of[i] != shard)
+			continue;
+		r = exec_one(c, i, sql, body, blen, NULL, err);
+		if (r != -EAGAIN)
+			return r == -EBUSY ? -EAGAIN : r;
+		size_t wl = strlen(why);
+		snprintf(why + wl, sizeof why - wl, "%s%s", wl ? "; " : "", err->msg);
+		tried++;
+	}
+	if (tried > 1)
+		strobe_errf(err, -EAGAIN, "clickhouse: no replica of shard %zu answered: %s",
+			    shard + 1, why);
 	return r;
 }
 
@@ -439,11 +466,12 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 	const char *p = url + strlen("clickhouse://"), *slash = strchr(p, '/');
 	if (!slash || slash == p)
 		return strobe_errf(err, -EINVAL, "store: '%.200s': want clickhouse://HOST:PORT"
-				   "[,HOST:PORT...]/DB[?cluster=NAME]", url);
+				   "[|REPLICA:PORT...][,SHARD:PORT...]/DB[?cluster=NAME]", url);
+	size_t shard = 0;
 	for (const char *h = p; h < slash;) {
-		const char *e = memchr(h, ',', (size_t)(slash - h));
-		if (!e)
-			e = slash;
+		const char *e = h;
+		while (e < slash && *e != ',' && *e != '|')
+			e++;
 		size_t n = (size_t)(e - h);
 		if (!n || n > 255 || !memchr(h, ':', n) || memchr(h, '@', n))
 			return strobe_errf(err, -EINVAL, "store: '%.200s': host %zu is not HOST:PORT "
@@ -451,10 +479,14 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 		if (c->nhosts == CH_HOSTS_MAX)
 			return strobe_errf(err, -EINVAL, "store: '%.200s': more than %d hosts", url,
 					   CH_HOSTS_MAX);
+		c->shard_of[c->nhosts] = shard;
 		if (!(c->host[c->nhosts++] = strndup(h, n)))
 			return -ENOMEM;
+		if (e < slash && *e == ',')
+			shard++;
 		h = e + (e < slash);
 	}
+	c->nshards = shard + 1;
 	const char *db = slash + 1, *q = strchr(db, '?');
 	size_t dl = q ? (size_t)(q - db) : strlen(db);
 	if (!name_ok(db, dl))
@@ -468,6 +500,12 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 					   "cluster=NAME (letters, digits, _)", url);
 		if (!(c->cluster = strdup(q + 9)))
 			return -ENOMEM;
+	}
+	/* Without a cluster the hosts are one server's alternatives (replicas). */
+	if (!c->cluster) {
+		for (size_t i = 0; i < c->nhosts; i++)
+			c->shard_of[i] = 0;
+		c->nshards = 1;
 	}
 	return 0;
 }
