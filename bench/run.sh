@@ -38,10 +38,11 @@ parts=(record bench/record.sh "Recorder: strobe record"
        agent bench/agent.sh "Agent: strobe agent"
        heap bench/heap.sh "Heap and lock profiling: libstrobe-heap.so against heaptrack and jemalloc's profiler"
        ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom"
-       symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses")
-case " all toolkit record unwind server otlp fleet agent heap ui symbolize " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui or symbolize"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize}.md "$work/notes"
+       symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses"
+       clickhouse bench/clickhouse.sh "ClickHouse store against SQLite")
+case " all toolkit record unwind server otlp fleet agent heap ui symbolize clickhouse " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize or clickhouse"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,clickhouse}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -188,5 +189,5 @@ awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize}.md; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,clickhouse}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

@@ -27,6 +27,22 @@ typedef struct ch_known { /* a set of 64-bit hashes, open addressing; 0 is never
 	size_t n, cap;
 } ch_known;
 
+/* One push waiting to be written (ch_push.c): its rows per table, in the order they are
+ * inserted (functions, locations, stacks, series, samples). */
+enum { CH_T_FUNCTIONS, CH_T_LOCATIONS, CH_T_STACKS, CH_T_SERIES, CH_T_SAMPLES, CH_NT };
+typedef struct ch_pending {
+	strobe_buf *rows[CH_NT];
+	size_t nrows; /* sample rows */
+	bool done;
+	int r;
+	strobe_err err;
+	pthread_cond_t cv;
+	struct ch_pending *next;
+} ch_pending;
+/* Sample rows of one batch at most: below ClickHouse's max_insert_block_size (1,048,576), so
+ * that a batch's samples are one block, one part, whole or absent. */
+#define CH_BATCH_ROWS 1000000u
+
 typedef struct ch_store {
 	char *host[CH_HOSTS_MAX]; /* "HOST:PORT" */
 	size_t nhosts, good;      /* good: the host that answered last, tried first */
@@ -43,6 +59,10 @@ typedef struct ch_store {
 	ch_known known_sym, known_series; /* under mu */
 	bool use_rollups;
 	uint64_t inserts, pushes;
+	/* Group commit per shard (ch_push.c), under mu: the pushes waiting, and whether one of
+	 * them is writing a batch now (the leader). */
+	ch_pending *qhead[CH_HOSTS_MAX], **qtail[CH_HOSTS_MAX];
+	bool leader[CH_HOSTS_MAX];
 } ch_store;
 
 /* The table name to read or write: the Distributed one with a cluster, the local one without. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Ingest into ClickHouse: a push becomes at most five INSERTs (functions, locations, stacks and
- * series that this server does not know to be stored yet, then the samples), each one block of
+ * series that this server does not know to be stored yet, then the samples), shared with the
+ * other pushes to the same shard waiting at the same time (group commit, commit()), each one block of
  * RowBinary rows, gzip'd, into the local tables of the push's shard, so that strobe_store_push
  * returns 0 only once ClickHouse has every row.
  *
@@ -227,6 +228,80 @@ static int insert(ch_store *c, size_t shard, const char *base, strobe_buf *rows,
 	return r;
 }
 
+static const char *const tab_names[CH_NT] = {"functions", "locations", "stacks", "series",
+					     "samples"};
+
+/* Writes a batch of pushes of one shard: one INSERT per table for all of them, samples last. */
+static int write_batch(ch_store *c, size_t shard, ch_pending *first, size_t n, strobe_err *err)
+{
+	int r = 0;
+	for (int t = 0; r == 0 && t < CH_NT; t++) {
+		strobe_buf all;
+		strobe_buf_init(&all, SIZE_MAX);
+		ch_pending *p = first;
+		for (size_t k = 0; r == 0 && k < n; k++, p = p->next)
+			if (p->rows[t]->len)
+				r = strobe_buf_add(&all, p->rows[t]->p, p->rows[t]->len);
+		if (r < 0)
+			r = strobe_errf(err, -ENOMEM, "out of memory");
+		else
+			r = insert(c, shard, tab_names[t], &all, err);
+		strobe_buf_free(&all);
+	}
+	return r;
+}
+
+/* Group commit: the push joins its shard's queue; the first push to find no batch being written
+ * becomes the leader, takes what is queued (up to CH_BATCH_ROWS sample rows) and writes it; the
+ * others wait for their batch's outcome. Under concurrent pushes this makes one INSERT per table
+ * for many pushes (ClickHouse makes a part per INSERT, the cost that dominates small ones). */
+static int commit(ch_store *c, size_t shard, ch_pending *me, strobe_err *err)
+{
+	pthread_cond_init(&me->cv, NULL);
+	pthread_mutex_lock(&c->mu);
+	if (!c->qtail[shard])
+		c->qtail[shard] = &c->qhead[shard];
+	*c->qtail[shard] = me;
+	c->qtail[shard] = &me->next;
+	while (!me->done) {
+		if (c->leader[shard] || c->qhead[shard] != me) {
+			pthread_cond_wait(&me->cv, &c->mu);
+			continue;
+		}
+		/* the head of the queue with no batch in flight: lead one */
+		c->leader[shard] = true;
+		ch_pending *first = me, *p = me;
+		size_t n = 1, rows = me->nrows;
+		while (p->next && rows + p->next->nrows <= CH_BATCH_ROWS) {
+			p = p->next;
+			rows += p->nrows;
+			n++;
+		}
+		c->qhead[shard] = p->next;
+		if (!p->next)
+			c->qtail[shard] = &c->qhead[shard];
+		p->next = NULL;
+		pthread_mutex_unlock(&c->mu);
+		strobe_err e = {{0}};
+		int r = write_batch(c, shard, first, n, &e);
+		pthread_mutex_lock(&c->mu);
+		for (p = first; p; p = p->next) {
+			p->r = r;
+			p->err = e;
+			p->done = true;
+			pthread_cond_signal(&p->cv);
+		}
+		c->leader[shard] = false;
+		if (c->qhead[shard]) /* the next batch's head leads it */
+			pthread_cond_signal(&c->qhead[shard]->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	pthread_cond_destroy(&me->cv);
+	if (me->r < 0)
+		*err = me->err;
+	return me->r;
+}
+
 int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strobe_err *err)
 {
 	ch_store *c = ctx;
@@ -361,6 +436,7 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 	}
 	/* The samples: per column, values summed per stack, zeros dropped (as the SQLite store's
 	 * points hold them). */
+	size_t nsrows = 0;
 	if (r == 0 && !(pairs = malloc((maxns + 1) * sizeof(*pairs))))
 		r = -ENOMEM;
 	for (size_t k = 0; r == 0 && k < ncols; k++) {
@@ -417,6 +493,7 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 				r = rb_u64(&smb, shard);
 		}
 		strobe_buf_free(&sl);
+		nsrows += nz;
 		strobe_push_accepted *a = &res->acc[k];
 		snprintf(a->type, sizeof(a->type), "%s", pc->type);
 		a->time_ns = pc->time;
@@ -428,16 +505,12 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 	/* The push's shard: the hash's high half scaled to the number of shards. */
 	size_t si = (size_t)(((shard >> 32) * c->nshards) >> 32);
 	/* Symbols and series first, samples last: see the top of this file. */
+	ch_pending pend = {.rows = {&fb, &lb, &sb, &seb, &smb}, .nrows = nsrows};
+	if (r == 0 && nsrows > CH_BATCH_ROWS)
+		r = strobe_errf(err, -EFBIG, "limit: the push makes %zu sample rows, at most %u "
+				"for the ClickHouse store", nsrows, CH_BATCH_ROWS);
 	if (r == 0)
-		r = insert(c, si, "functions", &fb, err);
-	if (r == 0)
-		r = insert(c, si, "locations", &lb, err);
-	if (r == 0)
-		r = insert(c, si, "stacks", &sb, err);
-	if (r == 0)
-		r = insert(c, si, "series", &seb, err);
-	if (r == 0)
-		r = insert(c, si, "samples", &smb, err);
+		r = commit(c, si, &pend, err);
 	if (r == 0) {
 		remember_symbols(c, scratch.sym, &h);
 		pthread_mutex_lock(&c->mu);
