@@ -56,4 +56,13 @@ void *strobe_ch_open(const strobe_store_opts *o, strobe_err *err);
 			return (s)->be->fn((s)->be_ctx, __VA_ARGS__);                              \
 	} while (0)
 
+/* For a public call no other backend has yet: -ENOTSUP (answered 501) naming `what`, before
+ * anything of the SQLite store is touched. (For a void call: `if (s->be) return;`.) */
+#define STORE_SQLITE_ONLY(s, err, what)                                                            \
+	do {                                                                                       \
+		if ((s)->be)                                                                       \
+			return strobe_errf((err), -ENOTSUP, "%s is not supported by the %s store yet", \
+					   (what), (s)->be->name);                                  \
+	} while (0)
+
 #endif

@@ -52,6 +52,7 @@ typedef struct ch_store {
 	 * any host. Without a cluster, one shard whose hosts are all alternatives. */
 	size_t shard_of[CH_HOSTS_MAX], nshards;
 	char *db, *cluster;       /* cluster NULL: one server, local tables read and written */
+	int insert_quorum;        /* > 1: sent with every insert (replicas) */
 	strobe_store_opts o;
 	pthread_mutex_t mu;
 	void *pool[CH_POOL_MAX]; /* idle CURL handles: their connections are reused */

@@ -249,6 +249,8 @@ static int exec_one(ch_store *c, size_t i, const char *sql, const void *body, si
 		char *e = curl_easy_escape(h, sql, 0);
 		/* into a shard's local table (ch_push.c): 200 means that shard has the rows */
 		r = e ? strobe_buf_addf(&url, "&query=%s", e) : -ENOMEM;
+		if (r == 0 && c->insert_quorum > 1)
+			r = strobe_buf_addf(&url, "&insert_quorum=%d", c->insert_quorum);
 		curl_free(e);
 		if (r == 0 && (r = strobe_gzip(body, blen, &gz, &gzlen)) < 0)
 			r = -ENOMEM;
@@ -460,7 +462,7 @@ static void ch_close(void *ctx)
 	free(c);
 }
 
-/* clickhouse://HOST:PORT[,HOST:PORT...]/DB[?cluster=NAME] */
+/* clickhouse://HOST:PORT[|HOST:PORT...][,HOST:PORT...]/DB[?cluster=NAME][&insert_quorum=N] */
 static int parse_url(ch_store *c, const char *url, strobe_err *err)
 {
 	const char *p = url + strlen("clickhouse://"), *slash = strchr(p, '/');
@@ -494,12 +496,24 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 				   "letters, digits or _", url);
 	if (!(c->db = strndup(db, dl)))
 		return -ENOMEM;
-	if (q) {
-		if (strncmp(q, "?cluster=", 9) != 0 || !name_ok(q + 9, strlen(q + 9)))
-			return strobe_errf(err, -EINVAL, "store: '%.200s': the only parameter is "
-					   "cluster=NAME (letters, digits, _)", url);
-		if (!(c->cluster = strdup(q + 9)))
-			return -ENOMEM;
+	/* Parameters: cluster=NAME, insert_quorum=N (replicas that must have a push's rows before
+	 * its 200: ReplicatedMergeTree's quorum insert, docs/clickhouse.md). */
+	for (const char *pp = q; pp && *pp;) {
+		pp++; /* '?' or '&' */
+		const char *e = strchr(pp, '&');
+		size_t n = e ? (size_t)(e - pp) : strlen(pp);
+		if (n > 8 && strncmp(pp, "cluster=", 8) == 0 && name_ok(pp + 8, n - 8) && !c->cluster) {
+			if (!(c->cluster = strndup(pp + 8, n - 8)))
+				return -ENOMEM;
+		} else if (n > 14 && n < 17 && strncmp(pp, "insert_quorum=", 14) == 0 &&
+			   strspn(pp + 14, "0123456789") >= n - 14 && atoi(pp + 14) >= 1) {
+			c->insert_quorum = atoi(pp + 14);
+		} else {
+			return strobe_errf(err, -EINVAL, "store: '%.200s': the parameters are "
+					   "cluster=NAME (letters, digits, _) and insert_quorum=N (1-99)",
+					   url);
+		}
+		pp = e;
 	}
 	/* Without a cluster the hosts are one server's alternatives (replicas). */
 	if (!c->cluster) {
