@@ -30,6 +30,7 @@ pid=
 trap 'for p in "${pids[@]}" $pid; do kill -9 $p 2>/dev/null; done; ch_cleanup' EXIT
 declare -a ch_pid ch_http ch_tcp
 
+rm -rf "$TMPDIR/a" "$TMPDIR/b" "$TMPDIR/s" # fresh stores, even when TMPDIR is reused
 if ! ch_start 2; then
   if [ "${CI:-}" = true ]; then echo "FAIL $name: CI=true but ClickHouse did not start: $ch_why"; exit 1; fi
   echo "SKIP $name: $ch_why"; exit 0

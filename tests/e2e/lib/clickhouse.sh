@@ -25,6 +25,7 @@ ch_config() { # $1 = index, $2 = number of servers
   for ((k = 1; k <= n; k++)); do
     shards+="<shard><replica><host>127.0.0.1</host><port>${ch_tcp[$k]}</port></replica></shard>"
   done
+  rm -rf "$d" # a fresh server, even when TMPDIR is reused
   mkdir -p "$d/data/" "$d/tmp/"
   cat >"$d/config.xml" <<XML
 <?xml version="1.0"?>
