@@ -12,8 +12,7 @@
  * store does; their number of points is the number of distinct times the series has in the
  * window.
  *
- * Not yet (-ENOTSUP, answered 501): selectors on sample labels (pid, comm, span_id...), ranges
- * filtered by a function. Queries whose window starts and ends on whole minutes read the
+ * Not yet (-ENOTSUP, answered 501): selectors on sample labels (pid, comm, span_id...). Queries whose window starts and ends on whole minutes read the
  * per-minute roll-ups for counters.
  */
 #include <errno.h>
@@ -694,6 +693,68 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 
 /* ---- ranges ----------------------------------------------------------------------------------- */
 
+/* The ids an answer of one UInt64 column holds, appended to out as "a,b,c" (nothing when
+ * none); their number in *n. */
+static int ids_of(ch_store *c, const char *sql, strobe_buf *out, size_t *n, strobe_err *err)
+{
+	strobe_buf ans;
+	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	int r = ch_exec(c, sql, NULL, 0, &ans, err);
+	rb_rd rd = rd_of(&ans);
+	*n = 0;
+	while (r == 0 && rd_more(&rd)) {
+		uint64_t id = rd_u64(&rd);
+		if (rd.bad)
+			break;
+		r = strobe_buf_addf(out, "%s%llu", *n ? "," : "", (unsigned long long)id);
+		(*n)++;
+	}
+	if (r == 0 && rd.bad)
+		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer listing ids");
+	strobe_buf_free(&ans);
+	return r;
+}
+
+/* The stacks with a frame (inlined ones included) of a function named `name`, as a list of ids
+ * for an IN (...): functions by name, the locations with one of them on a line, the stacks
+ * through one of those locations (as store/query.c's stacks_with_function). */
+static int stacks_with_function(ch_store *c, const char *name, strobe_buf *ids, size_t *n,
+				strobe_err *err)
+{
+	char t[128];
+	strobe_buf q, fl, ll;
+	strobe_buf_init(&q, SIZE_MAX);
+	strobe_buf_init(&fl, SIZE_MAX);
+	strobe_buf_init(&ll, SIZE_MAX);
+	size_t nf = 0, nl = 0;
+	*n = 0;
+	int r = strobe_buf_addf(&q, "SELECT DISTINCT id FROM %s WHERE name = ",
+				ch_tab(c, "functions", t, sizeof t));
+	if (r == 0 && (r = ch_quote(&q, name)) == 0 &&
+	    (r = strobe_buf_adds(&q, " FORMAT RowBinary")) == 0)
+		r = ids_of(c, q.p, &fl, &nf, err);
+	if (r == 0 && nf) {
+		strobe_buf_reset(&q);
+		r = strobe_buf_addf(&q, "SELECT DISTINCT id FROM %s WHERE hasAny(functions, [%s]) "
+					"FORMAT RowBinary",
+				    ch_tab(c, "locations", t, sizeof t), fl.p);
+		if (r == 0)
+			r = ids_of(c, q.p, &ll, &nl, err);
+	}
+	if (r == 0 && nl) {
+		strobe_buf_reset(&q);
+		r = strobe_buf_addf(&q, "SELECT DISTINCT id FROM %s WHERE hasAny(locations, [%s]) "
+					"FORMAT RowBinary",
+				    ch_tab(c, "stacks", t, sizeof t), ll.p);
+		if (r == 0)
+			r = ids_of(c, q.p, ids, n, err);
+	}
+	strobe_buf_free(&q);
+	strobe_buf_free(&fl);
+	strobe_buf_free(&ll);
+	return r;
+}
+
 int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *group_by,
 	     const char *function, strobe_range_result *out, strobe_err *err)
 {
@@ -709,9 +770,6 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 				   "limit max_steps: %lld steps asked, at most %d; use a larger "
 				   "step",
 				   (long long)nsteps, RANGE_MAX_STEPS);
-	if (function)
-		return strobe_errf(err, -ENOTSUP, "ranges filtered by a function are not supported "
-				   "by the ClickHouse store yet");
 	if (!q->sel || !q->sel->type)
 		return strobe_errf(err, -EINVAL, "the range needs a profile type");
 	int r = no_sample_matchers(q->sel, err);
@@ -756,10 +814,22 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 	strobe_buf sq, ans;
 	strobe_buf_init(&sq, SIZE_MAX);
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	/* With a function: only the values of stacks through it, but every point counted (a
+	 * gauge's mean is over all its points, as in store/query.c). */
+	strobe_buf fs;
+	strobe_buf_init(&fs, SIZE_MAX);
+	size_t nfs = 0;
+	if (r == 0 && ss.n && function)
+		r = stacks_with_function(c, function, &fs, &nfs, err);
 	if (r == 0 && ss.n) {
-		r = strobe_buf_addf(&sq, "SELECT series, intDiv(time - %lld, %lld) AS k, sum(value), "
-					 "uniqExact(time)",
+		r = strobe_buf_addf(&sq, "SELECT series, intDiv(time - %lld, %lld) AS k, ",
 				    (long long)q->from_ns, (long long)step_ns);
+		if (r == 0)
+			r = !function ? strobe_buf_adds(&sq, "sum(value)")
+			    : nfs     ? strobe_buf_addf(&sq, "sumIf(value, stack IN (%s))", fs.p)
+				      : strobe_buf_adds(&sq, "sumIf(value, 0)");
+		if (r == 0)
+			r = strobe_buf_adds(&sq, ", uniqExact(time)");
 		if (r == 0)
 			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false);
 		if (r == 0)
@@ -784,6 +854,7 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 		if (r == 0 && rd.bad)
 			r = strobe_errf(err, -EIO, "clickhouse: a malformed answer summing a range");
 	}
+	strobe_buf_free(&fs);
 	strobe_buf_free(&sq);
 	strobe_buf_free(&ans);
 	strobe_itab_free(&byid.t);

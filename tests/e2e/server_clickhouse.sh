@@ -7,7 +7,8 @@
 # SQLite as the reference.
 #   - the same pushes to A and to SQLite; B's answers (another server) equal SQLite's: folded
 #     profiles (a counter, a gauge averaged over two pushes), label names and values, profile
-#     types, series, a range grouped by service; and the pushes landed on both shards;
+#     types, series, a range grouped by service, ranges of the stacks through a function (a
+#     counter and a gauge); and the pushes landed on both shards;
 #   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
 #     through B (the one in flight may or may not be there: it was not acknowledged);
 #   - shard 2 stopped: a push for a series of shard 2 answers 503 with a reason and leaves
@@ -92,6 +93,12 @@ same series "$(grep -o '"service_name"' <<<"$a" | wc -l) series" "$a" "$b"
 range() { q "$1" range --data-urlencode "query=$CPU" -d from=now-10m -d to=now -d step=11m -d group_by=service_name | tr '{' '\n' | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/]]}.*$/]]}/' -e 's/_ms":[0-9]*/_ms":T/g' | sort; }
 a=$(range "$url_B"); b=$(range "$url_S")
 same range-group-by "$(grep -c service_name <<<"$a") groups" "$a" "$b"
+# only the stacks through a function: a counter, and a gauge (its mean over all its points)
+rangef() { q "$1" range --data-urlencode "query=$2" -d from=now-10m -d to=now -d step=11m -d group_by=service_name --data-urlencode "function=$3" | tr '{' '\n' | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/]]}.*$/]]}/' -e 's/_ms":[0-9]*/_ms":T/g' | sort; }
+a=$(rangef "$url_B" "$CPU" crypto/sha256.block); b=$(rangef "$url_S" "$CPU" crypto/sha256.block)
+same range-function "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
+a=$(rangef "$url_B" "$HEAP" encoding/json.Marshal); b=$(rangef "$url_S" "$HEAP" encoding/json.Marshal)
+same range-function-gauge "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
 n1=$(ch_sql 1 "SELECT count() FROM strobe.samples_l"); n2=$(ch_sql 2 "SELECT count() FROM strobe.samples_l")
 if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "sample rows: shard 1 $n1, shard 2 $n2"
 else fail sharded "sample rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
