@@ -29,12 +29,12 @@ LAYERS   := lib net symbolize store agent server
 lib_BELOW       :=
 net_BELOW       := lib
 symbolize_BELOW := lib
-store_BELOW     := lib
+store_BELOW     := net lib
 agent_BELOW     := symbolize net lib
 server_BELOW    := store symbolize net lib
-layer_src = $(filter-out %.bpf.c,$(wildcard $(1)/*.c))
+layer_src = $(filter-out %.bpf.c,$(wildcard $(1)/*.c $(1)/*/*.c))
 LIB_SRC  := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
-HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h server/*.h net/*.h cli/*.h)
+HDRS     := $(wildcard include/strobe/*.h symbolize/*.h agent/*.h store/*.h store/*/*.h server/*.h net/*.h cli/*.h)
 CLI_SRC  := $(wildcard cli/*.c)
 # Every proto/*.proto becomes C through protoc-c (pprof, and the peers' wire formats written here).
 PROTO_SRC := $(wildcard proto/*.proto)

@@ -41,10 +41,11 @@ parts=(record bench/record.sh "Recorder: strobe record"
        symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses"
        spans bench/spans.sh "Span queries: the span index against the scan"
        pgo bench/pgo.sh "PGO from strobe's profiles: AutoFDO and BOLT against plain -O2"
-       significance bench/significance.sh "Significance: the smallest regression found at 19 Hz over 1 h")
-case " all toolkit record unwind server otlp fleet agent heap ui symbolize spans pgo significance " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize, spans, pgo or significance"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance}.md "$work/notes"
+       significance bench/significance.sh "Significance: the smallest regression found at 19 Hz over 1 h"
+       clickhouse bench/clickhouse.sh "ClickHouse store against SQLite")
+case " all toolkit record unwind server otlp fleet agent heap ui symbolize spans pgo significance clickhouse " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize, spans, pgo, significance or clickhouse"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance,clickhouse}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -191,5 +192,5 @@ awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance}.md; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance,clickhouse}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

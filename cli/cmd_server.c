@@ -18,7 +18,7 @@
 static const char usage_text[] =
 	"usage: strobe server --data DIR [--listen HOST:PORT] [--config FILE] [--retention D]\n"
 	"                     [--tls-cert FILE --tls-key FILE] [--insecure] [--check MODE]\n"
-	"                     [--debuginfod URL]...\n"
+	"                     [--debuginfod URL]... [--store URL]\n"
 	"       strobe server --list-routes\n\n"
 	"Runs the profile server: push profiles to POST /api/v1/push, query them with\n"
 	"GET /api/v1/query (docs/http-api.md). Settings in FILE (JSON, docs/server.md) are\n"
@@ -40,7 +40,10 @@ static const char usage_text[] =
 	"                      (ACCESS: public, tenant or admin; docs/http-api.md) and exit\n"
 	"  --check MODE        check the store file at start: quick (default: its structure,\n"
 	"                      all of it up to 256 MiB, else the tables loaded at start), full\n"
-	"                      (SQLite's integrity_check of everything), off\n";
+	"                      (SQLite's integrity_check of everything), off\n"
+	"  --store URL         keep profiles in ClickHouse instead of SQLite in DIR:\n"
+	"                      clickhouse://HOST:PORT[,HOST:PORT...]/DB[?cluster=NAME]\n"
+	"                      (docs/clickhouse.md; DIR then holds only debug files)\n";
 
 static volatile sig_atomic_t stop;
 
@@ -85,7 +88,7 @@ static int debuginfod_env(const strobe_server_config *c)
 int cmd_server(int argc, char **argv)
 {
 	enum { O_DATA = OPT_CMD_BASE, O_LISTEN, O_CONFIG, O_RETENTION, O_ROUTES, O_TLSCERT, O_TLSKEY,
-	       O_INSECURE, O_CHECK, O_DEBUGINFOD };
+	       O_INSECURE, O_CHECK, O_DEBUGINFOD, O_STORE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"data", required_argument, 0, O_DATA},
 		{"listen", required_argument, 0, O_LISTEN},
@@ -96,9 +99,10 @@ int cmd_server(int argc, char **argv)
 		{"tls-key", required_argument, 0, O_TLSKEY},
 		{"insecure", no_argument, 0, O_INSECURE},
 		{"check", required_argument, 0, O_CHECK},
-		{"debuginfod", required_argument, 0, O_DEBUGINFOD}, {0, 0, 0, 0}};
+		{"debuginfod", required_argument, 0, O_DEBUGINFOD},
+		{"store", required_argument, 0, O_STORE}, {0, 0, 0, 0}};
 	const char *cmd = "server", *data = NULL, *listen = NULL, *config = NULL, *ret = NULL;
-	const char *tls_cert = NULL, *tls_key = NULL, *check = NULL;
+	const char *tls_cert = NULL, *tls_key = NULL, *check = NULL, *store = NULL;
 	bool insecure = false;
 	char *urls = NULL; /* --debuginfod, space-separated */
 	int c;
@@ -114,6 +118,7 @@ int cmd_server(int argc, char **argv)
 		case O_TLSKEY: tls_key = optarg; break;
 		case O_INSECURE: insecure = true; break;
 		case O_CHECK: check = optarg; break;
+		case O_STORE: store = optarg; break;
 		case O_DEBUGINFOD: {
 			char *u = NULL;
 			if (!*optarg || strchr(optarg, ' ') || asprintf(&u, "%s%s%s", urls ? urls : "",
@@ -153,6 +158,10 @@ int cmd_server(int argc, char **argv)
 	if (data) {
 		free(cfg.data_dir);
 		cfg.data_dir = strdup(data);
+	}
+	if (store) {
+		free(cfg.store);
+		cfg.store = strdup(store);
 	}
 	if (listen) {
 		free(cfg.listen);
@@ -215,7 +224,8 @@ int cmd_server(int argc, char **argv)
 				.sync_normal = cfg.sync_normal,
 				.max_query_points = cfg.max_query_profiles,
 				.max_query_bytes = cfg.max_query_bytes,
-				.check = cfg.check_on_start};
+				.check = cfg.check_on_start,
+				.store = cfg.store};
 	if (!(st = strobe_store_open(&so, &err))) {
 		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
 		goto out;

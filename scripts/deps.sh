@@ -14,8 +14,9 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod llvm bolt-16
             chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3
-            jq sqlite3) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
+            jq sqlite3 clickhouse-server) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
 # llvm, bolt-16: llvm-profdata and llvm-bolt, which tests/e2e/pgo.sh feeds strobe's PGO exports to
+# clickhouse-server: the ClickHouse store backend's tests and benchmark (tests/e2e/server_clickhouse.sh, bench/clickhouse.sh)
 # python3: JSON and byte checks in the Connect e2e tests (server_connect, server_doors); no PyPI modules
 # jq: reads the JSON of /api/v1/cost and /api/v1/leaks in tests/e2e/server_cost.sh and server_leaks.sh
 # openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)

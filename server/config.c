@@ -43,6 +43,7 @@ void strobe_server_config_free(strobe_server_config *c)
 {
 	free(c->listen);
 	free(c->data_dir);
+	free(c->store);
 	free(c->debuginfod_urls);
 	for (size_t i = 0; i < c->ntenants; i++) {
 		free(c->tenants[i].id);
@@ -67,6 +68,56 @@ static int str_opt(json_t *v, const char *key, char **dst, strobe_err *err)
 	free(*dst);
 	*dst = s;
 	return 0;
+}
+
+/* "store": a URL, or a list of ClickHouse URLs for failover that differ only in their host:
+ * joined into clickhouse://H1,H2,.../DB?... (the hosts tried in order). */
+static int store_opt(json_t *v, char **dst, strobe_err *err)
+{
+	if (json_is_string(v))
+		return str_opt(v, "store", dst, err);
+	if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > 16)
+		return strobe_errf(err, -EINVAL, "config: \"store\" must be a URL or a list of 1 to "
+				   "16 clickhouse:// URLs");
+	char *hosts = NULL, *rest = NULL;
+	size_t i;
+	json_t *e;
+	int r = 0;
+	json_array_foreach(v, i, e) {
+		const char *u = json_string_value(e), *h, *sl;
+		if (!u || strncmp(u, "clickhouse://", 13) != 0 || !(sl = strchr(h = u + 13, '/'))) {
+			r = strobe_errf(err, -EINVAL, "config: \"store\"[%zu] is not a "
+					"clickhouse://HOST:PORT/DB URL", i);
+			break;
+		}
+		if (rest && strcmp(rest, sl) != 0) {
+			r = strobe_errf(err, -EINVAL, "config: \"store\"[%zu] names another database "
+					"or cluster than \"store\"[0] (%.100s)", i, rest);
+			break;
+		}
+		char *nh = NULL;
+		if (!rest && !(rest = strdup(sl))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (asprintf(&nh, "%s%s%.*s", hosts ? hosts : "", hosts ? "," : "", (int)(sl - h),
+			     h) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		free(hosts);
+		hosts = nh;
+	}
+	char *s = NULL;
+	if (r == 0 && asprintf(&s, "clickhouse://%s%s", hosts, rest) < 0)
+		r = -ENOMEM;
+	free(hosts);
+	free(rest);
+	if (r == 0) {
+		free(*dst);
+		*dst = s;
+	}
+	return r;
 }
 
 static int dur_opt(json_t *v, const char *key, int64_t *dst, bool zero_ok, strobe_err *err)
@@ -253,6 +304,8 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 				r = str_opt(v, k, &c->listen, err);
 			else if (strcmp(k, "data_dir") == 0)
 				r = str_opt(v, k, &c->data_dir, err);
+			else if (strcmp(k, "store") == 0)
+				r = store_opt(v, &c->store, err);
 			else if (strcmp(k, "debuginfod_urls") == 0)
 				r = str_opt(v, k, &c->debuginfod_urls, err);
 			else if (strcmp(k, "tls_cert") == 0)

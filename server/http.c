@@ -155,6 +155,17 @@ int srv_fail(srv_req *r, int code, const strobe_err *err)
 					 "request was stored; retry later (%s)",
 				 err->msg[0] ? err->msg : strerror(-code));
 	}
+	/* The store's backend (backend.h): a feature it does not have yet, or its database out
+	 * of reach (ClickHouse down: nothing was stored, the client retries). */
+	if (code == -ENOTSUP)
+		return srv_error(r, 501, "not implemented by this store: %s",
+				 err->msg[0] ? err->msg : strerror(-code));
+	if (code == -EAGAIN) {
+		r->retry_after = SRV_RETRY_BUSY_S;
+		return srv_error(r, 503, "the store is unavailable, nothing of this request was "
+					 "stored; retry later (%s)",
+				 err->msg[0] ? err->msg : strerror(-code));
+	}
 	unsigned st = code == -EINVAL || code == -ERANGE ? 400
 		      : code == -EDQUOT			 ? 429
 		      : code == -EFBIG			 ? 413

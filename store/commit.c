@@ -205,6 +205,7 @@ int store_commit_wait(strobe_store *s, store_pending *p, strobe_err *err)
 
 int strobe_store_commit_stats(strobe_store *s, uint64_t *commits, uint64_t *pushes)
 {
+	STORE_BACKEND_CALL(s, commit_stats, commits, pushes);
 	pthread_mutex_lock(&s->qmu);
 	*commits = s->ncommits;
 	*pushes = s->ncommitted;

@@ -136,6 +136,7 @@ out:
 
 int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, compact, now_ns, err);
 	pthread_mutex_lock(&s->mu);
 	size_t nst = s->sym->stacks.n;
 	int64_t *v = calloc(nst, sizeof(*v));
@@ -208,6 +209,7 @@ int strobe_store_compact(strobe_store *s, int64_t now_ns, strobe_err *err)
 
 int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, retain, now_ns, err);
 	if (!s->o.retention_ns)
 		return 0;
 	int64_t cutoff = now_ns - s->o.retention_ns;

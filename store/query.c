@@ -534,6 +534,7 @@ static int split_type(const char *type, char *buf, size_t cap, const char *part[
 static int query_merged(strobe_store *s, const strobe_query *q, const store_span_plan_t *given,
 			strobe_profile **out, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, query, q, out, err);
 	*out = NULL;
 	if (!q->sel || !q->sel->type)
 		return strobe_errf(err, -EINVAL,
@@ -634,6 +635,7 @@ int strobe_store_profile_by_id(strobe_store *s, const strobe_query *q, int64_t i
 			       strobe_profile **out, strobe_err *err)
 {
 	*out = NULL;
+	STORE_SQLITE_ONLY(s, err, "profiles by id");
 	sqlite3_stmt *st;
 	int64_t series = 0;
 	pthread_mutex_lock(&s->mu);
@@ -908,6 +910,7 @@ int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 		       const char *group_by, const char *function, strobe_range_result *out,
 		       strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, range, q, step_ns, group_by, function, out, err);
 	memset(out, 0, sizeof(*out));
 	if (step_ns <= 0)
 		return strobe_errf(err, -EINVAL, "step must be positive");
@@ -1130,17 +1133,20 @@ static int listing(strobe_store *s, const strobe_query *q, int what, const char 
 int strobe_store_label_names(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
 			     strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, label_names, q, out, n, err);
 	return listing(s, q, L_NAMES, NULL, out, n, err);
 }
 
 int strobe_store_label_values(strobe_store *s, const strobe_query *q, const char *name,
 			      char ***out, size_t *n, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, label_values, q, name, out, n, err);
 	return listing(s, q, L_VALUES, name, out, n, err);
 }
 
 int strobe_store_profile_types(strobe_store *s, const strobe_query *q, char ***out, size_t *n,
 			       strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, profile_types, q, out, n, err);
 	return listing(s, q, L_TYPES, NULL, out, n, err);
 }

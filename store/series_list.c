@@ -51,6 +51,7 @@ int strobe_store_series(strobe_store *s, const char *tenant, const strobe_select
 			size_t nsel, int64_t from_ns, int64_t to_ns, size_t max,
 			strobe_series_list *out, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, series, tenant, sels, nsel, from_ns, to_ns, max, out, err);
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&s->mu);
 	uint8_t *taken = calloc(s->nseries ? s->nseries : 1, 1);

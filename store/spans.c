@@ -220,6 +220,8 @@ void store_span_plan_free(store_span_plan_t *p)
 
 void strobe_store_use_span_index(strobe_store *s, bool on)
 {
+	if (s->be) /* SQLite's index only */
+		return;
 	pthread_mutex_lock(&s->mu);
 	s->use_span_index = on;
 	pthread_mutex_unlock(&s->mu);

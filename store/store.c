@@ -578,6 +578,28 @@ static int check_db(strobe_store *s, strobe_err *err)
 
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 {
+	if (o->store && strncmp(o->store, "clickhouse://", 13) == 0) {
+		strobe_store *cs = calloc(1, sizeof(*cs));
+		if (!cs) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		cs->be = &strobe_ch_backend;
+		if (!(cs->be_ctx = strobe_ch_open(o, err))) {
+			int e = errno ? errno : EIO;
+			free(cs);
+			errno = e;
+			return NULL;
+		}
+		return cs;
+	}
+	if (o->store && *o->store) {
+		strobe_errf(err, -EINVAL, "store: '%.200s' is not a store this server knows (a "
+			    "clickhouse://HOST:PORT/DB URL, or none for SQLite in the data directory)",
+			    o->store);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (mkdir(o->dir, 0750) < 0 && errno != EEXIST) {
 		int e = errno;
 		strobe_errf(err, -e, "store: cannot create %s: %s", o->dir, strerror(e));
@@ -655,6 +677,11 @@ void strobe_store_close(strobe_store *s)
 {
 	if (!s)
 		return;
+	if (s->be) {
+		s->be->close(s->be_ctx);
+		free(s);
+		return;
+	}
 	store_committer_stop(s);
 	if (s->wdb)
 		sqlite3_close(s->wdb);
@@ -673,6 +700,10 @@ void strobe_store_close(strobe_store *s)
 
 void strobe_store_use_totals(strobe_store *s, bool on)
 {
+	if (s->be) {
+		s->be->use_totals(s->be_ctx, on);
+		return;
+	}
 	pthread_mutex_lock(&s->mu);
 	s->use_totals = on;
 	pthread_mutex_unlock(&s->mu);
@@ -680,6 +711,10 @@ void strobe_store_use_totals(strobe_store *s, bool on)
 
 void strobe_store_use_rollups(strobe_store *s, bool on)
 {
+	if (s->be) {
+		s->be->use_rollups(s->be_ctx, on);
+		return;
+	}
 	pthread_mutex_lock(&s->mu);
 	s->use_rollups = on;
 	pthread_mutex_unlock(&s->mu);
@@ -1115,6 +1150,7 @@ static int push_encode(const strobe_push_item *it, const uint32_t *gst, const ui
 int strobe_store_push(strobe_store *s, const strobe_push_req *rq, strobe_push_result *res,
 		      strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, push, rq, res, err);
 	memset(res, 0, sizeof(*res));
 	size_t ncols = 0, maxns = 0;
 	for (size_t i = 0; i < rq->nitems; i++) {
@@ -1251,6 +1287,7 @@ void strobe_push_result_free(strobe_push_result *r)
 
 int strobe_store_stats_get(strobe_store *s, strobe_store_stats *st)
 {
+	STORE_BACKEND_CALL(s, stats_get, st);
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < s->nseries; i++)

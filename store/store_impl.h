@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "strobe/store.h"
+#include "backend.h"
 
 /* Roll-up levels: 0 raw, 1 one minute, 2 one hour. A raw row's `rolled` bit (1 << (level-1))
  * says it has been folded into that level's roll-up row of its bucket. */
@@ -73,6 +74,10 @@ typedef struct store_pending {
 } store_pending;
 
 struct strobe_store {
+	/* Another backend (backend.h) when set: every public call goes to be->fn(be_ctx, ...) and
+	 * nothing below is used. */
+	const strobe_store_backend *be;
+	void *be_ctx;
 	sqlite3 *db; /* queries, maintenance, loading: used under mu */
 	pthread_mutex_t mu;
 	/* Group commit (commit.c): pushes queue here and a committer thread writes them through

@@ -240,6 +240,7 @@ out:
 
 int strobe_store_gc(strobe_store *s, int64_t now_ns, strobe_err *err)
 {
+	STORE_BACKEND_CALL(s, gc, now_ns, err);
 	/* Renumbering: no push may hold store ids in flight (commit.c). */
 	pthread_rwlock_wrlock(&s->ids_lock);
 	pthread_mutex_lock(&s->mu);

@@ -43,6 +43,10 @@ typedef struct strobe_tenant_cfg {
 typedef struct strobe_server_config {
 	char *listen;   /* "host:port", IPv4 or [IPv6]; default 127.0.0.1:4100 */
 	char *data_dir; /* required (the --data option or "data_dir") */
+	/* The store: NULL = SQLite in data_dir; "clickhouse://HOST:PORT[,...]/DB[?cluster=C]"
+	 * (--store, or "store" in the config: a URL, or a list of URLs that differ only in
+	 * their host, joined into one with the hosts in order for failover). */
+	char *store;
 	int64_t retention_ns;         /* default 28 days; 0 = forever */
 	int64_t maintenance_interval_ns; /* compaction + retention period; default 60 s */
 	bool sync_normal;             /* "sync": "normal" (default "full") */

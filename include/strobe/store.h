@@ -96,6 +96,10 @@ typedef struct strobe_store_opts {
 	 * STROBE_STORE_CHECK_ALL_MAX bytes; FULL runs SQLite's integrity_check over everything
 	 * (every page, and the indexes against their tables); OFF checks nothing. */
 	enum { STROBE_STORE_CHECK_QUICK, STROBE_STORE_CHECK_FULL, STROBE_STORE_CHECK_OFF } check;
+	/* The backend: NULL or "" = SQLite in dir; "clickhouse://HOST:PORT[,HOST:PORT...]/DB
+	 * [?cluster=NAME]" = a ClickHouse cluster (store/clickhouse/, docs/clickhouse.md): hosts
+	 * tried in order (failover), schema and retention applied on each. */
+	const char *store;
 } strobe_store_opts;
 
 #define STROBE_STORE_CHECK_ALL_MAX (256ull << 20)

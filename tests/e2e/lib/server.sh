@@ -9,11 +9,19 @@
 #                                 server exited or did not answer within 60 s (pid still set)
 # Both poll /ready (never a fixed sleep) and write the server's stderr to $TMPDIR/log. The
 # caller's EXIT trap kills $pid.
+# STROBE_TEST_CLICKHOUSE=HOST:PORT runs these servers on the ClickHouse store instead of SQLite
+# (docs/clickhouse.md): a database of its own per data dir, named in DATA/.chdb, so that a fresh
+# data dir is a fresh store and a restart on the same dir finds its data again.
 launch_server() {
   local bin=$1 data=$2 i
   shift 2
   port=
   : >"$TMPDIR/log"
+  if [ -n "${STROBE_TEST_CLICKHOUSE:-}" ]; then
+    mkdir -p "$data"
+    [ -f "$data/.chdb" ] || echo "t$$_$RANDOM$RANDOM" >"$data/.chdb"
+    set -- --store "clickhouse://$STROBE_TEST_CLICKHOUSE/$(cat "$data/.chdb")" "$@"
+  fi
   "$bin" server --data "$data" --listen 127.0.0.1:0 "$@" 2>>"$TMPDIR/log" & pid=$!
   for ((i = 0; i < 1200; i++)); do
     port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$TMPDIR/log")

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of the ClickHouse backend (docs/clickhouse.md), shared by its files: the connection
+ * (HTTP through libcurl, a pool of reused handles, hosts tried in order), RowBinary writing and
+ * reading, and the in-memory caches of what is known to be stored already.
+ */
+#ifndef STROBE_STORE_CH_H
+#define STROBE_STORE_CH_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "strobe/buf.h"
+#include "strobe/store.h"
+
+#define CH_HOSTS_MAX 16
+#define CH_POOL_MAX 32
+/* What one answer of ClickHouse may be: a query's rows are read into memory whole. */
+#define CH_ANSWER_MAX (512u << 20)
+/* Hashes remembered as stored (symbols, series) before the caches are emptied. */
+#define CH_KNOWN_MAX (4u << 20)
+
+typedef struct ch_known { /* a set of 64-bit hashes, open addressing; 0 is never a member */
+	uint64_t *slot;
+	size_t n, cap;
+} ch_known;
+
+/* One push waiting to be written (ch_push.c): its rows per table, in the order they are
+ * inserted (functions, locations, stacks, series, samples). */
+enum { CH_T_FUNCTIONS, CH_T_LOCATIONS, CH_T_STACKS, CH_T_SERIES, CH_T_SAMPLES, CH_NT };
+typedef struct ch_pending {
+	strobe_buf *rows[CH_NT];
+	size_t nrows; /* sample rows */
+	bool done;
+	int r;
+	strobe_err err;
+	pthread_cond_t cv;
+	struct ch_pending *next;
+} ch_pending;
+/* Sample rows of one batch at most: below ClickHouse's max_insert_block_size (1,048,576), so
+ * that a batch's samples are one block, one part, whole or absent. */
+#define CH_BATCH_ROWS 1000000u
+
+typedef struct ch_store {
+	char *host[CH_HOSTS_MAX]; /* "HOST:PORT" */
+	size_t nhosts, good;      /* good: the host that answered last, tried first */
+	/* Shards (with a cluster: the URL's comma-separated groups, in the cluster's order; each
+	 * group's '|'-separated hosts are replicas of the shard). A push is written straight into
+	 * the local tables of its shard (ch_push.c); reads go through the Distributed tables on
+	 * any host. Without a cluster, one shard whose hosts are all alternatives. */
+	size_t shard_of[CH_HOSTS_MAX], nshards;
+	char *db, *cluster;       /* cluster NULL: one server, local tables read and written */
+	int insert_quorum;        /* > 1: sent with every insert (replicas) */
+	strobe_store_opts o;
+	pthread_mutex_t mu;
+	void *pool[CH_POOL_MAX]; /* idle CURL handles: their connections are reused */
+	size_t npool;
+	ch_known known_sym, known_series; /* under mu */
+	bool use_rollups;
+	uint64_t inserts, pushes;
+	/* Group commit per shard (ch_push.c), under mu: the pushes waiting, and whether one of
+	 * them is writing a batch now (the leader). */
+	ch_pending *qhead[CH_HOSTS_MAX], **qtail[CH_HOSTS_MAX];
+	bool leader[CH_HOSTS_MAX];
+} ch_store;
+
+/* The table name to read or write: the Distributed one with a cluster, the local one without. */
+const char *ch_tab(const ch_store *c, const char *base, char *buf, size_t cap);
+
+/* One request: sql (a SELECT's text, or an INSERT's head "INSERT INTO t FORMAT RowBinary" with
+ * its rows in body, gzip'd on the way). *out (may be NULL) receives the answer. 0; -EAGAIN when
+ * no host could be reached or ClickHouse refused for a reason that may pass (a shard down, too
+ * many parts); -EIO for any other refusal, with ClickHouse's message. */
+int ch_exec(ch_store *c, const char *sql, const void *body, size_t blen, strobe_buf *out,
+	    strobe_err *err);
+/* The same on the hosts of one shard, in order until one answers (writes). */
+int ch_exec_shard(ch_store *c, size_t shard, const char *sql, const void *body, size_t blen,
+		  strobe_err *err);
+/* The local table of a base name ("samples" -> DB.samples_l). */
+const char *ch_local(const ch_store *c, const char *base, char *buf, size_t cap);
+/* The same on one given host (schema, retention). */
+int ch_exec_on(ch_store *c, size_t host, const char *sql, const void *body, size_t blen,
+	       strobe_buf *out, strobe_err *err);
+
+/* RowBinary: little-endian integers, strings and arrays as a LEB128 length and then the bytes. */
+int rb_u8(strobe_buf *b, uint8_t v);
+int rb_u64(strobe_buf *b, uint64_t v);
+int rb_i64(strobe_buf *b, int64_t v);
+int rb_str(strobe_buf *b, const char *s, size_t n);
+int rb_len(strobe_buf *b, uint64_t n);
+
+typedef struct rb_rd {
+	const uint8_t *p, *end;
+	bool bad;
+} rb_rd;
+uint8_t rd_u8(rb_rd *r);
+uint64_t rd_u64(rb_rd *r);
+int64_t rd_i64(rb_rd *r);
+uint64_t rd_len(rb_rd *r);
+/* A string in place (not NUL-terminated), length in *n. */
+const char *rd_str(rb_rd *r, size_t *n);
+static inline bool rd_more(const rb_rd *r) { return !r->bad && r->p < r->end; }
+/* A reader over an answer (an empty one has no buffer at all). */
+static inline rb_rd rd_of(const strobe_buf *b)
+{
+	static const uint8_t none[1];
+	const uint8_t *p = b->p ? (const uint8_t *)b->p : none;
+	return (rb_rd){p, p + (b->p ? b->len : 0), false};
+}
+
+/* A SQL string literal of s ('...' with \ and ' escaped) appended to b. */
+int ch_quote(strobe_buf *b, const char *s);
+
+bool ch_known_has(const ch_known *k, uint64_t h);
+int ch_known_add(ch_known *k, uint64_t h);
+void ch_known_free(ch_known *k);
+
+uint64_t ch_hash(uint64_t seed, const void *p, size_t n);
+static inline uint64_t ch_hash_str(uint64_t seed, const char *s)
+{
+	return ch_hash(seed, s, strlen(s) + 1);
+}
+
+/* ch_push.c, ch_query.c */
+int ch_push(void *ctx, const strobe_push_req *r, strobe_push_result *res, strobe_err *err);
+int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err *err);
+int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *group_by,
+	     const char *function, strobe_range_result *out, strobe_err *err);
+int ch_label_names(void *ctx, const strobe_query *q, char ***out, size_t *n, strobe_err *err);
+int ch_label_values(void *ctx, const strobe_query *q, const char *name, char ***out, size_t *n,
+		    strobe_err *err);
+int ch_profile_types(void *ctx, const strobe_query *q, char ***out, size_t *n, strobe_err *err);
+int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t nsel,
+	      int64_t from_ns, int64_t to_ns, size_t max, strobe_series_list *out,
+	      strobe_err *err);
+
+#endif

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# strobe servers on a ClickHouse cluster (store/clickhouse/, docs/clickhouse.md): two
+# clickhouse-servers on free loopback ports in TMPDIR, one cluster of two shards behind
+# Distributed tables, and two strobe servers on it (both list the shards 1,2: a push is written
+# to its shard's local tables, reads go through the Distributed tables), plus a strobe server on
+# SQLite as the reference.
+#   - the same pushes to A and to SQLite; B's answers (another server) equal SQLite's: folded
+#     profiles (a counter, a gauge averaged over two pushes), label names and values, profile
+#     types, series, a range grouped by service, ranges of the stacks through a function (a
+#     counter and a gauge); and the pushes landed on both shards;
+#   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
+#     through B (the one in flight may or may not be there: it was not acknowledged);
+#   - shard 2 stopped: a push for a series of shard 2 answers 503 with a reason and leaves
+#     nothing (its samples are not there once the shard is back), a push for a series of shard
+#     1 still answers 200; shard 2 started again: the same push answers 200 and is queryable.
+# No clickhouse-server, or one that cannot start: SKIP (FAIL under CI=true, where deps.sh
+# installed it).
+set -u
+name=server_clickhouse
+if ! command -v curl >/dev/null; then echo "SKIP $name: curl is not installed"; exit 0; fi
+# shellcheck source=lib/clickhouse.sh
+. "$(dirname "$0")/lib/clickhouse.sh"
+# shellcheck source=lib/server.sh
+. "$(dirname "$0")/lib/server.sh"
+st=0
+fail() { echo "FAIL $name/$1: $2"; st=1; }
+ok() { echo "ok $name/$1${2:+ ($2)}"; }
+pids=()
+pid=
+trap 'for p in "${pids[@]}" $pid; do kill -9 $p 2>/dev/null; done; ch_cleanup' EXIT
+declare -a ch_pid ch_http ch_tcp
+
+rm -rf "$TMPDIR/a" "$TMPDIR/b" "$TMPDIR/s" # fresh stores, even when TMPDIR is reused
+if ! ch_start 2; then
+  if [ "${CI:-}" = true ]; then echo "FAIL $name: CI=true but ClickHouse did not start: $ch_why"; exit 1; fi
+  echo "SKIP $name: $ch_why"; exit 0
+fi
+F=$GOPROF
+CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+HEAP='memory:inuse_space:bytes:space:bytes'
+
+# launch NAME DATA OPTS...: a strobe server; sets url_NAME and pid_NAME
+launch() {
+  local n=$1 d=$2
+  shift 2
+  launch_server "$STROBE" "$d" "$@" || { echo "FAIL $name/start-$n: $(head -c 600 "$TMPDIR/log")"; exit 1; }
+  pids+=("$pid")
+  eval "url_$n=\$url pid_$n=\$pid"
+  pid=
+}
+launch A "$TMPDIR/a" --store "$(ch_url 1 2)"
+launch B "$TMPDIR/b" --store "$(ch_url 1 2)"
+launch S "$TMPDIR/s"
+
+# ---- the same data into ClickHouse (through A) and SQLite --------------------------------------
+push() { # URL FILE QUERY -> HTTP status
+  curl -s -o "$TMPDIR/push.out" -w '%{http_code}' --data-binary @"$2" "$1/api/v1/push?$3"
+}
+codes=
+for u in "$url_A" "$url_S"; do
+  for s in api web db pay ops auth cart; do codes+=" $(push "$u" "$F/go_cpu.pb.gz" "service_name=$s&time=now-2m")"; done
+  codes+=" $(push "$u" "$F/go_heap.pb.gz" "service_name=web&time=now-3m")"
+  codes+=" $(push "$u" "$F/go_heap.pb.gz" "service_name=web&time=now-1m")"
+  codes+=" $(push "$u" "$F/go_cpu.pb.gz" "service_name=api&labels=%7Benv%3D%22prod%22%7D&time=now-1m")"
+done
+if [ "$(tr ' ' '\n' <<<"$codes" | grep -c '^200$')" = 20 ]; then ok push "20 pushes, 200 each"
+else fail push "statuses:$codes; $(cat "$TMPDIR/push.out")"; fi
+
+q() { curl -s -G "$1/api/v1/$2" "${@:3}"; }
+folded() { q "$1" query --data-urlencode "query=$2" -d format=folded -d from=now-10m -d to=now | sort; }
+same() { # CASE WHAT-IT-IS B-ANSWER S-ANSWER
+  if [ -n "$3" ] && [ "$3" = "$4" ]; then ok "$1" "$2"
+  else fail "$1" "ClickHouse (server B) and SQLite differ: $(diff <(echo "$3") <(echo "$4") | head -6 | tr '\n' ' ')"; fi
+}
+total() { awk '{ t += $NF } END { printf "%.0f", t }'; }
+a=$(folded "$url_B" "$CPU{service_name=\"api\"}"); b=$(folded "$url_S" "$CPU{service_name=\"api\"}")
+same query-counter "$(wc -l <<<"$a") stacks, total $(total <<<"$a")" "$a" "$b"
+a=$(folded "$url_B" "$CPU{service_name=~\"a.*|d.*\",env!=\"prod\"}"); b=$(folded "$url_S" "$CPU{service_name=~\"a.*|d.*\",env!=\"prod\"}")
+same query-regex "total $(total <<<"$a")" "$a" "$b"
+a=$(folded "$url_B" "$HEAP{service_name=\"web\"}"); b=$(folded "$url_S" "$HEAP{service_name=\"web\"}")
+same query-gauge "mean of 2 heap pushes, total $(total <<<"$a")" "$a" "$b"
+a=$(q "$url_B" labels -d from=now-10m); b=$(q "$url_S" labels -d from=now-10m)
+same labels "$a" "$a" "$b"
+a=$(q "$url_B" label/service_name/values -d from=now-10m); b=$(q "$url_S" label/service_name/values -d from=now-10m)
+same label-values "$a" "$a" "$b"
+a=$(q "$url_B" profile_types -d from=now-10m); b=$(q "$url_S" profile_types -d from=now-10m)
+same profile-types "$(grep -o ':' <<<"$a" | wc -l) colons" "$a" "$b"
+a=$(q "$url_B" series --data-urlencode "match[]={service_name=\"web\"}" -d from=now-10m); b=$(q "$url_S" series --data-urlencode "match[]={service_name=\"web\"}" -d from=now-10m)
+same series "$(grep -o '"service_name"' <<<"$a" | wc -l) series" "$a" "$b"
+# one step over the whole window: the buckets cannot differ by when each server said "now"
+# (the step's timestamp is each server's own now-10m; groups come in any order)
+range() { q "$1" range --data-urlencode "query=$CPU" -d from=now-10m -d to=now -d step=11m -d group_by=service_name | tr '{' '\n' | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/]]}.*$/]]}/' -e 's/_ms":[0-9]*/_ms":T/g' | sort; }
+a=$(range "$url_B"); b=$(range "$url_S")
+same range-group-by "$(grep -c service_name <<<"$a") groups" "$a" "$b"
+# only the stacks through a function: a counter, and a gauge (its mean over all its points)
+rangef() { q "$1" range --data-urlencode "query=$2" -d from=now-10m -d to=now -d step=11m -d group_by=service_name --data-urlencode "function=$3" | tr '{' '\n' | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/]]}.*$/]]}/' -e 's/_ms":[0-9]*/_ms":T/g' | sort; }
+a=$(rangef "$url_B" "$CPU" crypto/sha256.block); b=$(rangef "$url_S" "$CPU" crypto/sha256.block)
+same range-function "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
+a=$(rangef "$url_B" "$HEAP" encoding/json.Marshal); b=$(rangef "$url_S" "$HEAP" encoding/json.Marshal)
+same range-function-gauge "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
+n1=$(ch_sql 1 "SELECT count() FROM strobe.samples_l"); n2=$(ch_sql 2 "SELECT count() FROM strobe.samples_l")
+if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "sample rows: shard 1 $n1, shard 2 $n2"
+else fail sharded "sample rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
+
+# ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
+one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)
+: >"$TMPDIR/acked"
+( for i in $(seq 1 60); do
+    c=$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$F/go_cpu.pb.gz" "$url_A/api/v1/push?service_name=k9&time=now-30s")
+    [ "$c" = 200 ] && echo "$i" >>"$TMPDIR/acked"
+  done ) &
+loop=$!
+for ((i = 0; i < 600; i++)); do [ "$(wc -l <"$TMPDIR/acked")" -ge 5 ] && break; sleep 0.05; done
+kill -9 "$pid_A"; wait "$loop" 2>/dev/null
+acked=$(wc -l <"$TMPDIR/acked")
+got=$(folded "$url_B" "$CPU{service_name=\"k9\"}" | total)
+if [ "$acked" -ge 5 ] && [ "$got" -ge $((acked * one)) ] && [ "$got" -le $(((acked + 1) * one)) ]; then
+  ok kill9-acked "$acked acknowledged pushes of $one ns each, $got ns queryable"
+else fail kill9-acked "$acked acknowledged pushes of $one ns: want $((acked * one)) (one more at most), got '$got'"; fi
+launch A "$TMPDIR/a" --store "$(ch_url 1 2)"
+
+# ---- one shard stopped ---------------------------------------------------------------------------
+# Which services' series live on shard 2 (and which on 1): asked of each shard's own tables.
+on2=$(ch_sql 2 "SELECT DISTINCT values[indexOf(names, 'service_name')] FROM strobe.series_l WHERE has(names, 'service_name') AND NOT has(names, 'env') ORDER BY 1" | head -1)
+on1=$(ch_sql 1 "SELECT DISTINCT values[indexOf(names, 'service_name')] FROM strobe.series_l WHERE has(names, 'service_name') AND NOT has(names, 'env') ORDER BY 1" | head -1)
+before=$(folded "$url_A" "$CPU{service_name=\"$on2\"}" | total)
+ch_stop 2
+c2=$(push "$url_A" "$F/go_cpu.pb.gz" "service_name=$on2&time=now-30s"); r2=$(cat "$TMPDIR/push.out")
+c1=$(push "$url_A" "$F/go_cpu.pb.gz" "service_name=$on1&time=now-30s")
+if [ "$c2" = 503 ] && grep -q clickhouse <<<"$r2" && [ "$c1" = 200 ]; then
+  ok shard-down "push for '$on2' (shard 2) $c2, for '$on1' (shard 1) $c1"
+else fail shard-down "push for '$on2' (shard 2) $c2 ($r2), for '$on1' (shard 1) $c1"; fi
+if ch_restart 2; then
+  mid=$(folded "$url_A" "$CPU{service_name=\"$on2\"}" | total)
+  c=$(push "$url_A" "$F/go_cpu.pb.gz" "service_name=$on2&time=now-30s")
+  after=$(folded "$url_A" "$CPU{service_name=\"$on2\"}" | total)
+  if [ "$mid" = "$before" ] && [ "$c" = 200 ] && [ "$after" = $((before + one)) ]; then
+    ok shard-back "nothing of the 503 push stored ($mid ns before and after it); then $c and $after ns"
+  else fail shard-back "before $before, after the 503 push '$mid', push again $c, then '$after' (want $((before + one)))"; fi
+else fail shard-back "shard 2 did not start again: $ch_why"; fi
+exit $st
