@@ -152,7 +152,6 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 					.freq = a->so.freq,
 					.interval_ms = (a->o->interval_s ? a->o->interval_s : 10) * 1000,
 					.max_entries = a->o->oncpu_entries,
-					.preload_ms = 200,
 					.table_rows = a->o->call_graph == STROBE_CG_FP
 							      ? 0
 							      : a->o->unwind_table_mb << 17};
@@ -586,6 +585,8 @@ static void export_interval(strobe_agent *a)
 				 "interval (all processes) were dropped: the kernel's map of sums was "
 				 "full (%" PRIu32 " entries; --on-cpu-entries)",
 				 os.counts_full - a->oc_full_seen, os.max_entries);
+		if (oc_note[0])
+			agent_log(a, STROBE_LOG_WARN, "on-CPU: %s", oc_note + 8 /* "strobe: " */);
 		a->oc_full_seen = os.counts_full;
 	}
 	if (a->ob && a->ob_active) {
