@@ -442,12 +442,26 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	if (!o->all && o->npids == 0)
 		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
 	bool lock_only = o == &lo;
+	/* Off-CPU summed elsewhere: no switch events; alone, the cpu-clock events for their
+	 * side-band records (below). */
+	strobe_sampler_opts xo;
+	bool no_cpu_types = false;
+	if (o->offcpu_external && !lock_only && (o->events & STROBE_EV_OFFCPU)) {
+		xo = *o;
+		xo.events &= ~(unsigned)STROBE_EV_OFFCPU;
+		if (!(xo.events & STROBE_EV_CPU)) {
+			xo.events |= STROBE_EV_CPU;
+			xo.cpu_external = true;
+			no_cpu_types = true;
+		}
+		o = &xo;
+	}
 	/* With cpu_external the cpu-clock events are there only for their side-band records: at
 	 * 1 Hz, and with frame pointers unless switch-outs copy stacks. */
 	bool ext = o->cpu_external && !lock_only && (o->events & STROBE_EV_CPU);
-	strobe_sampler_opts xo;
 	if (ext && !(o->events & STROBE_EV_OFFCPU) && o->call_graph != STROBE_CG_FP) {
-		xo = *o;
+		if (o != &xo)
+			xo = *o;
 		xo.call_graph = STROBE_CG_FP;
 		o = &xo;
 	}
@@ -455,6 +469,8 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	if (!s)
 		return strobe_errf(err, -ENOMEM, "out of memory");
 	s->lock_only = lock_only;
+	s->no_cpu_types = no_cpu_types;
+	s->ext_offcpu = o == &xo && o->offcpu_external;
 	if (ext)
 		s->event_period_ns = 1000000000;
 	int rc = 0;

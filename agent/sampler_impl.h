@@ -67,6 +67,7 @@ struct strobe_sampler {
 	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
 	bool ext_offcpu;         /* off-CPU values come from elsewhere (the eBPF aggregation) */
 	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
+	bool no_cpu_types;       /* offcpu_external without STROBE_EV_CPU: off-CPU types only */
 
 	/* Records read from the rings, held until every ring has been read past their time. */
 	uint8_t *arena;
