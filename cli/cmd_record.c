@@ -50,6 +50,7 @@ static const char usage_text[] =
 	"                         programs that walk stacks there: no samples or stack copies\n"
 	"                         to read), perf (a sample per event, stacks unwound here), or\n"
 	"                         auto (default: bpf where it loads, else perf, saying why)\n"
+	"                         (--idle, -e cycles and --call-graph dwarf: perf)\n"
 	"  --user                 user frames only (no kernel frames)\n"
 	"  --no-threads           label samples by process only (no tid and thread labels)\n"
 	"  --no-symbolize         keep raw addresses, mappings and build IDs (name them later)\n"

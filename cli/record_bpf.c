@@ -51,6 +51,9 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 		why = "-e cycles counts the hardware cycle counter, which the eBPF path does not";
 	else if (so->keep_idle)
 		why = "--idle keeps the idle task's samples, which the eBPF path drops";
+	else if (so->call_graph == STROBE_CG_DWARF)
+		why = "--call-graph dwarf unwinds copies of the stack here, with libdw (.debug_frame "
+		      "too), which is the perf path; the eBPF walk reads .eh_frame in the kernel";
 	if (why) {
 		if (mode == RECORD_MODE_BPF)
 			cli_err(cmd, "--mode bpf: %s", why);
