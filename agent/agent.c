@@ -295,6 +295,9 @@ static void publish_stats(strobe_agent *a)
 	a->st.lk = lk;
 	a->st.oc = oc;
 	a->st.samples = a->base_samples + st.samples;
+	/* counted in the kernel: live, not only once collected (and still while paused: none) */
+	if (a->oc && oc.samples >= oc.collected)
+		a->st.samples += oc.samples - oc.collected;
 	a->st.switches = a->base_switches + st.switches;
 	a->st.lost = a->base_lost + st.lost;
 	a->st.throttled = a->base_throttled + st.throttled;
@@ -965,8 +968,6 @@ static void apply_pause(strobe_agent *a)
 static int poll_ms(const strobe_agent *a, int64_t next)
 {
 	unsigned hz = a->so.freq ? a->so.freq : 99;
-	if (a->oc_active)
-		hz = 1; /* the rings get side-band records only: the longest sleep */
 	int64_t ms = 10000 / hz;
 	ms = ms < 100 ? 100 : ms > 500 ? 500 : ms;
 	int64_t left = (next - strobe_mono_ns()) / 1000000 + 1;
@@ -994,6 +995,14 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 			if (strobe_sampler_poll(a->s, poll_ms(a, next), &pe) < 0 && pe.msg[0]) {
 				agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
 				usleep(100000);
+			}
+			if (a->oc && a->oc_active) {
+				/* processes the kernel sampled for the first time: their identity
+				 * now, while they run (as the sampler's first sample of one does) */
+				pid_t fresh[256];
+				unsigned nf = strobe_oncpu_fresh(a->oc, fresh, 256);
+				for (unsigned i = 0; i < nf; i++)
+					on_process(a, fresh[i]);
 			}
 		} else {
 			usleep(100000);

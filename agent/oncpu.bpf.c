@@ -46,8 +46,46 @@ struct {
 	__type(value, __u64);
 } counts1 SEC(".maps");
 
+/* Processes met for the first time (since their exec), for user space to read their identity
+ * (environment, cgroup) while they run rather than at the interval's end, when a short-lived one
+ * is gone: `seen` remembers them, `fresh` holds the new ones until user space takes them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fresh SEC(".maps");
+
 /* The program's context (include/uapi/linux/bpf_perf_event.h; x86-64's pt_regs first). */
 struct bpf_perf_event_data;
+
+/* The user stack of the current task t, from its saved user registers, walked by ustep to the
+ * end (ustack.bpf.h): user_stack_key without its per-thread shortcut, which a sample, taken
+ * wherever the thread happens to be, would rarely hit, and with one bpf_loop call rather than
+ * two, each of which the verifier checks its callback for (half the load time). prov: walked
+ * without the process's mappings. */
+static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 *prov)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u32 zero = 0;
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r || !w || !b)
+		return 0;
+	*w = (struct uwalk){.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = t->tgid};
+	if (!w->ip)
+		return 0;
+	bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
+	*prov = tables && (!w->known || w->stale);
+	return intern(b, w->n, gen);
+}
 
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
@@ -60,6 +98,11 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (filter_tgids && !bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
+	if (!bpf_map_lookup_elem(&seen, &tgid)) {
+		__u8 one = 1;
+		bpf_map_update_elem(&seen, &tgid, &one, BPF_ANY);
+		bpf_map_update_elem(&fresh, &tgid, &one, BPF_NOEXIST);
+	}
 	__u32 gen = generation, zero = 0;
 	struct strobe_oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0};
 	if (kernel_stacks) {
@@ -72,9 +115,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 	if (t->mm && !(t->flags & PF_EXITING)) {
-		__u64 sys = 0, leaf = 0;
 		__u32 prov = 0;
-		k.ustack = user_stack_key(t, gen, &sys, &leaf, 0, &prov);
+		k.ustack = user_stack(t, gen, &prov);
 		if (k.ustack) {
 			count(STROBE_OC_USER);
 			if (prov)
@@ -116,6 +158,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p)
 {
+	__u32 tgid = p->tgid;
+	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
 	ustack_on_exec(p->tgid, 0);
 	return 0;
 }

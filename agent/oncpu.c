@@ -59,7 +59,7 @@ struct strobe_oncpu {
 	int *pfds;                  /* one cpu-clock event per online CPU (-1: none) */
 	struct bpf_link **links;
 	int nev;
-	uint64_t entries, drains;
+	uint64_t entries, drains, collected;
 	struct strobe_oc_key *keys; /* scratch for one drain */
 	uint64_t *skeys;            /* scratch for clearing a stack map */
 	strobe_otables *tables;
@@ -351,6 +351,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 		if (bpf_map_lookup_elem(fc, k, &n) < 0 || n == 0)
 			continue;
 		b->entries++;
+		b->collected += n;
 		uint32_t kn = stack_of(b, fs, k->kstack, kips);
 		uint32_t un = stack_of(b, fs, k->ustack, uips);
 		rc = strobe_sampler_add_oncpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
@@ -379,6 +380,7 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 		.no_maps = c[STROBE_OB_NO_MAPS],
 		.entries = b->entries,
 		.drains = b->drains,
+		.collected = b->collected,
 		.max_entries = b->max_entries,
 		.stack_entries = b->stack_entries,
 		.freq = b->freq,
@@ -403,4 +405,21 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	free(b->keys);
 	free(b->skeys);
 	free(b);
+}
+
+unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
+{
+	int fd = bpf_map__fd(b->skel->maps.fresh);
+	unsigned n = 0;
+	uint32_t key, *prev = NULL;
+	/* keys first (deleting while walking would restart the walk), then each taken out */
+	while (n < cap && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		out[n++] = (pid_t)key;
+		prev = &key;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t k = (uint32_t)out[i];
+		bpf_map_delete_elem(fd, &k);
+	}
+	return n;
 }

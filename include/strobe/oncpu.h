@@ -52,6 +52,8 @@ typedef struct strobe_oncpu_stats {
 	uint64_t no_maps;       /* walks of processes whose mappings were not loaded yet */
 	uint64_t entries;       /* sums read */
 	uint64_t drains;        /* collects */
+	uint64_t collected;     /* samples moved into a sampler (samples - collected: still in the
+				   kernel's maps) */
 	uint32_t max_entries;   /* the counts map's size */
 	uint32_t stack_entries; /* each stack map's size */
 	uint32_t freq;          /* the rate attached now (0: detached) */
@@ -73,6 +75,9 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid);
 /* Moves the counts since the last call into s (strobe_sampler_add_oncpu), each sample worth
  * one period of the rate attached. */
 int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s);
+/* The processes sampled for the first time (since their exec) since the last call, at most cap,
+ * into out: for reading what only a live process shows (the agent's service name). */
+unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap);
 void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st);
 void strobe_oncpu_close(strobe_oncpu *b);
 

@@ -60,24 +60,25 @@ stored() {
 
 verifier() {
 	local name=agent_oncpu_bpf/verifier
-	if ! command -v bpftool >/dev/null; then skip "$name" "bpftool is not installed"; return; fi
-	local id f xl="" vi=""
-	id=$(bpftool prog show 2>/dev/null | grep -m1 'perf_event  name on_sample' | cut -d: -f1)
-	if [ -z "$id" ]; then fail "$name" "no perf_event program on_sample loaded"; return; fi
-	xl=$(bpftool -j prog show id "$id" | sed -n 's/.*"bytes_xlated":\([0-9]*\).*/\1/p')
-	# the verifier's count is in the program fd's fdinfo (this bpftool does not print it)
+	local f id="" xl="" vi=""
+	# the agent's perf-event program (type 7) among its fds: its id, and the verifier's count,
+	# which the program fd's fdinfo gives (this bpftool does not print it)
 	for f in /proc/"$apid"/fdinfo/*; do
-		if grep -q "^prog_id:	$id\$" "$f" 2>/dev/null && grep -q '^verified_insns:' "$f"; then
+		if grep -q '^prog_type:	7$' "$f" 2>/dev/null; then
+			id=$(sed -n 's/^prog_id:\t*//p' "$f")
 			vi=$(sed -n 's/^verified_insns:\t*//p' "$f")
 			break
 		fi
 	done
+	if [ -z "$id" ]; then fail "$name" "the agent holds no perf_event program"; return; fi
+	command -v bpftool >/dev/null &&
+		xl=$(bpftool -j prog show id "$id" | sed -n 's/.*"bytes_xlated":\([0-9]*\).*/\1/p')
 	if [ -z "$vi" ]; then
 		skip "$name" "the kernel does not say how many instructions it verified (fdinfo)"
 	elif [ "$vi" -ge 500000 ]; then
-		fail "$name" "on_sample: $vi instructions processed by the verifier, not under half its limit of 1000000"
+		fail "$name" "program $id: $vi instructions processed by the verifier, not under half its limit of 1000000"
 	else
-		ok "$name" "on_sample: $((xl / 8)) instructions, $vi processed by the verifier (limit 1000000)"
+		ok "$name" "program $id: $((${xl:-0} / 8)) instructions, $vi processed by the verifier (limit 1000000)"
 	fi
 }
 
