@@ -970,6 +970,8 @@ static int poll_ms(const strobe_agent *a, int64_t next)
 	unsigned hz = a->so.freq ? a->so.freq : 99;
 	int64_t ms = 10000 / hz;
 	ms = ms < 100 ? 100 : ms > 500 ? 500 : ms;
+	if (a->oc_active)
+		ms = 100; /* processes new to the kernel's sums are read while they run (fresh) */
 	int64_t left = (next - strobe_mono_ns()) / 1000000 + 1;
 	if (left < ms)
 		ms = left > 1 ? left : 1;

@@ -76,7 +76,9 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 		int share[5];
 		strobe_oncpu_opts co = {.pids = pids, .npids = npids, .kernel = so->kernel,
 					.freq = so->freq, .interval_ms = 1000, .table_rows = rows,
-					.preload_ms = so->all ? 3000 : 0};
+					/* no preload: the window would start seconds late; the
+					 * program asks for each process's tables as it meets it */
+					.preload_ms = 0};
 		if (b->ob && rows && strobe_offcpu_table_maps(b->ob, share) == 0)
 			co.share_tables = share;
 		if (!(b->oc = strobe_oncpu_open(&co, &err)))
