@@ -38,10 +38,11 @@ parts=(record bench/record.sh "Recorder: strobe record"
        agent bench/agent.sh "Agent: strobe agent"
        heap bench/heap.sh "Heap and lock profiling: libstrobe-heap.so against heaptrack and jemalloc's profiler"
        ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom"
-       symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses")
-case " all toolkit record unwind server otlp fleet agent heap ui symbolize " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui or symbolize"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize}.md "$work/notes"
+       symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses"
+       oncpu bench/oncpu.sh "On-CPU sampling summed in the kernel (eBPF) against perf")
+case " all toolkit record unwind server otlp fleet agent heap ui symbolize oncpu " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize or oncpu"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,oncpu}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
