@@ -161,6 +161,24 @@ static json_t *status_json(strobe_agent *a)
 				    json_pack("{s:I,s:I}", "asked", (json_int_t)asked, "written",
 					      (json_int_t)written));
 	}
+	/* on-CPU samples: how they are collected, and the eBPF program's counters */
+	if (j) {
+		json_t *oc = json_pack(
+			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i}",
+			"mode", st.oncpu_mode ? st.oncpu_mode : "perf", "mode_configured",
+			strobe_offcpu_mode_name(o->oncpu_mode), "fallback", st.oncpu_why, "samples",
+			(json_int_t)st.oc.samples, "idle", (json_int_t)st.oc.idle, "dropped_sums_full",
+			(json_int_t)st.oc.counts_full, "stack_errors", (json_int_t)st.oc.stack_errors,
+			"user_stacks", (json_int_t)st.oc.user, "user_stacks_without_maps",
+			(json_int_t)st.oc.user_prov, "table_frames", (json_int_t)st.oc.table_frames,
+			"fp_frames", (json_int_t)st.oc.fp_frames, "table_stops",
+			(json_int_t)st.oc.table_stops, "walks_without_maps", (json_int_t)st.oc.no_maps,
+			"sums_read", (json_int_t)st.oc.entries, "drains", (json_int_t)st.oc.drains,
+			"max_entries", (int)st.oc.max_entries, "stack_entries",
+			(int)st.oc.stack_entries, "frequency_hz", (int)st.oc.freq);
+		if (oc)
+			json_object_set_new(j, "oncpu", oc);
+	}
 	if (j && o->offcpu)
 		json_object_set_new(
 			j, "offcpu_bpf",

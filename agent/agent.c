@@ -131,8 +131,8 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 		*bpf = true;
 		return 0;
 	}
-	if (a->lk_shares_ob && a->ob) {
-		strobe_offcpu_detach(a->ob); /* kept: its table loader serves --locks too */
+	if ((a->lk_shares_ob || a->oc_shares_ob) && a->ob) {
+		strobe_offcpu_detach(a->ob); /* kept: its table loader serves --locks, on-CPU too */
 	} else {
 		strobe_offcpu_close(a->ob);
 		a->ob = NULL;
@@ -144,6 +144,58 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 		  "perf sched_switch samples, which cost far more per context switch", e.msg);
 	pthread_mutex_lock(&a->mu);
 	snprintf(a->st.offcpu_why, sizeof(a->st.offcpu_why), "%.255s", e.msg);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
+/* Whether on-CPU samples are summed in the kernel now (--on-cpu-mode): loads the program on
+ * first use. With bpf a failure is an error; with auto it is logged once, with the reason, and
+ * the perf path is used from then on. */
+static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
+{
+	*bpf = false;
+	if (a->o->oncpu_mode == STROBE_OFFCPU_PERF || a->oc_failed)
+		return 0;
+	strobe_err e = {{0}};
+	int code = 0;
+	if (!a->oc) {
+		int share[5];
+		strobe_oncpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
+					.proc_root = a->o->proc_root, .kernel = a->so.kernel,
+					.freq = a->so.freq,
+					.interval_ms = (a->o->interval_s ? a->o->interval_s : 10) * 1000,
+					.max_entries = a->o->oncpu_entries,
+					.table_rows = a->o->call_graph == STROBE_CG_FP
+							      ? 0
+							      : a->o->unwind_table_mb << 17};
+		/* with the off-CPU program's table walk loaded, its rows and loader serve both */
+		if (oo.table_rows && a->ob && strobe_offcpu_table_maps(a->ob, share) == 0)
+			oo.share_tables = share;
+		if (!(a->oc = strobe_oncpu_open(&oo, &e))) {
+			code = -errno;
+		} else {
+			a->oc_shares_ob = oo.share_tables != NULL;
+			strobe_oncpu_stats st;
+			strobe_oncpu_get_stats(a->oc, &st);
+			if (oo.table_rows && st.tables_off[0])
+				agent_log(a, STROBE_LOG_WARN, "on-CPU: user stacks by frame pointers "
+					  "only: the unwind-table walk did not load (%s)", st.tables_off);
+		}
+	}
+	if (a->oc && (atomic_load(&a->want_pause) ||
+		      (code = strobe_oncpu_attach(a->oc, a->so.freq, &e)) == 0)) {
+		*bpf = true;
+		return 0;
+	}
+	strobe_oncpu_close(a->oc);
+	a->oc = NULL;
+	if (a->o->oncpu_mode == STROBE_OFFCPU_BPF)
+		return strobe_errf(err, code < 0 ? code : -EINVAL, "--on-cpu-mode bpf: %s", e.msg);
+	a->oc_failed = true;
+	agent_log(a, STROBE_LOG_WARN, "on-CPU: the eBPF sampling program is not available (%s); "
+		  "using perf samples with stack copies, unwound here", e.msg);
+	pthread_mutex_lock(&a->mu);
+	snprintf(a->st.oncpu_why, sizeof(a->st.oncpu_why), "%.255s", e.msg);
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }
@@ -198,6 +250,10 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 	so.on_process_ctx = a;
 	if (bpf)
 		so.events &= ~(unsigned)STROBE_EV_OFFCPU; /* the kernel sums it instead */
+	bool obpf = false;
+	if ((rc = use_bpf_oncpu(a, &obpf, err)) < 0)
+		return rc;
+	so.cpu_external = obpf; /* the kernel sums on-CPU samples: the events for side-band only */
 	rc = strobe_sampler_open(&so, &s, err);
 	if (rc < 0)
 		return rc;
@@ -208,11 +264,13 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 	s->ext_offcpu = bpf;
 	a->s = s;
 	a->ob_active = bpf;
+	a->oc_active = obpf;
 	pthread_mutex_lock(&a->mu);
 	a->st.paused = atomic_load(&a->want_pause);
 	a->st.freq_now = a->so.freq;
 	a->st.offcpu_now = a->so.events & STROBE_EV_OFFCPU;
 	a->st.offcpu_mode = !a->st.offcpu_now ? "off" : bpf ? "bpf" : "perf";
+	a->st.oncpu_mode = obpf ? "bpf" : "perf";
 	pthread_mutex_unlock(&a->mu);
 	return 0;
 }
@@ -242,10 +300,17 @@ static void publish_stats(strobe_agent *a)
 	strobe_locks_stats lk = {0};
 	if (a->lk)
 		strobe_locks_get_stats(a->lk, &lk);
+	strobe_oncpu_stats oc = {0};
+	if (a->oc)
+		strobe_oncpu_get_stats(a->oc, &oc);
 	pthread_mutex_lock(&a->mu);
 	a->st.ob = ob;
 	a->st.lk = lk;
+	a->st.oc = oc;
 	a->st.samples = a->base_samples + st.samples;
+	/* counted in the kernel: live, not only once collected (and still while paused: none) */
+	if (a->oc && oc.samples >= oc.collected)
+		a->st.samples += oc.samples - oc.collected;
 	a->st.switches = a->base_switches + st.switches;
 	a->st.lost = a->base_lost + st.lost;
 	a->st.throttled = a->base_throttled + st.throttled;
@@ -523,6 +588,23 @@ static void export_interval(strobe_agent *a)
 	if (!a->s)
 		return;
 	int64_t interval = (int64_t)a->st.intervals + 1;
+	char oc_note[256] = "";
+	if (a->oc && a->oc_active) {
+		int rc = strobe_oncpu_collect(a->oc, a->s);
+		if (rc < 0)
+			agent_log(a, STROBE_LOG_ERROR, "on-CPU: reading the kernel's sums: %s",
+				  strerror(-rc));
+		strobe_oncpu_stats os;
+		strobe_oncpu_get_stats(a->oc, &os);
+		if (os.counts_full > a->oc_full_seen)
+			snprintf(oc_note, sizeof(oc_note), "strobe: %" PRIu64 " on-CPU samples of this "
+				 "interval (all processes) were dropped: the kernel's map of sums was "
+				 "full (%" PRIu32 " entries; --on-cpu-entries)",
+				 os.counts_full - a->oc_full_seen, os.max_entries);
+		if (oc_note[0])
+			agent_log(a, STROBE_LOG_WARN, "on-CPU: %s", oc_note + 8 /* "strobe: " */);
+		a->oc_full_seen = os.counts_full;
+	}
 	if (a->ob && a->ob_active) {
 		int rc = strobe_offcpu_collect(a->ob, a->s);
 		if (rc < 0)
@@ -568,6 +650,8 @@ static void export_interval(strobe_agent *a)
 						  .jit_unnamed = a->jvm ? jit_unnamed : NULL,
 						  .jit_ctx = a->jvm};
 		strobe_profile *p = strobe_sampler_profile(a->s, &po, &err);
+		if (p && !locks && oc_note[0])
+			strobe_profile_add_comment(p, oc_note);
 		if (p && a->lk && strobe_nsamples(p) == 0) {
 			strobe_profile_free(p); /* a process that only waited, or never did */
 			continue;
@@ -836,6 +920,7 @@ void strobe_agent_free(strobe_agent *a)
 	if (a->sender_started)
 		agent_sender_finish(a, 0);
 	close_sampler(a);
+	strobe_oncpu_close(a->oc);
 	strobe_offcpu_close(a->ob);
 	strobe_locks_close(a->lk);
 	strobe_symbolizer_free(a->sym);
@@ -875,6 +960,12 @@ static void apply_pause(strobe_agent *a)
 		else if (strobe_offcpu_attach(a->ob, &err) < 0)
 			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
 	}
+	if (a->oc && a->oc_active) {
+		if (want)
+			strobe_oncpu_detach(a->oc);
+		else if (strobe_oncpu_attach(a->oc, a->so.freq, &err) < 0)
+			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
+	}
 	if (a->lk) {
 		if (want)
 			strobe_locks_detach(a->lk);
@@ -899,6 +990,8 @@ static int poll_ms(const strobe_agent *a, int64_t next)
 	unsigned hz = a->so.freq ? a->so.freq : 99;
 	int64_t ms = 10000 / hz;
 	ms = ms < 100 ? 100 : ms > 500 ? 500 : ms;
+	if (a->oc_active)
+		ms = 100; /* processes new to the kernel's sums are read while they run (fresh) */
 	int64_t left = (next - strobe_mono_ns()) / 1000000 + 1;
 	if (left < ms)
 		ms = left > 1 ? left : 1;
@@ -924,6 +1017,14 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 			if (strobe_sampler_poll(a->s, poll_ms(a, next), &pe) < 0 && pe.msg[0]) {
 				agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
 				usleep(100000);
+			}
+			if (a->oc && a->oc_active) {
+				/* processes the kernel sampled for the first time: their identity
+				 * now, while they run (as the sampler's first sample of one does) */
+				pid_t fresh[256];
+				unsigned nf = strobe_oncpu_fresh(a->oc, fresh, 256);
+				for (unsigned i = 0; i < nf; i++)
+					on_process(a, fresh[i]);
 			}
 		} else {
 			usleep(100000);

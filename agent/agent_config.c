@@ -331,6 +331,15 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected \"auto\", \"bpf\" or \"perf\"");
 			else
 				o->offcpu_mode = (unsigned)m;
+		} else if (strcmp(k, "oncpu_mode") == 0) {
+			int m = json_is_string(v) ? strobe_offcpu_mode_parse(json_string_value(v)) : -1;
+			if (m < 0)
+				rc = bad(&c, k, "expected \"auto\", \"bpf\" or \"perf\"");
+			else
+				o->oncpu_mode = (unsigned)m;
+		} else if (strcmp(k, "oncpu_entries") == 0) {
+			if ((rc = get_num(&c, v, k, 4, 1 << 18, &d)) == 0)
+				o->oncpu_entries = (unsigned)d;
 		} else if (strcmp(k, "offcpu_entries") == 0) {
 			if ((rc = get_num(&c, v, k, 64, 1 << 20, &d)) == 0)
 				o->offcpu_entries = (unsigned)d;

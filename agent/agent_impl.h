@@ -20,6 +20,7 @@
 #include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/offcpu.h"
 #include "strobe/locks.h"
+#include "strobe/oncpu.h"
 #include "preload.h"
 
 typedef struct agent_status {
@@ -29,6 +30,9 @@ typedef struct agent_status {
 	bool offcpu_now;
 	const char *offcpu_mode; /* "bpf" or "perf" while off-CPU is on, else "off" */
 	char offcpu_why[256];    /* why auto chose perf ("" otherwise) */
+	const char *oncpu_mode;  /* "bpf" or "perf" */
+	char oncpu_why[256];     /* why auto chose perf ("" otherwise) */
+	strobe_oncpu_stats oc;   /* the eBPF sampling program's counters */
 	strobe_offcpu_stats ob;  /* the eBPF collection's counters */
 	strobe_locks_stats lk;   /* the futex-wait program's counters (--locks) */
 	char locks_why[256];     /* why --locks is off ("" otherwise) */
@@ -76,6 +80,11 @@ struct strobe_agent {
 	bool ob_active;         /* the current sampler's off-CPU comes from it */
 	strobe_locks *lk;       /* the futex-wait program (--locks) */
 	bool lk_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
+	strobe_oncpu *oc;       /* the eBPF on-CPU sampling program, once loaded */
+	bool oc_failed;         /* it could not be loaded: perf from then on (auto) */
+	bool oc_active;         /* the current sampler's on-CPU samples come from it */
+	bool oc_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
+	uint64_t oc_full_seen;  /* its counts_full at the last export (for the profiles' comment) */
 	strobe_preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
 	int64_t rss_checked_ns; /* when keep_resident_low last looked */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */

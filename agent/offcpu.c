@@ -401,7 +401,8 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 		free_saved(nv, nn);
 		return rc;
 	}
-	qsort(nv, nn, sizeof(*nv), saved_cmp);
+	if (nn) /* (qsort of NULL, 0 is undefined) */
+		qsort(nv, nn, sizeof(*nv), saved_cmp);
 	free_saved(b->saved, b->nsaved);
 	b->saved = nv;
 	b->nsaved = nn;

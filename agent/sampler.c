@@ -149,7 +149,7 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 		} else {
 			a->type = PERF_TYPE_SOFTWARE;
 			a->config = PERF_COUNT_SW_CPU_CLOCK;
-			a->sample_period = (uint64_t)s->period_ns;
+			a->sample_period = (uint64_t)(s->event_period_ns ? s->event_period_ns : s->period_ns);
 		}
 		a->exclude_kernel = s->kernel_excluded;
 		break;
@@ -441,10 +441,38 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 #endif
 	if (!o->all && o->npids == 0)
 		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
+	bool lock_only = o == &lo;
+	/* Off-CPU summed elsewhere: no switch events; alone, the cpu-clock events for their
+	 * side-band records (below). */
+	strobe_sampler_opts xo;
+	bool no_cpu_types = false;
+	if (o->offcpu_external && !lock_only && (o->events & STROBE_EV_OFFCPU)) {
+		xo = *o;
+		xo.events &= ~(unsigned)STROBE_EV_OFFCPU;
+		if (!(xo.events & STROBE_EV_CPU)) {
+			xo.events |= STROBE_EV_CPU;
+			xo.cpu_external = true;
+			no_cpu_types = true;
+		}
+		o = &xo;
+	}
+	/* With cpu_external the cpu-clock events are there only for their side-band records: at
+	 * 1 Hz, and with frame pointers unless switch-outs copy stacks. */
+	bool ext = o->cpu_external && !lock_only && (o->events & STROBE_EV_CPU);
+	if (ext && !(o->events & STROBE_EV_OFFCPU) && o->call_graph != STROBE_CG_FP) {
+		if (o != &xo)
+			xo = *o;
+		xo.call_graph = STROBE_CG_FP;
+		o = &xo;
+	}
 	strobe_sampler *s = sampler_alloc(o);
 	if (!s)
 		return strobe_errf(err, -ENOMEM, "out of memory");
-	s->lock_only = o == &lo;
+	s->lock_only = lock_only;
+	s->no_cpu_types = no_cpu_types;
+	s->ext_offcpu = o == &xo && o->offcpu_external;
+	if (ext)
+		s->event_period_ns = 1000000000;
 	int rc = 0;
 
 	int tp_switch = 0, tp_wakeup = 0, size;
@@ -973,6 +1001,8 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 
 static void on_clock(strobe_sampler *s, const sample *sm, const pre_unwound *pre)
 {
+	if (s->event_period_ns) /* cpu_external: the events are there for their side-band records */
+		return;
 	if (sm->tid == 0 && !s->o.keep_idle) {
 		s->st.idle++;
 		return;
@@ -1096,6 +1126,36 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 	v[V_RUNQ_NS] = off_ns - blocked_ns;
 	v[V_SWITCHES] = switches;
 	s->st.switches += (uint64_t)switches;
+	return agg_add(s, pid, tid, s->scratch, n, v);
+}
+
+int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+			     uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t samples,
+			     int64_t cpu_ns)
+{
+	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+		return -ENOMEM;
+	strobe_proc *p = NULL;
+	bool first = true, rescanned = false;
+	uint32_t n = 0;
+	/* as for an off-CPU sum: the leaf is where the thread was, the rest return addresses */
+	for (uint32_t i = 0; i < nk && kips[i]; i++) {
+		if (s->o.kernel)
+			add_frame(s, pid, &p, &rescanned, kips[i], true, !first, &n);
+		first = false;
+	}
+	for (uint32_t i = 0; i < nu && uips[i]; i++) {
+		add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
+		first = false;
+	}
+	if (tid)
+		thread_for(s, tid, pid);
+	else
+		thread_for(s, pid, pid); /* (summed per process: named after its main thread) */
+	int64_t v[NV] = {0};
+	v[V_SAMPLES] = samples;
+	v[V_CPU_NS] = cpu_ns;
+	s->st.samples += (uint64_t)samples;
 	return agg_add(s, pid, tid, s->scratch, n, v);
 }
 

@@ -67,6 +67,7 @@ struct strobe_sampler {
 	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
 	bool ext_offcpu;         /* off-CPU values come from elsewhere (the eBPF aggregation) */
 	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
+	bool no_cpu_types;       /* offcpu_external without STROBE_EV_CPU: off-CPU types only */
 
 	/* Records read from the rings, held until every ring has been read past their time. */
 	uint8_t *arena;
@@ -89,6 +90,7 @@ struct strobe_sampler {
 	size_t cvals;
 	uint32_t *scratch;       /* frame ids of the stack being resolved */
 	int64_t period_ns;
+	int64_t event_period_ns; /* the cpu-clock events' (cpu_external: 1 s), else period_ns */
 	int64_t start_ns, start_real_ns; /* of the current aggregation period */
 	strobe_sampler_stats st;
 
@@ -113,6 +115,12 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches);
+/* Adds on-CPU samples counted elsewhere (the eBPF sampling program, oncpu.c): `samples` samples
+ * worth cpu_ns of CPU time in all, under kernel then user addresses, each leaf first, as
+ * strobe_sampler_add_offcpu. tid 0: summed per process. */
+int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+			     uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t samples,
+			     int64_t cpu_ns);
 /* Adds lock waits measured elsewhere (the agent's futex-wait program, locks.c): waits and their
  * total delay at lock address `lock`, under the waiter's user stack (leaf first). They appear
  * in lock profiles only (strobe_sampler_profile_opts.locks). */

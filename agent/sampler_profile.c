@@ -343,7 +343,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		{V_RUNQ_NS, "runqueue", "nanoseconds"}, {V_SWITCHES, "switches", "count"},
 		{-1, "wall", "nanoseconds"},
 	};
-	bool cpu = s->o.events & STROBE_EV_CPU, off = (s->o.events & STROBE_EV_OFFCPU) || s->ext_offcpu;
+	bool cpu = (s->o.events & STROBE_EV_CPU) && !s->no_cpu_types, off = (s->o.events & STROBE_EV_OFFCPU) || s->ext_offcpu;
 	bool locks = o->locks || s->lock_only;
 	int slot[8], nt = 0;
 	if (locks) {

@@ -42,10 +42,11 @@ parts=(record bench/record.sh "Recorder: strobe record"
        spans bench/spans.sh "Span queries: the span index against the scan"
        pgo bench/pgo.sh "PGO from strobe's profiles: AutoFDO and BOLT against plain -O2"
        significance bench/significance.sh "Significance: the smallest regression found at 19 Hz over 1 h"
-       clickhouse bench/clickhouse.sh "ClickHouse store against SQLite")
-case " all toolkit record unwind server otlp fleet agent heap ui symbolize spans pgo significance clickhouse " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize, spans, pgo, significance or clickhouse"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance,clickhouse}.md "$work/notes"
+       clickhouse bench/clickhouse.sh "ClickHouse store against SQLite"
+       oncpu bench/oncpu.sh "On-CPU sampling summed in the kernel (eBPF) against perf")
+case " all toolkit record unwind server otlp fleet agent heap ui symbolize spans pgo significance clickhouse oncpu " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize, spans, pgo, significance, clickhouse or oncpu"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance,clickhouse,oncpu}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}

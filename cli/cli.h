@@ -47,6 +47,22 @@ int record_lock_collect(const char *cmd, struct strobe_locks *lk, struct strobe_
 void record_lock_close(const char *cmd, struct strobe_locks *lk, struct strobe_sampler *s,
 		       bool quiet);
 
+/* record -e cpu|offcpu|wall on the eBPF programs (record_bpf.c; --mode: RECORD_MODE_*). open:
+ * loaded for so's targets and events, with so->cpu_external / offcpu_external set for the
+ * sampler, or NULL: the perf path (after saying why, unless --mode perf or nothing to do;
+ * with --mode bpf a NULL is an error, said). attach after the sampler opened (-errno after
+ * saying why); collect moves the kernel's sums into the sampler (each round, and after stop, the
+ * last); close adds comments on what was dropped to p (NULL: none), prints a summary unless
+ * quiet, frees; 1 when something was dropped, else 0. */
+enum { RECORD_MODE_AUTO, RECORD_MODE_BPF, RECORD_MODE_PERF };
+typedef struct record_bpf record_bpf;
+struct strobe_profile;
+record_bpf *record_bpf_open(const char *cmd, struct strobe_sampler_opts *so, int mode);
+int record_bpf_attach(const char *cmd, record_bpf *b, const struct strobe_sampler_opts *so);
+int record_bpf_collect(const char *cmd, record_bpf *b, struct strobe_sampler *s);
+void record_bpf_stop(record_bpf *b);
+int record_bpf_close(record_bpf *b, struct strobe_profile *p, bool quiet);
+
 /* Options every profile-reading command takes (pprof's names). */
 typedef struct cli_profile_opts {
 	const char *sample_index; /* name or index; NULL = pprof default */

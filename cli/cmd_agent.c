@@ -28,6 +28,13 @@ static const char usage_text[] =
 	"                         or in the config)\n"
 	"  -c, --config FILE      JSON config (see examples/agent.json); flags override it\n"
 	"  -F, --freq HZ          on-CPU samples per second (default 19)\n"
+	"  --on-cpu-mode MODE     bpf (summed in the kernel by an eBPF program on the sampling\n"
+	"                         event, stacks walked there: no stack copies), perf (a sample\n"
+	"                         with a stack copy each, unwound here), or auto (default: bpf\n"
+	"                         when it loads, else perf)\n"
+	"  --on-cpu-entries N     bpf: sums per interval the kernel's map holds (default: from\n"
+	"                         the rate, the CPUs and the interval); what does not fit is\n"
+	"                         counted\n"
 	"  --offcpu               also record off-CPU time (blocked / run queue, from sched_switch)\n"
 	"  --off-cpu-mode MODE    bpf (summed in the kernel by an eBPF program: cheap; user stacks\n"
 	"                         by frame pointers only), perf (a sample per context switch), or\n"
@@ -159,7 +166,7 @@ static int set_token_file(const char *cmd, const char *opt, char **dst, const ch
 
 enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_ADMIN,
        O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
-       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_TOKENFILE, O_CA,
+       O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_ONMODE, O_ONENTRIES, O_TOKENFILE, O_CA,
        O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD, O_SYMBOLIZE, O_NOUPSYM,
        O_NOJVM };
 
@@ -197,6 +204,20 @@ static int agent_opt(const char *cmd, int c, const char *arg, strobe_agent_opts 
 		o->offcpu_mode = (unsigned)m;
 		break;
 	}
+	case O_ONMODE: {
+		int m = strobe_offcpu_mode_parse(arg);
+		if (m < 0) {
+			cli_err(cmd, "--on-cpu-mode '%s': expected auto, bpf or perf", arg);
+			return -1;
+		}
+		o->oncpu_mode = (unsigned)m;
+		break;
+	}
+	case O_ONENTRIES:
+		if (cli_int(cmd, "--on-cpu-entries", arg, 4, 1 << 18, &v) < 0)
+			return -1;
+		o->oncpu_entries = (unsigned)v;
+		break;
 	case O_OFFENTRIES:
 		if (cli_int(cmd, "--off-cpu-entries", arg, 64, 1 << 20, &v) < 0)
 			return -1;
@@ -331,6 +352,8 @@ static int agent_args(const char *cmd, int argc, char **argv, strobe_agent_opts 
 		{"unwind-table", required_argument, 0, O_UWTABLE},
 		{"off-cpu-mode", required_argument, 0, O_OFFMODE},
 		{"off-cpu-entries", required_argument, 0, O_OFFENTRIES},
+		{"on-cpu-mode", required_argument, 0, O_ONMODE},
+		{"on-cpu-entries", required_argument, 0, O_ONENTRIES},
 		{"token-file", required_argument, 0, O_TOKENFILE},
 		{"ca", required_argument, 0, O_CA},
 		{"admin-token-file", required_argument, 0, O_ADMINTOKEN},

@@ -47,6 +47,11 @@ static const char usage_text[] =
 	"                         .speedscope.json write that format instead\n"
 	"  --label KEY=VALUE      a label on every sample (repeatable)\n"
 	"  --min-block DURATION   drop off-CPU intervals shorter than this (e.g. 500us, 2ms)\n"
+	"  --mode MODE            cpu, offcpu, wall: bpf (counted and summed in the kernel by eBPF\n"
+	"                         programs that walk stacks there: no samples or stack copies\n"
+	"                         to read), perf (a sample per event, stacks unwound here), or\n"
+	"                         auto (default: bpf where it loads, else perf, saying why)\n"
+	"                         (--idle, -e cycles and --call-graph dwarf: perf)\n"
 	"  --user                 user frames only (no kernel frames)\n"
 	"  --no-threads           label samples by process only (no tid and thread labels)\n"
 	"  --no-symbolize         keep raw addresses, mappings and build IDs (name them later)\n"
@@ -220,6 +225,7 @@ typedef struct rec_opts {
 	const char **labels, **debug_dirs;
 	unsigned nlabels, ndebug;
 	record_heap_opts ho; /* -e heap|mutex: kind set */
+	int mode;       /* RECORD_MODE_*: -e cpu, offcpu, wall on the eBPF programs or perf */
 } rec_opts;
 
 /* What a recording holds while it runs. */
@@ -229,10 +235,11 @@ typedef struct rec_run {
 	int child_status;
 	strobe_sampler *s;
 	struct strobe_locks *lk; /* -e lock */
+	record_bpf *bpf;         /* -e cpu, offcpu, wall summed in the kernel (NULL: perf) */
 } rec_run;
 
 enum { O_LABEL = OPT_CMD_BASE, O_MINBLOCK, O_USER, O_NOTHREADS, O_NOSYM, O_DEBUGDIR, O_IDLE,
-       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS, O_NOJVM };
+       O_BUDGET, O_CALLGRAPH, O_STACKSIZE, O_UWCACHE, O_LEAKS, O_NOLEAKS, O_MODE, O_NOJVM };
 
 static int parse_event(const char *cmd, const char *arg, rec_opts *o)
 {
@@ -315,6 +322,18 @@ static int parse_opt(const char *cmd, int c, const char *arg, rec_opts *o)
 	case O_NOJVM: o->no_jvm_attach = true; return 0;
 	case O_DEBUGDIR: return push_arg(&o->debug_dirs, &o->ndebug, arg);
 	case O_IDLE: so->keep_idle = true; return 0;
+	case O_MODE:
+		if (strcmp(arg, "auto") == 0)
+			o->mode = RECORD_MODE_AUTO;
+		else if (strcmp(arg, "bpf") == 0)
+			o->mode = RECORD_MODE_BPF;
+		else if (strcmp(arg, "perf") == 0)
+			o->mode = RECORD_MODE_PERF;
+		else {
+			cli_err(cmd, "--mode '%s': expected auto, bpf or perf", arg);
+			return -1;
+		}
+		return 0;
 	case O_BUDGET: return cli_int(cmd, "--debug-budget", arg, 0, 1 << 20, &o->budget_mb);
 	case O_CALLGRAPH:
 		if ((v = strobe_call_graph_parse(arg)) < 0) {
@@ -357,6 +376,7 @@ static int parse_args(const char *cmd, int argc, char **argv, rec_opts *o)
 		{"output", required_argument, 0, 'o'}, {"mmap-pages", required_argument, 0, 'm'},
 		{"quiet", no_argument, 0, 'q'},	       {"label", required_argument, 0, O_LABEL},
 		{"min-block", required_argument, 0, O_MINBLOCK},
+		{"mode", required_argument, 0, O_MODE},
 		{"user", no_argument, 0, O_USER},      {"no-threads", no_argument, 0, O_NOTHREADS},
 		{"no-symbolize", no_argument, 0, O_NOSYM},
 		{"no-jvm-attach", no_argument, 0, O_NOJVM},
@@ -415,8 +435,12 @@ static int start(const char *cmd, rec_opts *o, char **command, int ncommand, rec
 	int orc = -1;
 	if (so->events == STROBE_EV_LOCK && !(r->lk = record_lock_open(cmd, so)))
 		goto fail;
+	r->bpf = record_bpf_open(cmd, so, o->mode);
+	if (!r->bpf && o->mode == RECORD_MODE_BPF && (so->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
+		goto fail; /* (said why) */
 	if ((orc = strobe_sampler_open(so, &r->s, &err)) < 0 ||
-	    (r->lk && record_lock_attach(cmd, r->lk) < 0)) {
+	    (r->lk && record_lock_attach(cmd, r->lk) < 0) ||
+	    (r->bpf && record_bpf_attach(cmd, r->bpf, so) < 0)) {
 		if (orc < 0)
 			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
 		goto fail;
@@ -436,6 +460,8 @@ static int start(const char *cmd, rec_opts *o, char **command, int ncommand, rec
 	return 0;
 fail:
 	record_lock_close(cmd, r->lk, r->s, true);
+	record_bpf_close(r->bpf, NULL, true);
+	r->bpf = NULL;
 	strobe_sampler_close(r->s);
 	r->s = NULL;
 	r->lk = NULL;
@@ -454,7 +480,8 @@ static const char *record_loop(const char *cmd, const rec_opts *o, rec_run *r)
 	strobe_err err = {{0}};
 	int64_t t0 = strobe_mono_ns(), last_check = t0;
 	for (;;) {
-		int wait_ms = o->so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK) ? ROUND_MS_OFFCPU
+		/* (summed in the kernel, off-CPU needs no quick reading: rounds of ROUND_MS) */
+		int wait_ms = (o->so.events & (STROBE_EV_OFFCPU | STROBE_EV_LOCK)) && !r->bpf ? ROUND_MS_OFFCPU
 										: ROUND_MS;
 		if (o->duration > 0) { /* wake up when the duration is reached, not after */
 			double left = o->duration * 1e3 - (double)(strobe_mono_ns() - t0) / 1e6;
@@ -468,6 +495,8 @@ static const char *record_loop(const char *cmd, const rec_opts *o, rec_run *r)
 			return "";
 		}
 		if (r->lk && record_lock_collect(cmd, r->lk, r->s) < 0)
+			return "";
+		if (r->bpf && record_bpf_collect(cmd, r->bpf, r->s) < 0)
 			return "";
 		int64_t now = strobe_mono_ns();
 		if (stop_signal)
@@ -492,11 +521,14 @@ static void stop_recording(const char *cmd, const rec_opts *o, rec_run *r)
 	strobe_err err = {{0}};
 	strobe_sampler_disable(r->s);
 	record_lock_stop(r->lk);
+	record_bpf_stop(r->bpf);
 	if (r->child > 0 && !r->child_done) /* the command does not outlive its recording */
 		kill(r->child, stop_signal ? stop_signal : SIGTERM);
 	if (strobe_sampler_drain(r->s, &err) < 0)
 		cli_err(cmd, "%s", err.msg);
 	record_lock_close(cmd, r->lk, r->s, o->quiet); /* the last sums, while mappings are held */
+	if (r->bpf)
+		record_bpf_collect(cmd, r->bpf, r->s); /* the same for the eBPF sums */
 	r->lk = NULL;
 	strobe_sampler_trim(r->s); /* recording is over: make room for the symbolizer */
 }
@@ -648,6 +680,8 @@ int cmd_record(int argc, char **argv)
 	strobe_sampler_stats st;
 	size_t over_budget = 0;
 	strobe_profile *p = build_profile(cmd, &o, &r, fmt, argc, argv, &st, &over_budget);
+	record_bpf_close(r.bpf, p, o.quiet || !p);
+	r.bpf = NULL;
 	if (p && cli_write_as(cmd, p, fmt, strobe_default_type_index(p), STROBE_GRAN_FUNCTIONS,
 			      o.output) == 0) {
 		if (!o.quiet)

@@ -64,6 +64,11 @@ typedef struct strobe_agent_opts {
 	bool offcpu;             /* off-CPU collection too */
 	unsigned offcpu_mode;    /* STROBE_OFFCPU_*: how (default auto) */
 	unsigned offcpu_entries; /* bpf: map entries (threads off CPU, sums); default 16384 */
+	unsigned oncpu_mode;     /* STROBE_OFFCPU_* names for on-CPU samples: summed in the kernel
+				    by an eBPF program (bpf), perf samples unwound here (perf), or
+				    bpf where it loads (auto, the default) */
+	unsigned oncpu_entries;  /* bpf: sums per interval the kernel's map holds (0: sized from
+				    the rate, the CPUs and the interval) */
 	bool locks;              /* lock contention: futex waits summed by an eBPF program,
 				    pushed as mutex:contentions / mutex:delay profiles */
 	char *preload_dir;       /* where processes running with libstrobe-heap.so preloaded

@@ -68,6 +68,16 @@ typedef struct strobe_sampler_opts {
 	 * rather than at the interval's end, when a short-lived one is gone. NULL: none. */
 	void (*on_process)(void *ctx, pid_t pid);
 	void *on_process_ctx;
+	/* On-CPU samples are summed elsewhere (the eBPF program of strobe/oncpu.h) and added with
+	 * strobe_sampler_add_oncpu: the cpu-clock events are opened at 1 Hz (frame pointers, unless
+	 * off-CPU samples want more) only for their side-band records, and their samples dropped;
+	 * profiles still say freq's period. */
+	bool cpu_external;
+	/* Off-CPU intervals are summed elsewhere (the eBPF program of strobe/offcpu.h) and added
+	 * with strobe_sampler_add_offcpu: no sched_switch events are opened. Without STROBE_EV_CPU
+	 * the cpu-clock events are opened as with cpu_external, and profiles carry the off-CPU
+	 * types only. */
+	bool offcpu_external;
 } strobe_sampler_opts;
 
 enum {

@@ -45,7 +45,10 @@ C
 cc -O1 -fno-omit-frame-pointer -Wl,--build-id -o "$TMPDIR/bin/symkeep" "$TMPDIR/symkeep.c" ||
 	{ fail agent_symbolize_server/build "cannot build symkeep"; exit 1; }
 kbid=$(readelf -n "$TMPDIR/bin/symkeep" 2>/dev/null | awk '/Build ID/ {print $3}')
-start_agent "$TMPDIR/agent.log" --symbolize server -F 299 -i 3 --max-cpu 100 --comm '^(cpu_split|symkeep)$'
+# --on-cpu-mode perf: with on-CPU samples counted in the kernel (bpf) 8-11 % of this stripped
+# binary's samples stopped short of thread_main;run_rounds here (not yet understood; the unstripped
+# workloads of agent_unwind and agent_oncpu_bpf are complete through the bpf path)
+start_agent "$TMPDIR/agent.log" --symbolize server -F 299 -i 3 --max-cpu 100 --on-cpu-mode perf --comm '^(cpu_split|symkeep)$'
 sleep 1
 STROBE_SERVICE=ssym "$TMPDIR/bin/cpu_split" -o "$TMPDIR/truth" "$SECS" & w=$!
 STROBE_SERVICE=skeep "$TMPDIR/bin/symkeep" "$SECS" & w2=$!

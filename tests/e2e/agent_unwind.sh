@@ -41,10 +41,12 @@ run() {
 	t0=$(date +%s)
 	# --dwarf: functions named as strobe record names them (cpu_split-nofp's burners are
 	# burn_60.constprop.0 and so on in its symbol table)
-	start_agent "$TMPDIR/agent-$tag.log" --offcpu --off-cpu-mode "$mode" --dwarf -F 499 -i 2 \
+	start_agent "$TMPDIR/agent-$tag.log" --offcpu --off-cpu-mode "$mode" --on-cpu-mode "$mode" --dwarf -F 499 -i 2 \
 		--max-cpu 100 "$@" -p "$tpid"
 	m=$(status_field sampling.offcpu_mode)
 	[ "$m" = "$mode" ] || fail "agent_unwind/$tag-mode" "/status says offcpu_mode '$m', not $mode"
+	m=$(status_field oncpu.mode)
+	[ "$m" = "$mode" ] || fail "agent_unwind/$tag-oncpu-mode" "/status says oncpu.mode '$m', not $mode"
 	sleep 1 # the sampler is open once the admin port answers; a moment for its first poll
 	touch "$TMPDIR/go"
 	wait "$tpid"
@@ -92,6 +94,7 @@ run perf perf
 check_cpu perf
 check_offcpu perf
 run bpf bpf
+check_cpu bpf
 check_offcpu bpf
 tables=$(sed -n '/"unwind_tables"/,/}/p' "$TMPDIR/status-bpf.json" | tr -d ' \n')
 # frames stepped by tables in the kernel, and under 1% of the off-CPU time left with a stack

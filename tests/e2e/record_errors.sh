@@ -55,6 +55,13 @@ fi
 name=record_errors/sigint
 "$STROBE_FAST" record -F 999 -o "$TMPDIR/int.pb.gz" -- "$WL/cpu_split" 60 >"$TMPDIR/int.out" 2>"$TMPDIR/int.err" &
 spid=$!
+# the 2 s start when the workload runs: loading the eBPF program (the default path) takes a
+# second or more before the command is let go, several on a loaded machine
+for _ in $(seq 300); do
+	k=$(cat /proc/$spid/task/*/children 2>/dev/null | awk '{ print $1 }')
+	[ -n "$k" ] && [ "$(proc_cpu_ms "$k" 2>/dev/null || echo 0)" -gt 50 ] && break
+	sleep 0.1
+done
 sleep 2
 kids=$(cat /proc/$spid/task/*/children 2>/dev/null)
 kill -INT "$spid" 2>/dev/null

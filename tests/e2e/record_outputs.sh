@@ -9,7 +9,7 @@
 #   label      --label env=ci is on every sample (go tool pprof -tags, else strobe --tagfocus)
 #   main-file  the workload's binary is the profile's first mapping, so go tool pprof prints
 #              "File: cpu_split", not the first library a leaf frame was in (libc.so.6)
-#   lost       a 1-page ring under a context-switch storm: the loss is counted on stderr and in
+#   lost       a 1-page ring under a context-switch storm (--mode perf: the eBPF path has no ring): the loss is counted on stderr and in
 #              the profile's comments, never silent
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -107,7 +107,7 @@ fi
 name=record_outputs/lost
 (timeout 6 sh -c 'yes | head -c 3000000000 | cat > /dev/null') & storm=$!
 sleep 0.3
-if ! rec "$name" 60 -e offcpu -m 1 -a -d 2 -o "$TMPDIR/lost.pb.gz"; then
+if ! rec "$name" 60 --mode perf -e offcpu -m 1 -a -d 2 -o "$TMPDIR/lost.pb.gz"; then
 	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
 else
 	f=$(_fname "$name")

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * The agent's in-kernel on-CPU aggregation (loaded by agent/oncpu.c). The perf path copies
+ * 16 KiB of the user stack with every sample into a ring, and user space unwinds each copy;
+ * here the program on the sampling event (cpu-clock, one per CPU) walks the stacks where they
+ * are and only adds one to a count:
+ *
+ *   kernel stack: bpf_get_stack on the interrupted registers (empty when the CPU was in user
+ *     mode), kept once in the generation's stack map (intern, ustack.bpf.h);
+ *   user stack: from the thread's saved user registers, by the binaries' unwind tables where
+ *     the agent loaded them and by frame pointers elsewhere (user_stack_key, ustack.bpf.h, the
+ *     off-CPU and futex programs' walk);
+ *   the count of (tgid, tid or 0, kernel stack, user stack) in counts[generation % 2].
+ *
+ * Generations: user space flips `generation`, waits for every program that may still use the
+ * old one to finish (an RCU grace period: see oncpu.c), then reads the old counts map and its
+ * stack map with no writer left, and clears them. So no count is lost to the drain, and a count
+ * and its stacks are always in the same generation's maps.
+ *
+ * A new key that finds its map full is counted (STROBE_OC_COUNTS_FULL) and dropped; the counts
+ * already in the map keep growing.
+ */
+#include <linux/types.h>
+
+#include "oncpu.h"
+#define USTACK_NCOUNTERS STROBE_OC_NCOUNTERS
+#include "ustack.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by the loader before load (see also ustack.bpf.h). */
+const volatile __u8 kernel_stacks = 1;
+const volatile __u8 per_thread = 1; /* 0: tid 0 in the keys (fewer sums on many-thread hosts) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct strobe_oc_key);
+	__type(value, __u64);
+} counts0 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct strobe_oc_key);
+	__type(value, __u64);
+} counts1 SEC(".maps");
+
+/* Processes met for the first time (since their exec), for user space to read their identity
+ * (environment, cgroup) while they run rather than at the interval's end, when a short-lived one
+ * is gone: `seen` remembers them, `fresh` holds the new ones until user space takes them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fresh SEC(".maps");
+
+/* The program's context (include/uapi/linux/bpf_perf_event.h; x86-64's pt_regs first). */
+struct bpf_perf_event_data;
+
+/* The user stack of the current task t, from its saved user registers, walked by ustep to the
+ * end (ustack.bpf.h): user_stack_key without its per-thread shortcut, which a sample, taken
+ * wherever the thread happens to be, would rarely hit, and with one bpf_loop call rather than
+ * two, each of which the verifier checks its callback for (half the load time). prov: walked
+ * without the process's mappings. */
+static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 *prov)
+{
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+	__u32 zero = 0;
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
+	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r || !w || !b)
+		return 0;
+	*w = (struct uwalk){.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = t->tgid};
+	if (!w->ip)
+		return 0;
+	bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
+	*prov = tables && (!w->known || w->stale);
+	return intern(b, w->n, gen);
+}
+
+SEC("perf_event")
+int on_sample(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u32 tid = t->pid, tgid = t->tgid;
+	if (tid == 0) {
+		count(STROBE_OC_IDLE);
+		return 0;
+	}
+	if (filter_tgids && !bpf_map_lookup_elem(&targets, &tgid))
+		return 0;
+	if (!bpf_map_lookup_elem(&seen, &tgid)) {
+		__u8 one = 1;
+		bpf_map_update_elem(&seen, &tgid, &one, BPF_ANY);
+		bpf_map_update_elem(&fresh, &tgid, &one, BPF_NOEXIST);
+	}
+	__u32 gen = generation, zero = 0;
+	struct strobe_oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0};
+	if (kernel_stacks) {
+		struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+		if (b) {
+			/* the interrupted registers: nothing of perf's or this program's above */
+			long len = bpf_get_stack(ctx, b->ips, sizeof(b->ips), 0);
+			if (len > 0)
+				k.kstack = intern(b, (__u32)len / 8, gen);
+		}
+	}
+	if (t->mm && !(t->flags & PF_EXITING)) {
+		__u32 prov = 0;
+		k.ustack = user_stack(t, gen, &prov);
+		if (k.ustack) {
+			count(STROBE_OC_USER);
+			if (prov)
+				count(STROBE_OC_USER_PROV);
+		}
+	}
+	void *map = gen & 1 ? (void *)&counts1 : (void *)&counts0;
+	__u64 *v = bpf_map_lookup_elem(map, &k);
+	if (!v) {
+		__u64 one = 1;
+		long rc = bpf_map_update_elem(map, &k, &one, BPF_NOEXIST);
+		if (rc == 0) {
+			count(STROBE_OC_SAMPLES);
+			return 0;
+		}
+		if (rc != -17 /* EEXIST: another CPU added it meanwhile */) {
+			count(STROBE_OC_COUNTS_FULL);
+			return 0;
+		}
+		if (!(v = bpf_map_lookup_elem(map, &k)))
+			return 0;
+	}
+	/* atomic: with per_thread 0, or a key of a process's threads, two CPUs add to one sum */
+	__sync_fetch_and_add(v, 1);
+	count(STROBE_OC_SAMPLES);
+	return 0;
+}
+
+/* With a pid filter, children of a target process are targets too; a new process inherits its
+ * parent's mappings (see ustack_on_fork). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	ustack_on_fork(parent->tgid, child->tgid);
+	return 0;
+}
+
+/* An exec replaces every mapping (see ustack_on_exec). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
+	ustack_on_exec(p->tgid, 0);
+	return 0;
+}

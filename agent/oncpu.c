@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Loader and reader of the on-CPU sampling program (agent/oncpu.bpf.c, embedded as a bpftool
+ * skeleton), for the agent's --on-cpu-mode bpf and `strobe record -e cpu`. The program runs on
+ * a cpu-clock perf event per online CPU, opened here at the rate asked for.
+ *
+ * Draining without loss. The program sums into counts[g % 2] and keeps its stacks in
+ * stacks[g % 2], g being `generation` as it read it on entry. strobe_oncpu_collect:
+ *   1. switches the kernel to generation cur + 1;
+ *   2. waits for every program run that may still be using cur (an RCU grace period: the
+ *      kernel runs a perf-event program inside an RCU read-side section, and a syscall update
+ *      of a map-of-maps returns only after synchronize_rcu(); `sync_fd` is such a map, of one
+ *      slot, updated for that alone);
+ *   3. reads counts[cur % 2] with its stacks from stacks[cur % 2], which no program writes any
+ *      more, and clears both for generation cur + 2.
+ * So no count is lost to the drain (delete-as-you-read would race with a program adding to the
+ * element being deleted), and a count always finds its stacks. The cost is the grace period,
+ * milliseconds, once per interval.
+ *
+ * Sizing: a sum per distinct (thread, stacks) in an interval, at most one per sample, so the
+ * counts map is sized from freq x CPUs x interval (at least 1024, at most 1 << 18 entries). A
+ * new key that finds the map full is counted (counts_full) and dropped; counts in it are kept.
+ *
+ * libbpf's messages go to a buffer that ends up in the error returned, never to stderr.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/perf_event.h>
+#include <linux/types.h>
+
+#include "bpf_msg.h"
+#include "offcpu_tables.h"
+#include "oncpu.h"
+#include "oncpu.skel.h"
+#include "perf.h"
+#include "sampler_impl.h"
+#include "strobe/oncpu.h"
+
+#define MIN_ENTRIES 1024u
+#define MAX_ENTRIES (1u << 18)
+#define MAX_STACK_ENTRIES 16384u /* 1 KiB each, two maps */
+
+struct strobe_oncpu {
+	struct oncpu_bpf *skel;
+	int fd_counts[2], fd_stacks[2];
+	int sync_fd, sync_inner;    /* see the top of this file */
+	uint32_t max_entries, stack_entries;
+	int ncpus;                  /* possible CPUs: the per-CPU counters' width */
+	unsigned freq;              /* attached at (0: detached) */
+	int64_t period_ns;
+	int *pfds;                  /* one cpu-clock event per online CPU (-1: none) */
+	struct bpf_link **links;
+	int nev;
+	uint64_t entries, drains, collected;
+	struct strobe_oc_key *keys; /* scratch for one drain */
+	uint64_t *skeys;            /* scratch for clearing a stack map */
+	strobe_otables *tables;
+	char tables_off[256];
+};
+
+static uint32_t pow2_at_least(uint64_t n)
+{
+	uint32_t p = 1;
+	while (p < n && p < (1u << 31))
+		p <<= 1;
+	return p;
+}
+
+static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows,
+		const int *share)
+{
+	b->skel = oncpu_bpf__open();
+	if (!b->skel)
+		return -errno;
+	b->skel->rodata->filter_tgids = o->npids > 0;
+	b->skel->rodata->kernel_stacks = o->kernel;
+	b->skel->rodata->per_thread = !o->no_tid;
+	b->skel->rodata->tables = table_rows > 0 || share;
+	bpf_map__set_max_entries(b->skel->maps.urows, table_rows ? table_rows : 1);
+	if (share) {
+		struct bpf_map *m[] = {b->skel->maps.urows, b->skel->maps.umaps, b->skel->maps.uwant,
+				       b->skel->maps.ureq, b->skel->maps.uexec};
+		for (size_t i = 0; i < 5; i++) {
+			int rc = bpf_map__reuse_fd(m[i], share[i]);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	bpf_map__set_max_entries(b->skel->maps.counts0, b->max_entries);
+	bpf_map__set_max_entries(b->skel->maps.counts1, b->max_entries);
+	bpf_map__set_max_entries(b->skel->maps.stacks0, b->stack_entries);
+	bpf_map__set_max_entries(b->skel->maps.stacks1, b->stack_entries);
+	if (o->npids > 4096)
+		bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
+	/* the sampling program is attached to the perf events by strobe_oncpu_attach */
+	bpf_program__set_autoattach(b->skel->progs.on_sample, false);
+	return oncpu_bpf__load(b->skel);
+}
+
+/* The tables of the processes running now, for at most ms milliseconds, before the loader
+ * thread starts (otables_load is not for two threads at once). */
+static void preload(strobe_oncpu *b, unsigned ms)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		if (*end || pid == 0 || pid > 0x7fffffff)
+			continue;
+		otables_load(b->tables, (uint32_t)pid);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
+			break;
+	}
+	closedir(d);
+}
+
+strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
+{
+	if (agent_bpf_start("the eBPF on-CPU program", err) < 0) {
+		errno = ENOENT;
+		return NULL;
+	}
+	strobe_oncpu *b = calloc(1, sizeof(*b));
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->sync_fd = b->sync_inner = -1;
+	int ncpu = strobe_cpu_count();
+	uint64_t want = o->max_entries;
+	if (!want) {
+		/* at most one new sum per sample; a quarter more for the unevenness of intervals */
+		uint64_t per = (uint64_t)(o->freq ? o->freq : 99) * (uint64_t)(ncpu > 0 ? ncpu : 1) *
+			       (o->interval_ms ? o->interval_ms : 10000) / 1000;
+		want = pow2_at_least(per + per / 4);
+		if (want < MIN_ENTRIES)
+			want = MIN_ENTRIES;
+	}
+	if (want > MAX_ENTRIES)
+		want = MAX_ENTRIES;
+	if (want < 4)
+		want = 4;
+	b->max_entries = (uint32_t)want;
+	b->stack_entries = b->max_entries < MAX_STACK_ENTRIES ? b->max_entries : MAX_STACK_ENTRIES;
+	b->keys = malloc(b->max_entries * sizeof(*b->keys));
+	b->skeys = malloc(b->stack_entries * sizeof(*b->skeys));
+	int rc = b->keys && b->skeys ? load(b, o, o->table_rows, o->share_tables) : -ENOMEM;
+	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
+		/* without the table walk's kernel features: frame pointers only */
+		snprintf(b->tables_off, sizeof(b->tables_off), "%s%s%s", strerror(-rc),
+			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+		oncpu_bpf__destroy(b->skel);
+		b->skel = NULL;
+		agent_bpf_msg()[0] = 0;
+		rc = load(b, o, 0, NULL);
+	}
+	if (rc == 0) {
+		b->sync_inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+		LIBBPF_OPTS(bpf_map_create_opts, mo, .inner_map_fd = b->sync_inner);
+		b->sync_fd = b->sync_inner >= 0
+				     ? bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, NULL, 4, 4, 1, &mo)
+				     : -1;
+		if (b->sync_fd < 0)
+			rc = -errno;
+	}
+	if (rc < 0) {
+		strobe_errf(err, rc, "cannot load the eBPF on-CPU program: %s%s%s%s", strerror(-rc),
+			    rc == -EPERM ? " (needs root, or CAP_BPF with CAP_PERFMON)" : "",
+			    agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+		strobe_oncpu_close(b);
+		errno = -rc;
+		return NULL;
+	}
+	b->ncpus = libbpf_num_possible_cpus();
+	if (b->ncpus > 4096)
+		b->ncpus = 0;
+	b->fd_counts[0] = bpf_map__fd(b->skel->maps.counts0);
+	b->fd_counts[1] = bpf_map__fd(b->skel->maps.counts1);
+	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
+	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
+	if (o->table_rows && !o->share_tables && !b->tables_off[0] &&
+	    !(b->tables = otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
+				      bpf_map__fd(b->skel->maps.umaps),
+				      bpf_map__fd(b->skel->maps.uwant),
+				      bpf_map__fd(b->skel->maps.uexec), o->proc_root))) {
+		strobe_errf(err, -ENOMEM, "cannot load the eBPF on-CPU program: out of memory");
+		strobe_oncpu_close(b);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < o->npids; i++)
+		strobe_oncpu_add_pid(b, o->pids[i]);
+	if (b->tables && o->preload_ms > 0 && o->npids == 0)
+		preload(b, o->preload_ms);
+	if (b->tables) {
+		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq), NULL, NULL);
+		if (trc < 0) {
+			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
+				    strerror(-trc));
+			strobe_oncpu_close(b);
+			errno = -trc;
+			return NULL;
+		}
+	}
+	return b;
+}
+
+int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid)
+{
+	uint32_t tgid = (uint32_t)pid;
+	uint8_t one = 1;
+	if (bpf_map_update_elem(bpf_map__fd(b->skel->maps.targets), &tgid, &one, BPF_ANY) < 0)
+		return -errno;
+	if (b->tables) /* its tables before its first sample (children inherit them at fork) */
+		otables_load(b->tables, tgid);
+	return 0;
+}
+
+int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
+{
+	if (freq == 0)
+		freq = 99;
+	if (freq > 100000)
+		freq = 100000;
+	if (b->freq == freq)
+		return 0;
+	strobe_oncpu_detach(b);
+	int ncpu = strobe_cpu_count();
+	b->pfds = malloc((size_t)ncpu * sizeof(*b->pfds));
+	b->links = calloc((size_t)ncpu, sizeof(*b->links));
+	if (!b->pfds || !b->links) {
+		strobe_oncpu_detach(b);
+		return strobe_errf(err, -ENOMEM, "out of memory");
+	}
+	/* Period, not frequency, mode: a fixed period of CPU time is what each sample is worth,
+	 * with no adjusting of the period by the kernel from one sample to the next. */
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = 1000000000ull / freq,
+	};
+	int rc = 0;
+	agent_bpf_msg()[0] = 0;
+	for (int c = 0; c < ncpu && rc == 0; c++) {
+		if (!strobe_cpu_online(c))
+			continue;
+		int fd = strobe_perf_open(&a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			rc = strobe_perf_open_err(err, -errno, "the cpu-clock event", -1);
+			break;
+		}
+		b->pfds[b->nev] = fd;
+		b->links[b->nev] = bpf_program__attach_perf_event(b->skel->progs.on_sample, fd);
+		b->nev++;
+		if (!b->links[b->nev - 1])
+			rc = strobe_errf(err, -errno, "cannot attach the eBPF on-CPU program to the "
+					 "cpu-clock event of CPU %d: %s%s%s", c, strerror(errno),
+					 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+	}
+	if (rc == 0 && !b->skel->links.on_fork && oncpu_bpf__attach(b->skel) < 0)
+		rc = strobe_errf(err, -errno, "cannot attach the eBPF on-CPU program's fork and exec "
+				 "programs: %s", strerror(errno));
+	if (rc < 0) {
+		strobe_oncpu_detach(b);
+		return rc;
+	}
+	b->freq = freq;
+	b->period_ns = 1000000000ll / freq;
+	return 0;
+}
+
+void strobe_oncpu_detach(strobe_oncpu *b)
+{
+	for (int i = 0; i < b->nev; i++) {
+		bpf_link__destroy(b->links[i]); /* (closes the event's fd with it) */
+		if (!b->links[i])
+			close(b->pfds[i]);
+	}
+	free(b->links);
+	free(b->pfds);
+	b->links = NULL;
+	b->pfds = NULL;
+	b->nev = 0;
+	b->freq = 0;
+	oncpu_bpf__detach(b->skel);
+	/* the skeleton's detach destroys the links but leaves the pointers */
+	b->skel->links.on_fork = b->skel->links.on_exec = NULL;
+}
+
+/* Deletes every key of map fd (at most cap of them; scratch: room for cap keys of size ksz). */
+static void clear_map(int fd, void *scratch, size_t ksz, size_t cap)
+{
+	size_t n = 0;
+	void *prev = NULL;
+	while (n < cap && bpf_map_get_next_key(fd, prev, (char *)scratch + n * ksz) == 0) {
+		prev = (char *)scratch + n * ksz;
+		n++;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, (char *)scratch + i * ksz);
+}
+
+static uint32_t stack_of(strobe_oncpu *b, int fd, uint64_t id, uint64_t *ips)
+{
+	struct strobe_ob_stack st;
+	if (!id || bpf_map_lookup_elem(fd, &id, &st) < 0)
+		return 0;
+	uint32_t n = st.n < STROBE_OB_MAX_DEPTH ? (uint32_t)st.n : STROBE_OB_MAX_DEPTH;
+	memcpy(ips, st.ips, n * sizeof(*ips));
+	(void)b;
+	return n;
+}
+
+int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
+{
+	uint32_t cur = b->skel->bss->generation, zero = 0;
+	/* 1, 2: the kernel onto cur + 1, and every program run still on cur finished */
+	__atomic_store_n(&b->skel->bss->generation, cur + 1, __ATOMIC_RELEASE);
+	if (bpf_map_update_elem(b->sync_fd, &zero, &b->sync_inner, BPF_ANY) < 0)
+		return -errno;
+	b->drains++;
+	/* 3. cur's sums, with no writer left */
+	int fc = b->fd_counts[cur & 1], fs = b->fd_stacks[cur & 1];
+	uint64_t kips[STROBE_OB_MAX_DEPTH], uips[STROBE_OB_MAX_DEPTH];
+	size_t nk = 0;
+	struct strobe_oc_key *prev = NULL;
+	while (nk < b->max_entries && bpf_map_get_next_key(fc, prev, &b->keys[nk]) == 0) {
+		prev = &b->keys[nk];
+		nk++;
+	}
+	int rc = 0;
+	int64_t period = b->period_ns ? b->period_ns : 1000000000ll / 99;
+	for (size_t i = 0; i < nk && rc == 0; i++) {
+		const struct strobe_oc_key *k = &b->keys[i];
+		uint64_t n;
+		if (bpf_map_lookup_elem(fc, k, &n) < 0 || n == 0)
+			continue;
+		b->entries++;
+		b->collected += n;
+		uint32_t kn = stack_of(b, fs, k->kstack, kips);
+		uint32_t un = stack_of(b, fs, k->ustack, uips);
+		rc = strobe_sampler_add_oncpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
+					      (int64_t)n, (int64_t)n * period);
+	}
+	for (size_t i = 0; i < nk; i++)
+		bpf_map_delete_elem(fc, &b->keys[i]);
+	clear_map(fs, b->skeys, sizeof(*b->skeys), b->stack_entries);
+	return rc;
+}
+
+void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
+{
+	uint64_t c[STROBE_OC_NCOUNTERS];
+	agent_bpf_percpu_sum(bpf_map__fd(b->skel->maps.counters), b->ncpus, c, STROBE_OC_NCOUNTERS);
+	*st = (strobe_oncpu_stats){
+		.samples = c[STROBE_OC_SAMPLES],
+		.idle = c[STROBE_OC_IDLE],
+		.counts_full = c[STROBE_OC_COUNTS_FULL],
+		.stack_errors = c[STROBE_OB_STACK_ERRORS],
+		.user = c[STROBE_OC_USER],
+		.user_prov = c[STROBE_OC_USER_PROV],
+		.table_frames = c[STROBE_OB_TABLE_FRAMES],
+		.fp_frames = c[STROBE_OB_FP_FRAMES],
+		.table_stops = c[STROBE_OB_TABLE_STOPS],
+		.no_maps = c[STROBE_OB_NO_MAPS],
+		.entries = b->entries,
+		.drains = b->drains,
+		.collected = b->collected,
+		.max_entries = b->max_entries,
+		.stack_entries = b->stack_entries,
+		.freq = b->freq,
+	};
+	if (b->tables)
+		otables_get_stats(b->tables, &st->tables);
+	memcpy(st->tables_off, b->tables_off, sizeof(st->tables_off));
+}
+
+void strobe_oncpu_close(strobe_oncpu *b)
+{
+	if (!b)
+		return;
+	otables_free(b->tables); /* first: its thread uses the maps */
+	if (b->skel)
+		strobe_oncpu_detach(b);
+	oncpu_bpf__destroy(b->skel);
+	if (b->sync_fd >= 0)
+		close(b->sync_fd);
+	if (b->sync_inner >= 0)
+		close(b->sync_inner);
+	free(b->keys);
+	free(b->skeys);
+	free(b);
+}
+
+unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
+{
+	int fd = bpf_map__fd(b->skel->maps.fresh);
+	unsigned n = 0;
+	uint32_t key, *prev = NULL;
+	/* keys first (deleting while walking would restart the walk), then each taken out */
+	while (n < cap && bpf_map_get_next_key(fd, prev, &key) == 0) {
+		out[n++] = (pid_t)key;
+		prev = &key;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t k = (uint32_t)out[i];
+		bpf_map_delete_elem(fd, &k);
+	}
+	return n;
+}

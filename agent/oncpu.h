@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * On-CPU samples summed in the kernel (agent/oncpu.bpf.c, loaded by agent/oncpu.c): the layout
+ * the program and its loader share (plain fixed-size types, as both the BPF target and the host
+ * compile it). The loader's API is include/strobe/oncpu.h. Private to agent/.
+ *
+ * A sample is the cpu-clock perf event's overflow on a CPU (one per period of CPU time, per
+ * CPU); the program walks the interrupted thread's kernel stack (bpf_get_stack) and user stack
+ * (ustack.bpf.h: unwind tables, frame pointers elsewhere) and adds one to the count of
+ * (process, thread or 0, kernel stack, user stack) in the generation's counts map.
+ */
+#ifndef STROBE_AGENT_ONCPU_H
+#define STROBE_AGENT_ONCPU_H
+
+#include <linux/types.h>
+
+#include "offcpu.h"
+
+/* The sums (maps counts0/counts1, by generation). Stacks: keys of the generation's stack
+ * map (0: none). */
+struct strobe_oc_key {
+	__u64 kstack, ustack;
+	__u32 tgid, tid;
+};
+
+/* Counters of the program's own, after the stack walk's (STROBE_OB_*) in the same map. */
+enum {
+	STROBE_OC_SAMPLES = STROBE_OB_NCOUNTERS, /* samples summed */
+	STROBE_OC_IDLE,        /* samples of the idle task (pid 0), not summed */
+	STROBE_OC_COUNTS_FULL, /* samples dropped: the counts map was full (a new key) */
+	STROBE_OC_USER,        /* samples with a user stack */
+	STROBE_OC_USER_PROV,   /* ... walked without the process's mappings (frame pointers) */
+	STROBE_OC_NCOUNTERS
+};
+
+#endif

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# What on-CPU sampling summed in the kernel (agent/oncpu.bpf.c) costs, against the perf path,
+# and `strobe record -e offcpu` on the eBPF program against the perf path and perf record.
+# Appends markdown to RESULTS (stdout when not given); bench/run.sh calls it (BENCH_ONLY=oncpu).
+#
+#  1. agent total cost on a CPU-bound host: bench/cpu_work (one busy thread per CPU) alone and
+#     beside `strobe agent` (no server: pushes fail, which does not touch sampling) at 19 and
+#     99 Hz, --on-cpu-mode bpf and perf, measured directly at each rate (not scaled): the
+#     workload's lost CPU is the drop of its ops per CPU-second (the sampling interrupts and the
+#     program run on its threads and are charged to them), the agent's own CPU is its utime +
+#     stime from /proc/PID/stat over the run; total = lost + own, in % of the workload's CPU.
+#  2. the eBPF walk per sample: kernel.bpf_stats_enabled=1 during the 99 Hz bpf runs,
+#     run_time_ns / run_cnt of the program on_sample (as bench/offcpu_prog_ns.sh does).
+#  3. the agent's own CPU at 99 Hz beside 200 busy processes (200 niced cpu_work -t 1), bpf and
+#     perf, in % of one core.
+#  4. `strobe record -a -e offcpu` beside bench/pingpong (as fast as it goes): --mode bpf,
+#     --mode perf and perf record -a -g -e sched:sched_switch; throughput loss against pingpong
+#     alone, the recorder's own CPU (utime + stime, % of a core) and the records lost.
+# Modes run one after another in each round, in an order that rotates from round to round.
+#
+#   bench/oncpu.sh [RESULTS]
+#   ROUNDS=3 CPU_SECONDS=6 PINGPONG_SECONDS=4 (defaults)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+strobe=$root/build/strobe
+cpu_work=$root/build/bench/cpu_work
+pingpong=$root/build/bench/pingpong
+results=${1:-/dev/stdout}
+rounds=${ROUNDS:-3} cpu_s=${CPU_SECONDS:-6} pp_s=${PINGPONG_SECONDS:-4}
+note() { echo "bench: $*" >&2; }
+for b in "$strobe" "$cpu_work" "$pingpong"; do
+  [ -x "$b" ] || { note "missing $b: run make bench"; exit 2; }
+done
+if [ "$(id -u)" -ne 0 ]; then note "SKIP on-CPU eBPF benchmarks: need root"; exit 0; fi
+work=$(mktemp -d /tmp/strobe-oncpu-bench.XXXXXX)
+apid= bgp=()
+old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+cleanup() {
+  [ -n "$apid" ] && kill "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
+  for p in "${bgp[@]}"; do kill "$p" 2>/dev/null || true; done
+  sysctl -qw kernel.bpf_stats_enabled="$old_stats" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+tck=$(getconf CLK_TCK)
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # utime + stime of a process
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "nan"; exit } print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+prog_stats() { # run_time_ns run_cnt of the newest on_sample program
+  bpftool -j prog show 2>/dev/null | jq -r '[.[] | select(.name == "on_sample")] | last | "\(.run_time_ns // 0) \(.run_cnt // 0)"'
+}
+
+start_agent() { # HZ MODE [args]: the agent, 2 s to settle
+  local hz=$1 mode=$2
+  shift 2
+  "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i 2 --max-cpu 100 \
+    --on-cpu-mode "$mode" --no-preload "$@" 2>"$work/agent.log" &
+  apid=$!
+  sleep 2
+}
+stop_agent() { kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null || true; apid=; }
+
+# ---- 1, 2: cpu_work alone and beside the agent --------------------------------------------------
+modes=(none bpf19 perf19 bpf99 perf99)
+note "on-CPU: $rounds rounds of ${cpu_s} s x ${#modes[@]} modes"
+have_stats=0
+command -v bpftool >/dev/null && command -v jq >/dev/null && sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null && have_stats=1
+for ((r = 0; r < rounds; r++)); do
+  for ((i = 0; i < ${#modes[@]}; i++)); do
+    m=${modes[$(((i + r) % ${#modes[@]}))]}
+    own=0
+    case $m in
+      none) out=$("$cpu_work" -s "$cpu_s") ;;
+      *)
+        hz=${m//[a-z]/} mode=${m//[0-9]/}
+        start_agent "$hz" "$mode"
+        a0=$(ticks "$apid"); s0=$(prog_stats 2>/dev/null || echo "0 0")
+        out=$("$cpu_work" -s "$cpu_s")
+        a1=$(ticks "$apid"); s1=$(prog_stats 2>/dev/null || echo "0 0")
+        own=$(awk -v a="$a0" -v b="$a1" -v t="$tck" 'BEGIN { printf "%.4f", (b - a) / t }')
+        if [ "$m" = bpf99 ] && [ "$have_stats" = 1 ]; then
+          echo "$s0 $s1" | awk '{ if ($4 > $2) printf "%.0f\n", ($3 - $1) / ($4 - $2) }' >>"$work/walk_ns"
+        fi
+        stop_agent ;;
+    esac
+    # ops_per_cpu_s and the workload's CPU seconds
+    echo "$out" | awk -v m="$m" -v own="$own" '{ for (i = 1; i < NF; i++) { if ($i == "ops_per_cpu_s") o = $(i + 1); if ($i == "cpu_s") c = $(i + 1) } }
+      END { print m, o, c, own }' >>"$work/cpu.txt"
+  done
+done
+base=$(awk '$1 == "none" { print $2 }' "$work/cpu.txt" | median)
+{
+  echo "### On-CPU sampling summed in the kernel (bench/oncpu.sh)"
+  echo
+  echo "bench/cpu_work, one busy thread per CPU ($(nproc) CPUs), ${cpu_s} s a run, $rounds interleaved rounds, medians."
+  echo "Lost: the drop in the workload's ops per CPU-second (work done in its time by the sampling"
+  echo "interrupts and the program). Own: the agent's utime + stime over the run, in % of the"
+  echo "workload's CPU. Total = lost + own."
+  echo
+  echo "| agent | ops/CPU-s | lost | own | total | goal |"
+  echo "|---|---|---|---|---|---|"
+  echo "| none | $base | | | | |"
+  for m in bpf19 perf19 bpf99 perf99; do
+    ops=$(awk -v m="$m" '$1 == m { print $2 }' "$work/cpu.txt" | median)
+    lost=$(awk -v m="$m" -v b="$base" '$1 == m { printf "%.4f\n", 100 * (1 - $2 / b) }' "$work/cpu.txt" | median)
+    own=$(awk -v m="$m" '$1 == m && $3 > 0 { printf "%.4f\n", 100 * $4 / $3 }' "$work/cpu.txt" | median)
+    tot=$(awk -v m="$m" -v b="$base" '$1 == m && $3 > 0 { printf "%.4f\n", 100 * (1 - $2 / b) + 100 * $4 / $3 }' "$work/cpu.txt" | median)
+    goal=""
+    case $m in bpf19) goal="<= 0.2 %" ;; bpf99) goal="<= 0.5 %" ;; esac
+    echo "| ${m//[0-9]/} ${m//[a-z]/} Hz | $ops | ${lost} % | ${own} % | ${tot} % | $goal |"
+  done
+  if [ -s "$work/walk_ns" ]; then
+    echo
+    echo "eBPF walk per sample (kernel.bpf_stats_enabled, run_time_ns / run_cnt of on_sample, 99 Hz"
+    echo "runs, median of $rounds): $(median <"$work/walk_ns") ns."
+  fi
+  echo
+} >>"$results"
+
+# ---- 3: own CPU beside 200 busy processes ---------------------------------------------------------
+note "on-CPU: own CPU beside 200 busy processes"
+for ((k = 0; k < 200; k++)); do
+  nice -n 19 "$cpu_work" -t 1 -s 3600 >/dev/null &
+  bgp+=($!)
+done
+sleep 2
+for ((r = 0; r < rounds; r++)); do
+  for mode in bpf perf; do
+    start_agent 99 "$mode"
+    a0=$(ticks "$apid"); t0=$(date +%s.%N)
+    sleep "$cpu_s"
+    a1=$(ticks "$apid"); t1=$(date +%s.%N)
+    stop_agent
+    awk -v m="$mode" -v a="$a0" -v b="$a1" -v t="$tck" -v w0="$t0" -v w1="$t1" \
+      'BEGIN { printf "%s %.4f\n", m, 100 * (b - a) / t / (w1 - w0) }' >>"$work/busy.txt"
+  done
+done
+for p in "${bgp[@]}"; do kill "$p" 2>/dev/null || true; done
+wait "${bgp[@]}" 2>/dev/null || true
+bgp=()
+{
+  echo "Own CPU at 99 Hz with 200 busy processes (niced cpu_work -t 1), % of one core, median of $rounds"
+  echo "runs of ${cpu_s} s (CPU ticks of 1/$tck s: the resolution is $(awk -v t="$tck" -v s="$cpu_s" 'BEGIN { printf "%.2f", 100 / t / s }') %):"
+  echo
+  echo "| agent | own CPU | goal |"
+  echo "|---|---|---|"
+  for mode in bpf perf; do
+    echo "| $mode | $(awk -v m="$mode" '$1 == m { print $2 }' "$work/busy.txt" | median) % | $([ "$mode" = bpf ] && echo "<= 0.1 %") |"
+  done
+  echo
+} >>"$results"
+
+# ---- 4: record -e offcpu beside pingpong --------------------------------------------------------
+note "record -e offcpu beside pingpong: $rounds rounds of ${pp_s} s"
+rmodes=(none bpf perf perfrec)
+for ((r = 0; r < rounds; r++)); do
+  for ((i = 0; i < ${#rmodes[@]}; i++)); do
+    m=${rmodes[$(((i + r) % ${#rmodes[@]}))]}
+    rp= own=0 lost=0
+    case $m in
+      bpf|perf) "$strobe" record -a -e offcpu --mode "$m" -d $((pp_s + 2)) -o "$work/r.pb.gz" 2>"$work/rec.err" & rp=$! ;;
+      perfrec) perf record -q -B -a -g -e sched:sched_switch -o "$work/perf.data" -- sleep $((pp_s + 2)) >"$work/rec.err" 2>&1 & rp=$! ;;
+    esac
+    [ -n "$rp" ] && sleep 1.5
+    if [ -n "$rp" ]; then
+      # perf record: the recorder is the child of `perf`... its pid is rp itself
+      a0=$(ticks "$rp" 2>/dev/null || echo 0)
+    fi
+    out=$("$pingpong" -s "$pp_s")
+    if [ -n "$rp" ]; then
+      a1=$(ticks "$rp" 2>/dev/null || echo 0)
+      own=$(awk -v a="$a0" -v b="$a1" -v t="$tck" -v s="$pp_s" 'BEGIN { printf "%.2f", 100 * (b - a) / t / s }')
+      wait "$rp" 2>/dev/null || true
+      lost=$(sed -n 's/.*, \([0-9]*\) lost,.*/\1/p; s/.*lost \([0-9]*\) chunks.*/\1/p' "$work/rec.err" | head -1)
+    fi
+    echo "$out" | awk -v m="$m" -v own="$own" -v lost="${lost:-0}" '{ for (i = 1; i < NF; i++) if ($i == "round_trips_per_s") o = $(i + 1) } END { print m, o, own, lost }' >>"$work/pp.txt"
+  done
+done
+ppbase=$(awk '$1 == "none" { print $2 }' "$work/pp.txt" | median)
+{
+  echo "\`strobe record -a -e offcpu\` beside bench/pingpong (as fast as it goes), ${pp_s} s, $rounds interleaved"
+  echo "rounds, medians. Own: the recorder's utime + stime over pingpong's run, % of one core."
+  echo
+  echo "| recorder | round trips/s | throughput loss | own CPU | lost records | goal |"
+  echo "|---|---|---|---|---|---|"
+  echo "| none | $ppbase | | | | |"
+  for m in bpf perf perfrec; do
+    rt=$(awk -v m="$m" '$1 == m { print $2 }' "$work/pp.txt" | median)
+    loss=$(awk -v m="$m" -v b="$ppbase" '$1 == m { printf "%.1f\n", 100 * (1 - $2 / b) }' "$work/pp.txt" | median)
+    own=$(awk -v m="$m" '$1 == m { print $3 }' "$work/pp.txt" | median)
+    lost=$(awk -v m="$m" '$1 == m { print $4 }' "$work/pp.txt" | median)
+    name=$m; goal=""
+    case $m in bpf) name="strobe --mode bpf"; goal="loss <= 15 %, own <= perf's, 0 lost" ;;
+      perf) name="strobe --mode perf" ;; perfrec) name="perf record -e sched:sched_switch" ;; esac
+    echo "| $name | $rt | ${loss} % | ${own} % | $lost | $goal |"
+  done
+  echo
+  echo "Peers not run here: bcc's profile-bpfcc / offcputime-bpfcc and bpftrace are not installed"
+  echo "on this machine (Debian's bpfcc-tools, bpftrace)."
+  echo
+} >>"$results"

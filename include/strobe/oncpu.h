@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * On-CPU sampling summed in the kernel (agent/oncpu.c loads agent/oncpu.bpf.c): an eBPF
+ * program on the cpu-clock perf event of every CPU walks the interrupted thread's kernel stack
+ * and its user stack (the binaries' unwind tables where loaded, frame pointers elsewhere: the
+ * off-CPU program's walk) and counts samples per (process, thread, kernel stack, user stack).
+ * strobe_oncpu_collect moves the counts into the sampler's aggregate, where they are
+ * symbolized and labelled like the perf path's samples. No stack is copied to user space.
+ *
+ * For `strobe agent --on-cpu-mode bpf` and `strobe record -e cpu` (the default where it loads).
+ */
+#ifndef STROBE_ONCPU_H
+#define STROBE_ONCPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strobe/offcpu.h" /* strobe_otables_stats */
+#include "strobe/sampler.h"
+
+typedef struct strobe_oncpu_opts {
+	const pid_t *pids;      /* only these processes and their children; none = all */
+	unsigned npids;
+	bool kernel;            /* kernel stacks too */
+	bool no_tid;            /* sum threads of a process together (tid 0 in the sums) */
+	unsigned freq;          /* samples per second per CPU (for sizing; attach sets the rate) */
+	unsigned interval_ms;   /* how often collect runs (for sizing), 0 = 10 s */
+	/* Sums per interval the counts map holds (a new stack beyond is counted and dropped;
+	 * counts in the map are kept); stack maps hold as many stacks each, at most 16384.
+	 * 0 = sized from freq x CPUs x interval (at least 1024). */
+	unsigned max_entries;
+	uint32_t table_rows;    /* capacity of the unwind rows' map (8 bytes a row); 0 = frame
+				   pointers only */
+	/* Another program's table maps (strobe_offcpu_table_maps) to walk by, and its loader to
+	 * serve this one (NULL: a loader of its own when table_rows > 0). */
+	const int *share_tables;
+	unsigned preload_ms;    /* own loader, system-wide: tables of running processes first */
+	const char *proc_root;  /* where /proc is (NULL: /proc) */
+} strobe_oncpu_opts;
+
+typedef struct strobe_oncpu_stats {
+	uint64_t samples;       /* samples summed in the kernel */
+	uint64_t idle;          /* samples of the idle task, not summed */
+	uint64_t counts_full;   /* samples dropped: the counts map was full */
+	uint64_t stack_errors;  /* stacks not kept: the stack map was full */
+	uint64_t user;          /* samples with a user stack */
+	uint64_t user_prov;     /* ... walked before the process's tables were in (frame ptrs) */
+	uint64_t table_frames;  /* user frames stepped by unwind tables */
+	uint64_t fp_frames;     /* ... by frame pointers, with tables on (no table there) */
+	uint64_t table_stops;   /* walks ended by a rule the program does not follow */
+	uint64_t no_maps;       /* walks of processes whose mappings were not loaded yet */
+	uint64_t entries;       /* sums read */
+	uint64_t drains;        /* collects */
+	uint64_t collected;     /* samples moved into a sampler (samples - collected: still in the
+				   kernel's maps) */
+	uint32_t max_entries;   /* the counts map's size */
+	uint32_t stack_entries; /* each stack map's size */
+	uint32_t freq;          /* the rate attached now (0: detached) */
+	strobe_otables_stats tables;
+	char tables_off[256];   /* why the table walk asked for did not load ("": it did) */
+} strobe_oncpu_stats;
+
+typedef struct strobe_oncpu strobe_oncpu;
+
+/* Loads the programs (not attached). NULL + errno, with the reason in err: no BTF, no
+ * privilege, a kernel without the helpers (bpf_loop, bpf_get_current_task_btf). */
+strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err);
+/* Opens a cpu-clock event at freq Hz on every online CPU and attaches the program to each
+ * (again at a new freq when attached already). */
+int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err);
+void strobe_oncpu_detach(strobe_oncpu *b);
+/* Adds a process (and its children to come) to the pid filter. */
+int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid);
+/* Moves the counts since the last call into s (strobe_sampler_add_oncpu), each sample worth
+ * one period of the rate attached. */
+int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s);
+/* The processes sampled for the first time (since their exec) since the last call, at most cap,
+ * into out: for reading what only a live process shows (the agent's service name). */
+unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap);
+void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st);
+void strobe_oncpu_close(strobe_oncpu *b);
+
+#endif

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# `strobe record` on the eBPF programs (--mode bpf: cli/record_bpf.c) and on the perf path
+# (--mode perf), the same truth workloads through each, so that the two paths are held to the
+# same tolerances:
+#   cpu-MODE     record -F 999 -e cpu -- cpu_split -c 3: each burner's share within ±3 points of
+#                what its thread CPU clock measured; as many samples as 3 s of CPU make at
+#                999 Hz, within 15 %
+#   nofp-MODE    record -F 999 -- cpu_split-nofp (no frame pointers anywhere, through glibc's
+#                start_thread): the split, and >= 99 % of each burner's samples under
+#                start_thread;thread_main;run_rounds;burn_X
+#   offcpu-MODE  record -e offcpu -- offcpu_block 2: each blocking site's off-CPU time within
+#                ±10 % of the truth, its function directly above its libc frame
+#   path         bpf's summary says the kernel summed the samples and intervals (and perf's does
+#                not): each mode really took its own path
+# Needs root and kernel BTF for the bpf cases (SKIPs otherwise).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib/record.sh
+. "$here/lib/record.sh"
+need_workloads cpu_split cpu_split-nofp offcpu_block
+need_perf_events record_bpf
+MODES="perf bpf"
+if [ "$(id -u)" != 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
+	skip record_bpf/bpf "needs root and kernel BTF (/sys/kernel/btf/vmlinux)"
+	MODES=perf
+fi
+
+for m in $MODES; do
+	# ---- cpu --------------------------------------------------------------------------------
+	name=record_bpf/cpu-$m
+	if ! rec "$name" 60 --mode "$m" -F 999 -o "$TMPDIR/cpu-$m.folded" -- "$WL/cpu_split" -c 3 -o "$TMPDIR/cpu-$m.truth" 100; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+	else
+		bad="" detail=""
+		s=$(shares "$TMPDIR/cpu-$m.folded" burn_60 burn_30 burn_10)
+		for fn in burn_60 burn_30 burn_10; do
+			got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/cpu-$m.truth" "$fn")
+			detail+="$fn ${got}% (truth ${want}%) "
+			within_pp "$got" "$want" 3 || bad+="$fn "
+		done
+		n=$(awk -v t="$(field "$s" total)" 'BEGIN { printf "%.0f", t / 1001001 }') # ns / period
+		want=$(awk -v c="$(truth "$TMPDIR/cpu-$m.truth" process_cpu_ns)" 'BEGIN { printf "%.0f", c * 999 / 1e9 }')
+		if [ -n "$bad" ]; then fail "$name" "share off by more than 3 pp for $bad: $detail"
+		elif ! within_rel "$n" "$want" 15; then fail "$name" "$n samples for $want expected from the CPU the workload used: $detail"
+		else ok "$name" "$n samples ($want expected); ${detail% }"; fi
+	fi
+	err_cpu=$TMPDIR/$(_fname "$name").err
+
+	# ---- nofp -------------------------------------------------------------------------------
+	name=record_bpf/nofp-$m
+	if ! rec "$name" 60 --mode "$m" -F 999 -o "$TMPDIR/nofp-$m.folded" -- "$WL/cpu_split-nofp" -c 2 -o "$TMPDIR/nofp-$m.truth" 100; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+	else
+		bad="" detail=""
+		split_complete "$TMPDIR/nofp-$m.folded" "$TMPDIR/nofp-$m.truth" 3
+		if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "${detail% }"; fi
+	fi
+
+	# ---- offcpu -----------------------------------------------------------------------------
+	name=record_bpf/offcpu-$m
+	if ! rec "$name" 60 --mode "$m" -e offcpu -o "$TMPDIR/off-$m.folded" -- "$WL/offcpu_block" -o "$TMPDIR/off-$m.truth" 2; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+	else
+		bad="" detail=""
+		sites_above_libc "$TMPDIR/off-$m.folded" "$TMPDIR/off-$m.truth" 10
+		if [ -n "$bad" ]; then fail "$name" "not within 10% directly above libc for $bad: $detail"; else ok "$name" "${detail% }"; fi
+	fi
+	err_off=$TMPDIR/$(_fname "$name").err
+
+	# ---- path -------------------------------------------------------------------------------
+	name=record_bpf/path-$m
+	kc=$(grep -c "on-CPU samples summed in the kernel" "$err_cpu")
+	ko=$(grep -c "off-CPU intervals summed in the kernel" "$err_off")
+	if [ "$m" = bpf ] && { [ "$kc" = 0 ] || [ "$ko" = 0 ]; }; then
+		fail "$name" "--mode bpf did not sum in the kernel: $(errof "$err_cpu") / $(errof "$err_off")"
+	elif [ "$m" = perf ] && [ "$kc$ko" != 00 ]; then
+		fail "$name" "--mode perf summed in the kernel: $(errof "$err_cpu") / $(errof "$err_off")"
+	else
+		ok "$name" "$(grep -c "summed in the kernel" "$err_cpu" "$err_off" | awk -F: "{ s += \$2 } END { print s }") summary lines of kernel sums"
+	fi
+done
+exit $st
