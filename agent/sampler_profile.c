@@ -429,6 +429,16 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		}
 		if (rc < 0)
 			break;
+		if (!k->n) {
+			/* no frame at all (the kernel's stack map was full, or no stack could be read):
+			 * kept under one frame, as perf's [unknown], so that totals stay whole; a
+			 * sample without locations is dropped by pprof readers and renderers */
+			uint32_t loc = strobe_location_for_name(p, "[unknown]", 9);
+			if (loc == UINT32_MAX || (stack = strobe_stack_push(p, stack, loc)) == UINT32_MAX) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
 		unsigned nl = 0;
 		char num[16];
 		snprintf(num, sizeof(num), "%d", (int)k->pid);

@@ -13,7 +13,9 @@
 #   quiet    the JVM printed no thread dump (SIGQUIT with the attach trigger starts the
 #            listener silently; without the trigger it would dump every thread's stack)
 #   record   `strobe record -p PID` of a plain JVM asks it the same way when it builds the
-#            profile: the three methods are named in its output
+#            profile: the three methods are named in its output (a JVM started with the
+#            others, so that a loaded machine has compiled its methods by then; the map the
+#            agent had it write is removed first, so the recorder's own request is tested)
 #   xrs      a JVM started with -Xrs -XX:+DisableAttachMechanism has no attach socket and does
 #            not catch SIGQUIT, whose default action would kill it: the agent never sends it,
 #            says why once, and that JVM runs to its end (with -Xrs alone the JVM opens its
@@ -37,7 +39,7 @@ if ! command -v java >/dev/null || ! command -v javac >/dev/null; then
 	echo "SKIP $name: java/javac is not installed (apt-get install openjdk-17-jdk-headless)"; exit 0
 fi
 
-kill_at_exit apid pid j1 j2 n1 n2
+kill_at_exit apid pid j1 j2 j3 n1 n2
 SECS=${AGENT_JVM_SECONDS:-15}
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,6 +80,7 @@ if [ -n "$have_node" ]; then
 	(cd "$TMPDIR" && STROBE_SERVICE=nnoflag exec node "$here/../workloads/node/split.js" 5 "$TMPDIR/nnoflag") >"$TMPDIR/n2.out" 2>&1 & n2=$!
 fi
 STROBE_SERVICE=jtruth java -cp "$TMPDIR/cls" JitSplit "$SECS" "$TMPDIR/truth" >"$TMPDIR/j1.out" 2>&1 & j1=$!
+java -cp "$TMPDIR/cls" JitSplit $((SECS + 15)) "$TMPDIR/truth.rec" >"$TMPDIR/j3.out" 2>&1 & j3=$!
 STROBE_SERVICE=jrs java -Xrs -XX:+DisableAttachMechanism -cp "$TMPDIR/cls" JitSplit 6 "$TMPDIR/truth.xrs" >"$TMPDIR/j2.out" 2>&1 & j2=$!
 wait "$j2"; rs_rc=$?; j2=
 wait "$j1"; j1_rc=$?; j1=
@@ -138,10 +141,10 @@ else ok "$name/xrs" "left alone: $(grep -o 'JVM [0-9]* does not catch SIGQUIT[^:
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 
 # ---- record ----------------------------------------------------------------------------------
-java -cp "$TMPDIR/cls" JitSplit 8 "$TMPDIR/truth.rec" >"$TMPDIR/j3.out" 2>&1 & j1=$!
-sleep 3 # compiled by then
-"$STROBE" record -p "$j1" -d 3 -o "$TMPDIR/rec.folded" 2>"$TMPDIR/rec.err"; rc=$?
-wait "$j1"; rm -f "/tmp/perf-$j1.map"; j1=
+rm -f "/tmp/perf-$j3.map"
+"$STROBE" record -p "$j3" -d 3 -o "$TMPDIR/rec.folded" 2>"$TMPDIR/rec.err"; rc=$?
+[ -s "/tmp/perf-$j3.map" ] || rc="$rc, and no perf map was written"
+kill "$j3" 2>/dev/null; wait "$j3" 2>/dev/null; rm -f "/tmp/perf-$j3.map"; j3=
 n=$(grep -c 'JitSplit\.run[0-9]*(' "$TMPDIR/rec.folded" 2>/dev/null)
 if [ "$rc" != 0 ]; then fail "$name/record" "strobe record exited with $rc: $(errof "$TMPDIR/rec.err")"
 elif [ "${n:-0}" -lt 3 ]; then fail "$name/record" "the Java methods are not named in the recording ($n stacks name one): $(head -c 300 "$TMPDIR/rec.folded")"
