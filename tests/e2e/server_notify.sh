@@ -105,4 +105,13 @@ a=$(lines "$TMPDIR/got2.jsonl.attempts") f=$(metric strobe_notify_failed_attempt
 if [ "$(lines "$TMPDIR/got2.jsonl")" != 1 ] || [ "$a" != 3 ] || [ "$f" != 2 ] || [ "$s" != 1 ]; then
   fail retry "want delivered once after 2 failures: $(lines "$TMPDIR/got2.jsonl") delivered, $a attempts, failed_attempts_total $f, sent_total $s"
 else ok retry "3 attempts, failed_attempts_total $f, sent_total $s"; fi
+# config: a webhook that is not http(s) is refused at start, naming the key
+printf '{"notify": {"webhook": "ftp://127.0.0.1/x"}}\n' > "$TMPDIR/bad.json"
+timeout 20 "$STROBE" server --data "$TMPDIR/data1" --listen 127.0.0.1:0 --config "$TMPDIR/bad.json" 2> "$TMPDIR/bad.log"
+rc=$?
+if [ "$rc" = 124 ] || [ "$rc" = 0 ]; then
+  fail config "a server started with an ftp:// webhook"
+elif ! grep -q 'notify.*webhook.* must be an http' "$TMPDIR/bad.log"; then
+  fail config "the refusal does not name notify.webhook: $(head -c 300 "$TMPDIR/bad.log")"
+else ok config "exit $rc: $(head -c 100 "$TMPDIR/bad.log")"; fi
 exit $st
