@@ -10,7 +10,10 @@
 #     (in the state file) and sends nothing, while further checks run;
 #   - restart: the server restarted on the same data sends nothing again;
 #   - retry: a receiver answering 500 twice: delivered once on the third try, /metrics counts
-#     the two failed attempts.
+#     the two failed attempts;
+#   - give-up: a receiver that always answers 500 with max_tries 2: two attempts, then
+#     given up, counted and kept as such in the state file;
+#   - config: a webhook that is not http(s) is refused at start.
 set -u
 name=server_notify
 if ! command -v curl >/dev/null; then echo "SKIP $name: curl is not installed"; exit 0; fi
@@ -49,6 +52,7 @@ push v2 $((now - 2000)) 200 0.05
 push v3 $((now - 1000)) 300 0.05
 kill "$pid"; wait "$pid" 2>/dev/null; pid=
 cp -r "$TMPDIR/data" "$TMPDIR/data0" # as pushed, never notified: for the retry case
+cp -r "$TMPDIR/data" "$TMPDIR/data00" # and for the give-up case
 
 sink_start() { # OUT [--fail K]: sets spid, sport
   [ -n "$spid" ] && kill "$spid" 2>/dev/null
@@ -58,8 +62,8 @@ sink_start() { # OUT [--fail K]: sets spid, sport
     sport=$(head -1 "$TMPDIR/sink.port"); [ -n "$sport" ] && break; sleep 0.05
   done
 }
-cfg() { # PORT
-  printf '{"owners": {"service_name": {"shop": "payments"}}, "notify": {"webhook": "http://127.0.0.1:%s/hook", "settle": "1s", "check_interval": "1s", "min_profiles": 3, "lookback": "2h", "backoff": "200ms", "public_url": "http://strobe.example:4100/"}}\n' "$1" > "$TMPDIR/cfg.json"
+cfg() { # PORT [MORE]: MORE is more of "notify"'s keys
+  printf '{"owners": {"service_name": {"shop": "payments"}}, "notify": {"webhook": "http://127.0.0.1:%s/hook", "settle": "1s", "check_interval": "1s", "min_profiles": 3, "lookback": "2h", "backoff": "200ms", "public_url": "http://strobe.example:4100/"%s}}\n' "$1" "${2:+, $2}" > "$TMPDIR/cfg.json"
 }
 metric() { curl -s "$url/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_checks() { # N: until the notifier has run N more rounds (or 40 s)
@@ -105,6 +109,22 @@ a=$(lines "$TMPDIR/got2.jsonl.attempts") f=$(metric strobe_notify_failed_attempt
 if [ "$(lines "$TMPDIR/got2.jsonl")" != 1 ] || [ "$a" != 3 ] || [ "$f" != 2 ] || [ "$s" != 1 ]; then
   fail retry "want delivered once after 2 failures: $(lines "$TMPDIR/got2.jsonl") delivered, $a attempts, failed_attempts_total $f, sent_total $s"
 else ok retry "3 attempts, failed_attempts_total $f, sent_total $s"; fi
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
+
+# give-up: a receiver that always answers 500, max_tries 2: two attempts, then given up,
+# counted and remembered (not retried on the next rounds)
+sink_start "$TMPDIR/got3.jsonl" --fail 1000
+cfg "$sport" '"max_tries": 2'
+launch_server "$STROBE" "$TMPDIR/data00" --config "$TMPDIR/cfg.json" || fail start "$(head -3 "$TMPDIR/log")"
+for ((i = 0; i < 300; i++)); do [ "$(metric strobe_notify_given_up_total)" = 1 ] 2>/dev/null && break; sleep 0.1; done
+wait_checks 3 || fail give-up "the notifier ran no rounds"
+a=$(lines "$TMPDIR/got3.jsonl.attempts") g=$(metric strobe_notify_given_up_total) f=$(metric strobe_notify_failed_attempts_total)
+s=$(jq -c '[.pairs[] | select(.[2] == "v1") | .[4]]' "$TMPDIR/data00/notify-state.json" 2>/dev/null)
+if [ "$a" != 2 ] || [ "$g" != 1 ] || [ "$f" != 2 ] || [ "$s" != '["given_up"]' ] || [ "$(lines "$TMPDIR/got3.jsonl")" != 0 ]; then
+  fail give-up "want 2 attempts then given up: $a attempts, given_up_total $g, failed_attempts_total $f, state $s"
+else ok give-up "2 attempts, given_up_total $g, state $s"; fi
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
+
 # config: a webhook that is not http(s) is refused at start, naming the key
 printf '{"notify": {"webhook": "ftp://127.0.0.1/x"}}\n' > "$TMPDIR/bad.json"
 timeout 20 "$STROBE" server --data "$TMPDIR/data1" --listen 127.0.0.1:0 --config "$TMPDIR/bad.json" 2> "$TMPDIR/bad.log"
