@@ -463,7 +463,7 @@ static int compare(srv_notify *n, const char *tenant, const char *svc, const cha
 		   const char *bv, int64_t bfrom, int64_t bto, const char *nv, int64_t nfrom,
 		   int64_t nto, char **body)
 {
-	strobe_selector bsel, nsel;
+	strobe_selector bsel = {0}, nsel = {0};
 	srv_sig_side b = {&bsel, bfrom, bto, NULL, 0}, nw = {&nsel, nfrom, nto, NULL, 0};
 	srv_sig_result res = {0};
 	srv_req r = {.srv = n->srv, .url = "/notify", .method = "GET", .tenant = tenant,

@@ -56,11 +56,13 @@ cp -r "$TMPDIR/data" "$TMPDIR/data00" # and for the give-up case
 
 sink_start() { # OUT [--fail K]: sets spid, sport
   [ -n "$spid" ] && kill "$spid" 2>/dev/null
-  "$sink" --out "$@" > "$TMPDIR/sink.port" & spid=$!
-  local i
+  local i pf="$1.port" # a file of its own: the last sink's could still be read
+  "$sink" --out "$@" > "$pf" & spid=$!
+  sport=
   for ((i = 0; i < 200; i++)); do
-    sport=$(head -1 "$TMPDIR/sink.port"); [ -n "$sport" ] && break; sleep 0.05
+    sport=$(head -1 "$pf" 2>/dev/null); [ -n "$sport" ] && break; sleep 0.05
   done
+  [ -n "$sport" ] || fail setup "the webhook receiver did not start"
 }
 cfg() { # PORT [MORE]: MORE is more of "notify"'s keys
   printf '{"owners": {"service_name": {"shop": "payments"}}, "notify": {"webhook": "http://127.0.0.1:%s/hook", "settle": "1s", "check_interval": "1s", "min_profiles": 3, "lookback": "2h", "backoff": "200ms", "public_url": "http://strobe.example:4100/"%s}}\n' "$1" "${2:+, $2}" > "$TMPDIR/cfg.json"
