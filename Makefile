@@ -233,7 +233,11 @@ WL_CXX   := $(patsubst tests/workloads/cxx/%.cc,$(B)/workloads/%,$(wildcard test
 $(B)/workloads/%: tests/workloads/cxx/%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer -pthread -o $@ $<
-workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm $(B)/tools/tls_labels_probe
+workloads: $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(PRELOAD_LIB) $(B)/tools/push_storm $(B)/tools/webhook_sink $(B)/tools/tls_labels_probe
+# The webhook receiver of tests/e2e/server_notify.sh.
+$(B)/tools/webhook_sink: tests/tools/webhook_sink.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -O2 -g -o $@ $< -lmicrohttpd
 # The server's fault tests' load generator (tests/e2e/server_overload.sh, server_slow_clients.sh).
 $(B)/tools/push_storm: tests/tools/push_storm.c
 	@mkdir -p $(dir $@)
@@ -252,7 +256,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(B)/workloads/demo_shop
 	@bash scripts/demo.sh
 
-CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/tls_labels_probe $(FIXTURES)
+CHECK_BIN := all $(B)/strobe-san $(UNIT_BIN) $(FUZZ_BIN) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/webhook_sink $(B)/tools/tls_labels_probe $(FIXTURES)
 check: check-deps
 	@$(MAKE) --no-print-directory -j2 $(CHECK_BIN)
 	@bash tests/run.sh
@@ -266,7 +270,7 @@ unit: $(UNIT_BIN) $(FIXTURES)
 	@bash tests/run.sh unit
 golden: $(B)/strobe-san $(FIXTURES)
 	@bash tests/run.sh golden
-e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/tls_labels_probe $(FIXTURES)
+e2e: $(B)/strobe $(B)/strobe-san $(PRELOAD_LIB) $(WL_BIN) $(WL_NOFP) $(WL_CXX) $(B)/tools/push_storm $(B)/tools/webhook_sink $(B)/tools/tls_labels_probe $(FIXTURES)
 	@bash tests/run.sh e2e
 fuzz-smoke: $(FUZZ_BIN)
 	@bash tests/run.sh fuzz

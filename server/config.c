@@ -11,6 +11,7 @@
 
 #include "strobe/server.h"
 #include "cost.h"
+#include "notify.h"
 
 void strobe_server_config_init(strobe_server_config *c)
 {
@@ -53,6 +54,7 @@ void strobe_server_config_free(strobe_server_config *c)
 	free(c->admin_token);
 	free(c->scrape_json);
 	free(c->owners_json);
+	free(c->notify_json);
 	free(c->tls_cert);
 	free(c->tls_key);
 	memset(c, 0, sizeof(*c));
@@ -364,6 +366,8 @@ int strobe_server_config_load(strobe_server_config *c, const char *path, strobe_
 					r = str_opt(v, k, &c->admin_token, err);
 			} else if (strcmp(k, "owners") == 0) {
 				r = strobe_server_owners_config(v, c, err); /* server/owners.c */
+			} else if (strcmp(k, "notify") == 0) {
+				r = srv_notify_config(v, &c->notify_json, err); /* server/notify.c */
 			} else if (strcmp(k, "scrape") == 0) {
 				/* Parsed by the scraper; kept as text so it owns its schema. */
 				char *s = json_dumps(v, JSON_COMPACT);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "server_impl.h"
+#include "notify.h"
 #include "strobe/buf.h"
 
 typedef struct conn {
@@ -650,6 +651,13 @@ strobe_server *strobe_server_start(const strobe_server_config *c, strobe_store *
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = di ? di->port : 0;
+	/* After the daemon: the notifier reads the store and config the server holds. */
+	if (c->notify_json && !(s->notify = srv_notify_start(s, err))) {
+		int e = EINVAL;
+		strobe_server_stop(s);
+		errno = e;
+		return NULL;
+	}
 	return s;
 }
 
@@ -662,6 +670,7 @@ void strobe_server_stop(strobe_server *s)
 {
 	if (!s)
 		return;
+	srv_notify_stop(s->notify); /* first: it uses the store and namers */
 	MHD_stop_daemon(s->d);
 	srv_namers_free(s->namers);
 	srv_admit_free(s->admit);

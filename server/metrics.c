@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "server_impl.h"
+#include "notify.h"
 
 #define MAX_TENANTS 256
 #define MAX_REASONS 64
@@ -325,6 +326,8 @@ int srv_metrics_get(srv_req *r)
 	}
 	if (r->srv->scraper)
 		strobe_server_scrape_metrics(r->srv->scraper, f);
+	if (r->srv->notify)
+		srv_notify_metrics(r->srv->notify, f);
 	write_process(f);
 	if (fclose(f) != 0 || !buf) {
 		free(buf);

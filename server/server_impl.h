@@ -34,6 +34,7 @@ struct strobe_server {
 	uint16_t port;
 	srv_metrics *metrics;
 	strobe_server_scraper *scraper; /* for its counters in /metrics; may be NULL */
+	struct srv_notify *notify;     /* regression notifier (notify.c); NULL when off */
 	char *tls_cert_pem, *tls_key_pem; /* HTTPS when set (server/tls.c); libmicrohttpd reads them */
 	int64_t tls_not_after;            /* the certificate's expiry, unix seconds, for /metrics */
 	struct srv_admit *admit;        /* admission control, request deadlines (admit.c) */

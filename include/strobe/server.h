@@ -86,6 +86,7 @@ typedef struct strobe_server_config {
 		double grid_g_co2_per_kwh;  /* default 400 */
 	} cost;
 	char *owners_json; /* the "owners" map (label: {value: team}) as JSON text; NULL = none */
+	char *notify_json; /* the "notify" section (server/notify.c) as JSON text; NULL = off */
 	bool insecure;     /* "insecure" / --insecure: listen off loopback although some tenant needs
 			      no token (strobe_server_check_exposure refuses that otherwise) */
 	char *tls_cert, *tls_key; /* PEM files (--tls-cert, --tls-key): both or neither; HTTPS */
