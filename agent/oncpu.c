@@ -24,6 +24,7 @@
  * libbpf's messages go to a buffer that ends up in the error returned, never to stderr.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,8 @@ struct strobe_oncpu {
 	uint64_t *skeys;            /* scratch for clearing a stack map */
 	strobe_otables *tables;
 	char tables_off[256];
-	strobe_py *py;              /* Python frames (NULL: off) */
+	strobe_py *py;              /* Python frames (NULL: off), */
+	pthread_mutex_t py_mu;      /* ... used by collect and the tables' loader thread */
 	int fd_py[2];               /* the generations' Python stacks */
 	uint64_t *pyips;            /* scratch for a merged stack: addresses, */
 	uint32_t *pynames;          /* ... Python frames' names */
@@ -114,6 +116,16 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 }
 
 #define PY_MERGED 256 /* frames of a merged stack (the sampler's cap) */
+
+/* A process whose mappings the tables' loader just read (at its exec, mostly): a Python one
+ * gets its frames read from its next sample on, rather than from the next drain on. */
+static void py_after_load(void *ctx, uint32_t tgid)
+{
+	strobe_oncpu *b = ctx;
+	pthread_mutex_lock(&b->py_mu);
+	strobe_py_see(b->py, tgid);
+	pthread_mutex_unlock(&b->py_mu);
+}
 
 /* The Python processes running now, system-wide, before the first sample. */
 static void py_preload(strobe_oncpu *b, const char *proc_root)
@@ -165,6 +177,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		return NULL;
 	}
 	b->sync_fd = b->sync_inner = -1;
+	pthread_mutex_init(&b->py_mu, NULL);
 	int ncpu = strobe_cpu_count();
 	uint64_t want = o->max_entries;
 	if (!want) {
@@ -246,7 +259,8 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	if (b->py && o->npids == 0)
 		py_preload(b, o->proc_root);
 	if (b->tables) {
-		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq), NULL, NULL);
+		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq),
+					b->py ? py_after_load : NULL, b);
 		if (trc < 0) {
 			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
 				    strerror(-trc));
@@ -266,8 +280,11 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid)
 		return -errno;
 	if (b->tables) /* its tables before its first sample (children inherit them at fork) */
 		otables_load(b->tables, tgid);
-	if (b->py)
+	if (b->py) {
+		pthread_mutex_lock(&b->py_mu);
 		strobe_py_see(b->py, tgid);
+		pthread_mutex_unlock(&b->py_mu);
+	}
 	return 0;
 }
 
@@ -375,8 +392,10 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	if (bpf_map_update_elem(b->sync_fd, &zero, &b->sync_inner, BPF_ANY) < 0)
 		return -errno;
 	b->drains++;
-	if (b->py)
+	if (b->py) {
+		pthread_mutex_lock(&b->py_mu);
 		strobe_py_drain(b->py);
+	}
 	/* 3. cur's sums, with no writer left */
 	int fc = b->fd_counts[cur & 1], fs = b->fd_stacks[cur & 1];
 	uint64_t kips[STROBE_OB_MAX_DEPTH], uips[STROBE_OB_MAX_DEPTH];
@@ -411,6 +430,8 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 		rc = strobe_sampler_add_oncpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
 					      (int64_t)n, (int64_t)n * period);
 	}
+	if (b->py)
+		pthread_mutex_unlock(&b->py_mu);
 	for (size_t i = 0; i < nk; i++)
 		bpf_map_delete_elem(fc, &b->keys[i]);
 	clear_map(fs, b->skeys, sizeof(*b->skeys), b->stack_entries);
@@ -445,7 +466,9 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 	st->py_full = c[STROBE_OC_PY_FULL];
 	if (b->py) {
 		strobe_py_stats ps;
+		pthread_mutex_lock(&b->py_mu);
 		strobe_py_get_stats(b->py, &ps);
+		pthread_mutex_unlock(&b->py_mu);
 		st->py_processes = ps.processes;
 		st->py_unknown = ps.unknown;
 		st->py_named = ps.named;
@@ -471,6 +494,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	free(b->keys);
 	free(b->skeys);
 	strobe_py_free(b->py);
+	pthread_mutex_destroy(&b->py_mu);
 	free(b->pyips);
 	free(b->pynames);
 	free(b);

@@ -342,11 +342,9 @@ static void look(strobe_py *py, pyproc *p)
 		return;
 	}
 	int ok = check(p->pid, runtime, &o.cfg);
-	if (ok == 0) {
-		/* starting up: no interpreter or thread yet; again at the next look (a few) */
-		p->state = ++p->tries < 20 ? P_PENDING : P_NOT;
-		return;
-	}
+	/* ok 0: starting up, no interpreter or thread yet (a process found at its exec). Its
+	 * frames are read from now on all the same (the program finds no thread state until there
+	 * is one) and the offsets checked at the next look: P_PENDING. */
 	if (ok < 0) {
 		p->state = P_UNKNOWN;
 		py->st.unknown++;
@@ -366,8 +364,29 @@ static void look(strobe_py *py, pyproc *p)
 		p->state = P_PENDING; /* the map is full: again later */
 		return;
 	}
+	if (ok == 0) {
+		p->state = P_PENDING;
+		return;
+	}
 	p->state = P_PY;
 	py->st.processes++;
+}
+
+/* A P_PENDING process's offsets checked (it had no thread state when looked at first). */
+static void recheck(strobe_py *py, pyproc *p)
+{
+	int ok = check(p->pid, p->off.cfg.runtime, &p->off.cfg);
+	if (ok > 0) {
+		p->state = P_PY;
+		py->st.processes++;
+	} else if (ok < 0 || ++p->tries > 30) {
+		bpf_map_delete_elem(py->cfg_fd, &p->pid);
+		p->state = P_UNKNOWN;
+		py->st.unknown++;
+		say(py, p->ino ^ (uint64_t)p->dev << 40, "Python: process %" PRIu32 " (Python 3.%u): "
+		    "its thread list is not where the offsets (%s) say%s: native frames only",
+		    p->pid, p->off.minor, p->off.source, ok < 0 ? "" : " (no thread state after 30 looks)");
+	}
 }
 
 void strobe_py_see(strobe_py *py, uint32_t pid)
@@ -388,7 +407,11 @@ void strobe_py_see(strobe_py *py, uint32_t pid)
 	}
 	pyproc *p = proc_slot(py, pid, true);
 	p->seen = py->drain;
-	if (p->dev == sb.st_dev && p->ino == sb.st_ino && p->state != P_PENDING) {
+	if (p->state == P_PENDING && p->dev == sb.st_dev && p->ino == sb.st_ino) {
+		recheck(py, p);
+		return;
+	}
+	if (p->dev == sb.st_dev && p->ino == sb.st_ino) {
 		struct strobe_py_cfg c;
 		/* a Python that exec'd (the program forgot it) is looked at anew */
 		if (p->state != P_PY || bpf_map_lookup_elem(py->cfg_fd, &pid, &c) == 0)
@@ -581,8 +604,12 @@ uint32_t strobe_py_merge(strobe_py *py, strobe_sampler *s, uint32_t pid, const u
 			 uint32_t *names, uint32_t cap)
 {
 	pyproc *p = proc_slot(py, pid, false);
+	if (!p) { /* a child forked since (it has its parent's entry in pycfg): looked at now */
+		strobe_py_see(py, pid);
+		p = proc_slot(py, pid, false);
+	}
 	uint32_t n = 0, j = 0, np = st->n < STROBE_PY_MAX_DEPTH ? st->n : STROBE_PY_MAX_DEPTH;
-	if (!p || p->state != P_PY)
+	if (!p || (p->state != P_PY && p->state != P_PENDING))
 		np = 0; /* (a process forgotten meanwhile: native frames) */
 	for (uint32_t i = 0; i < nu && n < cap; i++) {
 		if (j < np && uips[i] >= p->eval_lo && uips[i] < p->eval_hi) {

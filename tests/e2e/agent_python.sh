@@ -23,7 +23,8 @@ set -u
 agent_test agent_python
 [ "$(id -u)" = 0 ] || { echo "SKIP agent_python: needs root (loading eBPF programs)"; exit 0; }
 [ -r /sys/kernel/btf/vmlinux ] || { echo "SKIP agent_python: no kernel BTF (/sys/kernel/btf/vmlinux)"; exit 0; }
-PY=${PYTHON3:-$(command -v python3 || true)}
+# Debian's interpreter first (a shim elsewhere on PATH, pyenv's, is a script)
+PY=${PYTHON3:-$(if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3 || true; fi)}
 if [ -z "$PY" ]; then
 	if [ "${CI:-}" = true ]; then echo "FAIL agent_python: python3 is not installed (scripts/deps.sh check)"; exit 1; fi
 	echo "SKIP agent_python: python3 is not installed"; exit 0
@@ -89,3 +90,61 @@ else
 	elif [ -n "$lines_bad" ]; then fail "$name" "$lines_bad (e.g. $(grep -o 'hot_py_[a-z]*[^;]*' "$TMPDIR/split.lines.folded" | sort -u | head -3 | tr '\n' ' '))"
 	else ok "$name" "hot_py_alpha ${got}% of the two, truth ${want}%; $((a + b)) of $total samples; lines $(grep -o 'hot_py_alpha [^;]*' "$TMPDIR/split.lines.folded" | sort | uniq -c | sort -rn | head -1 | awk '{ print $NF }')"; fi
 fi
+name=agent_python/order
+evalleft=$(sum "$TMPDIR/split.folded" '_PyEval_EvalFrameDefault')
+ordered=$(sum "$TMPDIR/split.folded" ';<module>;main;hot_py_(alpha|beta)(;|$)')
+if [ "${total:-0}" -le 0 ] 2>/dev/null; then fail "$name" "no samples"
+elif [ "$(awk -v a="$ordered" -v t="$total" 'BEGIN { print (a >= 0.9 * t) }')" != 1 ]; then fail "$name" "only $ordered of $total under <module>;main;hot_py_*: $(grep -v ';main;hot_py' "$TMPDIR/split.folded" | sort -t' ' -k2 -rn | head -2 | cut -c1-300)"
+else ok "$name" "$ordered of $total samples under <module>;main;hot_py_*, $evalleft still in _PyEval_EvalFrameDefault (before the interpreter was found)"; fi
+
+# ---- mixed ------------------------------------------------------------------------------------
+name=agent_python/mixed
+if ! cc -shared -fPIC -O1 -fno-omit-frame-pointer $("$PY" -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])') \
+	-o "$TMPDIR/burnmod$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')" "$HERE/burnmod.c" 2>"$TMPDIR/cc.err"; then
+	skip "$name" "cannot build the C extension (Python.h: python3-dev): $(errof "$TMPDIR/cc.err")"
+else
+	run mixed "$PY" "$HERE/mixed.py" "$TMPDIR" 4
+	if ! folded mixed; then fail "$name" "query failed: $(errof "$TMPDIR/mixed.err")"
+	else
+		mt=$(sum "$TMPDIR/mixed.folded" .)
+		# Python (main, call_c) -> the interpreter's C call path -> burn_c, and nothing Python below
+		mo=$(sum "$TMPDIR/mixed.folded" ';<module>;main;call_c;([^;]*;)*burn_c$')
+		if [ "$(awk -v a="$mo" -v t="$mt" 'BEGIN { print (t > 0 && a >= 0.8 * t) }')" != 1 ]; then fail "$name" "$mo of $mt samples read <module>;main;call_c;...;burn_c: $(sort -t' ' -k2 -rn "$TMPDIR/mixed.folded" | head -2 | cut -c1-300)"
+		else ok "$name" "$mo of $mt samples: $(grep -o 'call_c;.*burn_c' "$TMPDIR/mixed.folded" | head -1)"; fi
+	fi
+fi
+
+# ---- unknown ----------------------------------------------------------------------------------
+name=agent_python/unknown
+real=$(readlink -f "$PY")
+if ! "$PY" "$HERE/patch_version.py" "$real" "$TMPDIR/python3.99" 0x036300f0 2>"$TMPDIR/patch.err"; then
+	skip "$name" "$real exports no Py_Version to patch (Python < 3.11)"
+else
+	chmod +x "$TMPDIR/python3.99"
+	run unknown "$TMPDIR/python3.99" "$HERE/hot_py.py" "$TMPDIR/unknown.truth" 3
+	said=$(grep -c 'is Python 3.99, whose layout strobe does not know' "$TMPDIR/agent-unknown.log")
+	if ! folded unknown; then fail "$name" "query failed: $(errof "$TMPDIR/unknown.err")"
+	else
+		ut=$(sum "$TMPDIR/unknown.folded" .)
+		un=$(sum "$TMPDIR/unknown.folded" 'hot_py_|<module>')
+		ue=$(sum "$TMPDIR/unknown.folded" '_PyEval_EvalFrameDefault')
+		if [ "$said" != 1 ]; then fail "$name" "the log says it $said times (want once): $(grep -i python "$TMPDIR/agent-unknown.log" | head -3 | tr '\n' ' ')"
+		elif [ "$un" != 0 ] || [ "$ue" -le 0 ] || [ "$ut" -le 0 ]; then fail "$name" "$un samples with Python names, $ue in _PyEval_EvalFrameDefault, of $ut"
+		else ok "$name" "native frames only ($ue of $ut samples in _PyEval_EvalFrameDefault); said once: $(grep -o 'Python: .*' "$TMPDIR/agent-unknown.log" | head -1 | cut -c1-160)"; fi
+	fi
+fi
+
+# ---- churn ------------------------------------------------------------------------------------
+name=agent_python/churn
+run churn "$PY" "$HERE/churn.py" 4
+named=$(jqpath oncpu.python.frames_named <"$TMPDIR/status-churn.json")
+unread=$(jqpath oncpu.python.frames_unreadable <"$TMPDIR/status-churn.json")
+if ! folded churn; then fail "$name" "query failed: $(errof "$TMPDIR/churn.err")"
+else
+	ct=$(sum "$TMPDIR/churn.folded" .)
+	cc_=$(sum "$TMPDIR/churn.folded" ';churn_child(;|$)')
+	cu=$(sum "$TMPDIR/churn.folded" 'python: code object unreadable')
+	if ! [ "${named:-0}" -gt 0 ] 2>/dev/null || ! [ "$cc_" -gt 0 ] 2>/dev/null; then fail "$name" "no churn_child frames named ($cc_ samples of $ct; frames named ${named:-?}, unreadable ${unread:-?})"
+	else ok "$name" "the agent ran on and stopped cleanly; $cc_ of $ct samples in forked children's churn_child; $cu samples under frames it could not read (frames unreadable: ${unread:-0})"; fi
+fi
+exit $st
