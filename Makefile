@@ -170,6 +170,9 @@ $(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a $(GE
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 
+# agent/python_offsets.c's table checked against the installed CPython headers (python3-dev)
+$(B)/test/test_python_offsets: TESTCFLAGS += $(shell pkg-config --cflags-only-I python3 2>/dev/null)
+
 # A unit test with a .proto of its own (tests/unit/proto/<name>.proto, for the generic codecs).
 $(B)/gen/test/%.pb-c.c $(B)/gen/test/%.pb-c.h: tests/unit/proto/%.proto
 	@mkdir -p $(B)/gen/test
