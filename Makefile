@@ -132,7 +132,7 @@ $(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu.h agent/usta
 	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@
 $(B)/obj/agent/locks.o $(B)/san/agent/locks.o $(B)/fuzzobj/agent/locks.o: $(B)/gen/locks.skel.h
 # ... and its on-CPU sampling program (agent/oncpu.bpf.c), on the cpu-clock event.
-$(B)/gen/oncpu.skel.h: agent/oncpu.bpf.c agent/oncpu.h agent/offcpu.h agent/ustack.bpf.h
+$(B)/gen/oncpu.skel.h: agent/oncpu.bpf.c agent/oncpu.h agent/offcpu.h agent/ustack.bpf.h agent/python.bpf.h agent/python.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/oncpu.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/oncpu.bpf.o name oncpu_bpf > $@.tmp && mv $@.tmp $@
@@ -197,6 +197,9 @@ san-strobe: $(B)/strobe-san
 $(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
+
+# agent/python_offsets.c's table checked against the installed CPython headers (python3-dev)
+$(B)/test/test_python_offsets: TESTCFLAGS += $(shell pkg-config --cflags-only-I python3 2>/dev/null)
 
 # A unit test with a .proto of its own (tests/unit/proto/<name>.proto, for the generic codecs).
 $(B)/gen/test/%.pb-c.c $(B)/gen/test/%.pb-c.h: tests/unit/proto/%.proto

@@ -176,6 +176,18 @@ static json_t *status_json(strobe_agent *a)
 			"sums_read", (json_int_t)st.oc.entries, "drains", (json_int_t)st.oc.drains,
 			"max_entries", (int)st.oc.max_entries, "stack_entries",
 			(int)st.oc.stack_entries, "frequency_hz", (int)st.oc.freq);
+		/* Python frames (agent/python.c) */
+		json_t *py = oc ? json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "samples",
+					    (json_int_t)st.oc.py_samples, "no_thread_state",
+					    (json_int_t)st.oc.py_no_thread, "stacks_full",
+					    (json_int_t)st.oc.py_full, "processes",
+					    (json_int_t)st.oc.py_processes, "unknown_version",
+					    (json_int_t)st.oc.py_unknown, "frames_named",
+					    (json_int_t)st.oc.py_named, "frames_unreadable",
+					    (json_int_t)st.oc.py_unnamed)
+				  : NULL;
+		if (py)
+			json_object_set_new(oc, "python", py);
 		if (oc)
 			json_object_set_new(j, "oncpu", oc);
 	}

@@ -151,6 +151,12 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 /* Whether on-CPU samples are summed in the kernel now (--on-cpu-mode): loads the program on
  * first use. With bpf a failure is an error; with auto it is logged once, with the reason, and
  * the perf path is used from then on. */
+/* What the Python frames' reader could not name (an unknown interpreter version), once each. */
+static void python_note(void *ctx, const char *msg)
+{
+	agent_log(ctx, STROBE_LOG_WARN, "on-CPU: %s", msg);
+}
+
 static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 {
 	*bpf = false;
@@ -165,6 +171,8 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 					.freq = a->so.freq,
 					.interval_ms = (a->o->interval_s ? a->o->interval_s : 10) * 1000,
 					.max_entries = a->o->oncpu_entries,
+					.no_python = getenv("STROBE_NO_PYTHON") != NULL,
+					.note = python_note, .note_ctx = a,
 					.table_rows = a->o->call_graph == STROBE_CG_FP
 							      ? 0
 							      : a->o->unwind_table_mb << 17};

@@ -25,6 +25,7 @@
 #include "oncpu.h"
 #define USTACK_NCOUNTERS STROBE_OC_NCOUNTERS
 #include "ustack.bpf.h"
+#include "python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -122,6 +123,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			if (prov)
 				count(STROBE_OC_USER_PROV);
 		}
+		k.pystack = py_stack_key(t, tgid, gen);
 	}
 	void *map = gen & 1 ? (void *)&counts1 : (void *)&counts0;
 	__u64 *v = bpf_map_lookup_elem(map, &k);
@@ -151,6 +153,7 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	ustack_on_fork(parent->tgid, child->tgid);
+	py_on_fork(parent->tgid, child->tgid);
 	return 0;
 }
 
@@ -161,5 +164,6 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	__u32 tgid = p->tgid;
 	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
 	ustack_on_exec(p->tgid, 0);
+	py_on_exec(p->tgid);
 	return 0;
 }

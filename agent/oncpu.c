@@ -24,6 +24,7 @@
  * libbpf's messages go to a buffer that ends up in the error returned, never to stderr.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@
 #include "oncpu.h"
 #include "oncpu.skel.h"
 #include "perf.h"
+#include "python_host.h"
 #include "sampler_impl.h"
 #include "strobe/oncpu.h"
 
@@ -64,6 +66,12 @@ struct strobe_oncpu {
 	uint64_t *skeys;            /* scratch for clearing a stack map */
 	strobe_otables *tables;
 	char tables_off[256];
+	strobe_py *py;              /* Python frames (NULL: off), */
+	pthread_mutex_t py_mu;      /* ... used by collect and the tables' loader thread */
+	int fd_py[2];               /* the generations' Python stacks */
+	uint64_t *pyips;            /* scratch for a merged stack: addresses, */
+	uint32_t *pynames;          /* ... Python frames' names */
+	struct strobe_py_stack pyst;
 };
 
 static uint32_t pow2_at_least(uint64_t n)
@@ -98,11 +106,40 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 	bpf_map__set_max_entries(b->skel->maps.counts1, b->max_entries);
 	bpf_map__set_max_entries(b->skel->maps.stacks0, b->stack_entries);
 	bpf_map__set_max_entries(b->skel->maps.stacks1, b->stack_entries);
+	bpf_map__set_max_entries(b->skel->maps.pystacks0, b->stack_entries);
+	bpf_map__set_max_entries(b->skel->maps.pystacks1, b->stack_entries);
 	if (o->npids > 4096)
 		bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
 	/* the sampling program is attached to the perf events by strobe_oncpu_attach */
 	bpf_program__set_autoattach(b->skel->progs.on_sample, false);
 	return oncpu_bpf__load(b->skel);
+}
+
+#define PY_MERGED 256 /* frames of a merged stack (the sampler's cap) */
+
+/* A process whose mappings the tables' loader just read (at its exec, mostly): a Python one
+ * gets its frames read from its next sample on, rather than from the next drain on. */
+static void py_after_load(void *ctx, uint32_t tgid)
+{
+	strobe_oncpu *b = ctx;
+	pthread_mutex_lock(&b->py_mu);
+	strobe_py_see(b->py, tgid);
+	pthread_mutex_unlock(&b->py_mu);
+}
+
+/* The Python processes running now, system-wide, before the first sample. */
+static void py_preload(strobe_oncpu *b, const char *proc_root)
+{
+	DIR *d = opendir(proc_root ? proc_root : "/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *end;
+		unsigned long pid = strtoul(e->d_name, &end, 10);
+		if (!*end && pid > 0 && pid <= 0x7fffffff)
+			strobe_py_see(b->py, (uint32_t)pid);
+	}
+	if (d)
+		closedir(d);
 }
 
 /* The tables of the processes running now, for at most ms milliseconds, before the loader
@@ -140,6 +177,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		return NULL;
 	}
 	b->sync_fd = b->sync_inner = -1;
+	pthread_mutex_init(&b->py_mu, NULL);
 	int ncpu = strobe_cpu_count();
 	uint64_t want = o->max_entries;
 	if (!want) {
@@ -192,6 +230,18 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	b->fd_counts[1] = bpf_map__fd(b->skel->maps.counts1);
 	b->fd_stacks[0] = bpf_map__fd(b->skel->maps.stacks0);
 	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
+	b->fd_py[0] = bpf_map__fd(b->skel->maps.pystacks0);
+	b->fd_py[1] = bpf_map__fd(b->skel->maps.pystacks1);
+	if (!o->no_python &&
+	    (!(b->pyips = malloc(PY_MERGED * sizeof(*b->pyips))) ||
+	     !(b->pynames = malloc(PY_MERGED * sizeof(*b->pynames))) ||
+	     !(b->py = strobe_py_new(bpf_map__fd(b->skel->maps.pycfg), o->proc_root, o->note,
+				     o->note_ctx)))) {
+		strobe_errf(err, -ENOMEM, "cannot load the eBPF on-CPU program: out of memory");
+		strobe_oncpu_close(b);
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (o->table_rows && !o->share_tables && !b->tables_off[0] &&
 	    !(b->tables = otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 				      bpf_map__fd(b->skel->maps.umaps),
@@ -206,8 +256,11 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		strobe_oncpu_add_pid(b, o->pids[i]);
 	if (b->tables && o->preload_ms > 0 && o->npids == 0)
 		preload(b, o->preload_ms);
+	if (b->py && o->npids == 0)
+		py_preload(b, o->proc_root);
 	if (b->tables) {
-		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq), NULL, NULL);
+		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq),
+					b->py ? py_after_load : NULL, b);
 		if (trc < 0) {
 			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
 				    strerror(-trc));
@@ -227,6 +280,11 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid)
 		return -errno;
 	if (b->tables) /* its tables before its first sample (children inherit them at fork) */
 		otables_load(b->tables, tgid);
+	if (b->py) {
+		pthread_mutex_lock(&b->py_mu);
+		strobe_py_see(b->py, tgid);
+		pthread_mutex_unlock(&b->py_mu);
+	}
 	return 0;
 }
 
@@ -334,6 +392,10 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	if (bpf_map_update_elem(b->sync_fd, &zero, &b->sync_inner, BPF_ANY) < 0)
 		return -errno;
 	b->drains++;
+	if (b->py) {
+		pthread_mutex_lock(&b->py_mu);
+		strobe_py_drain(b->py);
+	}
 	/* 3. cur's sums, with no writer left */
 	int fc = b->fd_counts[cur & 1], fs = b->fd_stacks[cur & 1];
 	uint64_t kips[STROBE_OB_MAX_DEPTH], uips[STROBE_OB_MAX_DEPTH];
@@ -354,12 +416,28 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 		b->collected += n;
 		uint32_t kn = stack_of(b, fs, k->kstack, kips);
 		uint32_t un = stack_of(b, fs, k->ustack, uips);
+		if (b->py && k->pystack &&
+		    bpf_map_lookup_elem(b->fd_py[cur & 1], &k->pystack, &b->pyst) == 0) {
+			/* Python frames in place of the interpreter's evaluation frames */
+			uint32_t mn = strobe_py_merge(b->py, s, k->tgid, uips, un, &b->pyst, b->pyips,
+						      b->pynames, PY_MERGED);
+			rc = strobe_sampler_add_oncpu_py(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
+							 kn, b->pyips, b->pynames, mn, (int64_t)n,
+							 (int64_t)n * period);
+			continue;
+		}
+		if (b->py) /* a Python process not seen yet (or an exec since) */
+			strobe_py_see(b->py, k->tgid);
 		rc = strobe_sampler_add_oncpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
 					      (int64_t)n, (int64_t)n * period);
 	}
+	if (b->py)
+		pthread_mutex_unlock(&b->py_mu);
 	for (size_t i = 0; i < nk; i++)
 		bpf_map_delete_elem(fc, &b->keys[i]);
 	clear_map(fs, b->skeys, sizeof(*b->skeys), b->stack_entries);
+	if (b->py)
+		clear_map(b->fd_py[cur & 1], b->skeys, sizeof(*b->skeys), b->stack_entries);
 	return rc;
 }
 
@@ -385,6 +463,19 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 		.stack_entries = b->stack_entries,
 		.freq = b->freq,
 	};
+	st->py_samples = c[STROBE_OC_PY];
+	st->py_no_thread = c[STROBE_OC_PY_NO_THREAD];
+	st->py_full = c[STROBE_OC_PY_FULL];
+	if (b->py) {
+		strobe_py_stats ps;
+		pthread_mutex_lock(&b->py_mu);
+		strobe_py_get_stats(b->py, &ps);
+		pthread_mutex_unlock(&b->py_mu);
+		st->py_processes = ps.processes;
+		st->py_unknown = ps.unknown;
+		st->py_named = ps.named;
+		st->py_unnamed = ps.unnamed;
+	}
 	if (b->tables)
 		otables_get_stats(b->tables, &st->tables);
 	memcpy(st->tables_off, b->tables_off, sizeof(st->tables_off));
@@ -404,6 +495,10 @@ void strobe_oncpu_close(strobe_oncpu *b)
 		close(b->sync_inner);
 	free(b->keys);
 	free(b->skeys);
+	strobe_py_free(b->py);
+	pthread_mutex_destroy(&b->py_mu);
+	free(b->pyips);
+	free(b->pynames);
 	free(b);
 }
 

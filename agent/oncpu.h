@@ -21,6 +21,7 @@
 struct strobe_oc_key {
 	__u64 kstack, ustack;
 	__u32 tgid, tid;
+	__u64 pystack; /* key of the generation's pystacks map (python.bpf.h), 0: none */
 };
 
 /* Counters of the program's own, after the stack walk's (STROBE_OB_*) in the same map. */
@@ -30,6 +31,9 @@ enum {
 	STROBE_OC_COUNTS_FULL, /* samples dropped: the counts map was full (a new key) */
 	STROBE_OC_USER,        /* samples with a user stack */
 	STROBE_OC_USER_PROV,   /* ... walked without the process's mappings (frame pointers) */
+	STROBE_OC_PY,          /* samples with a Python stack (python.bpf.h) */
+	STROBE_OC_PY_NO_THREAD,/* samples of a Python process's thread with no thread state */
+	STROBE_OC_PY_FULL,     /* Python stacks not kept: the pystacks map was full */
 	STROBE_OC_NCOUNTERS
 };
 

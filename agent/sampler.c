@@ -572,6 +572,7 @@ void strobe_sampler_close(strobe_sampler *s)
 	pid_count_free(&s->held_sb);
 	tracker_free(&s->tr);
 	strobe_itab_free(&s->frames);
+	strobe_itab_free(&s->pynames);
 	strobe_itab_free(&s->agg);
 	free(s->vals);
 	free(s->scratch);
@@ -1133,6 +1134,37 @@ int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const 
 			     uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t samples,
 			     int64_t cpu_ns)
 {
+	return strobe_sampler_add_oncpu_py(s, pid, tid, kips, nk, uips, NULL, nu, samples, cpu_ns);
+}
+
+uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const char *file,
+				int64_t line)
+{
+	char key[1100];
+	size_t fl = strnlen(function, 512), sl = strnlen(file, 512);
+	if (s->pynames.n >= (1u << 20)) {
+		function = "[python: too many distinct frames]";
+		fl = strlen(function);
+		sl = 0;
+		line = 0;
+	}
+	memcpy(key, function, fl);
+	key[fl] = 0;
+	memcpy(key + fl + 1, file, sl);
+	key[fl + 1 + sl] = 0;
+	memcpy(key + fl + sl + 2, &line, 8);
+	uint32_t id;
+	if (s->pynames.n == 0 && strobe_itab_intern(&s->pynames, "", 1, &id, NULL) < 0)
+		return 0; /* (id 0: none) */
+	if (strobe_itab_intern(&s->pynames, key, fl + sl + 10, &id, NULL) < 0)
+		return 0;
+	return id;
+}
+
+int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
+				int64_t samples, int64_t cpu_ns)
+{
 	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
 		return -ENOMEM;
 	strobe_proc *p = NULL;
@@ -1144,8 +1176,15 @@ int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const 
 			add_frame(s, pid, &p, &rescanned, kips[i], true, !first, &n);
 		first = false;
 	}
-	for (uint32_t i = 0; i < nu && uips[i]; i++) {
-		add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
+	for (uint32_t i = 0; i < nu && (uips[i] || (upy && upy[i])); i++) {
+		if (upy && upy[i]) {
+			strobe_frame_key k = {.addr = upy[i], .map = STROBE_MAP_PY};
+			uint32_t id;
+			if (n < 256 && strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
+				s->scratch[n++] = id;
+		} else {
+			add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
+		}
 		first = false;
 	}
 	if (tid)

@@ -30,6 +30,9 @@ typedef struct strobe_frame_key {
 	uint32_t map, call;
 } strobe_frame_key;
 
+/* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
+#define STROBE_MAP_PY 0xfffffff0u
+
 typedef struct strobe_agg_key {
 	int32_t pid, tid;
 	uint32_t n, pad_;
@@ -85,6 +88,7 @@ struct strobe_sampler {
 
 	strobe_tracker tr;
 	strobe_itab frames;      /* strobe_frame_key, fixed size */
+	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
 	strobe_itab agg;         /* strobe_agg_key, variable size */
 	int64_t *vals;           /* vals[id * NV + slot] */
 	size_t cvals;
@@ -121,6 +125,15 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			     uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t samples,
 			     int64_t cpu_ns);
+/* As strobe_sampler_add_oncpu, where upy[i] != 0 makes user frame i a Python frame (the id
+ * strobe_sampler_py_name gave; uips[i] is then not used). */
+int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
+				int64_t samples, int64_t cpu_ns);
+/* The id (> 0) of a Python frame's name, file and line, kept as long as the sampler (at most
+ * 1 << 20 of them; beyond, one id for "[python: too many distinct frames]"). */
+uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const char *file,
+				int64_t line);
 /* Adds lock waits measured elsewhere (the agent's futex-wait program, locks.c): waits and their
  * total delay at lock address `lock`, under the waiter's user stack (leaf first). They appear
  * in lock profiles only (strobe_sampler_profile_opts.locks). */

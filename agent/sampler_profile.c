@@ -213,7 +213,20 @@ static uint32_t frame_location(builder *b, uint32_t frame_id)
 	uint64_t look = k->call ? k->addr - 1 : k->addr;
 	uint32_t mapping = 0;
 	int n = 0;
-	if (k->map == STROBE_MAP_KERNEL) {
+	if (k->map == STROBE_MAP_PY) {
+		/* "function\0file\0" then the line (strobe_sampler_py_name) */
+		size_t len = 0;
+		const char *key = strobe_itab_get(&b->s->pynames, (uint32_t)k->addr, &len);
+		if (key && len > 10) {
+			const char *file = key + strlen(key) + 1;
+			int64_t line;
+			memcpy(&line, key + len - 8, 8);
+			b->fr[0] = (strobe_sym_frame){.function = key, .file = *file ? file : NULL,
+						      .line = line};
+			n = 1;
+		}
+		mapping = kernel_mapping(b, "[python]");
+	} else if (k->map == STROBE_MAP_KERNEL) {
 		const char *module = NULL;
 		if (b->sym)
 			n = strobe_sym_kernel(b->sym, look, &b->fr[0], &module) > 0;
@@ -283,7 +296,7 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 			continue;
 		const strobe_frame_key *fk = strobe_itab_get(&s->frames, f, NULL);
 		if (fk->map == STROBE_MAP_NONE || fk->map == STROBE_MAP_KERNEL ||
-		    tracker_map(&s->tr, fk->map)->anon)
+		    fk->map == STROBE_MAP_PY || tracker_map(&s->tr, fk->map)->anon)
 			continue;
 		strobe_sym_object *obj = object_of(b, fk->map);
 		if (!obj)

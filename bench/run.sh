@@ -11,7 +11,7 @@
 # bench/record.sh (strobe record against perf record), bench/unwind.sh (--call-graph against
 # perf --call-graph dwarf), bench/server.sh (ingest, storage, query, RSS of strobe server),
 # bench/fleet.sh (whole-host and fleet queries, before and after: OLD_STROBE, OLD_LOAD),
-# bench/agent.sh (strobe agent's cost), bench/heap.sh (libstrobe-heap.so against heaptrack and
+# bench/agent.sh (strobe agent's cost), bench/python.sh (the agent's cost of Python frames), bench/heap.sh (libstrobe-heap.so against heaptrack and
 # jemalloc's profiler) and bench/ui.sh (the web UI in headless chromium and firefox-esr).
 #
 #   bench/run.sh            (RUNS=3 by default; BENCH_DIR to keep inputs between runs)
@@ -36,6 +36,7 @@ parts=(record bench/record.sh "Recorder: strobe record"
        otlp bench/otlp.sh "OTLP ingest against pprof push"
        fleet bench/fleet.sh "Fleet: whole-host and fleet queries, before and after the per-point totals"
        agent bench/agent.sh "Agent: strobe agent"
+       python bench/python.sh "Python frames: the agent's cost with 20 Python processes, against native-only"
        heap bench/heap.sh "Heap and lock profiling: libstrobe-heap.so against heaptrack and jemalloc's profiler"
        ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom"
        symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses"
@@ -44,9 +45,9 @@ parts=(record bench/record.sh "Recorder: strobe record"
        significance bench/significance.sh "Significance: the smallest regression found at 19 Hz over 1 h"
        clickhouse bench/clickhouse.sh "ClickHouse store against SQLite"
        oncpu bench/oncpu.sh "On-CPU sampling summed in the kernel (eBPF) against perf")
-case " all toolkit record unwind server otlp fleet agent heap ui symbolize spans pgo significance clickhouse oncpu " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, heap, ui, symbolize, spans, pgo, significance, clickhouse or oncpu"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance,clickhouse,oncpu}.md "$work/notes"
+case " all toolkit record unwind server otlp fleet agent python heap ui symbolize spans pgo significance clickhouse oncpu " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, python, heap, ui, symbolize, spans, pgo, significance, clickhouse or oncpu"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,spans,pgo,significance,clickhouse,oncpu}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -193,5 +194,5 @@ awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,heap,ui,symbolize,spans,pgo,significance,clickhouse}.md; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,spans,pgo,significance,clickhouse,oncpu}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

@@ -13,12 +13,14 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libcurl3-gnutls: the libcurl the HTTP clients load (net/curl_lazy.c), on the GnuTLS strobe links
 # libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod llvm bolt-16
-            chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3
+            chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3 python3-dev
             jq sqlite3 clickhouse-server) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
 # llvm, bolt-16: llvm-profdata and llvm-bolt, which tests/e2e/pgo.sh feeds strobe's PGO exports to
 # clickhouse-server: the ClickHouse store backend's tests and benchmark (tests/e2e/server_clickhouse.sh, bench/clickhouse.sh)
 # python3: JSON and byte checks in the Connect e2e tests (server_connect, server_doors); no PyPI modules
 # jq: reads the JSON of /api/v1/cost and /api/v1/leaks in tests/e2e/server_cost.sh and server_leaks.sh
+# python3-dev (libpython3.11-dev): Python.h for agent_python/mixed's C extension, and the CPython headers
+#   test_python_offsets checks agent/python_offsets.c against; python3 also runs agent_python's workloads
 # openjdk-17-jdk-headless: java, javac and jfr for tests/e2e/jfr_truth.sh (real JFR recordings)
 # protobuf-compiler: protoc --encode/--decode, an encoder independent of ours (wire conformance
 # of Connect and OTLP, jfr_truth's labels part, server_symbolize's fresh profile)

@@ -37,6 +37,11 @@ typedef struct strobe_oncpu_opts {
 	const int *share_tables;
 	unsigned preload_ms;    /* own loader, system-wide: tables of running processes first */
 	const char *proc_root;  /* where /proc is (NULL: /proc) */
+	/* Python frames (agent/python.c): off with no_python; note(ctx, msg) is told, once each,
+	 * what could not be named (an unknown interpreter version). */
+	bool no_python;
+	void (*note)(void *ctx, const char *msg);
+	void *note_ctx;
 } strobe_oncpu_opts;
 
 typedef struct strobe_oncpu_stats {
@@ -54,6 +59,13 @@ typedef struct strobe_oncpu_stats {
 	uint64_t drains;        /* collects */
 	uint64_t collected;     /* samples moved into a sampler (samples - collected: still in the
 				   kernel's maps) */
+	uint64_t py_samples;    /* samples with a Python stack */
+	uint64_t py_no_thread;  /* samples of a Python process's thread with no thread state */
+	uint64_t py_full;       /* Python stacks not kept: their map was full */
+	uint64_t py_processes;  /* Python processes whose frames are read */
+	uint64_t py_unknown;    /* ... not: unknown version, or offsets that did not fit */
+	uint64_t py_named;      /* Python frames named */
+	uint64_t py_unnamed;    /* ... whose code object could not be read (the process exited) */
 	uint32_t max_entries;   /* the counts map's size */
 	uint32_t stack_entries; /* each stack map's size */
 	uint32_t freq;          /* the rate attached now (0: detached) */
