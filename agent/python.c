@@ -510,8 +510,9 @@ int64_t strobe_py_line(const uint8_t *lt, size_t n, int64_t first, int64_t idx)
 		} else {
 			i += 1;
 		}
-		if (has)
-			line += delta;
+		/* a line that leaves int32 is no real table's (memory read from another process) */
+		if (has && (__builtin_add_overflow(line, delta, &line) || line < 0 || line > INT32_MAX))
+			return first;
 		if (idx < addr + len)
 			return has ? line : first;
 		addr += len;
