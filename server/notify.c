@@ -431,27 +431,12 @@ static int by_cost(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int add_eq(strobe_selector *s, const char *name, const char *value)
-{
-	strobe_matcher *m = realloc(s->m, (s->n + 1) * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	s->m = m;
-	memset(&m[s->n], 0, sizeof(*m));
-	m[s->n].op = STROBE_MATCH_EQ;
-	if (!(m[s->n].name = strdup(name)) || !(m[s->n].value = strdup(value))) {
-		free(m[s->n].name);
-		return -ENOMEM;
-	}
-	s->n++;
-	return 0;
-}
-
 static int make_sel(strobe_selector *s, const char *type, const char *l1, const char *v1,
 		    const char *l2, const char *v2)
 {
 	memset(s, 0, sizeof(*s));
-	if (!(s->type = strdup(type)) || add_eq(s, l1, v1) < 0 || (l2 && add_eq(s, l2, v2) < 0))
+	if (!(s->type = strdup(type)) || strobe_selector_add_eq(s, l1, v1) < 0 ||
+	    (l2 && strobe_selector_add_eq(s, l2, v2) < 0))
 		return -ENOMEM;
 	return 0;
 }

@@ -37,23 +37,6 @@ static bool label_name_ok(const char *s)
 	return true;
 }
 
-/* Adds name="value" to a parsed selector. */
-static int add_eq(strobe_selector *s, const char *name, const char *value)
-{
-	strobe_matcher *m = realloc(s->m, (s->n + 1) * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	s->m = m;
-	memset(&m[s->n], 0, sizeof(*m));
-	m[s->n].op = STROBE_MATCH_EQ;
-	if (!(m[s->n].name = strdup(name)) || !(m[s->n].value = strdup(value))) {
-		free(m[s->n].name);
-		return -ENOMEM;
-	}
-	s->n++;
-	return 0;
-}
-
 /* units=N: a positive finite number; 0 when absent. -1 after a 400. */
 static int units_arg(srv_req *r, const char *name, double *out)
 {
@@ -156,7 +139,7 @@ int srv_regressions(srv_req *r)
 		    srv_window(r, nwin ? "new_from" : "from", nwin ? "new_to" : "to", &nw.from,
 			       &nw.to) < 0)
 			goto out;
-		if (add_eq(&bsel, by, bv) < 0 || add_eq(&nsel, by, nv) < 0) {
+		if (strobe_selector_add_eq(&bsel, by, bv) < 0 || strobe_selector_add_eq(&nsel, by, nv) < 0) {
 			srv_error(r, 500, "out of memory");
 			goto out;
 		}

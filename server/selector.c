@@ -277,3 +277,19 @@ bad:
 	strobe_selector_free(out);
 	return r;
 }
+
+int strobe_selector_add_eq(strobe_selector *s, const char *name, const char *value)
+{
+	strobe_matcher *m = realloc(s->m, (s->n + 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	s->m = m;
+	memset(&m[s->n], 0, sizeof(*m));
+	m[s->n].op = STROBE_MATCH_EQ;
+	if (!(m[s->n].name = strdup(name)) || !(m[s->n].value = strdup(value))) {
+		free(m[s->n].name);
+		return -ENOMEM;
+	}
+	s->n++;
+	return 0;
+}

@@ -28,6 +28,8 @@ extern "C" {
  * escapes, '...' or `...`. out is zeroed on error. */
 int strobe_selector_parse(const char *s, size_t len, strobe_selector *out, strobe_err *err);
 void strobe_selector_free(strobe_selector *s);
+/* Appends name="value" (copied) to a selector: how the server narrows a query it builds itself. */
+int strobe_selector_add_eq(strobe_selector *s, const char *name, const char *value);
 
 /* A point in time: unix seconds, milliseconds, microseconds or nanoseconds (told apart by
  * magnitude: up to 10 digits seconds, 13 ms, 16 us, else ns; "1700000000.25" is seconds),

@@ -106,6 +106,23 @@ static void test_selector_errors(void **state)
 	assert_non_null(strstr(err.msg, "too many matchers"));
 }
 
+/* A matcher the server adds to a parsed selector narrows it like one the user wrote. */
+static void test_selector_add_eq(void **state)
+{
+	(void)state;
+	strobe_selector s;
+	strobe_err err = {{0}};
+	assert_int_equal(parse("cpu{env=\"dev\"}", &s, &err), 0);
+	assert_int_equal(strobe_selector_add_eq(&s, "service_name", "api"), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.m[1].op, STROBE_MATCH_EQ);
+	strobe_labelpair l[] = {{"env", "dev"}, {"service_name", "api"}};
+	assert_true(strobe_selector_match_labels(&s, l, 2));
+	l[1].value = "web";
+	assert_false(strobe_selector_match_labels(&s, l, 2));
+	strobe_selector_free(&s);
+}
+
 static void test_time(void **state)
 {
 	(void)state;
@@ -153,6 +170,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_selector_ok),
 		cmocka_unit_test(test_selector_errors),
+		cmocka_unit_test(test_selector_add_eq),
 		cmocka_unit_test(test_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
