@@ -108,13 +108,18 @@ int srv_debuginfo_tmpfile(const strobe_server *srv)
 	return fd < 0 ? -errno : fd;
 }
 
+int srv_debuginfo_path(const strobe_server *srv, const char *tenant, const char *bid,
+		       const char *role, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s/debuginfo/%s/%s.%s", srv->cfg.data_dir, tenant, bid, role);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
 /* The stored file of a role, or -errno (-ENOENT when there is none). */
 static int open_role(srv_req *r, const char *bid, int role, struct stat *st)
 {
 	char path[4096];
-	int n = snprintf(path, sizeof path, "%s/debuginfo/%s/%s.%s", r->srv->cfg.data_dir, r->tenant,
-			 bid, ROLE_NAME[role]);
-	if (n < 0 || (size_t)n >= sizeof path)
+	if (srv_debuginfo_path(r->srv, r->tenant, bid, ROLE_NAME[role], path, sizeof path) < 0)
 		return -ENAMETOOLONG;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

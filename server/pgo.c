@@ -58,10 +58,9 @@ static void bins_open(srv_req *r, const strobe_profile *p, bins *b)
 			dup |= strcmp(strobe_bolt_syms_build_id(b->s[i]), bid) == 0;
 		for (size_t k = 0; k < 2 && !dup; k++) {
 			char path[4096];
-			int n = snprintf(path, sizeof path, "%s/debuginfo/%s/%s.%s",
-					 r->srv->cfg.data_dir, r->tenant, bid, roles[k]);
 			strobe_err err = {{0}};
-			if (n > 0 && (size_t)n < sizeof path && access(path, R_OK) == 0 &&
+			if (srv_debuginfo_path(r->srv, r->tenant, bid, roles[k], path, sizeof path) == 0 &&
+			    access(path, R_OK) == 0 &&
 			    strobe_bolt_syms_open(path, &b->s[b->n], &err) == 0) {
 				b->n++;
 				break;

@@ -294,6 +294,9 @@ bool srv_ui(srv_req *r);
  * and a new unlinked file for such a body, in the store's directory (-errno). */
 uint64_t srv_debuginfo_file_cap(const strobe_server *srv, const char *method, const char *url);
 int srv_debuginfo_tmpfile(const strobe_server *srv);
+/* Where a tenant's stored file of a build ID and role ("debuginfo", "executable") lives. */
+int srv_debuginfo_path(const strobe_server *srv, const char *tenant, const char *bid,
+		       const char *role, char *buf, size_t cap);
 int srv_debuginfo_upload(srv_req *r);
 int srv_debuginfo_stat(srv_req *r);
 int srv_debuginfod(srv_req *r);
