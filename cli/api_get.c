@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * One GET of a strobe server's JSON API for the commands that print its answers as tables
- * (`strobe cost`, `strobe leaks`): the URL built from name/value pairs (percent-encoded), the
- * connection options every server command takes (tenant, token, CA), and the answer parsed.
+ * One GET of a strobe server's API for the commands that print its answers (`strobe cost`,
+ * `strobe leaks`, `strobe regressions`): the URL built from name/value pairs (percent-encoded),
+ * the connection options every server command takes (tenant, token, CA), the answer parsed.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -10,10 +10,10 @@
 
 #include "api_get.h"
 
-int cli_api_get(const char *cmd, const cli_server_opts *so, const char *path,
-		const char *const *kv, json_t **out)
+int cli_api_fetch(const char *cmd, const cli_server_opts *so, const char *path,
+		  const char *const *kv, char **resp, size_t *n)
 {
-	*out = NULL;
+	*resp = NULL;
 	size_t cap = strlen(so->server) + strlen(path) + 8;
 	for (size_t i = 0; kv[i]; i += 2)
 		if (kv[i + 1])
@@ -38,11 +38,18 @@ int cli_api_get(const char *cmd, const cli_server_opts *so, const char *path,
 		free(e);
 	}
 	cli_http_req rq = {.url = url, .tenant = so->tenant, .token = so->token, .ca = so->ca};
+	int r = cli_http(cmd, &rq, resp, n);
+	free(url);
+	return r < 0 ? -1 : 0;
+}
+
+int cli_api_get(const char *cmd, const cli_server_opts *so, const char *path,
+		const char *const *kv, json_t **out)
+{
+	*out = NULL;
 	char *resp;
 	size_t n;
-	int r = cli_http(cmd, &rq, &resp, &n);
-	free(url);
-	if (r < 0)
+	if (cli_api_fetch(cmd, so, path, kv, &resp, &n) < 0)
 		return -1;
 	json_error_t je;
 	*out = json_loadb(resp, n, 0, &je);

@@ -22,6 +22,10 @@ typedef struct cli_server_opts {
 
 /* --server's URL has no secrets, the token options agree, --ca is readable: 0, else -1 (said). */
 int cli_server_check(const char *cmd, cli_server_opts *so);
+/* GET SERVER/PATH?k=v&... (kv as below): the answer's bytes in *resp (free it), or -1 after
+ * printing the server's error. */
+int cli_api_fetch(const char *cmd, const cli_server_opts *so, const char *path,
+		  const char *const *kv, char **resp, size_t *n);
 /* GET SERVER/PATH?k=v&... (kv: name, value pairs, NULL-terminated; a NULL value is left out):
  * the JSON answer in *out (json_decref it), or -1 after printing the server's error. */
 int cli_api_get(const char *cmd, const cli_server_opts *so, const char *path,

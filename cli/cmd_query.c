@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "api_get.h"
 
 static const char usage_text[] =
 	"usage: strobe query --server URL [options] SELECTOR\n"
@@ -126,9 +126,9 @@ int cmd_query(int argc, char **argv)
 		{"token", required_argument, 0, O_TOKEN},
 		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
 		{0, 0, 0, 0}};
-	const char *cmd = "query", *server = NULL, *from = NULL, *to = NULL, *fmt = NULL;
+	cli_server_opts so = {0};
+	const char *cmd = "query", *from = NULL, *to = NULL, *fmt = NULL;
 	const char *out = NULL, *base = NULL, *bfrom = NULL, *bto = NULL, *maxn = NULL;
-	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
 	const char *span = NULL, *trace = NULL, *profile = NULL; /* the server checks them */
 	const char *focus[TAGFOCUS_MAX];
 	size_t nfocus = 0;
@@ -136,7 +136,7 @@ int cmd_query(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hs:f:t:o:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
-		case 's': server = optarg; break;
+		case 's': so.server = optarg; break;
 		case O_FROM: from = optarg; break;
 		case O_TO: to = optarg; break;
 		case 'f':
@@ -146,10 +146,10 @@ int cmd_query(int argc, char **argv)
 		case O_BFROM: bfrom = optarg; break;
 		case O_BTO: bto = optarg; break;
 		case O_MAXN: maxn = optarg; break;
-		case O_TENANT: tenant = optarg; break;
-		case O_TOKEN: token = optarg; break;
-		case O_TOKENFILE: token_file = optarg; break;
-		case O_CA: ca = optarg; break;
+		case O_TENANT: so.tenant = optarg; break;
+		case O_TOKEN: so.token = optarg; break;
+		case O_TOKENFILE: so.token_file = optarg; break;
+		case O_CA: so.ca = optarg; break;
 		case O_SPAN: span = optarg; break;
 		case O_TRACE: trace = optarg; break;
 		case O_PROFILE: profile = optarg; break;
@@ -163,19 +163,11 @@ int cmd_query(int argc, char **argv)
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
-	if (!server) {
+	if (!so.server) {
 		cli_err(cmd, "--server URL is required");
 		return 2;
 	}
-	strobe_err uerr = {{0}};
-	if (strobe_url_check_secrets(server, "--server", CLI_TOKEN_HINT, &uerr) < 0) {
-		cli_err(cmd, "%s", uerr.msg);
-		return 2;
-	}
-	bool bad_token;
-	if (!(token = cli_token(cmd, token, token_file, &bad_token)) && bad_token)
-		return 2;
-	if (cli_ca_check(cmd, ca) < 0)
+	if (cli_server_check(cmd, &so) < 0)
 		return 2;
 	if (optind + 1 != argc) {
 		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
@@ -206,6 +198,7 @@ int cmd_query(int argc, char **argv)
 	}
 	base = bsel;
 	qbuf q = {0};
+	const char *server = so.server;
 	size_t sl = strlen(server);
 	q.cap = sl + 64;
 	if (!(q.s = malloc(q.cap))) {
@@ -239,7 +232,7 @@ int cmd_query(int argc, char **argv)
 		cli_err(cmd, "out of memory");
 		return 2;
 	}
-	cli_http_req rq = {.url = q.s, .tenant = tenant, .token = token, .ca = ca};
+	cli_http_req rq = {.url = q.s, .tenant = so.tenant, .token = so.token, .ca = so.ca};
 	char *resp;
 	size_t len;
 	int r = cli_http(cmd, &rq, &resp, &len);

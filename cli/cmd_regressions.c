@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "api_get.h"
 
 static const char usage_text[] =
 	"usage: strobe regressions --server URL [--by LABEL --base V1 --new V2] [options] SELECTOR\n\n"
@@ -43,8 +43,8 @@ int cmd_regressions(int argc, char **argv)
 		{"token", required_argument, 0, O_TOKEN},
 		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
 		{0, 0, 0, 0}};
-	const char *cmd = "regressions", *server = NULL, *tenant = NULL, *token = NULL,
-		   *token_file = NULL, *ca = NULL;
+	const char *cmd = "regressions";
+	cli_server_opts so = {0};
 	/* Query parameters in the order of this table, NULL when not given. */
 	const char *keys[] = {"by", "base", "new", "from", "to", "base_from", "base_to",
 			      "new_from", "new_to", "base_units", "new_units", "confidence", "limit"};
@@ -54,13 +54,13 @@ int cmd_regressions(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "hs:n:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
-		case 's': server = optarg; break;
+		case 's': so.server = optarg; break;
 		case 'n': vals[12] = optarg; break;
 		case O_JSON: json = true; break;
-		case O_TENANT: tenant = optarg; break;
-		case O_TOKEN: token = optarg; break;
-		case O_TOKENFILE: token_file = optarg; break;
-		case O_CA: ca = optarg; break;
+		case O_TENANT: so.tenant = optarg; break;
+		case O_TOKEN: so.token = optarg; break;
+		case O_TOKENFILE: so.token_file = optarg; break;
+		case O_CA: so.ca = optarg; break;
 		default:
 			if (c >= O_BY && c <= O_CONF) {
 				vals[c - O_BY] = optarg;
@@ -70,57 +70,26 @@ int cmd_regressions(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!server) {
+	if (!so.server) {
 		cli_err(cmd, "--server URL is required");
 		return 2;
 	}
-	strobe_err uerr = {{0}};
-	if (strobe_url_check_secrets(server, "--server", CLI_TOKEN_HINT, &uerr) < 0) {
-		cli_err(cmd, "%s", uerr.msg);
-		return 2;
-	}
-	bool bad_token;
-	if (!(token = cli_token(cmd, token, token_file, &bad_token)) && bad_token)
-		return 2;
-	if (cli_ca_check(cmd, ca) < 0)
+	if (cli_server_check(cmd, &so) < 0)
 		return 2;
 	if (optind + 1 != argc) {
 		cli_err(cmd, optind >= argc ? "give one SELECTOR" : "give one SELECTOR, not several");
 		return 2;
 	}
-	/* The URL: the server checks every parameter and says which one is wrong. */
-	size_t cap = strlen(server) + 64;
-	char *esel = cli_url_escape(argv[optind]);
-	cap += esel ? strlen(esel) : 0;
-	char *ev[sizeof(keys) / sizeof(*keys)] = {0};
-	bool oom = !esel;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
-		if (vals[i]) {
-			oom |= !(ev[i] = cli_url_escape(vals[i]));
-			cap += strlen(keys[i]) + (ev[i] ? strlen(ev[i]) : 0) + 2;
-		}
-	char *url = oom ? NULL : malloc(cap);
-	if (url) {
-		size_t sl = strlen(server), len = (size_t)sprintf(
-			url, "%s%sapi/v1/regressions?query=%s&format=%s", server,
-			server[sl - 1] == '/' ? "" : "/", esel, json ? "json" : "text");
-		for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
-			if (ev[i])
-				len += (size_t)sprintf(url + len, "&%s=%s", keys[i], ev[i]);
+	/* The server checks every parameter and says which one is wrong. */
+	enum { NK = sizeof(keys) / sizeof(*keys) };
+	const char *kv[2 * NK + 5] = {"query", argv[optind], "format", json ? "json" : "text"};
+	for (size_t i = 0; i < NK; i++) {
+		kv[4 + 2 * i] = keys[i];
+		kv[5 + 2 * i] = vals[i];
 	}
-	free(esel);
-	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
-		free(ev[i]);
-	if (!url) {
-		cli_err(cmd, "out of memory");
-		return 2;
-	}
-	cli_http_req rq = {.url = url, .tenant = tenant, .token = token, .ca = ca};
 	char *resp;
 	size_t len;
-	int r = cli_http(cmd, &rq, &resp, &len);
-	free(url);
-	if (r < 0)
+	if (cli_api_fetch(cmd, &so, "api/v1/regressions", kv, &resp, &len) < 0)
 		return 1;
 	bool ok = fwrite(resp, 1, len, stdout) == len;
 	if (json && ok)
