@@ -171,7 +171,7 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 					.freq = a->so.freq,
 					.interval_ms = (a->o->interval_s ? a->o->interval_s : 10) * 1000,
 					.max_entries = a->o->oncpu_entries,
-					.no_python = getenv("STROBE_NO_PYTHON") != NULL,
+					.no_python = a->o->no_python,
 					.note = python_note, .note_ctx = a,
 					.table_rows = a->o->call_graph == STROBE_CG_FP
 							      ? 0

@@ -370,6 +370,11 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 				rc = bad(&c, k, "expected true or false");
 			else
 				o->no_jvm_attach = !json_is_true(v);
+		} else if (strcmp(k, "python") == 0) {
+			if (!json_is_boolean(v))
+				rc = bad(&c, k, "expected true or false");
+			else
+				o->no_python = !json_is_true(v);
 		} else if (strcmp(k, "dwarf") == 0) {
 			if (!json_is_boolean(v))
 				rc = bad(&c, k, "expected true or false");

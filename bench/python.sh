@@ -3,7 +3,7 @@
 # What reading Python frames (agent/python.bpf.h, agent/python.c) costs the agent: 20 Python
 # processes (bench/py_work.py, each a loop of pure-Python calls three frames deep) on the host,
 # and `strobe agent --on-cpu-mode bpf` (no server: pushes fail, which does not touch sampling)
-# at 19 and 99 Hz, with Python frames and native-only (STROBE_NO_PYTHON=1), in one run:
+# at 19 and 99 Hz, with Python frames and native-only (--no-python), in one run:
 #   lost     the drop of the workload's ops per CPU-second against the workload alone (the
 #            sampling interrupt and the eBPF program run on its threads and are charged to it)
 #   own      the agent's utime + stime from /proc/PID/stat over the run
@@ -72,11 +72,11 @@ for ((r = 0; r < rounds; r++)); do
       continue
     fi
     hz=${m//[a-z]/}
-    env=()
-    [ "${m//[0-9]/}" = native ] && env=(STROBE_NO_PYTHON=1)
+    extra=()
+    [ "${m//[0-9]/}" = native ] && extra=(--no-python)
     before=$( [ $have_stats = 1 ] && sample_ids | tr '\n' ' ' || true)
-    env "${env[@]}" "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i 2 \
-      --max-cpu 100 --on-cpu-mode bpf --no-preload 2>"$work/agent.log" &
+    "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i 2 \
+      --max-cpu 100 --on-cpu-mode bpf --no-preload "${extra[@]}" 2>"$work/agent.log" &
     apid=$!
     sleep 3
     pid_=$( [ $have_stats = 1 ] && prog_id "${before:-0}" || true)
@@ -99,7 +99,7 @@ row() { # MODE: ops_per_cpu own_ms prog_ns_per_sample samples prog_ms cpu_s
 col() { row "$1" | awk -v c="$2" '{ print $c }' | median; }
 base=$(col none 1)
 {
-  echo "$nproc_py Python processes (niced, on a $(nproc)-CPU host shared with other work) (\`bench/py_work.py\`, $py, $("$py" -c 'import sys; print(sys.version.split()[0])')), $secs s a run, median of $rounds rounds; \`strobe agent --on-cpu-mode bpf -i 2\` with Python frames (py) and native-only (\`STROBE_NO_PYTHON=1\`). Reproduce: \`bash bench/python.sh\` (or \`BENCH_ONLY=python bench/run.sh\`)."
+  echo "$nproc_py Python processes (niced, on a $(nproc)-CPU host shared with other work) (\`bench/py_work.py\`, $py, $("$py" -c 'import sys; print(sys.version.split()[0])')), $secs s a run, median of $rounds rounds; \`strobe agent --on-cpu-mode bpf -i 2\` with Python frames (py) and native-only (\`--no-python\`). Reproduce: \`bash bench/python.sh\` (or \`BENCH_ONLY=python bench/run.sh\`)."
   echo
   echo "| mode | workload ops/CPU-s | lost | agent own CPU | program ns/sample | samples | total (own + program), % of host CPU | ... % of workload CPU |"
   echo "|---|---|---|---|---|---|---|---|"

@@ -66,6 +66,8 @@ static const char usage_text[] =
 	"  --no-jvm-attach        do not ask JVMs for their perf map (by default a JVM whose\n"
 	"                         compiled Java frames go unnamed is asked, through its attach\n"
 	"                         socket, as `jcmd PID Compiler.perfmap` would: JDK 17+)\n"
+	"  --no-python            native frames only in CPython processes (by default the eBPF\n"
+	"                         on-CPU mode reads their Python frames: docs/python.md)\n"
 	"  --dwarf                also read DWARF: file:line and inlined frames (costs memory:\n"
 	"                         tens of MB on a busy host); default: symbol tables only\n"
 	"  --user                 user frames only (no kernel frames)\n"
@@ -168,7 +170,7 @@ enum { O_OFFCPU = OPT_CMD_BASE, O_COMM, O_CGROUP, O_NOSYM, O_USER, O_MAXCPU, O_A
        O_SPOOL, O_SPOOLMAX, O_HOST, O_TENANT, O_TOKEN, O_LOGLEVEL, O_NODWARF, O_DWARF,
        O_CALLGRAPH, O_UWCACHE, O_UWTABLE, O_OFFMODE, O_OFFENTRIES, O_ONMODE, O_ONENTRIES, O_TOKENFILE, O_CA,
        O_ADMINTOKEN, O_LOCKS, O_PRELOADDIR, O_NOPRELOAD, O_SYMBOLIZE, O_NOUPSYM,
-       O_NOJVM };
+       O_NOJVM, O_NOPYTHON };
 
 static int oom(const char *cmd)
 {
@@ -259,6 +261,7 @@ static int agent_opt(const char *cmd, int c, const char *arg, strobe_agent_opts 
 	case O_NOSYM: o->no_symbolize = true; o->symbolize_server = false; break;
 	case O_NOUPSYM: o->no_upload_symbols = true; break;
 	case O_NOJVM: o->no_jvm_attach = true; break;
+	case O_NOPYTHON: o->no_python = true; break;
 	case O_SYMBOLIZE:
 		if (strcmp(arg, "local") && strcmp(arg, "server") && strcmp(arg, "none")) {
 			cli_err(cmd, "--symbolize: '%s' is not local, server or none", arg);
@@ -342,6 +345,7 @@ static int agent_args(const char *cmd, int argc, char **argv, strobe_agent_opts 
 		{"symbolize", required_argument, 0, O_SYMBOLIZE},
 		{"no-upload-symbols", no_argument, 0, O_NOUPSYM},
 		{"no-jvm-attach", no_argument, 0, O_NOJVM},
+		{"no-python", no_argument, 0, O_NOPYTHON},
 		{"dwarf", no_argument, 0, O_DWARF}, {"no-dwarf", no_argument, 0, O_NODWARF},
 		{"max-cpu", required_argument, 0, O_MAXCPU}, {"admin", required_argument, 0, O_ADMIN},
 		{"spool", required_argument, 0, O_SPOOL}, {"spool-max", required_argument, 0, O_SPOOLMAX},

@@ -95,6 +95,9 @@ typedef struct strobe_agent_opts {
 	/* JVMs are asked for their perf map (HotSpot's Compiler.perfmap through its attach
 	 * socket) when their JIT frames go unnamed; --no-jvm-attach, "jvm_attach": false: never. */
 	bool no_jvm_attach;
+	/* Python frames are read from CPython processes by the eBPF on-CPU program; --no-python,
+	 * "python": false: native frames only (the interpreter's C functions). */
+	bool no_python;
 	bool no_dwarf;           /* name functions from symbol tables only (no lines/inlines);
 				    the default (strobe_agent_opts_init) */
 	bool kernel;             /* kernel frames (default true) */

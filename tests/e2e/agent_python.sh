@@ -43,7 +43,7 @@ run() {
 	mkfifo "$TMPDIR/go"
 	STROBE_SERVICE=py$tag bash -c 'read -r _ <"$1"; shift; exec "$@"' _ "$TMPDIR/go" "$@" & tpid=$!
 	t0=$(date +%s)
-	start_agent "$TMPDIR/agent-$tag.log" --on-cpu-mode bpf -i 1 -F 499 --max-cpu 100 -p "$tpid"
+	start_agent "$TMPDIR/agent-$tag.log" --on-cpu-mode bpf -i 1 -F 499 --max-cpu 100 -p "$tpid" ${AGENT_EXTRA:-}
 	echo go >"$TMPDIR/go"
 	wait "$tpid"
 	tpid=
@@ -132,6 +132,18 @@ else
 		elif [ "$un" != 0 ] || [ "$ue" -le 0 ] || [ "$ut" -le 0 ]; then fail "$name" "$un samples with Python names, $ue in _PyEval_EvalFrameDefault, of $ut"
 		else ok "$name" "native frames only ($ue of $ut samples in _PyEval_EvalFrameDefault); said once: $(grep -o 'Python: .*' "$TMPDIR/agent-unknown.log" | head -1 | cut -c1-160)"; fi
 	fi
+fi
+
+# ---- off: --no-python leaves the interpreter's native frames ------------------------------------
+name=agent_python/off
+AGENT_EXTRA=--no-python run off "$PY" "$HERE/hot_py.py" "$TMPDIR/off.truth" 3
+if ! folded off; then fail "$name" "query failed: $(errof "$TMPDIR/off.err")"
+else
+	ot=$(sum "$TMPDIR/off.folded" .)
+	on=$(sum "$TMPDIR/off.folded" 'hot_py_|<module>')
+	oe=$(sum "$TMPDIR/off.folded" '_PyEval_EvalFrameDefault')
+	if [ "$on" != 0 ] || [ "$oe" -le 0 ] || [ "$ot" -le 0 ]; then fail "$name" "$on samples with Python names, $oe in _PyEval_EvalFrameDefault, of $ot"
+	else ok "$name" "native frames only ($oe of $ot samples in _PyEval_EvalFrameDefault)"; fi
 fi
 
 # ---- churn ------------------------------------------------------------------------------------
