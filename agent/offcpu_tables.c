@@ -73,8 +73,8 @@ struct strobe_otables {
 	uint32_t pending[MAX_WANT]; /* tgids from the ring, for the loop to load */
 	int64_t pending_ns[MAX_WANT];
 	unsigned npending;
-	void (*after_load)(void *, uint32_t);
-	void *after_ctx;
+	void (*on_load)(void *, uint32_t); /* before each load (see otables_start) */
+	void *on_ctx;
 	recheck recheck[MAX_RECHECK]; /* processes to read again (see load_one) */
 	unsigned nrecheck;
 	char proc_root[256];
@@ -323,10 +323,10 @@ static void gc(strobe_otables *t)
 static void load_one(strobe_otables *t, uint32_t tgid, unsigned tries)
 {
 	bool early = false;
+	if (t->on_load)
+		t->on_load(t->on_ctx, tgid);
 	int rc = load_checked(t, tgid, &early);
 	bpf_map_delete_elem(t->fd_want, &tgid);
-	if (rc == 0 && t->after_load)
-		t->after_load(t->after_ctx, tgid);
 	/* read too early (see load): again in 10, 20, 40 ... ms, up to RECHECKS times */
 	if (rc == 0 && early && tries < RECHECKS && t->nrecheck < MAX_RECHECK)
 		t->recheck[t->nrecheck++] = (recheck){tgid, tries + 1,
@@ -409,11 +409,11 @@ static void *loader(void *arg)
 	return NULL;
 }
 
-int otables_start(strobe_otables *t, int fd_ring, void (*after_load)(void *, uint32_t),
+int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
 			 void *ctx)
 {
-	t->after_load = after_load;
-	t->after_ctx = ctx;
+	t->on_load = on_load;
+	t->on_ctx = ctx;
 	t->rb = ring_buffer__new(fd_ring, on_request, t, NULL);
 	if (!t->rb)
 		return -errno;

@@ -117,13 +117,13 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 
 #define PY_MERGED 256 /* frames of a merged stack (the sampler's cap) */
 
-/* A process whose mappings the tables' loader just read (at its exec, mostly): a Python one
- * gets its frames read from its next sample on, rather than from the next drain on. */
-static void py_after_load(void *ctx, uint32_t tgid)
+/* A process whose mappings the tables' loader is about to read (at its exec, mostly): a Python
+ * one gets its frames read from its next sample on, rather than from the next drain on. */
+static void py_on_load(void *ctx, uint32_t tgid)
 {
 	strobe_oncpu *b = ctx;
 	pthread_mutex_lock(&b->py_mu);
-	strobe_py_see(b->py, tgid);
+	strobe_py_see(b->py, tgid, true);
 	pthread_mutex_unlock(&b->py_mu);
 }
 
@@ -136,7 +136,7 @@ static void py_preload(strobe_oncpu *b, const char *proc_root)
 		char *end;
 		unsigned long pid = strtoul(e->d_name, &end, 10);
 		if (!*end && pid > 0 && pid <= 0x7fffffff)
-			strobe_py_see(b->py, (uint32_t)pid);
+			strobe_py_see(b->py, (uint32_t)pid, false);
 	}
 	if (d)
 		closedir(d);
@@ -260,7 +260,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		py_preload(b, o->proc_root);
 	if (b->tables) {
 		int trc = otables_start(b->tables, bpf_map__fd(b->skel->maps.ureq),
-					b->py ? py_after_load : NULL, b);
+					b->py ? py_on_load : NULL, b);
 		if (trc < 0) {
 			strobe_errf(err, trc, "cannot start the unwind tables' loader: %s",
 				    strerror(-trc));
@@ -282,10 +282,16 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid)
 		otables_load(b->tables, tgid);
 	if (b->py) {
 		pthread_mutex_lock(&b->py_mu);
-		strobe_py_see(b->py, tgid);
+		strobe_py_see(b->py, tgid, true);
 		pthread_mutex_unlock(&b->py_mu);
 	}
 	return 0;
+}
+
+void strobe_oncpu_exec(strobe_oncpu *b, pid_t pid)
+{
+	if (b->py)
+		py_on_load(b, (uint32_t)pid);
 }
 
 int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
@@ -427,7 +433,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 			continue;
 		}
 		if (b->py) /* a Python process not seen yet (or an exec since) */
-			strobe_py_see(b->py, k->tgid);
+			strobe_py_see(b->py, k->tgid, false);
 		rc = strobe_sampler_add_oncpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
 					      (int64_t)n, (int64_t)n * period);
 	}

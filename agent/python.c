@@ -389,12 +389,12 @@ static void recheck(strobe_py *py, pyproc *p)
 	}
 }
 
-void strobe_py_see(strobe_py *py, uint32_t pid)
+void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
 {
 	char path[300];
 	struct stat sb;
 	pyproc *q = proc_slot(py, pid, false);
-	if (q && q->seen == py->drain && py->drain)
+	if (!exec && q && q->seen == py->drain && py->drain)
 		return; /* once a drain: a process has many sums */
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", py->root, pid);
 	if (stat(path, &sb) < 0) {
@@ -407,14 +407,16 @@ void strobe_py_see(strobe_py *py, uint32_t pid)
 	}
 	pyproc *p = proc_slot(py, pid, true);
 	p->seen = py->drain;
-	if (p->state == P_PENDING && p->dev == sb.st_dev && p->ino == sb.st_ino) {
-		recheck(py, p);
-		return;
-	}
 	if (p->dev == sb.st_dev && p->ino == sb.st_ino) {
 		struct strobe_py_cfg c;
-		/* a Python that exec'd (the program forgot it) is looked at anew */
-		if (p->state != P_PY || bpf_map_lookup_elem(py->cfg_fd, &pid, &c) == 0)
+		/* a Python that exec'd (the program forgot its entry) is looked at anew: also one
+		 * looked at in the middle of its exec, before the program's exec hook ran */
+		bool listed = bpf_map_lookup_elem(py->cfg_fd, &pid, &c) == 0;
+		if (p->state == P_PENDING && listed) {
+			recheck(py, p);
+			return;
+		}
+		if ((p->state != P_PY && p->state != P_PENDING) || listed)
 			return;
 	}
 	p->dev = sb.st_dev;
@@ -606,7 +608,7 @@ uint32_t strobe_py_merge(strobe_py *py, strobe_sampler *s, uint32_t pid, const u
 {
 	pyproc *p = proc_slot(py, pid, false);
 	if (!p) { /* a child forked since (it has its parent's entry in pycfg): looked at now */
-		strobe_py_see(py, pid);
+		strobe_py_see(py, pid, false);
 		p = proc_slot(py, pid, false);
 	}
 	uint32_t n = 0, j = 0, np = st->n < STROBE_PY_MAX_DEPTH ? st->n : STROBE_PY_MAX_DEPTH;

@@ -8,6 +8,7 @@
 #ifndef STROBE_AGENT_PYTHON_HOST_H
 #define STROBE_AGENT_PYTHON_HOST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,8 +57,9 @@ void strobe_py_free(strobe_py *py);
 /* A drain begins: strobe_py_see looks at a process at most once in each. */
 void strobe_py_drain(strobe_py *py);
 /* Looks at process pid (again only when its executable changed): a Python process of a known
- * version gets its entry in pycfg. */
-void strobe_py_see(strobe_py *py, uint32_t pid);
+ * version gets its entry in pycfg. exec: its mappings were just read after an exec (or it was
+ * just added): looked at even when it was already in this drain, before the exec. */
+void strobe_py_see(strobe_py *py, uint32_t pid, bool exec);
 /* The merged user stack of pid, leaf first, into ips[0..cap) and names[0..cap) (0: ips[i] is a
  * native address; else a Python frame, strobe_sampler_py_name's id): Python frames in place of
  * the evaluation frames that ran them. Returns the length. */

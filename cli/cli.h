@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "strobe/codec.h"
 #include "strobe/transform.h"
@@ -60,6 +61,8 @@ struct strobe_profile;
 record_bpf *record_bpf_open(const char *cmd, struct strobe_sampler_opts *so, int mode);
 int record_bpf_attach(const char *cmd, record_bpf *b, const struct strobe_sampler_opts *so);
 int record_bpf_collect(const char *cmd, record_bpf *b, struct strobe_sampler *s);
+/* The command record started has exec'd: its interpreter is looked for at once. */
+void record_bpf_exec(record_bpf *b, pid_t pid);
 void record_bpf_stop(record_bpf *b);
 int record_bpf_close(record_bpf *b, struct strobe_profile *p, bool quiet);
 

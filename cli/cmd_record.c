@@ -111,6 +111,8 @@ static void on_child(int sig) { (void)sig; }
  * machine still has the whole ring to spare. */
 #define ROUND_MS 1000
 #define ROUND_MS_OFFCPU 100
+#define EARLY_ROUND_MS  100          /* rounds of the eBPF path's first EARLY_NS */
+#define EARLY_NS        2000000000LL
 
 /* "2ms", "500us", "1.5s", "100ns"; 0 needs no unit. */
 static int parse_duration(const char *cmd, const char *opt, const char *arg, int64_t *ns)
@@ -453,6 +455,7 @@ static int start(const char *cmd, rec_opts *o, char **command, int ncommand, rec
 		}
 		close(go);
 		close(status_fd);
+		record_bpf_exec(r->bpf, r->child); /* (the status pipe closed at the exec) */
 	} else if (strobe_sampler_enable(r->s, &err) < 0) {
 		cli_err(cmd, "%s", err.msg);
 		goto fail;
@@ -490,6 +493,11 @@ static const char *record_loop(const char *cmd, const rec_opts *o, rec_run *r)
 		}
 		if (o->npids && wait_ms > 500)
 			wait_ms = 500; /* -p: notice within half a second that they exited */
+		/* The eBPF sums are read each round, and a process is looked at for an interpreter
+		 * (Python) when its sums are read: short rounds at first, so that a command started
+		 * here is found soon after it execs, not a whole round later */
+		if (r->bpf && strobe_mono_ns() - t0 < EARLY_NS && wait_ms > EARLY_ROUND_MS)
+			wait_ms = EARLY_ROUND_MS;
 		if (strobe_sampler_poll(r->s, wait_ms, &err) < 0) {
 			cli_err(cmd, "%s", err.msg);
 			return "";

@@ -119,6 +119,12 @@ int record_bpf_collect(const char *cmd, record_bpf *b, strobe_sampler *s)
 	return rc;
 }
 
+void record_bpf_exec(record_bpf *b, pid_t pid)
+{
+	if (b && b->oc)
+		strobe_oncpu_exec(b->oc, pid);
+}
+
 void record_bpf_stop(record_bpf *b)
 {
 	if (!b)

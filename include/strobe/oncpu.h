@@ -84,6 +84,9 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err);
 void strobe_oncpu_detach(strobe_oncpu *b);
 /* Adds a process (and its children to come) to the pid filter. */
 int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid);
+/* Process pid has just exec'd (a command started by the caller): its interpreter (Python) is
+ * looked for now, so that its first samples already have their frames read. */
+void strobe_oncpu_exec(strobe_oncpu *b, pid_t pid);
 /* Moves the counts since the last call into s (strobe_sampler_add_oncpu), each sample worth
  * one period of the rate attached. */
 int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s);
