@@ -99,6 +99,22 @@ static void keep_resident_low(strobe_agent *a, int64_t now)
 
 /* ---- the sampler ----------------------------------------------------------------------------- */
 
+/* An eBPF collection that did not load or attach: an error under --X-mode bpf (strict); else
+ * said once in the log with the reason, kept for /status (why), and perf used from then on. */
+static int bpf_fallback(strobe_agent *a, bool strict, const char *opt, int code, const char *msg,
+			const char *what, const char *instead, bool *failed, char *why, size_t cap,
+			strobe_err *err)
+{
+	if (strict)
+		return strobe_errf(err, code < 0 ? code : -EINVAL, "%s bpf: %s", opt, msg);
+	*failed = true;
+	agent_log(a, STROBE_LOG_WARN, "%s is not available (%s); using %s", what, msg, instead);
+	pthread_mutex_lock(&a->mu);
+	snprintf(why, cap, "%.255s", msg);
+	pthread_mutex_unlock(&a->mu);
+	return 0;
+}
+
 /* Whether off-CPU goes through the eBPF collection now: loads it on first use. With --off-cpu-mode
  * bpf a failure is an error; with auto it is logged once and the perf path is used instead. */
 static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
@@ -137,26 +153,21 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 		strobe_offcpu_close(a->ob);
 		a->ob = NULL;
 	}
-	if (a->o->offcpu_mode == STROBE_OFFCPU_BPF)
-		return strobe_errf(err, code < 0 ? code : -EINVAL, "--off-cpu-mode bpf: %s", e.msg);
-	a->ob_failed = true;
-	agent_log(a, STROBE_LOG_WARN, "off-CPU: the eBPF collection is not available (%s); using "
-		  "perf sched_switch samples, which cost far more per context switch", e.msg);
-	pthread_mutex_lock(&a->mu);
-	snprintf(a->st.offcpu_why, sizeof(a->st.offcpu_why), "%.255s", e.msg);
-	pthread_mutex_unlock(&a->mu);
-	return 0;
+	return bpf_fallback(a, a->o->offcpu_mode == STROBE_OFFCPU_BPF, "--off-cpu-mode", code,
+			    e.msg, "off-CPU: the eBPF collection",
+			    "perf sched_switch samples, which cost far more per context switch",
+			    &a->ob_failed, a->st.offcpu_why, sizeof(a->st.offcpu_why), err);
 }
 
-/* Whether on-CPU samples are summed in the kernel now (--on-cpu-mode): loads the program on
- * first use. With bpf a failure is an error; with auto it is logged once, with the reason, and
- * the perf path is used from then on. */
 /* What the Python frames' reader could not name (an unknown interpreter version), once each. */
 static void python_note(void *ctx, const char *msg)
 {
 	agent_log(ctx, STROBE_LOG_WARN, "on-CPU: %s", msg);
 }
 
+/* Whether on-CPU samples are summed in the kernel now (--on-cpu-mode): loads the program on
+ * first use. With bpf a failure is an error; with auto it is logged once, with the reason, and
+ * the perf path is used from then on. */
 static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 {
 	*bpf = false;
@@ -197,15 +208,10 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 	}
 	strobe_oncpu_close(a->oc);
 	a->oc = NULL;
-	if (a->o->oncpu_mode == STROBE_OFFCPU_BPF)
-		return strobe_errf(err, code < 0 ? code : -EINVAL, "--on-cpu-mode bpf: %s", e.msg);
-	a->oc_failed = true;
-	agent_log(a, STROBE_LOG_WARN, "on-CPU: the eBPF sampling program is not available (%s); "
-		  "using perf samples with stack copies, unwound here", e.msg);
-	pthread_mutex_lock(&a->mu);
-	snprintf(a->st.oncpu_why, sizeof(a->st.oncpu_why), "%.255s", e.msg);
-	pthread_mutex_unlock(&a->mu);
-	return 0;
+	return bpf_fallback(a, a->o->oncpu_mode == STROBE_OFFCPU_BPF, "--on-cpu-mode", code, e.msg,
+			    "on-CPU: the eBPF sampling program",
+			    "perf samples with stack copies, unwound here", &a->oc_failed,
+			    a->st.oncpu_why, sizeof(a->st.oncpu_why), err);
 }
 
 /* --locks: the futex-wait program, loaded once (attached unless paused). Where it cannot load
