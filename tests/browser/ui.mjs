@@ -335,6 +335,9 @@ await run('labels', async () => {
   const types = await page.$$eval('#type option', (o) => o.map((x) => x.value));
   const apiTypes = (await api(page, '/api/v1/profile_types?from=now-30d')).data;
   check('labels/types', types.join() === apiTypes.join() && types.includes(TYPE), `picker ${types}, API ${apiTypes}`);
+  // the native heap and lock profiles strobe record made (ui.sh): their types are offered
+  const native = ['memory:alloc_space:bytes', 'memory:inuse_space:bytes', 'mutex:delay:nanoseconds'];
+  check('labels/native-types', native.every((t) => types.some((x) => x.startsWith(t))), `picker ${types}`);
   await page.close();
 });
 

@@ -3,7 +3,8 @@
 # The web UI in real browsers: Debian's chromium driven by playwright-core and Debian's
 # firefox-esr driven by puppeteer-core over WebDriver BiDi (the same checks, tests/browser/ui.mjs
 # through tests/browser/driver.mjs) against `strobe server` seeded with hand-made folded profiles
-# of known totals at known times, a Go pprof and a tenant behind a bearer token; checks the flame graph's frames and the top table against the API and the known
+# of known totals at known times, a Go pprof, native heap and mutex profiles made by strobe record
+# (the type picker offers their types) and a tenant behind a bearer token; checks the flame graph's frames and the top table against the API and the known
 # numbers, window selection on the timeline, search, zoom, sandwich, comparison mode, error and
 # empty states, and that the page's URL restores the same view. Also the embedded files'
 # content types and ETag revalidation (curl). Screenshots go to build/ui-screenshots/BROWSER/.
@@ -68,6 +69,14 @@ for i in $(seq 0 199); do
   push "$TMPDIR/svc.folded" $((now - 50 * 60 + i * 15)) "{service_name=\"svc-$(printf %03d $i)\"}" fleet
 done
 [ -f "$GOPROF/go_cpu.pb.gz" ] && push "$GOPROF/go_cpu.pb.gz" $((now - 20 * 60)) '{service_name="go"}'
+# heap and mutex profiles of native programs, as strobe record makes them (libstrobe-heap.so):
+# the type picker must offer their memory:* and mutex:* types
+if ! "$STROBE" record -e heap -q -o "$TMPDIR/heap-native.pb.gz" -- "$root/build/workloads/alloc_truth" >/dev/null 2>"$TMPDIR/rec.err" ||
+   ! "$STROBE" record -e mutex -q -o "$TMPDIR/mutex-native.pb.gz" -- "$root/build/workloads/lock_truth" >/dev/null 2>>"$TMPDIR/rec.err"; then
+  echo "FAIL ui/seed: strobe record -e heap / -e mutex: $(head -2 "$TMPDIR/rec.err" | tr '\n' ' ')"; exit 1
+fi
+NAME=memory push "$TMPDIR/heap-native.pb.gz" $tn '{service_name="native-heap"}'
+NAME=mutex push "$TMPDIR/mutex-native.pb.gz" $tn '{service_name="native-locks"}'
 
 # cost and leaks (ui/costleak.html): two teams' CPU through Pyroscope's /ingest (100 samples a
 # second: 360000 samples are 1 core-hour), and an in-use series whose grow_site gains 1 MB a
