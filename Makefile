@@ -132,7 +132,7 @@ $(B)/gen/locks.skel.h: agent/locks.bpf.c agent/locks.h agent/offcpu.h agent/usta
 	$(BPFTOOL) gen skeleton $(B)/gen/locks.bpf.o name locks_bpf > $@.tmp && mv $@.tmp $@
 $(B)/obj/agent/locks.o $(B)/san/agent/locks.o $(B)/fuzzobj/agent/locks.o: $(B)/gen/locks.skel.h
 # ... and its on-CPU sampling program (agent/oncpu.bpf.c), on the cpu-clock event.
-$(B)/gen/oncpu.skel.h: agent/oncpu.bpf.c agent/oncpu.h agent/offcpu.h agent/ustack.bpf.h agent/python.bpf.h agent/python.h
+$(B)/gen/oncpu.skel.h: agent/oncpu.bpf.c agent/oncpu.h agent/offcpu.h agent/ustack.bpf.h agent/python.bpf.h agent/python.h agent/tls_labels.bpf.h agent/tls_labels.h
 	@mkdir -p $(B)/gen
 	$(CLANG) -target bpf -g -O2 -I/usr/include/$(shell $(CC) -print-multiarch) -Iagent -c -o $(B)/gen/oncpu.bpf.o $<
 	$(BPFTOOL) gen skeleton $(B)/gen/oncpu.bpf.o name oncpu_bpf > $@.tmp && mv $@.tmp $@

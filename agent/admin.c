@@ -188,6 +188,16 @@ static json_t *status_json(strobe_agent *a)
 				  : NULL;
 		if (py)
 			json_object_set_new(oc, "python", py);
+		/* the C SDK's per-thread labels (agent/tls_labels.bpf.h) */
+		json_t *tl = oc ? json_pack("{s:I,s:I,s:I,s:I,s:I}", "samples",
+					    (json_int_t)st.oc.tls_samples, "torn",
+					    (json_int_t)st.oc.tls_torn, "faults",
+					    (json_int_t)st.oc.tls_fault, "blocks_full",
+					    (json_int_t)st.oc.tls_full, "processes",
+					    (json_int_t)st.oc.tls_processes)
+				  : NULL;
+		if (tl)
+			json_object_set_new(oc, "sdk_labels", tl);
 		if (oc)
 			json_object_set_new(j, "oncpu", oc);
 	}

@@ -26,6 +26,7 @@
 #define USTACK_NCOUNTERS STROBE_OC_NCOUNTERS
 #include "ustack.bpf.h"
 #include "python.bpf.h"
+#include "tls_labels.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -63,6 +64,79 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } fresh SEC(".maps");
+
+/* The C SDK's per-thread labels (sdk/strobe_labels.h). User space puts each process that
+ * publishes a TLS offset in tlsprocs (oncpu.c); a sample of one of its threads copies the
+ * thread's block (tls_labels.bpf.h) and keys its count by a hash of the used slots, the block
+ * itself kept once per generation in tlsets, as stacks are, for the drain to turn into the
+ * sample's labels. Others cost one hash lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct strobe_tls_proc);
+} tlsprocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct strobe_tls_block); /* 528 bytes: too large for the stack */
+} tlsbuf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct strobe_tls_block);
+} tlsets0 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct strobe_tls_block);
+} tlsets1 SEC(".maps");
+
+/* The key of the current thread's label block in the generation's tlsets (0: no labels). */
+static __always_inline __u64 tls_labels_key(struct task_struct *t, __u32 tgid, __u32 gen)
+{
+	struct strobe_tls_proc *p = bpf_map_lookup_elem(&tlsprocs, &tgid);
+	__u32 zero = 0;
+	if (!p)
+		return 0;
+	struct strobe_tls_block *b = bpf_map_lookup_elem(&tlsbuf, &zero);
+	if (!b)
+		return 0;
+	__u32 st = strobe_tls_labels_read(t, p->tls_offset, b);
+	if (st == STROBE_TLS_TORN)
+		count(STROBE_OC_TLS_TORN);
+	else if (st == STROBE_TLS_FAULT)
+		count(STROBE_OC_TLS_FAULT);
+	__u32 n = b->nslots;
+	if (st != STROBE_TLS_OK || n == 0 || n > STROBE_TLS_SLOTS)
+		return 0; /* (no labels set now, or a block user space would refuse) */
+	/* FNV-1a over the used slots, 8 words each (the SDK zeroes what a value leaves) */
+	const __u64 *w = (const __u64 *)b->slot;
+	__u64 h = 0xcbf29ce484222325ull ^ n;
+	for (__u32 i = 0; i < STROBE_TLS_SLOTS * 8; i++) {
+		if (i >= n * 8)
+			break;
+		h ^= w[i];
+		h *= 0x100000001b3ull;
+	}
+	h |= 1; /* never 0, which means "no labels" */
+	void *map = gen & 1 ? (void *)&tlsets1 : (void *)&tlsets0;
+	if (!bpf_map_lookup_elem(map, &h)) {
+		long rc = bpf_map_update_elem(map, &h, b, BPF_NOEXIST);
+		if (rc < 0 && rc != -17 /* EEXIST: another CPU added it meanwhile */) {
+			count(STROBE_OC_TLS_FULL);
+			return 0;
+		}
+	}
+	count(STROBE_OC_TLS);
+	return h;
+}
 
 /* The program's context (include/uapi/linux/bpf_perf_event.h; x86-64's pt_regs first). */
 struct bpf_perf_event_data;
@@ -124,6 +198,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 				count(STROBE_OC_USER_PROV);
 		}
 		k.pystack = py_stack_key(t, tgid, gen);
+		k.labels = tls_labels_key(t, tgid, gen);
 	}
 	void *map = gen & 1 ? (void *)&counts1 : (void *)&counts0;
 	__u64 *v = bpf_map_lookup_elem(map, &k);
@@ -154,6 +229,11 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	ustack_on_fork(parent->tgid, child->tgid);
 	py_on_fork(parent->tgid, child->tgid);
+	/* the same image: the same TLS offset (a thread of the same process has its tgid) */
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	struct strobe_tls_proc *tp;
+	if (ptgid != ctgid && (tp = bpf_map_lookup_elem(&tlsprocs, &ptgid)))
+		bpf_map_update_elem(&tlsprocs, &ctgid, tp, BPF_ANY);
 	return 0;
 }
 
@@ -165,5 +245,6 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
 	ustack_on_exec(p->tgid, 0);
 	py_on_exec(p->tgid);
+	bpf_map_delete_elem(&tlsprocs, &tgid); /* another image: user space looks again */
 	return 0;
 }

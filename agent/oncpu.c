@@ -21,6 +21,15 @@
  * counts map is sized from freq x CPUs x interval (at least 1024, at most 1 << 18 entries). A
  * new key that finds the map full is counted (counts_full) and dropped; counts in it are kept.
  *
+ * C SDK labels: a process that links the SDK publishes the TLS offset of its threads' label
+ * blocks (agent/tls_labels.c finds it); once found it goes into the program's tlsprocs map,
+ * and samples of its threads carry the block's labels (key `labels` -> tlsets[gen % 2], read
+ * and cleared at the drain as the stacks are). Looked for when a process is first sampled
+ * (strobe_oncpu_fresh), when it is added by pid, and for a sampled process never looked at
+ * (record, which does not ask for fresh ones); a process whose SDK has not published yet (it
+ * is starting) is looked at again at the next few drains. Children inherit the offset at fork
+ * (the program copies it), an exec drops it.
+ *
  * libbpf's messages go to a buffer that ends up in the error returned, never to stderr.
  */
 #include <dirent.h>
@@ -45,10 +54,22 @@
 #include "python_host.h"
 #include "sampler_impl.h"
 #include "strobe/oncpu.h"
+#include "tls_labels_user.h"
 
 #define MIN_ENTRIES 1024u
 #define MAX_ENTRIES (1u << 18)
 #define MAX_STACK_ENTRIES 16384u /* 1 KiB each, two maps */
+#define MAX_TLS_ENTRIES 4096u    /* label blocks per interval: 528 bytes each, two maps */
+#define TLS_SEEN 16384u          /* processes remembered as looked at (then forgotten at once) */
+#define TLS_RETRIES 5            /* drains a starting process's SDK gets to publish its offset */
+
+/* A process looked at for the SDK's offset: tries left (0: done, found or not). */
+typedef struct tls_seen {
+	uint32_t tgid;
+	uint8_t tries;
+	uint8_t used;
+	uint8_t found; /* its offset is in the program's map (counted once in tls_processes) */
+} tls_seen;
 
 struct strobe_oncpu {
 	struct oncpu_bpf *skel;
@@ -72,7 +93,65 @@ struct strobe_oncpu {
 	uint64_t *pyips;            /* scratch for a merged stack: addresses, */
 	uint32_t *pynames;          /* ... Python frames' names */
 	struct strobe_py_stack pyst;
+	int fd_tlsets[2], fd_tlsprocs;    /* the C SDK's label blocks, by generation; offsets */
+	uint32_t tls_entries;
+	tls_seen *tls;                    /* open addressing by tgid, TLS_SEEN slots */
+	uint32_t ntls;
+	uint64_t tls_processes;
+	struct strobe_tls_block tlsb;     /* scratch for one block */
+	const char *proc_root;
 };
+
+/* The slot of tgid in the table of processes looked at (NULL: full, not there). */
+static tls_seen *tls_slot(strobe_oncpu *b, uint32_t tgid, bool add)
+{
+	uint32_t i = (tgid * 2654435761u) & (TLS_SEEN - 1);
+	for (uint32_t n = 0; n < TLS_SEEN; n++, i = (i + 1) & (TLS_SEEN - 1)) {
+		if (b->tls[i].used && b->tls[i].tgid == tgid)
+			return &b->tls[i];
+		if (!b->tls[i].used) {
+			if (!add)
+				return NULL;
+			if (b->ntls >= TLS_SEEN * 3 / 4) { /* a long-running host's churn: start over */
+				memset(b->tls, 0, TLS_SEEN * sizeof(*b->tls));
+				b->ntls = 0;
+				i = (tgid * 2654435761u) & (TLS_SEEN - 1);
+			}
+			b->ntls++;
+			b->tls[i] = (tls_seen){.tgid = tgid, .tries = TLS_RETRIES, .used = 1};
+			return &b->tls[i];
+		}
+	}
+	return NULL;
+}
+
+/* Looks for the SDK's TLS offset in process tgid (again: fresh after an exec), and when found
+ * gives it to the program. */
+static void tls_look(strobe_oncpu *b, uint32_t tgid, bool again, const char *proc_root)
+{
+	if (!b->tls)
+		return;
+	tls_seen *e = tls_slot(b, tgid, true);
+	if (!e)
+		return;
+	if (again)
+		e->tries = TLS_RETRIES;
+	if (!e->tries)
+		return;
+	int64_t off = 0;
+	strobe_err err = {{0}};
+	int rc = strobe_tls_labels_offset(proc_root, (pid_t)tgid, &off, &err);
+	/* only an SDK that has not published yet (-ENODATA: its constructor not run) is worth
+	 * another look; a process without the symbol, or gone, is not */
+	e->tries = rc == -ENODATA ? (uint8_t)(e->tries - 1) : 0;
+	if (rc == 0) {
+		struct strobe_tls_proc v = {.tls_offset = off};
+		if (bpf_map_update_elem(b->fd_tlsprocs, &tgid, &v, BPF_ANY) == 0 && !e->found) {
+			e->found = 1;
+			b->tls_processes++;
+		}
+	}
+}
 
 static uint32_t pow2_at_least(uint64_t n)
 {
@@ -108,6 +187,8 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 	bpf_map__set_max_entries(b->skel->maps.stacks1, b->stack_entries);
 	bpf_map__set_max_entries(b->skel->maps.pystacks0, b->stack_entries);
 	bpf_map__set_max_entries(b->skel->maps.pystacks1, b->stack_entries);
+	bpf_map__set_max_entries(b->skel->maps.tlsets0, b->tls_entries);
+	bpf_map__set_max_entries(b->skel->maps.tlsets1, b->tls_entries);
 	if (o->npids > 4096)
 		bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
 	/* the sampling program is attached to the perf events by strobe_oncpu_attach */
@@ -194,6 +275,9 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		want = 4;
 	b->max_entries = (uint32_t)want;
 	b->stack_entries = b->max_entries < MAX_STACK_ENTRIES ? b->max_entries : MAX_STACK_ENTRIES;
+	b->tls_entries = b->max_entries < MAX_TLS_ENTRIES ? b->max_entries : MAX_TLS_ENTRIES;
+	b->proc_root = o->proc_root;
+	b->tls = o->no_labels ? NULL : calloc(TLS_SEEN, sizeof(*b->tls));
 	b->keys = malloc(b->max_entries * sizeof(*b->keys));
 	b->skeys = malloc(b->stack_entries * sizeof(*b->skeys));
 	int rc = b->keys && b->skeys ? load(b, o, o->table_rows, o->share_tables) : -ENOMEM;
@@ -232,6 +316,9 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	b->fd_stacks[1] = bpf_map__fd(b->skel->maps.stacks1);
 	b->fd_py[0] = bpf_map__fd(b->skel->maps.pystacks0);
 	b->fd_py[1] = bpf_map__fd(b->skel->maps.pystacks1);
+	b->fd_tlsets[0] = bpf_map__fd(b->skel->maps.tlsets0);
+	b->fd_tlsets[1] = bpf_map__fd(b->skel->maps.tlsets1);
+	b->fd_tlsprocs = bpf_map__fd(b->skel->maps.tlsprocs);
 	if (!o->no_python &&
 	    (!(b->pyips = malloc(PY_MERGED * sizeof(*b->pyips))) ||
 	     !(b->pynames = malloc(PY_MERGED * sizeof(*b->pynames))) ||
@@ -280,6 +367,7 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid)
 		return -errno;
 	if (b->tables) /* its tables before its first sample (children inherit them at fork) */
 		otables_load(b->tables, tgid);
+	tls_look(b, tgid, true, b->proc_root);
 	if (b->py) {
 		pthread_mutex_lock(&b->py_mu);
 		strobe_py_see(b->py, tgid, true);
@@ -390,6 +478,17 @@ static uint32_t stack_of(strobe_oncpu *b, int fd, uint64_t id, uint64_t *ips)
 	return n;
 }
 
+/* The sampler's label set of the block under key id in map fd (0: none, or a block the
+ * process made malformed: checked slot by slot, never trusted). */
+static uint32_t labels_of(strobe_oncpu *b, strobe_sampler *s, int fd, uint64_t id)
+{
+	strobe_labelpair l[STROBE_TLS_SLOTS];
+	if (bpf_map_lookup_elem(fd, &id, &b->tlsb) < 0)
+		return 0;
+	int n = strobe_tls_labels_decode(b->tlsb.slot, b->tlsb.nslots, l, STROBE_TLS_SLOTS);
+	return n > 0 ? strobe_sampler_labelset(s, l, (unsigned)n) : 0;
+}
+
 int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 {
 	uint32_t cur = b->skel->bss->generation, zero = 0;
@@ -420,6 +519,9 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 			continue;
 		b->entries++;
 		b->collected += n;
+		uint32_t lset = k->labels ? labels_of(b, s, b->fd_tlsets[cur & 1], k->labels) : 0;
+		if (!k->labels && b->tls && !tls_slot(b, k->tgid, false))
+			tls_look(b, k->tgid, false, b->proc_root); /* sampled, never looked at */
 		uint32_t kn = stack_of(b, fs, k->kstack, kips);
 		uint32_t un = stack_of(b, fs, k->ustack, uips);
 		if (b->py && k->pystack &&
@@ -427,15 +529,16 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 			/* Python frames in place of the interpreter's evaluation frames */
 			uint32_t mn = strobe_py_merge(b->py, s, k->tgid, uips, un, &b->pyst, b->pyips,
 						      b->pynames, PY_MERGED);
-			rc = strobe_sampler_add_oncpu_py(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
-							 kn, b->pyips, b->pynames, mn, (int64_t)n,
-							 (int64_t)n * period);
+			rc = strobe_sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
+							   kn, b->pyips, b->pynames, mn, lset,
+							   (int64_t)n, (int64_t)n * period);
 			continue;
 		}
 		if (b->py) /* a Python process not seen yet (or an exec since) */
 			strobe_py_see(b->py, k->tgid, false);
-		rc = strobe_sampler_add_oncpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
-					      (int64_t)n, (int64_t)n * period);
+		rc = strobe_sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn,
+						   uips, NULL, un, lset, (int64_t)n,
+						   (int64_t)n * period);
 	}
 	if (b->py)
 		pthread_mutex_unlock(&b->py_mu);
@@ -444,6 +547,11 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	clear_map(fs, b->skeys, sizeof(*b->skeys), b->stack_entries);
 	if (b->py)
 		clear_map(b->fd_py[cur & 1], b->skeys, sizeof(*b->skeys), b->stack_entries);
+	clear_map(b->fd_tlsets[cur & 1], b->skeys, sizeof(*b->skeys), b->tls_entries);
+	/* processes whose SDK had not published its offset yet: another look */
+	for (uint32_t i = 0; b->tls && i < TLS_SEEN; i++)
+		if (b->tls[i].used && b->tls[i].tries > 0 && b->tls[i].tries < TLS_RETRIES)
+			tls_look(b, b->tls[i].tgid, false, b->proc_root);
 	return rc;
 }
 
@@ -472,6 +580,11 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 	st->py_samples = c[STROBE_OC_PY];
 	st->py_no_thread = c[STROBE_OC_PY_NO_THREAD];
 	st->py_full = c[STROBE_OC_PY_FULL];
+	st->tls_samples = c[STROBE_OC_TLS];
+	st->tls_torn = c[STROBE_OC_TLS_TORN];
+	st->tls_fault = c[STROBE_OC_TLS_FAULT];
+	st->tls_full = c[STROBE_OC_TLS_FULL];
+	st->tls_processes = b->tls_processes;
 	if (b->py) {
 		strobe_py_stats ps;
 		pthread_mutex_lock(&b->py_mu);
@@ -501,6 +614,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 		close(b->sync_inner);
 	free(b->keys);
 	free(b->skeys);
+	free(b->tls);
 	strobe_py_free(b->py);
 	pthread_mutex_destroy(&b->py_mu);
 	free(b->pyips);
@@ -521,6 +635,7 @@ unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t k = (uint32_t)out[i];
 		bpf_map_delete_elem(fd, &k);
+		tls_look(b, k, true, b->proc_root); /* (again: it may have exec'd) */
 	}
 	return n;
 }

@@ -22,6 +22,8 @@ struct strobe_oc_key {
 	__u64 kstack, ustack;
 	__u32 tgid, tid;
 	__u64 pystack; /* key of the generation's pystacks map (python.bpf.h), 0: none */
+	__u64 labels;  /* key of the generation's tlsets map: the thread's C SDK label block
+			* (tls_labels.bpf.h), 0: none */
 };
 
 /* Counters of the program's own, after the stack walk's (STROBE_OB_*) in the same map. */
@@ -34,6 +36,10 @@ enum {
 	STROBE_OC_PY,          /* samples with a Python stack (python.bpf.h) */
 	STROBE_OC_PY_NO_THREAD,/* samples of a Python process's thread with no thread state */
 	STROBE_OC_PY_FULL,     /* Python stacks not kept: the pystacks map was full */
+	STROBE_OC_TLS,         /* samples with a C SDK label block (tls_labels.bpf.h) */
+	STROBE_OC_TLS_TORN,    /* ... read in the middle of a label write: unlabelled */
+	STROBE_OC_TLS_FAULT,   /* ... whose page could not be read: unlabelled */
+	STROBE_OC_TLS_FULL,    /* label blocks not kept: the tlsets map was full */
 	STROBE_OC_NCOUNTERS
 };
 

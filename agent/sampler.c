@@ -574,6 +574,7 @@ void strobe_sampler_close(strobe_sampler *s)
 	strobe_itab_free(&s->frames);
 	strobe_itab_free(&s->pynames);
 	strobe_itab_free(&s->agg);
+	strobe_itab_free(&s->lsets);
 	free(s->vals);
 	free(s->scratch);
 	unwinder_free(s->uw);
@@ -731,7 +732,7 @@ static uint64_t raw_u(const sample *sm, int off, int size)
 
 /* ---- aggregation ----------------------------------------------------------------------------- */
 
-static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+static int agg_add_full(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock, uint32_t lset,
 			const uint32_t *frames, uint32_t n, const int64_t v[NV])
 {
 	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
@@ -742,7 +743,7 @@ static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lo
 	k->pid = pid;
 	k->tid = tid;
 	k->n = n;
-	k->pad_ = 0;
+	k->lset = lset;
 	k->lock = lock;
 	memcpy(k->frame, frames, n * sizeof(uint32_t));
 	uint32_t id;
@@ -769,10 +770,52 @@ static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lo
 	return 0;
 }
 
+static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+			const uint32_t *frames, uint32_t n, const int64_t v[NV])
+{
+	return agg_add_full(s, pid, tid, lock, 0, frames, n, v);
+}
+
 static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames, uint32_t n,
 		   const int64_t v[NV])
 {
-	return agg_add_lock(s, pid, tid, 0, frames, n, v);
+	return agg_add_full(s, pid, tid, 0, 0, frames, n, v);
+}
+
+/* The keys the profile sets on every sample itself: an SDK label of the same name would make
+ * a label set with a key twice. */
+static bool own_label(const char *k)
+{
+	static const char *const own[] = {"pid", "tid", "process", "thread", "lock_addr"};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (strcmp(k, own[i]) == 0)
+			return true;
+	return false;
+}
+
+uint32_t strobe_sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, unsigned n)
+{
+	/* "key\0value\0" per pair; the SDK's slots bound a pair to 64 bytes, 8 of them */
+	char buf[1024];
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++) {
+		size_t kl = strlen(l[i].name), vl = strlen(l[i].value);
+		if (!kl || own_label(l[i].name))
+			continue;
+		if (len + kl + vl + 2 > sizeof(buf))
+			break; /* (not with the SDK's bounds) */
+		memcpy(buf + len, l[i].name, kl + 1);
+		memcpy(buf + len + kl + 1, l[i].value, vl + 1);
+		len += kl + vl + 2;
+	}
+	uint32_t id;
+	if (len == 0)
+		return 0;
+	if (s->lsets.n == 0 && strobe_itab_intern(&s->lsets, "", 1, &id, NULL) < 0)
+		return 0; /* (id 0: none) */
+	if (strobe_itab_intern(&s->lsets, buf, len, &id, NULL) < 0)
+		return 0;
+	return id;
 }
 
 /* The process, its mappings read from /proc when first seen. */
@@ -1165,6 +1208,15 @@ int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, con
 				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
 				int64_t samples, int64_t cpu_ns)
 {
+	return strobe_sampler_add_oncpu_lset(s, pid, tid, kips, nk, uips, upy, nu, 0, samples,
+					     cpu_ns);
+}
+
+int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
+				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
+				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
+				  int64_t cpu_ns)
+{
 	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
 		return -ENOMEM;
 	strobe_proc *p = NULL;
@@ -1195,7 +1247,7 @@ int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, con
 	v[V_SAMPLES] = samples;
 	v[V_CPU_NS] = cpu_ns;
 	s->st.samples += (uint64_t)samples;
-	return agg_add(s, pid, tid, s->scratch, n, v);
+	return agg_add_full(s, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->scratch, n, v);
 }
 
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
@@ -1912,6 +1964,7 @@ void strobe_sampler_flush_open(strobe_sampler *s)
 void strobe_sampler_reset_agg(strobe_sampler *s)
 {
 	strobe_itab_free(&s->agg);
+	strobe_itab_free(&s->lsets);
 	memset(s->vals, 0, s->cvals * NV * sizeof(*s->vals));
 	s->start_ns = s->horizon_ns;
 	s->start_real_ns = strobe_real_ns();

@@ -18,6 +18,7 @@
 #include "unwind.h"
 #include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
+#include "strobe/store.h" /* strobe_labelpair */
 
 /* Value slots of the aggregate (the profile's sample types are chosen from these). */
 enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, V_WAITS, V_DELAY_NS,
@@ -35,7 +36,8 @@ typedef struct strobe_frame_key {
 
 typedef struct strobe_agg_key {
 	int32_t pid, tid;
-	uint32_t n, pad_;
+	uint32_t n;
+	uint32_t lset;    /* a label set of lsets (the C SDK's labels of the sample), 0: none */
 	uint64_t lock;    /* the lock's address, for lock sums (else 0) */
 	uint32_t frame[]; /* n frame ids, leaf first */
 } strobe_agg_key;
@@ -90,6 +92,8 @@ struct strobe_sampler {
 	strobe_itab frames;      /* strobe_frame_key, fixed size */
 	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
 	strobe_itab agg;         /* strobe_agg_key, variable size */
+	strobe_itab lsets;       /* label sets of agg keys: "key\0value\0..." (id 0: none);
+				  * emptied with agg, as span IDs never repeat */
 	int64_t *vals;           /* vals[id * NV + slot] */
 	size_t cvals;
 	uint32_t *scratch;       /* frame ids of the stack being resolved */
@@ -130,6 +134,17 @@ int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const 
 int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
 				int64_t samples, int64_t cpu_ns);
+/* As strobe_sampler_add_oncpu_py, the samples carrying label set lset (from
+ * strobe_sampler_labelset; 0: none) as sample labels of the profile. */
+int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
+				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
+				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
+				  int64_t cpu_ns);
+/* The id of n label pairs (the C SDK's, read in the kernel) for strobe_sampler_add_oncpu_lset,
+ * valid until the next strobe_sampler_reset_agg; 0 when n is 0 or out of memory (the samples
+ * then go unlabelled, never lost). Keys the profile sets itself (pid, tid, process, thread,
+ * lock_addr) are left out. */
+uint32_t strobe_sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, unsigned n);
 /* The id (> 0) of a Python frame's name, file and line, kept as long as the sampler (at most
  * 1 << 20 of them; beyond, one id for "[python: too many distinct frames]"). */
 uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const char *file,

@@ -402,7 +402,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		intern_main_mapping(&b, o);
 	if (rc == 0 && b.sym && o->release_objects)
 		rc = symbolize_by_object(&b, o);
-	strobe_label *labels = calloc(5 + o->nlabels, sizeof(*labels));
+	strobe_label *labels = calloc(5 + 8 /* an SDK label set */ + o->nlabels, sizeof(*labels));
 	if (!labels)
 		rc = -ENOMEM;
 	for (uint32_t id = 0; rc == 0 && id < s->agg.n; id++) {
@@ -467,6 +467,15 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			char addr[24];
 			snprintf(addr, sizeof(addr), "0x%" PRIx64, k->lock);
 			add_label(p, labels, &nl, "lock_addr", addr);
+		}
+		if (k->lset) { /* the C SDK's labels of these samples (strobe_sampler_labelset) */
+			size_t len = 0;
+			const char *q = strobe_itab_get(&s->lsets, k->lset, &len), *e = q + len;
+			for (unsigned j = 0; j < 8 && q < e; j++) {
+				const char *val = q + strlen(q) + 1;
+				labels[nl++] = (strobe_label){.key = str(p, q), .str = str(p, val)};
+				q = val + strlen(val) + 1;
+			}
 		}
 		for (unsigned i = 0; i < o->nlabels; i++) {
 			const char *eq = strchr(o->labels[i], '=');

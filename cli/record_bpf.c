@@ -112,6 +112,12 @@ int record_bpf_attach(const char *cmd, record_bpf *b, const strobe_sampler_opts 
 int record_bpf_collect(const char *cmd, record_bpf *b, strobe_sampler *s)
 {
 	int rc = 0;
+	/* processes sampled for the first time since their exec (the command, once it has
+	 * exec'd): this is when the C SDK's label offset of each is looked for; the pids
+	 * themselves are not needed here */
+	pid_t fresh[256];
+	while (b->oc && strobe_oncpu_fresh(b->oc, fresh, 256) == 256)
+		;
 	if (b->oc && (rc = strobe_oncpu_collect(b->oc, s)) < 0)
 		cli_err(cmd, "reading the kernel's on-CPU sums: %s", strerror(-rc));
 	if (rc == 0 && b->ob && (rc = strobe_offcpu_collect(b->ob, s)) < 0)

@@ -6,6 +6,8 @@
  * off-CPU program's walk) and counts samples per (process, thread, kernel stack, user stack).
  * strobe_oncpu_collect moves the counts into the sampler's aggregate, where they are
  * symbolized and labelled like the perf path's samples. No stack is copied to user space.
+ * Threads of a process linked with the C SDK (sdk/strobe_labels.h) have their label block read
+ * at each sample too; its labels (endpoint, span_id...) go on the samples.
  *
  * For `strobe agent --on-cpu-mode bpf` and `strobe record -e cpu` (the default where it loads).
  */
@@ -40,6 +42,7 @@ typedef struct strobe_oncpu_opts {
 	/* Python frames (agent/python.c): off with no_python; note(ctx, msg) is told, once each,
 	 * what could not be named (an unknown interpreter version). */
 	bool no_python;
+	bool no_labels;         /* do not read the C SDK's per-thread labels */
 	void (*note)(void *ctx, const char *msg);
 	void *note_ctx;
 } strobe_oncpu_opts;
@@ -66,6 +69,11 @@ typedef struct strobe_oncpu_stats {
 	uint64_t py_unknown;    /* ... not: unknown version, or offsets that did not fit */
 	uint64_t py_named;      /* Python frames named */
 	uint64_t py_unnamed;    /* ... whose code object could not be read (the process exited) */
+	uint64_t tls_samples;   /* samples labelled by the C SDK's per-thread block */
+	uint64_t tls_torn;      /* ... read in the middle of a label write (unlabelled) */
+	uint64_t tls_fault;     /* ... whose block's page was not readable (unlabelled) */
+	uint64_t tls_full;      /* label blocks not kept: their map was full (unlabelled) */
+	uint64_t tls_processes; /* processes whose SDK labels are read (their offset found) */
 	uint32_t max_entries;   /* the counts map's size */
 	uint32_t stack_entries; /* each stack map's size */
 	uint32_t freq;          /* the rate attached now (0: detached) */

@@ -227,6 +227,61 @@ static void test_cpu_samples(void **state)
 
 /* Lock sums from the futex-wait program (strobe_sampler_add_lock) live in the same aggregate as
  * the CPU samples but only in lock profiles: Go's mutex types, one sample per lock address. */
+/* On-CPU sums with the C SDK's labels (strobe_sampler_labelset, the eBPF path's drain): the same
+ * stack under two label sets stays two samples, each with its labels beside pid/process; an SDK
+ * key named like one of the profile's own (pid) is left out; reset_agg forgets the sets. */
+static void test_oncpu_label_sets(void **state)
+{
+	buf *w = calloc(1, sizeof(*w));
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	mmap2(w, 100, 0x400000, 0x2000, 0x1000, "/bin/app", 1);
+	comm(w, 100, 100, "app", false, 2);
+	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
+	uint64_t u[] = {0x400100, 0x400800};
+	strobe_labelpair fast[] = {{"endpoint", "/fast"}, {"span_id", "5a01"}, {"pid", "1"}};
+	strobe_labelpair slow[] = {{"endpoint", "/slow"}, {"span_id", "5a02"}};
+	uint32_t lf = strobe_sampler_labelset(s, fast, 3), ls = strobe_sampler_labelset(s, slow, 2);
+	assert_true(lf > 0 && ls > 0 && lf != ls);
+	assert_int_equal(strobe_sampler_labelset(s, fast, 3), lf); /* interned */
+	assert_int_equal(strobe_sampler_labelset(s, NULL, 0), 0);
+	assert_int_equal(strobe_sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, lf, 3, 30), 0);
+	assert_int_equal(strobe_sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, ls, 5, 50), 0);
+	assert_int_equal(strobe_sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, lf, 1, 10), 0);
+	strobe_profile *p = profile(s);
+	assert_int_equal(strobe_nsamples(p), 2);
+	int64_t got[2] = {0, 0};
+	for (uint32_t i = 1; i <= strobe_nsamples(p); i++) {
+		uint32_t n, pids = 0;
+		const strobe_sample_key *sk = strobe_sample(p, i);
+		const strobe_label *l = strobe_labelset_get(p, sk->labels, &n);
+		const char *ep = NULL, *span = NULL;
+		for (uint32_t j = 0; j < n; j++) {
+			const char *k = strobe_str(p, l[j].key), *v = strobe_str(p, l[j].str);
+			if (strcmp(k, "endpoint") == 0)
+				ep = v;
+			if (strcmp(k, "span_id") == 0)
+				span = v;
+			if (strcmp(k, "pid") == 0) {
+				pids++;
+				assert_string_equal(v, "100"); /* the profile's, not the SDK's "1" */
+			}
+		}
+		assert_int_equal(pids, 1);
+		assert_non_null(ep);
+		assert_non_null(span);
+		int slow_ = strcmp(ep, "/slow") == 0;
+		assert_string_equal(span, slow_ ? "5a02" : "5a01");
+		got[slow_] += strobe_sample_values(p, i)[strobe_type_index(p, "samples")];
+	}
+	assert_int_equal(got[0], 4); /* samples */
+	assert_int_equal(got[1], 5);
+	strobe_profile_free(p);
+	strobe_sampler_reset_agg(s);
+	assert_int_equal(strobe_sampler_labelset(s, slow, 2), 1); /* the sets start afresh */
+	strobe_sampler_close(s);
+	free(w);
+}
+
 static void test_lock_sums(void **state)
 {
 	buf *w = calloc(1, sizeof(*w));
@@ -571,6 +626,7 @@ int main(void)
 		cmocka_unit_test(test_switch_in_without_idle_sample),
 		cmocka_unit_test(test_tracker_forget),
 		cmocka_unit_test(test_lock_sums),
+		cmocka_unit_test(test_oncpu_label_sets),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
