@@ -48,7 +48,9 @@
 #define LT_CAP 8192      /* bytes of a location table read */
 #define SAID_CAP 64      /* interpreter binaries a note was given for */
 
-enum { P_EMPTY, P_NOT, P_PENDING, P_PY, P_UNKNOWN };
+/* P_GONE: a Python process found exited at a drain; the rest of that drain's samples are still
+ * merged with its offsets (names from the code cache), then it is looked at anew (pid reuse). */
+enum { P_EMPTY, P_NOT, P_PENDING, P_PY, P_UNKNOWN, P_GONE };
 
 typedef struct pyproc {
 	uint32_t pid, state;
@@ -399,10 +401,14 @@ void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", py->root, pid);
 	if (stat(path, &sb) < 0) {
 		pyproc *p = proc_slot(py, pid, false);
-		if (p && p->state == P_PY) /* exited: its entry goes (pid reuse) */
+		if (p && (p->state == P_PY || p->state == P_PENDING)) {
+			/* exited: its entry goes (pid reuse); its samples of this drain, read
+			 * while it ran, keep their Python frames */
 			bpf_map_delete_elem(py->cfg_fd, &pid);
-		if (p)
+			p->state = P_GONE, p->dev = p->ino = 0;
+		} else if (p && p->state != P_GONE) {
 			p->state = P_NOT, p->dev = p->ino = 0;
+		}
 		return;
 	}
 	pyproc *p = proc_slot(py, pid, true);
@@ -612,7 +618,7 @@ uint32_t strobe_py_merge(strobe_py *py, strobe_sampler *s, uint32_t pid, const u
 		p = proc_slot(py, pid, false);
 	}
 	uint32_t n = 0, j = 0, np = st->n < STROBE_PY_MAX_DEPTH ? st->n : STROBE_PY_MAX_DEPTH;
-	if (!p || (p->state != P_PY && p->state != P_PENDING))
+	if (!p || (p->state != P_PY && p->state != P_PENDING && p->state != P_GONE))
 		np = 0; /* (a process forgotten meanwhile: native frames) */
 	for (uint32_t i = 0; i < nu && n < cap; i++) {
 		if (j < np && uips[i] >= p->eval_lo && uips[i] < p->eval_hi) {
