@@ -122,7 +122,7 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 	a->enable_on_exec = s->o.enable_on_exec;
 	a->sample_type = s->sample_type[kind];
 	a->exclude_callchain_kernel = !s->o.kernel || s->kernel_excluded;
-	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : 127);
+	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : STROBE_STACK_DEPTH);
 	if (copies_stack(&s->o) && kind != EVK_WAKEUP) {
 		a->sample_regs_user = STROBE_SAMPLER_REGS_MASK;
 		a->sample_stack_user = kind == EVK_CLOCK ? s->stack_clock : s->o.stack_size;
@@ -358,8 +358,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		s->o.freq = 99;
 	if (s->o.freq > 100000)
 		s->o.freq = 100000;
-	if (!s->o.max_stack || s->o.max_stack > 127)
-		s->o.max_stack = 127;
+	if (!s->o.max_stack || s->o.max_stack > STROBE_STACK_DEPTH)
+		s->o.max_stack = STROBE_STACK_DEPTH;
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
 	int rc = tracker_init(&s->tr);
@@ -394,8 +394,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 			s->o.stack_size = 8;
 		s->stack_clock = dflt ? 16384 : s->o.stack_size;
 		s->uw = unwinder_new(s->o.unwind_cache_bytes);
-		s->upcs = malloc(256 * sizeof(*s->upcs));
-		s->uact = malloc(256 * sizeof(*s->uact));
+		s->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*s->upcs));
+		s->uact = malloc(STROBE_STACK_FRAMES * sizeof(*s->uact));
 		if (!s->uw || !s->upcs || !s->uact)
 			rc = -ENOMEM;
 	}
@@ -735,8 +735,8 @@ static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lo
 			const uint32_t *frames, uint32_t n, const int64_t v[NV])
 {
 	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
-	uint8_t buf[sizeof(strobe_agg_key) + 256 * sizeof(uint32_t)];
-	if (n > 256)
+	uint8_t buf[sizeof(strobe_agg_key) + STROBE_STACK_FRAMES * sizeof(uint32_t)];
+	if (n > STROBE_STACK_FRAMES)
 		return -E2BIG;
 	strobe_agg_key *k = (strobe_agg_key *)buf;
 	k->pid = pid;
@@ -793,7 +793,7 @@ static strobe_proc *proc_for(strobe_sampler *s, int32_t pid)
 static void add_frame(strobe_sampler *s, int32_t pid, strobe_proc **p, bool *rescanned,
 		      uint64_t ip, bool kernel, bool call, uint32_t *n)
 {
-	if (*n >= 256)
+	if (*n >= STROBE_STACK_FRAMES)
 		return;
 	strobe_frame_key k = {.addr = ip, .call = call};
 	if (kernel) {
@@ -828,17 +828,17 @@ static void unwind_time(strobe_sampler *s, int64_t ns)
 	uint64_t v = ns > 1 ? (uint64_t)ns : 1;
 	unsigned lg = 63u - (unsigned)__builtin_clzll(v);
 	unsigned b = lg < 3 ? lg * 8 : lg * 8 + (unsigned)((v >> (lg - 3)) & 7);
-	s->uw_hist[b < 256 ? b : 255]++;
+	s->uw_hist[b < UW_BUCKETS ? b : UW_BUCKETS - 1]++;
 }
 
 static uint64_t unwind_pct(const strobe_sampler *s, double q)
 {
 	uint64_t total = 0, acc = 0;
-	for (unsigned b = 0; b < 256; b++)
+	for (unsigned b = 0; b < UW_BUCKETS; b++)
 		total += s->uw_hist[b];
 	if (!total)
 		return 0;
-	for (unsigned b = 0; b < 256; b++) {
+	for (unsigned b = 0; b < UW_BUCKETS; b++) {
 		acc += s->uw_hist[b];
 		if ((double)acc >= q * (double)total) {
 			unsigned lg = b / 8, f = b % 8;
@@ -912,14 +912,14 @@ static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const sa
 /* Resolves a sample's stack into frame ids (leaf first) in s->scratch; returns the count. */
 static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm, const pre_unwound *pre)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return 0;
 	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
 	strobe_proc *p = NULL;
 	bool first = true, rescanned = false;
 	uint32_t n = 0, nfp = 0;
-	uint64_t fp[256]; /* the user part of the kernel's chain */
-	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
+	uint64_t fp[STROBE_STACK_FRAMES]; /* the user part of the kernel's chain */
+	for (uint64_t i = 0; i < sm->nr && n < STROBE_STACK_FRAMES; i++) {
 		uint64_t ip = sm->ips[i];
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? CTX_KERNEL
@@ -934,7 +934,7 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm, const 
 			first = false;
 			if (s->o.kernel)
 				add_frame(s, pid, &p, &rescanned, ip, true, call, &n);
-		} else if (nfp < 256) {
+		} else if (nfp < STROBE_STACK_FRAMES) {
 			fp[nfp++] = ip;
 		}
 	}
@@ -1103,7 +1103,7 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return -ENOMEM;
 	s->ext_offcpu = true;
 	strobe_proc *p = NULL;
@@ -1165,7 +1165,7 @@ int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, con
 				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
 				int64_t samples, int64_t cpu_ns)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return -ENOMEM;
 	strobe_proc *p = NULL;
 	bool first = true, rescanned = false;
@@ -1180,7 +1180,8 @@ int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, con
 		if (upy && upy[i]) {
 			strobe_frame_key k = {.addr = upy[i], .map = STROBE_MAP_PY};
 			uint32_t id;
-			if (n < 256 && strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
+			if (n < STROBE_STACK_FRAMES &&
+			    strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
 				s->scratch[n++] = id;
 		} else {
 			add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
@@ -1201,7 +1202,7 @@ int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, con
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return -ENOMEM;
 	strobe_proc *p = NULL;
 	bool rescanned = false;
@@ -1264,7 +1265,8 @@ static void process(strobe_sampler *s, const struct perf_event_header *h)
 		uint32_t n;
 		memcpy(&nu, a, 4);
 		memcpy(&n, a + 4, 4);
-		if (n > 256 || n != (nu > 0 ? (uint32_t)nu : 0) || rest < 8 + (size_t)n * 9)
+		if (n > STROBE_STACK_FRAMES || n != (nu > 0 ? (uint32_t)nu : 0) ||
+		    rest < 8 + (size_t)n * 9)
 			return;
 		pre_unwound pre = {nu, a + 8, a + 8 + (size_t)n * 8};
 		if (kind == EVK_CLOCK)
@@ -1461,11 +1463,11 @@ static int take(const struct perf_event_header *h, void *ctx)
 }
 
 /* The user part of the kernel's call chain (what resolve() collects), leaf first. */
-static uint32_t user_chain(const sample *sm, uint64_t fp[256])
+static uint32_t user_chain(const sample *sm, uint64_t fp[STROBE_STACK_FRAMES])
 {
 	bool user = true;
 	uint32_t n = 0;
-	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
+	for (uint64_t i = 0; i < sm->nr && n < STROBE_STACK_FRAMES; i++) {
 		uint64_t ip = sm->ips[i];
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
 			user = ip == (uint64_t)PERF_CONTEXT_USER;
@@ -1540,7 +1542,7 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	uint32_t max = s->o.max_stack;
 	if (sizeof(*h) + inner + 8 + (size_t)max * 9 + 8 > 0xffff)
 		return take(h, s);
-	uint64_t fp[256];
+	uint64_t fp[STROBE_STACK_FRAMES];
 	uint32_t nfp = user_chain(&sm, fp);
 	int nu = unwind_user(s, (int32_t)sm.pid, &p, &sm, fp, nfp, max);
 	uint32_t n = nu > 0 ? (uint32_t)nu : 0;

@@ -15,6 +15,7 @@
 #include "perf.h"
 #include "pid_count.h"
 #include "proc.h"
+#include "stack_cap.h"
 #include "unwind.h"
 #include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
@@ -41,6 +42,9 @@ typedef struct strobe_agg_key {
 } strobe_agg_key;
 
 enum { EVK_CLOCK = 1, EVK_SWITCH, EVK_WAKEUP };
+
+/* Buckets of the unwind-time histogram: 8 per octave, up to 2^32 ns. */
+enum { UW_BUCKETS = 256 };
 
 typedef struct strobe_pending {
 	int64_t time;
@@ -103,7 +107,7 @@ struct strobe_sampler {
 	unsigned stack_clock;    /* bytes of stack copied with on-CPU samples (o.stack_size: switches) */
 	uint64_t *upcs;          /* the unwound program counters of the current sample */
 	bool *uact;
-	uint64_t uw_hist[256];   /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
+	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
 	strobe_unwind_stats uw_st; /* the unwinder's counters, kept when trim frees it */
 };
 
