@@ -362,6 +362,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		s->o.max_stack = STROBE_STACK_DEPTH;
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
+	agg_init(&s->agg);
 	int rc = tracker_init(&s->tr);
 	uint32_t fid;
 	strobe_frame_key none = {0};
@@ -573,8 +574,7 @@ void strobe_sampler_close(strobe_sampler *s)
 	tracker_free(&s->tr);
 	strobe_itab_free(&s->frames);
 	strobe_itab_free(&s->pynames);
-	strobe_itab_free(&s->agg);
-	free(s->vals);
+	agg_free(&s->agg);
 	free(s->scratch);
 	unwinder_free(s->uw);
 	free(s->upcs);
@@ -731,48 +731,10 @@ static uint64_t raw_u(const sample *sm, int off, int size)
 
 /* ---- aggregation ----------------------------------------------------------------------------- */
 
-static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
-			const uint32_t *frames, uint32_t n, const int64_t v[NV])
+static int add_stack(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames,
+		     uint32_t n, const int64_t v[NV])
 {
-	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
-	uint8_t buf[sizeof(strobe_agg_key) + STROBE_STACK_FRAMES * sizeof(uint32_t)];
-	if (n > STROBE_STACK_FRAMES)
-		return -E2BIG;
-	strobe_agg_key *k = (strobe_agg_key *)buf;
-	k->pid = pid;
-	k->tid = tid;
-	k->n = n;
-	k->pad_ = 0;
-	k->lock = lock;
-	memcpy(k->frame, frames, n * sizeof(uint32_t));
-	uint32_t id;
-	bool added;
-	int rc = strobe_itab_intern(&s->agg, k, len, &id, &added);
-	if (rc < 0)
-		return rc;
-	if (id >= s->cvals) {
-		size_t nc = s->cvals ? s->cvals * 2 : 1024;
-		while (nc <= id)
-			nc *= 2;
-		int64_t *nv = realloc(s->vals, nc * NV * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		memset(nv + s->cvals * NV, 0, (nc - s->cvals) * NV * sizeof(*nv));
-		s->vals = nv;
-		s->cvals = nc;
-	}
-	for (int i = 0; i < NV; i++) {
-		int64_t *x = &s->vals[(size_t)id * NV + i];
-		if (__builtin_add_overflow(*x, v[i], x))
-			*x = INT64_MAX; /* only corrupt input gets here */
-	}
-	return 0;
-}
-
-static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames, uint32_t n,
-		   const int64_t v[NV])
-{
-	return agg_add_lock(s, pid, tid, 0, frames, n, v);
+	return agg_add(&s->agg, pid, tid, 0, frames, n, v);
 }
 
 /* The process, its mappings read from /proc when first seen. */
@@ -1014,7 +976,7 @@ static void on_clock(strobe_sampler *s, const sample *sm, const pre_unwound *pre
 	int64_t v[NV] = {0};
 	v[V_SAMPLES] = 1;
 	v[V_CPU_NS] = sm->period ? ts(sm->period) : s->period_ns;
-	agg_add(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
+	add_stack(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
 }
 
 /* Closes (or, with partial, counts so far) a thread's off-CPU interval up to `t`. */
@@ -1048,7 +1010,7 @@ static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool
 	v[V_SWITCHES] = partial ? 0 : 1;
 	if (!partial)
 		s->st.switches++;
-	agg_add(s, th->pid, th->tid, th->stack, th->nstack, v);
+	add_stack(s, th->pid, th->tid, th->stack, th->nstack, v);
 }
 
 /* A switch-in, from sched_switch's next_pid or from a switch-in record. System-wide, one
@@ -1127,7 +1089,7 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 	v[V_RUNQ_NS] = off_ns - blocked_ns;
 	v[V_SWITCHES] = switches;
 	s->st.switches += (uint64_t)switches;
-	return agg_add(s, pid, tid, s->scratch, n, v);
+	return add_stack(s, pid, tid, s->scratch, n, v);
 }
 
 int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
@@ -1196,7 +1158,7 @@ int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, con
 	v[V_SAMPLES] = samples;
 	v[V_CPU_NS] = cpu_ns;
 	s->st.samples += (uint64_t)samples;
-	return agg_add(s, pid, tid, s->scratch, n, v);
+	return add_stack(s, pid, tid, s->scratch, n, v);
 }
 
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
@@ -1214,7 +1176,7 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 	int64_t v[NV] = {0};
 	v[V_WAITS] = waits;
 	v[V_DELAY_NS] = delay_ns;
-	return agg_add_lock(s, pid, tid, lock, s->scratch, n, v);
+	return agg_add(&s->agg, pid, tid, lock, s->scratch, n, v);
 }
 
 static void on_wakeup(strobe_sampler *s, const sample *sm)
@@ -1881,24 +1843,12 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 {
-	unsigned n = 0;
-	for (uint32_t id = 0; id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		if (!in_list(out, n, k->pid) && n < cap)
-			out[n++] = k->pid;
-	}
-	return n;
+	return agg_pids(&s->agg, out, cap, false);
 }
 
 unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 {
-	unsigned n = 0;
-	for (uint32_t id = 0; id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		if (s->vals[(size_t)id * NV + V_WAITS] && !in_list(out, n, k->pid) && n < cap)
-			out[n++] = k->pid;
-	}
-	return n;
+	return agg_pids(&s->agg, out, cap, true);
 }
 
 /* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
@@ -1913,8 +1863,7 @@ void strobe_sampler_flush_open(strobe_sampler *s)
 
 void strobe_sampler_reset_agg(strobe_sampler *s)
 {
-	strobe_itab_free(&s->agg);
-	memset(s->vals, 0, s->cvals * NV * sizeof(*s->vals));
+	agg_reset(&s->agg);
 	s->start_ns = s->horizon_ns;
 	s->start_real_ns = strobe_real_ns();
 }

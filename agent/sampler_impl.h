@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The sampler's state, shared by sampler.c (collection and aggregation) and sampler_profile.c
- * (turning the aggregate into a symbolized pprof). Private to agent/.
- *
- * The aggregate is keyed by (pid, tid, frames) where frames are ids into a table of
- * (mapping, address) pairs, leaf first: the raw material, symbolized only when a profile is
- * asked for, so each distinct address is named once however often it was sampled.
+ * The sampler's state, shared by sampler.c (collection) and sampler_profile.c (turning the
+ * aggregate, sampler_agg.h, into a symbolized pprof). Private to agent/.
  */
 #ifndef STROBE_AGENT_SAMPLER_IMPL_H
 #define STROBE_AGENT_SAMPLER_IMPL_H
@@ -15,14 +11,11 @@
 #include "perf.h"
 #include "pid_count.h"
 #include "proc.h"
+#include "sampler_agg.h"
 #include "stack_cap.h"
 #include "unwind.h"
 #include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
-
-/* Value slots of the aggregate (the profile's sample types are chosen from these). */
-enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, V_WAITS, V_DELAY_NS,
-       NV };
 
 /* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
  * which is inside the call instruction, so the caller's line and inline chain are right). */
@@ -33,13 +26,6 @@ typedef struct strobe_frame_key {
 
 /* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
 #define STROBE_MAP_PY 0xfffffff0u
-
-typedef struct strobe_agg_key {
-	int32_t pid, tid;
-	uint32_t n, pad_;
-	uint64_t lock;    /* the lock's address, for lock sums (else 0) */
-	uint32_t frame[]; /* n frame ids, leaf first */
-} strobe_agg_key;
 
 enum { EVK_CLOCK = 1, EVK_SWITCH, EVK_WAKEUP };
 
@@ -93,9 +79,7 @@ struct strobe_sampler {
 	strobe_tracker tr;
 	strobe_itab frames;      /* strobe_frame_key, fixed size */
 	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
-	strobe_itab agg;         /* strobe_agg_key, variable size */
-	int64_t *vals;           /* vals[id * NV + slot] */
-	size_t cvals;
+	sampler_agg agg;         /* the stacks and their values (sampler_agg.h) */
 	uint32_t *scratch;       /* frame ids of the stack being resolved */
 	int64_t period_ns;
 	int64_t event_period_ns; /* the cpu-clock events' (cpu_external: 1 s), else period_ns */
@@ -143,7 +127,8 @@ uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const c
  * in lock profiles only (strobe_sampler_profile_opts.locks). */
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns);
-/* The processes with lock sums in the aggregate (at most cap), as strobe_sampler_pids. */
+/* The processes with lock sums in the aggregate (at most cap), in the order of their first entry
+ * of any kind (as strobe_sampler_pids). */
 unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);
