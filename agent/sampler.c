@@ -66,26 +66,12 @@ static int add_id(strobe_sampler *s, int fd, int kind)
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
 		return -errno;
 	/* Inherited child events report the id of the event they were inherited from. */
-	if (s->nids == s->cids) {
-		unsigned nc = s->cids ? s->cids * 2 : 64;
-		void *n = realloc(s->ids, nc * sizeof(*s->ids));
-		if (!n)
-			return -ENOMEM;
-		s->ids = n;
-		s->cids = nc;
-	}
-	s->ids[s->nids].id = id;
-	s->ids[s->nids].kind = kind;
-	s->nids++;
-	return 0;
+	return event_kinds_add(&s->kinds, id, kind);
 }
 
 static int kind_of(const strobe_sampler *s, uint64_t id)
 {
-	for (unsigned i = 0; i < s->nids; i++)
-		if (s->ids[i].id == id)
-			return s->ids[i].kind;
-	return 0;
+	return event_kinds_get(&s->kinds, id);
 }
 
 /* Whether samples carry registers and a stack copy to unwind. */
@@ -363,6 +349,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
 	agg_init(&s->agg);
+	event_kinds_init(&s->kinds);
 	int rc = tracker_init(&s->tr);
 	uint32_t fid;
 	strobe_frame_key none = {0};
@@ -563,7 +550,7 @@ void strobe_sampler_close(strobe_sampler *s)
 	for (unsigned i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
 	free(s->fds);
-	free(s->ids);
+	event_kinds_free(&s->kinds);
 	free(s->rings);
 	free(s->pfd);
 	free(s->pids);
@@ -1714,16 +1701,10 @@ int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampl
 	s->f_wake_pid = l->wakeup_pid_offset;
 	static const int kinds[] = {EVK_CLOCK, EVK_SWITCH, EVK_WAKEUP};
 	for (int i = 0; i < 3; i++) {
-		if (s->nids == s->cids) {
-			s->cids = 4;
-			s->ids = calloc(s->cids, sizeof(*s->ids));
-			if (!s->ids) {
-				strobe_sampler_close(s);
-				return -ENOMEM;
-			}
+		if (event_kinds_add(&s->kinds, l->id[i], kinds[i]) < 0) {
+			strobe_sampler_close(s);
+			return -ENOMEM;
 		}
-		s->ids[s->nids].id = l->id[i];
-		s->ids[s->nids++].kind = kinds[i];
 	}
 	s->start_ns = s->horizon_ns = -1;
 	*out = s;

@@ -8,6 +8,7 @@
 
 #include <poll.h>
 
+#include "event_kinds.h"
 #include "perf.h"
 #include "pid_count.h"
 #include "proc.h"
@@ -27,8 +28,6 @@ typedef struct strobe_frame_key {
 /* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
 #define STROBE_MAP_PY 0xfffffff0u
 
-enum { EVK_CLOCK = 1, EVK_SWITCH, EVK_WAKEUP };
-
 /* Buckets of the unwind-time histogram: 8 per octave, up to 2^32 ns. */
 enum { UW_BUCKETS = 256 };
 
@@ -47,11 +46,7 @@ struct strobe_sampler {
 	unsigned nrings;
 	int *fds;
 	unsigned nfds, cfds;
-	struct {
-		uint64_t id;
-		int kind;
-	} *ids;
-	unsigned nids, cids;
+	event_kinds kinds;       /* event id -> EVK_* (event_kinds.h) */
 	uint64_t sample_type[4]; /* per EVK_* */
 	int f_prev_state, f_prev_state_size, f_next_pid, f_wake_pid;
 	bool cpu_wide;           /* -a: switch-ins from the tracepoint's next_pid */
