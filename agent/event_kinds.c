@@ -43,11 +43,19 @@ int event_kinds_add(event_kinds *m, uint64_t id, int kind)
 		m->ckind = nc;
 	}
 	m->kind[i] = (uint8_t)kind;
+	unsigned d = (unsigned)(id % EVENT_KINDS_DIRECT);
+	if (!m->direct[d].kind) {
+		m->direct[d].id = id;
+		m->direct[d].kind = (uint8_t)kind;
+	}
 	return 0;
 }
 
 int event_kinds_get(const event_kinds *m, uint64_t id)
 {
+	unsigned d = (unsigned)(id % EVENT_KINDS_DIRECT);
+	if (m->direct[d].kind && m->direct[d].id == id)
+		return m->direct[d].kind;
 	uint32_t i = strobe_itab_find(&m->ids, &id, sizeof(id));
 	return i == UINT32_MAX || i >= m->ckind ? 0 : m->kind[i];
 }
