@@ -12,6 +12,8 @@
 #include "perf.h"
 #include "pid_count.h"
 #include "proc.h"
+#include "record_decode.h"
+#include "record_order.h"
 #include "sampler_agg.h"
 #include "stack_cap.h"
 #include "unwind.h"
@@ -30,13 +32,6 @@ typedef struct strobe_frame_key {
 
 /* Buckets of the unwind-time histogram: 8 per octave, up to 2^32 ns. */
 enum { UW_BUCKETS = 256 };
-
-typedef struct strobe_pending {
-	int64_t time;
-	uint64_t seq;
-	size_t off;
-	uint32_t len;
-} strobe_pending;
 
 struct strobe_sampler {
 	strobe_sampler_opts o;
@@ -57,13 +52,12 @@ struct strobe_sampler {
 	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
 	bool no_cpu_types;       /* offcpu_external without STROBE_EV_CPU: off-CPU types only */
 
-	/* Records read from the rings, held until every ring has been read past their time. */
-	uint8_t *arena;
-	size_t alen, acap;
-	strobe_pending *pend;
-	size_t npend, cpend;
-	uint64_t seq;
-	int64_t horizon_ns;
+	/* Records read from the rings, held until every ring has been read past their time
+	 * (record_order.h), and what a flush of them is at (process_held). */
+	rec_order ord;
+	uint32_t flushed;
+	int64_t drained_ns;
+	rec_decoder dec;         /* the records' decoding: kinds and sample types */
 	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
 	 * ring's head for the two passes over it. */
 	strobe_pid_count held_sb;

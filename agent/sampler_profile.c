@@ -391,8 +391,8 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 	}
 	if (rc == 0) {
 		p->time_nanos = s->start_real_ns;
-		p->duration_nanos = s->start_ns >= 0 && s->horizon_ns > s->start_ns
-					    ? s->horizon_ns - s->start_ns
+		p->duration_nanos = s->start_ns >= 0 && s->ord.horizon_ns > s->start_ns
+					    ? s->ord.horizon_ns - s->start_ns
 					    : 0;
 	}
 
