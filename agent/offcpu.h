@@ -7,7 +7,9 @@
 #ifndef STROBE_AGENT_OFFCPU_LAYOUT_H
 #define STROBE_AGENT_OFFCPU_LAYOUT_H
 
-#define STROBE_OB_MAX_DEPTH 127 /* frames per stack, as perf's sample_max_stack */
+#include "stack_cap.h"
+
+#define STROBE_OB_MAX_DEPTH STROBE_STACK_DEPTH /* frames per stack walk */
 
 /* A thread's last switch-out (in its task-local storage, kept until it exits; read by user
  * space through the task iterator off_threads). */

@@ -196,7 +196,7 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 	return oncpu_bpf__load(b->skel);
 }
 
-#define PY_MERGED 256 /* frames of a merged stack (the sampler's cap) */
+#define PY_MERGED STROBE_STACK_FRAMES /* frames of a merged stack (the sampler's cap) */
 
 /* A process whose mappings the tables' loader is about to read (at its exec, mostly): a Python
  * one gets its frames read from its next sample on, rather than from the next drain on. */

@@ -66,26 +66,7 @@ static int add_id(strobe_sampler *s, int fd, int kind)
 	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
 		return -errno;
 	/* Inherited child events report the id of the event they were inherited from. */
-	if (s->nids == s->cids) {
-		unsigned nc = s->cids ? s->cids * 2 : 64;
-		void *n = realloc(s->ids, nc * sizeof(*s->ids));
-		if (!n)
-			return -ENOMEM;
-		s->ids = n;
-		s->cids = nc;
-	}
-	s->ids[s->nids].id = id;
-	s->ids[s->nids].kind = kind;
-	s->nids++;
-	return 0;
-}
-
-static int kind_of(const strobe_sampler *s, uint64_t id)
-{
-	for (unsigned i = 0; i < s->nids; i++)
-		if (s->ids[i].id == id)
-			return s->ids[i].kind;
-	return 0;
+	return event_kinds_add(&s->kinds, id, kind);
 }
 
 /* Whether samples carry registers and a stack copy to unwind. */
@@ -122,7 +103,7 @@ void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *
 	a->enable_on_exec = s->o.enable_on_exec;
 	a->sample_type = s->sample_type[kind];
 	a->exclude_callchain_kernel = !s->o.kernel || s->kernel_excluded;
-	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : 127);
+	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : STROBE_STACK_DEPTH);
 	if (copies_stack(&s->o) && kind != EVK_WAKEUP) {
 		a->sample_regs_user = STROBE_SAMPLER_REGS_MASK;
 		a->sample_stack_user = kind == EVK_CLOCK ? s->stack_clock : s->o.stack_size;
@@ -358,10 +339,13 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		s->o.freq = 99;
 	if (s->o.freq > 100000)
 		s->o.freq = 100000;
-	if (!s->o.max_stack || s->o.max_stack > 127)
-		s->o.max_stack = 127;
+	if (!s->o.max_stack || s->o.max_stack > STROBE_STACK_DEPTH)
+		s->o.max_stack = STROBE_STACK_DEPTH;
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
+	agg_init(&s->agg);
+	event_kinds_init(&s->kinds);
+	s->dec = (rec_decoder){.kinds = &s->kinds, .sample_type = s->sample_type};
 	int rc = tracker_init(&s->tr);
 	uint32_t fid;
 	strobe_frame_key none = {0};
@@ -394,8 +378,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 			s->o.stack_size = 8;
 		s->stack_clock = dflt ? 16384 : s->o.stack_size;
 		s->uw = unwinder_new(s->o.unwind_cache_bytes);
-		s->upcs = malloc(256 * sizeof(*s->upcs));
-		s->uact = malloc(256 * sizeof(*s->uact));
+		s->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*s->upcs));
+		s->uact = malloc(STROBE_STACK_FRAMES * sizeof(*s->uact));
 		if (!s->uw || !s->upcs || !s->uact)
 			rc = -ENOMEM;
 	}
@@ -546,7 +530,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	int64_t now = strobe_mono_ns();
 	for (unsigned i = 0; i < o->npids && !o->enable_on_exec; i++)
 		tracker_read_proc(&s->tr, o->pids[i], now);
-	s->start_ns = s->horizon_ns = now;
+	s->start_ns = s->ord.horizon_ns = now;
 	s->start_real_ns = strobe_real_ns();
 	*out = s;
 	return 0;
@@ -562,20 +546,18 @@ void strobe_sampler_close(strobe_sampler *s)
 	for (unsigned i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
 	free(s->fds);
-	free(s->ids);
+	event_kinds_free(&s->kinds);
 	free(s->rings);
 	free(s->pfd);
 	free(s->pids);
-	free(s->arena);
-	free(s->pend);
+	order_free(&s->ord);
 	free(s->heads);
 	pid_count_free(&s->held_sb);
 	tracker_free(&s->tr);
 	strobe_itab_free(&s->frames);
 	strobe_itab_free(&s->pynames);
-	strobe_itab_free(&s->agg);
+	agg_free(&s->agg);
 	strobe_itab_free(&s->lsets);
-	free(s->vals);
 	free(s->scratch);
 	unwinder_free(s->uw);
 	free(s->upcs);
@@ -606,180 +588,12 @@ int strobe_sampler_disable(strobe_sampler *s)
 	return ioctl_all(s, PERF_EVENT_IOC_DISABLE);
 }
 
-/* ---- parsing --------------------------------------------------------------------------------- */
-
-typedef struct sample {
-	uint64_t id, ip, time, period, nr;
-	uint32_t pid, tid, cpu, raw_size;
-	const uint64_t *ips;
-	const uint8_t *raw;
-	uint64_t abi;              /* REGS_USER: 0 = no user registers (a kernel thread) */
-	uint64_t regs[STROBE_UNWIND_NREGS];
-	uint64_t stack_size, stack_dyn; /* STACK_USER: bytes copied, bytes valid */
-	const uint8_t *stack;
-} sample;
-
-/* A private record type for the arena (the kernel's types are below PERF_RECORD_MAX, and take()
- * drops unknown ones, so none comes from outside): a sample whose user stack was unwound when it
- * was read (take_unwound). Its body: the sample record without its stack copy (stack size 0),
- * then int32 nu (unwind_user's answer) and uint32 n, n program counters (8 bytes each) and n
- * activation bytes, padded to 8. */
-#define REC_UNWOUND 0x7f01
-
-/* The unwound user stack such a record carries to its turn. */
-typedef struct pre_unwound {
-	int32_t nu;         /* -1: keep the kernel's frame-pointer chain */
-	const uint8_t *pcs; /* nu program counters, unaligned */
-	const uint8_t *act; /* nu activation flags */
-} pre_unwound;
-
-/* Walks a PERF_RECORD_SAMPLE's fields in the order the kernel writes them. */
-static bool parse_sample(const struct perf_event_header *h, uint64_t type, sample *sm)
-{
-	const uint8_t *p = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
-	memset(sm, 0, sizeof(*sm));
-#define TAKE(dst, n)                                                                              \
-	do {                                                                                      \
-		if ((size_t)(end - p) < (n))                                                      \
-			return false;                                                             \
-		memcpy((dst), p, (n));                                                            \
-		p += (n);                                                                         \
-	} while (0)
-	uint32_t two[2];
-	if (type & PERF_SAMPLE_IDENTIFIER)
-		TAKE(&sm->id, 8);
-	if (type & PERF_SAMPLE_IP)
-		TAKE(&sm->ip, 8);
-	if (type & PERF_SAMPLE_TID) {
-		TAKE(two, 8);
-		sm->pid = two[0];
-		sm->tid = two[1];
-	}
-	if (type & PERF_SAMPLE_TIME)
-		TAKE(&sm->time, 8);
-	if (type & PERF_SAMPLE_CPU) {
-		TAKE(two, 8);
-		sm->cpu = two[0];
-	}
-	if (type & PERF_SAMPLE_PERIOD)
-		TAKE(&sm->period, 8);
-	if (type & PERF_SAMPLE_CALLCHAIN) {
-		TAKE(&sm->nr, 8);
-		if (sm->nr > (size_t)(end - p) / 8)
-			return false;
-		sm->ips = (const uint64_t *)p;
-		p += sm->nr * 8;
-	}
-	if (type & PERF_SAMPLE_RAW) {
-		TAKE(&sm->raw_size, 4);
-		if (sm->raw_size > (size_t)(end - p))
-			return false;
-		sm->raw = p;
-		p += sm->raw_size; /* the kernel pads size + data to 8 bytes */
-	}
-	if (type & PERF_SAMPLE_REGS_USER) {
-		TAKE(&sm->abi, 8);
-		if (sm->abi) /* the mask is ours: STROBE_SAMPLER_REGS_MASK, 17 registers */
-			TAKE(sm->regs, sizeof(sm->regs));
-	}
-	if (type & PERF_SAMPLE_STACK_USER) {
-		TAKE(&sm->stack_size, 8);
-		if (sm->stack_size) {
-			if (sm->stack_size > (size_t)(end - p))
-				return false;
-			sm->stack = p;
-			p += sm->stack_size;
-			TAKE(&sm->stack_dyn, 8);
-			if (sm->stack_dyn > sm->stack_size)
-				sm->stack_dyn = sm->stack_size;
-		}
-	}
-#undef TAKE
-	return true;
-}
-
-/* Kernel timestamps are u64 nanoseconds; kept as int64 so differences are plain arithmetic,
- * clamped so that a corrupt record cannot make them overflow. */
-static int64_t ts(uint64_t t)
-{
-	return t > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)t;
-}
-
-/* The sample_id_all trailer of a non-sample record: pid, tid, time, cpu, identifier. */
-typedef struct trailer {
-	uint32_t pid, tid;
-	uint64_t time;
-	uint32_t cpu, res;
-	uint64_t id;
-} trailer;
-
-static bool get_trailer(const struct perf_event_header *h, trailer *t)
-{
-	if (h->size < sizeof(*h) + sizeof(*t))
-		return false;
-	memcpy(t, (const uint8_t *)h + h->size - sizeof(*t), sizeof(*t));
-	return true;
-}
-
-static uint64_t raw_u(const sample *sm, int off, int size)
-{
-	if (off < 0 || size <= 0 || size > 8 || (uint32_t)(off + size) > sm->raw_size)
-		return 0;
-	uint64_t v = 0;
-	memcpy(&v, sm->raw + off, (size_t)size); /* little-endian hosts only (x86, arm64) */
-	return v;
-}
-
 /* ---- aggregation ----------------------------------------------------------------------------- */
 
-static int agg_add_full(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock, uint32_t lset,
-			const uint32_t *frames, uint32_t n, const int64_t v[NV])
+static int add_stack(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames,
+		     uint32_t n, const int64_t v[NV])
 {
-	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
-	uint8_t buf[sizeof(strobe_agg_key) + 256 * sizeof(uint32_t)];
-	if (n > 256)
-		return -E2BIG;
-	strobe_agg_key *k = (strobe_agg_key *)buf;
-	k->pid = pid;
-	k->tid = tid;
-	k->n = n;
-	k->lset = lset;
-	k->lock = lock;
-	memcpy(k->frame, frames, n * sizeof(uint32_t));
-	uint32_t id;
-	bool added;
-	int rc = strobe_itab_intern(&s->agg, k, len, &id, &added);
-	if (rc < 0)
-		return rc;
-	if (id >= s->cvals) {
-		size_t nc = s->cvals ? s->cvals * 2 : 1024;
-		while (nc <= id)
-			nc *= 2;
-		int64_t *nv = realloc(s->vals, nc * NV * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		memset(nv + s->cvals * NV, 0, (nc - s->cvals) * NV * sizeof(*nv));
-		s->vals = nv;
-		s->cvals = nc;
-	}
-	for (int i = 0; i < NV; i++) {
-		int64_t *x = &s->vals[(size_t)id * NV + i];
-		if (__builtin_add_overflow(*x, v[i], x))
-			*x = INT64_MAX; /* only corrupt input gets here */
-	}
-	return 0;
-}
-
-static int agg_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
-			const uint32_t *frames, uint32_t n, const int64_t v[NV])
-{
-	return agg_add_full(s, pid, tid, lock, 0, frames, n, v);
-}
-
-static int agg_add(strobe_sampler *s, int32_t pid, int32_t tid, const uint32_t *frames, uint32_t n,
-		   const int64_t v[NV])
-{
-	return agg_add_full(s, pid, tid, 0, 0, frames, n, v);
+	return agg_add(&s->agg, pid, tid, 0, 0, frames, n, v);
 }
 
 /* The keys the profile sets on every sample itself: an SDK label of the same name would make
@@ -836,7 +650,7 @@ static strobe_proc *proc_for(strobe_sampler *s, int32_t pid)
 static void add_frame(strobe_sampler *s, int32_t pid, strobe_proc **p, bool *rescanned,
 		      uint64_t ip, bool kernel, bool call, uint32_t *n)
 {
-	if (*n >= 256)
+	if (*n >= STROBE_STACK_FRAMES)
 		return;
 	strobe_frame_key k = {.addr = ip, .call = call};
 	if (kernel) {
@@ -871,17 +685,17 @@ static void unwind_time(strobe_sampler *s, int64_t ns)
 	uint64_t v = ns > 1 ? (uint64_t)ns : 1;
 	unsigned lg = 63u - (unsigned)__builtin_clzll(v);
 	unsigned b = lg < 3 ? lg * 8 : lg * 8 + (unsigned)((v >> (lg - 3)) & 7);
-	s->uw_hist[b < 256 ? b : 255]++;
+	s->uw_hist[b < UW_BUCKETS ? b : UW_BUCKETS - 1]++;
 }
 
 static uint64_t unwind_pct(const strobe_sampler *s, double q)
 {
 	uint64_t total = 0, acc = 0;
-	for (unsigned b = 0; b < 256; b++)
+	for (unsigned b = 0; b < UW_BUCKETS; b++)
 		total += s->uw_hist[b];
 	if (!total)
 		return 0;
-	for (unsigned b = 0; b < 256; b++) {
+	for (unsigned b = 0; b < UW_BUCKETS; b++) {
 		acc += s->uw_hist[b];
 		if ((double)acc >= q * (double)total) {
 			unsigned lg = b / 8, f = b % 8;
@@ -898,7 +712,7 @@ static uint64_t unwind_pct(const strobe_sampler *s, double q)
  * stopped short, the frame-pointer chain continues it from the first return address both have
  * in common (the table walk's last frame), and when they have none the longer of the two wins.
  */
-static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const sample *sm,
+static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const rec_sample *sm,
 		       const uint64_t *fp, uint32_t nfp, uint32_t max)
 {
 	if (!sm->abi || !sm->stack_size || sm->tid == 0)
@@ -953,16 +767,17 @@ static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const sa
 }
 
 /* Resolves a sample's stack into frame ids (leaf first) in s->scratch; returns the count. */
-static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm, const pre_unwound *pre)
+static uint32_t resolve(strobe_sampler *s, int32_t pid, const rec_sample *sm,
+			const rec_unwound *pre)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return 0;
 	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
 	strobe_proc *p = NULL;
 	bool first = true, rescanned = false;
 	uint32_t n = 0, nfp = 0;
-	uint64_t fp[256]; /* the user part of the kernel's chain */
-	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
+	uint64_t fp[STROBE_STACK_FRAMES]; /* the user part of the kernel's chain */
+	for (uint64_t i = 0; i < sm->nr && n < STROBE_STACK_FRAMES; i++) {
 		uint64_t ip = sm->ips[i];
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? CTX_KERNEL
@@ -977,7 +792,7 @@ static uint32_t resolve(strobe_sampler *s, int32_t pid, const sample *sm, const 
 			first = false;
 			if (s->o.kernel)
 				add_frame(s, pid, &p, &rescanned, ip, true, call, &n);
-		} else if (nfp < 256) {
+		} else if (nfp < STROBE_STACK_FRAMES) {
 			fp[nfp++] = ip;
 		}
 	}
@@ -1043,7 +858,7 @@ static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 	return th;
 }
 
-static void on_clock(strobe_sampler *s, const sample *sm, const pre_unwound *pre)
+static void on_clock(strobe_sampler *s, const rec_sample *sm, const rec_unwound *pre)
 {
 	if (s->event_period_ns) /* cpu_external: the events are there for their side-band records */
 		return;
@@ -1056,8 +871,8 @@ static void on_clock(strobe_sampler *s, const sample *sm, const pre_unwound *pre
 	thread_for(s, (int32_t)sm->tid, (int32_t)sm->pid);
 	int64_t v[NV] = {0};
 	v[V_SAMPLES] = 1;
-	v[V_CPU_NS] = sm->period ? ts(sm->period) : s->period_ns;
-	agg_add(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
+	v[V_CPU_NS] = sm->period ? rec_ts(sm->period) : s->period_ns;
+	add_stack(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
 }
 
 /* Closes (or, with partial, counts so far) a thread's off-CPU interval up to `t`. */
@@ -1091,7 +906,7 @@ static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool
 	v[V_SWITCHES] = partial ? 0 : 1;
 	if (!partial)
 		s->st.switches++;
-	agg_add(s, th->pid, th->tid, th->stack, th->nstack, v);
+	add_stack(s, th->pid, th->tid, th->stack, th->nstack, v);
 }
 
 /* A switch-in, from sched_switch's next_pid or from a switch-in record. System-wide, one
@@ -1108,7 +923,7 @@ static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
 	}
 }
 
-static void on_switch(strobe_sampler *s, const sample *sm, const pre_unwound *pre)
+static void on_switch(strobe_sampler *s, const rec_sample *sm, const rec_unwound *pre)
 {
 	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
 	if (tid != 0) {
@@ -1126,19 +941,19 @@ static void on_switch(strobe_sampler *s, const sample *sm, const pre_unwound *pr
 				th->nstack = n;
 				th->out = true;
 				th->back = false;
-				th->out_ns = ts(sm->time);
+				th->out_ns = rec_ts(sm->time);
 				th->wake_ns = 0;
 				/* prev_state: 0 = still runnable (yield), TASK_REPORT_MAX (0x100
 				 * and up) = preempted, low bits = a sleeping state. */
-				uint64_t state = raw_u(sm, s->f_prev_state, s->f_prev_state_size);
+				uint64_t state = rec_raw_u(sm, s->f_prev_state, s->f_prev_state_size);
 				th->blocked = (state & 0xff) != 0;
 			}
 		}
 	}
 	if (s->cpu_wide) {
-		int32_t next = (int32_t)raw_u(sm, s->f_next_pid, 4);
+		int32_t next = (int32_t)rec_raw_u(sm, s->f_next_pid, 4);
 		if (next)
-			switch_in(s, next, ts(sm->time));
+			switch_in(s, next, rec_ts(sm->time));
 	}
 }
 
@@ -1146,7 +961,7 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return -ENOMEM;
 	s->ext_offcpu = true;
 	strobe_proc *p = NULL;
@@ -1170,7 +985,7 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 	v[V_RUNQ_NS] = off_ns - blocked_ns;
 	v[V_SWITCHES] = switches;
 	s->st.switches += (uint64_t)switches;
-	return agg_add(s, pid, tid, s->scratch, n, v);
+	return add_stack(s, pid, tid, s->scratch, n, v);
 }
 
 int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
@@ -1217,7 +1032,7 @@ int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
 				  int64_t cpu_ns)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return -ENOMEM;
 	strobe_proc *p = NULL;
 	bool first = true, rescanned = false;
@@ -1232,7 +1047,8 @@ int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 		if (upy && upy[i]) {
 			strobe_frame_key k = {.addr = upy[i], .map = STROBE_MAP_PY};
 			uint32_t id;
-			if (n < 256 && strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
+			if (n < STROBE_STACK_FRAMES &&
+			    strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
 				s->scratch[n++] = id;
 		} else {
 			add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
@@ -1247,13 +1063,13 @@ int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 	v[V_SAMPLES] = samples;
 	v[V_CPU_NS] = cpu_ns;
 	s->st.samples += (uint64_t)samples;
-	return agg_add_full(s, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->scratch, n, v);
+	return agg_add(&s->agg, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->scratch, n, v);
 }
 
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
 {
-	if (!s->scratch && !(s->scratch = malloc(256 * sizeof(uint32_t))))
+	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
 		return -ENOMEM;
 	strobe_proc *p = NULL;
 	bool rescanned = false;
@@ -1265,187 +1081,85 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 	int64_t v[NV] = {0};
 	v[V_WAITS] = waits;
 	v[V_DELAY_NS] = delay_ns;
-	return agg_add_lock(s, pid, tid, lock, s->scratch, n, v);
+	return agg_add(&s->agg, pid, tid, lock, 0, s->scratch, n, v);
 }
 
-static void on_wakeup(strobe_sampler *s, const sample *sm)
+static void on_wakeup(strobe_sampler *s, const rec_sample *sm)
 {
-	int32_t tid = (int32_t)raw_u(sm, s->f_wake_pid, 4);
+	int32_t tid = (int32_t)rec_raw_u(sm, s->f_wake_pid, 4);
 	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
 	if (th && th->out && th->blocked && !th->wake_ns)
-		th->wake_ns = ts(sm->time);
+		th->wake_ns = rec_ts(sm->time);
 }
+
+/* ---- the decoder's handlers ------------------------------------------------------------------ */
+
+static void h_sample(void *ctx, int kind, const rec_sample *sm, const rec_unwound *pre)
+{
+	strobe_sampler *s = ctx;
+	if (kind == EVK_CLOCK)
+		on_clock(s, sm, pre);
+	else if (kind == EVK_SWITCH)
+		on_switch(s, sm, pre);
+	else if (!pre)
+		on_wakeup(s, sm);
+}
+
+static void h_mmap2(void *ctx, const rec_mmap2 *m)
+{
+	strobe_sampler *s = ctx;
+	tracker_mmap(&s->tr, m->pid, m->start, m->len, m->pgoff, m->dev, m->ino, m->build_id,
+		     m->build_id_len, m->path);
+}
+
+static void h_comm(void *ctx, int32_t pid, int32_t tid, const char *comm, bool exec)
+{
+	strobe_sampler *s = ctx;
+	tracker_comm(&s->tr, pid, tid, comm, exec);
+}
+
+static void h_fork(void *ctx, int32_t pid, int32_t ppid, int32_t tid)
+{
+	strobe_sampler *s = ctx;
+	/* A new process starts with its parent's mappings: a parent we never sampled (a shell
+	 * that predates recording) is read now, while it lives, so that the child has them.
+	 * Without this a child that exec'd before its first sample was processed was looked up
+	 * in the new image's mappings: the samples in execve (the old image's libc) had an
+	 * unknown leaf. */
+	if (pid != ppid && !s->offline) {
+		strobe_proc *pp = tracker_proc(&s->tr, ppid, false);
+		if (!pp || (!pp->maps_read && !pp->exited))
+			proc_for(s, ppid);
+	}
+	tracker_fork(&s->tr, pid, ppid, tid);
+}
+
+static void h_exit(void *ctx, int32_t pid, int32_t tid)
+{
+	strobe_sampler *s = ctx;
+	tracker_exit(&s->tr, pid, tid);
+}
+
+static void h_switch_in(void *ctx, int32_t tid, int64_t time)
+{
+	switch_in(ctx, tid, time);
+}
+
+static const rec_handlers handlers = {
+	.sample = h_sample, .mmap2 = h_mmap2, .comm = h_comm, .fork = h_fork, .exit = h_exit,
+	.switch_in = h_switch_in,
+};
 
 static void process(strobe_sampler *s, const struct perf_event_header *h)
 {
-	const uint8_t *b = (const uint8_t *)(h + 1);
-	size_t blen = h->size - sizeof(*h);
-	trailer tr;
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE: {
-		uint64_t id;
-		if (blen < 8)
-			return;
-		memcpy(&id, b, 8);
-		int kind = kind_of(s, id);
-		sample sm;
-		if (!kind || !parse_sample(h, s->sample_type[kind], &sm))
-			return;
-		if (kind == EVK_CLOCK)
-			on_clock(s, &sm, NULL);
-		else if (kind == EVK_SWITCH)
-			on_switch(s, &sm, NULL);
-		else
-			on_wakeup(s, &sm);
-		return;
-	}
-	case REC_UNWOUND: { /* ours (take_unwound): checked all the same */
-		const struct perf_event_header *in = (const void *)(h + 1);
-		uint64_t id;
-		if (blen < sizeof(*in) + 8 + 8 || in->size < sizeof(*in) + 8 || in->size > blen - 8)
-			return;
-		memcpy(&id, in + 1, 8);
-		int kind = kind_of(s, id);
-		sample sm;
-		if ((kind != EVK_CLOCK && kind != EVK_SWITCH) ||
-		    !parse_sample(in, s->sample_type[kind], &sm))
-			return;
-		const uint8_t *a = (const uint8_t *)in + in->size;
-		size_t rest = blen - in->size;
-		int32_t nu;
-		uint32_t n;
-		memcpy(&nu, a, 4);
-		memcpy(&n, a + 4, 4);
-		if (n > 256 || n != (nu > 0 ? (uint32_t)nu : 0) || rest < 8 + (size_t)n * 9)
-			return;
-		pre_unwound pre = {nu, a + 8, a + 8 + (size_t)n * 8};
-		if (kind == EVK_CLOCK)
-			on_clock(s, &sm, &pre);
-		else
-			on_switch(s, &sm, &pre);
-		return;
-	}
-	case PERF_RECORD_MMAP2: {
-		/* pid, tid, addr, len, pgoff, {maj, min, ino, ino_generation | build id}, prot,
-		 * flags, filename */
-		if (blen < 8 + 24 + 24 + 8 + 1 + sizeof(tr))
-			return;
-		uint32_t pt[2], prot;
-		uint64_t a[3], ino;
-		uint32_t mm[2];
-		memcpy(pt, b, 8);
-		memcpy(a, b + 8, 24);
-		memcpy(&prot, b + 56, 4);
-		if (!(prot & 4 /* PROT_EXEC */))
-			return;
-		const char *name = (const char *)(b + 64);
-		size_t maxlen = blen - 64 - sizeof(tr);
-		if (!memchr(name, 0, maxlen))
-			return;
-		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-			uint8_t bl = b[32];
-			tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2], 0, 0, b + 36,
-					    bl > STROBE_BUILD_ID_MAX ? STROBE_BUILD_ID_MAX : bl, name);
-		} else {
-			memcpy(mm, b + 32, 8);
-			memcpy(&ino, b + 40, 8);
-			tracker_mmap(&s->tr, (int32_t)pt[0], a[0], a[1], a[2],
-					    makedev(mm[0], mm[1]), ino, NULL, 0, name);
-		}
-		return;
-	}
-	case PERF_RECORD_COMM: {
-		if (blen < 8 + 1 + sizeof(tr))
-			return;
-		uint32_t pt[2];
-		memcpy(pt, b, 8);
-		char comm[16];
-		size_t n = strnlen((const char *)b + 8, blen - 8 - sizeof(tr));
-		if (n >= sizeof(comm))
-			n = sizeof(comm) - 1;
-		memcpy(comm, b + 8, n);
-		comm[n] = 0;
-		tracker_comm(&s->tr, (int32_t)pt[0], (int32_t)pt[1], comm,
-				    h->misc & PERF_RECORD_MISC_COMM_EXEC);
-		return;
-	}
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT: {
-		uint32_t v[4]; /* pid, ppid, tid, ptid */
-		if (blen < 16)
-			return;
-		memcpy(v, b, 16);
-		if (h->type == PERF_RECORD_FORK) {
-			/* A new process starts with its parent's mappings: a parent we never
-			 * sampled (a shell that predates recording) is read now, while it lives,
-			 * so that the child has them. Without this a child that exec'd before its
-			 * first sample was processed was looked up in the new image's mappings:
-			 * the samples in execve (the old image's libc) had an unknown leaf. */
-			if (v[0] != v[1] && !s->offline) {
-				strobe_proc *pp = tracker_proc(&s->tr, (int32_t)v[1], false);
-				if (!pp || (!pp->maps_read && !pp->exited))
-					proc_for(s, (int32_t)v[1]);
-			}
-			tracker_fork(&s->tr, (int32_t)v[0], (int32_t)v[1], (int32_t)v[2]);
-		}
-		else
-			tracker_exit(&s->tr, (int32_t)v[0], (int32_t)v[2]);
-		return;
-	}
-	case PERF_RECORD_SWITCH:
-	case PERF_RECORD_SWITCH_CPU_WIDE:
-		if (!(h->misc & PERF_RECORD_MISC_SWITCH_OUT) && get_trailer(h, &tr))
-			switch_in(s, (int32_t)tr.tid, ts(tr.time));
-		return;
-	default:
-		return;
-	}
+	rec_decode(&s->dec, h, &handlers, s);
 }
 
 /* ---- reading and ordering -------------------------------------------------------------------- */
 
 static int64_t record_time(const strobe_sampler *s, const struct perf_event_header *h)
 {
-	if (h->type == PERF_RECORD_SAMPLE) {
-		uint64_t id;
-		if (h->size < sizeof(*h) + 8)
-			return 0;
-		memcpy(&id, h + 1, 8);
-		int kind = kind_of(s, id);
-		sample sm;
-		if (!kind || !parse_sample(h, s->sample_type[kind], &sm))
-			return 0;
-		return ts(sm.time);
-	}
-	trailer t;
-	return get_trailer(h, &t) ? ts(t.time) : 0;
-}
-
-/* Room for a record of len bytes at the end of the arena, held until `time`'s turn. */
-static uint8_t *hold(strobe_sampler *s, int64_t time, size_t len)
-{
-	if (s->alen + len > s->acap) {
-		size_t nc = s->acap ? s->acap * 2 : 1 << 20;
-		while (nc < s->alen + len)
-			nc *= 2;
-		uint8_t *na = realloc(s->arena, nc);
-		if (!na)
-			return NULL;
-		s->arena = na;
-		s->acap = nc;
-	}
-	if (s->npend == s->cpend) {
-		size_t nc = s->cpend ? s->cpend * 2 : 4096;
-		strobe_pending *np = realloc(s->pend, nc * sizeof(*np));
-		if (!np)
-			return NULL;
-		s->pend = np;
-		s->cpend = nc;
-	}
-	uint8_t *d = s->arena + s->alen;
-	s->pend[s->npend++] = (strobe_pending){time, s->seq++, s->alen, (uint32_t)len};
-	s->alen += len;
-	return d;
+	return rec_time(&s->dec, h);
 }
 
 /* Counts a side-band record held (or, processed, no longer held) against the process whose
@@ -1504,7 +1218,7 @@ static int take(const struct perf_event_header *h, void *ctx)
 	default:
 		return 0;
 	}
-	uint8_t *d = hold(s, record_time(s, h), h->size);
+	uint8_t *d = order_hold(&s->ord, record_time(s, h), h->size);
 	if (!d)
 		return -ENOMEM;
 	memcpy(d, h, h->size);
@@ -1513,11 +1227,11 @@ static int take(const struct perf_event_header *h, void *ctx)
 }
 
 /* The user part of the kernel's call chain (what resolve() collects), leaf first. */
-static uint32_t user_chain(const sample *sm, uint64_t fp[256])
+static uint32_t user_chain(const rec_sample *sm, uint64_t fp[STROBE_STACK_FRAMES])
 {
 	bool user = true;
 	uint32_t n = 0;
-	for (uint64_t i = 0; i < sm->nr && n < 256; i++) {
+	for (uint64_t i = 0; i < sm->nr && n < STROBE_STACK_FRAMES; i++) {
 		uint64_t ip = sm->ips[i];
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
 			user = ip == (uint64_t)PERF_CONTEXT_USER;
@@ -1535,7 +1249,8 @@ static uint32_t user_chain(const sample *sm, uint64_t fp[256])
  * process's first samples all wait. A copy that was cut short keeps 8 bytes more than it
  * holds, so that it still reads as cut short.
  */
-static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h, const sample *sm)
+static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h,
+			const rec_sample *sm)
 {
 	size_t inner = (size_t)(sm->stack - (const uint8_t *)h); /* through the stack size */
 	size_t keep = (sm->stack_dyn & ~(size_t)7) + 8;
@@ -1543,7 +1258,7 @@ static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h, co
 		return take(h, s);
 	size_t rest = h->size - inner - sm->stack_size; /* dyn_size and what follows */
 	size_t len = inner + keep + rest;
-	uint8_t *d = hold(s, ts(sm->time), len);
+	uint8_t *d = order_hold(&s->ord, rec_ts(sm->time), len);
 	if (!d)
 		return -ENOMEM;
 	memcpy(d, h, inner);
@@ -1569,14 +1284,11 @@ static int take_trimmed(strobe_sampler *s, const struct perf_event_header *h, co
  */
 static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 {
-	uint64_t id;
-	sample sm;
-	if (h->size < sizeof(*h) + 8)
-		return take(h, s);
-	memcpy(&id, h + 1, 8);
-	int kind = kind_of(s, id);
-	if ((kind != EVK_CLOCK && kind != EVK_SWITCH) || !parse_sample(h, s->sample_type[kind], &sm) ||
-	    !sm.abi || !sm.stack_size || sm.tid == 0)
+	rec_sample sm;
+	int kind = rec_sample_kind(&s->dec, h);
+	if ((kind != EVK_CLOCK && kind != EVK_SWITCH) ||
+	    !rec_parse_sample(h, s->sample_type[kind], &sm) || !sm.abi || !sm.stack_size ||
+	    sm.tid == 0)
 		return take(h, s);
 	if (pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
 		return take_trimmed(s, h, &sm);
@@ -1592,12 +1304,12 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	uint32_t max = s->o.max_stack;
 	if (sizeof(*h) + inner + 8 + (size_t)max * 9 + 8 > 0xffff)
 		return take(h, s);
-	uint64_t fp[256];
+	uint64_t fp[STROBE_STACK_FRAMES];
 	uint32_t nfp = user_chain(&sm, fp);
 	int nu = unwind_user(s, (int32_t)sm.pid, &p, &sm, fp, nfp, max);
 	uint32_t n = nu > 0 ? (uint32_t)nu : 0;
 	size_t len = sizeof(*h) + inner + 8 + (size_t)n * 8 + ((n + 7) & ~7u);
-	uint8_t *d = hold(s, ts(sm.time), len);
+	uint8_t *d = order_hold(&s->ord, rec_ts(sm.time), len);
 	if (!d)
 		return -ENOMEM;
 	struct perf_event_header o = {.type = REC_UNWOUND, .misc = 0, .size = (uint16_t)len};
@@ -1642,69 +1354,31 @@ static int take_arrived(const struct perf_event_header *h, void *ctx)
 	return take(h, ctx);
 }
 
-static int by_time(const void *a, const void *b)
-{
-	const strobe_pending *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int by_offset(const void *a, const void *b)
-{
-	const strobe_pending *x = a, *y = b;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
 static int read_rings(strobe_sampler *s);
+
+/* Order's handler: each held record in its turn. Unwinding makes processing slow enough for the
+ * rings to fill meanwhile (a stack copy per sample): they are emptied into the arena every
+ * 10 ms. What they add is newer than the cutoff and waits. */
+static void process_held(void *ctx, const struct perf_event_header *h)
+{
+	strobe_sampler *s = ctx;
+	note_sideband(s, h, false);
+	process(s, h);
+	if (s->uw && (++s->flushed & 63) == 0 && order_bytes(&s->ord) < MAX_PENDING) {
+		int64_t now = strobe_mono_ns();
+		if (now - s->drained_ns > 10000000) {
+			read_rings(s);
+			s->drained_ns = now;
+		}
+	}
+}
 
 /* Processes held records older than cutoff, in time order; keeps the rest. */
 static void process_until(strobe_sampler *s, int64_t cutoff)
 {
-	if (!s->npend) {
-		if (cutoff > s->horizon_ns)
-			s->horizon_ns = cutoff;
-		return;
-	}
-	qsort(s->pend, s->npend, sizeof(*s->pend), by_time);
-	size_t i = 0, sorted = s->npend;
-	int64_t drained = strobe_mono_ns();
-	for (; i < sorted && s->pend[i].time < cutoff; i++) {
-		if (s->pend[i].time < s->horizon_ns)
-			s->st.late++; /* arrived after its turn: processed out of order */
-		const struct perf_event_header *h =
-			(const struct perf_event_header *)(s->arena + s->pend[i].off);
-		note_sideband(s, h, false);
-		process(s, h);
-		/* Unwinding makes processing slow enough for the rings to fill meanwhile (a
-		 * stack copy per sample): empty them into the arena every 10 ms. What they add
-		 * is newer than the cutoff and waits, unsorted, after the sorted part. */
-		if (s->uw && (i & 63) == 63 && s->alen < MAX_PENDING) {
-			int64_t now = strobe_mono_ns();
-			if (now - drained > 10000000) {
-				read_rings(s);
-				drained = now;
-			}
-		}
-	}
-	if (cutoff > s->horizon_ns)
-		s->horizon_ns = cutoff;
-	if (i == 0)
-		return;
-	/* Compact what is left (few records: the last few milliseconds), in arena order so
-	 * that every move goes to a lower address than any record still to be moved. */
-	qsort(s->pend + i, s->npend - i, sizeof(*s->pend), by_offset);
-	size_t w = 0;
-	size_t alen = 0;
-	for (size_t r = i; r < s->npend; r++) {
-		strobe_pending pd = s->pend[r];
-		memmove(s->arena + alen, s->arena + pd.off, pd.len);
-		pd.off = alen;
-		alen += pd.len;
-		s->pend[w++] = pd;
-	}
-	s->npend = w;
-	s->alen = alen;
+	s->flushed = 0;
+	s->drained_ns = strobe_mono_ns();
+	order_flush_until(&s->ord, cutoff, process_held, s);
 }
 
 /* Empties the rings into the arena. With unwinding, in two passes over what each ring holds
@@ -1770,7 +1444,7 @@ int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
 	 * are processed as soon as that allows, so that the samples of a process that just exec'd
 	 * or mapped code wait for them (whole, with their stack copies) as little as possible. */
 	int64_t cutoff = now - ORDER_NS;
-	if (s->alen > MAX_PENDING) /* rather than grow without bound */
+	if (order_bytes(&s->ord) > MAX_PENDING) /* rather than grow without bound */
 		cutoff = now;
 	process_until(s, cutoff);
 	return 0;
@@ -1783,7 +1457,7 @@ int strobe_sampler_drain(strobe_sampler *s, strobe_err *err)
 		return strobe_errf(err, rc, "reading the ring buffers: %s", strerror(-rc));
 	int64_t now = strobe_mono_ns();
 	process_until(s, now);
-	s->horizon_ns = now;
+	s->ord.horizon_ns = now;
 	return 0;
 }
 
@@ -1802,18 +1476,12 @@ int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampl
 	s->f_wake_pid = l->wakeup_pid_offset;
 	static const int kinds[] = {EVK_CLOCK, EVK_SWITCH, EVK_WAKEUP};
 	for (int i = 0; i < 3; i++) {
-		if (s->nids == s->cids) {
-			s->cids = 4;
-			s->ids = calloc(s->cids, sizeof(*s->ids));
-			if (!s->ids) {
-				strobe_sampler_close(s);
-				return -ENOMEM;
-			}
+		if (event_kinds_add(&s->kinds, l->id[i], kinds[i]) < 0) {
+			strobe_sampler_close(s);
+			return -ENOMEM;
 		}
-		s->ids[s->nids].id = l->id[i];
-		s->ids[s->nids++].kind = kinds[i];
 	}
-	s->start_ns = s->horizon_ns = -1;
+	s->start_ns = s->ord.horizon_ns = -1;
 	*out = s;
 	return 0;
 }
@@ -1873,18 +1541,14 @@ int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t 
 		return 0;
 	}
 	process_until(s, last < INT64_MAX ? last + 1 : INT64_MAX);
-	s->horizon_ns = last; /* "now" is the newest record fed */
+	s->ord.horizon_ns = last; /* "now" is the newest record fed */
 	return 0;
 }
 
 void strobe_sampler_trim(strobe_sampler *s)
 {
 	/* Held records: none are left after a drain. */
-	free(s->arena);
-	free(s->pend);
-	s->arena = NULL;
-	s->pend = NULL;
-	s->alen = s->acap = s->npend = s->cpend = 0;
+	order_free(&s->ord);
 	pid_count_clear(&s->held_sb);
 	/* The unwinder: its sessions, decoded tables and mapped binaries. */
 	if (s->uw) {
@@ -1927,28 +1591,17 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->threads = s->tr.tids.n;
 	st->mappings = s->tr.maps.n;
 	st->frames = s->frames.n;
+	st->late = s->ord.late;
 }
 
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 {
-	unsigned n = 0;
-	for (uint32_t id = 0; id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		if (!in_list(out, n, k->pid) && n < cap)
-			out[n++] = k->pid;
-	}
-	return n;
+	return agg_pids(&s->agg, out, cap, false);
 }
 
 unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 {
-	unsigned n = 0;
-	for (uint32_t id = 0; id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		if (s->vals[(size_t)id * NV + V_WAITS] && !in_list(out, n, k->pid) && n < cap)
-			out[n++] = k->pid;
-	}
-	return n;
+	return agg_pids(&s->agg, out, cap, true);
 }
 
 /* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
@@ -1957,16 +1610,15 @@ void strobe_sampler_flush_open(strobe_sampler *s)
 	for (uint32_t i = 0; i < s->tr.tids.n; i++) {
 		strobe_thread *th = &s->tr.threads[i];
 		if (th->out && th->tid)
-			close_interval(s, th, s->horizon_ns, true);
+			close_interval(s, th, s->ord.horizon_ns, true);
 	}
 }
 
 void strobe_sampler_reset_agg(strobe_sampler *s)
 {
-	strobe_itab_free(&s->agg);
+	agg_reset(&s->agg);
 	strobe_itab_free(&s->lsets);
-	memset(s->vals, 0, s->cvals * NV * sizeof(*s->vals));
-	s->start_ns = s->horizon_ns;
+	s->start_ns = s->ord.horizon_ns;
 	s->start_real_ns = strobe_real_ns();
 }
 

@@ -1,28 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The sampler's state, shared by sampler.c (collection and aggregation) and sampler_profile.c
- * (turning the aggregate into a symbolized pprof). Private to agent/.
- *
- * The aggregate is keyed by (pid, tid, frames) where frames are ids into a table of
- * (mapping, address) pairs, leaf first: the raw material, symbolized only when a profile is
- * asked for, so each distinct address is named once however often it was sampled.
+ * The sampler's state, shared by sampler.c (collection) and sampler_profile.c (turning the
+ * aggregate, sampler_agg.h, into a symbolized pprof). Private to agent/.
  */
 #ifndef STROBE_AGENT_SAMPLER_IMPL_H
 #define STROBE_AGENT_SAMPLER_IMPL_H
 
 #include <poll.h>
 
+#include "event_kinds.h"
 #include "perf.h"
 #include "pid_count.h"
 #include "proc.h"
+#include "record_decode.h"
+#include "record_order.h"
+#include "sampler_agg.h"
+#include "stack_cap.h"
 #include "unwind.h"
 #include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
 #include "strobe/store.h" /* strobe_labelpair */
-
-/* Value slots of the aggregate (the profile's sample types are chosen from these). */
-enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, V_WAITS, V_DELAY_NS,
-       NV };
 
 /* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
  * which is inside the call instruction, so the caller's line and inline chain are right). */
@@ -34,22 +31,8 @@ typedef struct strobe_frame_key {
 /* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
 #define STROBE_MAP_PY 0xfffffff0u
 
-typedef struct strobe_agg_key {
-	int32_t pid, tid;
-	uint32_t n;
-	uint32_t lset;    /* a label set of lsets (the C SDK's labels of the sample), 0: none */
-	uint64_t lock;    /* the lock's address, for lock sums (else 0) */
-	uint32_t frame[]; /* n frame ids, leaf first */
-} strobe_agg_key;
-
-enum { EVK_CLOCK = 1, EVK_SWITCH, EVK_WAKEUP };
-
-typedef struct strobe_pending {
-	int64_t time;
-	uint64_t seq;
-	size_t off;
-	uint32_t len;
-} strobe_pending;
+/* Buckets of the unwind-time histogram: 8 per octave, up to 2^32 ns. */
+enum { UW_BUCKETS = 256 };
 
 struct strobe_sampler {
 	strobe_sampler_opts o;
@@ -59,11 +42,7 @@ struct strobe_sampler {
 	unsigned nrings;
 	int *fds;
 	unsigned nfds, cfds;
-	struct {
-		uint64_t id;
-		int kind;
-	} *ids;
-	unsigned nids, cids;
+	event_kinds kinds;       /* event id -> EVK_* (event_kinds.h) */
 	uint64_t sample_type[4]; /* per EVK_* */
 	int f_prev_state, f_prev_state_size, f_next_pid, f_wake_pid;
 	bool cpu_wide;           /* -a: switch-ins from the tracepoint's next_pid */
@@ -74,13 +53,12 @@ struct strobe_sampler {
 	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
 	bool no_cpu_types;       /* offcpu_external without STROBE_EV_CPU: off-CPU types only */
 
-	/* Records read from the rings, held until every ring has been read past their time. */
-	uint8_t *arena;
-	size_t alen, acap;
-	strobe_pending *pend;
-	size_t npend, cpend;
-	uint64_t seq;
-	int64_t horizon_ns;
+	/* Records read from the rings, held until every ring has been read past their time
+	 * (record_order.h), and what a flush of them is at (process_held). */
+	rec_order ord;
+	uint32_t flushed;
+	int64_t drained_ns;
+	rec_decoder dec;         /* the records' decoding: kinds and sample types */
 	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
 	 * ring's head for the two passes over it. */
 	strobe_pid_count held_sb;
@@ -91,11 +69,9 @@ struct strobe_sampler {
 	strobe_tracker tr;
 	strobe_itab frames;      /* strobe_frame_key, fixed size */
 	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
-	strobe_itab agg;         /* strobe_agg_key, variable size */
+	sampler_agg agg;         /* the stacks and their values (sampler_agg.h) */
 	strobe_itab lsets;       /* label sets of agg keys: "key\0value\0..." (id 0: none);
 				  * emptied with agg, as span IDs never repeat */
-	int64_t *vals;           /* vals[id * NV + slot] */
-	size_t cvals;
 	uint32_t *scratch;       /* frame ids of the stack being resolved */
 	int64_t period_ns;
 	int64_t event_period_ns; /* the cpu-clock events' (cpu_external: 1 s), else period_ns */
@@ -107,7 +83,7 @@ struct strobe_sampler {
 	unsigned stack_clock;    /* bytes of stack copied with on-CPU samples (o.stack_size: switches) */
 	uint64_t *upcs;          /* the unwound program counters of the current sample */
 	bool *uact;
-	uint64_t uw_hist[256];   /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
+	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
 	strobe_unwind_stats uw_st; /* the unwinder's counters, kept when trim frees it */
 };
 
@@ -154,7 +130,8 @@ uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const c
  * in lock profiles only (strobe_sampler_profile_opts.locks). */
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns);
-/* The processes with lock sums in the aggregate (at most cap), as strobe_sampler_pids. */
+/* The processes with lock sums in the aggregate (at most cap), in the order of their first entry
+ * of any kind (as strobe_sampler_pids). */
 unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
 void strobe_sampler_reset_agg(strobe_sampler *s);

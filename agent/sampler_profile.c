@@ -137,11 +137,10 @@ static void intern_main_mapping(builder *b, const strobe_sampler_profile_opts *o
 	uint64_t *w = calloc((size_t)nmaps + 1, sizeof(*w));
 	uint32_t *seen = calloc((size_t)nmaps + 1, sizeof(*seen));
 	uint32_t best = 0;
-	for (uint32_t id = 0; w && seen && id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		if (o->only_pid && k->pid != o->only_pid)
-			continue;
-		int64_t n = s->vals[(size_t)id * NV + V_SAMPLES];
+	for (uint32_t id = agg_first(&s->agg, o->only_pid); w && seen && id != AGG_END;
+	     id = agg_next(&s->agg, o->only_pid, id)) {
+		const strobe_agg_key *k = agg_key(&s->agg, id);
+		int64_t n = agg_vals(&s->agg, id)[V_SAMPLES];
 		uint64_t add = n > 0 ? (uint64_t)n : 1;
 		for (uint32_t f = 0; f < k->n; f++) {
 			const strobe_frame_key *fk = strobe_itab_get(&s->frames, k->frame[f], NULL);
@@ -283,10 +282,9 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 	size_t n = 0, cap = 0;
 	if (!need)
 		return -ENOMEM;
-	for (uint32_t id = 0; id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		if (o->only_pid && k->pid != o->only_pid)
-			continue;
+	for (uint32_t id = agg_first(&s->agg, o->only_pid); id != AGG_END;
+	     id = agg_next(&s->agg, o->only_pid, id)) {
+		const strobe_agg_key *k = agg_key(&s->agg, id);
 		for (uint32_t i = 0; i < k->n; i++)
 			need[k->frame[i]] = 1;
 	}
@@ -393,8 +391,8 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 	}
 	if (rc == 0) {
 		p->time_nanos = s->start_real_ns;
-		p->duration_nanos = s->start_ns >= 0 && s->horizon_ns > s->start_ns
-					    ? s->horizon_ns - s->start_ns
+		p->duration_nanos = s->start_ns >= 0 && s->ord.horizon_ns > s->start_ns
+					    ? s->ord.horizon_ns - s->start_ns
 					    : 0;
 	}
 
@@ -405,11 +403,10 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 	strobe_label *labels = calloc(5 + 8 /* an SDK label set */ + o->nlabels, sizeof(*labels));
 	if (!labels)
 		rc = -ENOMEM;
-	for (uint32_t id = 0; rc == 0 && id < s->agg.n; id++) {
-		const strobe_agg_key *k = strobe_itab_get(&s->agg, id, NULL);
-		const int64_t *v = s->vals + (size_t)id * NV;
-		if (o->only_pid && k->pid != o->only_pid)
-			continue;
+	for (uint32_t id = agg_first(&s->agg, o->only_pid); rc == 0 && id != AGG_END;
+	     id = agg_next(&s->agg, o->only_pid, id)) {
+		const strobe_agg_key *k = agg_key(&s->agg, id);
+		const int64_t *v = agg_vals(&s->agg, id);
 		int64_t vals[8];
 		bool any = false;
 		for (int t = 0; t < nt; t++) {

@@ -331,6 +331,46 @@ static void test_lock_sums(void **state)
 	free(w);
 }
 
+/* The frames of sample id's stack, and its leaf's address. */
+static unsigned stack_depth(const strobe_profile *p, uint32_t id, uint64_t *leaf)
+{
+	unsigned n = 0;
+	uint32_t st = strobe_sample(p, id)->stack;
+	*leaf = st ? strobe_location_get(p, strobe_stack_get(p, st)->location)->address : 0;
+	for (; st; st = strobe_stack_get(p, st)->parent)
+		n++;
+	return n;
+}
+
+/* A stack is a kernel walk then a user walk of at most STROBE_STACK_DEPTH frames each: both fit
+ * whole in STROBE_STACK_FRAMES. A longer one keeps its leaf and loses its outermost callers. */
+static void test_stack_cap(void **state)
+{
+	strobe_sampler *s = offline(STROBE_EV_CPU, false, 0);
+	uint64_t k[300], u[300];
+	for (int i = 0; i < 300; i++) {
+		k[i] = 0xffffffff81000000ull + 16 * (uint64_t)i;
+		u[i] = 0x400000 + 16 * (uint64_t)i;
+	}
+	assert_int_equal(strobe_sampler_add_oncpu(s, 100, 100, k, STROBE_STACK_DEPTH, u,
+						  STROBE_STACK_DEPTH, 1, 10),
+			 0);
+	assert_int_equal(strobe_sampler_add_oncpu(s, 200, 200, k, 300, u, 300, 1, 10), 0);
+	for (int pid = 100; pid <= 200; pid += 100) {
+		strobe_sampler_profile_opts po = {.only_pid = pid};
+		strobe_err err;
+		strobe_profile *p = strobe_sampler_profile(s, &po, &err);
+		assert_non_null(p);
+		assert_int_equal(strobe_nsamples(p), 1);
+		uint64_t leaf;
+		unsigned n = stack_depth(p, 1, &leaf);
+		assert_int_equal(n, pid == 100 ? 2 * STROBE_STACK_DEPTH : STROBE_STACK_FRAMES);
+		assert_int_equal(leaf, k[0]);
+		strobe_profile_free(p);
+	}
+	strobe_sampler_close(s);
+}
+
 static void test_offcpu_split(void **state)
 {
 	buf *w = calloc(1, sizeof(*w));
@@ -627,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_tracker_forget),
 		cmocka_unit_test(test_lock_sums),
 		cmocka_unit_test(test_oncpu_label_sets),
+		cmocka_unit_test(test_stack_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
