@@ -1051,40 +1051,61 @@ static int push(call *c, ProtobufCMessage *in)
 	srv_req *r = c->r;
 	if (!q->n_series)
 		return cerr(r, "invalid_argument", "no series in the push");
-	/* Each series is its own transaction: the store commits one label set's profiles
-	 * together (a failed series leaves the ones before it stored, as the message says). */
-	for (size_t i = 0; i < q->n_series; i++) {
+	/* All series in one transaction (srv_push_series): a refused series refuses the push, and
+	 * nothing of it is stored, so a client that resends it stores nothing twice. */
+	if (q->n_series > r->srv->cfg.max_profiles_per_push)
+		return cerr(r, "invalid_argument", "limit max_profiles_per_push: %zu series, at most %u",
+			    q->n_series, r->srv->cfg.max_profiles_per_push);
+	srv_push_in *ser = calloc(q->n_series, sizeof(*ser));
+	strobe_labelpair **ls = calloc(q->n_series, sizeof(*ls));
+	const uint8_t ***bs = calloc(q->n_series, sizeof(*bs));
+	size_t **lens = calloc(q->n_series, sizeof(*lens));
+	int rc = ser && ls && bs && lens ? 0 : -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < q->n_series; i++) {
 		Push__V1__RawProfileSeries *s = q->series[i];
-		strobe_labelpair *l = calloc(s->n_labels ? s->n_labels : 1, sizeof(*l));
-		const uint8_t **b = calloc(s->n_samples ? s->n_samples : 1, sizeof(*b));
-		size_t *lens = calloc(s->n_samples ? s->n_samples : 1, sizeof(*lens));
-		if (!l || !b || !lens) {
-			free(l), free(b), free(lens);
-			return cerr(r, "internal", "out of memory");
+		strobe_labelpair *l = ls[i] = calloc(s->n_labels ? s->n_labels : 1, sizeof(*l));
+		const uint8_t **b = bs[i] = calloc(s->n_samples ? s->n_samples : 1, sizeof(*b));
+		size_t *ln = lens[i] = calloc(s->n_samples ? s->n_samples : 1, sizeof(*ln));
+		if (!l || !b || !ln) {
+			rc = -ENOMEM;
+			break;
 		}
 		for (size_t k = 0; k < s->n_labels; k++)
 			l[k] = (strobe_labelpair){s->labels[k]->name, s->labels[k]->value};
 		for (size_t k = 0; k < s->n_samples; k++)
-			b[k] = s->samples[k]->raw_profile.data, lens[k] = s->samples[k]->raw_profile.len;
-		srv_push_series(r, l, s->n_labels, b, lens, s->n_samples);
-		free(l), free(b), free(lens);
-		if (r->status != 200) {
-			srv_connect_error_from_native(r);
-			if (i) {
-				/* say which series failed and that the ones before it were stored */
-				json_t *j = json_loadb(r->out, r->outlen, 0, NULL);
-				const char *m = j ? json_string_value(json_object_get(j, "message")) : "";
-				char msg[700];
-				snprintf(msg, sizeof(msg), "series %zu: %s (series 1 to %zu were stored)",
-					 i + 1, m ? m : "", i);
-				char code[32];
-				snprintf(code, sizeof(code), "%s",
-					 j ? json_string_value(json_object_get(j, "code")) : "internal");
-				json_decref(j);
-				cerr(r, code, "%s", msg);
-			}
-			return 0;
-		}
+			b[k] = s->samples[k]->raw_profile.data, ln[k] = s->samples[k]->raw_profile.len;
+		ser[i] = (srv_push_in){l, s->n_labels, b, ln, s->n_samples};
+	}
+	size_t failed = SIZE_MAX;
+	if (rc == 0)
+		srv_push_series(r, ser, q->n_series, &failed);
+	for (size_t i = 0; i < q->n_series; i++) {
+		if (ls)
+			free(ls[i]);
+		if (bs)
+			free(bs[i]);
+		if (lens)
+			free(lens[i]);
+	}
+	free(ser), free(ls), free(bs), free(lens);
+	if (rc < 0)
+		return cerr(r, "internal", "out of memory");
+	if (r->status != 200) {
+		srv_connect_error_from_native(r);
+		/* say which series was refused and that nothing was stored */
+		json_t *j = json_loadb(r->out, r->outlen, 0, NULL);
+		const char *m = j ? json_string_value(json_object_get(j, "message")) : "";
+		const char *cd = j ? json_string_value(json_object_get(j, "code")) : NULL;
+		char msg[700], code[32];
+		if (failed != SIZE_MAX)
+			snprintf(msg, sizeof(msg), "series %zu of %zu: %s (nothing of the push was "
+				 "stored)", failed + 1, q->n_series, m ? m : "");
+		else
+			snprintf(msg, sizeof(msg), "%s (nothing of the push was stored)", m ? m : "");
+		snprintf(code, sizeof(code), "%s", cd ? cd : "internal");
+		json_decref(j);
+		cerr(r, code, "%s", msg);
+		return 0;
 	}
 	Push__V1__PushResponse resp = PUSH__V1__PUSH_RESPONSE__INIT;
 	return call_reply(c, &resp.base);
