@@ -804,8 +804,18 @@ static int select_series(call *c, ProtobufCMessage *in)
 		return cerr(r, "invalid_argument", "profile_typeID is required");
 	if (!(q->step > 0) || !isfinite(q->step) || q->step > 366 * 86400.0)
 		return cerr(r, "invalid_argument", "step must be a positive number of seconds");
-	if (q->n_group_by > 1)
-		return cerr(r, "invalid_argument", "group_by: strobe groups by one label at a time");
+	/* group_by: every name given (Pyroscope groups by all of them), as the store takes them,
+	 * joined by commas, which no label name holds */
+	char gbs[1024];
+	size_t gw = 0;
+	if (q->n_group_by > 16)
+		return cerr(r, "invalid_argument", "group_by: %zu labels, at most 16", q->n_group_by);
+	for (size_t i = 0; i < q->n_group_by; i++) {
+		const char *g = q->group_by[i];
+		if (!srv_label_name_ok(g, 256) && strcmp(g, "__name__") != 0)
+			return cerr(r, "invalid_argument", "group_by: '%.64s' is not a label name", g);
+		gw += (size_t)snprintf(gbs + gw, sizeof(gbs) - gw, "%s%s", i ? "," : "", g);
+	}
 	bool avg = q->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
 	if (q->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
 	    !avg)
@@ -835,7 +845,7 @@ static int select_series(call *c, ProtobufCMessage *in)
 	strobe_query sq = {r->tenant, &sel, from, from + (int64_t)nsteps * step};
 	strobe_range_result res;
 	strobe_err err = {{0}};
-	const char *gb = q->n_group_by ? q->group_by[0] : NULL;
+	const char *gb = q->n_group_by ? gbs : NULL;
 	int rc = strobe_store_range(r->srv->store, &sq, step / (int64_t)per, gb, NULL, &res, &err);
 	strobe_selector_free(&sel);
 	if (rc < 0)
@@ -848,8 +858,9 @@ static int select_series(call *c, ProtobufCMessage *in)
 	}
 	Types__V1__Series *ss = calloc(res.n ? res.n : 1, sizeof(*ss));
 	Types__V1__Series **sp = calloc(res.n ? res.n : 1, sizeof(*sp));
-	Types__V1__LabelPair *lab = calloc(res.n ? res.n : 1, sizeof(*lab));
-	Types__V1__LabelPair **labp = calloc(res.n ? res.n : 1, sizeof(*labp));
+	size_t nby = q->n_group_by ? q->n_group_by : 1;
+	Types__V1__LabelPair *lab = calloc(res.n * nby + 1, sizeof(*lab));
+	Types__V1__LabelPair **labp = calloc(res.n * nby + 1, sizeof(*labp));
 	Types__V1__Point *pts = calloc(res.n * nsteps + 1, sizeof(*pts));
 	Types__V1__Point **ptp = calloc(res.n * nsteps + 1, sizeof(*ptp));
 	double *vals = calloc(nsteps + 1, sizeof(*vals));
@@ -862,13 +873,26 @@ static int select_series(call *c, ProtobufCMessage *in)
 	for (size_t i = 0; i < res.n; i++) {
 		srv_fold_steps(res.g[i].values, res.nsteps, per, avg, vals, has, nsteps);
 		types__v1__series__init(&ss[ns]);
-		if (gb) {
+		if (q->n_group_by == 1) {
 			types__v1__label_pair__init(&lab[ns]);
-			lab[ns].name = (char *)gb;
+			lab[ns].name = q->group_by[0];
 			lab[ns].value = res.g[i].value;
 			labp[ns] = &lab[ns];
 			ss[ns].labels = &labp[ns];
 			ss[ns].n_labels = 1;
+		} else if (q->n_group_by > 1) { /* the labels the series have, as Pyroscope */
+			Types__V1__LabelPair *lb = lab + ns * nby;
+			Types__V1__LabelPair **lbp = labp + ns * nby;
+			ss[ns].labels = lbp;
+			for (size_t b = 0; b < res.g[i].nby && b < q->n_group_by; b++) {
+				if (!res.g[i].by[b][0])
+					continue;
+				types__v1__label_pair__init(&lb[ss[ns].n_labels]);
+				lb[ss[ns].n_labels].name = q->group_by[b];
+				lb[ss[ns].n_labels].value = res.g[i].by[b];
+				lbp[ss[ns].n_labels] = &lb[ss[ns].n_labels];
+				ss[ns].n_labels++;
+			}
 		}
 		ss[ns].points = ptp + k;
 		for (size_t s = 0; s < nsteps; s++) {
@@ -967,20 +991,32 @@ static int diff(call *c, ProtobufCMessage *in)
 	return 0;
 }
 
-/* Whether the tenant holds any data, asked over every time the store can hold; the times of its
- * oldest and newest profiles are not kept apart from the points, so they are left at 0. */
+/* Whether the tenant holds any data and the times (ms, as Pyroscope answers) of its oldest and
+ * newest profiles, which Grafana uses to tell "no data" from "none in this window". A store
+ * that cannot tell the times (-ENOTSUP) answers whether there is data, times 0. */
 static int profile_stats(call *c, ProtobufCMessage *in)
 {
 	(void)in;
-	strobe_selector any = {0};
-	char **v;
-	size_t n;
-	if (listing(c->r, L_TYPES, NULL, &any, 1, 1, c->r->now_ns + 86400 * STROBE_NS_PER_S, &v,
-		    &n) < 0)
-		return 0;
-	strobe_strv_free(v, n);
+	int64_t oldest = 0, newest = 0;
+	strobe_err err = {{0}};
+	int rc = strobe_store_time_span(c->r->srv->store, c->r->tenant, &oldest, &newest, &err);
 	Types__V1__GetProfileStatsResponse resp = TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
-	resp.data_ingested = n > 0;
+	if (rc == -ENOTSUP) {
+		strobe_selector any = {0};
+		char **v;
+		size_t n;
+		if (listing(c->r, L_TYPES, NULL, &any, 1, 1,
+			    c->r->now_ns + 86400 * STROBE_NS_PER_S, &v, &n) < 0)
+			return 0;
+		strobe_strv_free(v, n);
+		resp.data_ingested = n > 0;
+		return call_reply(c, &resp.base);
+	}
+	if (rc < 0)
+		return cfail(c->r, rc, &err);
+	resp.data_ingested = oldest || newest;
+	resp.oldest_profile_time = oldest / 1000000;
+	resp.newest_profile_time = newest / 1000000;
 	return call_reply(c, &resp.base);
 }
 
