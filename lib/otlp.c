@@ -25,6 +25,7 @@
 #include "strobe/codec.h"
 #include "strobe/otlp.h"
 #include "strobe/pbjson.h"
+#include "otlp_view.h"
 
 typedef Opentelemetry__Proto__Collector__Profiles__V1development__ExportProfilesServiceRequest
 	otlp_req;
@@ -153,6 +154,10 @@ typedef struct dec {
 	 * for a fraction of what interning them again costs (it was a quarter of the request) */
 	uint64_t *nk;
 	uint32_t *nv, ncap, nn;
+	/* lim.views: the dictionary as view tables (lib/otlp_view.c), made for the first series
+	 * and handed to the batch, which the views point into; vd_bad once they cannot be */
+	otlp_vdict *vd;
+	bool vd_bad;
 } dec;
 
 static size_t nstr(const dec *d) { return d->d ? d->d->n_string_table : 0; }
@@ -740,6 +745,16 @@ static int build(dec *d, strobe_otlp_series *se, const group *g)
 			return -EINVAL;
 		p->period_type = (strobe_value_type){ty, un};
 	}
+	if (d->lim.views && !d->vd_bad) { /* the fast path, when it can say the same */
+		int r = d->vd ? 0 : otlp_vdict_open(d->d, &d->vd);
+		if (r == 0 && (r = otlp_view_build(d->vd, g->profs, g->n, p, &se->view)) == 0) {
+			se->profile = NULL; /* the view's header now */
+			return 0;
+		}
+		if (r != -EINVAL)
+			return r;
+		d->vd_bad = !d->vd; /* the dictionary itself: no view for any series */
+	}
 	int64_t vals[64];
 	if (g->n > 64)
 		return strobe_errf(d->err, -E2BIG, "more than 64 sample types in one series");
@@ -857,13 +872,30 @@ static int decode_scope(dec *d, const otlp_sp *sp, const lset *base, strobe_otlp
 	return r;
 }
 
+/* What a batch of views keeps alive: the dictionary's view tables and the unpacked message
+ * (arena) that their strings point into. */
+typedef struct batch_priv {
+	otlp_vdict *vd;
+	budget bg;              /* strobe_otlp_decode's arena */
+	ProtobufCMessage *msg; /* strobe_otlp_decode_json's message */
+} batch_priv;
+
 void strobe_otlp_batch_free(strobe_otlp_batch *b)
 {
 	for (size_t i = 0; b && i < b->n; i++) {
 		lset ls = {b->s[i].labels, b->s[i].nlabels};
 		lset_free(&ls);
 		strobe_profile_free(b->s[i].profile);
+		otlp_view_free(b->s[i].view);
 		free(b->s[i].refused);
+	}
+	if (b && b->priv_) {
+		batch_priv *bp = b->priv_;
+		otlp_vdict_free(bp->vd);
+		budget_release(&bp->bg);
+		if (bp->msg)
+			protobuf_c_message_free_unpacked(bp->msg, NULL);
+		free(bp);
 	}
 	if (b) {
 		free(b->s);
@@ -950,6 +982,17 @@ int strobe_otlp_decode_msg(const ProtobufCMessage *msg, const strobe_otlp_limits
 	}
 	for (int i = 0; i < 5; i++)
 		free(*c[i]);
+	if (d.vd && r == 0) { /* the views point into it: the batch keeps it */
+		batch_priv *bp = calloc(1, sizeof(*bp));
+		if (bp) {
+			bp->vd = d.vd;
+			out->priv_ = bp;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	if (!out->priv_)
+		otlp_vdict_free(d.vd);
 	free(d.lab);
 	free(d.nk);
 	free(d.nv);
@@ -980,7 +1023,10 @@ int strobe_otlp_decode(const uint8_t *buf, size_t len, const strobe_otlp_limits 
 				   "(protobuf)");
 	}
 	int r = strobe_otlp_decode_msg(m, lim, out, err);
-	budget_release(&bg); /* the unpacked message */
+	if (r == 0 && out->priv_) /* views point into the unpacked message: it lives as long */
+		((batch_priv *)out->priv_)->bg = bg;
+	else
+		budget_release(&bg); /* the unpacked message */
 	return r;
 }
 
@@ -1366,6 +1412,9 @@ int strobe_otlp_decode_json(const char *json, size_t len, const strobe_otlp_limi
 	if (r < 0)
 		return r;
 	r = strobe_otlp_decode_msg(m, lim, out, err);
-	protobuf_c_message_free_unpacked(m, NULL);
+	if (r == 0 && out->priv_) /* views point into the message: it lives as long */
+		((batch_priv *)out->priv_)->msg = m;
+	else
+		protobuf_c_message_free_unpacked(m, NULL);
 	return r;
 }

@@ -804,8 +804,18 @@ static int select_series(call *c, ProtobufCMessage *in)
 		return cerr(r, "invalid_argument", "profile_typeID is required");
 	if (!(q->step > 0) || !isfinite(q->step) || q->step > 366 * 86400.0)
 		return cerr(r, "invalid_argument", "step must be a positive number of seconds");
-	if (q->n_group_by > 1)
-		return cerr(r, "invalid_argument", "group_by: strobe groups by one label at a time");
+	/* group_by: every name given (Pyroscope groups by all of them), as the store takes them,
+	 * joined by commas, which no label name holds */
+	char gbs[1024];
+	size_t gw = 0;
+	if (q->n_group_by > 16)
+		return cerr(r, "invalid_argument", "group_by: %zu labels, at most 16", q->n_group_by);
+	for (size_t i = 0; i < q->n_group_by; i++) {
+		const char *g = q->group_by[i];
+		if (!srv_label_name_ok(g, 256) && strcmp(g, "__name__") != 0)
+			return cerr(r, "invalid_argument", "group_by: '%.64s' is not a label name", g);
+		gw += (size_t)snprintf(gbs + gw, sizeof(gbs) - gw, "%s%s", i ? "," : "", g);
+	}
 	bool avg = q->aggregation == TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
 	if (q->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
 	    !avg)
@@ -835,7 +845,7 @@ static int select_series(call *c, ProtobufCMessage *in)
 	strobe_query sq = {r->tenant, &sel, from, from + (int64_t)nsteps * step};
 	strobe_range_result res;
 	strobe_err err = {{0}};
-	const char *gb = q->n_group_by ? q->group_by[0] : NULL;
+	const char *gb = q->n_group_by ? gbs : NULL;
 	int rc = strobe_store_range(r->srv->store, &sq, step / (int64_t)per, gb, NULL, &res, &err);
 	strobe_selector_free(&sel);
 	if (rc < 0)
@@ -848,8 +858,9 @@ static int select_series(call *c, ProtobufCMessage *in)
 	}
 	Types__V1__Series *ss = calloc(res.n ? res.n : 1, sizeof(*ss));
 	Types__V1__Series **sp = calloc(res.n ? res.n : 1, sizeof(*sp));
-	Types__V1__LabelPair *lab = calloc(res.n ? res.n : 1, sizeof(*lab));
-	Types__V1__LabelPair **labp = calloc(res.n ? res.n : 1, sizeof(*labp));
+	size_t nby = q->n_group_by ? q->n_group_by : 1;
+	Types__V1__LabelPair *lab = calloc(res.n * nby + 1, sizeof(*lab));
+	Types__V1__LabelPair **labp = calloc(res.n * nby + 1, sizeof(*labp));
 	Types__V1__Point *pts = calloc(res.n * nsteps + 1, sizeof(*pts));
 	Types__V1__Point **ptp = calloc(res.n * nsteps + 1, sizeof(*ptp));
 	double *vals = calloc(nsteps + 1, sizeof(*vals));
@@ -862,13 +873,26 @@ static int select_series(call *c, ProtobufCMessage *in)
 	for (size_t i = 0; i < res.n; i++) {
 		srv_fold_steps(res.g[i].values, res.nsteps, per, avg, vals, has, nsteps);
 		types__v1__series__init(&ss[ns]);
-		if (gb) {
+		if (q->n_group_by == 1) {
 			types__v1__label_pair__init(&lab[ns]);
-			lab[ns].name = (char *)gb;
+			lab[ns].name = q->group_by[0];
 			lab[ns].value = res.g[i].value;
 			labp[ns] = &lab[ns];
 			ss[ns].labels = &labp[ns];
 			ss[ns].n_labels = 1;
+		} else if (q->n_group_by > 1) { /* the labels the series have, as Pyroscope */
+			Types__V1__LabelPair *lb = lab + ns * nby;
+			Types__V1__LabelPair **lbp = labp + ns * nby;
+			ss[ns].labels = lbp;
+			for (size_t b = 0; b < res.g[i].nby && b < q->n_group_by; b++) {
+				if (!res.g[i].by[b][0])
+					continue;
+				types__v1__label_pair__init(&lb[ss[ns].n_labels]);
+				lb[ss[ns].n_labels].name = q->group_by[b];
+				lb[ss[ns].n_labels].value = res.g[i].by[b];
+				lbp[ss[ns].n_labels] = &lb[ss[ns].n_labels];
+				ss[ns].n_labels++;
+			}
 		}
 		ss[ns].points = ptp + k;
 		for (size_t s = 0; s < nsteps; s++) {
@@ -967,20 +991,32 @@ static int diff(call *c, ProtobufCMessage *in)
 	return 0;
 }
 
-/* Whether the tenant holds any data, asked over every time the store can hold; the times of its
- * oldest and newest profiles are not kept apart from the points, so they are left at 0. */
+/* Whether the tenant holds any data and the times (ms, as Pyroscope answers) of its oldest and
+ * newest profiles, which Grafana uses to tell "no data" from "none in this window". A store
+ * that cannot tell the times (-ENOTSUP) answers whether there is data, times 0. */
 static int profile_stats(call *c, ProtobufCMessage *in)
 {
 	(void)in;
-	strobe_selector any = {0};
-	char **v;
-	size_t n;
-	if (listing(c->r, L_TYPES, NULL, &any, 1, 1, c->r->now_ns + 86400 * STROBE_NS_PER_S, &v,
-		    &n) < 0)
-		return 0;
-	strobe_strv_free(v, n);
+	int64_t oldest = 0, newest = 0;
+	strobe_err err = {{0}};
+	int rc = strobe_store_time_span(c->r->srv->store, c->r->tenant, &oldest, &newest, &err);
 	Types__V1__GetProfileStatsResponse resp = TYPES__V1__GET_PROFILE_STATS_RESPONSE__INIT;
-	resp.data_ingested = n > 0;
+	if (rc == -ENOTSUP) {
+		strobe_selector any = {0};
+		char **v;
+		size_t n;
+		if (listing(c->r, L_TYPES, NULL, &any, 1, 1,
+			    c->r->now_ns + 86400 * STROBE_NS_PER_S, &v, &n) < 0)
+			return 0;
+		strobe_strv_free(v, n);
+		resp.data_ingested = n > 0;
+		return call_reply(c, &resp.base);
+	}
+	if (rc < 0)
+		return cfail(c->r, rc, &err);
+	resp.data_ingested = oldest || newest;
+	resp.oldest_profile_time = oldest / 1000000;
+	resp.newest_profile_time = newest / 1000000;
 	return call_reply(c, &resp.base);
 }
 
@@ -1051,40 +1087,61 @@ static int push(call *c, ProtobufCMessage *in)
 	srv_req *r = c->r;
 	if (!q->n_series)
 		return cerr(r, "invalid_argument", "no series in the push");
-	/* Each series is its own transaction: the store commits one label set's profiles
-	 * together (a failed series leaves the ones before it stored, as the message says). */
-	for (size_t i = 0; i < q->n_series; i++) {
+	/* All series in one transaction (srv_push_series): a refused series refuses the push, and
+	 * nothing of it is stored, so a client that resends it stores nothing twice. */
+	if (q->n_series > r->srv->cfg.max_profiles_per_push)
+		return cerr(r, "invalid_argument", "limit max_profiles_per_push: %zu series, at most %u",
+			    q->n_series, r->srv->cfg.max_profiles_per_push);
+	srv_push_in *ser = calloc(q->n_series, sizeof(*ser));
+	strobe_labelpair **ls = calloc(q->n_series, sizeof(*ls));
+	const uint8_t ***bs = calloc(q->n_series, sizeof(*bs));
+	size_t **lens = calloc(q->n_series, sizeof(*lens));
+	int rc = ser && ls && bs && lens ? 0 : -ENOMEM;
+	for (size_t i = 0; rc == 0 && i < q->n_series; i++) {
 		Push__V1__RawProfileSeries *s = q->series[i];
-		strobe_labelpair *l = calloc(s->n_labels ? s->n_labels : 1, sizeof(*l));
-		const uint8_t **b = calloc(s->n_samples ? s->n_samples : 1, sizeof(*b));
-		size_t *lens = calloc(s->n_samples ? s->n_samples : 1, sizeof(*lens));
-		if (!l || !b || !lens) {
-			free(l), free(b), free(lens);
-			return cerr(r, "internal", "out of memory");
+		strobe_labelpair *l = ls[i] = calloc(s->n_labels ? s->n_labels : 1, sizeof(*l));
+		const uint8_t **b = bs[i] = calloc(s->n_samples ? s->n_samples : 1, sizeof(*b));
+		size_t *ln = lens[i] = calloc(s->n_samples ? s->n_samples : 1, sizeof(*ln));
+		if (!l || !b || !ln) {
+			rc = -ENOMEM;
+			break;
 		}
 		for (size_t k = 0; k < s->n_labels; k++)
 			l[k] = (strobe_labelpair){s->labels[k]->name, s->labels[k]->value};
 		for (size_t k = 0; k < s->n_samples; k++)
-			b[k] = s->samples[k]->raw_profile.data, lens[k] = s->samples[k]->raw_profile.len;
-		srv_push_series(r, l, s->n_labels, b, lens, s->n_samples);
-		free(l), free(b), free(lens);
-		if (r->status != 200) {
-			srv_connect_error_from_native(r);
-			if (i) {
-				/* say which series failed and that the ones before it were stored */
-				json_t *j = json_loadb(r->out, r->outlen, 0, NULL);
-				const char *m = j ? json_string_value(json_object_get(j, "message")) : "";
-				char msg[700];
-				snprintf(msg, sizeof(msg), "series %zu: %s (series 1 to %zu were stored)",
-					 i + 1, m ? m : "", i);
-				char code[32];
-				snprintf(code, sizeof(code), "%s",
-					 j ? json_string_value(json_object_get(j, "code")) : "internal");
-				json_decref(j);
-				cerr(r, code, "%s", msg);
-			}
-			return 0;
-		}
+			b[k] = s->samples[k]->raw_profile.data, ln[k] = s->samples[k]->raw_profile.len;
+		ser[i] = (srv_push_in){l, s->n_labels, b, ln, s->n_samples};
+	}
+	size_t failed = SIZE_MAX;
+	if (rc == 0)
+		srv_push_series(r, ser, q->n_series, &failed);
+	for (size_t i = 0; i < q->n_series; i++) {
+		if (ls)
+			free(ls[i]);
+		if (bs)
+			free(bs[i]);
+		if (lens)
+			free(lens[i]);
+	}
+	free(ser), free(ls), free(bs), free(lens);
+	if (rc < 0)
+		return cerr(r, "internal", "out of memory");
+	if (r->status != 200) {
+		srv_connect_error_from_native(r);
+		/* say which series was refused and that nothing was stored */
+		json_t *j = json_loadb(r->out, r->outlen, 0, NULL);
+		const char *m = j ? json_string_value(json_object_get(j, "message")) : "";
+		const char *cd = j ? json_string_value(json_object_get(j, "code")) : NULL;
+		char msg[700], code[32];
+		if (failed != SIZE_MAX)
+			snprintf(msg, sizeof(msg), "series %zu of %zu: %s (nothing of the push was "
+				 "stored)", failed + 1, q->n_series, m ? m : "");
+		else
+			snprintf(msg, sizeof(msg), "%s (nothing of the push was stored)", m ? m : "");
+		snprintf(code, sizeof(code), "%s", cd ? cd : "internal");
+		json_decref(j);
+		cerr(r, code, "%s", msg);
+		return 0;
 	}
 	Push__V1__PushResponse resp = PUSH__V1__PUSH_RESPONSE__INIT;
 	return call_reply(c, &resp.base);

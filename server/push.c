@@ -422,66 +422,137 @@ int srv_push(srv_req *r)
 	return 0;
 }
 
-int srv_push_series(srv_req *r, const strobe_labelpair *labels, size_t nlabels,
-		    const uint8_t *const *bodies, const size_t *lens, size_t nbodies)
+/* One series of a push.v1 request checked and decoded into q->items (nothing stored): 0, -1
+ * after an error reply, -ENOMEM. */
+static int series_prepare(push_req *q, const srv_push_in *in)
 {
+	srv_req *r = q->r;
 	const strobe_server_config *c = &r->srv->cfg;
-	push_req q = {.r = r};
 	int rc = 0;
-	if (nlabels > c->max_labels + 8) /* room for the __ labels dropped below */
-		return srv_error(r, 400, "limit max_labels: %zu labels, at most %u", nlabels,
-				 c->max_labels);
-	if (!nbodies)
-		return srv_error(r, 400, "a series without samples: send a pprof profile");
-	if (nbodies > c->max_profiles_per_push)
+	if (in->nlabels > c->max_labels + 8) /* room for the __ labels dropped below */
+		return srv_error(r, 400, "limit max_labels: %zu labels, at most %u", in->nlabels,
+				 c->max_labels), -1;
+	if (!in->nbodies)
+		return srv_error(r, 400, "a series without samples: send a pprof profile"), -1;
+	if (in->nbodies > c->max_profiles_per_push)
 		return srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",
-				 c->max_profiles_per_push);
-	if (!(q.labels = calloc(nlabels ? nlabels : 1, sizeof(*q.labels))))
-		return srv_error(r, 500, "out of memory");
+				 c->max_profiles_per_push), -1;
+	if (!(q->labels = calloc(in->nlabels ? in->nlabels : 1, sizeof(*q->labels))))
+		return -ENOMEM;
 	/* __name__ names the profile (process_cpu, memory...); other __ labels (__session_id__,
 	 * __delta__) describe the push, not the series */
 	size_t k = 0;
-	for (size_t i = 0; i < nlabels; i++) {
-		if (strcmp(labels[i].name, "__name__") == 0)
-			q.name = labels[i].value;
-		else if (strncmp(labels[i].name, "__", 2) != 0)
-			q.labels[k++] = labels[i];
+	for (size_t i = 0; i < in->nlabels; i++) {
+		if (strcmp(in->labels[i].name, "__name__") == 0)
+			q->name = in->labels[i].value;
+		else if (strncmp(in->labels[i].name, "__", 2) != 0)
+			q->labels[k++] = in->labels[i];
 	}
-	if (k > c->max_labels) {
-		srv_error(r, 400, "limit max_labels: %zu labels, at most %u", k, c->max_labels);
-		goto out;
-	}
-	if (check_labels(r, q.labels, k) < 0)
-		goto out;
+	if (k > c->max_labels)
+		return srv_error(r, 400, "limit max_labels: %zu labels, at most %u", k,
+				 c->max_labels), -1;
+	if (check_labels(r, q->labels, k) < 0)
+		return -1;
 	size_t nser = 0;
 	for (size_t i = 0; i < k; i++) {
-		if (strobe_sample_label_name(q.labels[i].name) && q.nrsl < STROBE_SAMPLE_LABELS_MAX)
-			q.rsl[q.nrsl++] = q.labels[i];
+		if (strobe_sample_label_name(q->labels[i].name) && q->nrsl < STROBE_SAMPLE_LABELS_MAX)
+			q->rsl[q->nrsl++] = q->labels[i];
 		else
-			q.labels[nser++] = q.labels[i];
+			q->labels[nser++] = q->labels[i];
 	}
-	q.nlabels = nser;
-	qsort(q.rsl, q.nrsl, sizeof(*q.rsl), cmp_label);
-	for (size_t i = 0; rc == 0 && i < nbodies; i++) {
-		if (!lens[i]) {
-			srv_error(r, 400, "profile %zu: empty", i + 1);
-			goto out;
-		}
-		rc = add_part(&q.ps, "", bodies[i], lens[i]);
+	q->nlabels = nser;
+	qsort(q->rsl, q->nrsl, sizeof(*q->rsl), cmp_label);
+	for (size_t i = 0; rc == 0 && i < in->nbodies; i++) {
+		if (!in->lens[i])
+			return srv_error(r, 400, "profile %zu: empty", i + 1), -1;
+		rc = add_part(&q->ps, "", in->bodies[i], in->lens[i]);
 	}
-	q.profs = calloc(q.ps.n, sizeof(*q.profs));
-	q.views = calloc(q.ps.n, sizeof(*q.views));
-	q.raws = calloc(q.ps.n, sizeof(*q.raws));
-	q.groups = calloc(q.ps.n, sizeof(*q.groups));
-	if (rc == 0 && !(q.profs && q.views && q.raws && q.groups))
+	q->profs = calloc(q->ps.n, sizeof(*q->profs));
+	q->views = calloc(q->ps.n, sizeof(*q->views));
+	q->raws = calloc(q->ps.n, sizeof(*q->raws));
+	q->groups = calloc(q->ps.n, sizeof(*q->groups));
+	if (rc == 0 && !(q->profs && q->views && q->raws && q->groups))
 		rc = -ENOMEM;
-	for (size_t i = 0; rc == 0 && i < q.ps.n; i++)
-		rc = push_part(&q, i);
-	if (rc == 0)
-		rc = push_store(&q);
+	for (size_t i = 0; rc == 0 && i < q->ps.n; i++)
+		rc = push_part(q, i);
+	return rc;
+}
+
+int srv_push_series(srv_req *r, const srv_push_in *in, size_t n, size_t *failed)
+{
+	push_req *qs = calloc(n ? n : 1, sizeof(*qs));
+	strobe_push_item *items = NULL;
+	strobe_labelpair **merged = NULL;
+	size_t nitems = 0, nprof = 0;
+	uint64_t nsamples = 0;
+	int rc = qs ? 0 : -ENOMEM;
+	*failed = SIZE_MAX;
+	/* Every series checked and decoded before anything is stored. */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		qs[i].r = r;
+		if ((rc = series_prepare(&qs[i], &in[i])) != 0) {
+			*failed = i;
+			break;
+		}
+		nitems += qs[i].nitems;
+	}
+	if (rc == 0 && (!(items = calloc(nitems ? nitems : 1, sizeof(*items))) ||
+			!(merged = calloc(nitems ? nitems : 1, sizeof(*merged)))))
+		rc = -ENOMEM;
+	/* One push of all of them: each item carries its series' whole label set (the series'
+	 * labels and its sample-label group's, which share no name), the request none. */
+	size_t w = 0;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		push_req *q = &qs[i];
+		for (size_t j = 0; rc == 0 && j < q->nitems; j++) {
+			strobe_push_item it = q->items[j];
+			size_t nl = q->nlabels + it.nlabels;
+			strobe_labelpair *m = merged[w] = malloc((nl ? nl : 1) * sizeof(*m));
+			if (!m) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(m, q->labels, q->nlabels * sizeof(*m));
+			if (it.nlabels)
+				memcpy(m + q->nlabels, it.labels, it.nlabels * sizeof(*m));
+			qsort(m, nl, sizeof(*m), cmp_label);
+			it.labels = m;
+			it.nlabels = nl;
+			items[w++] = it;
+		}
+		nprof += q->nprof;
+		for (size_t k = 0; k < q->ps.n; k++)
+			nsamples += q->views[k] ? q->views[k]->nsamples
+				    : q->profs[k] ? strobe_nsamples(q->profs[k]) : 0;
+	}
+	if (rc == 0) {
+		strobe_err err = {{0}};
+		strobe_push_req rq = {r->tenant, NULL, 0, items, w, r->now_ns};
+		strobe_push_result res;
+		int pr = strobe_store_push(r->srv->store, &rq, &res, &err);
+		if (pr == 0) {
+			strobe_push_result_free(&res);
+			srv_metrics_ingested(r->srv->metrics, r->tenant, SRV_SRC_PUSH, nprof, r->len,
+					     nsamples);
+			char *ok = strdup("{}");
+			if (ok)
+				srv_reply(r, 200, "application/json", ok, 2);
+			else
+				rc = -ENOMEM;
+		} else if (pr == -ENOMEM) {
+			rc = -ENOMEM;
+		} else {
+			srv_fail(r, pr, &err);
+		}
+	}
 	if (rc == -ENOMEM)
 		srv_error(r, 500, "out of memory");
-out:
-	push_req_free(&q);
+	for (size_t i = 0; merged && i < nitems; i++)
+		free(merged[i]);
+	free(merged);
+	free(items);
+	for (size_t i = 0; qs && i < n; i++)
+		push_req_free(&qs[i]);
+	free(qs);
 	return 0;
 }

@@ -256,6 +256,10 @@ int srv_range(srv_req *r)
 		return srv_error(r, 400, "step: %s", st ? err.msg : "missing (e.g. step=15s)");
 	}
 	const char *gb = srv_arg(r, "group_by"), *fn = srv_arg(r, "function");
+	if (gb && strchr(gb, ',')) { /* the store reads commas as several labels: not here */
+		strobe_selector_free(&sel);
+		return srv_error(r, 400, "group_by must be one label name");
+	}
 	const char *ex = srv_arg(r, "exemplars");
 	long nex = 0;
 	if (ex) {

@@ -245,12 +245,20 @@ int srv_leaks(srv_req *r); /* GET /api/v1/leaks, server/leaks.c */
 /* Keeps roughly the max_nodes heaviest call-tree nodes of p (server/read.c). */
 int srv_trim(strobe_profile *p, size_t max_nodes, strobe_err *err);
 
-/* A push of one series from a protocol other than the native one (push.v1): its labels as
- * given (validated as the native push's; __name__ names the profile, other __ labels are
- * dropped) and its pprof bodies (gzipped or not), all stored in one transaction. On success the
- * native push's JSON reply is set (a caller replaces it); errors are replied as srv_error. */
-int srv_push_series(srv_req *r, const strobe_labelpair *labels, size_t nlabels,
-		    const uint8_t *const *bodies, const size_t *lens, size_t nbodies);
+/* A push of series from a protocol other than the native one (push.v1): each series' labels
+ * as given (validated as the native push's; __name__ names the profile, other __ labels are
+ * dropped) and its pprof bodies (gzipped or not). All series are checked and decoded first and
+ * stored in ONE transaction: all of them or nothing. On success a 200 is set (a caller replaces
+ * it); errors are replied as srv_error, with *failed the index of the series at fault (SIZE_MAX
+ * when the store refused the push as a whole). */
+typedef struct srv_push_in {
+	const strobe_labelpair *labels;
+	size_t nlabels;
+	const uint8_t *const *bodies;
+	const size_t *lens;
+	size_t nbodies;
+} srv_push_in;
+int srv_push_series(srv_req *r, const srv_push_in *in, size_t n, size_t *failed);
 
 /* The Connect protocol (server/connect.c): POST /querier.v1.QuerierService/{name},
  * /settings.v1.SettingsService/Get, /push.v1.PusherService/Push; and Pyroscope's legacy GETs

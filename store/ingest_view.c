@@ -51,6 +51,8 @@ static uint32_t v_str(vmap *m, uint32_t i)
 
 static uint32_t v_fn(vmap *m, uint32_t i)
 {
+	if (!i) /* no function (an OTLP line may have none; a pprof view never says 0) */
+		return 0;
 	if (m->fn[i])
 		return m->fn[i];
 	strobe_function f = m->v->fns[i - 1];

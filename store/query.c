@@ -750,28 +750,70 @@ static bool tp_usable(const tplan *p, int64_t t, int64_t w)
 	       (t - p->from) / p->step == (t + w - 1 - p->from) / p->step;
 }
 
-/* The group of series se in a range answer (its group_by label's value, "" without group_by):
- * its index in out->g in *g, a new zeroed group added the first time. -ENOMEM. */
-static int range_group_of(strobe_itab *groups, const store_series *se, const char *group_by,
-			  strobe_range_result *out, uint32_t *g)
+/* The group of a series with labels l in a range answer (its group_by labels' values, "" without
+ * group_by): its index in out->g in *g, a new zeroed group added the first time. The key is
+ * the values each followed by its NUL (a value holds none), so no two combinations share one.
+ * -ENOMEM. Shared with the ClickHouse backend. */
+int store_range_group(strobe_itab *groups, const strobe_labelpair *l, size_t nl,
+		      const char *group_by, strobe_range_result *out, uint32_t *g)
 {
-	const char *gv = group_by ? label_value(se->labels, se->nlabels, group_by) : "";
+	char kb[512], *key = kb;
+	size_t klen = 0, nby = 0, cap = sizeof(kb);
+	const char *vals[64];
+	for (const char *p = group_by; p && *p && nby < 64;) {
+		const char *e = strchr(p, ',');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		const char *v = "";
+		for (size_t i = 0; i < nl; i++)
+			if (strlen(l[i].name) == n && memcmp(l[i].name, p, n) == 0)
+				v = l[i].value;
+		vals[nby++] = v;
+		size_t vl = strlen(v) + 1;
+		if (klen + vl > cap) {
+			size_t nc = 2 * (klen + vl);
+			char *nk = key == kb ? malloc(nc) : realloc(key, nc);
+			if (!nk) {
+				if (key != kb)
+					free(key);
+				return -ENOMEM;
+			}
+			if (key == kb)
+				memcpy(nk, kb, klen);
+			key = nk;
+			cap = nc;
+		}
+		memcpy(key + klen, v, vl);
+		klen += vl;
+		p = e ? e + 1 : p + n;
+	}
+	if (!nby)
+		key[klen++] = 0; /* no grouping: the one group "" */
 	bool added;
-	int r = strobe_itab_intern(groups, gv, strlen(gv) + 1, g, &added);
+	int r = strobe_itab_intern(groups, key, klen, g, &added);
+	if (key != kb)
+		free(key);
 	if (r < 0 || !added)
 		return r;
 	strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
-	int64_t *vals = calloc(out->nsteps, sizeof(*vals));
-	char *v = strdup(gv);
-	if (ng)
-		out->g = ng;
-	if (!ng || !vals || !v) {
-		free(vals);
-		free(v);
+	if (!ng)
 		return -ENOMEM;
+	out->g = ng;
+	strobe_range_group gr = {.value = strdup(nby ? vals[0] : ""),
+				 .values = calloc(out->nsteps ? out->nsteps : 1, sizeof(int64_t))};
+	bool okm = gr.value && gr.values;
+	if (okm && nby > 1) {
+		okm = (gr.by = calloc(nby, sizeof(*gr.by))) != NULL;
+		for (size_t i = 0; okm && i < nby; i++, gr.nby++)
+			okm = (gr.by[i] = strdup(vals[i])) != NULL;
 	}
-	out->g[out->n++] = (strobe_range_group){v, vals};
-	return 0;
+	out->g[out->n++] = gr; /* freed with the result even when incomplete */
+	return okm ? 0 : -ENOMEM;
+}
+
+static int range_group_of(strobe_itab *groups, const store_series *se, const char *group_by,
+			  strobe_range_result *out, uint32_t *g)
+{
+	return store_range_group(groups, se->labels, se->nlabels, group_by, out, g);
 }
 
 /* The minutes a step boundary or a window edge cuts (no other minute is unusable: one that no
@@ -972,6 +1014,9 @@ void strobe_range_result_free(strobe_range_result *r)
 	for (size_t i = 0; i < r->n; i++) {
 		free(r->g[i].value);
 		free(r->g[i].values);
+		for (size_t k = 0; k < r->g[i].nby; k++)
+			free(r->g[i].by[k]);
+		free(r->g[i].by);
 	}
 	free(r->g);
 	memset(r, 0, sizeof(*r));

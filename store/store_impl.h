@@ -169,6 +169,10 @@ void store_remap_free(store_remap *m);
 uint32_t store_map_stack(strobe_profile *dst, const strobe_profile *src, store_remap *m,
 			 uint32_t id);
 
+/* query.c: the group of a series with labels l in a range answer (group_by: names separated
+ * by commas), added to out the first time; shared with the ClickHouse backend. */
+int store_range_group(strobe_itab *groups, const strobe_labelpair *l, size_t nl,
+		      const char *group_by, strobe_range_result *out, uint32_t *g);
 /* ingest_view.c, under mu: the store stack id of each sample of a simple pprof view into
  * gst[1..nsamples], interning what is new; 0 or -ENOMEM. */
 int store_map_view(strobe_store *s, const struct strobe_pprof_view *v, uint32_t *gst);

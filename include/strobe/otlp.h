@@ -33,6 +33,11 @@ typedef struct strobe_otlp_limits {
 	uint32_t max_labels;   /* series labels of one series (0 = 64) */
 	uint32_t max_name_len, max_value_len; /* of a label (0 = 1024, 4096): longer ones refuse
 					       * the series, as the push refuses them */
+	/* Series the store can take as pprof views (no sample attributes or links, no type named
+	 * by its leaves) come as a view instead of a profile: the server's ingest, which then skips
+	 * the model (lib/otlp_view.c). A view points into the request: with
+	 * strobe_otlp_decode_msg the message must outlive the batch. */
+	bool views;
 } strobe_otlp_limits;
 
 typedef struct strobe_otlp_label {
@@ -46,6 +51,9 @@ typedef struct strobe_otlp_series {
 	strobe_otlp_label *labels;
 	size_t nlabels;
 	strobe_profile *profile;
+	/* Instead of profile, with strobe_otlp_limits.views: a simple pprof view (its hdr the
+	 * header a profile would have), owned by the batch. */
+	struct strobe_pprof_view *view;
 	uint32_t nprofiles;
 	char *refused; /* why, or NULL */
 } strobe_otlp_series;
@@ -54,6 +62,7 @@ typedef struct strobe_otlp_batch {
 	strobe_otlp_series *s;
 	size_t n;
 	uint32_t nprofiles; /* OTLP profiles in the request */
+	void *priv_;        /* what views point into */
 } strobe_otlp_batch;
 
 void strobe_otlp_batch_free(strobe_otlp_batch *b);

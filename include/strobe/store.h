@@ -170,8 +170,12 @@ int strobe_store_query(strobe_store *s, const strobe_query *q, strobe_profile **
 		       strobe_err *err);
 
 typedef struct strobe_range_group {
-	char *value;     /* the group_by label's value ("" when absent or no grouping) */
+	char *value;     /* the group_by label's value ("" when absent or no grouping); with
+			  * several group_by labels the first one's */
 	int64_t *values; /* nsteps values */
+	char **by;       /* with several group_by labels: each one's value ("" when absent), in
+			  * group_by's order; NULL otherwise */
+	size_t nby;
 } strobe_range_group;
 typedef struct strobe_range_result {
 	strobe_range_group *g;
@@ -179,7 +183,9 @@ typedef struct strobe_range_result {
 } strobe_range_result;
 
 /* Totals per step [from + i*step, from + (i+1)*step) for each value of group_by (NULL = one
- * group), counting only stacks that contain function `function` when given. */
+ * group), counting only stacks that contain function `function` when given. group_by may name
+ * several labels separated by commas ("service_name,region"): one group per distinct
+ * combination of their values, as Pyroscope's SelectSeries groups. */
 int strobe_store_range(strobe_store *s, const strobe_query *q, int64_t step_ns,
 		       const char *group_by, const char *function, strobe_range_result *out,
 		       strobe_err *err);
@@ -255,6 +261,11 @@ void strobe_store_use_totals(strobe_store *s, bool on);
 /* Queries that select span_id or trace_id read the span index (store/spans.c) unless this is
  * off (then they scan the window's points: tests and the benchmark compare both ways). */
 void strobe_store_use_span_index(strobe_store *s, bool on);
+
+/* The times (ns) of the tenant's oldest and newest stored profiles; both 0 when it has none.
+ * -ENOTSUP from a backend that cannot tell yet. */
+int strobe_store_time_span(strobe_store *s, const char *tenant, int64_t *oldest, int64_t *newest,
+			   strobe_err *err);
 
 typedef struct strobe_store_stats {
 	uint64_t series, points, rollups, stacks, locations, functions, mappings, strings;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ch.h"
+#include "../store_impl.h"
 
 #define RANGE_MAX_STEPS 11000 /* as the SQLite store */
 #define MINUTE (60 * STROBE_NS_PER_S)
@@ -790,26 +791,10 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 		bool added;
 		if ((r = u64map_put(&byid, ss.v[i].id, &k, &added)) < 0)
 			break;
-		const char *gv = "";
-		for (size_t j = 0; group_by && j < ss.v[i].nlabels; j++)
-			if (strcmp(ss.v[i].labels[j].name, group_by) == 0)
-				gv = ss.v[i].labels[j].value;
-		if ((r = strobe_itab_intern(&groups, gv, strlen(gv) + 1, &grp[i], &added)) < 0)
+		/* the same groups as the SQLite store's (several group_by labels included) */
+		if ((r = store_range_group(&groups, ss.v[i].labels, ss.v[i].nlabels, group_by, out,
+					   &grp[i])) < 0)
 			break;
-		if (!added)
-			continue;
-		strobe_range_group *ng = realloc(out->g, (out->n + 1) * sizeof(*ng));
-		int64_t *vals = calloc(out->nsteps, sizeof(*vals));
-		char *v = strdup(gv);
-		if (ng)
-			out->g = ng;
-		if (!ng || !vals || !v) {
-			free(vals);
-			free(v);
-			r = -ENOMEM;
-			break;
-		}
-		out->g[out->n++] = (strobe_range_group){v, vals};
 	}
 	strobe_buf sq, ans;
 	strobe_buf_init(&sq, SIZE_MAX);

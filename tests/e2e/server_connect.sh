@@ -314,5 +314,48 @@ code=$(curl -s -G -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/label-value
 code=$(curl -s -o "$T/out.json" -w '%{http_code}' "$url/pyroscope/render?query=nonsense%7B&from=now-1h")
 [ "$code" = 400 ] && grep -q '"error"' "$T/out.json" && ok render-bad-query || fail render-bad-query "HTTP $code $(cat "$T/out.json")"
 
+# ---- tenant team-a (kept apart from the listings above): grouping, stats, atomic pushes ---------
+TA=(-H 'X-Scope-OrgID: team-a' -H 'Authorization: Bearer sekrit')
+t1=$(($(date +%s) - 400)) t2=$(($(date +%s) - 100))
+for s in "grp prod a $t1" "grp dev b $t2" "grp2 prod b $t2"; do
+  set -- $s
+  code=$(curl -s -o "$T/pr" -w '%{http_code}' "${TA[@]}" --data-binary @"$T/$3.pb.gz" \
+    "$url/api/v1/push?service_name=$1&name=process_cpu&time=$4&labels=%7Benv%3D%22$2%22%7D")
+  [ "$code" = 200 ] || fail team-a-setup "push $1 $2: HTTP $code $(cat "$T/pr")"
+done
+# SelectSeries by two labels: one series per (service_name, env), as Pyroscope groups
+ser_sums() { # the series of $T/out.txt as "name=value,...,SUM" sorted, one line
+  awk '/^series \{/ { lab = ""; sum = 0; next }
+    /^  labels \{/ { inl = 1; next } /^  points \{/ { inp = 1; next } /^  \}/ { inl = inp = 0; next }
+    inl && /name:/ { n = $2; gsub(/"/, "", n); next }
+    inl && /value:/ { v = $2; gsub(/"/, "", v); lab = lab n "=" v ","; next }
+    inp && /value:/ { sum += $2; next }
+    /^\}/ { print lab sum }' "$T/out.txt" | sort | tr '\n' ' '
+}
+call querier.v1.QuerierService/SelectSeries querier.v1.SelectSeriesRequest querier.v1.SelectSeriesResponse \
+  "profile_typeID: \"$CPU\" label_selector: \"{}\" group_by: \"service_name\" group_by: \"env\" step: 3600 $W" "$Q" "${TA[@]}"
+v=$(ser_sums)
+want='service_name=grp,env=dev,7 service_name=grp,env=prod,18 service_name=grp2,env=prod,7 '
+[ "$code" = 200 ] && [ "$v" = "$want" ] && ok bin-SelectSeries-group-by-two "$v" ||
+  fail bin-SelectSeries-group-by-two "HTTP $code: '$v' (want '$want') $(head -c 200 "$T/out.bin")"
+jcall querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"groupBy\":[\"env\",\"service_name\"],\"step\":3600,\"start\":$start,\"end\":$end}" "${TA[@]}"
+n=$(grep -o '"labels":\[[^]]*\]' "$T/out.json" | sort | tr -d '\n')
+wantj='"labels":[{"name":"env","value":"dev"},{"name":"service_name","value":"grp"}]"labels":[{"name":"env","value":"prod"},{"name":"service_name","value":"grp"}]"labels":[{"name":"env","value":"prod"},{"name":"service_name","value":"grp2"}]'
+[ "$code" = 200 ] && [ "$n" = "$wantj" ] && ok json-SelectSeries-group-by-two || fail json-SelectSeries-group-by-two "HTTP $code $(head -c 400 "$T/out.json")"
+jcall querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"groupBy\":[\"env\",\"no,comma\"],\"step\":3600}" "${TA[@]}"
+[ "$code" = 400 ] && grep -q 'group_by' "$T/out.json" && ok err-group-by-name || fail err-group-by-name "HTTP $code $(cat "$T/out.json")"
+# GetProfileStats: the oldest and newest profile times, in ms
+jcall querier.v1.QuerierService/GetProfileStats '{}' "${TA[@]}"
+v=$(tr -d ' ' <"$T/out.json")
+want="{\"dataIngested\":true,\"oldestProfileTime\":\"$((t1 * 1000))\",\"newestProfileTime\":\"$((t2 * 1000))\"}"
+[ "$code" = 200 ] && [ "$v" = "$want" ] && ok json-GetProfileStats-times "$v" || fail json-GetProfileStats-times "HTTP $code '$v' (want '$want')"
+# push.v1 with two series, the last refused (a bad label name): nothing of it stored
+jcall push.v1.PusherService/Push "{\"series\":[{\"labels\":[{\"name\":\"__name__\",\"value\":\"process_cpu\"},{\"name\":\"service_name\",\"value\":\"atomok\"}],\"samples\":[{\"rawProfile\":\"$b64\"}]},{\"labels\":[{\"name\":\"service_name\",\"value\":\"atombad\"},{\"name\":\"bad-name\",\"value\":\"x\"}],\"samples\":[{\"rawProfile\":\"$b64\"}]}]}" "${TA[@]}"
+cp "$T/out.json" "$T/push2.json"; c2=$code
+jcall querier.v1.QuerierService/LabelValues "{\"name\":\"service_name\",\"start\":$start,\"end\":$end}" "${TA[@]}"
+if [ "$c2" = 400 ] && grep -q '"code":"invalid_argument"' "$T/push2.json" && grep -q 'series 2 of 2: .*bad-name.*nothing of the push was stored' "$T/push2.json" &&
+  ! grep -q atomok "$T/out.json"; then ok push-atomic "$(head -c 200 "$T/push2.json")"
+else fail push-atomic "HTTP $c2 $(head -c 300 "$T/push2.json"); services now: $(cat "$T/out.json")"; fi
+
 kill $pid; wait $pid 2>/dev/null; pid=
 exit $st

@@ -8,7 +8,8 @@
 #   DOOR-connect   Connect's flame graph (total, every level, names) equals the first door's
 #   DOOR-agree     Connect's total and per-function self values equal the native API's
 # Doors: /ingest (Pyroscope, format=pprof), /api/v1/push, push.v1.PusherService/Push, OTLP's
-# /v1development/profiles. A new door
+# /v1development/profiles (twice: with the samples' attributes, which take the profile model, and
+# without, which take the view path straight into the store). A new door
 # is a function door_NAME SERVICE FILE (0 when stored) and one word more in DOORS.
 set -u
 for t in curl protoc python3; do
@@ -65,7 +66,17 @@ door_otlp() { # OpenTelemetry's /v1development/profiles: the pprof as strobe con
     protoc --encode=$OTLPREQ $P "$ROOT/proto/otlp_profiles_service.proto" >"$T/o2.otlp" &&
     curl -sf -o /dev/null -H 'Content-Type: application/x-protobuf' --data-binary @"$T/o2.otlp" "$url/v1development/profiles"
 }
-DOORS="ingest push pushv1 otlp"
+door_otlpview() { # the same request without its samples' attributes (pprof labels, threads):
+  # OTLP's fast path, a pprof view of the dictionary (lib/otlp_view.c), no profile model; the
+  # service's totals and flame graph are those of the labelled samples summed
+  "$STROBE" convert -f otlp -o "$T/o.otlp" "$2" &&
+    protoc --decode=$OTLPREQ $P "$ROOT/proto/otlp_profiles_service.proto" <"$T/o.otlp" |
+    sed -e "0,/^  resource {/s//  resource {\n    attributes { key: \"service.name\" value { string_value: \"$1\" } }/" \
+      -e '/^        attribute_indices: /d' -e '/^        link_index: /d' |
+    protoc --encode=$OTLPREQ $P "$ROOT/proto/otlp_profiles_service.proto" >"$T/o3.otlp" &&
+    curl -sf -o /dev/null -H 'Content-Type: application/x-protobuf' --data-binary @"$T/o3.otlp" "$url/v1development/profiles"
+}
+DOORS="ingest push pushv1 otlp otlpview"
 
 for d in $DOORS; do
   "door_$d" "door-$d" "$prof" || { fail "$d-store" "the door refused the profile"; }

@@ -8,8 +8,11 @@
 #   gzip       the same body gzipped (Content-Encoding: gzip)
 #   json       the same request as OTLP/JSON (skipped while this build has no JSON codec)
 #   bad-index  a sample naming a stack past the table: 400, nothing stored
-#   partial    one resource refused by a limit: 200 with partial_success.rejected_profiles 1,
-#              the other stored
+#   partial    a request whose last resource breaks a label limit: 400 naming that series, and
+#              nothing of the request stored (a request is all or nothing, not OTLP's partial
+#              success: the exporter cannot resend half a request)
+#   atomic-store  the same when the store refuses the last series (its time is past retention):
+#              the first series, valid on its own, is not stored either
 #   roundtrip  a Go pprof -> strobe convert -f otlp -> pprof: every sample type's total equal
 set -u
 if ! command -v curl >/dev/null; then echo "SKIP server_otlp: curl is not installed"; exit 0; fi
@@ -75,11 +78,11 @@ if [ -f "$fx/two_types.json" ]; then
   else fail json "HTTP $code $(head -c 200 "$TMPDIR/r3")"; fi
 fi
 
-# the partial answer in JSON: proto3 JSON's int64 is a string
+# a refused request in JSON: the error names the series, nothing stored
 printf '%s' '{"resourceProfiles":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"jsonrefused"}},{"key":"team","value":{"stringValue":"a-team-name-far-longer-than-sixteen-bytes"}}]},"scopeProfiles":[{"profiles":[{"sampleType":{"typeStrindex":1,"unitStrindex":2},"samples":[{"stackIndex":1,"values":["9"]}]}]}]}],"dictionary":{"stringTable":["","cpu","nanoseconds","f"],"functionTable":[{},{"nameStrindex":3}],"locationTable":[{},{"lines":[{"functionIndex":1}]}],"stackTable":[{},{"locationIndices":[1]}]}}' > "$TMPDIR/jp.json"
 code=$(post "$TMPDIR/r3b" application/json "$TMPDIR/jp.json")
-if [ "$code" = 200 ] && grep -q '"partialSuccess":{"rejectedProfiles":"1","errorMessage":"label' "$TMPDIR/r3b"; then ok json-partial "$(cat "$TMPDIR/r3b")"
-else fail json-partial "HTTP $code $(head -c 300 "$TMPDIR/r3b")"; fi
+if [ "$code" = 400 ] && grep -q 'series 1 of 1 {service_name=\\"jsonrefused\\".*max_label_value_length; nothing of the request was stored' "$TMPDIR/r3b"; then ok json-refused "$(cat "$TMPDIR/r3b")"
+else fail json-refused "HTTP $code $(head -c 300 "$TMPDIR/r3b")"; fi
 
 # ---- bad index ------------------------------------------------------------------------------------
 enc < "$fx/bad_stack.txtpb" > "$TMPDIR/bad.otlp"
@@ -91,12 +94,21 @@ else fail bad-index "HTTP $code $(head -c 200 "$TMPDIR/r4"); service 'bad' liste
 # ---- partial --------------------------------------------------------------------------------------
 enc < "$fx/partial.txtpb" > "$TMPDIR/p.otlp"
 code=$(post "$TMPDIR/r5" application/x-protobuf "$TMPDIR/p.otlp")
-resp=$(dec_resp < "$TMPDIR/r5" 2>&1 | tr '\n' ' ')
 g=$(total "$CPU" 'service_name="good"')
 rf=$(total "$CPU" 'service_name="refused"')
-if [ "$code" = 200 ] && grep -q 'rejected_profiles: 1 ' <<<"$resp" && grep -q max_label_value_length <<<"$resp" &&
-  [ "$g" = 7 ] && [ "$rf" = 0 ]; then ok partial "good stored ($g), refused one counted: $resp"
-else fail partial "HTTP $code, response '$resp', good $g (want 7), refused $rf (want 0)"; fi
+if [ "$code" = 400 ] && grep -q 'series 2 of 2 {service_name=\\"refused\\".*max_label_value_length.*nothing of the request was stored' "$TMPDIR/r5" &&
+  [ "$g" = 0 ] && [ "$rf" = 0 ]; then ok partial "refused whole, nothing stored: $(head -c 200 "$TMPDIR/r5")"
+else fail partial "HTTP $code, response '$(head -c 300 "$TMPDIR/r5")', good $g (want 0: all or nothing), refused $rf (want 0)"; fi
+
+# ---- atomic-store: the store refuses the last series (past retention), the first is not kept ------
+sed -e "s/\"good\"/\"atom1\"/" -e 's/"refused"/"atom2"/' -e '/a-team-name/d' "$fx/partial.txtpb" |
+  awk -v now="$nowns" '/service.name/ { n++ } / profiles \{ sample_type/ { sub(/ profiles \{ sample_type/, " profiles { time_unix_nano: " (n == 1 ? now : 1000000000) " sample_type") } { print }' |
+  enc > "$TMPDIR/as.otlp"
+code=$(post "$TMPDIR/r5b" application/x-protobuf "$TMPDIR/as.otlp")
+a1=$(total "$CPU" 'service_name="atom1"')
+if [ "${code:0:1}" = 4 ] && grep -q 'retention.*nothing of the request was stored' "$TMPDIR/r5b" && [ "$a1" = 0 ]; then
+  ok atomic-store "HTTP $code, atom1 not stored: $(head -c 160 "$TMPDIR/r5b")"
+else fail atomic-store "HTTP $code, response '$(head -c 300 "$TMPDIR/r5b")', atom1 total $a1 (want 0: the request is one transaction)"; fi
 
 # ---- round trip pprof -> OTLP -> pprof ------------------------------------------------------------
 cpu=${GOPROF:-}/go_cpu.pb.gz

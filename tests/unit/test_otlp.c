@@ -7,7 +7,9 @@
  * a later level overriding); several sample types of one scope becoming one profile with
  * several types, and different labels becoming different series; index 0 as "none" in every
  * table; every out-of-range index refused with a message naming it; timestamps-only samples;
- * sample attributes and links as sample labels; and encode -> decode keeping every total.
+ * sample attributes and links as sample labels; encode -> decode keeping every total; and the
+ * server's fast path (strobe_otlp_limits.views): the same series as pprof views, the model
+ * where a view cannot say the same, the model's errors.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +25,7 @@
 #include "otlp_profiles_service.pb-c.h"
 #include "strobe/codec.h"
 #include "strobe/otlp.h"
+#include "strobe/pprof_view.h"
 
 typedef Opentelemetry__Proto__Profiles__V1development__Profile Prof;
 typedef Opentelemetry__Proto__Profiles__V1development__Sample Sample;
@@ -591,6 +594,134 @@ static void test_sample_labels_and_timestamps(void **state)
 	strobe_otlp_batch_free(&b);
 }
 
+/* As decode, with the server's fast path: series as pprof views where they can be. */
+static int decode_v(fx *f, strobe_otlp_batch *b, strobe_err *err)
+{
+	size_t n = protobuf_c_message_get_packed_size(&f->req.base);
+	uint8_t *buf = malloc(n + 1);
+	assert_non_null(buf);
+	protobuf_c_message_pack(&f->req.base, buf);
+	strobe_otlp_limits lim = {.views = true};
+	int r = strobe_otlp_decode(buf, n, &lim, b, err);
+	free(buf);
+	return r;
+}
+
+static int64_t view_total(const strobe_pprof_view *v, uint32_t t)
+{
+	int64_t s = 0;
+	for (uint32_t i = 0; i < v->nsamples; i++)
+		s += v->values[(size_t)i * v->hdr->ntypes + t];
+	return s;
+}
+
+/* The name of view function id fn ("" for none). */
+static const char *vfn(const strobe_pprof_view *v, uint32_t fn)
+{
+	static char nm[64];
+	if (!fn)
+		return "";
+	const strobe_pprof_str *s = &v->str[v->fns[fn - 1].name];
+	snprintf(nm, sizeof(nm), "%.*s", (int)s->len, s->p);
+	return nm;
+}
+
+static void test_view(void **state)
+{
+	(void)state;
+	fx f;
+	fx_init(&f);
+	f.sp.n_profiles = 2;
+	strobe_otlp_batch b;
+	strobe_err err = {{0}};
+	assert_int_equal(decode_v(&f, &b, &err), 0);
+	assert_int_equal(b.n, 1);
+	const strobe_pprof_view *v = b.s[0].view;
+	assert_non_null(v);
+	assert_null(b.s[0].profile);
+	assert_true(v->simple);
+	/* the header a model would have: two types, time, labels as the model path's */
+	assert_int_equal(v->hdr->ntypes, 2);
+	assert_string_equal(strobe_str(v->hdr, v->hdr->types[1].type), "samples");
+	assert_int_equal(v->hdr->time_nanos, 1700000000000000000ll);
+	assert_string_equal(label(&b.s[0], "service_name"), "checkout");
+	/* one view sample per distinct stack, both types' values in it */
+	assert_int_equal(v->nsamples, 2);
+	assert_int_equal(view_total(v, 0), 900);
+	assert_int_equal(view_total(v, 1), 9);
+	bool deep = false;
+	for (uint32_t i = 0; i < v->nsamples; i++) {
+		uint32_t n = v->soff[i + 1] - v->soff[i];
+		const uint32_t *fr = v->sloc + v->soff[i];
+		if (n != 3)
+			continue;
+		deep = true;
+		/* leaf first: hash (inlined into work: two lines), work, main */
+		const strobe_pprof_loc *leaf = &v->locs[fr[0] - 1];
+		assert_int_equal(leaf->nline, 2);
+		assert_string_equal(vfn(v, v->lines[leaf->line0].function), "hash");
+		assert_string_equal(vfn(v, v->lines[leaf->line0 + 1].function), "work");
+		assert_int_equal(v->lines[leaf->line0].line, 30);
+		const strobe_pprof_loc *root = &v->locs[fr[2] - 1];
+		assert_string_equal(vfn(v, v->lines[root->line0].function), "main");
+		assert_int_equal(root->address, 0x1100);
+		assert_int_equal(root->mapping, 1);
+		const strobe_pprof_str *fnm = &v->str[v->maps[root->mapping - 1].filename];
+		assert_int_equal(fnm->len, 8);
+		assert_memory_equal(fnm->p, "/bin/app", 8);
+		assert_int_equal(v->values[(size_t)i * 2], 600);
+		assert_int_equal(v->values[(size_t)i * 2 + 1], 6);
+	}
+	assert_true(deep);
+	strobe_otlp_batch_free(&b);
+
+	/* index 0: the empty stack is a sample without frames, the zero location is skipped,
+	 * function 0 is none */
+	fx_init(&f);
+	f.smp[1].stack_index = 0;
+	f.st1[0] = 0;
+	f.line[2].function_index = 0;
+	assert_int_equal(decode_v(&f, &b, &err), 0);
+	v = b.s[0].view;
+	assert_non_null(v);
+	assert_int_equal(view_total(v, 0), 900);
+	uint32_t roots = 0, two = 0;
+	for (uint32_t i = 0; i < v->nsamples; i++) {
+		uint32_t n = v->soff[i + 1] - v->soff[i];
+		roots += n == 0 && v->values[i] == 300;
+		if (n == 2) {
+			two++;
+			const strobe_pprof_loc *l = &v->locs[v->sloc[v->soff[i]] - 1];
+			assert_int_equal(v->lines[l->line0].function, 0);
+		}
+	}
+	assert_int_equal(roots, 1);
+	assert_int_equal(two, 1);
+	strobe_otlp_batch_free(&b);
+
+	/* a sample with attributes (sample labels): the model, as without views */
+	fx_init(&f);
+	f.smp[0].attribute_indices = f.sattr;
+	f.smp[0].n_attribute_indices = 1;
+	f.sattr[0] = 1;
+	assert_int_equal(decode_v(&f, &b, &err), 0);
+	assert_null(b.s[0].view);
+	assert_non_null(b.s[0].profile);
+	assert_int_equal(strobe_total(b.s[0].profile, 0), 900);
+	strobe_otlp_batch_free(&b);
+
+	/* a bad index: the model's refusal and message, not the view's */
+	fx_init(&f);
+	f.smp[1].stack_index = 7;
+	assert_int_equal(decode_v(&f, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "stack index 7 outside the table of 3"));
+	fx_init(&f);
+	f.line[2].function_index = 9;
+	assert_int_equal(decode_v(&f, &b, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "function index 9"));
+	assert_int_equal(b.n, 0);
+}
+
 static void test_encode_roundtrip(void **state)
 {
 	(void)state;
@@ -644,6 +775,7 @@ int main(void)
 		cmocka_unit_test(test_caps),
 		cmocka_unit_test(test_sample_labels_and_timestamps),
 		cmocka_unit_test(test_encode_roundtrip),
+		cmocka_unit_test(test_view),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
