@@ -42,6 +42,7 @@
 /* Rows of the naming cache: about 100-200 bytes each on disk, so at most a few hundred MB. */
 #define NAME_CACHE_ROWS 2000000u
 #define NAME_BATCH_MAX 65536u /* new rows one query writes at most (the rest: next time) */
+#define NAME_BUF (64u << 10)  /* the strings of one cached address (a longer row is a miss) */
 
 typedef struct namer_slot {
 	char tenant[65];
@@ -219,6 +220,7 @@ typedef struct late_ctx {
 	uint8_t *cstate;
 	srv_name_row *rows;
 	size_t nrows, crows;
+	char *buf; /* NAME_BUF bytes: the strings of the row read last */
 } late_ctx;
 
 static int unhex(const char *h, uint8_t *out, size_t cap)
@@ -391,9 +393,9 @@ static void remember(late_ctx *c, const char *bid, uint64_t addr, const strobe_s
 static int cached(late_ctx *c, uint32_t mid, const char *bid, uint64_t addr, strobe_sym_frame *fr,
 		  int max)
 {
-	if (!c->cache || c->cstate[mid] == 2)
+	if (!c->cache || !c->buf || c->cstate[mid] == 2)
 		return -ENOENT;
-	int n = srv_name_cache_get(c->cache, c->tenant, bid, addr, fr, max);
+	int n = srv_name_cache_get(c->cache, c->tenant, bid, addr, fr, max, c->buf, NAME_BUF);
 	if (!c->cstate[mid])
 		c->cstate[mid] = n >= 0 || srv_name_cache_has(c->cache, c->tenant, bid) ? 1 : 2;
 	return n;
@@ -474,6 +476,7 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 		      .now_ns = r->now_ns, .dir = dir,
 		      .cache = r->srv->namers->cache, .tenant = r->tenant,
 		      .cstate = calloc(p->mappings.n, 1),
+		      .buf = malloc(NAME_BUF),
 		      .state = calloc(p->mappings.n, 1),
 		      .obj = calloc(p->mappings.n, sizeof(*c.obj)),
 		      .caller = calloc(p->locations.n, 1)};
@@ -499,6 +502,7 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 		free(c.rows[i].blob);
 	free(c.rows);
 	free(c.cstate);
+	free(c.buf);
 	free(c.state);
 	free(c.obj);
 	free(c.caller);

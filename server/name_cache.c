@@ -39,9 +39,6 @@ struct srv_name_cache {
 	sqlite3 *db;
 	sqlite3_stmt *get, *has, *put, *forget, *trim;
 	uint64_t max_rows;
-	/* The last row read: the frames point into it until the next call. */
-	unsigned char *buf;
-	size_t bufcap;
 	/* Counters for /metrics. */
 	uint64_t hits, misses, stored, dropped;
 };
@@ -134,7 +131,6 @@ void srv_name_cache_close(srv_name_cache *c)
 		return;
 	close_db(c);
 	pthread_mutex_destroy(&c->mu);
-	free(c->buf);
 	free(c);
 }
 
@@ -250,7 +246,7 @@ int srv_name_cache_decode(const void *blob, size_t len, char *buf, strobe_sym_fr
 }
 
 int srv_name_cache_get(srv_name_cache *c, const char *tenant, const char *bid, uint64_t addr,
-		       strobe_sym_frame *fr, int max)
+		       strobe_sym_frame *fr, int max, char *buf, size_t cap)
 {
 	if (!c)
 		return -ENOENT;
@@ -264,16 +260,9 @@ int srv_name_cache_get(srv_name_cache *c, const char *tenant, const char *bid, u
 	if (sqlite3_step(c->get) == SQLITE_ROW) {
 		const void *b = sqlite3_column_blob(c->get, 0);
 		size_t len = (size_t)sqlite3_column_bytes(c->get, 0);
-		size_t need = len + 3 * MAX_FRAMES + 1;
-		if (need > c->bufcap) {
-			unsigned char *nb = realloc(c->buf, need);
-			if (nb) {
-				c->buf = nb;
-				c->bufcap = need;
-			}
-		}
-		if (b && need <= c->bufcap)
-			n = srv_name_cache_decode(b, len, (char *)c->buf, fr, max);
+		/* the strings, NUL-terminated, fit in the blob's length plus a byte each */
+		if (b && len + 3 * MAX_FRAMES + 1 <= cap)
+			n = srv_name_cache_decode(b, len, buf, fr, max);
 		if (n < 0)
 			n = -ENOENT; /* does not decode: named again, and the row replaced */
 	}

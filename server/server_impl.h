@@ -326,9 +326,10 @@ typedef struct srv_name_cache_stats {
 } srv_name_cache_stats;
 srv_name_cache *srv_name_cache_open(const char *data_dir, uint64_t max_rows);
 void srv_name_cache_close(srv_name_cache *c);
-/* The cached frames (count >= 0; their strings valid until the next call), or -ENOENT. */
+/* The cached frames (count >= 0; their strings in buf, cap bytes), or -ENOENT (also when a
+ * row does not decode or does not fit). */
 int srv_name_cache_get(srv_name_cache *c, const char *tenant, const char *bid, uint64_t addr,
-		       strobe_sym_frame *fr, int max);
+		       strobe_sym_frame *fr, int max, char *buf, size_t cap);
 int srv_name_cache_put(srv_name_cache *c, const char *tenant, const srv_name_row *rows,
 		       size_t n);
 int srv_name_cache_forget(srv_name_cache *c, const char *tenant, const char *bid);

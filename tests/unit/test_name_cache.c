@@ -39,6 +39,8 @@ static void rmtree(const char *d)
 	free(cmd);
 }
 
+static char buf[1 << 16];
+
 static void put_one(srv_name_cache *c, const char *tenant, const char *bid, uint64_t addr,
 		    const strobe_sym_frame *fr, int n)
 {
@@ -64,7 +66,7 @@ static void roundtrip(void **state)
 	put_one(c, "t", "ab01", 0x1190, in, 2);
 	put_one(c, "t", "ab01", 0x1200, in, 0); /* found the object, nothing there */
 	strobe_sym_frame out[8];
-	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1190, out, 8), 2);
+	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1190, out, 8, buf, sizeof buf), 2);
 	assert_string_equal(out[0].function, "leaf_inl");
 	assert_ptr_equal(out[0].system_name, out[0].function); /* alike: one pointer, as given */
 	assert_string_equal(out[0].file, "/src/a.c");
@@ -75,16 +77,16 @@ static void roundtrip(void **state)
 	assert_string_equal(out[1].system_name, "_ZN2ns4burnEv");
 	assert_null(out[1].file);
 	assert_int_equal(out[1].line, 10);
-	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1200, out, 8), 0);
-	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1191, out, 8), -ENOENT);
-	assert_int_equal(srv_name_cache_get(c, "u", "ab01", 0x1190, out, 8), -ENOENT);
-	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1190, out, 1), -ENOENT); /* no room */
+	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1200, out, 8, buf, sizeof buf), 0);
+	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1191, out, 8, buf, sizeof buf), -ENOENT);
+	assert_int_equal(srv_name_cache_get(c, "u", "ab01", 0x1190, out, 8, buf, sizeof buf), -ENOENT);
+	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1190, out, 1, buf, sizeof buf), -ENOENT); /* no room */
 	assert_true(srv_name_cache_has(c, "t", "ab01"));
 	assert_false(srv_name_cache_has(c, "t", "ab02"));
 	srv_name_cache_close(c);
 	/* Kept across a reopen (a restart). */
 	c = srv_name_cache_open(d, 100);
-	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1190, out, 8), 2);
+	assert_int_equal(srv_name_cache_get(c, "t", "ab01", 0x1190, out, 8, buf, sizeof buf), 2);
 	srv_name_cache_close(c);
 	rmtree(d);
 	free(d);
@@ -101,7 +103,7 @@ static void bounded(void **state)
 		put_one(c, "t", "cd", a, &f, 1);
 	strobe_sym_frame out[4];
 	for (uint64_t a = 1; a <= 5; a++)
-		assert_int_equal(srv_name_cache_get(c, "t", "cd", a, out, 4), a <= 2 ? -ENOENT : 1);
+		assert_int_equal(srv_name_cache_get(c, "t", "cd", a, out, 4, buf, sizeof buf), a <= 2 ? -ENOENT : 1);
 	srv_name_cache_stats st;
 	srv_name_cache_counts(c, &st);
 	assert_int_equal(st.stored, 5);
@@ -124,9 +126,9 @@ static void forget(void **state)
 	put_one(c, "u", "aa", 1, &f, 1);
 	assert_int_equal(srv_name_cache_forget(c, "t", "aa"), 0);
 	strobe_sym_frame out[4];
-	assert_int_equal(srv_name_cache_get(c, "t", "aa", 1, out, 4), -ENOENT);
-	assert_int_equal(srv_name_cache_get(c, "t", "bb", 1, out, 4), 1);
-	assert_int_equal(srv_name_cache_get(c, "u", "aa", 1, out, 4), 1);
+	assert_int_equal(srv_name_cache_get(c, "t", "aa", 1, out, 4, buf, sizeof buf), -ENOENT);
+	assert_int_equal(srv_name_cache_get(c, "t", "bb", 1, out, 4, buf, sizeof buf), 1);
+	assert_int_equal(srv_name_cache_get(c, "u", "aa", 1, out, 4, buf, sizeof buf), 1);
 	srv_name_cache_close(c);
 	rmtree(d);
 	free(d);
@@ -139,7 +141,6 @@ static void damaged(void **state)
 	size_t len;
 	unsigned char *b = srv_name_cache_encode(&f, 1, &len);
 	assert_non_null(b);
-	char buf[256];
 	strobe_sym_frame out[4];
 	assert_int_equal(srv_name_cache_decode(b, len, buf, out, 4), 1);
 	for (size_t cut = 0; cut < len; cut++) /* every truncation is refused */
@@ -162,7 +163,7 @@ static void damaged(void **state)
 	srv_name_cache *c = srv_name_cache_open(d, 10);
 	assert_non_null(c);
 	put_one(c, "t", "aa", 1, &f, 1);
-	assert_int_equal(srv_name_cache_get(c, "t", "aa", 1, out, 4), 1);
+	assert_int_equal(srv_name_cache_get(c, "t", "aa", 1, out, 4, buf, sizeof buf), 1);
 	srv_name_cache_close(c);
 	free(p);
 	rmtree(d);
