@@ -87,9 +87,11 @@ note "big debug file $((dsize / 1000000)) MB ($((dwarf / 1000000)) MB of DWARF),
   echo
   echo "| query | time to answer | addresses named (in an inlined helper) | server peak RSS (VmHWM) before → after | RSS after: anonymous / mapped file |"
   echo "|---|---|---|---|---|"
-  echo "| cold: first after the upload (debug file opened, CUs indexed) | $t_cold s | $n_cold ($i_cold) | $h0 → $h1 MB | $a1 / $f1 MB |"
-  echo "| warm: the same again (naming cache) | $t_warm s | $n_warm | $h1 → $h2 MB | $a2 / $f2 MB |"
-  echo "| after a restart (naming cache, no debug file opened) | $t_rest s | $n_rest | $h3 → $h4 MB | $a4 / $f4 MB |"
+  echo "| cold: first after the upload (debug file opened, CUs indexed) | $(printf %.3f "$t_cold") s | $n_cold ($i_cold) | $h0 → $h1 MB | $a1 / $f1 MB |"
+  echo "| warm: the same again (naming cache) | $(printf %.3f "$t_warm") s | $n_warm | $h1 → $h2 MB | $a2 / $f2 MB |"
+  echo "| after a restart (naming cache, no debug file opened) | $(printf %.3f "$t_rest") s | $n_rest | $h3 → $h4 MB | $a4 / $f4 MB |"
+  echo
+  echo "What it is made of: the debug file's pages that libdw maps and the first query touches ($f1 MB: clean, file-backed, the kernel can drop them under pressure) and $a1 MB anonymous (libdw's per-unit state and parsed line tables, the symbolizer's unit and function index). Bounded per object by the tenant symbolizer's 256 MiB DWARF budget (sections measured from the headers before libdw opens the file, line tables counted as parsed; beyond it, symbol tables only) and by the 16 symbolizers held; held until the tenant's symbolizer is dropped. With the naming cache, a restarted server answers the same query without opening the file: $h4 MB."
   echo
   echo "Reproduce: \`BENCH_ONLY=symbolize_big bench/run.sh\` (or \`bench/symbolize_big.sh\`; the program is generated once, about a CPU-minute, and kept in build/bench/bigdebug)."
   echo
