@@ -40,15 +40,16 @@ parts=(record bench/record.sh "Recorder: strobe record"
        heap bench/heap.sh "Heap and lock profiling: libstrobe-heap.so against heaptrack and jemalloc's profiler"
        ui bench/ui.sh "Web UI: query to drawn flame graph, hover, zoom"
        symbolize bench/symbolize.sh "Naming on the server: a 24-hour flame graph of bare addresses"
+       symbolize_big bench/symbolize_big.sh "Naming on the server: memory with a 100 MB+ debug file"
        spans bench/spans.sh "Span queries: the span index against the scan"
        pgo bench/pgo.sh "PGO from strobe's profiles: AutoFDO and BOLT against plain -O2"
        significance bench/significance.sh "Significance: the smallest regression found at 19 Hz over 1 h"
        clickhouse bench/clickhouse.sh "ClickHouse store against SQLite"
        oncpu bench/oncpu.sh "On-CPU sampling summed in the kernel (eBPF) against perf"
        sampler bench/sampler.sh "The agent's export: 500 processes' profiles from the sampler's aggregate")
-case " all toolkit record unwind server otlp fleet agent python heap ui symbolize spans pgo significance clickhouse oncpu sampler " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, python, heap, ui, symbolize, spans, pgo, significance, clickhouse, oncpu or sampler"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,spans,pgo,significance,clickhouse,oncpu,sampler}.md "$work/notes"
+case " all toolkit record unwind server otlp fleet agent python heap ui symbolize symbolize_big spans pgo significance clickhouse oncpu sampler " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, python, heap, ui, symbolize, symbolize_big, spans, pgo, significance, clickhouse, oncpu or sampler"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,symbolize_big,spans,pgo,significance,clickhouse,oncpu,sampler}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -195,5 +196,5 @@ awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,spans,pgo,significance,clickhouse,oncpu,sampler}.md; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,symbolize_big,spans,pgo,significance,clickhouse,oncpu,sampler}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"

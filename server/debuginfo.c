@@ -210,7 +210,7 @@ int srv_debuginfo_upload(srv_req *r)
 					 strerror(errno));
 	}
 	if (ns)
-		srv_namers_forget(r->srv->namers, r->tenant);
+		srv_namers_forget(r->srv->namers, r->srv->cfg.data_dir, r->tenant, bid);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);

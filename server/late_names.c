@@ -15,6 +15,11 @@
  * drops its symbolizer (the next query opens the new file: an executable named from its symbol
  * table alone must give way to the debug file uploaded after it). At most MAX_TENANTS symbolizers
  * are held, the least recently used dropped first, each with a DWARF budget per object.
+ *
+ * What a symbolizer finds is kept in the naming cache (server/name_cache.c, a SQLite table by
+ * tenant, build ID and address), asked before any debug file is opened: an address is named
+ * from debug info once, and the first query after a restart reads rows instead of opening the
+ * files. An upload deletes its build ID's rows with the symbolizer (srv_namers_forget).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +39,10 @@
 #define MISS_TTL_NS ((int64_t)60 * 1000000000) /* a failed lookup is not retried for a minute */
 #define NMISS 256
 #define DEBUG_BUDGET ((uint64_t)256 << 20) /* per object: DWARF beyond is dropped and reloaded */
+/* Rows of the naming cache: about 100-200 bytes each on disk, so at most a few hundred MB. */
+#define NAME_CACHE_ROWS 2000000u
+#define NAME_BATCH_MAX 65536u /* new rows one query writes at most (the rest: next time) */
+#define NAME_BUF (64u << 10)  /* the strings of one cached address (a longer row is a miss) */
 
 typedef struct namer_slot {
 	char tenant[65];
@@ -51,10 +60,12 @@ typedef struct miss {
 	int64_t until_ns;
 } miss;
 
-/* Lock order: mu, then a slot's mu (eviction, forget). A query naming with a slot (its mu
- * held) takes only miss_mu, never mu. */
+/* Lock order: mu, then a slot's mu (eviction, forget), then the cache's own. A query naming
+ * with a slot (its mu held) takes only miss_mu and the cache's, never mu. */
 struct srv_namers {
-	pthread_mutex_t mu; /* the table */
+	pthread_mutex_t mu; /* the table, and opening the cache */
+	srv_name_cache *cache; /* NULL until opened, or when it cannot be: names are then not kept */
+	bool cache_tried;
 	uint64_t tick;
 	namer_slot slot[MAX_TENANTS];
 	pthread_mutex_t miss_mu; /* the misses */
@@ -91,12 +102,23 @@ void srv_namers_free(srv_namers *n)
 		slot_clear(&n->slot[i]);
 		pthread_mutex_destroy(&n->slot[i].mu);
 	}
+	srv_name_cache_close(n->cache);
 	pthread_mutex_destroy(&n->mu);
 	pthread_mutex_destroy(&n->miss_mu);
 	free(n);
 }
 
-void srv_namers_forget(srv_namers *n, const char *tenant)
+/* The naming cache, opened at first use (n->mu held). */
+static srv_name_cache *cache_of(srv_namers *n, const char *data_dir)
+{
+	if (!n->cache_tried) {
+		n->cache_tried = true;
+		n->cache = srv_name_cache_open(data_dir, NAME_CACHE_ROWS);
+	}
+	return n->cache;
+}
+
+void srv_namers_forget(srv_namers *n, const char *data_dir, const char *tenant, const char *bid)
 {
 	if (!n)
 		return;
@@ -109,7 +131,30 @@ void srv_namers_forget(srv_namers *n, const char *tenant)
 		slot_clear(s);
 		pthread_mutex_unlock(&s->mu);
 	}
+	/* After the queries naming with the old file have written their rows (they held the slot),
+	 * and before any new query starts (they take mu first): no stale row survives. */
+	srv_name_cache_forget(cache_of(n, data_dir), tenant, bid);
 	pthread_mutex_unlock(&n->mu);
+}
+
+void srv_namers_metrics(srv_namers *n, FILE *f)
+{
+	srv_name_cache_stats st = {0};
+	pthread_mutex_lock(&n->mu);
+	srv_name_cache_counts(n->cache, &st);
+	pthread_mutex_unlock(&n->mu);
+	fprintf(f, "# HELP strobe_name_cache_lookups_total Bare addresses looked up in the naming "
+		   "cache, by result (a miss opens debug info).\n"
+		   "# TYPE strobe_name_cache_lookups_total counter\n"
+		   "strobe_name_cache_lookups_total{result=\"hit\"} %llu\n"
+		   "strobe_name_cache_lookups_total{result=\"miss\"} %llu\n",
+		(unsigned long long)st.hits, (unsigned long long)st.misses);
+	fprintf(f, "# HELP strobe_name_cache_rows_total Rows written to the naming cache, and "
+		   "dropped to keep it within its bound.\n"
+		   "# TYPE strobe_name_cache_rows_total counter\n"
+		   "strobe_name_cache_rows_total{op=\"stored\"} %llu\n"
+		   "strobe_name_cache_rows_total{op=\"dropped\"} %llu\n",
+		(unsigned long long)st.stored, (unsigned long long)st.dropped);
 }
 
 /* The tenant's slot, locked, its symbolizer made if needed; NULL on ENOMEM. The table's lock is
@@ -136,6 +181,7 @@ static namer_slot *slot_get(srv_namers *n, const char *data_dir, const char *ten
 			pthread_mutex_unlock(&s->mu);
 		}
 		s->used = ++n->tick;
+		cache_of(n, data_dir);
 		pthread_mutex_unlock(&n->mu);
 		pthread_mutex_lock(&s->mu);
 		if (!strcmp(s->tenant, tenant))
@@ -167,6 +213,14 @@ typedef struct late_ctx {
 	strobe_sym_object **obj;
 	uint8_t *caller; /* per source location: 1 when it is some stack's caller frame */
 	uint32_t named;
+	/* The naming cache: per source mapping, 0 not asked, 1 it may hold rows of the build ID,
+	 * 2 it holds none (its misses are not asked one by one); the rows found by this query. */
+	srv_name_cache *cache;
+	const char *tenant;
+	uint8_t *cstate;
+	srv_name_row *rows;
+	size_t nrows, crows;
+	char *buf; /* NAME_BUF bytes: the strings of the row read last */
 } late_ctx;
 
 static int unhex(const char *h, uint8_t *out, size_t cap)
@@ -313,23 +367,66 @@ static uint32_t intern(strobe_profile *dst, const char *s)
 	return s ? strobe_str_intern(dst, s, strlen(s)) : 0;
 }
 
+/* Keeps what the symbolizer found for (build ID, address) to be written to the cache. */
+static void remember(late_ctx *c, const char *bid, uint64_t addr, const strobe_sym_frame *fr,
+		     int n)
+{
+	if (!c->cache || c->nrows >= NAME_BATCH_MAX)
+		return;
+	if (c->nrows == c->crows) {
+		size_t nc = c->crows ? 2 * c->crows : 256;
+		srv_name_row *v = realloc(c->rows, nc * sizeof(*v));
+		if (!v)
+			return;
+		c->rows = v;
+		c->crows = nc;
+	}
+	srv_name_row *r = &c->rows[c->nrows];
+	r->build_id = bid;
+	r->addr = addr;
+	if ((r->blob = srv_name_cache_encode(fr, n, &r->len)))
+		c->nrows++;
+}
+
+/* The cached frames of (mapping, address), or -ENOENT. A mapping's build ID with no rows at
+ * all costs one lookup per query, not one per address. */
+static int cached(late_ctx *c, uint32_t mid, const char *bid, uint64_t addr, strobe_sym_frame *fr,
+		  int max)
+{
+	if (!c->cache || !c->buf || c->cstate[mid] == 2)
+		return -ENOENT;
+	int n = srv_name_cache_get(c->cache, c->tenant, bid, addr, fr, max, c->buf, NAME_BUF);
+	if (!c->cstate[mid])
+		c->cstate[mid] = n >= 0 || srv_name_cache_has(c->cache, c->tenant, bid) ? 1 : 2;
+	return n;
+}
+
 static int name_one(void *ctx, strobe_profile *dst, const strobe_profile *src, uint32_t id,
 		    const strobe_location *l, strobe_line *out, uint32_t max)
 {
 	late_ctx *c = ctx;
 	if (!l->mapping)
 		return 0;
-	strobe_sym_object *o = object_for(c, src, l->mapping);
 	const strobe_mapping *m = strobe_mapping_get(src, l->mapping);
-	if (!o || l->address <= m->start)
+	const char *bid = m->build_id ? strobe_str(src, m->build_id) : NULL;
+	if (!bid || !*bid || l->address <= m->start)
 		return 0;
 	/* A caller's address is where its call returns to, which may be the next line or, after
 	 * a call that never returns, the next function: the call is the byte before (as the
 	 * recorder looks it up). */
 	uint64_t look = l->address - (c->caller[id] ? 1 : 0);
+	uint64_t at = look - m->start + m->offset;
 	strobe_sym_frame fr[STROBE_NAMER_MAX_LINES];
-	int n = strobe_sym_lookup(c->sym, o, look - m->start + m->offset, fr,
-				  (int)(max < STROBE_NAMER_MAX_LINES ? max : STROBE_NAMER_MAX_LINES));
+	int lim = (int)(max < STROBE_NAMER_MAX_LINES ? max : STROBE_NAMER_MAX_LINES);
+	int n = cached(c, l->mapping, bid, at, fr, lim);
+	if (n == -ENOENT) {
+		strobe_sym_object *o = object_for(c, src, l->mapping);
+		if (!o)
+			return 0;
+		n = strobe_sym_lookup(c->sym, o, at, fr, lim);
+		if (n >= 0)
+			remember(c, bid, at, fr, n);
+	}
 	if (n <= 0)
 		return 0;
 	for (int i = 0; i < n; i++) {
@@ -377,6 +474,9 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 		return 0; /* out of memory: the profile goes out as it is, unnamed */
 	late_ctx c = {.sym = s->sym, .namers = r->srv->namers, .cfg = &r->srv->cfg,
 		      .now_ns = r->now_ns, .dir = dir,
+		      .cache = r->srv->namers->cache, .tenant = r->tenant,
+		      .cstate = calloc(p->mappings.n, 1),
+		      .buf = malloc(NAME_BUF),
 		      .state = calloc(p->mappings.n, 1),
 		      .obj = calloc(p->mappings.n, sizeof(*c.obj)),
 		      .caller = calloc(p->locations.n, 1)};
@@ -386,13 +486,23 @@ int srv_name_late(srv_req *r, strobe_profile **pp)
 			if (parent)
 				c.caller[strobe_stack_get(p, parent)->location] = 1;
 		}
-	strobe_profile *named = c.state && c.obj && c.caller ? strobe_profile_new() : NULL;
+	strobe_profile *named =
+		c.state && c.obj && c.caller && c.cstate ? strobe_profile_new() : NULL;
 	int rc = -ENOMEM;
 	if (named) {
 		strobe_err err = {{0}};
 		rc = strobe_profile_merge_named(named, p, name_one, &c, &err);
 	}
+	/* Written while the slot is held: an upload's srv_namers_forget waits for it, so rows
+	 * named from a file that was just replaced are deleted after they are written. A cache
+	 * that cannot be written only costs lookups. */
+	srv_name_cache_put(c.cache, r->tenant, c.rows, c.nrows);
 	pthread_mutex_unlock(&s->mu);
+	for (size_t i = 0; i < c.nrows; i++)
+		free(c.rows[i].blob);
+	free(c.rows);
+	free(c.cstate);
+	free(c.buf);
 	free(c.state);
 	free(c.obj);
 	free(c.caller);

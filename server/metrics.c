@@ -328,6 +328,8 @@ int srv_metrics_get(srv_req *r)
 		strobe_server_scrape_metrics(r->srv->scraper, f);
 	if (r->srv->notify)
 		srv_notify_metrics(r->srv->notify, f);
+	if (r->srv->namers)
+		srv_namers_metrics(r->srv->namers, f); /* the naming cache (late_names.c) */
 	write_process(f);
 	if (fclose(f) != 0 || !buf) {
 		free(buf);

@@ -14,6 +14,7 @@
 #include "multipart.h"
 #include "pyroscope.h"
 #include "strobe/server.h"
+#include "strobe/symbolize.h"
 #include "strobe/tree.h"
 
 /* The server's own counters, served by GET /metrics (server/metrics.c). */
@@ -315,8 +316,38 @@ int srv_debuginfod(srv_req *r);
 typedef struct srv_namers srv_namers;
 srv_namers *srv_namers_new(void);
 void srv_namers_free(srv_namers *n);
-/* After an upload: the tenant's symbolizer is dropped, so the next query opens the new file. */
-void srv_namers_forget(srv_namers *n, const char *tenant);
+/* After an upload of build ID bid: the tenant's symbolizer is dropped, so the next query opens
+ * the new file, and the names cached for bid are deleted. */
+void srv_namers_forget(srv_namers *n, const char *data_dir, const char *tenant, const char *bid);
 int srv_name_late(srv_req *r, strobe_profile **p);
+/* The naming cache's counters, in /metrics's text form. */
+void srv_namers_metrics(srv_namers *n, FILE *f);
+
+/* The naming cache (server/name_cache.c): frames by (tenant, build ID, address in the object),
+ * in <data_dir>/debuginfo/names.sqlite, at most max_rows rows (the oldest dropped first). */
+typedef struct srv_name_cache srv_name_cache;
+typedef struct srv_name_row {
+	const char *build_id;
+	uint64_t addr;
+	void *blob; /* srv_name_cache_encode */
+	size_t len;
+} srv_name_row;
+typedef struct srv_name_cache_stats {
+	uint64_t hits, misses, stored, dropped;
+} srv_name_cache_stats;
+srv_name_cache *srv_name_cache_open(const char *data_dir, uint64_t max_rows);
+void srv_name_cache_close(srv_name_cache *c);
+/* The cached frames (count >= 0; their strings in buf, cap bytes), or -ENOENT (also when a
+ * row does not decode or does not fit). */
+int srv_name_cache_get(srv_name_cache *c, const char *tenant, const char *bid, uint64_t addr,
+		       strobe_sym_frame *fr, int max, char *buf, size_t cap);
+int srv_name_cache_put(srv_name_cache *c, const char *tenant, const srv_name_row *rows,
+		       size_t n);
+int srv_name_cache_forget(srv_name_cache *c, const char *tenant, const char *bid);
+/* Whether any row of the build ID is cached for the tenant. */
+bool srv_name_cache_has(srv_name_cache *c, const char *tenant, const char *bid);
+void srv_name_cache_counts(srv_name_cache *c, srv_name_cache_stats *st);
+void *srv_name_cache_encode(const strobe_sym_frame *fr, int n, size_t *len);
+int srv_name_cache_decode(const void *blob, size_t len, char *buf, strobe_sym_frame *fr, int max);
 
 #endif
