@@ -92,6 +92,9 @@ cpu='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 from24=$((end - 86400 + 7)) to24=$((end + 7)) from1=$((end - 3600 + 7))
 range24() { tq "$url/api/v1/range" --data-urlencode "query=$1" -d "from=$from24" -d "to=$to24" -d step=360s -d group_by=service_name; }
 flame1() { tq "$url/api/v1/query" --data-urlencode "query=$1" -d "from=$from1" -d "to=$to24" -d format=flat; }
+# The flame graph of the whole host (or fleet) over the UI's now-24h: hour roll-ups inside, minute
+# roll-ups and raw points at its unaligned edges.
+flame24() { tq "$url/api/v1/query" --data-urlencode "query=$1" -d "from=$from24" -d "to=$to24" -d format=flat; }
 # The UI's first screen (ui/app.js): a range probe (step 1d), then the range at its ~240-step
 # step (600 s for 24 h) and the flame graph (format=flat) of the window; the two last are sent
 # at once by the browser, timed here one after the other (an upper bound on what it waits for).
@@ -124,6 +127,8 @@ measure() { # LABEL BINARY
     R[$1,$set,range]=$(med_of range24 "$sel")
     cp "$work/q.out" "$work/range-$1-$set.json" # the answers of the two builds are compared
     R[$1,$set,flame]=$(med_of flame1 "$sel")
+    R[$1,$set,flame24]=$(med_of flame24 "$sel")
+    cp "$work/q.out" "$work/flame24-$1-$set.txt" # compared between the builds too
     R[$1,$set,screen]=$(med_of screen "$sel")
     R[$1,$set,screen1]=$(med_of screen1 "$sel")
     R[$1,$set,rangea]=$(med_of range24a "$sel")
@@ -153,12 +158,16 @@ ing_old=- disk_old=-
 # and what the totals take in the big stores
 tot_host=$(sqlite3 "$fdir/host/strobe.db" "SELECT sum(pgsize) FROM dbstat WHERE name IN ('totals', 'sqlite_autoindex_totals_1')" 2>/dev/null || echo '?')
 all_host=$(stat -c %s "$fdir/host/strobe.db")
+unr_host=$(sqlite3 "$fdir/host/strobe.db" "SELECT sum(pgsize) FROM dbstat WHERE name='points_unrolled'" 2>/dev/null || echo '?')
 
-same=
+same= fsame=
 for set in host fleet; do
   [ -f "$work/range-old-$set.json" ] || continue
   if cmp -s "$work/range-old-$set.json" "$work/range-new-$set.json"; then same+="$set: identical; "
   else same+="$set: **different**; "; note "the two builds' ranges differ on $set"; fi
+  # flat flame graphs: the same rows, in whatever order
+  if cmp -s <(sort "$work/flame24-old-$set.txt") <(sort "$work/flame24-new-$set.txt"); then fsame+="$set: identical; "
+  else fsame+="$set: **different**; "; note "the two builds' 24-h flame graphs differ on $set"; fi
 done
 cell() { [ -n "${R[$1]:-}" ] && ms "${R[$1]}" || echo "not run"; }
 {
@@ -169,17 +178,19 @@ cell() { [ -n "${R[$1]:-}" ] && ms "${R[$1]}" || echo "not run"; }
   echo "| host: range 24 h, 240 steps, grouped by service (500 series) | $(cell old,host,range) | $(cell new,host,range) | <= 200 ms | $(verdict "${R[new,host,range]}" 0.2) |"
   echo "| host: the same, window on whole minutes | $(cell old,host,rangea) | $(cell new,host,rangea) | <= 200 ms | $(verdict "${R[new,host,rangea]}" 0.2) |"
   echo "| host: flame graph of the whole host, 1 h (format=flat) | $(cell old,host,flame) | $(cell new,host,flame) | <= 300 ms | $(verdict "${R[new,host,flame]}" 0.3) |"
+  echo "| host: flame graph of the whole host, 24 h (format=flat) | $(cell old,host,flame24) | $(cell new,host,flame24) | | |"
   echo "| host: UI's first screen, its default last hour (range probe + range + flame graph, sequential) | $(cell old,host,screen1) | $(cell new,host,screen1) | <= 1 s | $(verdict "${R[new,host,screen1]}" 1) |"
   echo "| host: UI's first screen over 24 h (range probe + range + flame graph, sequential) | $(cell old,host,screen) | $(cell new,host,screen) | <= 1 s | $(verdict "${R[new,host,screen]}" 1) |"
   echo "| fleet: range 24 h, 240 steps, grouped by service (1,000 series) | $(cell old,fleet,range) | $(cell new,fleet,range) | <= 200 ms | $(verdict "${R[new,fleet,range]}" 0.2) |"
   echo "| fleet: the same, window on whole minutes | $(cell old,fleet,rangea) | $(cell new,fleet,rangea) | <= 200 ms | $(verdict "${R[new,fleet,rangea]}" 0.2) |"
   echo "| fleet: flame graph of one host (20 series), 1 h | $(cell old,fleet,flamehost) | $(cell new,fleet,flamehost) | <= 300 ms | $(verdict "${R[new,fleet,flamehost]}" 0.3) |"
   echo "| fleet: flame graph of the whole fleet (1,000 series), 1 h | $(cell old,fleet,flame) | $(cell new,fleet,flame) | | |"
+  echo "| fleet: flame graph of the whole fleet (1,000 series), 24 h | $(cell old,fleet,flame24) | $(cell new,fleet,flame24) | | |"
   echo "| fleet: UI's first screen, last hour, whole fleet | $(cell old,fleet,screen1) | $(cell new,fleet,screen1) | <= 1 s | $(verdict "${R[new,fleet,screen1]}" 1) |"
   echo "| fleet: UI's first screen over 24 h, whole fleet | $(cell old,fleet,screen) | $(cell new,fleet,screen) | <= 1 s | $(verdict "${R[new,fleet,screen]}" 1) |"
-  [ -n "$same" ] && { echo; echo "The 24-h range answers of the two builds, byte for byte: ${same%; }."; }
+  [ -n "$same" ] && { echo; echo "The 24-h range answers of the two builds, byte for byte: ${same%; }. The 24-h flame graphs (format=flat, rows sorted): ${fsame%; }."; }
   echo
-  echo "Ingest cost of the totals, one hour of the host (180,000 profiles of 12 stacks, one push of 500 profiles per time step, synchronous=NORMAL), medians of $runs: before $ing_old profiles/s and $disk_old bytes on disk, after $ing_new profiles/s and $disk_new bytes. In the 24-h host store the totals table and its key take $tot_host of $all_host bytes."
+  echo "Ingest cost of the totals, one hour of the host (180,000 profiles of 12 stacks, one push of 500 profiles per time step, synchronous=NORMAL), medians of $runs: before $ing_old profiles/s and $disk_old bytes on disk, after $ing_new profiles/s and $disk_new bytes. In the 24-h host store the totals table and its key take $tot_host of $all_host bytes, the partial index of raw points not yet rolled up (points_unrolled; compacted, so nearly empty) $unr_host bytes."
 } >> "$results"
 
 # ---- Grafana's flame graph call against the native one (issue 22) ---------------------------------
