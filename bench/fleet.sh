@@ -25,6 +25,8 @@
 #
 #   bench/fleet.sh [RESULTS]
 #   RUNS=3 OLD_STROBE=/path/to/old/strobe OLD_LOAD=/path/to/old/fleet_load FLEET_DIR=...
+#   INGEST_RUNS=N (default RUNS): runs of the ingest part, each an hour of the host per build
+#   (0: skipped); FLEET_SETS="host fleet" (default): the data sets measured
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -62,8 +64,9 @@ gen() { # NAME ARGS...: the store FLEET_DIR/NAME, written once
 }
 end=$(cat "$fdir/end" 2>/dev/null || true)
 [ -n "$end" ] || { end=$(( $(date +%s) / 10 * 10 )); echo "$end" > "$fdir/end"; }
-gen host host -e "$end"
-gen fleet fleet -i "$fint" -e "$end"
+sets=${FLEET_SETS:-host fleet}
+[[ " $sets " = *" host "* ]] && gen host host -e "$end"
+[[ " $sets " = *" fleet "* ]] && gen fleet fleet -i "$fint" -e "$end"
 
 # ---- servers ---------------------------------------------------------------------------------------
 # Maintenance off for the run (compaction already done; a running server's pass over millions of
@@ -121,7 +124,7 @@ med_of() { # FUNCTION ARG: the median of RUNS calls
 declare -A R
 measure() { # LABEL BINARY
   local b=$2 set
-  for set in host fleet; do
+  for set in $sets; do
     start "$b" "$fdir/$set"
     if [ $set = host ]; then sel="$cpu{host=\"host-0\"}"; else sel="$cpu{}"; fi
     R[$1,$set,range]=$(med_of range24 "$sel")
@@ -141,9 +144,9 @@ measure new "$strobe"
 [ -n "$old" ] && measure old "$old"
 
 # ---- ingest cost --------------------------------------------------------------------------------
-ingest() { # LOADER: "profiles_per_s bytes" for one hour of the host, median of RUNS
+ingest() { # LOADER: "profiles_per_s bytes" for one hour of the host, median of INGEST_RUNS
   local p=() d=() i line
-  for ((i = 0; i < runs; i++)); do
+  for ((i = 0; i < ${INGEST_RUNS:-$runs}; i++)); do
     rm -rf "$work/ing"
     line=$("$1" "$work/ing" host -d 3600 -e "$end")
     p+=("$(kv profiles_per_s "$line")")
@@ -152,16 +155,18 @@ ingest() { # LOADER: "profiles_per_s bytes" for one hour of the host, median of 
   note "ingest $1: ${p[*]} profiles/s, ${d[*]} bytes"
   echo "$(printf '%s\n' "${p[@]}" | median) $(printf '%s\n' "${d[@]}" | median)"
 }
-read -r ing_new disk_new < <(ingest "$load")
-ing_old=- disk_old=-
-[ -n "$old_load" ] && read -r ing_old disk_old < <(ingest "$old_load")
+ing_new=- disk_new=- ing_old=- disk_old=-
+if [ "${INGEST_RUNS:-$runs}" -gt 0 ]; then
+  read -r ing_new disk_new < <(ingest "$load")
+  [ -n "$old_load" ] && read -r ing_old disk_old < <(ingest "$old_load")
+fi
 # and what the totals take in the big stores
 tot_host=$(sqlite3 "$fdir/host/strobe.db" "SELECT sum(pgsize) FROM dbstat WHERE name IN ('totals', 'sqlite_autoindex_totals_1')" 2>/dev/null || echo '?')
-all_host=$(stat -c %s "$fdir/host/strobe.db")
+all_host=$(stat -c %s "$fdir/host/strobe.db" 2>/dev/null || echo "?")
 unr_host=$(sqlite3 "$fdir/host/strobe.db" "SELECT sum(pgsize) FROM dbstat WHERE name='points_unrolled'" 2>/dev/null || echo '?')
 
 same= fsame=
-for set in host fleet; do
+for set in $sets; do
   [ -f "$work/range-old-$set.json" ] || continue
   if cmp -s "$work/range-old-$set.json" "$work/range-new-$set.json"; then same+="$set: identical; "
   else same+="$set: **different**; "; note "the two builds' ranges differ on $set"; fi
@@ -190,7 +195,7 @@ cell() { [ -n "${R[$1]:-}" ] && ms "${R[$1]}" || echo "not run"; }
   echo "| fleet: UI's first screen over 24 h, whole fleet | $(cell old,fleet,screen) | $(cell new,fleet,screen) | <= 1 s | $(verdict "${R[new,fleet,screen]}" 1) |"
   [ -n "$same" ] && { echo; echo "The 24-h range answers of the two builds, byte for byte: ${same%; }. The 24-h flame graphs (format=flat, rows sorted): ${fsame%; }."; }
   echo
-  echo "Ingest cost of the totals, one hour of the host (180,000 profiles of 12 stacks, one push of 500 profiles per time step, synchronous=NORMAL), medians of $runs: before $ing_old profiles/s and $disk_old bytes on disk, after $ing_new profiles/s and $disk_new bytes. In the 24-h host store the totals table and its key take $tot_host of $all_host bytes, the partial index of raw points not yet rolled up (points_unrolled; compacted, so nearly empty) $unr_host bytes."
+  echo "Ingest cost of the totals, one hour of the host (180,000 profiles of 12 stacks, one push of 500 profiles per time step, synchronous=NORMAL), medians of ${INGEST_RUNS:-$runs}: before $ing_old profiles/s and $disk_old bytes on disk, after $ing_new profiles/s and $disk_new bytes. In the 24-h host store the totals table and its key take $tot_host of $all_host bytes, the partial index of raw points not yet rolled up (points_unrolled; compacted, so nearly empty) $unr_host bytes."
 } >> "$results"
 
 # ---- Grafana's flame graph call against the native one (issue 22) ---------------------------------
