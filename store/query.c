@@ -237,6 +237,7 @@ static void plan(int64_t a, int64_t b, int level, seg *out, size_t *n)
 typedef struct scanner {
 	strobe_store *s;
 	sqlite3_stmt *st, *byid;
+	sqlite3_stmt *unrolled; /* raw rows not in a level's roll-up, through points_unrolled */
 	store_pair *pairs;
 	size_t cap;
 	uint64_t rows, bytes; /* read so far, against the query cost caps */
@@ -307,7 +308,9 @@ static int scan_stmt(scanner *sc, sqlite3_stmt *st, int64_t series, row_fn fn, v
 static int scan_rows(scanner *sc, int64_t series, int level, int64_t a, int64_t b, int mask,
 		     row_fn fn, void *ctx, strobe_err *err)
 {
-	sqlite3_stmt *st = sc->st;
+	/* The raw rows a roll-up does not cover yet come from the partial index of such rows:
+	 * the table's index would visit every raw point under the roll-up to test its bit. */
+	sqlite3_stmt *st = mask ? sc->unrolled : sc->st;
 	sqlite3_bind_int64(st, 1, series);
 	sqlite3_bind_int(st, 2, level);
 	sqlite3_bind_int64(st, 3, a);
@@ -374,7 +377,12 @@ static int scanner_init(scanner *sc, strobe_store *s, const strobe_selector *sel
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT n, data, slabels FROM points WHERE series=?1 AND level=?2 AND "
 			       "time>=?3 AND time<?4 AND (rolled & ?5)=0",
-			       -1, &sc->st, NULL) != SQLITE_OK)
+			       -1, &sc->st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+			       "SELECT n, data, slabels FROM points INDEXED BY points_unrolled WHERE "
+			       "series=?1 AND level=0 AND ?2=0 AND rolled<>" STORE_ROLLED_ALL " AND "
+			       "time>=?3 AND time<?4 AND (rolled & ?5)=0",
+			       -1, &sc->unrolled, NULL) != SQLITE_OK)
 		return store_sqlerr(s, err, "reading points");
 	return 0;
 }
@@ -382,6 +390,7 @@ static int scanner_init(scanner *sc, strobe_store *s, const strobe_selector *sel
 static void scanner_free(scanner *sc)
 {
 	sqlite3_finalize(sc->st);
+	sqlite3_finalize(sc->unrolled);
 	sqlite3_finalize(sc->byid);
 	free(sc->pairs);
 }
@@ -733,14 +742,14 @@ static int8_t *stacks_with_function(const strobe_profile *p, const char *name)
 
 /* A range without a function filter needs only each point's total, which ingest keeps in the
  * totals table (store_impl.h) per point and per minute and hour bucket: a bucket whose whole
- * span lies inside one step of the window is read as one row, and only the points of the
- * buckets that a step boundary (or the window's edge) cuts are read one by one. Each point is
- * counted once, through the coarsest bucket that fits, so the sums are those of decoding every
- * profile (tested), at a cost of a few rows per step instead of every profile of the window. */
+ * span lies inside one step of the window is read as one row, and a minute that a step boundary
+ * (or the window's edge) cuts is split from its own row's list of points; only a minute without
+ * a usable list (written before the lists, re-summed by retention, or too busy to keep one) has
+ * its points' rows read one by one. Each point is counted once, through the coarsest bucket
+ * that fits, so the sums are those of decoding every profile (tested), at a cost of one row per
+ * minute of the window, whatever its alignment, instead of every profile of the window. */
 typedef struct tplan {
 	int64_t from, to, step;
-	int64_t (*raw)[2]; /* the stretches read point by point: [a, b), sorted, disjoint */
-	size_t nraw;
 } tplan;
 
 /* Whether the bucket [t, t + w) is inside the window and inside one step. */
@@ -816,76 +825,122 @@ static int range_group_of(strobe_itab *groups, const store_series *se, const cha
 	return store_range_group(groups, se->labels, se->nlabels, group_by, out, g);
 }
 
-/* The minutes a step boundary or a window edge cuts (no other minute is unusable: one that no
- * boundary falls strictly inside lies in one step, and, meeting neither edge, in the window),
- * clipped to the window. */
-static int tp_init(tplan *p, int64_t from, int64_t to, int64_t step, int64_t nsteps)
+/* One series' sums and counts per step, and the rows read against the cost cap. */
+typedef struct tsum {
+	const tplan *p;
+	int64_t *sum, *cnt;
+	uint64_t rows, cap; /* cap: rows allowed, 0 = none */
+	int64_t *fall;      /* cut minutes to read point by point */
+	size_t nfall;
+} tsum;
+
+static int ts_add(tsum *ts, int64_t t, int64_t n, int64_t total, strobe_err *err)
 {
-	int64_t w = store_level_width[1];
-	memset(p, 0, sizeof(*p));
-	p->from = from;
-	p->to = to;
-	p->step = step;
-	if (!(p->raw = malloc((size_t)(nsteps + 1) * sizeof(*p->raw))))
-		return -ENOMEM;
-	for (int64_t k = 0; k <= nsteps; k++) {
-		int64_t b = k == nsteps ? to : from + k * step;
-		if (b > to)
-			b = to;
-		int64_t m = b - (((b % w) + w) % w);
-		if (m == b)
-			continue;
-		int64_t a = m < from ? from : m, e = m + w > to ? to : m + w;
-		if (p->nraw && p->raw[p->nraw - 1][1] >= a) { /* the same minute again */
-			if (e > p->raw[p->nraw - 1][1])
-				p->raw[p->nraw - 1][1] = e;
+	/* The cost cap: a totals row is a few dozen bytes read without decoding, so 16 of them
+	 * count as one stored profile. */
+	if (ts->cap && ++ts->rows > ts->cap)
+		return strobe_errf(err, -EDQUOT,
+				   "limit max_query_profiles: the range reads more than %llu stored "
+				   "profiles' worth of totals; narrow the selector or the window, or "
+				   "use a larger step",
+				   (unsigned long long)(ts->cap / 16));
+	if (t < ts->p->from || t >= ts->p->to)
+		return 0;
+	size_t k = (size_t)((t - ts->p->from) / ts->p->step);
+	ts->cnt[k] += n;
+	ts->sum[k] = (int64_t)((uint64_t)ts->sum[k] + (uint64_t)total);
+	return 0;
+}
+
+/* A cut minute (start m, row's n and total) from its list of points: 1 when the list was
+ * usable and added, 0 when it is absent or does not add up to the row (read the points). */
+static int ts_split(tsum *ts, int64_t m, int64_t n, int64_t total, const uint8_t *pts, size_t len,
+		    strobe_err *err)
+{
+	if (!pts)
+		return 0;
+	int64_t sn = 0, st = 0, off, pn, pt;
+	for (size_t pos = 0; pos < len;) {
+		if (store_pts_next(pts, len, &pos, &off, &pn, &pt) < 0 || off < 0 ||
+		    off >= store_level_width[1])
+			return 0;
+		sn += pn;
+		st = (int64_t)((uint64_t)st + (uint64_t)pt);
+	}
+	if (sn != n || st != total)
+		return 0;
+	for (size_t pos = 0; pos < len;) {
+		store_pts_next(pts, len, &pos, &off, &pn, &pt);
+		int r = ts_add(ts, m + off, pn, pt, err);
+		if (r < 0)
+			return r;
+	}
+	return 1;
+}
+
+static int ts_rows(strobe_store *s, sqlite3_stmt *st, tsum *ts, int level, strobe_err *err)
+{
+	int64_t wm = store_level_width[1], wh = store_level_width[2];
+	int rc, r = 0;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
+		int64_t total = sqlite3_column_int64(st, 2);
+		if (level == 2) { /* hours: those inside one step; their minutes are skipped */
+			if (tp_usable(ts->p, t, wh))
+				r = ts_add(ts, t, n, total, err);
 			continue;
 		}
-		p->raw[p->nraw][0] = a;
-		p->raw[p->nraw++][1] = e;
+		if (level == 0) {
+			r = ts_add(ts, t, n, total, err);
+			continue;
+		}
+		if (tp_usable(ts->p, t - (((t % wh) + wh) % wh), wh))
+			continue; /* counted with its hour */
+		if (tp_usable(ts->p, t, wm)) {
+			r = ts_add(ts, t, n, total, err);
+			continue;
+		}
+		int used = ts_split(ts, t, n, total,
+				    sqlite3_column_type(st, 3) == SQLITE_BLOB
+					    ? sqlite3_column_blob(st, 3)
+					    : NULL,
+				    (size_t)sqlite3_column_bytes(st, 3), err);
+		if (used != 0) {
+			r = used < 0 ? used : 0;
+			continue;
+		}
+		/* No usable list: the minute's points, from their own rows, after this scan
+		 * (a statement of its own, so that the scan's cursor is not disturbed). */
+		int64_t *nf = realloc(ts->fall, (ts->nfall + 1) * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		ts->fall = nf;
+		ts->fall[ts->nfall++] = t;
 	}
-	return 0;
+	if (r == 0 && rc != SQLITE_DONE)
+		r = store_sqlerr(s, err, "range");
+	sqlite3_reset(st);
+	return r;
 }
 
 static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns, size_t nsteps,
 			const size_t *idx, size_t nidx, const char *group_by,
 			strobe_range_result *out, strobe_err *err)
 {
-	tplan p;
-	sqlite3_stmt *bk = NULL, *raw = NULL;
+	tplan p = {q->from_ns, q->to_ns, step_ns};
+	sqlite3_stmt *bk = NULL;
 	strobe_itab groups = {0};
 	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
-	int r = sum && cnt ? tp_init(&p, q->from_ns, q->to_ns, step_ns, (int64_t)nsteps) : -ENOMEM;
-	/* The stretches read point by point, in a temporary table that the point query joins:
-	 * SQLite seeks each stretch itself, instead of a statement run per stretch and series. */
-	if (r == 0)
-		r = store_exec(s, "CREATE TEMP TABLE IF NOT EXISTS range_raw(a INT, b INT);"
-				  "DELETE FROM temp.range_raw;",
-			       err);
-	if (r == 0 && sqlite3_prepare_v2(s->db, "INSERT INTO temp.range_raw VALUES(?, ?)", -1, &raw,
-					 NULL) != SQLITE_OK)
+	uint64_t mq = s->o.max_query_points;
+	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0};
+	int r = sum && cnt ? 0 : -ENOMEM;
+	if (r == 0 && sqlite3_prepare_v2(s->db,
+					 "SELECT time, n, total, pts FROM totals WHERE series=?1 AND "
+					 "level=?2 AND time>=?3 AND time<?4",
+					 -1, &bk, NULL) != SQLITE_OK)
 		r = store_sqlerr(s, err, "range");
-	for (size_t i = 0; r == 0 && i < p.nraw; i++) {
-		sqlite3_bind_int64(raw, 1, p.raw[i][0]);
-		sqlite3_bind_int64(raw, 2, p.raw[i][1]);
-		if (sqlite3_step(raw) != SQLITE_DONE)
-			r = store_sqlerr(s, err, "range");
-		sqlite3_reset(raw);
-	}
-	sqlite3_finalize(raw);
-	raw = NULL;
-	if (r == 0 &&
-	    (sqlite3_prepare_v2(s->db,
-				"SELECT time, n, total FROM totals WHERE series=?1 AND level=?2 AND "
-				"time>=?3 AND time<?4",
-				-1, &bk, NULL) != SQLITE_OK ||
-	     sqlite3_prepare_v2(s->db,
-				"SELECT t.time, t.n, t.total FROM temp.range_raw e CROSS JOIN totals t "
-				"WHERE t.series=?1 AND t.level=0 AND t.time>=e.a AND t.time<e.b",
-				-1, &raw, NULL) != SQLITE_OK))
-		r = store_sqlerr(s, err, "range");
-	int64_t wh = store_level_width[2];
-	uint64_t rows = 0;
+	int64_t wm = store_level_width[1], wh = store_level_width[2];
+	int64_t mfrom = q->from_ns - (((q->from_ns % wm) + wm) % wm);
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
 		uint32_t g;
@@ -893,55 +948,31 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 			break;
 		memset(sum, 0, nsteps * sizeof(*sum));
 		memset(cnt, 0, nsteps * sizeof(*cnt));
-		/* Hours, then minutes (those of no usable hour), then the cut minutes' points. A
-		 * level is skipped when its buckets are wider than a step: none can fit. */
+		ts.nfall = 0;
+		/* Hours (none fits a step shorter than an hour), then every minute that meets
+		 * the window, then the points of the cut minutes without a usable list. */
 		for (int level = 2; r == 0 && level >= 0; level--) {
-			int64_t w = store_level_width[level];
-			if (level && w > step_ns)
+			if (level == 2 && wh > step_ns)
 				continue;
-			sqlite3_stmt *st = level ? bk : raw;
-			sqlite3_bind_int64(st, 1, se->id);
-			if (level) {
-				sqlite3_bind_int(st, 2, level);
-				sqlite3_bind_int64(st, 3, q->from_ns);
-				sqlite3_bind_int64(st, 4, q->to_ns);
-			}
-			int rc;
-			while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-				int64_t t = sqlite3_column_int64(st, 0);
-				if (level && !tp_usable(&p, t, w))
-					continue;
-				if (level == 1 && wh <= step_ns && tp_usable(&p, t - (((t % wh) + wh) % wh), wh))
-					continue; /* counted with its hour */
-				if (t < q->from_ns || t >= q->to_ns)
-					continue;
-				/* The cost cap: a totals row is a few dozen bytes read without
-				 * decoding, so 16 of them count as one stored profile. */
-				if (s->o.max_query_points && ++rows / 16 > s->o.max_query_points) {
-					r = strobe_errf(err, -EDQUOT,
-							"limit max_query_profiles: the range reads more "
-							"than %llu stored profiles' worth of totals; "
-							"narrow the selector or the window, or use a "
-							"larger step",
-							(unsigned long long)s->o.max_query_points);
-					break;
+			int64_t a = level == 1 ? mfrom : q->from_ns, b = q->to_ns;
+			size_t nrun = level ? 1 : ts.nfall;
+			for (size_t k = 0; r == 0 && k < nrun; k++) {
+				if (level == 0) {
+					a = ts.fall[k];
+					b = a + wm;
 				}
-				size_t k = (size_t)((t - q->from_ns) / step_ns);
-				cnt[k] += sqlite3_column_int64(st, 1);
-				sum[k] = (int64_t)((uint64_t)sum[k] +
-						   (uint64_t)sqlite3_column_int64(st, 2));
+				sqlite3_bind_int64(bk, 1, se->id);
+				sqlite3_bind_int(bk, 2, level);
+				sqlite3_bind_int64(bk, 3, a);
+				sqlite3_bind_int64(bk, 4, b);
+				r = ts_rows(s, bk, &ts, level, err);
 			}
-			if (r == 0 && rc != SQLITE_DONE)
-				r = store_sqlerr(s, err, "range");
-			sqlite3_reset(st);
 		}
 		for (size_t k = 0; r == 0 && k < nsteps; k++)
 			out->g[g].values[k] += se->gauge ? mean(sum[k], cnt[k]) : sum[k];
 	}
 	sqlite3_finalize(bk);
-	sqlite3_finalize(raw);
-	if (sum && cnt)
-		free(p.raw);
+	free(ts.fall);
 	free(sum);
 	free(cnt);
 	strobe_itab_free(&groups);

@@ -43,7 +43,11 @@ static const char schema[] =
 	" time INT NOT NULL, n INT NOT NULL, rolled INT NOT NULL DEFAULT 0, data BLOB NOT NULL,"
 	" slabels BLOB NOT NULL DEFAULT X'');"
 	"CREATE INDEX IF NOT EXISTS points_by_series ON points(series, level, time);"
-	"CREATE INDEX IF NOT EXISTS points_by_time ON points(level, time);";
+	"CREATE INDEX IF NOT EXISTS points_by_time ON points(level, time);"
+	/* Raw points not yet in every roll-up (store_impl.h, STORE_ROLLED_ALL). Built from the
+	 * points at the first open of an older store. */
+	"CREATE INDEX IF NOT EXISTS points_unrolled ON points(series, time) WHERE level=0 AND "
+	"rolled<>" STORE_ROLLED_ALL ";";
 
 /* What a failed SQLite call means for the caller: -ENOSPC when the disk (or the quota) of the
  * data directory is full, whatever part of SQLite ran into it (a page write, the WAL, the
@@ -272,23 +276,71 @@ static int migrate_totals(strobe_store *s, strobe_err *err)
 	return r;
 }
 
-/* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT). */
+/* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT), with its
+ * entry in its minute's list of points. */
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err)
 {
 	for (int level = 0; level < STORE_LEVELS; level++) {
 		int64_t w = store_level_width[level];
 		int64_t t = level ? time - (((time % w) + w) % w) : time;
+		uint8_t e[STORE_PTS_ENTRY_MAX];
 		sqlite3_bind_int64(ins, 1, series);
 		sqlite3_bind_int(ins, 2, level);
 		sqlite3_bind_int64(ins, 3, t);
 		sqlite3_bind_int64(ins, 4, n);
 		sqlite3_bind_int64(ins, 5, total);
+		if (level == 1)
+			sqlite3_bind_blob(ins, 6, e, (int)store_pts_entry(e, time - t, n, total),
+					  SQLITE_TRANSIENT);
+		else
+			sqlite3_bind_null(ins, 6);
 		int rc = sqlite3_step(ins);
 		sqlite3_reset(ins);
 		if (rc != SQLITE_DONE)
 			return store_dberr(db, err, "totals");
 	}
+	return 0;
+}
+
+static size_t put_varint(uint8_t *b, uint64_t v)
+{
+	size_t n = 0;
+	for (; v >= 0x80; v >>= 7)
+		b[n++] = (uint8_t)(v | 0x80);
+	b[n++] = (uint8_t)v;
+	return n;
+}
+
+static int get_varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
+{
+	*v = 0;
+	for (int sh = 0; sh < 64 && *pos < len; sh += 7) {
+		uint8_t c = b[(*pos)++];
+		*v |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80))
+			return 0;
+	}
+	return -EIO;
+}
+
+size_t store_pts_entry(uint8_t *buf, int64_t off, int64_t n, int64_t total)
+{
+	size_t k = put_varint(buf, (uint64_t)off);
+	k += put_varint(buf + k, (uint64_t)n);
+	return k + put_varint(buf + k, ((uint64_t)total << 1) ^ (uint64_t)(total >> 63));
+}
+
+int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int64_t *off, int64_t *n,
+		   int64_t *total)
+{
+	uint64_t a, b, c;
+	if (get_varint(in, len, pos, &a) < 0 || get_varint(in, len, pos, &b) < 0 ||
+	    get_varint(in, len, pos, &c) < 0)
+		return -EIO;
+	*off = (int64_t)a;
+	*n = (int64_t)b;
+	*total = (int64_t)((c >> 1) ^ (~(c & 1) + 1));
 	return 0;
 }
 
@@ -322,7 +374,17 @@ static int migrate(strobe_store *s, strobe_err *err)
 	if (r == 0 && !has_slabels)
 		r = store_exec(s, "ALTER TABLE points ADD COLUMN slabels BLOB NOT NULL DEFAULT X''",
 			       err);
-	return r < 0 ? r : migrate_totals(s, err);
+	if (r == 0)
+		r = migrate_totals(s, err);
+	/* The minutes' lists of points (store_impl.h): an older totals table gets the column,
+	 * NULL in its rows, which readers take as "read the points' own rows". */
+	bool has_pts;
+	if (r == 0)
+		r = has_column(s, "SELECT name FROM pragma_table_info('totals')", "pts", &has_pts,
+			       err);
+	if (r == 0 && !has_pts)
+		r = store_exec(s, "ALTER TABLE totals ADD COLUMN pts BLOB", err);
+	return r;
 }
 
 /* ---- open and load --------------------------------------------------------------------------- */

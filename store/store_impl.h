@@ -19,21 +19,48 @@
  * says it has been folded into that level's roll-up row of its bucket. */
 #define STORE_LEVELS 3
 extern const int64_t store_level_width[STORE_LEVELS];
+/* The `rolled` value of a raw row folded into every level; the partial index points_unrolled
+ * holds the raw rows short of it (few: those of buckets not yet compacted), so that a query
+ * finds the raw points a roll-up does not cover yet without visiting every raw point under the
+ * roll-ups it reads (a 24-h flame graph visited all 8,640 points of each series for that). */
+#define STORE_ROLLED_ALL "3"
 
 /* Per-point totals, so that a range (query.c) sums small rows instead of decoding profiles:
  * (series, level, time) -> (points, sum of their values). Level 0 is each point's own time (two
  * points of one series at one time share a row), levels 1 and 2 the start of its minute and
  * hour, as the roll-ups; all three are written with the point, in its transaction (commit.c),
  * and deleted with it by retention. They are never folded: a bucket's row is complete as soon
- * as its points are committed, compacted or not. */
+ * as its points are committed, compacted or not.
+ *
+ * A minute's row also lists its points (pts: per point, varints of its offset in the minute in
+ * ns, its count and its zigzag total), so that a range whose step boundaries cut minutes (any
+ * window not on whole minutes) splits a cut minute from its one row instead of seeking its
+ * points' rows one by one. The list is appended to by the upsert (SQLite's || joins blobs byte
+ * for byte; the CAST keeps the result a blob) and given up (NULL) past STORE_PTS_MAX bytes, so a
+ * busy minute (many processes' points) costs no quadratic rewriting; NULL also marks a row
+ * written before the column existed, or re-summed by retention. A reader falls back to the
+ * points' own rows when the list is NULL or does not add up to the row (an older server that
+ * wrote the row without appending). */
+#define STORE_PTS_MAX 1024
+#define STORE_STR_(x) #x
+#define STORE_STR(x) STORE_STR_(x)
 #define STORE_TOTALS_SCHEMA                                                                       \
 	"CREATE TABLE IF NOT EXISTS totals(series INT NOT NULL, level INT NOT NULL,"             \
-	" time INT NOT NULL, n INT NOT NULL, total INT NOT NULL,"                                 \
+	" time INT NOT NULL, n INT NOT NULL, total INT NOT NULL, pts BLOB,"                        \
 	" PRIMARY KEY(series, level, time)) WITHOUT ROWID;"
 #define STORE_TOTALS_UPSERT                                                                       \
-	"INSERT INTO totals(series, level, time, n, total) VALUES(?1,?2,?3,?4,?5) "               \
+	"INSERT INTO totals(series, level, time, n, total, pts) VALUES(?1,?2,?3,?4,?5,?6) "       \
 	"ON CONFLICT(series, level, time) DO UPDATE SET n = n + excluded.n, "                     \
-	"total = total + excluded.total"
+	"total = total + excluded.total, pts = CASE WHEN pts IS NULL OR excluded.pts IS NULL "    \
+	"OR length(pts) + length(excluded.pts) > " STORE_STR(STORE_PTS_MAX) " THEN NULL "           \
+	"ELSE CAST(pts || excluded.pts AS BLOB) END"
+/* One point's entry of a minute's list into buf (at least STORE_PTS_ENTRY_MAX bytes); its
+ * length. */
+#define STORE_PTS_ENTRY_MAX 30
+size_t store_pts_entry(uint8_t *buf, int64_t off, int64_t n, int64_t total);
+/* Decodes one entry at *pos of a list of len bytes; 0, or -EIO when malformed. */
+int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int64_t *off, int64_t *n,
+		   int64_t *total);
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err);
 

@@ -4,8 +4,11 @@
  * (store/query.c range_totals): every window, step and grouping gives what decoding the
  * profiles gives (counters and gauges, aligned and unaligned windows, steps shorter than a
  * minute, of whole minutes and hours, a last step cut short), before and after compaction and
- * retention; a point exactly on a step boundary belongs to the step it starts; and a store
- * written before the totals existed gets them when it is opened.
+ * retention; a point exactly on a step boundary belongs to the step it starts; random
+ * unaligned windows and steps against a brute-force sum over the pushed points (a cut minute is
+ * split from its row's list of points, a minute too busy for a list or written before the lists
+ * existed from its points' rows); and a store written before the totals, or before the minutes'
+ * lists, existed gets them when it is opened.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -299,6 +302,181 @@ static void test_sample_labels(void **state)
 	strobe_store_close(s);
 }
 
+
+/* ---- random windows against a brute-force sum ------------------------------------------------ */
+
+typedef struct bf_point {
+	int svc;
+	int64_t t, total;
+} bf_point;
+
+static uint64_t bf_rng;
+static uint64_t bf_rnd(void) /* xorshift64* */
+{
+	bf_rng ^= bf_rng >> 12;
+	bf_rng ^= bf_rng << 25;
+	bf_rng ^= bf_rng >> 27;
+	return bf_rng * 2685821657736338717ull;
+}
+
+/* For random windows (edges anywhere, to the nanosecond) and steps (a nanosecond-odd second
+ * up to two hours), each step's sum per service against the sum of the pushed points that fall
+ * in it: an edge or cut minute counted twice or dropped shows as a difference. */
+static void check_random(strobe_store *s, const bf_point *pt, size_t npt, int64_t start,
+			 int64_t end, int nwin)
+{
+	static const char *const svc[] = {"api", "db"};
+	for (int w = 0; w < nwin; w++) {
+		int64_t from = start - 120 * S + (int64_t)(bf_rnd() % (uint64_t)(end - start));
+		int64_t to = from + 1 + (int64_t)(bf_rnd() % (uint64_t)(end + 120 * S - from));
+		static const int64_t base[] = {1, 7, 59, 60, 61, 90, 360, 600, 3600, 7200};
+		int64_t step = base[bf_rnd() % 10] * S + (int64_t)(bf_rnd() % 3) * 999999999;
+		if ((to - from) / step > 5000)
+			step = (to - from) / 5000 + 1;
+		size_t nsteps = (size_t)((to - from + step - 1) / step);
+		int64_t *want = calloc(2 * nsteps, sizeof(*want));
+		assert_non_null(want);
+		for (size_t i = 0; i < npt; i++)
+			if (pt[i].t >= from && pt[i].t < to)
+				want[(size_t)pt[i].svc * nsteps + (size_t)((pt[i].t - from) / step)] +=
+					pt[i].total;
+		strobe_err err = {{0}};
+		strobe_selector se;
+		assert_int_equal(strobe_selector_parse(CPU, strlen(CPU), &se, &err), 0);
+		strobe_query q = {"t", &se, from, to};
+		strobe_range_result rr;
+		if (strobe_store_range(s, &q, step, "service_name", NULL, &rr, &err) < 0)
+			fail_msg("range: %s", err.msg);
+		assert_int_equal(rr.nsteps, nsteps);
+		for (int k = 0; k < 2; k++) {
+			const int64_t *got = NULL;
+			for (size_t g = 0; g < rr.n; g++)
+				if (strcmp(rr.g[g].value, svc[k]) == 0)
+					got = rr.g[g].values;
+			for (size_t i = 0; i < nsteps; i++)
+				if ((got ? got[i] : 0) != want[(size_t)k * nsteps + i])
+					fail_msg("%s from %lld.%09lld to %lld.%09lld step %lld ns, step "
+						 "%zu: range %lld, points %lld",
+						 svc[k], (long long)(from / S), (long long)(from % S),
+						 (long long)(to / S), (long long)(to % S),
+						 (long long)step, i, (long long)(got ? got[i] : 0),
+						 (long long)want[(size_t)k * nsteps + i]);
+		}
+		strobe_range_result_free(&rr);
+		strobe_selector_free(&se);
+		free(want);
+	}
+}
+
+static void test_random_windows(void **state)
+{
+	(void)state;
+	bf_rng = 0x5eed0f5eedull;
+	strobe_store *s = open_store(0);
+	static const char *const svc[] = {"api", "db"};
+	strobe_profile *p[4] = {mk("main;a 1\n", "cpu", "nanoseconds"),
+				mk("main;b 2\n", "cpu", "nanoseconds"),
+				mk("main;a 4\nmain;c 16\n", "cpu", "nanoseconds"),
+				mk("main;d 64\n", "cpu", "nanoseconds")};
+	static const int64_t ptotal[4] = {1, 2, 20, 64};
+	const int64_t start = NOW - 3 * 3600 * S - 17 * S, end = NOW - 45 * S;
+	size_t cap = 4096, npt = 0;
+	bf_point *pt = calloc(cap, sizeof(*pt));
+	assert_non_null(pt);
+	/* Points at random times to the nanosecond, some on whole seconds and minutes (step
+	 * edges), some two at one time; then a minute with 200 points of one series, whose list
+	 * outgrows STORE_PTS_MAX and is given up. */
+	for (int i = 0; i < 1500; i++) {
+		int64_t t = start + (int64_t)(bf_rnd() % (uint64_t)(end - start));
+		if (i % 5 == 0)
+			t -= t % (i % 2 ? S : 60 * S);
+		int k = (int)(bf_rnd() % 2), v = (int)(bf_rnd() % 4);
+		int reps = i % 13 == 0 ? 2 : 1;
+		for (int r = 0; r < reps; r++) {
+			push(s, svc[k], p[v], t);
+			pt[npt++] = (bf_point){k, t, ptotal[v]};
+		}
+	}
+	const int64_t busy = start + 3600 * S - (start % (60 * S)) + 120 * S;
+	for (int i = 0; i < 200; i++) {
+		push(s, "db", p[i % 4], busy + i * (S / 4));
+		pt[npt++] = (bf_point){1, busy + i * (S / 4), ptotal[i % 4]};
+	}
+	check_random(s, pt, npt, start, end, 60);
+	/* Compaction does not change the totals; a few late points after it. */
+	strobe_err err = {{0}};
+	assert_true(strobe_store_compact(s, NOW, &err) > 0);
+	for (int i = 0; i < 40; i++) {
+		int64_t t = start + (int64_t)(bf_rnd() % (uint64_t)(end - start));
+		push(s, "api", p[3], t);
+		pt[npt++] = (bf_point){0, t, ptotal[3]};
+	}
+	check_random(s, pt, npt, start, end, 60);
+	/* A store whose totals have no lists (written before they existed): the column is
+	 * added at open, NULL, and every cut minute is read from its points' rows. */
+	strobe_store_close(s);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/strobe.db", dir);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "ALTER TABLE totals DROP COLUMN pts", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store(0);
+	check_random(s, pt, npt, start, end, 40);
+	/* New points into those minutes keep their lists NULL (a list of only the new points
+	 * would drop the old ones); new minutes get lists again. */
+	for (int i = 0; i < 40; i++) {
+		int64_t t = start + (int64_t)(bf_rnd() % (uint64_t)(end + 600 * S - start));
+		push(s, "db", p[1], t);
+		pt[npt++] = (bf_point){1, t, ptotal[1]};
+	}
+	check_random(s, pt, npt, start, end + 600 * S, 40);
+	strobe_store_close(s);
+	/* A minute row that an older server added a point to without appending to its list
+	 * (the list no longer adds up to the row) is read from its points' rows too. */
+	int64_t late = 0;
+	for (size_t i = 0; i < npt; i++)
+		if (pt[i].t > end + 60 * S && pt[i].t > late)
+			late = pt[i].t;
+	assert_true(late > 0);
+	late += 1234;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "SELECT series FROM series_labels WHERE name='service_name' "
+					    "AND value='db'",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int64_t dbid = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_prepare_v2(db,
+					    "INSERT INTO totals(series, level, time, n, total) "
+					    "VALUES(?1,?2,?3,1,64) ON CONFLICT(series, level, time) DO "
+					    "UPDATE SET n = n + excluded.n, total = total + "
+					    "excluded.total",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	for (int level = 0; level < 3; level++) {
+		int64_t w = level == 0 ? 1 : level == 1 ? 60 * S : 3600 * S;
+		sqlite3_bind_int64(st, 1, dbid);
+		sqlite3_bind_int(st, 2, level);
+		sqlite3_bind_int64(st, 3, late - late % w);
+		assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	pt[npt++] = (bf_point){1, late, 64};
+	s = open_store(0);
+	check_random(s, pt, npt, end - 1800 * S, end + 600 * S, 40);
+	strobe_store_close(s);
+	free(pt);
+	for (int i = 0; i < 4; i++)
+		strobe_profile_free(p[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +485,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sample_labels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_windows, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
