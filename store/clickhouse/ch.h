@@ -28,19 +28,20 @@ typedef struct ch_known { /* a set of 64-bit hashes, open addressing; 0 is never
 } ch_known;
 
 /* One push waiting to be written (ch_push.c): its rows per table, in the order they are
- * inserted (functions, locations, stacks, series, samples). */
-enum { CH_T_FUNCTIONS, CH_T_LOCATIONS, CH_T_STACKS, CH_T_SERIES, CH_T_SAMPLES, CH_NT };
+ * inserted (functions, locations, stacks, series, points). */
+enum { CH_T_FUNCTIONS, CH_T_LOCATIONS, CH_T_STACKS, CH_T_SERIES, CH_T_POINTS, CH_NT };
 typedef struct ch_pending {
 	strobe_buf *rows[CH_NT];
-	size_t nrows; /* sample rows */
+	size_t nrows; /* (stack, value) pairs of its points */
 	bool done;
 	int r;
 	strobe_err err;
 	pthread_cond_t cv;
 	struct ch_pending *next;
 } ch_pending;
-/* Sample rows of one batch at most: below ClickHouse's max_insert_block_size (1,048,576), so
- * that a batch's samples are one block, one part, whole or absent. */
+/* (stack, value) pairs of one batch at most: bounds a batch in memory, and keeps its point rows
+ * (one per series and time, far fewer) below ClickHouse's max_insert_block_size (1,048,576), so
+ * that a batch's points are one block, one part, whole or absent. */
 #define CH_BATCH_ROWS 1000000u
 
 typedef struct ch_store {

@@ -229,7 +229,7 @@ static int insert(ch_store *c, size_t shard, const char *base, strobe_buf *rows,
 }
 
 static const char *const tab_names[CH_NT] = {"functions", "locations", "stacks", "series",
-					     "samples"};
+					     "points"};
 
 /* Writes a batch of pushes of one shard: one INSERT per table for all of them, samples last. */
 static int write_batch(ch_store *c, size_t shard, ch_pending *first, size_t n, strobe_err *err)
@@ -475,7 +475,9 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 				r = strobe_buf_add(&sl, item->slabels[i].value,
 						   strlen(item->slabels[i].value) + 1);
 		}
-		for (size_t i = 0; r == 0 && i < nz; i++) {
+		/* One row for the point: its stacks (sorted) and their values as two arrays. A
+		 * point with no value left writes no row (as before: it counts as no point). */
+		if (r == 0 && nz) {
 			r = rb_str(&smb, rq->tenant, strlen(rq->tenant));
 			if (r == 0)
 				r = rb_str(&smb, pc->type, strlen(pc->type));
@@ -484,8 +486,12 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 			if (r == 0)
 				r = rb_i64(&smb, pc->time);
 			if (r == 0)
+				r = rb_len(&smb, nz);
+			for (size_t i = 0; r == 0 && i < nz; i++)
 				r = rb_u64(&smb, pairs[i].stack);
 			if (r == 0)
+				r = rb_len(&smb, nz);
+			for (size_t i = 0; r == 0 && i < nz; i++)
 				r = rb_i64(&smb, pairs[i].value);
 			if (r == 0)
 				r = rb_str(&smb, sl.p ? sl.p : "", sl.len);

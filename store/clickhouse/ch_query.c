@@ -84,7 +84,7 @@ static int load_series(ch_store *c, const char *tenant, const char *type,
 		r = ch_quote(&q, type);
 	if (r == 0 && window) {
 		r = strobe_buf_addf(&q, " AND series GLOBAL IN (SELECT DISTINCT series FROM %s WHERE "
-					"tenant = ", ch_tab(c, "samples", t2, sizeof t2));
+					"tenant = ", ch_tab(c, "points", t2, sizeof t2));
 		if (r == 0)
 			r = ch_quote(&q, tenant);
 		if (r == 0 && type && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
@@ -208,12 +208,20 @@ static int64_t mean(int64_t sum, int64_t count)
 	return count ? (int64_t)llround((double)sum / (double)count) : 0;
 }
 
+/* " FROM points WHERE <tenant, type, window>" (or the per-minute roll-ups). unfold: with an
+ * ARRAY JOIN of the point's stacks and values, as columns `stack` and `value` (one row per
+ * stack of a point, as the roll-ups' nested map is unfolded too). */
 static int window_sql(strobe_buf *q, ch_store *c, const char *tenant, const char *type,
-		      int64_t from, int64_t to, bool rollup)
+		      int64_t from, int64_t to, bool rollup, bool unfold)
 {
 	char t[128];
-	int r = strobe_buf_addf(q, " FROM %s WHERE tenant = ",
-				ch_tab(c, rollup ? "samples_1m" : "samples", t, sizeof t));
+	int r = strobe_buf_addf(q, " FROM %s", ch_tab(c, rollup ? "points_1m" : "points", t, sizeof t));
+	if (r == 0 && unfold)
+		r = strobe_buf_adds(q, rollup ? " ARRAY JOIN stacksMap.stack AS stack, "
+						"stacksMap.value AS value"
+					      : " ARRAY JOIN stacks AS stack, values AS value");
+	if (r == 0)
+		r = strobe_buf_adds(q, " WHERE tenant = ");
 	if (r == 0)
 		r = ch_quote(q, tenant);
 	if (r == 0 && (r = strobe_buf_adds(q, " AND type = ")) == 0)
@@ -602,7 +610,8 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 	if (r == 0 && ng) { /* points per gauge series */
 		r = strobe_buf_adds(&sq, "SELECT series, uniqExact(time)");
 		if (r == 0)
-			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false);
+			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false,
+				       false);
 		if (r == 0)
 			r = add_in(&sq, "series", gid, ng);
 		if (r == 0)
@@ -626,7 +635,7 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 		r = strobe_buf_adds(&sq, "SELECT series, stack, sum(value)");
 		if (r == 0)
 			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns,
-				       !pass && rollup);
+				       !pass && rollup, true);
 		if (r == 0)
 			r = add_in(&sq, "series", ids, n);
 		if (r == 0)
@@ -825,13 +834,14 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 		r = strobe_buf_addf(&sq, "SELECT series, intDiv(time - %lld, %lld) AS k, ",
 				    (long long)q->from_ns, (long long)step_ns);
 		if (r == 0)
-			r = !function ? strobe_buf_adds(&sq, "sum(value)")
+			r = !function ? strobe_buf_adds(&sq, "sum(arraySum(values))")
 			    : nfs     ? strobe_buf_addf(&sq, "sumIf(value, stack IN (%s))", fs.p)
 				      : strobe_buf_adds(&sq, "sumIf(value, 0)");
 		if (r == 0)
 			r = strobe_buf_adds(&sq, ", uniqExact(time)");
 		if (r == 0)
-			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false);
+			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false,
+				       function != NULL);
 		if (r == 0)
 			r = add_in(&sq, "series", ids, ss.n);
 		if (r == 0)
@@ -909,7 +919,7 @@ static int sample_labels(ch_store *c, const strobe_query *q, strv *v, int what, 
 	strobe_buf_init(&sq, 1u << 20);
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
 	int r = strobe_buf_addf(&sq, "SELECT DISTINCT slabels FROM %s WHERE tenant = ",
-				ch_tab(c, "samples", t, sizeof t));
+				ch_tab(c, "points", t, sizeof t));
 	if (r == 0)
 		r = ch_quote(&sq, q->tenant);
 	if (r == 0 && q->sel && q->sel->type && (r = strobe_buf_adds(&sq, " AND type = ")) == 0)

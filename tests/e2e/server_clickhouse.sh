@@ -6,7 +6,8 @@
 # to its shard's local tables, reads go through the Distributed tables), plus a strobe server on
 # SQLite as the reference.
 #   - the same pushes to A and to SQLite; B's answers (another server) equal SQLite's: folded
-#     profiles (a counter, a gauge averaged over two pushes), label names and values, profile
+#     profiles (a counter, a gauge averaged over two pushes, a counter over whole minutes read
+#     from the per-minute roll-ups), label names and values, profile
 #     types, series, a range grouped by service, ranges of the stacks through a function (a
 #     counter and a gauge); and the pushes landed on both shards;
 #   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
@@ -99,9 +100,14 @@ a=$(rangef "$url_B" "$CPU" crypto/sha256.block); b=$(rangef "$url_S" "$CPU" cryp
 same range-function "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
 a=$(rangef "$url_B" "$HEAP" encoding/json.Marshal); b=$(rangef "$url_S" "$HEAP" encoding/json.Marshal)
 same range-function-gauge "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
-n1=$(ch_sql 1 "SELECT count() FROM strobe.samples_l"); n2=$(ch_sql 2 "SELECT count() FROM strobe.samples_l")
-if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "sample rows: shard 1 $n1, shard 2 $n2"
-else fail sharded "sample rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
+# a window of whole minutes: counters are read from the per-minute roll-ups (points_1m)
+m0=$(( $(date +%s) / 60 * 60 - 600 )) m1=$(( $(date +%s) / 60 * 60 + 120 ))
+foldedm() { q "$1" query --data-urlencode "query=$2" -d format=folded -d from=$m0 -d to=$m1 | sort; }
+a=$(foldedm "$url_B" "$CPU{service_name=~\"a.*\"}"); b=$(foldedm "$url_S" "$CPU{service_name=~\"a.*\"}")
+same query-rollup "whole minutes, $(wc -l <<<"$a") stacks, total $(total <<<"$a")" "$a" "$b"
+n1=$(ch_sql 1 "SELECT count() FROM strobe.points_l"); n2=$(ch_sql 2 "SELECT count() FROM strobe.points_l")
+if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "point rows: shard 1 $n1, shard 2 $n2"
+else fail sharded "point rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
 
 # ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
 one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)
