@@ -60,7 +60,7 @@ typedef struct ch_store {
 	size_t npool;
 	ch_known known_sym, known_series; /* under mu */
 	bool use_rollups;
-	uint64_t inserts, pushes;
+	uint64_t inserts, pushes; /* batches written (group commits) and the pushes they held */
 	/* Group commit per shard (ch_push.c), under mu: the pushes waiting, and whether one of
 	 * them is writing a batch now (the leader). */
 	ch_pending *qhead[CH_HOSTS_MAX], **qtail[CH_HOSTS_MAX];
@@ -123,6 +123,23 @@ static inline uint64_t ch_hash_str(uint64_t seed, const char *s)
 {
 	return ch_hash(seed, s, strlen(s) + 1);
 }
+
+/* ch_limits.c: a series a push would make (its id and labels), for the limits. */
+typedef struct ch_newseries {
+	uint64_t id;
+	const strobe_labelpair *labels;
+	size_t nlabels;
+} ch_newseries;
+/* The push limits (max_series_per_tenant, max_label_values_per_name, max_stacks) for the
+ * series ns[] and the stacks[] that this server has not written: 0, or -EDQUOT naming the limit
+ * as the SQLite store does. */
+int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size_t nns,
+		   const uint64_t *stacks, size_t nstacks, strobe_err *err);
+/* The query caps (max_query_profiles, max_query_bytes) over the rows a query or range of the
+ * series that series_cond (" AND (series IN ...)") picks would read: 0, or -EDQUOT naming the
+ * cap. */
+int ch_query_caps(ch_store *c, const char *tenant, const char *type, int64_t from, int64_t to,
+		  bool rollup, const char *series_cond, bool range, strobe_err *err);
 
 /* ch_push.c, ch_query.c */
 int ch_push(void *ctx, const strobe_push_req *r, strobe_push_result *res, strobe_err *err);

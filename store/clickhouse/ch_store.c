@@ -662,6 +662,16 @@ static int ch_stats(void *ctx, strobe_store_stats *st)
 	st->stacks = v[2];
 	st->locations = v[3];
 	st->functions = v[4];
+	/* bytes on disk: every host's active parts of the database (a host down counts 0) */
+	for (size_t h = 0; h < c->nhosts; h++) {
+		char q2[256];
+		snprintf(q2, sizeof q2, "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = "
+			 "'%s' AND active FORMAT TabSeparated", c->db);
+		strobe_buf_init(&out, 4096);
+		if (ch_exec_on(c, h, q2, NULL, 0, &out, &err) == 0 && out.p)
+			st->disk_bytes += strtoull(out.p, NULL, 10);
+		strobe_buf_free(&out);
+	}
 	return 0;
 }
 
