@@ -109,6 +109,45 @@ n1=$(ch_sql 1 "SELECT count() FROM strobe.points_l"); n2=$(ch_sql 2 "SELECT coun
 if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "point rows: shard 1 $n1, shard 2 $n2"
 else fail sharded "point rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
 
+# ---- selectors on sample labels (pid, thread: on the points, not the series) --------------------
+SM='samples:samples:count:samples:count'
+codes=
+for u in "$url_A" "$url_S"; do
+  for i in 0 1 2 3 4 5; do
+    printf 'main;work_%d %d\n' "$i" $((i + 1)) >"$TMPDIR/sl$i.folded"
+    codes+=" $(push "$u" "$TMPDIR/sl$i.folded" "service_name=sl&time=now-1m&sample_labels=%7Bpid%3D%22100$i%22%2Cthread%3D%22t$((i % 2))%22%7D")"
+  done
+done
+a=$(folded "$url_B" "$SM{service_name=\"sl\",pid=\"1003\"}"); b=$(folded "$url_S" "$SM{service_name=\"sl\",pid=\"1003\"}")
+a2=$(folded "$url_B" "$SM{thread=~\"t1\",pid!=\"1005\"}"); b2=$(folded "$url_S" "$SM{thread=~\"t1\",pid!=\"1005\"}")
+a3=$(q "$url_B" label/pid/values --data-urlencode "query={thread=\"t0\"}" -d from=now-10m); b3=$(q "$url_S" label/pid/values --data-urlencode "query={thread=\"t0\"}" -d from=now-10m)
+a4=$(q "$url_B" range --data-urlencode "query=$SM{pid=~\"100[12]\"}" -d from=now-10m -d to=now -d step=11m | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/_ms":[0-9]*/_ms":T/g')
+b4=$(q "$url_S" range --data-urlencode "query=$SM{pid=~\"100[12]\"}" -d from=now-10m -d to=now -d step=11m | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/_ms":[0-9]*/_ms":T/g')
+if [ "$(tr ' ' '\n' <<<"$codes" | grep -c '^200$')" != 12 ]; then fail sample-labels "pushes:$codes"
+elif [ "$a" != "main;work_3 4" ]; then fail sample-labels "pid 1003 on ClickHouse gave '$a', want 'main;work_3 4'"
+else same sample-labels "pid=1003: $a; thread=~t1,pid!=1005: $(tr '\n' ' ' <<<"$a2"); pids of t0: $a3" "$a|$a2|$a3|$a4" "$b|$b2|$b3|$b4"; fi
+
+# ---- limits: the same 429s as SQLite, from ClickHouse's counts (any server) ----------------------
+cat >"$TMPDIR/lim.json" <<'EOF'
+{ "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3 } }
+EOF
+lurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/lim?cluster=strobe"
+launch C "$TMPDIR/c" --store "$lurl" --config "$TMPDIR/lim.json"
+launch D "$TMPDIR/d" --store "$lurl" --config "$TMPDIR/lim.json"
+l1=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h1&time=now-1m")
+l2=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h2&time=now-1m")
+l3=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h3&time=now-1m"); b3=$(cat "$TMPDIR/push.out")
+l4=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h3&time=now-1m")
+l5=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h1&time=now-30s")
+l6=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h2&labels=%7Benv%3D%22a%22%7D&time=now-1m")
+l7=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h2&labels=%7Benv%3D%22b%22%7D&time=now-1m"); b7=$(cat "$TMPDIR/push.out")
+h3=$(q "$url_C" label/service_name/values -d from=now-10m)
+if [ "$l1 $l2 $l3 $l4 $l5" != "200 200 429 429 200" ]; then fail limits "service h1 (C), h2 (D), h3 (C), h3 (D), h1 again (D): $l1 $l2 $l3 $l4 $l5, want 200 200 429 429 200 ($b3)"
+elif ! grep -q "limit max_label_values_per_name: label service_name has 2 values in tenant 'anonymous', at most 2" <<<"$b3"; then fail limits "the 429 does not name the limit and label: $b3"
+elif [ "$h3" != '{"data":["h1","h2"]}' ]; then fail limits "the refused pushes left something: service names $h3"
+elif [ "$l6 $l7" != "200 429" ] || ! grep -q "limit max_series_per_tenant: tenant 'anonymous' has 3 series already" <<<"$b7"; then fail limits "a 3rd series $l6, a 4th $l7 ($b7), want 200 429 naming max_series_per_tenant"
+else ok limits "label values: 200 200 429 429 200, series: $l6 $l7, through two servers"; fi
+
 # ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
 one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)
 : >"$TMPDIR/acked"
