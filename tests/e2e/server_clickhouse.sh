@@ -129,7 +129,7 @@ else same sample-labels "pid=1003: $a; thread=~t1,pid!=1005: $(tr '\n' ' ' <<<"$
 
 # ---- limits: the same 429s as SQLite, from ClickHouse's counts (any server) ----------------------
 cat >"$TMPDIR/lim.json" <<'EOF'
-{ "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3 } }
+{ "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3, "max_stacks": 3, "max_query_profiles": 3 } }
 EOF
 lurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/lim?cluster=strobe"
 launch C "$TMPDIR/c" --store "$lurl" --config "$TMPDIR/lim.json"
@@ -147,6 +147,14 @@ elif ! grep -q "limit max_label_values_per_name: label service_name has 2 values
 elif [ "$h3" != '{"data":["h1","h2"]}' ]; then fail limits "the refused pushes left something: service names $h3"
 elif [ "$l6 $l7" != "200 429" ] || ! grep -q "limit max_series_per_tenant: tenant 'anonymous' has 3 series already" <<<"$b7"; then fail limits "a 3rd series $l6, a 4th $l7 ($b7), want 200 429 naming max_series_per_tenant"
 else ok limits "label values: 200 200 429 429 200, series: $l6 $l7, through two servers"; fi
+printf 'main;x 1\nmain;y 1\n' >"$TMPDIR/two.folded"
+l8=$(push "$url_C" "$TMPDIR/two.folded" "service_name=h1&time=now-1m"); b8=$(cat "$TMPDIR/push.out")
+q4=$(curl -s -o "$TMPDIR/q4" -w '%{http_code}' -G "$url_D/api/v1/query" --data-urlencode "query=$SM{service_name=~\"h.*\"}" -d format=folded -d from=now-10m)
+q2=$(curl -s -o /dev/null -w '%{http_code}' -G "$url_D/api/v1/query" --data-urlencode "query=$SM{service_name=\"h2\"}" -d format=folded -d from=now-10m)
+if [ "$l8" != 429 ] || ! grep -q 'limit max_stacks: the store holds 4 distinct stacks, at most 3' <<<"$b8"; then fail limits-stacks "a push of 2 new stacks to a store of 2 (max 3): $l8 $b8"
+else ok limits-stacks "$b8"; fi
+if [ "$q4 $q2" != "429 200" ] || ! grep -q 'limit max_query_profiles' "$TMPDIR/q4"; then fail limits-query "4 stored profiles: $q4 ($(cat "$TMPDIR/q4")), 2: $q2; want 429 naming max_query_profiles, then 200"
+else ok limits-query "$(cat "$TMPDIR/q4")"; fi
 
 # ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
 one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)
