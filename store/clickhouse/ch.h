@@ -60,6 +60,7 @@ typedef struct ch_store {
 	size_t npool;
 	ch_known known_sym, known_series; /* under mu */
 	bool use_rollups;
+	uint64_t id_seed, id_next; /* ch_point_id, id_next under mu */
 	uint64_t inserts, pushes; /* batches written (group commits) and the pushes they held */
 	/* Group commit per shard (ch_push.c), under mu: the pushes waiting, and whether one of
 	 * them is writing a batch now (the leader). */
@@ -119,6 +120,8 @@ int ch_known_add(ch_known *k, uint64_t h);
 void ch_known_free(ch_known *k);
 
 uint64_t ch_hash(uint64_t seed, const void *p, size_t n);
+/* A new point's id: positive, random, below 2^53 (a seed drawn at open, and a counter). */
+int64_t ch_point_id(ch_store *c);
 static inline uint64_t ch_hash_str(uint64_t seed, const char *s)
 {
 	return ch_hash(seed, s, strlen(s) + 1);
@@ -150,6 +153,10 @@ int ch_label_names(void *ctx, const strobe_query *q, char ***out, size_t *n, str
 int ch_label_values(void *ctx, const strobe_query *q, const char *name, char ***out, size_t *n,
 		    strobe_err *err);
 int ch_profile_types(void *ctx, const strobe_query *q, char ***out, size_t *n, strobe_err *err);
+int ch_exemplars(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_step,
+		 strobe_exemplars *out, strobe_err *err);
+int ch_profile_by_id(void *ctx, const strobe_query *q, int64_t id, strobe_profile **out,
+		     strobe_err *err);
 int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t nsel,
 	      int64_t from_ns, int64_t to_ns, size_t max, strobe_series_list *out,
 	      strobe_err *err);

@@ -498,6 +498,8 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 				r = rb_str(&smb, sl.p ? sl.p : "", sl.len);
 			if (r == 0)
 				r = rb_u64(&smb, shard);
+			if (r == 0)
+				r = rb_i64(&smb, ch_point_id(c));
 		}
 		strobe_buf_free(&sl);
 		nsrows += nz;

@@ -1315,3 +1315,223 @@ int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t
 		qsort(out->v, out->n, sizeof(*out->v), cmp_entry);
 	return 0;
 }
+
+/* ---- exemplars and profiles by id --------------------------------------------------------------- */
+
+/* As store/exemplars.c: into the step's slots (heaviest first), if it is heavy enough. */
+static void keep(strobe_exemplar *slot, size_t k, const strobe_exemplar *x)
+{
+	if (slot[k - 1].id && slot[k - 1].value >= x->value)
+		return;
+	size_t i = k - 1;
+	while (i > 0 && (!slot[i - 1].id || slot[i - 1].value < x->value)) {
+		slot[i] = slot[i - 1];
+		i--;
+	}
+	slot[i] = *x;
+}
+
+int ch_exemplars(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_step,
+		 strobe_exemplars *out, strobe_err *err)
+{
+	ch_store *c = ctx;
+	memset(out, 0, sizeof(*out));
+	if (step_ns <= 0 || q->to_ns <= q->from_ns)
+		return strobe_errf(err, -EINVAL, "exemplars need a positive step and window");
+	if (per_step < 1 || per_step > STROBE_EXEMPLARS_MAX)
+		return strobe_errf(err, -EINVAL, "exemplars: from 1 to %d per step",
+				   STROBE_EXEMPLARS_MAX);
+	if (!q->sel || !q->sel->type)
+		return strobe_errf(err, -EINVAL, "exemplars need a profile type");
+	size_t nsteps = (size_t)((q->to_ns - q->from_ns + step_ns - 1) / step_ns);
+	if (!(out->v = calloc(nsteps * per_step, sizeof(*out->v))))
+		return -ENOMEM;
+	out->nsteps = nsteps;
+	out->per_step = per_step;
+	chs_set ss = {0};
+	int r = load_series(c, q->tenant, q->sel->type, q->sel, false, 0, 0, &ss, err);
+	if (r == 0)
+		r = sample_filter(c, q->tenant, q->sel->type, q->sel, q->from_ns, q->to_ns, &ss, err);
+	strobe_buf cond, sq, ans;
+	strobe_buf_init(&cond, SIZE_MAX);
+	strobe_buf_init(&sq, SIZE_MAX);
+	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	if (r == 0)
+		r = add_in_ss(&cond, &ss, SS_ALL);
+	/* raw points only, counted against the query caps as the SQLite store does */
+	if (r == 0 && ss.n)
+		r = ch_query_caps(c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false, cond.p,
+				  false, err);
+	/* the heaviest per_step points of each step, chosen by ClickHouse (LIMIT n BY step) */
+	if (r == 0 && ss.n) {
+		r = strobe_buf_addf(&sq, "SELECT id, time, v, slabels FROM (SELECT id, time, "
+					 "arraySum(values) AS v, slabels, intDiv(time - %lld, %lld) AS k",
+				    (long long)q->from_ns, (long long)step_ns);
+		if (r == 0)
+			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false,
+				       false);
+		if (r == 0)
+			r = strobe_buf_adds(&sq, cond.p);
+		if (r == 0)
+			r = strobe_buf_addf(&sq, ") ORDER BY k, v DESC, id LIMIT %zu BY k FORMAT RowBinary",
+					    per_step);
+		if (r == 0)
+			r = ch_exec(c, sq.p, NULL, 0, &ans, err);
+	}
+	rb_rd rd = rd_of(&ans);
+	while (r == 0 && rd_more(&rd)) {
+		strobe_exemplar x = {.id = rd_i64(&rd), .time_ns = rd_i64(&rd), .value = rd_i64(&rd)};
+		size_t len;
+		const char *sl = rd_str(&rd, &len);
+		if (rd.bad || x.time_ns < q->from_ns || x.time_ns >= q->to_ns || x.id <= 0) {
+			rd.bad = true;
+			break;
+		}
+		strobe_labelpair l[STROBE_SAMPLE_LABELS_MAX];
+		int n = store_slabels_decode(sl, len, l, STROBE_SAMPLE_LABELS_MAX);
+		for (int i = 0; i < n; i++) {
+			if (strcmp(l[i].name, "span_id") == 0)
+				snprintf(x.span_id, sizeof(x.span_id), "%s", l[i].value);
+			else if (strcmp(l[i].name, "trace_id") == 0)
+				snprintf(x.trace_id, sizeof(x.trace_id), "%s", l[i].value);
+		}
+		size_t step = (size_t)((x.time_ns - q->from_ns) / step_ns);
+		keep(out->v + step * per_step, per_step, &x);
+	}
+	if (r == 0 && rd.bad)
+		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer listing exemplars");
+	strobe_buf_free(&cond);
+	strobe_buf_free(&sq);
+	strobe_buf_free(&ans);
+	chs_free(&ss);
+	if (r < 0) {
+		strobe_exemplars_free(out);
+		if (r == -ENOMEM && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+	}
+	return r;
+}
+
+int ch_profile_by_id(void *ctx, const strobe_query *q, int64_t id, strobe_profile **out,
+		     strobe_err *err)
+{
+	ch_store *c = ctx;
+	*out = NULL;
+	char t[128];
+	strobe_buf sq, ans;
+	strobe_buf_init(&sq, 1u << 16);
+	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	/* the point: its tenant, series, time and sample labels */
+	int r = strobe_buf_addf(&sq, "SELECT tenant, series, time, slabels FROM %s WHERE id = %lld "
+				     "LIMIT 1 FORMAT RowBinary",
+				 ch_tab(c, "points", t, sizeof t), (long long)id);
+	if (r == 0)
+		r = ch_exec(c, sq.p, NULL, 0, &ans, err);
+	rb_rd rd = rd_of(&ans);
+	size_t tl = 0, sll = 0;
+	const char *tn = "", *sl = "";
+	uint64_t series = 0;
+	int64_t time = 0;
+	if (r == 0 && rd_more(&rd)) {
+		tn = rd_str(&rd, &tl);
+		series = rd_u64(&rd);
+		time = rd_i64(&rd);
+		sl = rd_str(&rd, &sll);
+		if (rd.bad)
+			series = 0;
+	}
+	/* Another tenant's profile, or one the selector does not match, is as absent as a
+	 * missing one (as the SQLite store answers). */
+	chs_set ss = {0};
+	const chs *se = NULL;
+	if (r == 0 && series && tl == strlen(q->tenant) && memcmp(tn, q->tenant, tl) == 0)
+		r = load_series(c, q->tenant, q->sel ? q->sel->type : NULL, q->sel, false, 0, 0, &ss,
+				err);
+	for (size_t i = 0; r == 0 && i < ss.n && !se; i++)
+		if (ss.v[i].id == series)
+			se = &ss.v[i];
+	if (r == 0 && se) {
+		store_series st = as_store_series(se, q->tenant);
+		bool bad = false;
+		if (!store_point_passes(q->sel, &st, sl, sll, &bad))
+			se = NULL;
+	}
+	if (r == 0 && !se)
+		r = strobe_errf(err, -ENOENT, "no stored profile %lld matches the selector",
+				(long long)id);
+	char tb[STROBE_TYPE_MAX];
+	const char *part[5];
+	strobe_profile *p = NULL;
+	if (r == 0 && (strlen(se->type) >= STROBE_TYPE_MAX ||
+		       split_type(se->type, tb, sizeof(tb), part) < 0))
+		r = strobe_errf(err, -EIO, "clickhouse: series %016llx has a malformed type",
+				(unsigned long long)series);
+	if (r == 0 && !(p = strobe_profile_new()))
+		r = -ENOMEM;
+	if (r == 0) {
+		r = strobe_profile_add_type(p, part[1], part[2]);
+		p->period_type.type = strobe_str_intern0(p, part[3]);
+		p->period_type.unit = strobe_str_intern0(p, part[4]);
+		p->period = se->period;
+		p->time_nanos = time;
+		p->default_type = 0;
+	}
+	/* its stacks and values, rebuilt as a query's are */
+	strobe_buf_reset(&sq);
+	if (r == 0)
+		r = strobe_buf_addf(&sq, "SELECT stack, value FROM %s ARRAY JOIN stacks AS stack, "
+					 "values AS value WHERE id = %lld AND series = %llu "
+					 "FORMAT RowBinary",
+				    ch_tab(c, "points", t, sizeof t), (long long)id,
+				    (unsigned long long)series);
+	if (r == 0)
+		r = ch_exec(c, sq.p, NULL, 0, &ans, err);
+	u64map stacks = {0};
+	int64_t *val = NULL;
+	size_t vcap = 0;
+	rd = rd_of(&ans);
+	while (r == 0 && rd_more(&rd)) {
+		uint64_t st = rd_u64(&rd);
+		int64_t v = rd_i64(&rd);
+		uint32_t si;
+		bool added;
+		if (rd.bad || (r = u64map_put(&stacks, st, &si, &added)) < 0)
+			break;
+		if (si >= vcap) {
+			size_t ncap = vcap ? 2 * vcap : 1024;
+			int64_t *x = realloc(val, ncap * sizeof(*x));
+			if (!x) {
+				r = -ENOMEM;
+				break;
+			}
+			memset(x + vcap, 0, (ncap - vcap) * sizeof(*x));
+			val = x;
+			vcap = ncap;
+		}
+		val[si] = (int64_t)((uint64_t)val[si] + (uint64_t)v);
+	}
+	if (r == 0 && rd.bad)
+		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer reading a profile");
+	uint32_t *sid = r == 0 ? calloc(stacks.t.n ? stacks.t.n : 1, sizeof(*sid)) : NULL;
+	if (r == 0 && !sid)
+		r = -ENOMEM;
+	if (r == 0 && stacks.t.n)
+		r = rebuild(c, p, &stacks, sid, err);
+	for (uint32_t i = 0; r == 0 && i < stacks.t.n; i++)
+		if (val[i])
+			r = strobe_sample_add(p, sid[i], 0, &val[i]);
+	free(sid);
+	free(val);
+	strobe_itab_free(&stacks.t);
+	strobe_buf_free(&sq);
+	strobe_buf_free(&ans);
+	chs_free(&ss);
+	if (r < 0) {
+		strobe_profile_free(p);
+		if (r == -ENOMEM && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+		return r;
+	}
+	*out = p;
+	return 0;
+}

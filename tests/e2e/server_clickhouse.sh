@@ -127,6 +127,15 @@ if [ "$(tr ' ' '\n' <<<"$codes" | grep -c '^200$')" != 12 ]; then fail sample-la
 elif [ "$a" != "main;work_3 4" ]; then fail sample-labels "pid 1003 on ClickHouse gave '$a', want 'main;work_3 4'"
 else same sample-labels "pid=1003: $a; thread=~t1,pid!=1005: $(tr '\n' ' ' <<<"$a2"); pids of t0: $a3" "$a|$a2|$a3|$a4" "$b|$b2|$b3|$b4"; fi
 
+# ---- exemplars: the heaviest stored profiles of a step, each opened by its id --------------------
+exq() { curl -s -G "$1/api/v1/range" --data-urlencode "query=$SM{service_name=\"sl\"}" -d from=now-10m -d to=now -d step=11m -d exemplars=2; }
+byid() { curl -s -G "$1/api/v1/query" --data-urlencode "query=$SM{service_name=\"sl\"}" -d format=folded -d "profile_id=$2"; }
+ea=$(exq "$url_B"); eb=$(exq "$url_S")
+va=$(jq -c '[.exemplars[].profiles[].value]' <<<"$ea" 2>&1); vb=$(jq -c '[.exemplars[].profiles[].value]' <<<"$eb" 2>&1)
+pa=$(byid "$url_A" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$ea" 2>/dev/null)"); pb=$(byid "$url_S" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$eb" 2>/dev/null)")
+if [ "$va" != "[6,5]" ]; then fail exemplars "values on ClickHouse $va, want [6,5] (the heaviest two of six): $(head -c 300 <<<"$ea")"
+else same exemplars "values $va; the heaviest opened by id (through another server): $pa" "$va|$pa" "$vb|$pb"; fi
+
 # ---- limits: the same 429s as SQLite, from ClickHouse's counts (any server) ----------------------
 cat >"$TMPDIR/lim.json" <<'EOF'
 { "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3, "max_stacks": 3, "max_query_profiles": 3 } }
