@@ -10,6 +10,12 @@
 #     from the per-minute roll-ups), label names and values, profile
 #     types, series, a range grouped by service, ranges of the stacks through a function (a
 #     counter and a gauge); and the pushes landed on both shards;
+#   - selectors on sample labels (pid, thread) in queries, label values and ranges, and
+#     exemplars with the profile the heaviest one opens by id (through A, found on B): equal to
+#     SQLite's;
+#   - limits on two more servers C and D sharing one database: max_label_values_per_name and
+#     max_series_per_tenant answered 429 by either server from ClickHouse's counts, nothing of a
+#     refused push stored; max_stacks and max_query_profiles 429s with the SQLite messages;
 #   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
 #     through B (the one in flight may or may not be there: it was not acknowledged);
 #   - shard 2 stopped: a push for a series of shard 2 answers 503 with a reason and leaves
