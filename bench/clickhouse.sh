@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The ClickHouse store against the SQLite store, side by side in one run (docs/clickhouse.md):
-#  0. the insert format: the sample rows of a day (below) inserted into an empty table as
+#  0. the insert format: the point rows of a day (below) inserted into an empty table as
 #     RowBinary and as TabSeparated, gzip'd as the server sends them: bytes and ClickHouse's time;
 #  1. ingest, profiles/s (bench/server_load.c push, CLIENTS clients for SECONDS_PER_RUN s, median
 #     of RUNS): SQLite; one strobe server on a 1-shard ClickHouse; two strobe servers on 2 shards
@@ -114,20 +114,31 @@ b=$(curl -s -G "$uc/api/v1/query" --data-urlencode "query=$sel" -d "from=$((end 
 stop_all
 disk_sq=0
 for f in strobe.db strobe.db-wal; do [ -f "$TMPDIR/sqday/$f" ] && disk_sq=$((disk_sq + $(stat -c %s "$TMPDIR/sqday/$f"))); done
-ch_sql 1 "OPTIMIZE TABLE $dday.samples_l FINAL" >/dev/null || true
+ch_sql 1 "OPTIMIZE TABLE $dday.points_l FINAL" >/dev/null || true
 for t in stacks_l locations_l functions_l series_l; do ch_sql 1 "OPTIMIZE TABLE $dday.$t FINAL" >/dev/null || true; done
+ch_sql 1 "OPTIMIZE TABLE $dday.\`.inner.points_1m_l\` FINAL" >/dev/null || true
 disk_ch=$(ch_sql 1 "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = '$dday' AND active")
 by_tab=$(ch_sql 1 "SELECT table, sum(bytes_on_disk) FROM system.parts WHERE database = '$dday' AND active GROUP BY table ORDER BY table FORMAT TSV" | awk '{ printf "%s %s, ", $1, $2 }')
-rows=$(ch_sql 1 "SELECT count() FROM $dday.samples_l")
+rows=$(ch_sql 1 "SELECT count() FROM $dday.points_l")
+# The layout the points replaced, on the same day's data: a row per (point, stack), and its
+# roll-ups a row per (minute, stack), made from the points and merged the same way.
+ch_sql 1 "CREATE TABLE $dday.old_l (tenant String, type String, series UInt64, time Int64, stack UInt64, value Int64, slabels String, shard UInt64) ENGINE = MergeTree PARTITION BY intDiv(time, 86400000000000) ORDER BY (tenant, type, series, time, stack)" >/dev/null
+ch_sql 1 "INSERT INTO $dday.old_l SELECT tenant, type, series, time, stack, value, slabels, shard FROM $dday.points_l ARRAY JOIN stacks AS stack, values AS value" >/dev/null
+ch_sql 1 "CREATE TABLE $dday.old_1m_l (tenant String, type String, series UInt64, minute Int64, stack UInt64, value Int64) ENGINE = SummingMergeTree PARTITION BY intDiv(minute, 86400000000000) ORDER BY (tenant, type, series, minute, stack)" >/dev/null
+ch_sql 1 "INSERT INTO $dday.old_1m_l SELECT tenant, type, series, intDiv(time, 60000000000) * 60000000000 AS minute, stack, sum(value) FROM $dday.old_l GROUP BY tenant, type, series, minute, stack" >/dev/null
+for t in old_l old_1m_l; do ch_sql 1 "OPTIMIZE TABLE $dday.$t FINAL" >/dev/null || true; done
+disk_old() { ch_sql 1 "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = '$dday' AND active AND table = '$1'"; }
+old_pts=$(disk_old old_l) old_1m=$(disk_old old_1m_l) old_rows=$(ch_sql 1 "SELECT count() FROM $dday.old_l")
+new_pts=$(disk_old points_l) new_1m=$(disk_old .inner.points_1m_l)
 
 # ---- 0. the insert format ------------------------------------------------------------------------
-cols='tenant, type, series, time, stack, value, slabels, shard'
-for f in RowBinary TabSeparated; do ch_sql 1 "SELECT $cols FROM $dday.samples_l FORMAT $f" | gzip -6 >"$TMPDIR/rows.$f.gz"; done
+cols='tenant, type, series, time, stacks, values, slabels, shard'
+for f in RowBinary TabSeparated; do ch_sql 1 "SELECT $cols FROM $dday.points_l FORMAT $f" | gzip -6 >"$TMPDIR/rows.$f.gz"; done
 fmt() { # FORMAT: "gzip_bytes median_seconds"
   local t=() i
   for ((i = 0; i < runs; i++)); do
     ch_sql 1 "DROP TABLE IF EXISTS $dday.fmt" >/dev/null
-    ch_sql 1 "CREATE TABLE $dday.fmt AS $dday.samples_l" >/dev/null
+    ch_sql 1 "CREATE TABLE $dday.fmt AS $dday.points_l" >/dev/null
     t+=("$(curl -s -o /dev/null -w '%{time_total}' -H 'Content-Encoding: gzip' --data-binary @"$TMPDIR/rows.$1.gz" \
       "http://127.0.0.1:${ch_http[1]}/?query=$(printf 'INSERT%%20INTO%%20%s.fmt%%20FORMAT%%20%s' "$dday" "$1")")")
   done
@@ -149,7 +160,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
   echo "| query: range over 24 h grouped by service, step 1 h | $(ms "${Q[s.range]}") | $(ms "${Q[c.range]}") | $(ratio "${Q[c.range]}" "${Q[s.range]}") |"
   echo "| query: label names of the day | $(ms "${Q[s.labels]}") | $(ms "${Q[c.labels]}") | $(ratio "${Q[c.labels]}" "${Q[s.labels]}") |"
   echo
-  echo "ClickHouse's day: $rows sample rows ($(awk -v r="$rows" -v n="$day" 'BEGIN { printf "%.0f", r / n }') per profile and sample type pair), by table: ${by_tab%, }."
+  echo "ClickHouse's day: $rows point rows ($(awk -v r="$rows" -v n="$day" 'BEGIN { printf "%.1f", r / n }') per profile: one per sample type), by table after OPTIMIZE FINAL: ${by_tab%, }."
   echo
-  echo "Insert format, the day's sample rows ($rows) gzip'd as the server sends them, into an empty table: RowBinary $(cut -d' ' -f1 <<<"$rb") bytes in $(ms "$(cut -d' ' -f2 <<<"$rb")"), TabSeparated $(cut -d' ' -f1 <<<"$tsv") bytes in $(ms "$(cut -d' ' -f2 <<<"$tsv")")."
+  echo "Layouts on the same day's data (bytes on disk after OPTIMIZE FINAL): points (a row per point, arrays of stacks and values) $new_pts, its roll-ups (a row per series and minute, a nested map) $new_1m; the row per (point, stack) it replaced ($old_rows rows) $old_pts, its roll-ups (a row per minute and stack) $old_1m: $(ratio "$old_pts" "$new_pts") and $(ratio "$old_1m" "$new_1m") times the new layout's bytes."
+  echo
+  echo "Insert format, the day's point rows ($rows) gzip'd as the server sends them, into an empty table: RowBinary $(cut -d' ' -f1 <<<"$rb") bytes in $(ms "$(cut -d' ' -f2 <<<"$rb")"), TabSeparated $(cut -d' ' -f1 <<<"$tsv") bytes in $(ms "$(cut -d' ' -f2 <<<"$tsv")")."
 } >> "$results"

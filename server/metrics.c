@@ -270,12 +270,16 @@ int srv_metrics_get(srv_req *r)
 	uint64_t db = dir ? file_size(dir, "strobe.db") : 0;
 	uint64_t wal = dir ? file_size(dir, "strobe.db-wal") : 0;
 	uint64_t shm = dir ? file_size(dir, "strobe.db-shm") : 0;
-	gauge(f, "strobe_store_size_bytes", "Bytes of the store's files on disk.");
+	strobe_store_stats st;
+	int str = strobe_store_stats_get(r->srv->store, &st);
+	if (str == 0 && st.disk_bytes) /* a backend that keeps its data elsewhere (ClickHouse) */
+		db = st.disk_bytes, wal = shm = 0;
+	gauge(f, "strobe_store_size_bytes", "Bytes of the store's files on disk (ClickHouse: its "
+					   "database's active parts on every host, as db).");
 	fprintf(f, "strobe_store_size_bytes{file=\"db\"} %llu\n", (unsigned long long)db);
 	fprintf(f, "strobe_store_size_bytes{file=\"wal\"} %llu\n", (unsigned long long)wal);
 	fprintf(f, "strobe_store_size_bytes{file=\"shm\"} %llu\n", (unsigned long long)shm);
-	strobe_store_stats st;
-	if (strobe_store_stats_get(r->srv->store, &st) == 0) {
+	if (str == 0) {
 		static const char *const names[] = {"series",	 "points",    "rollups",  "stacks",
 						    "locations", "functions", "mappings", "strings"};
 		const uint64_t vals[] = {st.series,    st.points,    st.rollups,  st.stacks,

@@ -32,6 +32,10 @@ typedef struct strobe_store_backend {
 			    size_t *n, strobe_err *err);
 	int (*profile_types)(void *ctx, const strobe_query *q, char ***out, size_t *n,
 			     strobe_err *err);
+	int (*exemplars)(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_step,
+			 strobe_exemplars *out, strobe_err *err);
+	int (*profile_by_id)(void *ctx, const strobe_query *q, int64_t id, strobe_profile **out,
+			     strobe_err *err);
 	int (*series)(void *ctx, const char *tenant, const strobe_selector *sels, size_t nsel,
 		      int64_t from_ns, int64_t to_ns, size_t max, strobe_series_list *out,
 		      strobe_err *err);

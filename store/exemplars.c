@@ -52,7 +52,7 @@ int strobe_store_exemplars(strobe_store *s, const strobe_query *q, int64_t step_
 			   size_t per_step, strobe_exemplars *out, strobe_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	STORE_SQLITE_ONLY(s, err, "exemplars");
+	STORE_BACKEND_CALL(s, exemplars, q, step_ns, per_step, out, err);
 	if (step_ns <= 0 || q->to_ns <= q->from_ns)
 		return strobe_errf(err, -EINVAL, "exemplars need a positive step and window");
 	if (per_step < 1 || per_step > STROBE_EXEMPLARS_MAX)

@@ -644,7 +644,7 @@ int strobe_store_profile_by_id(strobe_store *s, const strobe_query *q, int64_t i
 			       strobe_profile **out, strobe_err *err)
 {
 	*out = NULL;
-	STORE_SQLITE_ONLY(s, err, "profiles by id");
+	STORE_BACKEND_CALL(s, profile_by_id, q, id, out, err);
 	sqlite3_stmt *st;
 	int64_t series = 0;
 	pthread_mutex_lock(&s->mu);

@@ -269,6 +269,9 @@ int strobe_store_time_span(strobe_store *s, const char *tenant, int64_t *oldest,
 
 typedef struct strobe_store_stats {
 	uint64_t series, points, rollups, stacks, locations, functions, mappings, strings;
+	/* Bytes on disk where the backend keeps them away from the data dir (ClickHouse: its
+	 * active parts on every host); 0 for the SQLite store, whose files are measured. */
+	uint64_t disk_bytes;
 } strobe_store_stats;
 int strobe_store_stats_get(strobe_store *s, strobe_store_stats *st);
 /* Group commit counters since open: transactions committed and the pushes they held. */

@@ -28,19 +28,20 @@ typedef struct ch_known { /* a set of 64-bit hashes, open addressing; 0 is never
 } ch_known;
 
 /* One push waiting to be written (ch_push.c): its rows per table, in the order they are
- * inserted (functions, locations, stacks, series, samples). */
-enum { CH_T_FUNCTIONS, CH_T_LOCATIONS, CH_T_STACKS, CH_T_SERIES, CH_T_SAMPLES, CH_NT };
+ * inserted (functions, locations, stacks, series, points). */
+enum { CH_T_FUNCTIONS, CH_T_LOCATIONS, CH_T_STACKS, CH_T_SERIES, CH_T_POINTS, CH_NT };
 typedef struct ch_pending {
 	strobe_buf *rows[CH_NT];
-	size_t nrows; /* sample rows */
+	size_t nrows; /* (stack, value) pairs of its points */
 	bool done;
 	int r;
 	strobe_err err;
 	pthread_cond_t cv;
 	struct ch_pending *next;
 } ch_pending;
-/* Sample rows of one batch at most: below ClickHouse's max_insert_block_size (1,048,576), so
- * that a batch's samples are one block, one part, whole or absent. */
+/* (stack, value) pairs of one batch at most: bounds a batch in memory, and keeps its point rows
+ * (one per series and time, far fewer) below ClickHouse's max_insert_block_size (1,048,576), so
+ * that a batch's points are one block, one part, whole or absent. */
 #define CH_BATCH_ROWS 1000000u
 
 typedef struct ch_store {
@@ -59,7 +60,8 @@ typedef struct ch_store {
 	size_t npool;
 	ch_known known_sym, known_series; /* under mu */
 	bool use_rollups;
-	uint64_t inserts, pushes;
+	uint64_t id_seed, id_next; /* ch_point_id, id_next under mu */
+	uint64_t inserts, pushes; /* batches written (group commits) and the pushes they held */
 	/* Group commit per shard (ch_push.c), under mu: the pushes waiting, and whether one of
 	 * them is writing a batch now (the leader). */
 	ch_pending *qhead[CH_HOSTS_MAX], **qtail[CH_HOSTS_MAX];
@@ -118,10 +120,29 @@ int ch_known_add(ch_known *k, uint64_t h);
 void ch_known_free(ch_known *k);
 
 uint64_t ch_hash(uint64_t seed, const void *p, size_t n);
+/* A new point's id: positive, random, below 2^53 (a seed drawn at open, and a counter). */
+int64_t ch_point_id(ch_store *c);
 static inline uint64_t ch_hash_str(uint64_t seed, const char *s)
 {
 	return ch_hash(seed, s, strlen(s) + 1);
 }
+
+/* ch_limits.c: a series a push would make (its id and labels), for the limits. */
+typedef struct ch_newseries {
+	uint64_t id;
+	const strobe_labelpair *labels;
+	size_t nlabels;
+} ch_newseries;
+/* The push limits (max_series_per_tenant, max_label_values_per_name, max_stacks) for the
+ * series ns[] and the stacks[] that this server has not written: 0, or -EDQUOT naming the limit
+ * as the SQLite store does. */
+int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size_t nns,
+		   const uint64_t *stacks, size_t nstacks, strobe_err *err);
+/* The query caps (max_query_profiles, max_query_bytes) over the rows a query or range of the
+ * series that series_cond (" AND (series IN ...)") picks would read: 0, or -EDQUOT naming the
+ * cap. */
+int ch_query_caps(ch_store *c, const char *tenant, const char *type, int64_t from, int64_t to,
+		  bool rollup, const char *series_cond, bool range, strobe_err *err);
 
 /* ch_push.c, ch_query.c */
 int ch_push(void *ctx, const strobe_push_req *r, strobe_push_result *res, strobe_err *err);
@@ -132,6 +153,10 @@ int ch_label_names(void *ctx, const strobe_query *q, char ***out, size_t *n, str
 int ch_label_values(void *ctx, const strobe_query *q, const char *name, char ***out, size_t *n,
 		    strobe_err *err);
 int ch_profile_types(void *ctx, const strobe_query *q, char ***out, size_t *n, strobe_err *err);
+int ch_exemplars(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_step,
+		 strobe_exemplars *out, strobe_err *err);
+int ch_profile_by_id(void *ctx, const strobe_query *q, int64_t id, strobe_profile **out,
+		     strobe_err *err);
 int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t nsel,
 	      int64_t from_ns, int64_t to_ns, size_t max, strobe_series_list *out,
 	      strobe_err *err);

@@ -219,17 +219,11 @@ static int insert(ch_store *c, size_t shard, const char *base, strobe_buf *rows,
 		return 0;
 	char sql[256], t[128];
 	snprintf(sql, sizeof sql, "INSERT INTO %s FORMAT RowBinary", ch_local(c, base, t, sizeof t));
-	int r = ch_exec_shard(c, shard, sql, rows->p, rows->len, err);
-	if (r == 0) {
-		pthread_mutex_lock(&c->mu);
-		c->inserts++;
-		pthread_mutex_unlock(&c->mu);
-	}
-	return r;
+	return ch_exec_shard(c, shard, sql, rows->p, rows->len, err);
 }
 
 static const char *const tab_names[CH_NT] = {"functions", "locations", "stacks", "series",
-					     "samples"};
+					     "points"};
 
 /* Writes a batch of pushes of one shard: one INSERT per table for all of them, samples last. */
 static int write_batch(ch_store *c, size_t shard, ch_pending *first, size_t n, strobe_err *err)
@@ -247,6 +241,13 @@ static int write_batch(ch_store *c, size_t shard, ch_pending *first, size_t n, s
 		else
 			r = insert(c, shard, tab_names[t], &all, err);
 		strobe_buf_free(&all);
+	}
+	/* a batch written is one commit of the group-commit counters (/metrics), as one SQLite
+	 * transaction is */
+	if (r == 0) {
+		pthread_mutex_lock(&c->mu);
+		c->inserts++;
+		pthread_mutex_unlock(&c->mu);
 	}
 	return r;
 }
@@ -475,7 +476,9 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 				r = strobe_buf_add(&sl, item->slabels[i].value,
 						   strlen(item->slabels[i].value) + 1);
 		}
-		for (size_t i = 0; r == 0 && i < nz; i++) {
+		/* One row for the point: its stacks (sorted) and their values as two arrays. A
+		 * point with no value left writes no row (as before: it counts as no point). */
+		if (r == 0 && nz) {
 			r = rb_str(&smb, rq->tenant, strlen(rq->tenant));
 			if (r == 0)
 				r = rb_str(&smb, pc->type, strlen(pc->type));
@@ -484,13 +487,19 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 			if (r == 0)
 				r = rb_i64(&smb, pc->time);
 			if (r == 0)
+				r = rb_len(&smb, nz);
+			for (size_t i = 0; r == 0 && i < nz; i++)
 				r = rb_u64(&smb, pairs[i].stack);
 			if (r == 0)
+				r = rb_len(&smb, nz);
+			for (size_t i = 0; r == 0 && i < nz; i++)
 				r = rb_i64(&smb, pairs[i].value);
 			if (r == 0)
 				r = rb_str(&smb, sl.p ? sl.p : "", sl.len);
 			if (r == 0)
 				r = rb_u64(&smb, shard);
+			if (r == 0)
+				r = rb_i64(&smb, ch_point_id(c));
 		}
 		strobe_buf_free(&sl);
 		nsrows += nz;
@@ -502,6 +511,28 @@ int ch_push(void *ctx, const strobe_push_req *rq, strobe_push_result *res, strob
 	}
 	if (r == -ENOMEM || r == -EFBIG)
 		r = strobe_errf(err, -ENOMEM, "out of memory");
+	/* The limits, before anything is written (a refused push leaves nothing behind): on the
+	 * series and stacks this server has not written, the only ones that can be new. */
+	if (r == 0 && (c->o.max_series || c->o.max_label_values || c->o.max_stacks)) {
+		ch_newseries *nsv = calloc(ncols ? ncols : 1, sizeof(*nsv));
+		uint64_t *nst = calloc(scratch.sym->stacks.n ? scratch.sym->stacks.n : 1,
+				       sizeof(*nst));
+		size_t nns = 0, nnst = 0;
+		r = nsv && nst ? 0 : strobe_errf(err, -ENOMEM, "out of memory");
+		for (size_t k = 0; r == 0 && k < ncols; k++)
+			if (cols[k].add_series)
+				nsv[nns++] = (ch_newseries){cols[k].series, cols[k].labels,
+							    cols[k].nlabels};
+		pthread_mutex_lock(&c->mu);
+		for (uint32_t i = 1; r == 0 && c->o.max_stacks && i < scratch.sym->stacks.n; i++)
+			if (!ch_known_has(&c->known_sym, h.stack[i]))
+				nst[nnst++] = h.stack[i];
+		pthread_mutex_unlock(&c->mu);
+		if (r == 0)
+			r = ch_push_limits(c, rq->tenant, nsv, nns, nst, nnst, err);
+		free(nsv);
+		free(nst);
+	}
 	/* The push's shard: the hash's high half scaled to the number of shards. */
 	size_t si = (size_t)(((shard >> 32) * c->nshards) >> 32);
 	/* Symbols and series first, samples last: see the top of this file. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store_impl.h"
 #include "ch.h"
 #include "../store_impl.h"
 
@@ -35,6 +36,12 @@ typedef struct chs { /* one series */
 	bool gauge;
 	int64_t period;
 	char *mem; /* names and values */
+	/* filtered: the selector has matchers on sample labels that this series does not carry
+	 * (pid, thread, span_id...), matched on its points' sample labels (as the SQLite store's
+	 * deferred matchers): only its points whose slabels are one of pass[] are read. */
+	bool filtered;
+	char **pass;
+	size_t *passlen, npass;
 } chs;
 
 typedef struct chs_set {
@@ -42,26 +49,185 @@ typedef struct chs_set {
 	size_t n;
 } chs_set;
 
+static void chs_free1(chs *s)
+{
+	free(s->type);
+	free(s->labels);
+	free(s->mem);
+	for (size_t k = 0; k < s->npass; k++)
+		free(s->pass[k]);
+	free(s->pass);
+	free(s->passlen);
+}
+
 static void chs_free(chs_set *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->v[i].type);
-		free(s->v[i].labels);
-		free(s->v[i].mem);
-	}
+	for (size_t i = 0; i < s->n; i++)
+		chs_free1(&s->v[i]);
 	free(s->v);
 	memset(s, 0, sizeof(*s));
 }
 
-static int no_sample_matchers(const strobe_selector *sel, strobe_err *err)
+/* The series as the SQLite store's matching code sees one (store_series_ok and
+ * store_point_passes in store/query.c), so that both stores match selectors alike. */
+static store_series as_store_series(const chs *s, const char *tenant)
 {
-	for (size_t i = 0; sel && i < sel->n; i++)
-		if (strobe_sample_label_name(sel->m[i].name))
-			return strobe_errf(err, -ENOTSUP,
-					   "selectors on sample labels (%s) are not supported by the "
-					   "ClickHouse store yet",
-					   sel->m[i].name);
-	return 0;
+	return (store_series){.tenant = (char *)tenant, .type = s->type,
+			      .labels = s->labels, .nlabels = (uint32_t)s->nlabels};
+}
+
+/* A SQL string literal of the n bytes at s, NULs included (sample labels are name\0value\0). */
+static int quote_n(strobe_buf *b, const char *s, size_t n)
+{
+	int r = strobe_buf_add(b, "'", 1);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		if (s[i] == 0)
+			r = strobe_buf_add(b, "\\0", 2);
+		else if (s[i] == '\\' || s[i] == '\'')
+			r = strobe_buf_addf(b, "\\%c", s[i]);
+		else
+			r = strobe_buf_add(b, &s[i], 1);
+	}
+	return r ? r : strobe_buf_add(b, "'", 1);
+}
+
+static bool has_label(const chs *s, const char *name)
+{
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (strcmp(s->labels[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+enum { SS_ALL, SS_COUNTERS, SS_GAUGES };
+
+/* " AND (series IN (...) OR (series, slabels) IN (...))": the points of the series of ss (all,
+ * the counters or the gauges), a filtered series' only with the sample labels it passes. */
+static int add_in_ss(strobe_buf *q, const chs_set *ss, int which)
+{
+	int r = strobe_buf_adds(q, " AND (series IN (0");
+	bool tuples = false;
+	for (size_t i = 0; r == 0 && i < ss->n; i++) {
+		const chs *s = &ss->v[i];
+		if ((which == SS_COUNTERS && s->gauge) || (which == SS_GAUGES && !s->gauge))
+			continue;
+		if (!s->filtered)
+			r = strobe_buf_addf(q, ",%llu", (unsigned long long)s->id);
+		tuples |= s->filtered;
+	}
+	if (r == 0)
+		r = strobe_buf_adds(q, ")");
+	if (r == 0 && tuples) {
+		r = strobe_buf_adds(q, " OR (series, slabels) IN ((0, '')");
+		for (size_t i = 0; r == 0 && i < ss->n; i++) {
+			const chs *s = &ss->v[i];
+			if (!s->filtered || (which == SS_COUNTERS && s->gauge) ||
+			    (which == SS_GAUGES && !s->gauge))
+				continue;
+			for (size_t k = 0; r == 0 && k < s->npass; k++) {
+				r = strobe_buf_addf(q, ",(%llu,", (unsigned long long)s->id);
+				if (r == 0)
+					r = quote_n(q, s->pass[k], s->passlen[k]);
+				if (r == 0)
+					r = strobe_buf_adds(q, ")");
+			}
+		}
+		if (r == 0)
+			r = strobe_buf_adds(q, ")");
+	}
+	return r ? r : strobe_buf_adds(q, ")");
+}
+
+static bool any_filtered(const chs_set *ss)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		if (ss->v[i].filtered)
+			return true;
+	return false;
+}
+
+/* Selectors on sample labels: the distinct sample labels of each filtered series' points in
+ * [from, to) are read (at most STORE_SLABELS_LISTED, as the SQLite store) and matched here with
+ * the SQLite store's code; a filtered series none of whose points pass is dropped from ss. */
+static int sample_filter(ch_store *c, const char *tenant, const char *type,
+			 const strobe_selector *sel, int64_t from, int64_t to, chs_set *ss,
+			 strobe_err *err)
+{
+	if (!any_filtered(ss))
+		return 0;
+	char t[128];
+	strobe_buf q, ans;
+	strobe_buf_init(&q, SIZE_MAX);
+	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	int r = strobe_buf_addf(&q, "SELECT series, slabels FROM %s WHERE tenant = ",
+				ch_tab(c, "points", t, sizeof t));
+	if (r == 0)
+		r = ch_quote(&q, tenant);
+	if (r == 0 && type && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
+		r = ch_quote(&q, type);
+	if (r == 0)
+		r = strobe_buf_addf(&q, " AND time >= %lld AND time < %lld AND series IN (0",
+				    (long long)from, (long long)to);
+	for (size_t i = 0; r == 0 && i < ss->n; i++)
+		if (ss->v[i].filtered)
+			r = strobe_buf_addf(&q, ",%llu", (unsigned long long)ss->v[i].id);
+	if (r == 0)
+		r = strobe_buf_adds(&q, ") GROUP BY series, slabels LIMIT " STORE_SLABELS_LISTED
+					" FORMAT RowBinary");
+	if (r == 0)
+		r = ch_exec(c, q.p, NULL, 0, &ans, err);
+	rb_rd rd = rd_of(&ans);
+	while (r == 0 && rd_more(&rd)) {
+		uint64_t id = rd_u64(&rd);
+		size_t len;
+		const char *sl = rd_str(&rd, &len);
+		if (rd.bad)
+			break;
+		chs *s = NULL;
+		for (size_t i = 0; i < ss->n && !s; i++)
+			if (ss->v[i].id == id && ss->v[i].filtered)
+				s = &ss->v[i];
+		if (!s)
+			continue;
+		store_series se = as_store_series(s, tenant);
+		bool bad = false;
+		if (!store_point_passes(sel, &se, sl, len, &bad)) {
+			if (bad)
+				r = strobe_errf(err, -EIO, "clickhouse: the sample labels of a point of "
+						"series %016llx are malformed", (unsigned long long)id);
+			continue;
+		}
+		char **np = realloc(s->pass, (s->npass + 1) * sizeof(*np));
+		if (np)
+			s->pass = np;
+		size_t *nl = np ? realloc(s->passlen, (s->npass + 1) * sizeof(*nl)) : NULL;
+		if (nl)
+			s->passlen = nl;
+		char *x = nl ? malloc(len ? len : 1) : NULL;
+		if (!x) {
+			r = -ENOMEM;
+			break;
+		}
+		memcpy(x, sl, len);
+		s->pass[s->npass] = x;
+		s->passlen[s->npass++] = len;
+	}
+	if (r == 0 && rd.bad)
+		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer listing sample labels");
+	/* drop the filtered series none of whose points passed */
+	size_t w = 0;
+	for (size_t i = 0; i < ss->n; i++) {
+		if (ss->v[i].filtered && !ss->v[i].npass)
+			chs_free1(&ss->v[i]);
+		else
+			ss->v[w++] = ss->v[i];
+	}
+	ss->n = w;
+	strobe_buf_free(&q);
+	strobe_buf_free(&ans);
+	if (r == -ENOMEM && !err->msg[0])
+		strobe_errf(err, r, "out of memory");
+	return r;
 }
 
 /* The tenant's series (of type, when given) that match sel, with points in [from, to) when
@@ -85,7 +251,7 @@ static int load_series(ch_store *c, const char *tenant, const char *type,
 		r = ch_quote(&q, type);
 	if (r == 0 && window) {
 		r = strobe_buf_addf(&q, " AND series GLOBAL IN (SELECT DISTINCT series FROM %s WHERE "
-					"tenant = ", ch_tab(c, "samples", t2, sizeof t2));
+					"tenant = ", ch_tab(c, "points", t2, sizeof t2));
 		if (r == 0)
 			r = ch_quote(&q, tenant);
 		if (r == 0 && type && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
@@ -143,7 +309,13 @@ static int load_series(ch_store *c, const char *tenant, const char *type,
 			p += vll[i] + 1;
 		}
 		s.nlabels = nn;
-		if (!strobe_selector_match_labels(sel, s.labels, s.nlabels)) {
+		/* the SQLite store's matching: a matcher on a sample label the series lacks is
+		 * left to its points (sample_filter) */
+		store_series se = as_store_series(&s, tenant);
+		for (size_t k = 0; sel && k < sel->n; k++)
+			s.filtered |= strobe_sample_label_name(sel->m[k].name) &&
+				      !has_label(&s, sel->m[k].name);
+		if (!store_series_ok(&se, tenant, sel)) {
 			free(s.type);
 			free(s.labels);
 			free(s.mem);
@@ -209,12 +381,20 @@ static int64_t mean(int64_t sum, int64_t count)
 	return count ? (int64_t)llround((double)sum / (double)count) : 0;
 }
 
+/* " FROM points WHERE <tenant, type, window>" (or the per-minute roll-ups). unfold: with an
+ * ARRAY JOIN of the point's stacks and values, as columns `stack` and `value` (one row per
+ * stack of a point, as the roll-ups' nested map is unfolded too). */
 static int window_sql(strobe_buf *q, ch_store *c, const char *tenant, const char *type,
-		      int64_t from, int64_t to, bool rollup)
+		      int64_t from, int64_t to, bool rollup, bool unfold)
 {
 	char t[128];
-	int r = strobe_buf_addf(q, " FROM %s WHERE tenant = ",
-				ch_tab(c, rollup ? "samples_1m" : "samples", t, sizeof t));
+	int r = strobe_buf_addf(q, " FROM %s", ch_tab(c, rollup ? "points_1m" : "points", t, sizeof t));
+	if (r == 0 && unfold)
+		r = strobe_buf_adds(q, rollup ? " ARRAY JOIN stacksMap.stack AS stack, "
+						"stacksMap.value AS value"
+					      : " ARRAY JOIN stacks AS stack, values AS value");
+	if (r == 0)
+		r = strobe_buf_adds(q, " WHERE tenant = ");
 	if (r == 0)
 		r = ch_quote(q, tenant);
 	if (r == 0 && (r = strobe_buf_adds(q, " AND type = ")) == 0)
@@ -553,13 +733,10 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 				   "profile type '%.100s' is not name:sample_type:unit:period_type:"
 				   "period_unit",
 				   q->sel->type);
-	int r = no_sample_matchers(q->sel, err);
-	if (r < 0)
-		return r;
 	strobe_profile *p = strobe_profile_new();
 	if (!p)
 		return -ENOMEM;
-	r = strobe_profile_add_type(p, part[1], part[2]);
+	int r = strobe_profile_add_type(p, part[1], part[2]);
 	p->period_type.type = strobe_str_intern0(p, part[3]);
 	p->period_type.unit = strobe_str_intern0(p, part[4]);
 	p->time_nanos = q->from_ns;
@@ -568,6 +745,8 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 	chs_set ss = {0};
 	if (r == 0)
 		r = load_series(c, q->tenant, q->sel->type, q->sel, false, 0, 0, &ss, err);
+	if (r == 0)
+		r = sample_filter(c, q->tenant, q->sel->type, q->sel, q->from_ns, q->to_ns, &ss, err);
 	uint64_t *cid = malloc((ss.n ? ss.n : 1) * sizeof(*cid)),
 		 *gid = malloc((ss.n ? ss.n : 1) * sizeof(*gid));
 	size_t nc = 0, ng = 0;
@@ -589,6 +768,23 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 	pthread_mutex_lock(&c->mu);
 	bool rollup = c->use_rollups && q->from_ns % MINUTE == 0 && q->to_ns % MINUTE == 0;
 	pthread_mutex_unlock(&c->mu);
+	/* the roll-ups keep no sample labels: a filtered series is read from its points */
+	rollup = rollup && !any_filtered(&ss);
+	/* Which points: the counters' and the gauges' (SQL conditions). */
+	strobe_buf cc, cg;
+	strobe_buf_init(&cc, SIZE_MAX);
+	strobe_buf_init(&cg, SIZE_MAX);
+	if (r == 0)
+		r = add_in_ss(&cc, &ss, SS_COUNTERS);
+	if (r == 0)
+		r = add_in_ss(&cg, &ss, SS_GAUGES);
+	/* The query caps, before anything is summed: counters over the rows they are read from. */
+	if (r == 0 && nc)
+		r = ch_query_caps(c, q->tenant, q->sel->type, q->from_ns, q->to_ns, rollup, cc.p,
+				  false, err);
+	if (r == 0 && ng)
+		r = ch_query_caps(c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false, cg.p,
+				  false, err);
 	/* Sums per (series, stack): counters from the roll-ups when the window is whole minutes,
 	 * gauges from the points (their mean needs the number of points). */
 	u64map stacks = {0};
@@ -603,9 +799,10 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 	if (r == 0 && ng) { /* points per gauge series */
 		r = strobe_buf_adds(&sq, "SELECT series, uniqExact(time)");
 		if (r == 0)
-			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false);
+			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false,
+				       false);
 		if (r == 0)
-			r = add_in(&sq, "series", gid, ng);
+			r = strobe_buf_adds(&sq, cg.p);
 		if (r == 0)
 			r = strobe_buf_adds(&sq, " GROUP BY series FORMAT RowBinary");
 		if (r == 0)
@@ -619,7 +816,6 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 		}
 	}
 	for (int pass = 0; r == 0 && pass < 2; pass++) {
-		const uint64_t *ids = pass ? gid : cid;
 		size_t n = pass ? ng : nc;
 		if (!n)
 			continue;
@@ -627,9 +823,9 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 		r = strobe_buf_adds(&sq, "SELECT series, stack, sum(value)");
 		if (r == 0)
 			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns,
-				       !pass && rollup);
+				       !pass && rollup, true);
 		if (r == 0)
-			r = add_in(&sq, "series", ids, n);
+			r = strobe_buf_adds(&sq, pass ? cg.p : cc.p);
 		if (r == 0)
 			r = strobe_buf_adds(&sq, " GROUP BY series, stack FORMAT RowBinary");
 		if (r == 0)
@@ -682,6 +878,8 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 	strobe_buf_free(&sq);
 	strobe_buf_free(&ans);
 	chs_free(&ss);
+	strobe_buf_free(&cc);
+	strobe_buf_free(&cg);
 	if (r < 0) {
 		strobe_profile_free(p);
 		if (r == -ENOMEM && !err->msg[0])
@@ -773,12 +971,11 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 				   (long long)nsteps, RANGE_MAX_STEPS);
 	if (!q->sel || !q->sel->type)
 		return strobe_errf(err, -EINVAL, "the range needs a profile type");
-	int r = no_sample_matchers(q->sel, err);
-	if (r < 0)
-		return r;
 	out->nsteps = (size_t)nsteps;
 	chs_set ss = {0};
-	r = load_series(c, q->tenant, q->sel->type, q->sel, false, 0, 0, &ss, err);
+	int r = load_series(c, q->tenant, q->sel->type, q->sel, false, 0, 0, &ss, err);
+	if (r == 0)
+		r = sample_filter(c, q->tenant, q->sel->type, q->sel, q->from_ns, q->to_ns, &ss, err);
 	uint64_t *ids = malloc((ss.n ? ss.n : 1) * sizeof(*ids));
 	uint32_t *grp = malloc((ss.n ? ss.n : 1) * sizeof(*grp));
 	u64map byid = {0};
@@ -804,21 +1001,29 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 	strobe_buf fs;
 	strobe_buf_init(&fs, SIZE_MAX);
 	size_t nfs = 0;
+	strobe_buf cond;
+	strobe_buf_init(&cond, SIZE_MAX);
+	if (r == 0)
+		r = add_in_ss(&cond, &ss, SS_ALL);
+	if (r == 0 && ss.n)
+		r = ch_query_caps(c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false, cond.p,
+				  true, err);
 	if (r == 0 && ss.n && function)
 		r = stacks_with_function(c, function, &fs, &nfs, err);
 	if (r == 0 && ss.n) {
 		r = strobe_buf_addf(&sq, "SELECT series, intDiv(time - %lld, %lld) AS k, ",
 				    (long long)q->from_ns, (long long)step_ns);
 		if (r == 0)
-			r = !function ? strobe_buf_adds(&sq, "sum(value)")
+			r = !function ? strobe_buf_adds(&sq, "sum(arraySum(values))")
 			    : nfs     ? strobe_buf_addf(&sq, "sumIf(value, stack IN (%s))", fs.p)
 				      : strobe_buf_adds(&sq, "sumIf(value, 0)");
 		if (r == 0)
 			r = strobe_buf_adds(&sq, ", uniqExact(time)");
 		if (r == 0)
-			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false);
+			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false,
+				       function != NULL);
 		if (r == 0)
-			r = add_in(&sq, "series", ids, ss.n);
+			r = strobe_buf_adds(&sq, cond.p);
 		if (r == 0)
 			r = strobe_buf_adds(&sq, " GROUP BY series, k FORMAT RowBinary");
 		if (r == 0)
@@ -840,6 +1045,7 @@ int ch_range(void *ctx, const strobe_query *q, int64_t step_ns, const char *grou
 			r = strobe_errf(err, -EIO, "clickhouse: a malformed answer summing a range");
 	}
 	strobe_buf_free(&fs);
+	strobe_buf_free(&cond);
 	strobe_buf_free(&sq);
 	strobe_buf_free(&ans);
 	strobe_itab_free(&byid.t);
@@ -885,24 +1091,28 @@ static int cmp_str(const void *a, const void *b)
 
 enum { L_NAMES, L_VALUES, L_TYPES };
 
-/* The sample labels of the tenant's points in the window (distinct slabels per series). */
-static int sample_labels(ch_store *c, const strobe_query *q, strv *v, int what, const char *name,
-			 strobe_err *err)
+/* The sample labels of the points in the window of the series in ss (a filtered one's: those
+ * it passes). */
+static int sample_labels(ch_store *c, const strobe_query *q, const chs_set *ss, strv *v, int what,
+			 const char *name, strobe_err *err)
 {
 	char t[128];
 	strobe_buf sq, ans;
-	strobe_buf_init(&sq, 1u << 20);
+	strobe_buf_init(&sq, SIZE_MAX);
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
 	int r = strobe_buf_addf(&sq, "SELECT DISTINCT slabels FROM %s WHERE tenant = ",
-				ch_tab(c, "samples", t, sizeof t));
+				ch_tab(c, "points", t, sizeof t));
 	if (r == 0)
 		r = ch_quote(&sq, q->tenant);
 	if (r == 0 && q->sel && q->sel->type && (r = strobe_buf_adds(&sq, " AND type = ")) == 0)
 		r = ch_quote(&sq, q->sel->type);
 	if (r == 0)
-		r = strobe_buf_addf(&sq, " AND time >= %lld AND time < %lld AND slabels != '' LIMIT "
-					 "10000 FORMAT RowBinary",
+		r = strobe_buf_addf(&sq, " AND time >= %lld AND time < %lld AND slabels != ''",
 				    (long long)q->from_ns, (long long)q->to_ns);
+	if (r == 0)
+		r = add_in_ss(&sq, ss, SS_ALL);
+	if (r == 0)
+		r = strobe_buf_adds(&sq, " LIMIT " STORE_SLABELS_LISTED " FORMAT RowBinary");
 	if (r == 0)
 		r = ch_exec(c, sq.p, NULL, 0, &ans, err);
 	rb_rd rd = rd_of(&ans);
@@ -934,11 +1144,12 @@ static int listing(ch_store *c, const strobe_query *q, int what, const char *nam
 	*out = NULL;
 	*n = 0;
 	strv v = {0};
-	int r = no_sample_matchers(q->sel, err);
 	chs_set ss = {0};
+	int r = load_series(c, q->tenant, q->sel ? q->sel->type : NULL, q->sel, true, q->from_ns,
+			    q->to_ns, &ss, err);
 	if (r == 0)
-		r = load_series(c, q->tenant, q->sel ? q->sel->type : NULL, q->sel, true, q->from_ns,
-				q->to_ns, &ss, err);
+		r = sample_filter(c, q->tenant, q->sel ? q->sel->type : NULL, q->sel, q->from_ns,
+				  q->to_ns, &ss, err);
 	for (size_t i = 0; r == 0 && i < ss.n; i++) {
 		if (what == L_TYPES) {
 			r = strv_add(&v, ss.v[i].type);
@@ -951,7 +1162,7 @@ static int listing(ch_store *c, const strobe_query *q, int what, const char *nam
 				r = strv_add(&v, ss.v[i].labels[k].value);
 	}
 	if (r == 0 && ss.n && (what == L_NAMES || (what == L_VALUES && strobe_sample_label_name(name))))
-		r = sample_labels(c, q, &v, what, name, err);
+		r = sample_labels(c, q, &ss, &v, what, name, err);
 	chs_free(&ss);
 	if (r < 0) {
 		for (size_t i = 0; i < v.n; i++)
@@ -1010,20 +1221,35 @@ int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t
 	ch_store *c = ctx;
 	memset(out, 0, sizeof(*out));
 	int r = 0;
-	for (size_t k = 0; r == 0 && k < nsel; k++)
-		r = no_sample_matchers(&sels[k], err);
 	chs_set ss = {0};
-	if (r == 0)
-		r = load_series(c, tenant, NULL, NULL, true, from_ns, to_ns, &ss, err);
+	/* The series any selector matches (each with its sample-label matchers applied to the
+	 * points), once each; without selectors, all of the tenant's with points in the window. */
+	for (size_t k = 0; r == 0 && k < (nsel ? nsel : 1); k++) {
+		const strobe_selector *sk = nsel ? &sels[k] : NULL;
+		chs_set part = {0};
+		r = load_series(c, tenant, sk ? sk->type : NULL, sk, true, from_ns, to_ns, &part, err);
+		if (r == 0)
+			r = sample_filter(c, tenant, sk ? sk->type : NULL, sk, from_ns, to_ns, &part,
+					  err);
+		chs *nv = r == 0 && part.n ? realloc(ss.v, (ss.n + part.n) * sizeof(*nv)) : ss.v;
+		if (r == 0 && part.n && !nv)
+			r = -ENOMEM;
+		ss.v = nv;
+		for (size_t i = 0; r == 0 && i < part.n; i++) {
+			bool dup = false;
+			for (size_t j = 0; j < ss.n && !dup; j++)
+				dup = ss.v[j].id == part.v[i].id;
+			if (dup)
+				chs_free1(&part.v[i]);
+			else
+				ss.v[ss.n++] = part.v[i];
+			part.v[i] = (chs){0};
+		}
+		chs_free(&part);
+	}
 	size_t cap = 0;
 	for (size_t i = 0; r == 0 && i < ss.n; i++) {
 		const chs *se = &ss.v[i];
-		bool ok = !nsel;
-		for (size_t k = 0; !ok && k < nsel; k++)
-			ok = (!sels[k].type || strcmp(sels[k].type, se->type) == 0) &&
-			     strobe_selector_match_labels(&sels[k], se->labels, se->nlabels);
-		if (!ok)
-			continue;
 		if (max && out->n >= max) {
 			r = strobe_errf(err, -EDQUOT,
 					"limit max_series_listed: more than %zu series match; narrow "
@@ -1072,5 +1298,225 @@ int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t
 	}
 	if (out->n)
 		qsort(out->v, out->n, sizeof(*out->v), cmp_entry);
+	return 0;
+}
+
+/* ---- exemplars and profiles by id --------------------------------------------------------------- */
+
+/* As store/exemplars.c: into the step's slots (heaviest first), if it is heavy enough. */
+static void keep(strobe_exemplar *slot, size_t k, const strobe_exemplar *x)
+{
+	if (slot[k - 1].id && slot[k - 1].value >= x->value)
+		return;
+	size_t i = k - 1;
+	while (i > 0 && (!slot[i - 1].id || slot[i - 1].value < x->value)) {
+		slot[i] = slot[i - 1];
+		i--;
+	}
+	slot[i] = *x;
+}
+
+int ch_exemplars(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_step,
+		 strobe_exemplars *out, strobe_err *err)
+{
+	ch_store *c = ctx;
+	memset(out, 0, sizeof(*out));
+	if (step_ns <= 0 || q->to_ns <= q->from_ns)
+		return strobe_errf(err, -EINVAL, "exemplars need a positive step and window");
+	if (per_step < 1 || per_step > STROBE_EXEMPLARS_MAX)
+		return strobe_errf(err, -EINVAL, "exemplars: from 1 to %d per step",
+				   STROBE_EXEMPLARS_MAX);
+	if (!q->sel || !q->sel->type)
+		return strobe_errf(err, -EINVAL, "exemplars need a profile type");
+	size_t nsteps = (size_t)((q->to_ns - q->from_ns + step_ns - 1) / step_ns);
+	if (!(out->v = calloc(nsteps * per_step, sizeof(*out->v))))
+		return -ENOMEM;
+	out->nsteps = nsteps;
+	out->per_step = per_step;
+	chs_set ss = {0};
+	int r = load_series(c, q->tenant, q->sel->type, q->sel, false, 0, 0, &ss, err);
+	if (r == 0)
+		r = sample_filter(c, q->tenant, q->sel->type, q->sel, q->from_ns, q->to_ns, &ss, err);
+	strobe_buf cond, sq, ans;
+	strobe_buf_init(&cond, SIZE_MAX);
+	strobe_buf_init(&sq, SIZE_MAX);
+	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	if (r == 0)
+		r = add_in_ss(&cond, &ss, SS_ALL);
+	/* raw points only, counted against the query caps as the SQLite store does */
+	if (r == 0 && ss.n)
+		r = ch_query_caps(c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false, cond.p,
+				  false, err);
+	/* the heaviest per_step points of each step, chosen by ClickHouse (LIMIT n BY step) */
+	if (r == 0 && ss.n) {
+		r = strobe_buf_addf(&sq, "SELECT id, time, v, slabels FROM (SELECT id, time, "
+					 "arraySum(values) AS v, slabels, intDiv(time - %lld, %lld) AS k",
+				    (long long)q->from_ns, (long long)step_ns);
+		if (r == 0)
+			r = window_sql(&sq, c, q->tenant, q->sel->type, q->from_ns, q->to_ns, false,
+				       false);
+		if (r == 0)
+			r = strobe_buf_adds(&sq, cond.p);
+		if (r == 0)
+			r = strobe_buf_addf(&sq, ") ORDER BY k, v DESC, id LIMIT %zu BY k FORMAT RowBinary",
+					    per_step);
+		if (r == 0)
+			r = ch_exec(c, sq.p, NULL, 0, &ans, err);
+	}
+	rb_rd rd = rd_of(&ans);
+	while (r == 0 && rd_more(&rd)) {
+		strobe_exemplar x = {.id = rd_i64(&rd), .time_ns = rd_i64(&rd), .value = rd_i64(&rd)};
+		size_t len;
+		const char *sl = rd_str(&rd, &len);
+		if (rd.bad || x.time_ns < q->from_ns || x.time_ns >= q->to_ns || x.id <= 0) {
+			rd.bad = true;
+			break;
+		}
+		strobe_labelpair l[STROBE_SAMPLE_LABELS_MAX];
+		int n = store_slabels_decode(sl, len, l, STROBE_SAMPLE_LABELS_MAX);
+		for (int i = 0; i < n; i++) {
+			if (strcmp(l[i].name, "span_id") == 0)
+				snprintf(x.span_id, sizeof(x.span_id), "%s", l[i].value);
+			else if (strcmp(l[i].name, "trace_id") == 0)
+				snprintf(x.trace_id, sizeof(x.trace_id), "%s", l[i].value);
+		}
+		size_t step = (size_t)((x.time_ns - q->from_ns) / step_ns);
+		keep(out->v + step * per_step, per_step, &x);
+	}
+	if (r == 0 && rd.bad)
+		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer listing exemplars");
+	strobe_buf_free(&cond);
+	strobe_buf_free(&sq);
+	strobe_buf_free(&ans);
+	chs_free(&ss);
+	if (r < 0) {
+		strobe_exemplars_free(out);
+		if (r == -ENOMEM && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+	}
+	return r;
+}
+
+int ch_profile_by_id(void *ctx, const strobe_query *q, int64_t id, strobe_profile **out,
+		     strobe_err *err)
+{
+	ch_store *c = ctx;
+	*out = NULL;
+	char t[128];
+	strobe_buf sq, ans;
+	strobe_buf_init(&sq, 1u << 16);
+	strobe_buf_init(&ans, CH_ANSWER_MAX);
+	/* the point: its tenant, series, time and sample labels */
+	int r = strobe_buf_addf(&sq, "SELECT tenant, series, time, slabels FROM %s WHERE id = %lld "
+				     "LIMIT 1 FORMAT RowBinary",
+				 ch_tab(c, "points", t, sizeof t), (long long)id);
+	if (r == 0)
+		r = ch_exec(c, sq.p, NULL, 0, &ans, err);
+	rb_rd rd = rd_of(&ans);
+	size_t tl = 0, sll = 0;
+	const char *tn = "", *sl = "";
+	uint64_t series = 0;
+	int64_t time = 0;
+	if (r == 0 && rd_more(&rd)) {
+		tn = rd_str(&rd, &tl);
+		series = rd_u64(&rd);
+		time = rd_i64(&rd);
+		sl = rd_str(&rd, &sll);
+		if (rd.bad)
+			series = 0;
+	}
+	/* Another tenant's profile, or one the selector does not match, is as absent as a
+	 * missing one (as the SQLite store answers). */
+	chs_set ss = {0};
+	const chs *se = NULL;
+	if (r == 0 && series && tl == strlen(q->tenant) && memcmp(tn, q->tenant, tl) == 0)
+		r = load_series(c, q->tenant, q->sel ? q->sel->type : NULL, q->sel, false, 0, 0, &ss,
+				err);
+	for (size_t i = 0; r == 0 && i < ss.n && !se; i++)
+		if (ss.v[i].id == series)
+			se = &ss.v[i];
+	if (r == 0 && se) {
+		store_series st = as_store_series(se, q->tenant);
+		bool bad = false;
+		if (!store_point_passes(q->sel, &st, sl, sll, &bad))
+			se = NULL;
+	}
+	if (r == 0 && !se)
+		r = strobe_errf(err, -ENOENT, "no stored profile %lld matches the selector",
+				(long long)id);
+	char tb[STROBE_TYPE_MAX];
+	const char *part[5];
+	strobe_profile *p = NULL;
+	if (r == 0 && (strlen(se->type) >= STROBE_TYPE_MAX ||
+		       split_type(se->type, tb, sizeof(tb), part) < 0))
+		r = strobe_errf(err, -EIO, "clickhouse: series %016llx has a malformed type",
+				(unsigned long long)series);
+	if (r == 0 && !(p = strobe_profile_new()))
+		r = -ENOMEM;
+	if (r == 0) {
+		r = strobe_profile_add_type(p, part[1], part[2]);
+		p->period_type.type = strobe_str_intern0(p, part[3]);
+		p->period_type.unit = strobe_str_intern0(p, part[4]);
+		p->period = se->period;
+		p->time_nanos = time;
+		p->default_type = 0;
+	}
+	/* its stacks and values, rebuilt as a query's are */
+	strobe_buf_reset(&sq);
+	if (r == 0)
+		r = strobe_buf_addf(&sq, "SELECT stack, value FROM %s ARRAY JOIN stacks AS stack, "
+					 "values AS value WHERE id = %lld AND series = %llu "
+					 "FORMAT RowBinary",
+				    ch_tab(c, "points", t, sizeof t), (long long)id,
+				    (unsigned long long)series);
+	if (r == 0)
+		r = ch_exec(c, sq.p, NULL, 0, &ans, err);
+	u64map stacks = {0};
+	int64_t *val = NULL;
+	size_t vcap = 0;
+	rd = rd_of(&ans);
+	while (r == 0 && rd_more(&rd)) {
+		uint64_t st = rd_u64(&rd);
+		int64_t v = rd_i64(&rd);
+		uint32_t si;
+		bool added;
+		if (rd.bad || (r = u64map_put(&stacks, st, &si, &added)) < 0)
+			break;
+		if (si >= vcap) {
+			size_t ncap = vcap ? 2 * vcap : 1024;
+			int64_t *x = realloc(val, ncap * sizeof(*x));
+			if (!x) {
+				r = -ENOMEM;
+				break;
+			}
+			memset(x + vcap, 0, (ncap - vcap) * sizeof(*x));
+			val = x;
+			vcap = ncap;
+		}
+		val[si] = (int64_t)((uint64_t)val[si] + (uint64_t)v);
+	}
+	if (r == 0 && rd.bad)
+		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer reading a profile");
+	uint32_t *sid = r == 0 ? calloc(stacks.t.n ? stacks.t.n : 1, sizeof(*sid)) : NULL;
+	if (r == 0 && !sid)
+		r = -ENOMEM;
+	if (r == 0 && stacks.t.n)
+		r = rebuild(c, p, &stacks, sid, err);
+	for (uint32_t i = 0; r == 0 && i < stacks.t.n; i++)
+		if (val[i])
+			r = strobe_sample_add(p, sid[i], 0, &val[i]);
+	free(sid);
+	free(val);
+	strobe_itab_free(&stacks.t);
+	strobe_buf_free(&sq);
+	strobe_buf_free(&ans);
+	chs_free(&ss);
+	if (r < 0) {
+		strobe_profile_free(p);
+		if (r == -ENOMEM && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+		return r;
+	}
+	*out = p;
 	return 0;
 }

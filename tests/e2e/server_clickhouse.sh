@@ -6,9 +6,16 @@
 # to its shard's local tables, reads go through the Distributed tables), plus a strobe server on
 # SQLite as the reference.
 #   - the same pushes to A and to SQLite; B's answers (another server) equal SQLite's: folded
-#     profiles (a counter, a gauge averaged over two pushes), label names and values, profile
+#     profiles (a counter, a gauge averaged over two pushes, a counter over whole minutes read
+#     from the per-minute roll-ups), label names and values, profile
 #     types, series, a range grouped by service, ranges of the stacks through a function (a
 #     counter and a gauge); and the pushes landed on both shards;
+#   - selectors on sample labels (pid, thread) in queries, label values and ranges, and
+#     exemplars with the profile the heaviest one opens by id (through A, found on B): equal to
+#     SQLite's;
+#   - limits on two more servers C and D sharing one database: max_label_values_per_name and
+#     max_series_per_tenant answered 429 by either server from ClickHouse's counts, nothing of a
+#     refused push stored; max_stacks and max_query_profiles 429s with the SQLite messages;
 #   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
 #     through B (the one in flight may or may not be there: it was not acknowledged);
 #   - shard 2 stopped: a push for a series of shard 2 answers 503 with a reason and leaves
@@ -99,9 +106,70 @@ a=$(rangef "$url_B" "$CPU" crypto/sha256.block); b=$(rangef "$url_S" "$CPU" cryp
 same range-function "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
 a=$(rangef "$url_B" "$HEAP" encoding/json.Marshal); b=$(rangef "$url_S" "$HEAP" encoding/json.Marshal)
 same range-function-gauge "$(grep -o 'points":\[\[T,[0-9]*' <<<"$a" | head -1)" "$a" "$b"
-n1=$(ch_sql 1 "SELECT count() FROM strobe.samples_l"); n2=$(ch_sql 2 "SELECT count() FROM strobe.samples_l")
-if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "sample rows: shard 1 $n1, shard 2 $n2"
-else fail sharded "sample rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
+# a window of whole minutes: counters are read from the per-minute roll-ups (points_1m)
+m0=$(( $(date +%s) / 60 * 60 - 600 )) m1=$(( $(date +%s) / 60 * 60 + 120 ))
+foldedm() { q "$1" query --data-urlencode "query=$2" -d format=folded -d from=$m0 -d to=$m1 | sort; }
+a=$(foldedm "$url_B" "$CPU{service_name=~\"a.*\"}"); b=$(foldedm "$url_S" "$CPU{service_name=~\"a.*\"}")
+same query-rollup "whole minutes, $(wc -l <<<"$a") stacks, total $(total <<<"$a")" "$a" "$b"
+n1=$(ch_sql 1 "SELECT count() FROM strobe.points_l"); n2=$(ch_sql 2 "SELECT count() FROM strobe.points_l")
+if [ "${n1:-0}" -gt 0 ] && [ "${n2:-0}" -gt 0 ]; then ok sharded "point rows: shard 1 $n1, shard 2 $n2"
+else fail sharded "point rows: shard 1 '$n1', shard 2 '$n2' (a shard has none)"; fi
+
+# ---- selectors on sample labels (pid, thread: on the points, not the series) --------------------
+SM='samples:samples:count:samples:count'
+codes=
+for u in "$url_A" "$url_S"; do
+  for i in 0 1 2 3 4 5; do
+    printf 'main;work_%d %d\n' "$i" $((i + 1)) >"$TMPDIR/sl$i.folded"
+    codes+=" $(push "$u" "$TMPDIR/sl$i.folded" "service_name=sl&time=now-1m&sample_labels=%7Bpid%3D%22100$i%22%2Cthread%3D%22t$((i % 2))%22%7D")"
+  done
+done
+a=$(folded "$url_B" "$SM{service_name=\"sl\",pid=\"1003\"}"); b=$(folded "$url_S" "$SM{service_name=\"sl\",pid=\"1003\"}")
+a2=$(folded "$url_B" "$SM{thread=~\"t1\",pid!=\"1005\"}"); b2=$(folded "$url_S" "$SM{thread=~\"t1\",pid!=\"1005\"}")
+a3=$(q "$url_B" label/pid/values --data-urlencode "query={thread=\"t0\"}" -d from=now-10m); b3=$(q "$url_S" label/pid/values --data-urlencode "query={thread=\"t0\"}" -d from=now-10m)
+a4=$(q "$url_B" range --data-urlencode "query=$SM{pid=~\"100[12]\"}" -d from=now-10m -d to=now -d step=11m | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/_ms":[0-9]*/_ms":T/g')
+b4=$(q "$url_S" range --data-urlencode "query=$SM{pid=~\"100[12]\"}" -d from=now-10m -d to=now -d step=11m | sed -e 's/\[\[[0-9]*,/[[T,/' -e 's/_ms":[0-9]*/_ms":T/g')
+if [ "$(tr ' ' '\n' <<<"$codes" | grep -c '^200$')" != 12 ]; then fail sample-labels "pushes:$codes"
+elif [ "$a" != "main;work_3 4" ]; then fail sample-labels "pid 1003 on ClickHouse gave '$a', want 'main;work_3 4'"
+else same sample-labels "pid=1003: $a; thread=~t1,pid!=1005: $(tr '\n' ' ' <<<"$a2"); pids of t0: $a3" "$a|$a2|$a3|$a4" "$b|$b2|$b3|$b4"; fi
+
+# ---- exemplars: the heaviest stored profiles of a step, each opened by its id --------------------
+exq() { curl -s -G "$1/api/v1/range" --data-urlencode "query=$SM{service_name=\"sl\"}" -d from=now-10m -d to=now -d step=11m -d exemplars=2; }
+byid() { curl -s -G "$1/api/v1/query" --data-urlencode "query=$SM{service_name=\"sl\"}" -d format=folded -d "profile_id=$2"; }
+ea=$(exq "$url_B"); eb=$(exq "$url_S")
+va=$(jq -c '[.exemplars[].profiles[].value]' <<<"$ea" 2>&1); vb=$(jq -c '[.exemplars[].profiles[].value]' <<<"$eb" 2>&1)
+pa=$(byid "$url_A" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$ea" 2>/dev/null)"); pb=$(byid "$url_S" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$eb" 2>/dev/null)")
+if [ "$va" != "[6,5]" ]; then fail exemplars "values on ClickHouse $va, want [6,5] (the heaviest two of six): $(head -c 300 <<<"$ea")"
+else same exemplars "values $va; the heaviest opened by id (through another server): $pa" "$va|$pa" "$vb|$pb"; fi
+
+# ---- limits: the same 429s as SQLite, from ClickHouse's counts (any server) ----------------------
+cat >"$TMPDIR/lim.json" <<'EOF'
+{ "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3, "max_stacks": 3, "max_query_profiles": 3 } }
+EOF
+lurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/lim?cluster=strobe"
+launch C "$TMPDIR/c" --store "$lurl" --config "$TMPDIR/lim.json"
+launch D "$TMPDIR/d" --store "$lurl" --config "$TMPDIR/lim.json"
+l1=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h1&time=now-1m")
+l2=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h2&time=now-1m")
+l3=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h3&time=now-1m"); b3=$(cat "$TMPDIR/push.out")
+l4=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h3&time=now-1m")
+l5=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h1&time=now-30s")
+l6=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h2&labels=%7Benv%3D%22a%22%7D&time=now-1m")
+l7=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h2&labels=%7Benv%3D%22b%22%7D&time=now-1m"); b7=$(cat "$TMPDIR/push.out")
+h3=$(q "$url_C" label/service_name/values -d from=now-10m)
+if [ "$l1 $l2 $l3 $l4 $l5" != "200 200 429 429 200" ]; then fail limits "service h1 (C), h2 (D), h3 (C), h3 (D), h1 again (D): $l1 $l2 $l3 $l4 $l5, want 200 200 429 429 200 ($b3)"
+elif ! grep -q "limit max_label_values_per_name: label service_name has 2 values in tenant 'anonymous', at most 2" <<<"$b3"; then fail limits "the 429 does not name the limit and label: $b3"
+elif [ "$h3" != '{"data":["h1","h2"]}' ]; then fail limits "the refused pushes left something: service names $h3"
+elif [ "$l6 $l7" != "200 429" ] || ! grep -q "limit max_series_per_tenant: tenant 'anonymous' has 3 series already" <<<"$b7"; then fail limits "a 3rd series $l6, a 4th $l7 ($b7), want 200 429 naming max_series_per_tenant"
+else ok limits "label values: 200 200 429 429 200, series: $l6 $l7, through two servers"; fi
+printf 'main;x 1\nmain;y 1\n' >"$TMPDIR/two.folded"
+l8=$(push "$url_C" "$TMPDIR/two.folded" "service_name=h1&time=now-1m"); b8=$(cat "$TMPDIR/push.out")
+q4=$(curl -s -o "$TMPDIR/q4" -w '%{http_code}' -G "$url_D/api/v1/query" --data-urlencode "query=$SM{service_name=~\"h.*\"}" -d format=folded -d from=now-10m)
+q2=$(curl -s -o /dev/null -w '%{http_code}' -G "$url_D/api/v1/query" --data-urlencode "query=$SM{service_name=\"h2\"}" -d format=folded -d from=now-10m)
+if [ "$l8" != 429 ] || ! grep -q 'limit max_stacks: the store holds 4 distinct stacks, at most 3' <<<"$b8"; then fail limits-stacks "a push of 2 new stacks to a store of 2 (max 3): $l8 $b8"
+else ok limits-stacks "$b8"; fi
+if [ "$q4 $q2" != "429 200" ] || ! grep -q 'limit max_query_profiles' "$TMPDIR/q4"; then fail limits-query "4 stored profiles: $q4 ($(cat "$TMPDIR/q4")), 2: $q2; want 429 naming max_query_profiles, then 200"
+else ok limits-query "$(cat "$TMPDIR/q4")"; fi
 
 # ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
 one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)
