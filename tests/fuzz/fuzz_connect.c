@@ -75,7 +75,9 @@ static void seed_store(void)
 	size_t lens[] = {gl};
 	srv_req r = {.srv = &srv, .url = "/push.v1.PusherService/Push", .method = "POST",
 		     .tenant = "anonymous", .now_ns = NOW - 60 * STROBE_NS_PER_S};
-	srv_push_series(&r, l, 2, b, lens, 1);
+	srv_push_in in = {.labels = l, .nlabels = 2, .bodies = b, .lens = lens, .nbodies = 1};
+	size_t failed = 0;
+	srv_push_series(&r, &in, 1, &failed);
 	if (r.status != 200)
 		abort();
 	free(r.out);
