@@ -26,6 +26,7 @@
 
 #define UNIT_TMPDIR_NAME "store-extra"
 #include "unit_tmpdir.h"
+#include "store_fixture.h"
 
 static strobe_store *open_capped(int64_t retention, uint64_t max_points, uint64_t max_bytes)
 {
@@ -38,34 +39,11 @@ static strobe_store *open_capped(int64_t retention, uint64_t max_points, uint64_
 	return s;
 }
 
-static strobe_store *open_store(int64_t retention)
-{
-	strobe_store_opts o = {.dir = dir, .retention_ns = retention};
-	strobe_err err = {{0}};
-	strobe_store *s = strobe_store_open(&o, &err);
-	if (!s)
-		fail_msg("open: %s", err.msg);
-	return s;
-}
-
-static strobe_profile *folded(const char *text)
-{
-	strobe_profile *p = NULL;
-	strobe_err err = {{0}};
-	if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0)
-		fail_msg("%s", err.msg);
-	p->types[0].type = strobe_str_intern0(p, "cpu");
-	p->types[0].unit = strobe_str_intern0(p, "nanoseconds");
-	p->period_type.type = strobe_str_intern0(p, "cpu");
-	p->period_type.unit = strobe_str_intern0(p, "nanoseconds");
-	return p;
-}
-
 static void push2(strobe_store *s, const char *tenant, const char *svc, const char *env,
 		  const char *text, int64_t t)
 {
 	strobe_labelpair l[] = {{"env", env}, {"service_name", svc}};
-	strobe_profile *p = folded(text);
+	strobe_profile *p = fixture_cpu(text);
 	strobe_push_item it = {.profile = p, .time_ns = t};
 	strobe_push_req rq = {tenant, l, env ? 2 : 0, &it, 1, NOW};
 	if (!env) {
@@ -102,7 +80,7 @@ static const char *show(const strobe_series_list *l, size_t i)
 static void test_series_listing(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
+	strobe_store *s = fixture_store(0);
 	push2(s, "a", "api", "prod", "x;y 3\n", NOW - 100 * STROBE_NS_PER_S);
 	push2(s, "a", "web", NULL, "x;z 5\n", NOW - 10 * STROBE_NS_PER_S);
 	push2(s, "b", "secret", "prod", "x 1\n", NOW - 10 * STROBE_NS_PER_S);
@@ -170,7 +148,7 @@ static int64_t total(strobe_store *s, const char *tenant, const char *text, int6
 static void push_avg(strobe_store *s, const char *svc, const char *text, int64_t t, bool avg)
 {
 	strobe_labelpair l[] = {{"service_name", svc}};
-	strobe_profile *p = folded(text);
+	strobe_profile *p = fixture_cpu(text);
 	strobe_push_item it = {.profile = p, .time_ns = t, .average = avg};
 	strobe_push_req rq = {"t", l, 1, &it, 1, NOW};
 	strobe_push_result res;
@@ -187,7 +165,7 @@ static void test_average_aggregation(void **state)
 {
 	(void)state;
 	const int64_t S = STROBE_NS_PER_S;
-	strobe_store *s = open_store(0);
+	strobe_store *s = fixture_store(0);
 	push_avg(s, "avg", "a;b 100\n", NOW - 200 * S, true);
 	push_avg(s, "avg", "a;b 300\na;c 60\n", NOW - 100 * S, false); /* keeps average */
 	push_avg(s, "sum", "a;b 100\n", NOW - 200 * S, false);
@@ -199,7 +177,7 @@ static void test_average_aggregation(void **state)
 	assert_true(strobe_store_compact(s, NOW + 7200 * S, &err) > 0);
 	assert_int_equal(total(s, "t", CPU "{service_name=\"avg\"}", 0, NOW), 230);
 	strobe_store_close(s);
-	s = open_store(0);
+	s = fixture_store(0);
 	assert_int_equal(total(s, "t", CPU "{service_name=\"avg\"}", 0, NOW), 230);
 	assert_int_equal(total(s, "t", CPU "{service_name=\"sum\"}", 0, NOW), 460);
 	strobe_store_close(s);
@@ -219,7 +197,7 @@ static void test_migrate_old_schema(void **state)
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
-	strobe_store *s = open_store(0);
+	strobe_store *s = fixture_store(0);
 	push_avg(s, "avg", "a;b 100\n", NOW - 200 * STROBE_NS_PER_S, true);
 	push_avg(s, "avg", "a;b 300\n", NOW - 100 * STROBE_NS_PER_S, true);
 	assert_int_equal(total(s, "t", CPU, 0, NOW), 200);
@@ -251,7 +229,7 @@ static void test_symbol_gc(void **state)
 {
 	(void)state;
 	const int64_t H = 3600 * STROBE_NS_PER_S;
-	strobe_store *s = open_store(2 * H);
+	strobe_store *s = fixture_store(2 * H);
 	/* Old: 3 stacks only it has (old_a, old_b, old_c under main), one shared with new. */
 	push_avg(s, "old", "main;old_a;old_deep 5\nmain;old_b 6\nmain;shared 1\n", NOW - H - 60 * STROBE_NS_PER_S, false);
 	push_avg(s, "new", "main;shared 7\nmain;new_x;new_y 8\n", NOW - 10 * STROBE_NS_PER_S, false);
@@ -282,7 +260,7 @@ static void test_symbol_gc(void **state)
 	free(after);
 	strobe_store_close(s);
 	/* The rewritten tables load (ids dense and consistent) and read the same. */
-	s = open_store(2 * H);
+	s = fixture_store(2 * H);
 	after = folded_of(s, CPU "{service_name=\"new\"}", 0, NOW);
 	assert_string_equal(after, before);
 	free(after);

@@ -30,29 +30,7 @@
 
 #define UNIT_TMPDIR_NAME "flame"
 #include "unit_tmpdir.h"
-
-static strobe_store *open_store(int64_t retention)
-{
-	strobe_store_opts o = {.dir = dir, .retention_ns = retention};
-	strobe_err err = {{0}};
-	strobe_store *s = strobe_store_open(&o, &err);
-	if (!s)
-		fail_msg("open: %s", err.msg);
-	return s;
-}
-
-static strobe_profile *mk(const char *text)
-{
-	strobe_profile *p = NULL;
-	strobe_err err = {{0}};
-	if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0)
-		fail_msg("%s", err.msg);
-	p->types[0].type = strobe_str_intern0(p, "cpu");
-	p->types[0].unit = strobe_str_intern0(p, "nanoseconds");
-	p->period_type.type = strobe_str_intern0(p, "cpu");
-	p->period_type.unit = strobe_str_intern0(p, "nanoseconds");
-	return p;
-}
+#include "store_fixture.h"
 
 static void push(strobe_store *s, const char *svc, strobe_profile *p, int64_t t)
 {
@@ -159,9 +137,9 @@ static int64_t count(const char *sql)
 static void test_rollups_equal_raw_merge(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
-	strobe_profile *p[4] = {mk("main;a 1\n"), mk("main;a;b 2\nmain;c 4\n"),
-				mk("main;c;d 16\n"), mk("main;a;b;e 64\nmain;f 128\n")};
+	strobe_store *s = fixture_store(0);
+	strobe_profile *p[4] = {fixture_cpu("main;a 1\n"), fixture_cpu("main;a;b 2\nmain;c 4\n"),
+				fixture_cpu("main;c;d 16\n"), fixture_cpu("main;a;b;e 64\nmain;f 128\n")};
 	static const char *const svc[] = {"api", "db", "web"};
 	/* Three hours before NOW - 2 h (compacted to hours), two hours up to NOW (compacted at
 	 * NOW - 30 min: the last hour's minutes are folded, not the hour), points to the
@@ -204,7 +182,7 @@ static void test_rollups_equal_raw_merge(void **state)
 	assert_int_equal(sqlite3_exec(db, "DROP INDEX points_unrolled", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
-	s = open_store(0);
+	s = fixture_store(0);
 	for (int i = 0; i < 30; i++)
 		push(s, svc[2], p[1], start + (int64_t)(rnd() % (uint64_t)(end - start)));
 	assert_int_equal(count("SELECT count(*) FROM points INDEXED BY points_unrolled WHERE "
@@ -215,7 +193,7 @@ static void test_rollups_equal_raw_merge(void **state)
 
 	/* Retention deletes roll-ups with their points: after it, nothing before the cutoff is
 	 * left at any level, and the windows still agree. */
-	s = open_store(3 * 3600 * S);
+	s = fixture_store(3 * 3600 * S);
 	assert_true(strobe_store_retain(s, NOW + 1017 * S, &err) > 0);
 	char q[200];
 	snprintf(q, sizeof(q), "SELECT count(*) FROM points WHERE time < %lld",

@@ -28,34 +28,12 @@
 
 #define UNIT_TMPDIR_NAME "spans"
 #include "unit_tmpdir.h"
-
-static strobe_store *open_store(int64_t retention)
-{
-	strobe_store_opts o = {.dir = dir, .retention_ns = retention};
-	strobe_err err = {{0}};
-	strobe_store *s = strobe_store_open(&o, &err);
-	if (!s)
-		fail_msg("open: %s", err.msg);
-	return s;
-}
-
-static strobe_profile *mk(const char *text)
-{
-	strobe_profile *p = NULL;
-	strobe_err err = {{0}};
-	if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0)
-		fail_msg("%s", err.msg);
-	p->types[0].type = strobe_str_intern0(p, "cpu");
-	p->types[0].unit = strobe_str_intern0(p, "nanoseconds");
-	p->period_type.type = strobe_str_intern0(p, "cpu");
-	p->period_type.unit = strobe_str_intern0(p, "nanoseconds");
-	return p;
-}
+#include "store_fixture.h"
 
 static void push(strobe_store *s, const char *svc, const char *text, int64_t t, const char *span,
 		 const char *trace)
 {
-	strobe_profile *p = mk(text);
+	strobe_profile *p = fixture_cpu(text);
 	strobe_labelpair l[] = {{"service_name", svc}};
 	strobe_labelpair sl[3];
 	size_t n = 0;
@@ -124,7 +102,7 @@ static int64_t index_rows(void)
 static void test_index_equals_scan(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
+	strobe_store *s = fixture_store(0);
 	int64_t t0 = NOW - 3 * 3600 * S;
 	for (int i = 0; i < 120; i++) { /* 2 hours, a point a minute; A every 7th, B every 11th */
 		const char *span = i % 7 == 0 ? A : i % 11 == 0 ? B : NULL;
@@ -155,7 +133,7 @@ static void test_index_equals_scan(void **state)
 	assert_int_equal(both(s, CPU "{trace_id=\"" TR "\"}", all, end), a + b);
 	strobe_store_close(s);
 	/* reopened: the same */
-	s = open_store(0);
+	s = fixture_store(0);
 	assert_int_equal(both(s, CPU "{span_id=\"" B "\"}", all, end), b);
 	strobe_store_close(s);
 }
@@ -163,7 +141,7 @@ static void test_index_equals_scan(void **state)
 static void test_retention(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(3600 * S);
+	strobe_store *s = fixture_store(3600 * S);
 	push(s, "api", "main;a 10\n", NOW - 30 * 60 * S, A, TR);
 	push(s, "api", "main;a 20\n", NOW - 60 * S, A, NULL);
 	assert_int_equal(index_rows(), 3);
@@ -178,7 +156,7 @@ static void test_retention(void **state)
 static void test_exemplars_and_by_id(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
+	strobe_store *s = fixture_store(0);
 	int64_t t = NOW - 600 * S;
 	push(s, "api", "main;a 10\n", t, A, NULL);
 	push(s, "api", "main;b 30\n", t + S, B, NULL);

@@ -33,29 +33,7 @@
 
 #define UNIT_TMPDIR_NAME "totals"
 #include "unit_tmpdir.h"
-
-static strobe_store *open_store(int64_t retention)
-{
-	strobe_store_opts o = {.dir = dir, .retention_ns = retention};
-	strobe_err err = {{0}};
-	strobe_store *s = strobe_store_open(&o, &err);
-	if (!s)
-		fail_msg("open: %s", err.msg);
-	return s;
-}
-
-static strobe_profile *mk(const char *text, const char *type, const char *unit)
-{
-	strobe_profile *p = NULL;
-	strobe_err err = {{0}};
-	if (strobe_folded_decode(text, strlen(text), "t", &p, &err) < 0)
-		fail_msg("%s", err.msg);
-	p->types[0].type = strobe_str_intern0(p, type);
-	p->types[0].unit = strobe_str_intern0(p, unit);
-	p->period_type.type = strobe_str_intern0(p, strcmp(type, "cpu") ? "space" : "cpu");
-	p->period_type.unit = strobe_str_intern0(p, strcmp(type, "cpu") ? "bytes" : "nanoseconds");
-	return p;
-}
+#include "store_fixture.h"
 
 static void push(strobe_store *s, const char *svc, strobe_profile *p, int64_t t)
 {
@@ -143,10 +121,10 @@ static void fill(strobe_store *s, int64_t start, int64_t end, strobe_profile *c1
 static void test_totals_match_decoding(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
-	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
-	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
-	strobe_profile *g = mk("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
+	strobe_store *s = fixture_store(0);
+	strobe_profile *c1 = fixture_profile("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = fixture_profile("main;c 11\n", "cpu", "nanoseconds");
+	strobe_profile *g = fixture_profile("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
 	const int64_t start = NOW - 3 * 3600 * S - 17 * S, end = NOW - 45 * S;
 	fill(s, start, end, c1, c2, g);
 	check_all(s, start, end);
@@ -171,8 +149,8 @@ static void test_totals_match_decoding(void **state)
 static void test_step_boundaries(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
-	strobe_profile *c = mk("main;a 1\n", "cpu", "nanoseconds");
+	strobe_store *s = fixture_store(0);
+	strobe_profile *c = fixture_profile("main;a 1\n", "cpu", "nanoseconds");
 	/* A point exactly at each step's start, one just before it, and one at the window's end
 	 * (outside: windows are [from, to)). Steps of 90 s from an unaligned start, so that some
 	 * boundaries cut minutes and hours and others do not. */
@@ -206,10 +184,10 @@ static void test_retention(void **state)
 	(void)state;
 	/* A cutoff in the middle of a minute and of an hour: the buckets it cuts keep the totals
 	 * of the points they keep. */
-	strobe_store *s = open_store(3 * 3600 * S);
-	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
-	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
-	strobe_profile *g = mk("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
+	strobe_store *s = fixture_store(3 * 3600 * S);
+	strobe_profile *c1 = fixture_profile("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = fixture_profile("main;c 11\n", "cpu", "nanoseconds");
+	strobe_profile *g = fixture_profile("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
 	const int64_t start = NOW - 3 * 3600 * S + 17 * S, end = NOW - 45 * S;
 	fill(s, start, end, c1, c2, g);
 	strobe_err err = {{0}};
@@ -225,10 +203,10 @@ static void test_retention(void **state)
 static void test_migration(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
-	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
-	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
-	strobe_profile *g = mk("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
+	strobe_store *s = fixture_store(0);
+	strobe_profile *c1 = fixture_profile("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = fixture_profile("main;c 11\n", "cpu", "nanoseconds");
+	strobe_profile *g = fixture_profile("main;x 101\nmain;y 7\n", "inuse_space", "bytes");
 	const int64_t start = NOW - 3 * 3600 * S - 17 * S, end = NOW - 45 * S;
 	fill(s, start, end, c1, c2, g);
 	strobe_err err = {{0}};
@@ -241,7 +219,7 @@ static void test_migration(void **state)
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE totals", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	s = open_store(0);
+	s = fixture_store(0);
 	check_all(s, start, end);
 	/* and new pushes add to the computed totals */
 	push(s, "api", c1, end + 5 * S);
@@ -266,9 +244,9 @@ static void test_migration(void **state)
 static void test_sample_labels(void **state)
 {
 	(void)state;
-	strobe_store *s = open_store(0);
-	strobe_profile *c1 = mk("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
-	strobe_profile *c2 = mk("main;c 11\n", "cpu", "nanoseconds");
+	strobe_store *s = fixture_store(0);
+	strobe_profile *c1 = fixture_profile("main;a 3\nmain;b 5\n", "cpu", "nanoseconds");
+	strobe_profile *c2 = fixture_profile("main;c 11\n", "cpu", "nanoseconds");
 	const int64_t start = NOW - 2 * 3600 * S - 17 * S, end = NOW - 45 * S;
 	int n = 0;
 	for (int64_t t = start; t < end; t += 37 * S, n++) {
@@ -372,12 +350,12 @@ static void test_random_windows(void **state)
 {
 	(void)state;
 	bf_rng = 0x5eed0f5eedull;
-	strobe_store *s = open_store(0);
+	strobe_store *s = fixture_store(0);
 	static const char *const svc[] = {"api", "db"};
-	strobe_profile *p[4] = {mk("main;a 1\n", "cpu", "nanoseconds"),
-				mk("main;b 2\n", "cpu", "nanoseconds"),
-				mk("main;a 4\nmain;c 16\n", "cpu", "nanoseconds"),
-				mk("main;d 64\n", "cpu", "nanoseconds")};
+	strobe_profile *p[4] = {fixture_profile("main;a 1\n", "cpu", "nanoseconds"),
+				fixture_profile("main;b 2\n", "cpu", "nanoseconds"),
+				fixture_profile("main;a 4\nmain;c 16\n", "cpu", "nanoseconds"),
+				fixture_profile("main;d 64\n", "cpu", "nanoseconds")};
 	static const int64_t ptotal[4] = {1, 2, 20, 64};
 	const int64_t start = NOW - 3 * 3600 * S - 17 * S, end = NOW - 45 * S;
 	size_t cap = 4096, npt = 0;
@@ -422,7 +400,7 @@ static void test_random_windows(void **state)
 	assert_int_equal(sqlite3_exec(db, "ALTER TABLE totals DROP COLUMN pts", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
-	s = open_store(0);
+	s = fixture_store(0);
 	check_random(s, pt, npt, start, end, 40);
 	/* New points into those minutes keep their lists NULL (a list of only the new points
 	 * would drop the old ones); new minutes get lists again. */
@@ -469,7 +447,7 @@ static void test_random_windows(void **state)
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	pt[npt++] = (bf_point){1, late, 64};
-	s = open_store(0);
+	s = fixture_store(0);
 	check_random(s, pt, npt, end - 1800 * S, end + 600 * S, 40);
 	strobe_store_close(s);
 	free(pt);
