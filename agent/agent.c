@@ -1039,6 +1039,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 				unsigned nf = strobe_oncpu_fresh(a->oc, fresh, 256);
 				for (unsigned i = 0; i < nf; i++)
 					on_process(a, fresh[i]);
+				strobe_oncpu_fresh_labels(a->oc, fresh, nf);
 			}
 		} else {
 			usleep(100000);

@@ -198,8 +198,8 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 
 #define PY_MERGED STROBE_STACK_FRAMES /* frames of a merged stack (the sampler's cap) */
 
-/* A process whose mappings the tables' loader is about to read (at its exec, mostly): a Python
- * one gets its frames read from its next sample on, rather than from the next drain on. */
+/* A process whose mappings the tables' loader just read (at its exec, mostly): a Python one
+ * gets its frames read from its next sample on, rather than from the next drain on. */
 static void py_on_load(void *ctx, uint32_t tgid)
 {
 	strobe_oncpu *b = ctx;
@@ -635,7 +635,12 @@ unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t k = (uint32_t)out[i];
 		bpf_map_delete_elem(fd, &k);
-		tls_look(b, k, true, b->proc_root); /* (again: it may have exec'd) */
 	}
 	return n;
+}
+
+void strobe_oncpu_fresh_labels(strobe_oncpu *b, const pid_t *pids, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		tls_look(b, (uint32_t)pids[i], true, b->proc_root); /* (again: it may have exec'd) */
 }

@@ -17,9 +17,11 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -44,9 +46,60 @@ typedef struct find_ctx {
 	uint64_t addr; /* found: the symbol's address in the process */
 } find_ctx;
 
+/* What sym_in_file found in a file, by (device, inode, size, mtime): every process of a host
+ * maps the same few files (libc, ld.so, the shell), and a fresh process is looked at while it
+ * runs, so reading each file's symbol tables again per process (thousands of symbols of libc
+ * compared one by one) cost the agent a busy host's share of a core under process churn, and
+ * made it late to read short-lived processes' identities. Direct-mapped: a collision reads a
+ * file again. Shared by the agent's threads, hence the lock. */
+#define FILE_CACHE 512 /* a power of two */
+static struct file_seen {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	int64_t mtime_ns;
+	uint64_t val, load_vaddr;
+	int etype;
+	bool used;
+} file_cache[FILE_CACHE];
+static pthread_mutex_t file_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t sym_in_file_uncached(const char *path, uint64_t *load_vaddr, int *etype);
+
 /* The symbol's value in the file at path (0: none) and the file's first PT_LOAD's (vaddr -
  * offset), so that address = value - first_vaddr + (start of the mapping of offset 0). */
 static uint64_t sym_in_file(const char *path, uint64_t *load_vaddr, int *etype)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0;
+	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	uint64_t h = ((uint64_t)st.st_dev * 0x9e3779b97f4a7c15ull) ^ (uint64_t)st.st_ino;
+	struct file_seen *f = &file_cache[(h ^ (h >> 29)) & (FILE_CACHE - 1)];
+	pthread_mutex_lock(&file_cache_mu);
+	if (f->used && f->dev == st.st_dev && f->ino == st.st_ino && f->size == st.st_size &&
+	    f->mtime_ns == mt) {
+		uint64_t v = f->val;
+		*load_vaddr = f->load_vaddr;
+		*etype = f->etype;
+		pthread_mutex_unlock(&file_cache_mu);
+		return v;
+	}
+	pthread_mutex_unlock(&file_cache_mu);
+	*load_vaddr = UINT64_MAX;
+	*etype = 0;
+	uint64_t v = sym_in_file_uncached(path, load_vaddr, etype);
+	if (!*etype)
+		return v; /* not read (gone, unreadable): not remembered */
+	pthread_mutex_lock(&file_cache_mu);
+	*f = (struct file_seen){.dev = st.st_dev, .ino = st.st_ino, .size = st.st_size,
+				.mtime_ns = mt, .val = v, .load_vaddr = *load_vaddr,
+				.etype = *etype, .used = true};
+	pthread_mutex_unlock(&file_cache_mu);
+	return v;
+}
+
+static uint64_t sym_in_file_uncached(const char *path, uint64_t *load_vaddr, int *etype)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -116,8 +116,11 @@ int record_bpf_collect(const char *cmd, record_bpf *b, strobe_sampler *s)
 	 * exec'd): this is when the C SDK's label offset of each is looked for; the pids
 	 * themselves are not needed here */
 	pid_t fresh[256];
-	while (b->oc && strobe_oncpu_fresh(b->oc, fresh, 256) == 256)
-		;
+	unsigned nf;
+	do {
+		nf = b->oc ? strobe_oncpu_fresh(b->oc, fresh, 256) : 0;
+		strobe_oncpu_fresh_labels(b->oc, fresh, nf);
+	} while (nf == 256);
 	if (b->oc && (rc = strobe_oncpu_collect(b->oc, s)) < 0)
 		cli_err(cmd, "reading the kernel's on-CPU sums: %s", strerror(-rc));
 	if (rc == 0 && b->ob && (rc = strobe_offcpu_collect(b->ob, s)) < 0)

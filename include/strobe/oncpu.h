@@ -101,6 +101,9 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s);
 /* The processes sampled for the first time (since their exec) since the last call, at most cap,
  * into out: for reading what only a live process shows (the agent's service name). */
 unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap);
+/* Looks in the processes strobe_oncpu_fresh gave for the C SDK's label offset (after what must
+ * be read first while they run: their identity). */
+void strobe_oncpu_fresh_labels(strobe_oncpu *b, const pid_t *pids, unsigned n);
 void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st);
 void strobe_oncpu_close(strobe_oncpu *b);
 

@@ -128,14 +128,6 @@ void strobe_sym_object_release(strobe_symbolizer *s, strobe_sym_object *o);
  * not (then *module is still set when the address is in a known range, else NULL). */
 int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out,
 		      const char **module);
-/* Names the kernel symbols of addrs[0..n) that are not named yet with one read of
- * /proc/kallsyms, so that strobe_sym_kernel then names them without reading it: the table
- * keeps addresses only and reads a name when its symbol is first hit (symbolize/kallsyms.c).
- * For callers that name many kernel frames at once. 0 or -errno (names are then read one by
- * one, as without it). */
-int strobe_sym_kernel_prefetch(strobe_symbolizer *s, const uint64_t *addrs, size_t n);
-/* How many times names were read from /proc/kallsyms (after its load), for tests. */
-uint64_t strobe_sym_kernel_rereads(const strobe_symbolizer *s);
 
 /* An address in anonymous executable memory of process pid, from /tmp/perf-PID.map (read once,
  * re-read when the file changed and an address is not found, checked at most every 100 ms).

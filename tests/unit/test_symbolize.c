@@ -1120,30 +1120,19 @@ static void test_kallsyms_model(void **state)
 	}
 	free(sorted);
 	make_root("kmodel_sorted", text, modules, NULL);
-	/* The queries: at a symbol, just inside or before it, or anywhere up to 72 KiB past it. */
-	uint64_t *qx = malloc(4 * N * sizeof(*qx));
-	assert_non_null(qx);
-	uint64_t qseed = 7;
-	for (int i = 0; i < 4 * N; i++) {
-		qseed = qseed * 6364136223846793005ull + 1442695040888963407ull;
-		uint32_t r = (uint32_t)(qseed >> 33);
-		const model_sym *m = &v[r % N];
-		qx[i] = m->addr + (i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : (r >> 8) % 0x12000) -
-			(i % 4 == 3 ? 1 : 0);
-	}
-	/* Passes: the file as generated, in address order, and as generated with every name asked
-	 * for first (strobe_sym_kernel_prefetch: one read of the file, then none). */
-	for (int pass = 0; pass < 3; pass++) {
-		strobe_sym_opts o = {.sysroot = path_in(pass == 1 ? "kmodel_sorted" : "kmodel")};
+	for (int pass = 0; pass < 2; pass++) {
+		strobe_sym_opts o = {.sysroot = path_in(pass ? "kmodel_sorted" : "kmodel")};
 		strobe_symbolizer *s = strobe_symbolizer_new(&o);
 		assert_non_null(s);
-		if (pass == 2) {
-			assert_int_equal(strobe_sym_kernel_prefetch(s, qx, 4 * N), 0);
-			assert_int_equal(strobe_sym_kernel_rereads(s), 1);
-		}
 		int named = 0, unnamed = 0;
+		uint64_t qseed = 7;
 		for (int i = 0; i < 4 * N; i++) {
-			uint64_t x = qx[i];
+			qseed = qseed * 6364136223846793005ull + 1442695040888963407ull;
+			uint32_t r = (uint32_t)(qseed >> 33);
+			const model_sym *m = &v[r % N];
+			/* at a symbol, just inside or before it, or anywhere up to 72 KiB past it */
+			uint64_t x = m->addr + (i % 4 == 0 ? 0 : i % 4 == 1 ? 1 : (r >> 8) % 0x12000) -
+				     (i % 4 == 3 ? 1 : 0);
 			const char *fn, *mod;
 			model_expect(v, N, lo, hi, gname, x, &fn, &mod);
 			expect_kernel(s, x, fn, mod);
@@ -1153,14 +1142,8 @@ static void test_kallsyms_model(void **state)
 		/* both outcomes are covered */
 		assert_true(named > N);
 		assert_true(unnamed > 10);
-		/* a name is read once, when its symbol is first hit; all at once when prefetched */
-		if (pass == 2)
-			assert_int_equal(strobe_sym_kernel_rereads(s), 1);
-		else
-			assert_true(strobe_sym_kernel_rereads(s) <= (uint64_t)N);
 		strobe_symbolizer_free(s);
 	}
-	free(qx);
 	free(text);
 	free(v);
 }
