@@ -73,7 +73,7 @@ struct strobe_otables {
 	uint32_t pending[MAX_WANT]; /* tgids from the ring, for the loop to load */
 	int64_t pending_ns[MAX_WANT];
 	unsigned npending;
-	void (*on_load)(void *, uint32_t); /* before each load (see otables_start) */
+	void (*on_load)(void *, uint32_t); /* after each load (see otables_start) */
 	void *on_ctx;
 	recheck recheck[MAX_RECHECK]; /* processes to read again (see load_one) */
 	unsigned nrecheck;
@@ -323,10 +323,10 @@ static void gc(strobe_otables *t)
 static void load_one(strobe_otables *t, uint32_t tgid, unsigned tries)
 {
 	bool early = false;
-	if (t->on_load)
-		t->on_load(t->on_ctx, tgid);
 	int rc = load_checked(t, tgid, &early);
 	bpf_map_delete_elem(t->fd_want, &tgid);
+	if (rc == 0 && t->on_load)
+		t->on_load(t->on_ctx, tgid);
 	/* read too early (see load): again in 10, 20, 40 ... ms, up to RECHECKS times */
 	if (rc == 0 && early && tries < RECHECKS && t->nrecheck < MAX_RECHECK)
 		t->recheck[t->nrecheck++] = (recheck){tgid, tries + 1,

@@ -26,8 +26,8 @@ int otables_load(strobe_otables *t, uint32_t tgid);
 /* Starts the loader thread: it loads the processes the program asks for (through the ring
  * buffer at fd_ring, and map uwant) and forgets processes that have exited, until
  * otables_free. 0 or -errno. */
-/* on_load(ctx, tgid) runs on the loader thread before each process's mappings are read: a
- * process met since its exec is told at once, not after its tables (which take a while). */
+/* on_load(ctx, tgid) runs on the loader thread after each process's mappings are written (not
+ * before: it may wait for a lock the drain holds, and the tables must not wait for it). */
 int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
 			 void *ctx);
 void otables_get_stats(strobe_otables *t, strobe_otables_stats *st);
