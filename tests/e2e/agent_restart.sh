@@ -59,8 +59,9 @@ tk=$apid akill=$admin apid=
 # until both have sent what the first agents left (their pushes outnumber those files)
 for _ in $(seq 150); do
 	admin=$aterm; p1=$(status_field push.pushed)
-	admin=$akill; p2=$(status_field push.pushed)
-	[ "${p1:-0}" -gt "$nterm" ] && [ "${p2:-0}" -gt "$nkill" ] && break
+	admin=$akill; p2=$(status_field push.pushed) c2=$(status_field spool.corrupt)
+	# (the bad files sort after the good ones: counted once the sender has reached them)
+	[ "${p1:-0}" -gt "$nterm" ] && [ "${p2:-0}" -gt "$nkill" ] && [ "${c2:-0}" -ge 3 ] && break
 	sleep 0.2
 done
 t_end=$(date +%s)
