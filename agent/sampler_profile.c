@@ -328,42 +328,6 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 	return rc;
 }
 
-/* Names the kernel frames the profile will use with one read of /proc/kallsyms: the
- * symbolizer keeps the kernel's addresses only and reads a name when its symbol is first hit
- * (symbolize/kallsyms.c), which one frame at a time would cost a read of the file each. */
-static void prefetch_kernel(builder *b, const strobe_sampler_profile_opts *o)
-{
-	strobe_sampler *s = b->s;
-	uint8_t *need = calloc(s->frames.n + 1, 1);
-	uint64_t *addr = NULL;
-	size_t n = 0, cap = 0;
-	if (!need)
-		return;
-	for (uint32_t id = agg_first(&s->agg, o->only_pid); id != AGG_END;
-	     id = agg_next(&s->agg, o->only_pid, id)) {
-		const strobe_agg_key *k = agg_key(&s->agg, id);
-		for (uint32_t i = 0; i < k->n; i++)
-			need[k->frame[i]] = 1;
-	}
-	for (uint32_t f = 1; f < s->frames.n; f++) {
-		const strobe_frame_key *fk = strobe_itab_get(&s->frames, f, NULL);
-		if (!need[f] || fk->map != STROBE_MAP_KERNEL || b->loc_of_frame[f])
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			uint64_t *v = realloc(addr, cap * sizeof(*v));
-			if (!v)
-				break;
-			addr = v;
-		}
-		addr[n++] = fk->call ? fk->addr - 1 : fk->addr; /* as frame_location looks it up */
-	}
-	if (n)
-		strobe_sym_kernel_prefetch(b->sym, addr, n); /* else names are read one by one */
-	free(addr);
-	free(need);
-}
-
 strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_profile_opts *o,
 				       strobe_err *err)
 {
@@ -436,8 +400,6 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		intern_main_mapping(&b, o);
 	if (rc == 0 && b.sym && o->release_objects)
 		rc = symbolize_by_object(&b, o);
-	if (rc == 0 && b.sym)
-		prefetch_kernel(&b, o);
 	strobe_label *labels = calloc(5 + 8 /* an SDK label set */ + o->nlabels, sizeof(*labels));
 	if (!labels)
 		rc = -ENOMEM;
