@@ -25,6 +25,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "bpf_drain.h"
 #include "bpf_msg.h"
 #include "locks.h"
 #include "locks.skel.h"
@@ -42,7 +43,8 @@ struct strobe_locks {
 	int ncpus;
 	uint64_t stacks_missing, entries;
 	struct strobe_lk_key *keys; /* scratch for one drain */
-	uint64_t *skeys;            /* scratch for clearing a stack map */
+	struct strobe_lk_val *vals; /* their values */
+	bool no_batch;              /* the kernel refused a batch operation: one by one */
 	struct bpf_link *opt_links[4]; /* futex_waitv, futex_wait where the kernel has them */
 	strobe_otables *tables;
 	char tables_off[256];
@@ -83,29 +85,6 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 	return locks_bpf__load(l->skel);
 }
 
-/* The tables of the processes running now, for at most ms milliseconds, before the loader
- * thread starts (otables_load is not for two threads at once). */
-static void preload(strobe_locks *l, unsigned ms)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return;
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(e->d_name, &end, 10);
-		if (*end || pid == 0 || pid > 0x7fffffff)
-			continue;
-		otables_load(l->tables, (uint32_t)pid); /* kernel threads, gone: nothing */
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
-			break;
-	}
-	closedir(d);
-}
-
 strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 {
 	if (agent_bpf_start("the eBPF futex-wait program", err) < 0) {
@@ -124,8 +103,8 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 		n = 64;
 	l->max_entries = n;
 	l->keys = malloc(n * sizeof(*l->keys));
-	l->skeys = malloc(n * sizeof(*l->skeys));
-	int rc = l->keys && l->skeys ? load(l, o, o->table_rows) : -ENOMEM;
+	l->vals = malloc(n * sizeof(*l->vals));
+	int rc = l->keys && l->vals ? load(l, o, o->table_rows) : -ENOMEM;
 	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(l->tables_off, sizeof(l->tables_off), "%s%s%s", strerror(-rc),
@@ -166,7 +145,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	for (unsigned i = 0; i < o->npids; i++)
 		strobe_locks_add_pid(l, o->pids[i]);
 	if (l->tables && o->preload_ms > 0 && o->npids == 0)
-		preload(l, o->preload_ms);
+		otables_preload(l->tables, o->preload_ms);
 	if (l->tables) {
 		int trc = otables_start(l->tables, bpf_map__fd(l->skel->maps.ureq), NULL, NULL);
 		if (trc < 0) {
@@ -234,19 +213,13 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 	uint32_t cur = l->skel->bss->generation;
 	uint64_t uips[STROBE_OB_MAX_DEPTH];
 	int rc = 0;
-	/* keys first (deleting while walking would restart the walk), then each taken out with
-	 * its value at once, so nothing the kernel adds meanwhile is lost */
-	size_t nk = 0;
-	struct strobe_lk_key *prev = NULL;
-	while (nk < l->max_entries && bpf_map_get_next_key(l->fd_counts, prev, &l->keys[nk]) == 0) {
-		prev = &l->keys[nk];
-		nk++;
-	}
+	/* each sum taken out with its value at once, so nothing the kernel adds meanwhile is
+	 * lost (in batches: bpf_drain.h) */
+	size_t nk = agent_map_take(l->fd_counts, l->keys, l->vals, sizeof(*l->keys),
+				   sizeof(*l->vals), l->max_entries, &l->no_batch);
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		struct strobe_lk_key *k = &l->keys[i];
-		struct strobe_lk_val v;
-		if (bpf_map_lookup_and_delete_elem(l->fd_counts, k, &v) < 0)
-			continue;
+		struct strobe_lk_val v = l->vals[i];
 		l->entries++;
 		uint32_t un = 0;
 		if (k->ustack && (k->gen == cur || k->gen == cur - 1)) {
@@ -262,15 +235,7 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 					     (int64_t)v.waits, (int64_t)v.delay_ns);
 	}
 	/* clear the map of cur - 1, which cur + 1 uses, then switch the kernel to it */
-	int fd = l->fd_stacks[(cur + 1) & 1];
-	size_t ns = 0;
-	uint64_t *sp = NULL;
-	while (ns < l->max_entries && bpf_map_get_next_key(fd, sp, &l->skeys[ns]) == 0) {
-		sp = &l->skeys[ns];
-		ns++;
-	}
-	for (size_t i = 0; i < ns; i++)
-		bpf_map_delete_elem(fd, &l->skeys[i]);
+	agent_map_clear(l->fd_stacks[(cur + 1) & 1], l->max_entries, &l->no_batch);
 	__atomic_store_n(&l->skel->bss->generation, cur + 1, __ATOMIC_RELEASE);
 	return rc;
 }
@@ -312,6 +277,6 @@ void strobe_locks_close(strobe_locks *l)
 		bpf_link__destroy(l->opt_links[i]);
 	locks_bpf__destroy(l->skel);
 	free(l->keys);
-	free(l->skeys);
+	free(l->vals);
 	free(l);
 }

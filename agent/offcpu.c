@@ -30,6 +30,7 @@
 
 #include "strobe/offcpu.h"
 #include "sampler_impl.h" /* strobe_sampler_add_offcpu */
+#include "bpf_drain.h"
 #include "bpf_msg.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"
@@ -55,7 +56,6 @@ struct strobe_offcpu {
 	size_t nsaved;
 	uint64_t stacks_missing, entries;
 	struct strobe_ob_key *keys;  /* scratch for one drain */
-	uint64_t *skeys;             /* scratch for clearing a stack map */
 	struct strobe_ob_val *vals;  /* the values of keys, taken out in batches */
 	bool no_batch;               /* the kernel refused a batch operation: one by one */
 	strobe_otables *tables;      /* the table walk's mappings and rows (NULL: off) */
@@ -174,9 +174,8 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		n = 64;
 	b->max_entries = n;
 	b->keys = malloc(n * sizeof(*b->keys));
-	b->skeys = malloc(n * sizeof(*b->skeys));
 	b->vals = malloc(n * sizeof(*b->vals));
-	int rc = b->keys && b->skeys && b->vals ? load(b, o, o->table_rows) : -ENOMEM;
+	int rc = b->keys && b->vals ? load(b, o, o->table_rows) : -ENOMEM;
 	if (rc < 0 && rc != -EPERM && o->table_rows) {
 		/* The table walk needs more of the kernel than the rest (bpf_loop, sleepable task
 		 * iterators, bpf_copy_from_user_task): without it, frame pointers only. */
@@ -345,44 +344,12 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	int rc = 0;
 
 	/* 1. The sums, each taken out with its value at once, so nothing the kernel adds
-	 * meanwhile is lost: in batches (a few system calls a drain; two per sum one by one were
-	 * most of `strobe record -a -e offcpu`'s own CPU on a busy host), else keys first
-	 * (deleting while walking would restart the walk), then each. */
-	size_t nk = 0;
-	bool batched = false;
-	if (!b->no_batch) {
-		uint32_t token = 0;
-		int brc = 0;
-		for (bool first = true; brc == 0 && nk < b->max_entries; first = false) {
-			uint32_t cnt = (uint32_t)(b->max_entries - nk);
-			LIBBPF_OPTS(bpf_map_batch_opts, bo);
-			brc = bpf_map_lookup_and_delete_batch(b->fd_counts, first ? NULL : &token, &token,
-							      &b->keys[nk], &b->vals[nk], &cnt, &bo);
-			if (brc < 0)
-				brc = -errno;
-			if (brc == 0 || brc == -ENOENT)
-				nk += cnt;
-		}
-		if (brc == 0 || brc == -ENOENT)
-			batched = true;
-		else if (nk == 0)
-			b->no_batch = true; /* (-EINVAL, -ENOTSUPP: a kernel before 5.6) */
-		else
-			batched = true; /* what was taken out is kept; the rest waits for next time */
-	}
-	if (!batched) {
-		struct strobe_ob_key *prev = NULL;
-		while (nk < b->max_entries &&
-		       bpf_map_get_next_key(b->fd_counts, prev, &b->keys[nk]) == 0) {
-			prev = &b->keys[nk];
-			nk++;
-		}
-	}
+	 * meanwhile is lost (in batches: bpf_drain.h). */
+	size_t nk = agent_map_take(b->fd_counts, b->keys, b->vals, sizeof(*b->keys),
+				   sizeof(*b->vals), b->max_entries, &b->no_batch);
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		struct strobe_ob_key *k = &b->keys[i];
 		struct strobe_ob_val v = b->vals[i];
-		if (!batched && bpf_map_lookup_and_delete_elem(b->fd_counts, k, &v) < 0)
-			continue;
 		b->entries++;
 		uint32_t kn = cut_to_schedule(b, kips, stack_of(b, cur, k->gen, k->kstack, kips));
 		uint32_t un = stack_of(b, cur, k->gen, k->ustack, uips);
@@ -437,18 +404,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	b->nsaved = nn;
 
 	/* 3. Clear the map of cur - 1, which cur + 1 uses, then switch the kernel to it. */
-	int fd = b->fd_stacks[(cur + 1) & 1];
-	size_t ns = 0;
-	uint64_t *sp = NULL;
-	while (ns < b->max_entries && bpf_map_get_next_key(fd, sp, &b->skeys[ns]) == 0) {
-		sp = &b->skeys[ns];
-		ns++;
-	}
-	LIBBPF_OPTS(bpf_map_batch_opts, bo);
-	uint32_t nd = (uint32_t)ns;
-	if (b->no_batch || (ns && bpf_map_delete_batch(fd, b->skeys, &nd, &bo) < 0))
-		for (size_t i = 0; i < ns; i++)
-			bpf_map_delete_elem(fd, &b->skeys[i]);
+	agent_map_clear(b->fd_stacks[(cur + 1) & 1], b->max_entries, &b->no_batch);
 	__atomic_store_n(&b->skel->bss->generation, cur + 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -501,7 +457,6 @@ void strobe_offcpu_close(strobe_offcpu *b)
 	offcpu_bpf__destroy(b->skel);
 	free_saved(b->saved, b->nsaved);
 	free(b->keys);
-	free(b->skeys);
 	free(b->vals);
 	free(b);
 }

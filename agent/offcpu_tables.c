@@ -18,6 +18,7 @@
  * updates are system calls, safe beside the program and the agent's other threads; the
  * statistics are read under a mutex.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -407,6 +408,25 @@ static void *loader(void *arg)
 		}
 	}
 	return NULL;
+}
+
+void otables_preload(strobe_otables *t, unsigned ms)
+{
+	DIR *d = opendir(t->proc_root);
+	if (!d)
+		return;
+	int64_t end = strobe_mono_ns() + (int64_t)ms * 1000000;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *rest;
+		unsigned long pid = strtoul(e->d_name, &rest, 10);
+		if (*rest || pid == 0 || pid > 0x7fffffff)
+			continue;
+		otables_load(t, (uint32_t)pid); /* kernel threads, gone: nothing */
+		if (strobe_mono_ns() >= end)
+			break;
+	}
+	closedir(d);
 }
 
 int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32_t),

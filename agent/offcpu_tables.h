@@ -23,6 +23,10 @@ strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_
 void otables_free(strobe_otables *t);
 /* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
 int otables_load(strobe_otables *t, uint32_t tgid);
+/* Loads the tables of the processes running now (under proc_root), for at most ms
+ * milliseconds: before the loader thread starts (otables_load is not for two threads at
+ * once). */
+void otables_preload(strobe_otables *t, unsigned ms);
 /* Starts the loader thread: it loads the processes the program asks for (through the ring
  * buffer at fd_ring, and map uwant) and forgets processes that have exited, until
  * otables_free. 0 or -errno. */

@@ -46,6 +46,7 @@
 #include <linux/perf_event.h>
 #include <linux/types.h>
 
+#include "bpf_drain.h"
 #include "bpf_msg.h"
 #include "offcpu_tables.h"
 #include "oncpu.h"
@@ -84,7 +85,8 @@ struct strobe_oncpu {
 	int nev;
 	uint64_t entries, drains, collected;
 	struct strobe_oc_key *keys; /* scratch for one drain */
-	uint64_t *skeys;            /* scratch for clearing a stack map */
+	uint64_t *vals;             /* their counts */
+	bool no_batch;              /* the kernel refused a batch operation: one by one */
 	strobe_otables *tables;
 	char tables_off[256];
 	strobe_py *py;              /* Python frames (NULL: off), */
@@ -223,29 +225,6 @@ static void py_preload(strobe_oncpu *b, const char *proc_root)
 		closedir(d);
 }
 
-/* The tables of the processes running now, for at most ms milliseconds, before the loader
- * thread starts (otables_load is not for two threads at once). */
-static void preload(strobe_oncpu *b, unsigned ms)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return;
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		unsigned long pid = strtoul(e->d_name, &end, 10);
-		if (*end || pid == 0 || pid > 0x7fffffff)
-			continue;
-		otables_load(b->tables, (uint32_t)pid);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= (long)ms)
-			break;
-	}
-	closedir(d);
-}
-
 strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 {
 	if (agent_bpf_start("the eBPF on-CPU program", err) < 0) {
@@ -279,8 +258,8 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	b->proc_root = o->proc_root;
 	b->tls = o->no_labels ? NULL : calloc(TLS_SEEN, sizeof(*b->tls));
 	b->keys = malloc(b->max_entries * sizeof(*b->keys));
-	b->skeys = malloc(b->stack_entries * sizeof(*b->skeys));
-	int rc = b->keys && b->skeys ? load(b, o, o->table_rows, o->share_tables) : -ENOMEM;
+	b->vals = malloc(b->max_entries * sizeof(*b->vals));
+	int rc = b->keys && b->vals ? load(b, o, o->table_rows, o->share_tables) : -ENOMEM;
 	if (rc < 0 && rc != -EPERM && (o->table_rows || o->share_tables)) {
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(b->tables_off, sizeof(b->tables_off), "%s%s%s", strerror(-rc),
@@ -342,7 +321,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	for (unsigned i = 0; i < o->npids; i++)
 		strobe_oncpu_add_pid(b, o->pids[i]);
 	if (b->tables && o->preload_ms > 0 && o->npids == 0)
-		preload(b, o->preload_ms);
+		otables_preload(b->tables, o->preload_ms);
 	if (b->py && o->npids == 0)
 		py_preload(b, o->proc_root);
 	if (b->tables) {
@@ -454,19 +433,6 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 	b->skel->links.on_fork = b->skel->links.on_exec = NULL;
 }
 
-/* Deletes every key of map fd (at most cap of them; scratch: room for cap keys of size ksz). */
-static void clear_map(int fd, void *scratch, size_t ksz, size_t cap)
-{
-	size_t n = 0;
-	void *prev = NULL;
-	while (n < cap && bpf_map_get_next_key(fd, prev, (char *)scratch + n * ksz) == 0) {
-		prev = (char *)scratch + n * ksz;
-		n++;
-	}
-	for (size_t i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, (char *)scratch + i * ksz);
-}
-
 static uint32_t stack_of(strobe_oncpu *b, int fd, uint64_t id, uint64_t *ips)
 {
 	struct strobe_ob_stack st;
@@ -504,18 +470,14 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	/* 3. cur's sums, with no writer left */
 	int fc = b->fd_counts[cur & 1], fs = b->fd_stacks[cur & 1];
 	uint64_t kips[STROBE_OB_MAX_DEPTH], uips[STROBE_OB_MAX_DEPTH];
-	size_t nk = 0;
-	struct strobe_oc_key *prev = NULL;
-	while (nk < b->max_entries && bpf_map_get_next_key(fc, prev, &b->keys[nk]) == 0) {
-		prev = &b->keys[nk];
-		nk++;
-	}
+	size_t nk = agent_map_take(fc, b->keys, b->vals, sizeof(*b->keys), sizeof(*b->vals),
+				   b->max_entries, &b->no_batch);
 	int rc = 0;
 	int64_t period = b->period_ns ? b->period_ns : 1000000000ll / 99;
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		const struct strobe_oc_key *k = &b->keys[i];
-		uint64_t n;
-		if (bpf_map_lookup_elem(fc, k, &n) < 0 || n == 0)
+		uint64_t n = b->vals[i];
+		if (n == 0)
 			continue;
 		b->entries++;
 		b->collected += n;
@@ -542,12 +504,10 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	}
 	if (b->py)
 		pthread_mutex_unlock(&b->py_mu);
-	for (size_t i = 0; i < nk; i++)
-		bpf_map_delete_elem(fc, &b->keys[i]);
-	clear_map(fs, b->skeys, sizeof(*b->skeys), b->stack_entries);
+	agent_map_clear(fs, b->stack_entries, &b->no_batch);
 	if (b->py)
-		clear_map(b->fd_py[cur & 1], b->skeys, sizeof(*b->skeys), b->stack_entries);
-	clear_map(b->fd_tlsets[cur & 1], b->skeys, sizeof(*b->skeys), b->tls_entries);
+		agent_map_clear(b->fd_py[cur & 1], b->stack_entries, &b->no_batch);
+	agent_map_clear(b->fd_tlsets[cur & 1], b->tls_entries, &b->no_batch);
 	/* processes whose SDK had not published its offset yet: another look */
 	for (uint32_t i = 0; b->tls && i < TLS_SEEN; i++)
 		if (b->tls[i].used && b->tls[i].tries > 0 && b->tls[i].tries < TLS_RETRIES)
@@ -613,7 +573,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	if (b->sync_inner >= 0)
 		close(b->sync_inner);
 	free(b->keys);
-	free(b->skeys);
+	free(b->vals);
 	free(b->tls);
 	strobe_py_free(b->py);
 	pthread_mutex_destroy(&b->py_mu);
