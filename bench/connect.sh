@@ -12,6 +12,7 @@
 #   bench/connect.sh [RESULTS]     RUNS=7 CONNECT_DIR=/tmp/strobe-bench-connect CONNECT_INTERVAL=600
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 load=$root/build/bench/fleet_load
@@ -19,13 +20,12 @@ results=${1:-/dev/stdout}
 runs=${RUNS:-7}
 dir=${CONNECT_DIR:-/tmp/strobe-bench-connect}
 int=${CONNECT_INTERVAL:-600}
-note() { echo "bench: $*" >&2; }
-for b in "$strobe" "$load"; do [ -x "$b" ] || { note "missing $b: run make bench"; exit 2; }; done
+need_bins "$strobe" "$load"
 command -v protoc >/dev/null || { note "protoc (protobuf-compiler) is needed"; exit 2; }
 mkdir -p "$dir"
 work=$(mktemp -d /tmp/strobe-bench-connect-run.XXXXXX)
-pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+spid=
+trap 'server_stop; rm -rf "$work"' EXIT
 end=$(cat "$dir/end" 2>/dev/null || true)
 [ -n "$end" ] || { end=$(( $(date +%s) / 10 * 10 )); echo "$end" > "$dir/end"; }
 if [ ! -f "$dir/fleet.done" ]; then
@@ -35,15 +35,7 @@ if [ ! -f "$dir/fleet.done" ]; then
   touch "$dir/fleet.done"
 fi
 echo '{"maintenance_interval": "24h", "limits": {"max_query_profiles": 100000000}}' > "$work/cfg.json"
-: > "$work/log"
-"$strobe" server --data "$dir/fleet" --listen 127.0.0.1:0 --config "$work/cfg.json" 2>"$work/log" & pid=$!
-port=
-for ((i = 0; i < 600; i++)); do
-  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/log")
-  [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-  sleep 0.2
-done
-url=http://127.0.0.1:$port
+BENCH_SERVER_WAIT=120 server_start "$dir/fleet" "$work/log" --config "$work/cfg.json"
 cpu='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 from=$((end - 86400 + 7)) to=$((end + 7))
 printf 'profile_typeID: "%s" label_selector: "{}" start: %d end: %d\n' "$cpu" $((from * 1000)) $((to * 1000)) |
@@ -71,10 +63,9 @@ for ((i = 0; i < runs; i++)); do
   rs+=("$(awk -v a="$b" -v c="$f" 'BEGIN { printf "%.3f", a / c }')")
   rj+=("$(awk -v a="$j" -v c="$n" 'BEGIN { printf "%.3f", a / c }')")
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 note "native json: ${N[*]}; native flat: ${S[*]}; connect binary: ${B[*]}; connect json: ${J[*]}"
 ms() { awk -v s="$1" 'BEGIN { printf "%.0f ms", s * 1000 }'; }
-r=$(median "${rb[@]}")
+r=$(printf '%s\n' "${rb[@]}" | median)
 {
   echo "Run of $(date -u +%Y-%m-%d) on $(nproc) cores (shared; load average $la before), $runs rounds, curl's total time on loopback. Data: $(sed -n 's/.*profiles=\([0-9]*\).*/\1/p' "$dir/fleet.log") profiles of 1,000 series (20 services x 50 hosts) over 24 h every $int s, bench/fleet_load.c; the whole fleet's flame graph over 24 h (total $ntot ns in both answers)."
   echo

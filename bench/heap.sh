@@ -15,12 +15,12 @@
 #   bench/heap.sh [RESULTS]        RUNS=3
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 lib=$root/build/libstrobe-heap.so
 micro=$root/build/bench/heap_micro
 results=${1:-/dev/stdout}
 runs=${RUNS:-3}
-note() { echo "bench: $*" >&2; }
 for b in "$lib" "$micro" /usr/bin/time; do
   [ -e "$b" ] || { note "missing $b (make bench; Debian package time)"; exit 2; }
 done
@@ -49,7 +49,6 @@ modes=(plain strobe strobe-off)
 [ -n "$je" ] && modes+=(jemalloc jemalloc-prof strobe-on-jemalloc)
 command -v heaptrack >/dev/null && modes+=(heaptrack)
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # ---- 1. microbenchmark ----
 for ((r = 0; r < runs; r++)); do

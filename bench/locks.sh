@@ -17,13 +17,13 @@
 #   AGENT_ARGS=extra agent options for both agent modes (e.g. --call-graph fp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 cpu_work=$root/build/bench/cpu_work
 fpp=$root/build/bench/futex_pingpong
 results=${1:-/dev/stdout}
 rounds=${ROUNDS:-5} cpu_s=${CPU_SECONDS:-5} rate=${FUTEX_RATE:-20000}
-note() { echo "bench: $*" >&2; }
 for b in "$strobe" "$cpu_work" "$fpp"; do
   [ -x "$b" ] || { note "missing $b: run make bench"; exit 2; }
 done
@@ -65,7 +65,6 @@ agent_start() { # ARGS...: sets apid and admin
 agent_stop() { kill -TERM "$apid"; wait "$apid" || true; apid=; }
 oncpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%.0f\n", n}'; }
 bg_ns() { local n=0 p; for p in "${bg[@]}"; do n=$((n + $(oncpu_ns "$p"))); done; echo $n; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 waits() { curl -sf "$admin/status" | awk '/"locks_bpf"/ {f = 1} f && /"waits":/ {gsub(/[,"]/, "", $2); print $2; exit}'; }
 
 # one MODE: appends "mode rate rate_per_cpu agent_cpu_share bg_cpu_share waits_per_s" to rows

@@ -25,12 +25,12 @@
 # cost less than perf: on a shared machine one round proves little, the spread says how much.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 cpu_work=$root/build/bench/cpu_work
 pingpong=$root/build/bench/pingpong
 results=${1:-/dev/stdout}
-note() { echo "bench: $*" >&2; }
 
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   rounds=${ROUNDS:-4} cpu_s=${CPU_SECONDS:-5} pp_s=${PINGPONG_SECONDS:-3} rss_s=${RSS_SECONDS:-15}
@@ -49,7 +49,6 @@ fi
 work=$(mktemp -d /tmp/strobe-record-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 loss() { awk -v w="$1" -v b="$2" 'BEGIN { if (w == "-" || b <= 0) print "-"; else printf "%.2f", 100 * (1 - w / b) }'; }
 fmt() { awk -v x="$1" 'BEGIN { if (x == "-") print "-"; else printf "%.0f", x }'; }
 

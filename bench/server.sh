@@ -24,37 +24,23 @@
 #   RUNS=3 CLIENTS=16 SECONDS_PER_RUN=10 DAY=8640   (the defaults)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 load=$root/build/bench/server_load
 results=${1:-/dev/stdout}
 runs=${RUNS:-3} clients=${CLIENTS:-16} secs=${SECONDS_PER_RUN:-10} day=${DAY:-8640}
-note() { echo "bench: $*" >&2; }
-for b in "$strobe" "$load"; do
-  [ -x "$b" ] || { note "missing $b: run make bench"; exit 2; }
-done
+need_bins "$strobe" "$load"
 command -v curl >/dev/null || { note "missing curl"; exit 2; }
 work=$(mktemp -d /tmp/strobe-bench-server.XXXXXX)
-pid=
-trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+spid=
+trap 'server_stop; rm -rf "$work"' EXIT
 
-start() { # a fresh server on a free port: sets pid, url
-  rm -rf "$work/data"
-  "$strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/log" & pid=$!
-  local port= i
-  for ((i = 0; i < 100; i++)); do
-    port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/log")
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/ready" >/dev/null && break
-    sleep 0.1
-  done
-  url=http://127.0.0.1:$port
-  curl -sf "$url/ready" >/dev/null || { note "server did not start: $(cat "$work/log")"; exit 1; }
-}
-stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=; }
+start() { rm -rf "$work/data"; server_start "$work/data" "$work/log"; } # a fresh server: sets spid, url
+stop() { server_stop; }
 metric() { curl -s "$url/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
-hwm() { awk '/VmHWM/ { print $2 }' "/proc/$pid/status"; }
+hwm() { awk '/VmHWM/ { print $2 }' "/proc/$spid/status"; }
 kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
-median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 load_avg() { cut -d' ' -f1 /proc/loadavg; }
 
 # ---- 1. ingest ----------------------------------------------------------------------------------

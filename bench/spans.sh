@@ -9,6 +9,7 @@
 #   bench/spans.sh [RESULTS]        SPAN_PROFILES (100000), SPAN_SERIES (20), RUNS (3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 bin=build/bench/span_query
 results=${1:-/dev/stdout}
 runs=${RUNS:-3}
@@ -18,7 +19,6 @@ ser=${SPAN_SERIES:-20}
 work=$(mktemp -d /tmp/strobe-bench-spans.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 kv() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
-median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 : >"$work/i"; : >"$work/s"
 for ((r = 0; r < runs; r++)); do
   rm -rf "$work/store"

@@ -18,11 +18,11 @@
 #   bench/symbolize.sh [RESULTS]    RUNS=5 (warm queries per service)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 results=${1:-/dev/stdout}
 runs=${RUNS:-5}
-note() { echo "bench: $*" >&2; }
 work=$(mktemp -d /tmp/strobe-bench-sym.XXXXXX)
 spid=
 cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -35,17 +35,8 @@ SH
 "$strobe" record --no-symbolize -F 999 -o "$work/raw.pb.gz" -- bash "$work/loop.sh" 2>/dev/null
 "$strobe" record -F 999 -o "$work/named.pb.gz" -- bash "$work/loop.sh" 2>/dev/null
 
-start() {
-  "$strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/server.log" & spid=$!
-  url=
-  for _ in $(seq 400); do
-    p=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/server.log" | head -1)
-    if [ -n "$p" ] && curl -sf "http://127.0.0.1:$p/ready" >/dev/null; then url=http://127.0.0.1:$p; break; fi
-    sleep 0.05
-  done
-  [ -n "$url" ] || { note "the server did not start: $(cat "$work/server.log")"; exit 1; }
-}
-stop() { kill "$spid"; wait "$spid" 2>/dev/null || true; spid=; }
+start() { server_start "$work/data" "$work/server.log"; }
+stop() { server_stop; }
 start
 now=$(date +%s)
 for ((i = 0; i < 288; i++)); do
@@ -59,7 +50,6 @@ q() { # SERVICE: seconds to answer a 24-h flame graph
   curl -s -o "$work/q.json" -w '%{time_total}\n' -G "$url/api/v1/query" \
     --data-urlencode "query=$SEL{service_name=\"$1\"}" -d from=now-25h -d format=json
 }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 stop; start # nothing cached: the cold query opens the debug file
 hwm0=$(awk '/^VmHWM:/ {print $2}' /proc/$spid/status)
 cold=$(q raw)

@@ -16,11 +16,11 @@
 #   bench/symbolize_big.sh [RESULTS]    STRIDE=8 (and gen_bigdebug.sh's TUS, NF, OPT)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 results=${1:-/dev/stdout}
 stride=${STRIDE:-8}
-note() { echo "bench: $*" >&2; }
 command -v protoc >/dev/null || { note "SKIP symbolize_big: protoc is not installed"; exit 0; }
 bench/gen_bigdebug.sh
 big=$root/build/bench/bigdebug
@@ -49,17 +49,8 @@ nm "$big/big" | awk -v stride="$stride" -v base="$base" -v bid="$bid" "$HEX"'
 nloc=$(grep -c '^location' "$work/prof.txt")
 protoc --proto_path="$root/proto" --encode=perftools.profiles.Profile profile.proto <"$work/prof.txt" >"$work/prof.pb"
 
-start() {
-  "$strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/server.log" & spid=$!
-  url=
-  for _ in $(seq 400); do
-    p=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/server.log" | head -1)
-    if [ -n "$p" ] && curl -sf "http://127.0.0.1:$p/ready" >/dev/null; then url=http://127.0.0.1:$p; break; fi
-    sleep 0.05
-  done
-  [ -n "$url" ] || { note "the server did not start: $(cat "$work/server.log")"; exit 1; }
-}
-stop() { kill "$spid"; wait "$spid" 2>/dev/null || true; spid=; }
+start() { server_start "$work/data" "$work/server.log"; }
+stop() { server_stop; }
 mem() { awk '/^(VmHWM|RssAnon|RssFile):/ {printf "%s ", int($2 / 1024)} END {print ""}' "/proc/$spid/status"; } # MB: hwm anon file
 SEL='process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="big"}'
 q() { # seconds to answer; the folded answer in $work/q.folded
