@@ -106,6 +106,10 @@ struct strobe_sym_object {
 	size_t nseg;
 	char *opened_as;       /* the file actually opened, to reopen after a release */
 	bool released;         /* tables freed by strobe_sym_object_release; reopened on use */
+	/* What has_symbols / has_lines answered (0: not asked yet, 1: no, 2: yes): a property
+	 * of the file, kept across releases, so that a process's mapping flags do not reopen a
+	 * released object at every profile (the agent builds one per process per interval). */
+	unsigned char known_syms, known_lines;
 	/* Loaded on first use. */
 	bool syms_loaded, dwarf_loaded;
 	bool over_budget;      /* DWARF over the symbolizer's budget: never loaded */

@@ -489,18 +489,26 @@ bool strobe_sym_object_has_symbols(const strobe_sym_object *o)
 {
 	if (!o)
 		return false;
-	sym_object_ensure((strobe_sym_object *)o);
-	sym_object_load_symbols((strobe_sym_object *)o);
-	return o->nsyms > 0;
+	strobe_sym_object *w = (strobe_sym_object *)o;
+	if (!w->known_syms) {
+		sym_object_ensure(w);
+		sym_object_load_symbols(w);
+		w->known_syms = w->nsyms > 0 ? 2 : 1;
+	}
+	return w->known_syms == 2;
 }
 
 bool strobe_sym_object_has_lines(const strobe_sym_object *o)
 {
 	if (!o)
 		return false;
-	sym_object_ensure((strobe_sym_object *)o);
-	sym_dwarf_load((strobe_sym_object *)o);
-	return o->dw != NULL;
+	strobe_sym_object *w = (strobe_sym_object *)o;
+	if (!w->known_lines) {
+		sym_object_ensure(w);
+		sym_dwarf_load(w);
+		w->known_lines = w->dw ? 2 : 1;
+	}
+	return w->known_lines == 2;
 }
 
 const char *strobe_sym_object_debug_file(const strobe_sym_object *o)

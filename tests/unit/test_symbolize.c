@@ -694,6 +694,32 @@ static void test_dynsym_only(void **state)
 	strobe_symbolizer_free(s);
 }
 
+/* What has_symbols / has_lines answered survives a release: the agent asks them for every
+ * process's profile every interval, and a released object must not be reopened (and its
+ * symbol table sorted again) for a property of the file. Checked by taking the file away
+ * after the first answers: reopening it would now find nothing. */
+static void test_answers_kept_after_release(void **state)
+{
+	(void)state;
+	NEED_FIXTURES();
+	char copy[4096], gone[4096];
+	snprintf(copy, sizeof(copy), "%s", path_in("fix.kept"));
+	snprintf(gone, sizeof(gone), "%s", path_in("fix.kept.gone"));
+	char cmd[3 * 4096];
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", path_in("fix"), copy);
+	assert_int_equal(system(cmd), 0);
+	strobe_symbolizer *s = new_sym(false, NULL);
+	strobe_sym_object *o = get(s, "fix.kept");
+	assert_true(strobe_sym_object_has_symbols(o));
+	assert_true(strobe_sym_object_has_lines(o));
+	strobe_sym_object_release(s, o);
+	assert_int_equal(rename(copy, gone), 0);
+	assert_true(strobe_sym_object_has_symbols(o));
+	assert_true(strobe_sym_object_has_lines(o));
+	strobe_symbolizer_free(s);
+	unlink(gone);
+}
+
 /* ---- (f) a shared library -------------------------------------------------------------------- */
 
 static void test_shared_library(void **state)
@@ -1283,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_debuglink),
 		cmocka_unit_test(test_minidebuginfo),
 		cmocka_unit_test(test_dynsym_only),
+		cmocka_unit_test(test_answers_kept_after_release),
 		cmocka_unit_test(test_shared_library),
 		cmocka_unit_test(test_build_id_cache),
 		cmocka_unit_test(test_bad_files),
