@@ -29,7 +29,10 @@
 # Peers that are not installed (scripts/deps.sh bench) are left out, and said so.
 #
 #   bench/oncpu.sh [RESULTS]
-#   ROUNDS=3 CPU_SECONDS=6 PINGPONG_SECONDS=4 WARMUP_SECONDS=10 (defaults)
+#   ROUNDS=3 CPU_SECONDS=10 PINGPONG_SECONDS=4 WARMUP_SECONDS=10 BUSY_SECONDS=30 AGENT_INTERVAL=10
+#   (defaults). The agent runs at its default interval (10 s: what it costs as deployed; each
+#   window of CPU_SECONDS after the warm-up then holds one export, BUSY_SECONDS three);
+#   AGENT_INTERVAL=2 measures five times the export work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -37,7 +40,8 @@ strobe=$root/build/strobe
 cpu_work=$root/build/bench/cpu_work
 pingpong=$root/build/bench/pingpong
 results=${1:-/dev/stdout}
-rounds=${ROUNDS:-3} cpu_s=${CPU_SECONDS:-6} pp_s=${PINGPONG_SECONDS:-4} warm_s=${WARMUP_SECONDS:-10}
+rounds=${ROUNDS:-3} cpu_s=${CPU_SECONDS:-10} pp_s=${PINGPONG_SECONDS:-4} warm_s=${WARMUP_SECONDS:-10}
+busy_s=${BUSY_SECONDS:-30} iv=${AGENT_INTERVAL:-10}
 note() { echo "bench: $*" >&2; }
 for b in "$strobe" "$cpu_work" "$pingpong"; do
   [ -x "$b" ] || { note "missing $b: run make bench"; exit 2; }
@@ -76,7 +80,7 @@ wait_prog() {
 start_agent() { # HZ MODE [args]: the agent, 2 s to settle
   local hz=$1 mode=$2
   shift 2
-  "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i 2 --max-cpu 100 \
+  "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i "$iv" --max-cpu 100 \
     --on-cpu-mode "$mode" --no-preload "$@" 2>"$work/agent.log" &
   apid=$!
   # the bpf mode's verifier takes seconds on a loaded machine: measured from its program's
@@ -151,7 +155,7 @@ base=$(awk '$1 == "none" { print $2 }' "$work/cpu.txt" | median)
 {
   echo "### On-CPU sampling summed in the kernel (bench/oncpu.sh)"
   echo
-  echo "bench/cpu_work, one busy thread per CPU ($(nproc) CPUs), ${cpu_s} s a run after a ${warm_s} s warm-up from the profiler's start, $rounds interleaved rounds, medians."
+  echo "bench/cpu_work, one busy thread per CPU ($(nproc) CPUs), ${cpu_s} s a run after a ${warm_s} s warm-up from the profiler's start, $rounds interleaved rounds, medians; the agent at \`-i $iv\` (its default interval: 10 s)."
   echo "The machine is shared: load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end of this part."
   echo "Lost: the drop in the workload's ops per CPU-second (work done in its time by the sampling"
   echo "interrupts and the program). Own: the agent's utime + stime over the run, in % of the"
@@ -214,7 +218,7 @@ for ((r = 0; r < rounds; r++)); do
     start_agent 99 "$mode"
     sleep "$warm_s" # (its start reads every process's identity and tables: not the steady state)
     a0=$(ticks "$apid"); t0=$(date +%s.%N)
-    sleep "$cpu_s"
+    sleep "$busy_s"
     a1=$(ticks "$apid"); t1=$(date +%s.%N)
     stop_agent
     awk -v m="$mode" -v a="$a0" -v b="$a1" -v t="$tck" -v w0="$t0" -v w1="$t1" \
@@ -226,7 +230,7 @@ wait "${bgp[@]}" 2>/dev/null || true
 bgp=()
 {
   echo "Own CPU at 99 Hz with 200 busy processes (niced cpu_work -t 1), % of one core, median of $rounds"
-  echo "runs of ${cpu_s} s, each after a ${warm_s} s warm-up from the agent's start (CPU ticks of 1/$tck s: the resolution is $(awk -v t="$tck" -v s="$cpu_s" 'BEGIN { printf "%.2f", 100 / t / s }') %):"
+  echo "runs of ${busy_s} s, each after a ${warm_s} s warm-up from the agent's start (\`-i $iv\`; CPU ticks of 1/$tck s: the resolution is $(awk -v t="$tck" -v s="$busy_s" 'BEGIN { printf "%.2f", 100 / t / s }') %):"
   echo
   echo "| agent | own CPU | goal |"
   echo "|---|---|---|"

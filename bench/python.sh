@@ -12,13 +12,13 @@
 #            goal being <= 0.3 % at 19 Hz; and the same in % of the workload's CPU time
 # py-spy is not compared: Debian 12 has no py-spy package and npm none (bench notes it).
 # Appends markdown to RESULTS (stdout when not given).
-#   bench/python.sh [RESULTS]       ROUNDS=3 PY_SECONDS=6 PY_PROCS=20 (defaults)
+#   bench/python.sh [RESULTS]       ROUNDS=3 PY_SECONDS=10 PY_PROCS=20 AGENT_INTERVAL=10 (defaults)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 strobe=$root/build/strobe
 results=${1:-/dev/stdout}
-rounds=${ROUNDS:-${RUNS:-3}} secs=${PY_SECONDS:-6} nproc_py=${PY_PROCS:-20}
+rounds=${ROUNDS:-${RUNS:-3}} secs=${PY_SECONDS:-10} nproc_py=${PY_PROCS:-20} iv=${AGENT_INTERVAL:-10}
 note() { echo "bench: $*" >&2; }
 py=$(if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3 || true; fi)
 [ -x "$strobe" ] || { note "missing $strobe: run make"; exit 2; }
@@ -75,7 +75,7 @@ for ((r = 0; r < rounds; r++)); do
     extra=()
     [ "${m//[0-9]/}" = native ] && extra=(--no-python)
     before=$( [ $have_stats = 1 ] && sample_ids | tr '\n' ' ' || true)
-    "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i 2 \
+    "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i "$iv" \
       --max-cpu 100 --on-cpu-mode bpf --no-preload "${extra[@]}" 2>"$work/agent.log" &
     apid=$!
     sleep 3
@@ -99,7 +99,7 @@ row() { # MODE: ops_per_cpu own_ms prog_ns_per_sample samples prog_ms cpu_s
 col() { row "$1" | awk -v c="$2" '{ print $c }' | median; }
 base=$(col none 1)
 {
-  echo "$nproc_py Python processes (niced, on a $(nproc)-CPU host shared with other work) (\`bench/py_work.py\`, $py, $("$py" -c 'import sys; print(sys.version.split()[0])')), $secs s a run, median of $rounds rounds; \`strobe agent --on-cpu-mode bpf -i 2\` with Python frames (py) and native-only (\`--no-python\`). Reproduce: \`bash bench/python.sh\` (or \`BENCH_ONLY=python bench/run.sh\`)."
+  echo "$nproc_py Python processes (niced, on a $(nproc)-CPU host shared with other work) (\`bench/py_work.py\`, $py, $("$py" -c 'import sys; print(sys.version.split()[0])')), $secs s a run, median of $rounds rounds; \`strobe agent --on-cpu-mode bpf -i $iv\` (10 s: its default interval, one export in each window) with Python frames (py) and native-only (\`--no-python\`). Reproduce: \`bash bench/python.sh\` (or \`BENCH_ONLY=python bench/run.sh\`)."
   echo
   echo "| mode | workload ops/CPU-s | lost | agent own CPU | program ns/sample | samples | total (own + program), % of host CPU | ... % of workload CPU |"
   echo "|---|---|---|---|---|---|---|---|"
