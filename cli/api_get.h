@@ -13,6 +13,25 @@ typedef struct cli_server_opts {
 	const char *server, *tenant, *token, *token_file, *ca;
 } cli_server_opts;
 
+/* The connection options every server-talking command takes (-s/--server is each command's own,
+ * as some give -s another meaning). Ids between the profile options' and the commands' own. */
+enum { OPT_TENANT = 1050, OPT_TOKEN, OPT_TOKENFILE, OPT_CA };
+#define CLI_SERVER_LONGOPTS                                                                       \
+	{"tenant", required_argument, 0, OPT_TENANT}, {"token", required_argument, 0, OPT_TOKEN}, \
+	{"token-file", required_argument, 0, OPT_TOKENFILE}, {"ca", required_argument, 0, OPT_CA}
+
+/* Takes one of CLI_SERVER_LONGOPTS into so: 1 if it was one, 0 if not. */
+static inline int cli_server_opt(int opt, const char *arg, cli_server_opts *so)
+{
+	switch (opt) {
+	case OPT_TENANT: so->tenant = arg; return 1;
+	case OPT_TOKEN: so->token = arg; return 1;
+	case OPT_TOKENFILE: so->token_file = arg; return 1;
+	case OPT_CA: so->ca = arg; return 1;
+	default: return 0;
+	}
+}
+
 #define CLI_SERVER_HELP                                                                           \
 	"  -s, --server URL       the server, e.g. http://127.0.0.1:4100\n"                       \
 	"  --tenant ID            X-Scope-OrgID\n"                                                \

@@ -140,17 +140,14 @@ static int from_files(const char *cmd, char **files, int n, double price, int64_
 
 int cmd_cost(int argc, char **argv)
 {
-	enum { O_FROM = OPT_CMD_BASE, O_TO, O_GB, O_BYFN, O_ORDER, O_PRICE, O_WINDOW, O_TENANT,
-	       O_TOKEN, O_TOKENFILE, O_CA };
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_GB, O_BYFN, O_ORDER, O_PRICE, O_WINDOW };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
 		{"group-by", required_argument, 0, O_GB}, {"by-function", no_argument, 0, O_BYFN},
 		{"order", required_argument, 0, O_ORDER}, {"limit", required_argument, 0, 'n'},
 		{"format", required_argument, 0, 'f'}, {"price", required_argument, 0, O_PRICE},
-		{"window", required_argument, 0, O_WINDOW}, {"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		{"window", required_argument, 0, O_WINDOW}, CLI_SERVER_LONGOPTS,
 		{0, 0, 0, 0}};
 	const char *cmd = "cost", *from = NULL, *to = NULL, *gb = NULL, *order = NULL, *fmt = "table";
 	const char *lim = NULL;
@@ -161,6 +158,8 @@ int cmd_cost(int argc, char **argv)
 	long limit = 50;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:n:f:", longopts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &so))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 's': so.server = optarg; break;
@@ -191,10 +190,6 @@ int cmd_cost(int argc, char **argv)
 			}
 			break;
 		}
-		case O_TENANT: so.tenant = optarg; break;
-		case O_TOKEN: so.token = optarg; break;
-		case O_TOKENFILE: so.token_file = optarg; break;
-		case O_CA: so.ca = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "api_get.h"
 #include "cli.h"
 #include "strobe/elf_image.h"
 #include "strobe/symbolize.h"
@@ -116,12 +117,9 @@ static int upload_one(const up_ctx *u, const char *path)
 
 int cmd_debuginfo(int argc, char **argv)
 {
-	enum { O_TENANT = 256, O_TOKEN, O_TOKENFILE, O_CA };
 	static const struct option opts[] = {
 		{"help", no_argument, 0, 'h'},	    {"server", required_argument, 0, 's'},
-		{"force", no_argument, 0, 'f'},	    {"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN}, {"token-file", required_argument, 0, O_TOKENFILE},
-		{"ca", required_argument, 0, O_CA}, {0, 0, 0, 0}};
+		{"force", no_argument, 0, 'f'},	    CLI_SERVER_LONGOPTS, {0, 0, 0, 0}};
 	const char *cmd = "debuginfo", *token_file = NULL;
 	up_ctx u = {0};
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -134,20 +132,23 @@ int cmd_debuginfo(int argc, char **argv)
 	}
 	argc--;
 	argv++;
+	cli_server_opts conn = {0};
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hs:f", opts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &conn))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 's': u.server = optarg; break;
 		case 'f': u.force = true; break;
-		case O_TENANT: u.tenant = optarg; break;
-		case O_TOKEN: u.token = optarg; break;
-		case O_TOKENFILE: token_file = optarg; break;
-		case O_CA: u.ca = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
+	u.tenant = conn.tenant;
+	u.token = conn.token;
+	token_file = conn.token_file;
+	u.ca = conn.ca;
 	if (!u.server || !*u.server) {
 		cli_err(cmd, "--server URL is required");
 		return 2;

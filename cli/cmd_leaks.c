@@ -33,20 +33,21 @@ static void bytes(char *b, size_t n, double v, const char *unit)
 
 int cmd_leaks(int argc, char **argv)
 {
-	enum { O_FROM = OPT_CMD_BASE, O_TO, O_STEP, O_CONF, O_TENANT, O_TOKEN, O_TOKENFILE, O_CA };
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_STEP, O_CONF };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
 		{"step", required_argument, 0, O_STEP}, {"confidence", required_argument, 0, O_CONF},
 		{"limit", required_argument, 0, 'n'}, {"format", required_argument, 0, 'f'},
-		{"tenant", required_argument, 0, O_TENANT}, {"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		CLI_SERVER_LONGOPTS,
 		{0, 0, 0, 0}};
 	const char *cmd = "leaks", *from = NULL, *to = NULL, *step = NULL, *conf = NULL,
 		   *lim = NULL, *fmt = "table";
 	cli_server_opts so = {0};
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:n:f:", longopts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &so))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 's': so.server = optarg; break;
@@ -56,10 +57,6 @@ int cmd_leaks(int argc, char **argv)
 		case O_CONF: conf = optarg; break;
 		case 'n': lim = optarg; break;
 		case 'f': fmt = optarg; break;
-		case O_TENANT: so.tenant = optarg; break;
-		case O_TOKEN: so.token = optarg; break;
-		case O_TOKENFILE: so.token_file = optarg; break;
-		case O_CA: so.ca = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_get.h"
 #include "cli.h"
 #include "strobe/bolt_syms.h"
 #include "strobe/pgo.h"
@@ -32,8 +33,7 @@ static const char usage_text[] =
 	"  --from T, --to T       the server's window (default the last hour)\n"
 	"  --tenant ID, --token TOKEN, --token-file FILE, --ca FILE   as strobe query\n";
 
-enum { O_BINARY = OPT_CMD_BASE, O_KEEPF, O_KEEPS, O_FROM, O_TO, O_TENANT, O_TOKEN, O_TOKENFILE,
-       O_CA };
+enum { O_BINARY = OPT_CMD_BASE, O_KEEPF, O_KEEPS, O_FROM, O_TO };
 
 static int from_server(const char *cmd, const char *server, const char *fmt, const char *sel,
 		       const char *from, const char *to, const char *tenant, const char *token,
@@ -71,15 +71,17 @@ int cmd_pgo(int argc, char **argv)
 		{"keep-frames", required_argument, 0, O_KEEPF},
 		{"keep-share", required_argument, 0, O_KEEPS},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
-		{"tenant", required_argument, 0, O_TENANT}, {"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		CLI_SERVER_LONGOPTS,
 		{0, 0, 0, 0}};
 	const char *cmd = "pgo", *out = NULL, *server = NULL, *binary = NULL, *from = NULL;
 	const char *to = NULL, *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL;
 	strobe_pgo_go_opts go = {0};
 	long kf;
+	cli_server_opts conn = {0};
 	int c;
 	while ((c = getopt_long(argc, argv, "ho:s:", longopts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &conn))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 'o': out = optarg; break;
@@ -101,13 +103,13 @@ int cmd_pgo(int argc, char **argv)
 			break;
 		case O_FROM: from = optarg; break;
 		case O_TO: to = optarg; break;
-		case O_TENANT: tenant = optarg; break;
-		case O_TOKEN: token = optarg; break;
-		case O_TOKENFILE: token_file = optarg; break;
-		case O_CA: ca = optarg; break;
 		default: fputs(usage_text, stderr); return 2;
 		}
 	}
+	tenant = conn.tenant;
+	token = conn.token;
+	token_file = conn.token_file;
+	ca = conn.ca;
 	if (optind >= argc) {
 		fputs(usage_text, stderr);
 		return 2;

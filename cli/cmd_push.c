@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_get.h"
 #include "cli.h"
 #include "strobe/buf.h"
 
@@ -53,24 +54,25 @@ static bool cat_quoted(strobe_buf *s, const char *v)
 
 int cmd_push(int argc, char **argv)
 {
-	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME, O_TENANT, O_TOKEN, O_TOKENFILE, O_CA,
+	enum { O_SERVICE = OPT_CMD_BASE, O_NAME, O_TIME,
 	       O_TYPE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	    {"server", required_argument, 0, 's'},
 		{"label", required_argument, 0, 'l'}, {"service", required_argument, 0, O_SERVICE},
 		{"name", required_argument, 0, O_NAME}, {"time", required_argument, 0, O_TIME},
-		{"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		CLI_SERVER_LONGOPTS,
 		{"type", required_argument, 0, O_TYPE},
 		{0, 0, 0, 0}};
 	const char *cmd = "push", *server = NULL, *service = NULL, *name = NULL, *when = NULL;
 	const char *tenant = NULL, *token = NULL, *token_file = NULL, *ca = NULL, *vtype = NULL;
 	strobe_buf labels;
 	strobe_buf_init(&labels, MAX_ARG_TEXT);
+	cli_server_opts conn = {0};
 	int c, rc = 2;
 	bool first = true;
 	while ((c = getopt_long(argc, argv, "hs:l:", longopts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &conn))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); rc = 0; goto out;
 		case 's': server = optarg; break;
@@ -95,14 +97,14 @@ int cmd_push(int argc, char **argv)
 		case O_SERVICE: service = optarg; break;
 		case O_NAME: name = optarg; break;
 		case O_TIME: when = optarg; break;
-		case O_TENANT: tenant = optarg; break;
-		case O_TOKEN: token = optarg; break;
-		case O_TOKENFILE: token_file = optarg; break;
-		case O_CA: ca = optarg; break;
 		case O_TYPE: vtype = optarg; break;
 		default: fputs(usage_text, stderr); goto out;
 		}
 	}
+	tenant = conn.tenant;
+	token = conn.token;
+	token_file = conn.token_file;
+	ca = conn.ca;
 	if (!server) {
 		cli_err(cmd, "--server URL is required");
 		goto out;

@@ -109,8 +109,7 @@ static char *focused(const char *sel, const char *const *focus, size_t n)
 
 int cmd_query(int argc, char **argv)
 {
-	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TENANT, O_TOKEN,
-	       O_TOKENFILE, O_CA, O_TAGFOCUS, O_SPAN, O_TRACE, O_PROFILE };
+	enum { O_FROM = OPT_CMD_BASE, O_TO, O_DIFF, O_BFROM, O_BTO, O_MAXN, O_TAGFOCUS, O_SPAN, O_TRACE, O_PROFILE };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'},	       {"server", required_argument, 0, 's'},
 		{"from", required_argument, 0, O_FROM}, {"to", required_argument, 0, O_TO},
@@ -122,9 +121,7 @@ int cmd_query(int argc, char **argv)
 		{"tagfocus", required_argument, 0, O_TAGFOCUS},
 		{"span", required_argument, 0, O_SPAN}, {"trace", required_argument, 0, O_TRACE},
 		{"profile-id", required_argument, 0, O_PROFILE},
-		{"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		CLI_SERVER_LONGOPTS,
 		{0, 0, 0, 0}};
 	cli_server_opts so = {0};
 	const char *cmd = "query", *from = NULL, *to = NULL, *fmt = NULL;
@@ -134,6 +131,8 @@ int cmd_query(int argc, char **argv)
 	size_t nfocus = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:f:t:o:", longopts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &so))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 's': so.server = optarg; break;
@@ -146,10 +145,6 @@ int cmd_query(int argc, char **argv)
 		case O_BFROM: bfrom = optarg; break;
 		case O_BTO: bto = optarg; break;
 		case O_MAXN: maxn = optarg; break;
-		case O_TENANT: so.tenant = optarg; break;
-		case O_TOKEN: so.token = optarg; break;
-		case O_TOKENFILE: so.token_file = optarg; break;
-		case O_CA: so.ca = optarg; break;
 		case O_SPAN: span = optarg; break;
 		case O_TRACE: trace = optarg; break;
 		case O_PROFILE: profile = optarg; break;

@@ -28,7 +28,7 @@ static const char usage_text[] =
 int cmd_regressions(int argc, char **argv)
 {
 	enum { O_BY = OPT_CMD_BASE, O_BASE, O_NEW, O_FROM, O_TO, O_BFROM, O_BTO, O_NFROM, O_NTO,
-	       O_BUNITS, O_NUNITS, O_CONF, O_JSON, O_TENANT, O_TOKEN, O_TOKENFILE, O_CA };
+	       O_BUNITS, O_NUNITS, O_CONF, O_JSON };
 	static const struct option longopts[] = {
 		{"help", no_argument, 0, 'h'}, {"server", required_argument, 0, 's'},
 		{"by", required_argument, 0, O_BY}, {"base", required_argument, 0, O_BASE},
@@ -39,9 +39,7 @@ int cmd_regressions(int argc, char **argv)
 		{"base-units", required_argument, 0, O_BUNITS},
 		{"new-units", required_argument, 0, O_NUNITS},
 		{"confidence", required_argument, 0, O_CONF}, {"limit", required_argument, 0, 'n'},
-		{"json", no_argument, 0, O_JSON}, {"tenant", required_argument, 0, O_TENANT},
-		{"token", required_argument, 0, O_TOKEN},
-		{"token-file", required_argument, 0, O_TOKENFILE}, {"ca", required_argument, 0, O_CA},
+		{"json", no_argument, 0, O_JSON}, CLI_SERVER_LONGOPTS,
 		{0, 0, 0, 0}};
 	const char *cmd = "regressions";
 	cli_server_opts so = {0};
@@ -52,15 +50,13 @@ int cmd_regressions(int argc, char **argv)
 	bool json = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "hs:n:", longopts, NULL)) != -1) {
+		if (cli_server_opt(c, optarg, &so))
+			continue;
 		switch (c) {
 		case 'h': fputs(usage_text, stdout); return 0;
 		case 's': so.server = optarg; break;
 		case 'n': vals[12] = optarg; break;
 		case O_JSON: json = true; break;
-		case O_TENANT: so.tenant = optarg; break;
-		case O_TOKEN: so.token = optarg; break;
-		case O_TOKENFILE: so.token_file = optarg; break;
-		case O_CA: so.ca = optarg; break;
 		default:
 			if (c >= O_BY && c <= O_CONF) {
 				vals[c - O_BY] = optarg;
