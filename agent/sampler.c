@@ -344,6 +344,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
 	agg_init(&s->agg);
+	s->off = (offcpu_state){.tr = &s->tr, .agg = &s->agg, .st = &s->st,
+				.min_block_ns = s->o.min_block_ns};
 	event_kinds_init(&s->kinds);
 	s->dec = (rec_decoder){.kinds = &s->kinds, .sample_type = s->sample_type};
 	int rc = tracker_init(&s->tr);
@@ -875,85 +877,23 @@ static void on_clock(strobe_sampler *s, const rec_sample *sm, const rec_unwound 
 	add_stack(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
 }
 
-/* Closes (or, with partial, counts so far) a thread's off-CPU interval up to `t`. */
-static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool partial)
-{
-	int64_t total = t - th->out_ns;
-	if (total < 0)
-		total = 0;
-	if (partial && total < s->o.min_block_ns)
-		return; /* not long enough yet to count; stays open */
-	int64_t bl = 0;
-	if (th->blocked)
-		bl = th->wake_ns > th->out_ns && th->wake_ns <= t ? th->wake_ns - th->out_ns : total;
-	if (partial) {
-		/* Counted up to t; the rest continues from t (run-queue if woken already). */
-		if (th->wake_ns && th->wake_ns <= t)
-			th->blocked = false;
-		th->wake_ns = 0;
-		th->out_ns = t;
-	} else {
-		th->out = false;
-	}
-	if (!partial && total < s->o.min_block_ns) {
-		s->st.short_blocks++;
-		return;
-	}
-	int64_t v[NV] = {0};
-	v[V_OFF_NS] = total;
-	v[V_BLOCKED_NS] = bl;
-	v[V_RUNQ_NS] = total - bl;
-	v[V_SWITCHES] = partial ? 0 : 1;
-	if (!partial)
-		s->st.switches++;
-	add_stack(s, th->pid, th->tid, th->stack, th->nstack, v);
-}
-
-/* A switch-in, from sched_switch's next_pid or from a switch-in record. System-wide, one
- * switch is usually reported by both, the sample first: the second finds the thread back on
- * its CPU already and is no orphan. */
-static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
-{
-	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
-	if (th && th->out) {
-		close_interval(s, th, t, false);
-		th->back = true;
-	} else if (th && th->stack && !th->back) {
-		s->st.orphan_in++;
-	}
-}
-
+/* A switch-out (sched_switch sample): the thread's stack then, and system-wide the thread
+ * switching in (next_pid). The interval itself is offcpu_state.c's. */
 static void on_switch(strobe_sampler *s, const rec_sample *sm, const rec_unwound *pre)
 {
 	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
 	if (tid != 0) {
 		uint32_t n = resolve(s, pid, sm, pre);
 		strobe_thread *th = thread_for(s, tid, pid);
-		if (th) {
-			if (th->out) { /* a switch-in we never saw (lost): do not count the gap */
-				th->out = false;
-				s->st.unmatched++;
-			}
-			uint32_t *st = realloc(th->stack, (n ? n : 1) * sizeof(uint32_t));
-			if (st) {
-				memcpy(st, s->scratch, n * sizeof(uint32_t));
-				th->stack = st;
-				th->nstack = n;
-				th->out = true;
-				th->back = false;
-				th->out_ns = rec_ts(sm->time);
-				th->wake_ns = 0;
-				/* prev_state: 0 = still runnable (yield), TASK_REPORT_MAX (0x100
-				 * and up) = preempted, low bits = a sleeping state. */
-				uint64_t state = rec_raw_u(sm, s->f_prev_state, s->f_prev_state_size);
-				th->blocked = (state & 0xff) != 0;
-			}
-		}
+		if (th)
+			offcpu_switch_out(&s->off, th, s->scratch, n, rec_ts(sm->time),
+					  offcpu_prev_state_blocked(rec_raw_u(
+						  sm, s->f_prev_state, s->f_prev_state_size)));
 	}
 	if (s->cpu_wide) {
 		int32_t next = (int32_t)rec_raw_u(sm, s->f_next_pid, 4);
 		if (next)
-			switch_in(s, next, rec_ts(sm->time));
+			offcpu_switch_in(&s->off, next, rec_ts(sm->time));
 	}
 }
 
@@ -1086,10 +1026,7 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 
 static void on_wakeup(strobe_sampler *s, const rec_sample *sm)
 {
-	int32_t tid = (int32_t)rec_raw_u(sm, s->f_wake_pid, 4);
-	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
-	if (th && th->out && th->blocked && !th->wake_ns)
-		th->wake_ns = rec_ts(sm->time);
+	offcpu_wakeup(&s->off, (int32_t)rec_raw_u(sm, s->f_wake_pid, 4), rec_ts(sm->time));
 }
 
 /* ---- the decoder's handlers ------------------------------------------------------------------ */
@@ -1142,7 +1079,8 @@ static void h_exit(void *ctx, int32_t pid, int32_t tid)
 
 static void h_switch_in(void *ctx, int32_t tid, int64_t time)
 {
-	switch_in(ctx, tid, time);
+	strobe_sampler *s = ctx;
+	offcpu_switch_in(&s->off, tid, time);
 }
 
 static const rec_handlers handlers = {
@@ -1607,11 +1545,7 @@ unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned 
 /* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
 void strobe_sampler_flush_open(strobe_sampler *s)
 {
-	for (uint32_t i = 0; i < s->tr.tids.n; i++) {
-		strobe_thread *th = &s->tr.threads[i];
-		if (th->out && th->tid)
-			close_interval(s, th, s->ord.horizon_ns, true);
-	}
+	offcpu_flush_open(&s->off, s->ord.horizon_ns);
 }
 
 void strobe_sampler_reset_agg(strobe_sampler *s)

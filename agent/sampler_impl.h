@@ -9,6 +9,7 @@
 #include <poll.h>
 
 #include "event_kinds.h"
+#include "offcpu_state.h"
 #include "perf.h"
 #include "pid_count.h"
 #include "proc.h"
@@ -70,6 +71,7 @@ struct strobe_sampler {
 	strobe_itab frames;      /* strobe_frame_key, fixed size */
 	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
 	sampler_agg agg;         /* the stacks and their values (sampler_agg.h) */
+	offcpu_state off;        /* the threads' off-CPU intervals (offcpu_state.h), into agg */
 	strobe_itab lsets;       /* label sets of agg keys: "key\0value\0..." (id 0: none);
 				  * emptied with agg, as span IDs never repeat */
 	uint32_t *scratch;       /* frame ids of the stack being resolved */
