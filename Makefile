@@ -301,7 +301,7 @@ $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The sampler's benchmarks (bench/sampler.sh): the export of 500 processes' profiles and the
 # per-record path.
-$(B)/bench/sampler_export $(B)/bench/sampler_feed: $(B)/bench/%: bench/%.c $(B)/libstrobe.a
+$(B)/bench/sampler_export $(B)/bench/sampler_feed: $(B)/bench/%: bench/%.c bench/bench_util.h $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iagent $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The significance benchmark (bench/significance.sh): simulated counts through lib/significance.c.

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
-#include "sampler_impl.h"
+#include "sampler_ext.h"
 #include "strobe/codec.h"
 #include "strobe/jvm_perfmap.h"
 
@@ -275,7 +275,7 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 		strobe_sampler_close(s);
 		return rc;
 	}
-	s->ext_offcpu = bpf;
+	strobe_sampler_set_external_offcpu(s, bpf);
 	a->s = s;
 	a->ob_active = bpf;
 	a->oc_active = obpf;
@@ -347,7 +347,8 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 		}
 	int64_t now = strobe_mono_ns();
 	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
-	const strobe_proc *pr = e && a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
+	const strobe_proc *pr =
+		e && a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
 	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
 		e->seen_interval = interval;
@@ -371,7 +372,8 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	e->gone = false;
 	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
 		/* exited: name it from what the sampler saw */
-		const strobe_proc *tp = a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
+		const strobe_proc *tp =
+			a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
 		if (!e->info.service[0]) {
 			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);

@@ -17,7 +17,7 @@
 
 #include "strobe/agent.h"
 #include "strobe/sampler.h"
-#include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
+#include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/offcpu.h"
 #include "strobe/locks.h"
 #include "strobe/oncpu.h"

@@ -38,7 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler_impl.h"
+#include "sampler_events.h"
+#include "sampler_state.h"
 
 #define ORDER_NS 50000000 /* records this recent wait for the next round, in case some older one
 			     is still being written */
@@ -1530,6 +1531,16 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->mappings = s->tr.maps.n;
 	st->frames = s->frames.n;
 	st->late = s->ord.late;
+}
+
+strobe_tracker *strobe_sampler_tracker(strobe_sampler *s)
+{
+	return &s->tr;
+}
+
+void strobe_sampler_set_external_offcpu(strobe_sampler *s, bool on)
+{
+	s->ext_offcpu = on;
 }
 
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
