@@ -10,8 +10,6 @@
 #ifndef STROBE_AGENT_SAMPLER_STATE_H
 #define STROBE_AGENT_SAMPLER_STATE_H
 
-#include <poll.h>
-
 #include "event_kinds.h"
 #include "offcpu_state.h"
 #include "perf.h"
@@ -19,6 +17,7 @@
 #include "proc.h"
 #include "record_decode.h"
 #include "record_order.h"
+#include "sampler_events.h"
 #include "sampler_agg.h"
 #include "sampler_ext.h"
 #include "stack_cap.h"
@@ -43,17 +42,8 @@ enum { UW_BUCKETS = 256 };
 struct strobe_sampler {
 	strobe_sampler_opts o;
 	pid_t *pids;
-	strobe_ring *rings;
-	struct pollfd *pfd;
-	unsigned nrings;
-	int *fds;
-	unsigned nfds, cfds;
-	event_kinds kinds;       /* event id -> EVK_* (event_kinds.h) */
-	uint64_t sample_type[4]; /* per EVK_* */
-	int f_prev_state, f_prev_state_size, f_next_pid, f_wake_pid;
+	sampler_events ev;       /* the events and rings (sampler_events.h) */
 	bool cpu_wide;           /* -a: switch-ins from the tracepoint's next_pid */
-	bool kernel_excluded;    /* fell back to user-only (no privilege for kernel frames) */
-	bool no_wakeups;         /* could not open sched_wakeup: no blocked/run-queue split */
 	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
 	bool ext_offcpu;         /* off-CPU values come from elsewhere (the eBPF aggregation) */
 	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
@@ -87,7 +77,6 @@ struct strobe_sampler {
 
 	/* Unwinding with tables (call_graph dwarf/auto). */
 	strobe_unwinder *uw;
-	unsigned stack_clock;    /* bytes of stack copied with on-CPU samples (o.stack_size: switches) */
 	uint64_t *upcs;          /* the unwound program counters of the current sample */
 	bool *uact;
 	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
