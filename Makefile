@@ -290,7 +290,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(B)/bench/span_query $(B)/bench/significance $(B)/bench/sampler_export $(B)/bench/sampler_feed $(PRELOAD_LIB)
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(B)/bench/span_query $(B)/bench/significance $(B)/bench/sampler_export $(B)/bench/sampler_feed $(B)/bench/proc_lookup $(PRELOAD_LIB)
 	@bash bench/run.sh
 
 clean:
@@ -299,9 +299,9 @@ clean:
 $(B)/bench/gen_pprof: bench/gen_pprof.c $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
-# The sampler's benchmarks (bench/sampler.sh): the export of 500 processes' profiles and the
-# per-record path.
-$(B)/bench/sampler_export $(B)/bench/sampler_feed: $(B)/bench/%: bench/%.c $(B)/libstrobe.a
+# The sampler's benchmarks (bench/sampler.sh): the export of 500 processes' profiles, the
+# per-record path and the agent's lookup of each process's identity.
+$(B)/bench/sampler_export $(B)/bench/sampler_feed $(B)/bench/proc_lookup: $(B)/bench/%: bench/%.c bench/bench_util.h $(B)/libstrobe.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Iagent $(CFLAGS) -o $@ $< $(B)/libstrobe.a $(LDLIBS)
 # The significance benchmark (bench/significance.sh): simulated counts through lib/significance.c.

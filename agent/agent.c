@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
-#include "sampler_impl.h"
+#include "sampler_ext.h"
 #include "strobe/codec.h"
 #include "strobe/jvm_perfmap.h"
 
@@ -275,7 +275,7 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 		strobe_sampler_close(s);
 		return rc;
 	}
-	s->ext_offcpu = bpf;
+	strobe_sampler_set_external_offcpu(s, bpf);
 	a->s = s;
 	a->ob_active = bpf;
 	a->oc_active = obpf;
@@ -339,39 +339,25 @@ static void publish_stats(strobe_agent *a)
 
 static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 {
-	proc_entry *e = NULL;
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i].pid == pid) {
-			e = &a->procs[i];
-			break;
-		}
+	proc_entry *e = proc_cache_find(&a->procs, pid);
 	int64_t now = strobe_mono_ns();
 	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
-	const strobe_proc *pr = e && a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
+	const strobe_proc *pr =
+		e && a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
 	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
 		e->seen_interval = interval;
 		return e;
 	}
-	if (!e) {
-		if (a->nprocs == a->cprocs) {
-			size_t nc = a->cprocs ? a->cprocs * 2 : 64;
-			proc_entry *np = realloc(a->procs, nc * sizeof(*np));
-			if (!np)
-				return NULL;
-			a->procs = np;
-			a->cprocs = nc;
-		}
-		e = &a->procs[a->nprocs++];
-		memset(e, 0, sizeof(*e));
-		e->pid = pid;
-	}
+	if (!e && !(e = proc_cache_add(&a->procs, pid)))
+		return NULL;
 	e->read_ns = now;
 	e->seen_interval = interval;
 	e->gone = false;
 	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
 		/* exited: name it from what the sampler saw */
-		const strobe_proc *tp = a->s ? tracker_proc(&a->s->tr, pid, false) : NULL;
+		const strobe_proc *tp =
+			a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
 		if (!e->info.service[0]) {
 			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);
@@ -396,11 +382,7 @@ static void on_process(void *ctx, pid_t pid)
 
 static void proc_prune(strobe_agent *a, int64_t interval)
 {
-	size_t o = 0;
-	for (size_t i = 0; i < a->nprocs; i++)
-		if (a->procs[i].seen_interval + 6 >= interval)
-			a->procs[o++] = a->procs[i];
-	a->nprocs = o;
+	proc_cache_prune(&a->procs, interval - 6);
 }
 
 /* ---- the push's query string ----------------------------------------------------------------- */
@@ -946,7 +928,7 @@ void strobe_agent_free(strobe_agent *a)
 			regfree(&a->rule_re[i]);
 	free(a->rule_re);
 	free(a->rule_has);
-	free(a->procs);
+	proc_cache_free(&a->procs);
 	pthread_mutex_destroy(&a->mu);
 	free(a);
 }

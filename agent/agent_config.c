@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The agent's options: defaults, and the JSON config file (jansson). Every key is checked for
- * its type and range, unknown keys are refused (a typo must not silently mean "default"), and
- * every error names the file, the key and what was expected. Command-line flags are applied by
- * the caller after the file, so they win.
+ * The agent's JSON config file (jansson). Keys, their types, ranges and defaults are the options
+ * table's (agent_options.c), shared with the command line: every key is checked there, unknown
+ * keys are refused (a typo must not silently mean "default"), and every error names the file,
+ * the key and what was expected. Command-line flags are applied by the caller after the file,
+ * so they win.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "strobe/agent_options.h"
 #include "strobe/agent.h"
 #include "strobe/transform.h"
 #include "strobe/sampler.h"
@@ -48,26 +50,6 @@ int strobe_offcpu_mode_parse(const char *s)
 const char *strobe_offcpu_mode_name(unsigned mode)
 {
 	return mode == STROBE_OFFCPU_BPF ? "bpf" : mode == STROBE_OFFCPU_PERF ? "perf" : "auto";
-}
-
-void strobe_agent_opts_init(strobe_agent_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->freq = 19;
-	o->interval_s = 10;
-	o->kernel = true;
-	o->max_cpu = 1.0;
-	o->spool_max = 64u << 20;
-	o->log_level = STROBE_LOG_INFO;
-	o->restart_procs = 4096;
-	/* Symbol tables only by default: DWARF (lines, inlined frames) of every binary on a host
-	 * costs tens of MB that an always-on daemon should not hold; --dwarf asks for it. */
-	o->no_dwarf = true;
-	o->call_graph = STROBE_CG_AUTO;
-	/* Smaller than the recorder's 64: the agent's memory is part of its budget, and an
-	 * evicted process's tables are only re-read at its next sample. */
-	o->unwind_cache_mb = 16;
-	o->unwind_table_mb = 8;
 }
 
 static void free_labels(char **l, unsigned n)
@@ -164,25 +146,6 @@ static int get_str(ctx *c, json_t *v, const char *key, char **out)
 	return 0;
 }
 
-/* A token read from the file the config names (mode 600, one line: lib/secrets.c). */
-static int get_token_file(ctx *c, json_t *v, const char *key, char **out)
-{
-	char *path = NULL, *tok = NULL;
-	int rc = get_str(c, v, key, &path);
-	if (rc == 0) {
-		strobe_err e2 = {{0}};
-		rc = strobe_token_file_read(path, &tok, &e2);
-		if (rc == 0) {
-			free(*out);
-			*out = tok;
-		} else if (rc != -ENOMEM) {
-			rc = bad(c, key, e2.msg);
-		}
-	}
-	free(path);
-	return rc;
-}
-
 int strobe_agent_regcomp(regex_t *re, const char *pattern, const char **why)
 {
 	/* a process pattern is short: 256 bytes is plenty */
@@ -208,20 +171,7 @@ static int get_regex(ctx *c, json_t *v, const char *key, char **out)
 	return 0;
 }
 
-static int get_num(ctx *c, json_t *v, const char *key, double lo, double hi, double *out)
-{
-	if (!json_is_number(v))
-		return bad(c, key, "expected a number");
-	double d = json_number_value(v);
-	if (d < lo || d > hi) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "%g is out of range [%g, %g]", d, lo, hi);
-		return bad(c, key, msg);
-	}
-	*out = d;
-	return 0;
-}
-
+/* A rule's labels: an object of label names to string values. */
 static int get_labels(ctx *c, json_t *v, const char *key, char ***labels, unsigned *n)
 {
 	if (!json_is_object(v))
@@ -268,6 +218,122 @@ static int get_rule(ctx *c, json_t *v, strobe_agent_rule *r)
 	return 0;
 }
 
+/* The JSON value as the options table takes it. */
+static strobe_agent_value value_of(json_t *v)
+{
+	if (json_is_string(v))
+		return (strobe_agent_value){.kind = STROBE_AV_STR, .s = json_string_value(v)};
+	if (json_is_number(v))
+		return (strobe_agent_value){.kind = STROBE_AV_NUM, .d = json_number_value(v)};
+	if (json_is_boolean(v))
+		return (strobe_agent_value){.kind = STROBE_AV_BOOL, .b = json_is_true(v)};
+	return (strobe_agent_value){.kind = STROBE_AV_OTHER};
+}
+
+/* One key of the table (name: as messages show it, "spool.dir" for a nested one). */
+static int set_json(ctx *c, const strobe_agent_option *e, const char *name, json_t *v,
+		    strobe_agent_opts *o)
+{
+	char msg[300] = "";
+	int rc = 0;
+	if (e->type == STROBE_AOT_PIDS) {
+		if (!json_is_array(v))
+			return bad(c, name, "expected an array of process ids");
+		size_t i;
+		json_t *pv;
+		json_array_foreach(v, i, pv) {
+			strobe_agent_value av = value_of(pv);
+			if ((rc = strobe_agent_option_set(e, &av, o, msg, sizeof(msg))) < 0)
+				break;
+		}
+	} else if (e->type == STROBE_AOT_LABELS) {
+		if (!json_is_object(v))
+			return bad(c, name, "expected an object of label names to string values");
+		const char *k;
+		json_t *lv;
+		json_object_foreach(v, k, lv) {
+			char kv[2048];
+			snprintf(kv, sizeof(kv), "%s=%s", k, json_is_string(lv) ? json_string_value(lv) : "");
+			strobe_agent_value av = json_is_string(lv) ? (strobe_agent_value){.kind = STROBE_AV_STR, .s = kv}
+							    : (strobe_agent_value){.kind = STROBE_AV_OTHER};
+			if ((rc = strobe_agent_option_set(e, &av, o, msg, sizeof(msg))) < 0)
+				break;
+		}
+	} else {
+		strobe_agent_value av = value_of(v);
+		rc = strobe_agent_option_set(e, &av, o, msg, sizeof(msg));
+	}
+	return rc == -EINVAL ? bad(c, name, msg) : rc;
+}
+
+/* Whether key k is an object of nested keys ("spool": "spool.dir", ...). */
+static bool is_group(const char *k)
+{
+	size_t n = strlen(k);
+	for (unsigned i = 0; i < strobe_agent_noptions; i++) {
+		const char *key = strobe_agent_options[i].key;
+		if (key && strncmp(key, k, n) == 0 && key[n] == '.')
+			return true;
+	}
+	return false;
+}
+
+static int set_group(ctx *c, const char *k, json_t *v, strobe_agent_opts *o)
+{
+	size_t n = strlen(k);
+	char names[256] = "";
+	for (unsigned i = 0; i < strobe_agent_noptions; i++) {
+		const char *key = strobe_agent_options[i].key;
+		if (key && strncmp(key, k, n) == 0 && key[n] == '.')
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 names[0] ? ", " : "", key + n + 1);
+	}
+	if (!json_is_object(v)) {
+		char what[300];
+		snprintf(what, sizeof(what), "expected an object of %s", names);
+		return bad(c, k, what);
+	}
+	const char *sk;
+	json_t *sv;
+	json_object_foreach(v, sk, sv) {
+		char full[128];
+		snprintf(full, sizeof(full), "%s.%s", k, sk);
+		const strobe_agent_option *e = strlen(k) + 1 + strlen(sk) < sizeof(full)
+						? strobe_agent_option_by_key(full)
+						: NULL;
+		int rc;
+		if (e) {
+			rc = set_json(c, e, full, sv, o);
+		} else {
+			char what[300];
+			snprintf(what, sizeof(what), "unknown key in %s (%s)", k, names);
+			rc = bad(c, sk, what);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int get_rules(ctx *c, json_t *v, strobe_agent_opts *o)
+{
+	if (!json_is_array(v))
+		return bad(c, "processes", "expected an array of {\"comm\": RE, \"labels\": {...}}");
+	size_t i;
+	json_t *rv;
+	json_array_foreach(v, i, rv) {
+		strobe_agent_rule *nr = realloc(o->rules, (o->nrules + 1) * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		o->rules = nr;
+		memset(&nr[o->nrules], 0, sizeof(*nr));
+		int rc = get_rule(c, rv, &nr[o->nrules++]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 			      strobe_agent_opts *o, strobe_err *err)
 {
@@ -288,202 +354,15 @@ int strobe_agent_config_parse(const char *text, size_t len, const char *name,
 	}
 	const char *k;
 	json_t *v;
-	double d;
 	json_object_foreach(root, k, v) {
-		if (strcmp(k, "server") == 0)
-			rc = get_str(&c, v, k, &o->server);
-		else if (strcmp(k, "tenant") == 0)
-			rc = get_str(&c, v, k, &o->tenant);
-		else if (strcmp(k, "token") == 0)
-			rc = get_str(&c, v, k, &o->token);
-		else if (strcmp(k, "token_file") == 0)
-			rc = get_token_file(&c, v, k, &o->token);
-		else if (strcmp(k, "ca") == 0)
-			rc = get_str(&c, v, k, &o->ca);
-		else if (strcmp(k, "admin_token") == 0) {
-			if ((rc = get_str(&c, v, k, &o->admin_token)) == 0 && !*o->admin_token)
-				rc = bad(&c, k, "must not be empty");
-		} else if (strcmp(k, "admin_token_file") == 0)
-			rc = get_token_file(&c, v, k, &o->admin_token);
-		else if (strcmp(k, "frequency") == 0) {
-			if ((rc = get_num(&c, v, k, 1, 10000, &d)) == 0)
-				o->freq = (unsigned)d;
-		} else if (strcmp(k, "offcpu") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->offcpu = json_is_true(v);
-		} else if (strcmp(k, "locks") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->locks = json_is_true(v);
-		} else if (strcmp(k, "preload") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->no_preload = !json_is_true(v);
-		} else if (strcmp(k, "preload_dir") == 0) {
-			rc = get_str(&c, v, k, &o->preload_dir);
-		} else if (strcmp(k, "offcpu_mode") == 0) {
-			int m = json_is_string(v) ? strobe_offcpu_mode_parse(json_string_value(v)) : -1;
-			if (m < 0)
-				rc = bad(&c, k, "expected \"auto\", \"bpf\" or \"perf\"");
-			else
-				o->offcpu_mode = (unsigned)m;
-		} else if (strcmp(k, "oncpu_mode") == 0) {
-			int m = json_is_string(v) ? strobe_offcpu_mode_parse(json_string_value(v)) : -1;
-			if (m < 0)
-				rc = bad(&c, k, "expected \"auto\", \"bpf\" or \"perf\"");
-			else
-				o->oncpu_mode = (unsigned)m;
-		} else if (strcmp(k, "oncpu_entries") == 0) {
-			if ((rc = get_num(&c, v, k, 4, 1 << 18, &d)) == 0)
-				o->oncpu_entries = (unsigned)d;
-		} else if (strcmp(k, "offcpu_entries") == 0) {
-			if ((rc = get_num(&c, v, k, 64, 1 << 20, &d)) == 0)
-				o->offcpu_entries = (unsigned)d;
-		} else if (strcmp(k, "kernel") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->kernel = json_is_true(v);
-		} else if (strcmp(k, "symbolize") == 0) {
-			const char *m = json_string_value(v);
-			if (json_is_boolean(v))
-				o->no_symbolize = !json_is_true(v), o->symbolize_server = false;
-			else if (m && strcmp(m, "local") == 0)
-				o->no_symbolize = false, o->symbolize_server = false;
-			else if (m && strcmp(m, "server") == 0)
-				o->no_symbolize = false, o->symbolize_server = true;
-			else if (m && strcmp(m, "none") == 0)
-				o->no_symbolize = true, o->symbolize_server = false;
-			else
-				rc = bad(&c, k, "expected \"local\", \"server\", \"none\", true or false");
-		} else if (strcmp(k, "upload_symbols") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->no_upload_symbols = !json_is_true(v);
-		} else if (strcmp(k, "jvm_attach") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->no_jvm_attach = !json_is_true(v);
-		} else if (strcmp(k, "python") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->no_python = !json_is_true(v);
-		} else if (strcmp(k, "dwarf") == 0) {
-			if (!json_is_boolean(v))
-				rc = bad(&c, k, "expected true or false");
-			else
-				o->no_dwarf = !json_is_true(v);
-		} else if (strcmp(k, "call_graph") == 0) {
-			int cg = json_is_string(v) ? strobe_call_graph_parse(json_string_value(v))
-						   : -EINVAL;
-			if (cg < 0)
-				rc = bad(&c, k, "expected \"fp\", \"dwarf\" or \"auto\"");
-			else
-				o->call_graph = (unsigned)cg;
-		} else if (strcmp(k, "unwind_cache_mb") == 0) {
-			if ((rc = get_num(&c, v, k, 1, 1 << 20, &d)) == 0)
-				o->unwind_cache_mb = (unsigned)d;
-		} else if (strcmp(k, "unwind_table_mb") == 0) {
-			if ((rc = get_num(&c, v, k, 0, 32, &d)) == 0)
-				o->unwind_table_mb = (unsigned)d;
-		} else if (strcmp(k, "interval") == 0) {
-			if ((rc = get_num(&c, v, k, 1, 3600, &d)) == 0)
-				o->interval_s = (unsigned)d;
-		} else if (strcmp(k, "max_cpu") == 0) {
-			if ((rc = get_num(&c, v, k, 0.0001, 100, &d)) == 0)
-				o->max_cpu = d;
-		} else if (strcmp(k, "admin") == 0)
-			rc = get_str(&c, v, k, &o->admin);
-		else if (strcmp(k, "host") == 0)
-			rc = get_str(&c, v, k, &o->host);
-		else if (strcmp(k, "log_level") == 0) {
-			if (!json_is_string(v) || strobe_log_level_parse(json_string_value(v)) < 0)
-				rc = bad(&c, k, "expected \"error\", \"warn\", \"info\" or \"debug\"");
-			else
-				o->log_level = strobe_log_level_parse(json_string_value(v));
-		} else if (strcmp(k, "labels") == 0)
-			rc = get_labels(&c, v, k, &o->labels, &o->nlabels);
-		else if (strcmp(k, "spool") == 0) {
-			if (!json_is_object(v)) {
-				rc = bad(&c, k, "expected an object {\"dir\": ..., \"max_bytes\": ...}");
-				break;
-			}
-			const char *sk;
-			json_t *sv;
-			json_object_foreach(v, sk, sv) {
-				if (strcmp(sk, "dir") == 0)
-					rc = get_str(&c, sv, "spool.dir", &o->spool_dir);
-				else if (strcmp(sk, "max_bytes") == 0) {
-					if ((rc = get_num(&c, sv, "spool.max_bytes", 4096, 1e12, &d)) == 0)
-						o->spool_max = (uint64_t)d;
-				} else
-					rc = bad(&c, sk, "unknown key in spool (dir, max_bytes)");
-				if (rc < 0)
-					break;
-			}
-		} else if (strcmp(k, "targets") == 0) {
-			if (!json_is_object(v)) {
-				rc = bad(&c, k, "expected an object {\"pids\", \"comm\", \"cgroup\"}");
-				break;
-			}
-			const char *tk;
-			json_t *tv;
-			json_object_foreach(v, tk, tv) {
-				if (strcmp(tk, "comm") == 0)
-					rc = get_regex(&c, tv, "targets.comm", &o->comm_re);
-				else if (strcmp(tk, "cgroup") == 0)
-					rc = get_str(&c, tv, "targets.cgroup", &o->cgroup);
-				else if (strcmp(tk, "pids") == 0) {
-					if (!json_is_array(tv)) {
-						rc = bad(&c, "targets.pids", "expected an array of process ids");
-						break;
-					}
-					size_t i;
-					json_t *pv;
-					json_array_foreach(tv, i, pv) {
-						if ((rc = get_num(&c, pv, "targets.pids", 1, 0x7fffffff, &d)) < 0)
-							break;
-						pid_t *np = realloc(o->pids, (o->npids + 1) * sizeof(*np));
-						if (!np) {
-							rc = -ENOMEM;
-							break;
-						}
-						o->pids = np;
-						o->pids[o->npids++] = (pid_t)d;
-					}
-				} else
-					rc = bad(&c, tk, "unknown key in targets (pids, comm, cgroup)");
-				if (rc < 0)
-					break;
-			}
-		} else if (strcmp(k, "processes") == 0) {
-			if (!json_is_array(v)) {
-				rc = bad(&c, k, "expected an array of {\"comm\": RE, \"labels\": {...}}");
-				break;
-			}
-			size_t i;
-			json_t *rv;
-			json_array_foreach(v, i, rv) {
-				strobe_agent_rule *nr = realloc(o->rules, (o->nrules + 1) * sizeof(*nr));
-				if (!nr) {
-					rc = -ENOMEM;
-					break;
-				}
-				o->rules = nr;
-				memset(&nr[o->nrules], 0, sizeof(*nr));
-				rc = get_rule(&c, rv, &nr[o->nrules++]);
-				if (rc < 0)
-					break;
-			}
-		} else
-			rc = bad(&c, k, "unknown key (see examples/agent.json)");
+		if (is_group(k))
+			rc = set_group(&c, k, v, o);
+		else if (strcmp(k, "processes") == 0)
+			rc = get_rules(&c, v, o);
+		else {
+			const strobe_agent_option *e = strobe_agent_option_by_key(k);
+			rc = e ? set_json(&c, e, k, v, o) : bad(&c, k, "unknown key (see examples/agent.json)");
+		}
 		if (rc < 0)
 			break;
 	}

@@ -17,11 +17,12 @@
 
 #include "strobe/agent.h"
 #include "strobe/sampler.h"
-#include "sampler_impl.h" /* strobe_mono_ns, the sampler's clock */
+#include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/offcpu.h"
 #include "strobe/locks.h"
 #include "strobe/oncpu.h"
 #include "preload.h"
+#include "proc_cache.h"
 
 typedef struct agent_status {
 	int64_t started_unix;
@@ -63,13 +64,6 @@ typedef struct agent_status {
 	uint64_t captures;
 } agent_status;
 
-typedef struct proc_entry {
-	pid_t pid;
-	int64_t read_ns, seen_interval;
-	bool gone;
-	strobe_proc_info info;
-} proc_entry;
-
 struct strobe_agent {
 	const strobe_agent_opts *o;
 	char host[256];
@@ -95,8 +89,7 @@ struct strobe_agent {
 	bool have_comm_re;
 	regex_t *rule_re; /* 3 per rule (comm, exe, service); rule_has[i] says which are set */
 	bool *rule_has;
-	proc_entry *procs;
-	size_t nprocs, cprocs;
+	proc_cache procs;       /* each exported process's identity, by pid */
 
 	atomic_int stop;        /* 1: stop requested */
 	atomic_int want_pause;  /* 1 paused wanted, 0 running wanted */

@@ -30,7 +30,7 @@
 #include "locks.h"
 #include "locks.skel.h"
 #include "offcpu_tables.h"
-#include "sampler_impl.h"
+#include "sampler_ext.h"
 #include "strobe/locks.h"
 
 #define DEFAULT_ENTRIES 16384

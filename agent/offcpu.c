@@ -29,8 +29,8 @@
 #include <linux/types.h>
 
 #include "strobe/offcpu.h"
-#include "sampler_impl.h" /* strobe_sampler_add_offcpu */
 #include "bpf_drain.h"
+#include "sampler_ext.h"
 #include "bpf_msg.h"
 #include "offcpu.h"
 #include "offcpu.skel.h"

@@ -36,7 +36,7 @@
 
 #include "offcpu_tables.h"
 #include "strobe/proc_maps.h"
-#include "sampler_impl.h"
+#include "strobe/clock.h"
 #include "unwind_rows.h"
 
 #define MAX_BINS 65536

@@ -53,7 +53,8 @@
 #include "oncpu.skel.h"
 #include "perf.h"
 #include "python_host.h"
-#include "sampler_impl.h"
+#include "sampler_ext.h"
+#include "stack_cap.h"
 #include "strobe/oncpu.h"
 #include "tls_labels_user.h"
 

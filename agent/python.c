@@ -40,7 +40,7 @@
 #include <bpf/bpf.h>
 
 #include "python_host.h"
-#include "sampler_impl.h"
+#include "sampler_ext.h"
 
 #define PROC_CAP 8192u   /* processes remembered (a power of two) */
 #define CODE_CAP 16384u  /* code objects named (a power of two) */

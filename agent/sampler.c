@@ -1,20 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The sampler (see strobe/sampler.h): opens the perf events for a set of targets, reads the
- * per-CPU rings, orders the records by time, keeps the process tracker current and aggregates
- * stacks with their on-CPU and off-CPU values.
- *
- * Events, per CPU ring:
- *   cpu-clock        on-CPU samples, fixed period 1e9/HZ ns (so cpu ns = samples x period),
- *                    with the kernel+user call chain; carries the side-band records (mmap2,
- *                    comm, fork/exit, and for per-task targets context switches).
- *   sched:sched_switch  one sample per switch-out of a traced thread, with its call chain (the
- *                    stack it blocked in) and the raw record's prev_state (blocked or preempted)
- *                    and next_pid (the thread switching in, used in system-wide mode).
- *   sched:sched_wakeup  cpu-wide, no call chain: when a blocked thread became runnable, which
- *                    splits its off-CPU time into blocked and run-queue parts.
- * Per-task targets (-p, a command) open each event per (thread, CPU) with inherit, so threads
- * and children created later are followed by the kernel; system-wide targets per CPU.
+ * The sampler (see strobe/sampler.h): the wiring of its stages. It opens the perf events for a
+ * set of targets (sampler_events.c), reads the per-CPU rings, orders the records by time
+ * (record_order.c), decodes them (record_decode.c), keeps the process tracker current
+ * (proc_table.c), resolves and unwinds stacks (here and unwind.c), follows each thread's
+ * off-CPU intervals (offcpu_state.c) and aggregates stacks with their on-CPU and off-CPU values
+ * (sampler_agg.c); sampler_profile.c turns the aggregate into a profile.
  *
  * Ordering: each round takes every ring's head at once, reads every ring up to it, then
  * processes, in time order, only the records older than the round's start minus ORDER_NS: any
@@ -26,307 +17,24 @@
  * no mapping known yet: then it waits, with its stack copy (take_unwound). Only the walk moves
  * earlier; the frames are named at the sample's turn as before.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "sampler_impl.h"
+#include "sampler_events.h"
+#include "sampler_state.h"
 
 #define ORDER_NS 50000000 /* records this recent wait for the next round, in case some older one
 			     is still being written */
 #define MAX_PENDING (256u << 20) /* bytes of held records before processing is forced */
 
-/* ---- opening --------------------------------------------------------------------------------- */
-
-static int add_fd(strobe_sampler *s, int fd)
-{
-	if (s->nfds == s->cfds) {
-		unsigned nc = s->cfds ? s->cfds * 2 : 64;
-		int *n = realloc(s->fds, nc * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		s->fds = n;
-		s->cfds = nc;
-	}
-	s->fds[s->nfds++] = fd;
-	return 0;
-}
-
-static int add_id(strobe_sampler *s, int fd, int kind)
-{
-	uint64_t id;
-	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
-		return -errno;
-	/* Inherited child events report the id of the event they were inherited from. */
-	return event_kinds_add(&s->kinds, id, kind);
-}
-
-/* Whether samples carry registers and a stack copy to unwind. */
-static bool copies_stack(const strobe_sampler_opts *o)
-{
-	return o->call_graph == STROBE_CG_DWARF || o->call_graph == STROBE_CG_AUTO;
-}
-
-static unsigned ring_pages(const strobe_sampler_opts *o)
-{
-	/* A stack copy makes every sample some KiB: rings larger by default (2 MiB per CPU for
-	 * on-CPU, 4 MiB with off-CPU). */
-	unsigned p = o->ring_pages ? o->ring_pages
-				   : (o->events & STROBE_EV_OFFCPU) ? (copies_stack(o) ? 1024 : 256)
-								    : (copies_stack(o) ? 512 : 64);
-	unsigned r = 1;
-	while (r < p && r < (1u << 16))
-		r <<= 1;
-	return r;
-}
-
-/* The events' attributes. `sideband`: this event also reports mmaps, comms, forks, exits and,
- * for off-CPU, context switches. */
-void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
-			       bool sideband, bool per_task, int tp_id)
-{
-	memset(a, 0, sizeof(*a));
-	a->size = sizeof(*a);
-	a->disabled = 1;
-	a->sample_id_all = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
-	a->inherit = per_task;
-	a->enable_on_exec = s->o.enable_on_exec;
-	a->sample_type = s->sample_type[kind];
-	a->exclude_callchain_kernel = !s->o.kernel || s->kernel_excluded;
-	a->sample_max_stack = (uint16_t)(s->o.max_stack ? s->o.max_stack : STROBE_STACK_DEPTH);
-	if (copies_stack(&s->o) && kind != EVK_WAKEUP) {
-		a->sample_regs_user = STROBE_SAMPLER_REGS_MASK;
-		a->sample_stack_user = kind == EVK_CLOCK ? s->stack_clock : s->o.stack_size;
-		/* dwarf: the user part of the chain comes from the unwinder alone */
-		a->exclude_callchain_user = s->o.call_graph == STROBE_CG_DWARF;
-	}
-	a->watermark = 1;
-	/* A wake-up when a quarter of the ring is written; on-CPU samples with a stack copy, half:
-	 * the kernel wakes the reader per ring, every watermark bytes written to it whatever the
-	 * reader has read meanwhile, so at 99 Hz with 16 KiB copies each CPU woke the recorder
-	 * three times a second, and on a virtual machine each wake-up (two context switches and
-	 * a poll) cost about 60 us, a sixth of the recorder's CPU. Half of a 2 MiB ring still
-	 * leaves 0.6 s at 99 Hz before anything is lost, and reading it is quick now that samples
-	 * are unwound as they are read. Off-CPU records come at every context switch: a quarter. */
-	unsigned frac = copies_stack(&s->o) && !(s->o.events & STROBE_EV_OFFCPU) ? 2 : 4;
-	a->wakeup_watermark = (uint32_t)(ring_pages(&s->o) * (size_t)sysconf(_SC_PAGESIZE) / frac);
-	switch (kind) {
-	case EVK_CLOCK:
-		if (s->o.cycles) {
-			a->type = PERF_TYPE_HARDWARE;
-			a->config = PERF_COUNT_HW_CPU_CYCLES;
-			a->freq = 1;
-			a->sample_freq = s->o.freq;
-		} else {
-			a->type = PERF_TYPE_SOFTWARE;
-			a->config = PERF_COUNT_SW_CPU_CLOCK;
-			a->sample_period = (uint64_t)(s->event_period_ns ? s->event_period_ns : s->period_ns);
-		}
-		a->exclude_kernel = s->kernel_excluded;
-		break;
-	default:
-		a->type = PERF_TYPE_TRACEPOINT;
-		a->config = (uint64_t)tp_id;
-		a->sample_period = 1;
-		if (!per_task && s->o.enable_on_exec) {
-			/* A cpu-wide event never sees the exec: on now (wake-ups of threads we
-			 * do not trace are ignored anyway). */
-			a->enable_on_exec = 0;
-			a->disabled = 0;
-		}
-		break;
-	}
-	if (sideband) {
-		a->mmap = a->mmap2 = a->comm = a->comm_exec = a->task = 1;
-		a->build_id = 1;
-		/* Per task, the switch-in record is the only switch-in there is. System-wide,
-		 * sched_switch's next_pid says who comes in, but that sample is taken in the
-		 * context of the task going out, and when that is a CPU's idle task the kernel
-		 * may not deliver it at all (seen on a VM: none of CPU 1's idle-task samples ever
-		 * arrived, so a thread that slept and woke there was never seen coming back, and
-		 * its off-CPU time was lost until it next ran after a busy task). The switch-in
-		 * record is written in the context of the task coming in: ask for it too. */
-		a->context_switch = (s->o.events & STROBE_EV_OFFCPU) != 0;
-	}
-}
-
-/* Opens one event on (pid, cpu), hooking it to that CPU's ring (mapping the ring on first use). */
-static int open_one(strobe_sampler *s, int kind, bool sideband, bool per_task, int tp_id, pid_t pid,
-		    int cpu, unsigned ring, strobe_err *err)
-{
-	struct perf_event_attr a;
-	strobe_sampler_event_attr(s, &a, kind, sideband, per_task, tp_id);
-	int fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd == -EINVAL && sideband) { /* kernels before 5.12 have no build IDs in mmap2 */
-		a.build_id = 0;
-		fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	}
-	if (fd < 0) {
-		static const char *const what[] = {"", "the cpu-clock event", "sched:sched_switch",
-						   "sched:sched_wakeup"};
-		if (kind == EVK_CLOCK && s->o.cycles && (fd == -ENOENT || fd == -EOPNOTSUPP))
-			return strobe_errf(err, fd,
-					   "this machine has no hardware cycle counter (a virtual "
-					   "machine without a virtual PMU?): use -e cpu, the cpu-clock "
-					   "timer");
-		return strobe_perf_open_err(err, fd,
-					    kind == EVK_CLOCK && s->o.cycles ? "the cycles event"
-									     : what[kind],
-					    pid);
-	}
-	int rc = add_fd(s, fd);
-	if (rc < 0) {
-		close(fd);
-		return rc;
-	}
-	if ((rc = add_id(s, fd, kind)) < 0)
-		return strobe_errf(err, rc, "PERF_EVENT_IOC_ID: %s", strerror(-rc));
-	strobe_ring *r = &s->rings[ring];
-	if (r->fd < 0) {
-		rc = strobe_ring_map(r, fd, ring_pages(&s->o));
-		if (rc < 0)
-			return strobe_errf(err, rc,
-					   "cannot map the ring buffer of CPU %d (%u pages): %s%s", cpu,
-					   ring_pages(&s->o), strerror(-rc),
-					   rc == -EPERM ? " (raise kernel.perf_event_mlock_kb)" : "");
-		s->pfd[ring].fd = fd;
-		s->pfd[ring].events = POLLIN;
-	} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0) {
-		return strobe_errf(err, -errno, "PERF_EVENT_IOC_SET_OUTPUT: %s", strerror(errno));
-	}
-	return 0;
-}
-
-/* The events of one target (a thread, or -1 for the whole CPU) on one CPU. */
-static int open_set(strobe_sampler *s, pid_t pid, int cpu, unsigned ring, int tp_switch,
-		    strobe_err *err)
-{
-	bool per_task = pid != -1;
-	bool sb = true;
-	int rc;
-	if (s->o.events & STROBE_EV_CPU) {
-		rc = open_one(s, EVK_CLOCK, sb, per_task, 0, pid, cpu, ring, err);
-		if (rc < 0)
-			return rc;
-		sb = false;
-	}
-	if (s->o.events & STROBE_EV_OFFCPU) {
-		rc = open_one(s, EVK_SWITCH, sb, per_task, tp_switch, pid, cpu, ring, err);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Thread ids of a process from /proc/PID/task. */
-static int list_tids(pid_t pid, pid_t **out, unsigned *n)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	unsigned cap = 16, cnt = 0;
-	pid_t *v = malloc(cap * sizeof(*v));
-	struct dirent *e;
-	while (v && (e = readdir(d))) {
-		char *end;
-		long t = strtol(e->d_name, &end, 10);
-		if (*end || t <= 0)
-			continue;
-		if (cnt == cap) {
-			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
-			if (!nv) {
-				free(v);
-				v = NULL;
-				break;
-			}
-			v = nv;
-		}
-		v[cnt++] = (pid_t)t;
-	}
-	closedir(d);
-	if (!v)
-		return -ENOMEM;
-	*out = v;
-	*n = cnt;
-	return 0;
-}
-
-static bool in_list(const pid_t *v, unsigned n, pid_t x)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
-}
-
-/* Opens events for every thread of pid, rescanning until no thread appeared meanwhile (a thread
- * created before its creator's event existed is not inherited). */
-static int open_process(strobe_sampler *s, pid_t pid, int ncpu, const int *cpus, int tp_switch,
-			strobe_err *err)
-{
-	pid_t *done = NULL;
-	unsigned ndone = 0, cdone = 0;
-	int rc = 0;
-	for (int round = 0; round < 20; round++) {
-		pid_t *tids = NULL;
-		unsigned nt = 0;
-		if (s->o.enable_on_exec) { /* a forked child waiting to exec: one thread */
-			tids = malloc(sizeof(*tids));
-			if (!tids)
-				return -ENOMEM;
-			tids[0] = pid;
-			nt = 1;
-		} else if ((rc = list_tids(pid, &tids, &nt)) < 0) {
-			free(done);
-			return strobe_errf(err, rc == -ENOENT ? -ESRCH : rc, "no process %d",
-					   (int)pid);
-		}
-		unsigned added = 0;
-		for (unsigned i = 0; i < nt && rc == 0; i++) {
-			if (in_list(done, ndone, tids[i]))
-				continue;
-			for (int c = 0; c < ncpu && rc == 0; c++) {
-				rc = open_set(s, tids[i], cpus[c], (unsigned)c, tp_switch, err);
-				if (rc == -ESRCH) /* the thread exited meanwhile: fine */
-					rc = 1;
-			}
-			if (rc == 1) {
-				rc = 0;
-				continue;
-			}
-			if (ndone == cdone) {
-				cdone = cdone ? cdone * 2 : 16;
-				pid_t *nd = realloc(done, cdone * sizeof(*nd));
-				if (!nd) {
-					rc = -ENOMEM;
-					break;
-				}
-				done = nd;
-			}
-			done[ndone++] = tids[i];
-			added++;
-		}
-		free(tids);
-		if (rc < 0 || added == 0 || s->o.enable_on_exec)
-			break;
-	}
-	if (rc == 0 && ndone == 0)
-		rc = strobe_errf(err, -ESRCH, "no process %d", (int)pid);
-	free(done);
-	return rc;
-}
+/* ---- the sampler's state, opening and closing ------------------------------------------------ */
 
 /* The state every sampler has, events or not. */
 static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
@@ -343,9 +51,16 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		s->o.max_stack = STROBE_STACK_DEPTH;
 	s->period_ns = 1000000000 / s->o.freq;
 	s->frames.fixed = sizeof(strobe_frame_key);
+#ifndef __x86_64__
+	if (s->o.call_graph == STROBE_CG_AUTO)
+		s->o.call_graph = STROBE_CG_FP; /* the register layout is x86-64's only */
+#endif
 	agg_init(&s->agg);
-	event_kinds_init(&s->kinds);
-	s->dec = (rec_decoder){.kinds = &s->kinds, .sample_type = s->sample_type};
+	s->off = (offcpu_state){.tr = &s->tr, .agg = &s->agg, .st = &s->st,
+				.min_block_ns = s->o.min_block_ns};
+	sampler_events_init(&s->ev, &s->o);
+	s->ev.clock_period_ns = (uint64_t)s->period_ns;
+	s->dec = (rec_decoder){.kinds = &s->ev.kinds, .sample_type = s->ev.sample_type};
 	int rc = tracker_init(&s->tr);
 	uint32_t fid;
 	strobe_frame_key none = {0};
@@ -359,11 +74,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 			memcpy(s->pids, o->pids, o->npids * sizeof(*s->pids));
 		s->o.pids = s->pids;
 	}
-#ifndef __x86_64__
-	if (s->o.call_graph == STROBE_CG_AUTO)
-		s->o.call_graph = STROBE_CG_FP; /* the register layout is x86-64's only */
-#endif
-	if (copies_stack(&s->o)) {
+	if (sampler_copies_stack(&s->o)) {
 		/* By default 16 KiB with on-CPU samples: 8 KiB (perf's default) leaves a fifth
 		 * of the stacks of some common programs truncated (GNU sort's comparators hold
 		 * 4 KB buffers); 8 KiB with switch-outs, which come at every context switch and
@@ -376,22 +87,12 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 			s->o.stack_size = 65000 & ~7u;
 		if (s->o.stack_size < 8)
 			s->o.stack_size = 8;
-		s->stack_clock = dflt ? 16384 : s->o.stack_size;
+		s->ev.stack_clock = dflt ? 16384 : s->o.stack_size;
 		s->uw = unwinder_new(s->o.unwind_cache_bytes);
 		s->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*s->upcs));
 		s->uact = malloc(STROBE_STACK_FRAMES * sizeof(*s->uact));
 		if (!s->uw || !s->upcs || !s->uact)
 			rc = -ENOMEM;
-	}
-	const uint64_t common = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
-				PERF_SAMPLE_CPU;
-	s->sample_type[EVK_CLOCK] = common | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN;
-	s->sample_type[EVK_SWITCH] = common | PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD |
-				     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW;
-	s->sample_type[EVK_WAKEUP] = common | PERF_SAMPLE_RAW;
-	if (copies_stack(&s->o)) {
-		s->sample_type[EVK_CLOCK] |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		s->sample_type[EVK_SWITCH] |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	}
 	s->cpu_wide = o->all;
 	if (rc < 0) {
@@ -456,76 +157,14 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	s->no_cpu_types = no_cpu_types;
 	s->ext_offcpu = o == &xo && o->offcpu_external;
 	if (ext)
-		s->event_period_ns = 1000000000;
-	int rc = 0;
-
-	int tp_switch = 0, tp_wakeup = 0, size;
-	if (rc == 0 && (o->events & STROBE_EV_OFFCPU)) {
-		tp_switch = strobe_tracepoint_id("sched", "sched_switch", err);
-		if (tp_switch < 0)
-			rc = tp_switch;
-		if (rc == 0)
-			rc = strobe_tracepoint_field("sched", "sched_switch", "prev_state",
-						     &s->f_prev_state, &s->f_prev_state_size, err);
-		if (rc == 0)
-			rc = strobe_tracepoint_field("sched", "sched_switch", "next_pid",
-						     &s->f_next_pid, &size, err);
-		if (rc == 0) {
-			tp_wakeup = strobe_tracepoint_id("sched", "sched_wakeup", err);
-			if (tp_wakeup < 0 ||
-			    strobe_tracepoint_field("sched", "sched_wakeup", "pid", &s->f_wake_pid,
-						    &size, err) < 0)
-				s->no_wakeups = true;
-			if (err)
-				err->msg[0] = 0;
-		}
-	}
-
-	int ncpu = strobe_cpu_count(), nonline = 0;
-	int *cpus = malloc((size_t)ncpu * sizeof(*cpus));
-	s->rings = calloc((size_t)ncpu, sizeof(*s->rings));
-	s->pfd = calloc((size_t)ncpu, sizeof(*s->pfd));
-	if (rc == 0 && (!cpus || !s->rings || !s->pfd))
-		rc = -ENOMEM;
-	for (int c = 0; rc == 0 && c < ncpu; c++)
-		if (strobe_cpu_online(c))
-			cpus[nonline++] = c;
-	s->nrings = (unsigned)nonline;
-	for (unsigned i = 0; s->rings && i < (unsigned)ncpu; i++)
-		s->rings[i].fd = -1;
-	s->st.cpus = (uint32_t)nonline;
-
-	if (rc == 0 && o->all) {
-		for (int c = 0; rc == 0 && c < nonline; c++)
-			rc = open_set(s, -1, cpus[c], (unsigned)c, tp_switch, err);
-	} else if (rc == 0) {
-		/* Kernel frames of other users' processes need privilege; fall back to user-only
-		 * the way perf does, and say so in the stats. */
-		for (unsigned i = 0; rc == 0 && i < o->npids; i++) {
-			rc = open_process(s, o->pids[i], nonline, cpus, tp_switch, err);
-			if ((rc == -EACCES || rc == -EPERM) && o->kernel && !s->kernel_excluded &&
-			    s->nfds == 0 && !(o->events & STROBE_EV_OFFCPU)) {
-				s->kernel_excluded = true;
-				rc = open_process(s, o->pids[i], nonline, cpus, tp_switch, err);
-			}
-		}
-	}
-	if (rc == 0 && (o->events & STROBE_EV_OFFCPU) && !s->no_wakeups) {
-		strobe_err werr;
-		for (int c = 0; c < nonline; c++) {
-			if (open_one(s, EVK_WAKEUP, false, false, tp_wakeup, -1, cpus[c], (unsigned)c,
-				     &werr) < 0) {
-				s->no_wakeups = true; /* blocked time then includes run-queue time */
-				break;
-			}
-		}
-	}
-	free(cpus);
+		s->event_period_ns = s->ev.clock_period_ns = 1000000000;
+	int rc = sampler_events_open(&s->ev, err);
+	s->st.cpus = s->ev.nrings;
 	if (rc < 0) {
 		strobe_sampler_close(s);
 		return rc;
 	}
-	s->st.fds = s->nfds;
+	s->st.fds = s->ev.nfds;
 	/* The targets' mappings now; what changes later arrives as records. */
 	int64_t now = strobe_mono_ns();
 	for (unsigned i = 0; i < o->npids && !o->enable_on_exec; i++)
@@ -540,15 +179,7 @@ void strobe_sampler_close(strobe_sampler *s)
 {
 	if (!s)
 		return;
-	for (unsigned i = 0; s->rings && i < s->nrings; i++)
-		if (s->rings[i].meta)
-			strobe_ring_unmap(&s->rings[i]);
-	for (unsigned i = 0; i < s->nfds; i++)
-		close(s->fds[i]);
-	free(s->fds);
-	event_kinds_free(&s->kinds);
-	free(s->rings);
-	free(s->pfd);
+	sampler_events_close(&s->ev);
 	free(s->pids);
 	order_free(&s->ord);
 	free(s->heads);
@@ -565,27 +196,18 @@ void strobe_sampler_close(strobe_sampler *s)
 	free(s);
 }
 
-static int ioctl_all(strobe_sampler *s, unsigned long req)
-{
-	int rc = 0;
-	for (unsigned i = 0; i < s->nfds; i++)
-		if (ioctl(s->fds[i], req, 0) < 0 && errno != ESRCH)
-			rc = -errno;
-	return rc;
-}
-
 int strobe_sampler_enable(strobe_sampler *s, strobe_err *err)
 {
 	if (s->o.enable_on_exec)
 		return 0; /* the kernel enables them at exec */
-	int rc = ioctl_all(s, PERF_EVENT_IOC_ENABLE);
+	int rc = sampler_events_ioctl(&s->ev, PERF_EVENT_IOC_ENABLE);
 	s->enabled_ns = strobe_mono_ns();
 	return rc < 0 ? strobe_errf(err, rc, "cannot enable the events: %s", strerror(-rc)) : 0;
 }
 
 int strobe_sampler_disable(strobe_sampler *s)
 {
-	return ioctl_all(s, PERF_EVENT_IOC_DISABLE);
+	return sampler_events_ioctl(&s->ev, PERF_EVENT_IOC_DISABLE);
 }
 
 /* ---- aggregation ----------------------------------------------------------------------------- */
@@ -875,85 +497,23 @@ static void on_clock(strobe_sampler *s, const rec_sample *sm, const rec_unwound 
 	add_stack(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
 }
 
-/* Closes (or, with partial, counts so far) a thread's off-CPU interval up to `t`. */
-static void close_interval(strobe_sampler *s, strobe_thread *th, int64_t t, bool partial)
-{
-	int64_t total = t - th->out_ns;
-	if (total < 0)
-		total = 0;
-	if (partial && total < s->o.min_block_ns)
-		return; /* not long enough yet to count; stays open */
-	int64_t bl = 0;
-	if (th->blocked)
-		bl = th->wake_ns > th->out_ns && th->wake_ns <= t ? th->wake_ns - th->out_ns : total;
-	if (partial) {
-		/* Counted up to t; the rest continues from t (run-queue if woken already). */
-		if (th->wake_ns && th->wake_ns <= t)
-			th->blocked = false;
-		th->wake_ns = 0;
-		th->out_ns = t;
-	} else {
-		th->out = false;
-	}
-	if (!partial && total < s->o.min_block_ns) {
-		s->st.short_blocks++;
-		return;
-	}
-	int64_t v[NV] = {0};
-	v[V_OFF_NS] = total;
-	v[V_BLOCKED_NS] = bl;
-	v[V_RUNQ_NS] = total - bl;
-	v[V_SWITCHES] = partial ? 0 : 1;
-	if (!partial)
-		s->st.switches++;
-	add_stack(s, th->pid, th->tid, th->stack, th->nstack, v);
-}
-
-/* A switch-in, from sched_switch's next_pid or from a switch-in record. System-wide, one
- * switch is usually reported by both, the sample first: the second finds the thread back on
- * its CPU already and is no orphan. */
-static void switch_in(strobe_sampler *s, int32_t tid, int64_t t)
-{
-	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
-	if (th && th->out) {
-		close_interval(s, th, t, false);
-		th->back = true;
-	} else if (th && th->stack && !th->back) {
-		s->st.orphan_in++;
-	}
-}
-
+/* A switch-out (sched_switch sample): the thread's stack then, and system-wide the thread
+ * switching in (next_pid). The interval itself is offcpu_state.c's. */
 static void on_switch(strobe_sampler *s, const rec_sample *sm, const rec_unwound *pre)
 {
 	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
 	if (tid != 0) {
 		uint32_t n = resolve(s, pid, sm, pre);
 		strobe_thread *th = thread_for(s, tid, pid);
-		if (th) {
-			if (th->out) { /* a switch-in we never saw (lost): do not count the gap */
-				th->out = false;
-				s->st.unmatched++;
-			}
-			uint32_t *st = realloc(th->stack, (n ? n : 1) * sizeof(uint32_t));
-			if (st) {
-				memcpy(st, s->scratch, n * sizeof(uint32_t));
-				th->stack = st;
-				th->nstack = n;
-				th->out = true;
-				th->back = false;
-				th->out_ns = rec_ts(sm->time);
-				th->wake_ns = 0;
-				/* prev_state: 0 = still runnable (yield), TASK_REPORT_MAX (0x100
-				 * and up) = preempted, low bits = a sleeping state. */
-				uint64_t state = rec_raw_u(sm, s->f_prev_state, s->f_prev_state_size);
-				th->blocked = (state & 0xff) != 0;
-			}
-		}
+		if (th)
+			offcpu_switch_out(&s->off, th, s->scratch, n, rec_ts(sm->time),
+					  offcpu_prev_state_blocked(rec_raw_u(
+						  sm, s->ev.f_prev_state, s->ev.f_prev_state_size)));
 	}
 	if (s->cpu_wide) {
-		int32_t next = (int32_t)rec_raw_u(sm, s->f_next_pid, 4);
+		int32_t next = (int32_t)rec_raw_u(sm, s->ev.f_next_pid, 4);
 		if (next)
-			switch_in(s, next, rec_ts(sm->time));
+			offcpu_switch_in(&s->off, next, rec_ts(sm->time));
 	}
 }
 
@@ -1086,10 +646,7 @@ int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_
 
 static void on_wakeup(strobe_sampler *s, const rec_sample *sm)
 {
-	int32_t tid = (int32_t)rec_raw_u(sm, s->f_wake_pid, 4);
-	strobe_thread *th = tracker_thread(&s->tr, tid, 0, false);
-	if (th && th->out && th->blocked && !th->wake_ns)
-		th->wake_ns = rec_ts(sm->time);
+	offcpu_wakeup(&s->off, (int32_t)rec_raw_u(sm, s->ev.f_wake_pid, 4), rec_ts(sm->time));
 }
 
 /* ---- the decoder's handlers ------------------------------------------------------------------ */
@@ -1142,7 +699,8 @@ static void h_exit(void *ctx, int32_t pid, int32_t tid)
 
 static void h_switch_in(void *ctx, int32_t tid, int64_t time)
 {
-	switch_in(ctx, tid, time);
+	strobe_sampler *s = ctx;
+	offcpu_switch_in(&s->off, tid, time);
 }
 
 static const rec_handlers handlers = {
@@ -1287,7 +845,7 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	rec_sample sm;
 	int kind = rec_sample_kind(&s->dec, h);
 	if ((kind != EVK_CLOCK && kind != EVK_SWITCH) ||
-	    !rec_parse_sample(h, s->sample_type[kind], &sm) || !sm.abi || !sm.stack_size ||
+	    !rec_parse_sample(h, s->ev.sample_type[kind], &sm) || !sm.abi || !sm.stack_size ||
 	    sm.tid == 0)
 		return take(h, s);
 	if (pid_count_get(&s->held_sb, (int32_t)sm.pid) != 0)
@@ -1386,34 +944,34 @@ static void process_until(strobe_sampler *s, int64_t cutoff)
  * record of their process is held (take_unwound). */
 static int read_rings(strobe_sampler *s)
 {
-	if (s->nrings > s->nheads) {
-		uint64_t *nh = realloc(s->heads, s->nrings * sizeof(*nh));
+	if (s->ev.nrings > s->nheads) {
+		uint64_t *nh = realloc(s->heads, s->ev.nrings * sizeof(*nh));
 		if (!nh)
 			return -ENOMEM;
 		s->heads = nh;
-		s->nheads = s->nrings;
+		s->nheads = s->ev.nrings;
 	}
 	/* Every head first, in a tight loop, so that what is read is everything written up to one
 	 * moment (strobe_sampler_poll's cutoff relies on it); and a sample read up to a head taken
 	 * after another ring's side-band records had been peeked at could be of a process that
 	 * exec'd or mapped code meanwhile, on that other CPU, and be unwound without knowing it. */
-	for (unsigned i = 0; i < s->nrings; i++)
-		s->heads[i] = strobe_ring_head(&s->rings[i]);
+	for (unsigned i = 0; i < s->ev.nrings; i++)
+		s->heads[i] = strobe_ring_head(&s->ev.rings[i]);
 	if (!s->uw) {
-		for (unsigned i = 0; i < s->nrings; i++) {
-			int rc = strobe_ring_read_to(&s->rings[i], s->heads[i], take, s);
+		for (unsigned i = 0; i < s->ev.nrings; i++) {
+			int rc = strobe_ring_read_to(&s->ev.rings[i], s->heads[i], take, s);
 			if (rc < 0)
 				return rc;
 		}
 		return 0;
 	}
-	for (unsigned i = 0; i < s->nrings; i++) {
-		int rc = strobe_ring_peek(&s->rings[i], s->heads[i], take_sideband, s);
+	for (unsigned i = 0; i < s->ev.nrings; i++) {
+		int rc = strobe_ring_peek(&s->ev.rings[i], s->heads[i], take_sideband, s);
 		if (rc < 0)
 			return rc;
 	}
-	for (unsigned i = 0; i < s->nrings; i++) {
-		int rc = strobe_ring_read_to(&s->rings[i], s->heads[i], take_arrived, s);
+	for (unsigned i = 0; i < s->ev.nrings; i++) {
+		int rc = strobe_ring_read_to(&s->ev.rings[i], s->heads[i], take_arrived, s);
 		if (rc < 0)
 			return rc;
 	}
@@ -1432,8 +990,9 @@ int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
 	if (s->o.all && timeout_ms > EARLY_POLL_MS && s->enabled_ns &&
 	    strobe_mono_ns() - s->enabled_ns < EARLY_NS)
 		timeout_ms = EARLY_POLL_MS;
-	if (timeout_ms > 0 && poll(s->pfd, s->nrings, timeout_ms) < 0 && errno != EINTR)
-		return strobe_errf(err, -errno, "poll: %s", strerror(errno));
+	int prc = sampler_events_poll(&s->ev, timeout_ms);
+	if (prc < 0)
+		return strobe_errf(err, prc, "poll: %s", strerror(-prc));
 	int64_t now = strobe_mono_ns();
 	int rc = read_rings(s);
 	if (rc < 0)
@@ -1470,13 +1029,13 @@ int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampl
 		return -ENOMEM;
 	s->offline = true;
 	s->tr.proc_root = NULL;
-	s->f_prev_state = l->prev_state_offset;
-	s->f_prev_state_size = l->prev_state_size;
-	s->f_next_pid = l->next_pid_offset;
-	s->f_wake_pid = l->wakeup_pid_offset;
+	s->ev.f_prev_state = l->prev_state_offset;
+	s->ev.f_prev_state_size = l->prev_state_size;
+	s->ev.f_next_pid = l->next_pid_offset;
+	s->ev.f_wake_pid = l->wakeup_pid_offset;
 	static const int kinds[] = {EVK_CLOCK, EVK_SWITCH, EVK_WAKEUP};
 	for (int i = 0; i < 3; i++) {
-		if (event_kinds_add(&s->kinds, l->id[i], kinds[i]) < 0) {
+		if (event_kinds_add(&s->ev.kinds, l->id[i], kinds[i]) < 0) {
 			strobe_sampler_close(s);
 			return -ENOMEM;
 		}
@@ -1594,6 +1153,22 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->late = s->ord.late;
 }
 
+strobe_tracker *strobe_sampler_tracker(strobe_sampler *s)
+{
+	return &s->tr;
+}
+
+void strobe_sampler_set_external_offcpu(strobe_sampler *s, bool on)
+{
+	s->ext_offcpu = on;
+}
+
+void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
+			       bool sideband, bool per_task, int tp_id)
+{
+	sampler_events_attr(&s->ev, a, kind, sideband, per_task, tp_id);
+}
+
 unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 {
 	return agg_pids(&s->agg, out, cap, false);
@@ -1607,11 +1182,7 @@ unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned 
 /* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
 void strobe_sampler_flush_open(strobe_sampler *s)
 {
-	for (uint32_t i = 0; i < s->tr.tids.n; i++) {
-		strobe_thread *th = &s->tr.threads[i];
-		if (th->out && th->tid)
-			close_interval(s, th, s->ord.horizon_ns, true);
-	}
+	offcpu_flush_open(&s->off, s->ord.horizon_ns);
 }
 
 void strobe_sampler_reset_agg(strobe_sampler *s)

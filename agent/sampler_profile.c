@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler_impl.h"
+#include "sampler_state.h"
 
 typedef struct builder {
 	strobe_sampler *s;

@@ -4,7 +4,8 @@
 # processes, each exported as its own profile, as agent.c does every interval. CPU milliseconds
 # (median of RUNS), this build against OLD_EXPORT when given (the same program built from an
 # older commit: the before/after of issue 19's per-process index), side by side with the ratio;
-# then the per-record path (bench/sampler_feed.c), against OLD_FEED likewise.
+# then the per-record path (bench/sampler_feed.c), against OLD_FEED likewise; then the agent's
+# lookup of each process's identity by pid (bench/proc_lookup.c), hash index against linear scan.
 # Writes markdown to RESULTS (stdout when not given); bench/run.sh calls it under
 # BENCH_ONLY=sampler (or all).
 #
@@ -54,5 +55,13 @@ field() { awk -F'|' -v f="$1" '{gsub(/^ +| +$/, "", $f); print $f}'; }
     build/bench/sampler_feed 200000 "$runs"
   fi
   echo
-  echo "Reproduce: \`make build/bench/sampler_export build/bench/sampler_feed && BENCH_ONLY=sampler bench/run.sh\` (or \`bench/sampler.sh\`; with \`OLD_EXPORT=\` and \`OLD_FEED=\` the same programs built against an older commit, the side-by-side tables)."
+  # The agent's lookup of each exported process's identity (bench/proc_lookup.c): the hash index
+  # against the linear scan it replaced, in one program.
+  [ -x build/bench/proc_lookup ] || make --no-print-directory build/bench/proc_lookup >&2
+  echo "| processes, each looked up once per export | linear scan, CPU us per export (median of $runs) | hash index | hash / scan |"
+  echo "|---|---:|---:|---:|"
+  build/bench/proc_lookup 500 2000 "$runs"
+  build/bench/proc_lookup 5000 200 "$runs"
+  echo
+  echo "Reproduce: \`make build/bench/sampler_export build/bench/sampler_feed build/bench/proc_lookup && BENCH_ONLY=sampler bench/run.sh\` (or \`bench/sampler.sh\`; with \`OLD_EXPORT=\` and \`OLD_FEED=\` the same programs built against an older commit, the side-by-side tables)."
 } > "$results"

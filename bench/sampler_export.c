@@ -19,24 +19,11 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-#include "sampler_impl.h" /* strobe_sampler_add_oncpu */
+#include "bench_util.h"
+#include "sampler_ext.h" /* strobe_sampler_add_oncpu */
 
 enum { DEPTH = 16 };
-
-static double cpu_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int by_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -55,7 +42,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sampler_export: cannot open an offline sampler\n");
 		return 1;
 	}
-	double t0 = cpu_ms();
+	double t0 = bench_cpu_ms();
 	int64_t added = 0;
 	uint64_t ips[DEPTH];
 	for (unsigned p = 0; p < procs; p++) {
@@ -73,13 +60,13 @@ int main(int argc, char **argv)
 			added += n;
 		}
 	}
-	double fill_ms = cpu_ms() - t0;
+	double fill_ms = bench_cpu_ms() - t0;
 	pid_t *pids = malloc(65536 * sizeof(*pids));
 	double *ms = calloc(runs, sizeof(*ms));
 	if (!pids || !ms)
 		return 1;
 	for (unsigned r = 0; r < runs; r++) {
-		double t = cpu_ms();
+		double t = bench_cpu_ms();
 		unsigned np = strobe_sampler_pids(s, pids, 65536);
 		int64_t got = 0;
 		for (unsigned i = 0; i < np; i++) {
@@ -94,7 +81,7 @@ int main(int argc, char **argv)
 			got += strobe_total(pr, 0);
 			strobe_profile_free(pr);
 		}
-		ms[r] = cpu_ms() - t;
+		ms[r] = bench_cpu_ms() - t;
 		if (np != procs || got != added) {
 			fprintf(stderr, "sampler_export: %u processes with %lld samples exported, "
 					"%u with %lld added\n", np, (long long)got, procs,
@@ -102,8 +89,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	qsort(ms, runs, sizeof(*ms), by_double);
-	double med = ms[runs / 2];
+	double med = bench_median(ms, runs);
 	printf("| %u processes x %u stacks of %d frames (%u entries) | %.1f | %.1f | %.1f |\n",
 	       procs, stacks, DEPTH, procs * stacks, fill_ms, med, med * 1e3 / procs);
 	free(pids);

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "strobe/profile.h"
 #include "strobe/sampler.h"
 
@@ -63,19 +63,6 @@ static void trailer(buf *w, uint32_t pid, uint64_t t)
 	u64(w, t);
 	u32x2(w, 0, 0);
 	u64(w, L.id[0]);
-}
-
-static double cpu_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-static int by_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -136,7 +123,7 @@ int main(int argc, char **argv)
 		strobe_sampler *s;
 		if (strobe_sampler_open_offline(&o, &L, &s) < 0)
 			return 1;
-		double t0 = cpu_ms();
+		double t0 = bench_cpu_ms();
 		if (strobe_sampler_feed(s, w.b, sideband, 3) < 0)
 			return 1;
 		/* rounds of ROUND records, each processed up to its own start (later ones wait) */
@@ -151,7 +138,7 @@ int main(int argc, char **argv)
 				start = off;
 			}
 		}
-		ms[r] = cpu_ms() - t0;
+		ms[r] = bench_cpu_ms() - t0;
 		strobe_sampler_profile_opts po = {0};
 		strobe_err err;
 		strobe_profile *p = strobe_sampler_profile(s, &po, &err);
@@ -164,9 +151,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	qsort(ms, runs, sizeof(*ms), by_double);
+	double med = bench_median(ms, runs);
 	printf("| %u samples of %d frames, %d processes, rounds of %d | %.1f | %.0f |\n", records,
-	       DEPTH, PROCS, ROUND, ms[runs / 2], ms[runs / 2] * 1e6 / records);
+	       DEPTH, PROCS, ROUND, med, med * 1e6 / records);
 	free(ms);
 	free(w.b);
 	return 0;

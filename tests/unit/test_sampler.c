@@ -20,7 +20,9 @@
 #include "strobe/codec.h"
 #include "strobe/sampler.h"
 
-#include "../../agent/sampler_impl.h" /* strobe_sampler_event_attr, EVK_* */
+#include "../../agent/sampler_events.h" /* strobe_sampler_event_attr, EVK_* */
+#include "../../agent/sampler_ext.h"       /* strobe_sampler_add_*, labelset */
+#include "../../agent/stack_cap.h"
 
 #include "perf_records.h"
 

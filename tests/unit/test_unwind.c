@@ -36,7 +36,7 @@
 #include "strobe/sampler.h"
 #include "strobe/symbolize.h"
 
-#include "../../agent/sampler_impl.h"
+#include "../../agent/sampler_ext.h"
 #include "../../agent/unwind.h"
 
 #if defined(__x86_64__)

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sampler's state, private to sampler.c (collection) and sampler_profile.c (turning the
+ * aggregate, sampler_agg.h, into a symbolized pprof). The profile builder reads most of it: the
+ * aggregate, the frame table, the Python names, the label sets, the tracker's processes and
+ * mappings, the period and the options that choose the sample types; accessors for each would be
+ * this struct again, field by field. Everyone else in agent/ uses sampler_ext.h (adding what
+ * the eBPF programs measured, the tracker) and the small headers of the stages.
+ */
+#ifndef STROBE_AGENT_SAMPLER_STATE_H
+#define STROBE_AGENT_SAMPLER_STATE_H
+
+#include "event_kinds.h"
+#include "offcpu_state.h"
+#include "perf.h"
+#include "pid_count.h"
+#include "proc.h"
+#include "record_decode.h"
+#include "record_order.h"
+#include "sampler_events.h"
+#include "sampler_agg.h"
+#include "sampler_ext.h"
+#include "stack_cap.h"
+#include "unwind.h"
+#include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
+#include "strobe/sampler.h"
+#include "strobe/store.h" /* strobe_labelpair */
+
+/* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
+ * which is inside the call instruction, so the caller's line and inline chain are right). */
+typedef struct strobe_frame_key {
+	uint64_t addr;
+	uint32_t map, call;
+} strobe_frame_key;
+
+/* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
+#define STROBE_MAP_PY 0xfffffff0u
+
+/* Buckets of the unwind-time histogram: 8 per octave, up to 2^32 ns. */
+enum { UW_BUCKETS = 256 };
+
+struct strobe_sampler {
+	strobe_sampler_opts o;
+	pid_t *pids;
+	sampler_events ev;       /* the events and rings (sampler_events.h) */
+	bool cpu_wide;           /* -a: switch-ins from the tracepoint's next_pid */
+	bool offline;            /* fed by strobe_sampler_feed: never reads /proc */
+	bool ext_offcpu;         /* off-CPU values come from elsewhere (the eBPF aggregation) */
+	bool lock_only;          /* opened for STROBE_EV_LOCK alone: lock profiles only */
+	bool no_cpu_types;       /* offcpu_external without STROBE_EV_CPU: off-CPU types only */
+
+	/* Records read from the rings, held until every ring has been read past their time
+	 * (record_order.h), and what a flush of them is at (process_held). */
+	rec_order ord;
+	uint32_t flushed;
+	int64_t drained_ns;
+	rec_decoder dec;         /* the records' decoding: kinds and sample types */
+	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
+	 * ring's head for the two passes over it. */
+	strobe_pid_count held_sb;
+	uint64_t *heads;
+	int64_t enabled_ns; /* when strobe_sampler_enable enabled the events (0: not yet) */
+	unsigned nheads;
+
+	strobe_tracker tr;
+	strobe_itab frames;      /* strobe_frame_key, fixed size */
+	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
+	sampler_agg agg;         /* the stacks and their values (sampler_agg.h) */
+	offcpu_state off;        /* the threads' off-CPU intervals (offcpu_state.h), into agg */
+	strobe_itab lsets;       /* label sets of agg keys: "key\0value\0..." (id 0: none);
+				  * emptied with agg, as span IDs never repeat */
+	uint32_t *scratch;       /* frame ids of the stack being resolved */
+	int64_t period_ns;
+	int64_t event_period_ns; /* the cpu-clock events' (cpu_external: 1 s), else period_ns */
+	int64_t start_ns, start_real_ns; /* of the current aggregation period */
+	strobe_sampler_stats st;
+
+	/* Unwinding with tables (call_graph dwarf/auto). */
+	strobe_unwinder *uw;
+	uint64_t *upcs;          /* the unwound program counters of the current sample */
+	bool *uact;
+	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
+	strobe_unwind_stats uw_st; /* the unwinder's counters, kept when trim frees it */
+};
+
+/* Counts the off-CPU intervals still open up to the horizon (before a profile is built). */
+void strobe_sampler_flush_open(strobe_sampler *s);
+#endif
