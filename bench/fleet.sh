@@ -77,6 +77,7 @@ echo '{"maintenance_interval": "24h", "limits": {"max_query_profiles": 100000000
 declare -A PID URL
 start() { # LABEL BINARY STORE: sets PID[LABEL], URL[LABEL]
   local log=$work/log-$1 port= i
+  : > "$log" # read below before the server has opened it
   "$2" server --data "$3" --listen 127.0.0.1:0 --config "$work/cfg.json" 2>"$log" & PID[$1]=$!
   for ((i = 0; i < 3000; i++)); do
     port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$log")
