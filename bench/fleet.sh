@@ -4,9 +4,12 @@
 # API over 24 h grouped by service, the flame graph of the whole host over an hour, and the two
 # API calls of the UI's first screen together, timed against `strobe server` built from this
 # tree and, side by side on the same store, one built from an older tree (OLD_STROBE), so the
-# effect of the per-point totals (store/query.c range_totals) is measured on one machine in one
-# run. Appends markdown to RESULTS (stdout when not given); bench/run.sh calls it under
-# BENCH_ONLY=fleet (or all).
+# effect of the per-point totals (store/query.c range_totals) and the group totals
+# (store/groups.c) is measured on one machine in one run: both servers run at once on the store
+# and each query's calls alternate between them, so a load change lands on both. A store
+# without group totals gets them at the new build's first open, which is timed. Appends
+# markdown to RESULTS (stdout when not given); bench/run.sh calls it under BENCH_ONLY=fleet (or
+# all).
 #
 # The data is written straight into store directories by bench/fleet_load.c (the store's own
 # push call, one transaction per time step for every series, as group commit batches agents'
