@@ -340,7 +340,8 @@ static int hour_sums(strobe_store *s, const char *sql, const uint8_t *keep, size
 		free(h);
 		return r;
 	}
-	qsort(h, n, sizeof(*h), cmp_hsum);
+	if (n) /* h is NULL when there is nothing */
+		qsort(h, n, sizeof(*h), cmp_hsum);
 	size_t w = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (w && h[w - 1].time == h[i].time) {
