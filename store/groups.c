@@ -298,62 +298,78 @@ typedef struct hsum {
 	int64_t time, n, total;
 } hsum;
 
-static int cmp_hsum(const void *a, const void *b)
+typedef struct hacc {
+	hsum *v, *tmp; /* v: sorted by time, one per hour */
+	size_t n, cap;
+} hacc;
+
+/* Merges the hour rows of one key (sorted by time, as the primary key gives them) into a. */
+static int hacc_merge(hacc *a, const hsum *r, size_t nr)
 {
-	const hsum *x = a, *y = b;
-	return x->time < y->time ? -1 : x->time > y->time;
+	if (a->n + nr > a->cap) {
+		size_t nc = 2 * (a->n + nr);
+		hsum *nv = realloc(a->v, nc * sizeof(*nv)), *nt;
+		if (!nv)
+			return -ENOMEM;
+		a->v = nv;
+		if (!(nt = realloc(a->tmp, nc * sizeof(*nt))))
+			return -ENOMEM;
+		a->tmp = nt;
+		a->cap = nc;
+	}
+	size_t i = 0, k = 0, w = 0;
+	while (i < a->n || k < nr) {
+		if (k == nr || (i < a->n && a->v[i].time < r[k].time)) {
+			a->tmp[w++] = a->v[i++];
+		} else if (i == a->n || r[k].time < a->v[i].time) {
+			a->tmp[w++] = r[k++];
+		} else {
+			hsum h = a->v[i++];
+			h.n += r[k].n;
+			h.total = (int64_t)((uint64_t)h.total + (uint64_t)r[k++].total);
+			a->tmp[w++] = h;
+		}
+	}
+	hsum *t = a->v;
+	a->v = a->tmp;
+	a->tmp = t;
+	a->n = w;
+	return 0;
 }
 
-/* The hour rows (series' or groups') the statement gives, those whose key keep[] marks, summed
- * per hour into *out (sorted by time). */
-static int hour_sums(strobe_store *s, const char *sql, const uint8_t *keep, size_t nkeep,
-		     hsum **out, size_t *nout, strobe_err *err)
+/* The hour rows of the keys (series or group ids) the statement st (?1: the key) gives, summed
+ * per hour into a: one seek per key, not a scan of every level. */
+static int hour_sums(strobe_store *s, sqlite3_stmt *st, const int64_t *keys, size_t nkeys,
+		     hacc *a, strobe_err *err)
 {
-	sqlite3_stmt *st;
-	hsum *h = NULL;
-	size_t n = 0, cap = 0;
-	*out = NULL;
-	*nout = 0;
-	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return store_sqlerr(s, err, "checking group totals");
-	int rc, r = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		int64_t key = sqlite3_column_int64(st, 0);
-		if (key < 1 || (size_t)key > nkeep || !keep[key - 1])
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			hsum *nh = realloc(h, cap * sizeof(*nh));
-			if (!nh) {
-				r = -ENOMEM;
-				break;
+	hsum *r = NULL;
+	size_t cap = 0;
+	int ret = 0;
+	for (size_t i = 0; ret == 0 && i < nkeys; i++) {
+		size_t n = 0;
+		int rc;
+		sqlite3_bind_int64(st, 1, keys[i]);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				hsum *nr = realloc(r, cap * sizeof(*nr));
+				if (!nr) {
+					ret = -ENOMEM;
+					break;
+				}
+				r = nr;
 			}
-			h = nh;
+			r[n++] = (hsum){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+					sqlite3_column_int64(st, 2)};
 		}
-		h[n++] = (hsum){sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
-				sqlite3_column_int64(st, 3)};
+		if (ret == 0 && rc != SQLITE_DONE)
+			ret = store_sqlerr(s, err, "checking group totals");
+		sqlite3_reset(st);
+		if (ret == 0 && n)
+			ret = hacc_merge(a, r, n);
 	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = store_sqlerr(s, err, "checking group totals");
-	sqlite3_finalize(st);
-	if (r < 0) {
-		free(h);
-		return r;
-	}
-	if (n) /* h is NULL when there is nothing */
-		qsort(h, n, sizeof(*h), cmp_hsum);
-	size_t w = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (w && h[w - 1].time == h[i].time) {
-			h[w - 1].n += h[i].n;
-			h[w - 1].total = (int64_t)((uint64_t)h[w - 1].total + (uint64_t)h[i].total);
-		} else {
-			h[w++] = h[i];
-		}
-	}
-	*out = h;
-	*nout = w;
-	return 0;
+	free(r);
+	return ret;
 }
 
 /* Whether the group rows still add up to the series' totals: per hour, the points and totals
@@ -362,34 +378,46 @@ static int hour_sums(strobe_store *s, const char *sql, const uint8_t *keep, size
  * (store_groups_open). 1 yes, 0 no, <0 error. Reads the hour rows only. */
 static int groups_consistent(strobe_store *s, strobe_err *err)
 {
-	size_t ng = s->group_key.n;
-	uint8_t *ks = calloc(s->nseries + 1, 1), *kg = calloc(ng + 1, 1);
-	hsum *a = NULL, *b = NULL;
-	size_t na = 0, nb = 0;
+	size_t ng = s->group_key.n, nks = 0, nkg = 0;
+	int64_t *ks = malloc((s->nseries + 1) * sizeof(*ks)), *kg = malloc((ng + 1) * sizeof(*kg));
+	hacc a = {0}, b = {0};
+	sqlite3_stmt *st1 = NULL, *st2 = NULL;
 	int r = ks && kg ? 0 : -ENOMEM;
 	for (size_t i = 0; r == 0 && i < s->nseries; i++)
-		ks[i] = !s->series[i].dead && !s->series[i].gauge;
+		if (!s->series[i].dead && !s->series[i].gauge)
+			ks[nks++] = s->series[i].id;
 	for (size_t i = 0; r == 0 && i < ng; i++) {
 		const char *k = strobe_itab_get(&s->group_key, (uint32_t)i, NULL);
 		k += strlen(k) + 1;
 		k += strlen(k) + 1; /* the label: "" for all series */
-		kg[i] = !*k;
+		if (!*k)
+			kg[nkg++] = (int64_t)i + 1;
 	}
+	if (r == 0 && (sqlite3_prepare_v2(s->db, "SELECT time, n, total FROM totals WHERE series=?1 "
+						 "AND level=2 ORDER BY time",
+					  -1, &st1, NULL) != SQLITE_OK ||
+		       sqlite3_prepare_v2(s->db, "SELECT time, n, total FROM gtotals WHERE grp=?1 AND "
+						 "level=2 ORDER BY time",
+					  -1, &st2, NULL) != SQLITE_OK))
+		r = store_sqlerr(s, err, "checking group totals");
 	if (r == 0)
-		r = hour_sums(s, "SELECT series, time, n, total FROM totals WHERE level=2", ks,
-			      s->nseries, &a, &na, err);
+		r = hour_sums(s, st1, ks, nks, &a, err);
 	if (r == 0)
-		r = hour_sums(s, "SELECT grp, time, n, total FROM gtotals WHERE level=2", kg, ng, &b,
-			      &nb, err);
+		r = hour_sums(s, st2, kg, nkg, &b, err);
 	if (r == 0) {
-		r = na == nb;
-		for (size_t i = 0; r && i < na; i++)
-			r = a[i].time == b[i].time && a[i].n == b[i].n && a[i].total == b[i].total;
+		r = a.n == b.n;
+		for (size_t i = 0; r && i < a.n; i++)
+			r = a.v[i].time == b.v[i].time && a.v[i].n == b.v[i].n &&
+			    a.v[i].total == b.v[i].total;
 	}
+	sqlite3_finalize(st1);
+	sqlite3_finalize(st2);
 	free(ks);
 	free(kg);
-	free(a);
-	free(b);
+	free(a.v);
+	free(a.tmp);
+	free(b.v);
+	free(b.tmp);
 	return r;
 }
 
