@@ -453,40 +453,45 @@ int store_groups_open(strobe_store *s, strobe_err *err)
 
 int store_groups_retain(strobe_store *s, int64_t cutoff, strobe_err *err)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *del = NULL, *sum = NULL;
 	int r = 0;
-	/* As the series' totals (maint.c): every row of a bucket starting before the cutoff... */
-	if (sqlite3_prepare_v2(s->db, "DELETE FROM gtotals WHERE level=?1 AND time<?2", -1, &st,
-			       NULL) != SQLITE_OK)
-		return store_sqlerr(s, err, "retention");
-	for (int level = 0; r == 0 && level < STORE_LEVELS; level++) {
-		sqlite3_bind_int(st, 1, level);
-		sqlite3_bind_int64(st, 2, cutoff);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = store_sqlerr(s, err, "retention");
-		sqlite3_reset(st);
+	/* As the series' totals (maint.c): every row of a bucket starting before the cutoff, and
+	 * the straddling bucket summed again from the level-0 rows it keeps (no list: its cut
+	 * minutes are split from those rows). Group by group, so each statement seeks its rows
+	 * through the key: `level=? AND time<?` alone scans the whole table at every pass
+	 * (seconds for a fleet's day, at every start). */
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM gtotals WHERE grp=?1 AND level=?2 AND time<?3",
+			       -1, &del, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+			       "INSERT INTO gtotals(grp, level, time, n, total) SELECT grp, ?2, ?3, "
+			       "sum(n), sum(total) FROM gtotals WHERE grp=?1 AND level=0 AND time>=?4 "
+			       "AND time<?3 + ?5 GROUP BY grp",
+			       -1, &sum, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "retention");
+	for (size_t g = 1; r == 0 && g <= s->gsaved; g++) {
+		for (int level = 0; r == 0 && level < STORE_LEVELS; level++) {
+			sqlite3_bind_int64(del, 1, (int64_t)g);
+			sqlite3_bind_int(del, 2, level);
+			sqlite3_bind_int64(del, 3, cutoff);
+			if (sqlite3_step(del) != SQLITE_DONE)
+				r = store_sqlerr(s, err, "retention");
+			sqlite3_reset(del);
+		}
+		for (int level = 1; r == 0 && level < STORE_LEVELS; level++) {
+			int64_t w = store_level_width[level], b = cutoff - (((cutoff % w) + w) % w);
+			if (b == cutoff)
+				continue;
+			sqlite3_bind_int64(sum, 1, (int64_t)g);
+			sqlite3_bind_int(sum, 2, level);
+			sqlite3_bind_int64(sum, 3, b);
+			sqlite3_bind_int64(sum, 4, cutoff);
+			sqlite3_bind_int64(sum, 5, w);
+			if (sqlite3_step(sum) != SQLITE_DONE)
+				r = store_sqlerr(s, err, "retention");
+			sqlite3_reset(sum);
+		}
 	}
-	sqlite3_finalize(st);
-	/* ...and the straddling bucket summed again from the level-0 rows it keeps (no list:
-	 * its cut minutes are split from those rows). */
-	if (r == 0 && sqlite3_prepare_v2(s->db,
-					 "INSERT INTO gtotals(grp, level, time, n, total) SELECT "
-					 "grp, ?1, ?2, sum(n), sum(total) FROM gtotals WHERE level=0 "
-					 "AND time>=?3 AND time<?2 + ?4 GROUP BY grp",
-					 -1, &st, NULL) != SQLITE_OK)
-		return store_sqlerr(s, err, "retention");
-	for (int level = 1; r == 0 && level < STORE_LEVELS; level++) {
-		int64_t w = store_level_width[level], b = cutoff - (((cutoff % w) + w) % w);
-		if (b == cutoff)
-			continue;
-		sqlite3_bind_int(st, 1, level);
-		sqlite3_bind_int64(st, 2, b);
-		sqlite3_bind_int64(st, 3, cutoff);
-		sqlite3_bind_int64(st, 4, w);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			r = store_sqlerr(s, err, "retention");
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
+	sqlite3_finalize(del);
+	sqlite3_finalize(sum);
 	return r;
 }
