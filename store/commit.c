@@ -23,6 +23,27 @@
 
 #include "store_impl.h"
 
+/* The group rows of every point of batch b (their groups found under mu, in commit_batch). */
+static int add_groups(sqlite3 *db, store_pending *b, strobe_err *err)
+{
+	size_t n = 0;
+	for (store_pending *p = b; p; p = p->next)
+		n += p->npt * STORE_NGROUPS;
+	store_grec *rec = malloc((n ? n : 1) * sizeof(*rec));
+	if (!rec)
+		return -ENOMEM;
+	n = 0;
+	for (store_pending *p = b; p; p = p->next)
+		for (size_t i = 0; i < p->npt; i++)
+			for (int k = 0; k < STORE_NGROUPS; k++)
+				if (p->pt[i].grp[k])
+					rec[n++] = (store_grec){p->pt[i].grp[k], p->pt[i].time, 1,
+								p->pt[i].total};
+	int r = store_gtotals_add(db, rec, n, err);
+	free(rec);
+	return r;
+}
+
 static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 {
 	sqlite3 *db = s->wdb;
@@ -38,6 +59,9 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 	for (store_pending *p = b; r == 0 && p; p = p->next)
 		for (size_t i = 0; r == 0 && i < p->npt; i++) {
 			store_series *se = &s->series[p->pt[i].series];
+			/* Its groups (groups.c), whose rows it adds to below. */
+			if ((r = store_series_groups(s, se, p->pt[i].grp)) < 0)
+				break;
 			/* Retention may have dropped the series (it had no points left) between
 			 * the push finding it and this commit: this point brings it back. */
 			if (se->dead) {
@@ -61,6 +85,9 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 			wrote[nw++] = p->pt[i].series;
 			r = store_series_write(s, db, se, err);
 		}
+	size_t gupto = 0;
+	if (r == 0)
+		r = store_groups_save(s, db, &gupto, err);
 	pthread_mutex_unlock(&s->mu);
 	if (r == 0 && sqlite3_prepare_v2(db,
 					 "INSERT INTO points(series, level, time, n, data, slabels) "
@@ -93,6 +120,9 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 							 p->pt[i].series_id, p->pt[i].time,
 							 p->pt[i].slabels, p->pt[i].slen, err);
 		}
+	/* The group totals of the whole batch, summed per row first (groups.c). */
+	if (r == 0)
+		r = add_groups(db, b, err);
 	sqlite3_finalize(ins);
 	sqlite3_finalize(tot);
 	sqlite3_finalize(span);
@@ -105,6 +135,8 @@ static int commit_batch(strobe_store *s, store_pending *b, strobe_err *err)
 		for (int t = 0; t < NTABS; t++)
 			if (s->saved[t] < n[t])
 				s->saved[t] = n[t];
+		if (s->gsaved < gupto)
+			s->gsaved = gupto;
 	} else {
 		for (size_t i = 0; i < nw; i++)
 			s->series[wrote[i]].saved = false;

@@ -291,6 +291,9 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	}
 	sqlite3_finalize(st);
 	st = NULL;
+	/* The group totals the same way (groups.c). */
+	if (r == 0)
+		r = store_groups_retain(s, cutoff, err);
 	/* The span index rows of the raw points deleted above (the same cutoff). */
 	if (r == 0 && sqlite3_prepare_v2(s->db, "DELETE FROM span_index WHERE time<?1", -1, &st,
 					 NULL) != SQLITE_OK)

@@ -923,10 +923,130 @@ static int ts_rows(strobe_store *s, sqlite3_stmt *st, tsum *ts, int level, strob
 	return r;
 }
 
+/* One key's (a series' or a group's, by the statement bk) sums and counts per step into
+ * ts->sum and ts->cnt: hours (none fits a step shorter than an hour), then every minute that
+ * meets the window, then the points of the cut minutes without a usable list. */
+static int ts_key(strobe_store *s, sqlite3_stmt *bk, tsum *ts, int64_t key, size_t nsteps,
+		  strobe_err *err)
+{
+	const tplan *p = ts->p;
+	int64_t wm = store_level_width[1], wh = store_level_width[2];
+	int64_t mfrom = p->from - (((p->from % wm) + wm) % wm);
+	memset(ts->sum, 0, nsteps * sizeof(*ts->sum));
+	memset(ts->cnt, 0, nsteps * sizeof(*ts->cnt));
+	ts->nfall = 0;
+	int r = 0;
+	for (int level = 2; r == 0 && level >= 0; level--) {
+		if (level == 2 && wh > p->step)
+			continue;
+		int64_t a = level == 1 ? mfrom : p->from, b = p->to;
+		size_t nrun = level ? 1 : ts->nfall;
+		for (size_t k = 0; r == 0 && k < nrun; k++) {
+			if (level == 0) {
+				a = ts->fall[k];
+				b = a + wm;
+			}
+			sqlite3_bind_int64(bk, 1, key);
+			sqlite3_bind_int(bk, 2, level);
+			sqlite3_bind_int64(bk, 3, a);
+			sqlite3_bind_int64(bk, 4, b);
+			r = ts_rows(s, bk, ts, level, err);
+		}
+	}
+	return r;
+}
+
+/* Which group totals (groups.c) answer a range of the series idx[0..nidx): the index of the
+ * roll-up label in store_group_labels, or -1 for the series' own totals. They do when every
+ * matcher of the selector names that label (the "all series" groups: no matcher), the group-by
+ * is that label or nothing, the type is given, and no matched series is a gauge (a gauge's
+ * range is a mean per series, and gauges are left out of the groups): then the series a group
+ * holds are exactly the matched series with its value, and the sums are the same. */
+static int range_group_label(strobe_store *s, const strobe_query *q, const char *group_by,
+			     const size_t *idx, size_t nidx)
+{
+	if (!s->use_group_totals || !q->sel || !q->sel->type)
+		return -1;
+	bool by = group_by && *group_by;
+	int k;
+	for (k = 0; k < STORE_NGROUPS; k++) {
+		const char *l = store_group_labels[k];
+		bool ok = *l ? !by || strcmp(group_by, l) == 0 : !by && q->sel->n == 0;
+		for (size_t i = 0; ok && i < q->sel->n; i++)
+			ok = strcmp(q->sel->m[i].name, l) == 0;
+		if (ok)
+			break;
+	}
+	if (k == STORE_NGROUPS)
+		return -1;
+	for (size_t i = 0; i < nidx; i++)
+		if (s->series[idx[i]].gauge)
+			return -1;
+	return k;
+}
+
+/* The range from the group totals of label store_group_labels[k]: the answer's groups made
+ * from the matched series in their order (as range_totals makes them, so that even the groups
+ * of series without data in the window are there, in the same order), then each distinct
+ * value's group rows added into its answer group. */
+static int range_groups(strobe_store *s, const strobe_query *q, int k, int64_t step_ns,
+			size_t nsteps, const size_t *idx, size_t nidx, const char *group_by,
+			strobe_range_result *out, strobe_err *err)
+{
+	tplan p = {q->from_ns, q->to_ns, step_ns};
+	sqlite3_stmt *bk = NULL;
+	strobe_itab groups = {0}, seen = {0};
+	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
+	uint64_t mq = s->o.max_query_points;
+	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0};
+	const char *label = store_group_labels[k];
+	int r = sum && cnt ? 0 : -ENOMEM;
+	if (r == 0 && sqlite3_prepare_v2(s->db,
+					 "SELECT time, n, total, pts FROM gtotals WHERE grp=?1 AND "
+					 "level=?2 AND time>=?3 AND time<?4",
+					 -1, &bk, NULL) != SQLITE_OK)
+		r = store_sqlerr(s, err, "range");
+	for (size_t i = 0; r == 0 && i < nidx; i++) {
+		store_series *se = &s->series[idx[i]];
+		uint32_t g, v;
+		bool added;
+		if ((r = range_group_of(&groups, se, group_by, out, &g)) < 0)
+			break;
+		const char *val = *label ? label_value(se->labels, se->nlabels, label) : "";
+		if (strobe_itab_intern(&seen, val, strlen(val) + 1, &v, &added) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (!added)
+			continue;
+		int64_t id = store_group_find(s, q->tenant, se->type, label, val);
+		if (id < 0) {
+			r = (int)id;
+			break;
+		}
+		if (!id)
+			continue; /* nothing of it was ever stored */
+		if ((r = ts_key(s, bk, &ts, id, nsteps, err)) < 0)
+			break;
+		for (size_t j = 0; j < nsteps; j++)
+			out->g[g].values[j] += sum[j];
+	}
+	sqlite3_finalize(bk);
+	free(ts.fall);
+	free(sum);
+	free(cnt);
+	strobe_itab_free(&groups);
+	strobe_itab_free(&seen);
+	return r;
+}
+
 static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns, size_t nsteps,
 			const size_t *idx, size_t nidx, const char *group_by,
 			strobe_range_result *out, strobe_err *err)
 {
+	int k = range_group_label(s, q, group_by, idx, nidx);
+	if (k >= 0)
+		return range_groups(s, q, k, step_ns, nsteps, idx, nidx, group_by, out, err);
 	tplan p = {q->from_ns, q->to_ns, step_ns};
 	sqlite3_stmt *bk = NULL;
 	strobe_itab groups = {0};
@@ -939,37 +1059,15 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 					 "level=?2 AND time>=?3 AND time<?4",
 					 -1, &bk, NULL) != SQLITE_OK)
 		r = store_sqlerr(s, err, "range");
-	int64_t wm = store_level_width[1], wh = store_level_width[2];
-	int64_t mfrom = q->from_ns - (((q->from_ns % wm) + wm) % wm);
 	for (size_t i = 0; r == 0 && i < nidx; i++) {
 		store_series *se = &s->series[idx[i]];
 		uint32_t g;
 		if ((r = range_group_of(&groups, se, group_by, out, &g)) < 0)
 			break;
-		memset(sum, 0, nsteps * sizeof(*sum));
-		memset(cnt, 0, nsteps * sizeof(*cnt));
-		ts.nfall = 0;
-		/* Hours (none fits a step shorter than an hour), then every minute that meets
-		 * the window, then the points of the cut minutes without a usable list. */
-		for (int level = 2; r == 0 && level >= 0; level--) {
-			if (level == 2 && wh > step_ns)
-				continue;
-			int64_t a = level == 1 ? mfrom : q->from_ns, b = q->to_ns;
-			size_t nrun = level ? 1 : ts.nfall;
-			for (size_t k = 0; r == 0 && k < nrun; k++) {
-				if (level == 0) {
-					a = ts.fall[k];
-					b = a + wm;
-				}
-				sqlite3_bind_int64(bk, 1, se->id);
-				sqlite3_bind_int(bk, 2, level);
-				sqlite3_bind_int64(bk, 3, a);
-				sqlite3_bind_int64(bk, 4, b);
-				r = ts_rows(s, bk, &ts, level, err);
-			}
-		}
-		for (size_t k = 0; r == 0 && k < nsteps; k++)
-			out->g[g].values[k] += se->gauge ? mean(sum[k], cnt[k]) : sum[k];
+		if ((r = ts_key(s, bk, &ts, se->id, nsteps, err)) < 0)
+			break;
+		for (size_t k2 = 0; k2 < nsteps; k2++)
+			out->g[g].values[k2] += se->gauge ? mean(sum[k2], cnt[k2]) : sum[k2];
 	}
 	sqlite3_finalize(bk);
 	free(ts.fall);

@@ -676,6 +676,7 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	s->o = *o;
 	s->use_rollups = true;
 	s->use_totals = true;
+	s->use_group_totals = true;
 	s->use_span_index = true;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlockattr_t ra;
@@ -724,6 +725,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	if (r == 0)
 		r = load_series(s, err);
 	if (r == 0)
+		r = store_groups_open(s, err);
+	if (r == 0)
 		r = store_db_open(s, &s->wdb, err);
 	if (r == 0)
 		r = store_committer_start(s, err);
@@ -754,6 +757,7 @@ void strobe_store_close(strobe_store *s)
 		free(s->series[i].labels);
 	free(s->series);
 	strobe_itab_free(&s->series_key);
+	strobe_itab_free(&s->group_key);
 	store_seq_reset(s);
 	pthread_mutex_destroy(&s->mu);
 	pthread_rwlock_destroy(&s->ids_lock);
@@ -768,6 +772,15 @@ void strobe_store_use_totals(strobe_store *s, bool on)
 	}
 	pthread_mutex_lock(&s->mu);
 	s->use_totals = on;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void strobe_store_use_group_totals(strobe_store *s, bool on)
+{
+	if (s->be)
+		return; /* the embedded store's alone */
+	pthread_mutex_lock(&s->mu);
+	s->use_group_totals = on;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -64,6 +64,51 @@ int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int64_t *off, int
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err);
 
+/* Group totals (groups.c): the same rows as the totals table, summed at ingest over every series
+ * of a (tenant, profile type, value of one roll-up label) -- a "group" -- and over every series
+ * of a (tenant, type) (the label ""), so that a range of the whole fleet grouped by service
+ * reads one row per service and minute instead of one per series and minute. Counters only: a
+ * gauge's range is a mean per series, which a sum over series cannot give back; ranges with a
+ * gauge series, a function, or a selector or group-by on other labels keep the series rows.
+ * Level 0 rows hold every exact point time of the group (two points at one time share one), so
+ * a cut minute without a usable list is split from them, as a series' is from its own. */
+#define STORE_NGROUPS 2
+extern const char *const store_group_labels[STORE_NGROUPS]; /* "" (all series), service_name */
+#define STORE_GROUPS_SCHEMA                                                                       \
+	"CREATE TABLE IF NOT EXISTS rgroups(id INTEGER PRIMARY KEY, tenant TEXT NOT NULL,"        \
+	" type TEXT NOT NULL, label TEXT NOT NULL, value TEXT NOT NULL);"                          \
+	"CREATE TABLE IF NOT EXISTS gtotals(grp INT NOT NULL, level INT NOT NULL,"               \
+	" time INT NOT NULL, n INT NOT NULL, total INT NOT NULL, pts BLOB,"                        \
+	" PRIMARY KEY(grp, level, time)) WITHOUT ROWID;"
+#define STORE_GTOTALS_UPSERT                                                                      \
+	"INSERT INTO gtotals(grp, level, time, n, total, pts) VALUES(?1,?2,?3,?4,?5,?6) "          \
+	"ON CONFLICT(grp, level, time) DO UPDATE SET n = n + excluded.n, "                        \
+	"total = total + excluded.total, pts = CASE WHEN pts IS NULL OR excluded.pts IS NULL "    \
+	"OR length(pts) + length(excluded.pts) > " STORE_STR(STORE_PTS_MAX) " THEN NULL "           \
+	"ELSE CAST(pts || excluded.pts AS BLOB) END"
+/* One point's share of the group rows: its group ids (0: none), time and total. */
+typedef struct store_grec {
+	int64_t grp, time, n, total; /* n: points (at that time) */
+} store_grec;
+/* Under mu: the group ids of series se into grp (0 for each when se is a gauge), creating the
+ * groups first seen (in memory; written by the next commit). 0 or -ENOMEM. */
+struct store_series;
+int store_series_groups(strobe_store *s, struct store_series *se, int64_t grp[STORE_NGROUPS]);
+/* Through db, in the caller's transaction: under mu, the rows of the groups not yet in the
+ * database (those from s->gsaved on; *upto: where they end, s->gsaved once committed); then,
+ * without mu, the group rows of n records (sorted here; summed per row before each upsert). */
+int store_groups_save(strobe_store *s, sqlite3 *db, size_t *upto, strobe_err *err);
+int store_gtotals_add(sqlite3 *db, store_grec *rec, size_t n, strobe_err *err);
+/* At open, after the series are loaded: the groups into memory, and a store without the group
+ * tables gets them built from its totals, in one transaction. */
+int store_groups_open(strobe_store *s, strobe_err *err);
+/* Retention (maint.c, in its transaction): group rows before cutoff, the straddling buckets
+ * summed again from their level-0 rows. */
+int store_groups_retain(strobe_store *s, int64_t cutoff, strobe_err *err);
+/* The id of a group, 0 when it has none (no point of it was ever stored). Under mu. */
+int64_t store_group_find(strobe_store *s, const char *tenant, const char *type, const char *label,
+			 const char *value);
+
 /* Symbol tables mirrored from SQLite, in the profile model's order. */
 enum { TAB_STRINGS, TAB_FUNCTIONS, TAB_MAPPINGS, TAB_LOCATIONS, TAB_STACKS, NTABS };
 
@@ -75,6 +120,8 @@ typedef struct store_series {
 	int64_t period;
 	bool gauge, dead;
 	bool saved; /* its row is in the database (written by the committer, commit.c) */
+	bool has_grp;             /* grp is known */
+	int64_t grp[STORE_NGROUPS]; /* its groups' ids (groups.c), 0: none */
 } store_series;
 
 /* One push on its way to the disk (commit.c): its points, encoded outside the store's lock,
@@ -89,6 +136,7 @@ typedef struct store_point {
 	size_t blen;
 	char *slabels; /* its sample labels as name\0value\0... (sorted by name); NULL: none */
 	size_t slen;
+	int64_t grp[STORE_NGROUPS]; /* its series' groups (groups.c), 0: none */
 } store_point;
 typedef struct store_pending {
 	store_point *pt;
@@ -141,6 +189,11 @@ struct strobe_store {
 	uint32_t *seq_stack;
 	size_t seq_cap;
 	bool use_span_index; /* span_id/trace_id queries read the span index (spans.c) */
+	/* Groups of series (groups.c): key "tenant\0type\0label\0value" -> index, id = index + 1;
+	 * those from gsaved on are not in the database yet. */
+	strobe_itab group_key;
+	size_t gsaved;
+	bool use_group_totals; /* ranges may read the group totals (query.c) */
 };
 
 static inline uint32_t tab_n(const strobe_profile *p, int t)

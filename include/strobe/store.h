@@ -258,6 +258,10 @@ void strobe_store_use_rollups(strobe_store *s, bool on);
 /* Ranges without a function filter sum the per-point totals kept at ingest unless this is off
  * (then they decode the profiles, as a range with a function does; tests compare both ways). */
 void strobe_store_use_totals(strobe_store *s, bool on);
+/* Ranges whose selector and group-by name only service_name (or nothing) read the totals summed
+ * per service at ingest (store/groups.c) unless this is off (then the series' totals; tests
+ * compare both ways). The embedded store only. */
+void strobe_store_use_group_totals(strobe_store *s, bool on);
 /* Queries that select span_id or trace_id read the span index (store/spans.c) unless this is
  * off (then they scan the window's points: tests and the benchmark compare both ways). */
 void strobe_store_use_span_index(strobe_store *s, bool on);
