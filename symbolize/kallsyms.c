@@ -23,7 +23,8 @@
  *  - names are compressed with zstd in blocks of ZBLOCK names, in address order: 0.65 MB for
  *    the 3.1 MB of names of a Debian 12 kernel.
  * The process grows by 1.6 MB for 122,000 symbols (the arrays 1.1 MB, the rest the decompressor
- * and the name cache); it grew by 3.2 MB with 16 bytes a symbol, 5 MB with the names as text. A name costs the few microseconds its block takes to decompress; a small cache
+ * and the name cache); it grew by 3.2 MB with 16 bytes a symbol, 5 MB with the names as text.
+ * A name costs the few microseconds its block takes to decompress; a small cache
  * by symbol keeps the names asked for again and again (the same kernel frames, in profile after
  * profile) from decompressing twice. A symbol's end is worked out at lookup from its successor.
  * Only a name actually returned is copied into the symbolizer's string pool, where it outlives
