@@ -6,6 +6,7 @@
  * interval is exported and pushed or spooled), SIGUSR1 pauses and SIGUSR2 resumes sampling.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -219,6 +220,11 @@ int cmd_agent(int argc, char **argv)
 		log_line(NULL, STROBE_LOG_INFO, msg);
 	}
 	rc = strobe_agent_run(a, &err) < 0 ? 1 : 0;
+	/* A diagnostic of the agent's memory (docs/agent.md): glibc's view of each arena, what it
+	 * holds from the system against what is in use, before the teardown frees it. */
+	const char *ms = getenv("STROBE_MALLOC_STATS");
+	if (ms && strcmp(ms, "1") == 0)
+		malloc_stats();
 	the_agent = NULL;
 	strobe_agent_free(a);
 out:

@@ -14,21 +14,36 @@
  * everything up to the next module.
  *
  * The table is compact because it is large (about 120,000 text symbols) and its names are
- * rarely asked for: 16 bytes per symbol (address, module) plus the names, in address order,
- * compressed with zstd in blocks of ZBLOCK names: 0.65 MB for the 3.1 MB of names of a
- * Debian 12 kernel, the whole table 2.6 MB, against 5 MB with the names as they are and 11 MB
- * as pooled strings and ranges. The always-on agent keeps this table for its life, and its
- * resident size has a goal (30 MB), so the names are worth the few microseconds a block
- * takes to decompress; a small cache by symbol keeps the names asked for again and again (the
- * same kernel frames, in profile after profile) from decompressing twice. A symbol's end is
- * worked out at lookup from its successor. Only a name actually returned is copied into the
- * symbolizer's string pool, where it outlives reloads of the table.
+ * rarely asked for. The always-on agent keeps it for its life and its resident size has a goal
+ * (15 MB in --symbolize server mode, where this table is most of what naming costs), so:
+ *  - an address is 4 bytes, its offset from the lowest one (kernel text and modules lie within
+ *    a few GB of each other; 8 bytes each when they do not);
+ *  - a symbol's module is not stored per symbol: symbols of one module are contiguous in
+ *    address order, so runs of (first index, module) give it by bisection;
+ *  - names are compressed with zstd in blocks of ZBLOCK names, in address order: 0.65 MB for
+ *    the 3.1 MB of names of a Debian 12 kernel.
+ * The process grows by 1.6 MB for 122,000 symbols (the arrays 1.1 MB, the rest the decompressor
+ * and the name cache); it grew by 3.2 MB with 16 bytes a symbol, 5 MB with the names as text.
+ * A name costs the few microseconds its block takes to decompress; a small cache
+ * by symbol keeps the names asked for again and again (the same kernel frames, in profile after
+ * profile) from decompressing twice. A symbol's end is worked out at lookup from its successor.
+ * Only a name actually returned is copied into the symbolizer's string pool, where it outlives
+ * reloads of the table.
+ *
+ * The build is streamed, so that its peak stays low: /proc/kallsyms is read
+ * once, and each name is compressed with its block as it is read (in the file's order); only
+ * addresses, ranks and file positions are held per symbol (16 bytes) while they are sorted.
+ * The names are then moved into address order one block at a time (the core kernel is listed
+ * in address order already, so its blocks are read once each). Measured on this host's 122,000
+ * symbols: 4.1 MB at the peak of a load (VmHWM growth), against 6.0 MB when the names were held
+ * as text. The build's freed heap is handed back at once (malloc_trim).
  *
  * Without CAP_SYSLOG (kptr_restrict) every address in the file reads as zero: the kernel is
  * then "unavailable" and addresses are left unnamed, not all named after one symbol.
  * Modules load after we read the file, so a miss re-reads it, at most once a minute.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -40,32 +55,51 @@
 #define RELOAD_NS (60ll * 1000000000ll)
 #define CORE_NAME "[kernel.kallsyms]"
 #define ZBLOCK 256        /* names per compressed block (about 6.5 KB of names) */
+#define ZLEVEL 3
 #define NAME_CACHE 2048u  /* names remembered by symbol index, direct-mapped */
 
-/* One text symbol: 16 bytes. While parsing, rank orders symbols that share an address; after
- * the table is built it is unused. */
-typedef struct ksym {
-	uint64_t addr;
-	uint32_t name; /* offset in the name arena */
-	uint16_t group;
-	uint16_t rank;
-} ksym;
+/* Names, NUL-terminated, in blocks of ZBLOCK: block b is the zstd frame z[zoff[b] ..
+ * zoff[b+1]), at most zmax bytes once decompressed. */
+typedef struct zblocks {
+	uint8_t *z;
+	size_t len, cap;
+	uint32_t *zoff;
+	size_t nz, czoff;
+	size_t zmax;
+} zblocks;
+
+/* Fills a zblocks name by name: the open block, and the compressor. */
+typedef struct zwriter {
+	zblocks *zb;
+	char *blk;
+	size_t blen, bcap;
+	unsigned count;
+	ZSTD_CCtx *cctx;
+} zwriter;
+
+/* Reads names back, one decompressed block at a time; pos is name `at` of block cur, so that
+ * names asked for in order cost one step each. */
+typedef struct zreader {
+	const zblocks *zb;
+	ZSTD_DCtx *dctx;
+	char *buf;
+	size_t cur, at;
+	const char *pos, *end;
+} zreader;
 
 struct sym_kernel {
 	bool loaded;
 	int64_t loaded_ns;
-	ksym *v; /* sorted by address, one symbol per address */
 	size_t n;
-	char *names; /* NUL-terminated names, back to back (while loading, or when packing them
-			failed) */
-	size_t nnames, cnames;
-	/* The names once packed: block b (names of symbols b*ZBLOCK...) is the zstd frame
-	 * z[zoff[b] .. zoff[b+1]); zbuf holds block zcur decompressed (zmax bytes at most). */
-	uint8_t *z;
-	uint32_t *zoff;
-	size_t nz, zmax, zcur;
-	char *zbuf;
-	ZSTD_DCtx *dctx;
+	uint64_t base;
+	uint32_t *off;    /* addresses, base + off[i], sorted, one symbol per address; */
+	uint64_t *addr64; /* or whole, when they span more than 4 GB */
+	/* symbol i belongs to group run_group[r] for the last run r with run_at[r] <= i */
+	uint32_t *run_at;
+	uint16_t *run_group;
+	size_t nruns;
+	zblocks names; /* in address order */
+	zreader rd;
 	struct kname {
 		uint32_t idx1; /* symbol index + 1, 0 = empty */
 		const char *name; /* pooled */
@@ -77,12 +111,160 @@ struct sym_kernel {
 	strobe_itab group_ix; /* name pointer -> group */
 };
 
+/* A symbol while the table is built: rank orders symbols that share an address, fidx is its
+ * name's place in the file. */
+typedef struct kbsym {
+	uint64_t addr;
+	uint32_t fidx;
+	uint16_t group;
+	uint16_t rank;
+} kbsym;
+
 typedef struct kparse {
 	strobe_symbolizer *s;
 	sym_kernel *k;
-	size_t cap;
+	kbsym *v;
+	size_t n, cap;
+	zblocks fz; /* names in the file's order */
+	zwriter fw;
 	int err;
 } kparse;
+
+static void zb_free(zblocks *zb)
+{
+	free(zb->z);
+	free(zb->zoff);
+	*zb = (zblocks){0};
+}
+
+static int zw_flush(zwriter *w)
+{
+	zblocks *zb = w->zb;
+	if (!w->count)
+		return 0;
+	if (zb->nz + 2 > zb->czoff) {
+		size_t nc = zb->czoff ? zb->czoff * 2 : 64;
+		uint32_t *o = realloc(zb->zoff, nc * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		zb->zoff = o;
+		zb->czoff = nc;
+	}
+	size_t bound = ZSTD_compressBound(w->blen);
+	if (zb->len + bound > zb->cap) {
+		size_t nc = zb->cap ? zb->cap * 2 : 64u << 10;
+		while (nc < zb->len + bound)
+			nc *= 2;
+		uint8_t *z = nc <= UINT32_MAX ? realloc(zb->z, nc) : NULL;
+		if (!z)
+			return -ENOMEM;
+		zb->z = z;
+		zb->cap = nc;
+	}
+	if (!w->cctx && !(w->cctx = ZSTD_createCCtx()))
+		return -ENOMEM;
+	size_t r = ZSTD_compressCCtx(w->cctx, zb->z + zb->len, zb->cap - zb->len, w->blk, w->blen,
+				     ZLEVEL);
+	if (ZSTD_isError(r))
+		return -ENOMEM;
+	zb->zoff[zb->nz++] = (uint32_t)zb->len;
+	zb->len += r;
+	zb->zoff[zb->nz] = (uint32_t)zb->len;
+	if (w->blen > zb->zmax)
+		zb->zmax = w->blen;
+	w->blen = 0;
+	w->count = 0;
+	return 0;
+}
+
+/* Appends name[0..len) to the open block, cut like the string pool cuts names (so that a name
+ * reads the same either way); the block is compressed when it has ZBLOCK names. */
+static int zw_add(zwriter *w, const char *name, size_t len)
+{
+	if (len > SYM_MAX_NAME) {
+		len = SYM_MAX_NAME;
+		while (len > 0 && ((unsigned char)name[len] & 0xc0) == 0x80)
+			len--;
+	}
+	if (w->blen + len + 1 > w->bcap) {
+		size_t nc = w->bcap ? w->bcap * 2 : 16u << 10;
+		while (nc < w->blen + len + 1)
+			nc *= 2;
+		char *b = realloc(w->blk, nc);
+		if (!b)
+			return -ENOMEM;
+		w->blk = b;
+		w->bcap = nc;
+	}
+	memcpy(w->blk + w->blen, name, len);
+	w->blk[w->blen + len] = 0;
+	w->blen += len + 1;
+	return ++w->count == ZBLOCK ? zw_flush(w) : 0;
+}
+
+/* The last block, then the compressor and the open block are freed and the blocks fitted. */
+static int zw_finish(zwriter *w)
+{
+	int r = zw_flush(w);
+	ZSTD_freeCCtx(w->cctx);
+	free(w->blk);
+	w->cctx = NULL;
+	w->blk = NULL;
+	w->blen = w->bcap = w->count = 0;
+	zblocks *zb = w->zb;
+	if (r == 0 && zb->z) {
+		uint8_t *z = realloc(zb->z, zb->len ? zb->len : 1);
+		if (z)
+			zb->z = z;
+		zb->cap = zb->len;
+	}
+	return r;
+}
+
+static void zr_free(zreader *r)
+{
+	ZSTD_freeDCtx(r->dctx);
+	free(r->buf);
+	*r = (zreader){.cur = SIZE_MAX};
+}
+
+/* Name i (NUL-terminated, valid until the next call), or NULL: no memory, or a block that does
+ * not decompress. */
+static const char *zr_name(zreader *r, size_t i)
+{
+	const zblocks *zb = r->zb;
+	size_t b = i / ZBLOCK, j = i % ZBLOCK;
+	if (b >= zb->nz)
+		return NULL;
+	if (r->cur != b) {
+		if (!r->dctx && !(r->dctx = ZSTD_createDCtx()))
+			return NULL;
+		if (!r->buf && !(r->buf = malloc(zb->zmax ? zb->zmax : 1)))
+			return NULL;
+		size_t got = ZSTD_decompressDCtx(r->dctx, r->buf, zb->zmax, zb->z + zb->zoff[b],
+						 zb->zoff[b + 1] - zb->zoff[b]);
+		if (ZSTD_isError(got) || !got || r->buf[got - 1]) {
+			r->cur = SIZE_MAX;
+			return NULL;
+		}
+		r->cur = b;
+		r->at = 0;
+		r->pos = r->buf;
+		r->end = r->buf + got;
+	}
+	if (j < r->at) {
+		r->at = 0;
+		r->pos = r->buf;
+	}
+	for (; r->at < j; r->at++) {
+		r->pos += strlen(r->pos) + 1;
+		if (r->pos >= r->end) { /* fewer names than asked for: not a block of ours */
+			r->cur = SIZE_MAX;
+			return NULL;
+		}
+	}
+	return r->pos;
+}
 
 /* The group of a module name ("[ext4]"), created when new. Names are pooled, so the pointer
  * is the key. */
@@ -123,34 +305,6 @@ static int group_of(sym_kernel *k, const char *name, uint32_t *g)
 	return 0;
 }
 
-/* Appends name[0..len) and a NUL to the arena; its offset, or UINT32_MAX when out of memory.
- * Names are cut like the string pool cuts them, so a name reads the same either way. */
-static uint32_t arena_add(sym_kernel *k, const char *name, size_t len)
-{
-	if (len > SYM_MAX_NAME) {
-		len = SYM_MAX_NAME;
-		while (len > 0 && ((unsigned char)name[len] & 0xc0) == 0x80)
-			len--;
-	}
-	if (k->nnames + len + 1 > k->cnames) {
-		size_t nc = k->cnames ? k->cnames * 2 : 64u << 10;
-		while (nc < k->nnames + len + 1)
-			nc *= 2;
-		if (nc > UINT32_MAX)
-			return UINT32_MAX;
-		char *v = realloc(k->names, nc);
-		if (!v)
-			return UINT32_MAX;
-		k->names = v;
-		k->cnames = nc;
-	}
-	uint32_t off = (uint32_t)k->nnames;
-	memcpy(k->names + off, name, len);
-	k->names[off + len] = 0;
-	k->nnames += len + 1;
-	return off;
-}
-
 static int kallsyms_line(void *arg, const char *l, size_t len)
 {
 	kparse *ps = arg;
@@ -178,30 +332,31 @@ static int kallsyms_line(void *arg, const char *l, size_t len)
 		mod = p;
 		mlen = (size_t)(close - p) + 1;
 	}
-	if (k->n == ps->cap) {
+	if (ps->n == ps->cap) {
 		if (ps->cap >= SYM_MAX_ENTRIES)
 			return 1; /* stop: the cap is reached */
 		size_t nc = ps->cap ? ps->cap * 2 : 4096;
-		ksym *v = realloc(k->v, nc * sizeof(*v));
+		kbsym *v = realloc(ps->v, nc * sizeof(*v));
 		if (!v) {
 			ps->err = -ENOMEM;
 			return 1;
 		}
-		k->v = v;
+		ps->v = v;
 		ps->cap = nc;
 	}
 	const char *imod = mod ? sym_intern(&ps->s->strings, mod, mlen) : k->group_name[0];
-	uint32_t g = 0, off = arena_add(k, name, nlen);
-	if (off == UINT32_MAX || !imod || (mod && group_of(k, imod, &g) < 0)) {
+	uint32_t g = 0;
+	if (!imod || (mod && group_of(k, imod, &g) < 0) || zw_add(&ps->fw, name, nlen) < 0) {
 		ps->err = -ENOMEM;
 		return 1;
 	}
-	k->v[k->n++] = (ksym){
+	ps->v[ps->n] = (kbsym){
 		.addr = addr,
-		.name = off,
+		.fidx = (uint32_t)ps->n,
 		.group = (uint16_t)g,
 		.rank = type == 'T' ? 4 : type == 't' ? 3 : type == 'W' ? 2 : 1,
 	};
+	ps->n++;
 	return 0;
 }
 
@@ -241,139 +396,146 @@ static int modules_line(void *arg, const char *l, size_t len)
 	return 0;
 }
 
-/* qsort has no context argument: the arena being sorted against. */
-static const char *sort_names;
+/* The order of the table: by address, then T before t before W before w, then by name (read
+ * back from the file-order blocks: only symbols sharing an address and a type get that far). */
+typedef struct ksort {
+	zreader rd;
+	char a[SYM_MAX_NAME + 1];
+} ksort;
 
-static int cmp_ksym(const void *a, const void *b)
+static int cmp_kbsym(const void *pa, const void *pb, void *arg)
 {
-	const ksym *x = a, *y = b;
+	const kbsym *x = pa, *y = pb;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->rank != y->rank)
 		return (int)y->rank - (int)x->rank;
-	return strcmp(sort_names + x->name, sort_names + y->name);
+	ksort *ks = arg;
+	const char *na = zr_name(&ks->rd, x->fidx);
+	if (!na)
+		return 0;
+	size_t la = strlen(na);
+	memcpy(ks->a, na, la + 1); /* the next read may replace the block */
+	const char *nb = zr_name(&ks->rd, y->fidx);
+	return nb ? strcmp(ks->a, nb) : 0;
 }
 
-static void names_unpack_free(sym_kernel *k)
+/* Sorts v: the core kernel comes in address order and modules after it, so the sorted prefix
+ * only has its runs of equal addresses sorted, the rest is sorted alone and merged in (scratch:
+ * the rest only, not a copy of the whole table). */
+static void sort_table(kbsym *v, size_t n, ksort *ks)
 {
-	free(k->z);
-	free(k->zoff);
-	free(k->zbuf);
-	free(k->cache);
-	ZSTD_freeDCtx(k->dctx);
-	k->z = NULL;
-	k->zoff = NULL;
-	k->zbuf = NULL;
-	k->cache = NULL;
-	k->dctx = NULL;
-	k->nz = k->zmax = 0;
-	k->zcur = SIZE_MAX;
-}
-
-/* Compresses the names (k->names, in k->v's order) into blocks of ZBLOCK and frees them; on
- * failure (no memory) the names stay as they are, which lookups read just as well. */
-static void names_pack(sym_kernel *k)
-{
-	size_t nz = (k->n + ZBLOCK - 1) / ZBLOCK, cap = k->nnames / 3 + 4096, len = 0, zmax = 0;
-	uint32_t *zoff = malloc((nz + 1) * sizeof(*zoff));
-	uint8_t *z = malloc(cap);
-	char *blk = NULL;
-	ZSTD_CCtx *cctx = ZSTD_createCCtx();
-	ZSTD_DCtx *dctx = ZSTD_createDCtx();
-	for (size_t b = 0; b < nz; b++) /* the largest block, for one buffer */
-		for (size_t i = b * ZBLOCK, bl = 0; i < k->n && i < (b + 1) * ZBLOCK; i++)
-			if ((bl += strlen(k->names + k->v[i].name) + 1) > zmax)
-				zmax = bl;
-	if (!zoff || !z || !cctx || !dctx || !(blk = malloc(zmax ? zmax : 1)))
-		goto fail;
-	for (size_t b = 0; b < nz; b++) {
-		size_t bl = 0;
-		for (size_t i = b * ZBLOCK; i < k->n && i < (b + 1) * ZBLOCK; i++) {
-			const char *nm = k->names + k->v[i].name;
-			size_t l = strlen(nm) + 1;
-			memcpy(blk + bl, nm, l);
-			bl += l;
-		}
-		size_t bound = ZSTD_compressBound(bl);
-		if (len + bound > cap) {
-			size_t nc = cap * 2 > len + bound ? cap * 2 : len + bound;
-			uint8_t *nzb = nc <= UINT32_MAX ? realloc(z, nc) : NULL;
-			if (!nzb)
-				goto fail;
-			z = nzb;
-			cap = nc;
-		}
-		size_t r = ZSTD_compressCCtx(cctx, z + len, cap - len, blk, bl, 3);
-		if (ZSTD_isError(r))
-			goto fail;
-		zoff[b] = (uint32_t)len;
-		len += r;
+	size_t p = 1;
+	while (p < n && v[p - 1].addr <= v[p].addr)
+		p++;
+	if (p > n)
+		p = n;
+	for (size_t i = 0, j; i < p; i = j) {
+		for (j = i + 1; j < p && v[j].addr == v[i].addr; j++)
+			;
+		if (j - i > 1)
+			qsort_r(v + i, j - i, sizeof(*v), cmp_kbsym, ks);
 	}
-	zoff[nz] = (uint32_t)len;
-	uint8_t *fit = realloc(z, len ? len : 1);
-	k->z = fit ? fit : z;
-	k->zoff = zoff;
-	k->nz = nz;
-	k->zmax = zmax;
-	k->zbuf = blk;
-	k->zcur = SIZE_MAX;
-	k->dctx = dctx;
-	ZSTD_freeCCtx(cctx);
-	free(k->names);
-	k->names = NULL;
-	k->nnames = k->cnames = 0;
-	return;
-fail:
-	free(zoff);
-	free(z);
-	free(blk);
-	ZSTD_freeCCtx(cctx);
-	ZSTD_freeDCtx(dctx);
-}
-
-/* The pooled name of symbol i, or NULL (no memory, or a block that does not decompress). */
-static const char *name_of(strobe_symbolizer *s, sym_kernel *k, size_t i)
-{
-	if (k->names) {
-		const char *nm = k->names + k->v[i].name;
-		return sym_intern(&s->strings, nm, strlen(nm));
+	if (p == n)
+		return;
+	size_t m = n - p;
+	kbsym *tail = malloc(m * sizeof(*tail));
+	if (!tail) {
+		qsort_r(v, n, sizeof(*v), cmp_kbsym, ks);
+		return;
 	}
-	if (!k->cache && !(k->cache = calloc(NAME_CACHE, sizeof(*k->cache))))
-		return NULL;
-	struct kname *c = &k->cache[i % NAME_CACHE];
-	if (c->idx1 == i + 1)
-		return c->name;
-	size_t b = i / ZBLOCK;
-	if (k->zcur != b) {
-		size_t r = ZSTD_decompressDCtx(k->dctx, k->zbuf, k->zmax, k->z + k->zoff[b],
-					       k->zoff[b + 1] - k->zoff[b]);
-		if (ZSTD_isError(r)) {
-			k->zcur = SIZE_MAX;
-			return NULL;
-		}
-		k->zcur = b;
+	qsort_r(v + p, m, sizeof(*v), cmp_kbsym, ks);
+	memcpy(tail, v + p, m * sizeof(*tail));
+	size_t i = p, j = m, w = n; /* merged from the back: v[w..n) is done */
+	while (j > 0) {
+		if (i > 0 && cmp_kbsym(&v[i - 1], &tail[j - 1], ks) > 0)
+			v[--w] = v[--i];
+		else
+			v[--w] = tail[--j];
 	}
-	const char *nm = k->zbuf;
-	for (size_t j = b * ZBLOCK; j < i; j++)
-		nm += strlen(nm) + 1;
-	const char *pooled = sym_intern(&s->strings, nm, strlen(nm));
-	if (pooled)
-		*c = (struct kname){.idx1 = (uint32_t)(i + 1), .name = pooled};
-	return pooled;
+	free(tail);
 }
 
 static void kernel_clear(sym_kernel *k)
 {
-	free(k->v);
-	k->v = NULL;
-	k->n = 0;
-	free(k->names);
-	k->names = NULL;
-	k->nnames = k->cnames = 0;
-	names_unpack_free(k);
+	free(k->off);
+	free(k->addr64);
+	free(k->run_at);
+	free(k->run_group);
+	k->off = NULL;
+	k->addr64 = NULL;
+	k->run_at = NULL;
+	k->run_group = NULL;
+	k->n = k->nruns = 0;
+	zb_free(&k->names);
+	zr_free(&k->rd);
+	free(k->cache);
+	k->cache = NULL;
 	k->ngroups = 0;
 	strobe_itab_free(&k->group_ix);
 	k->group_ix.fixed = sizeof(const char *);
+}
+
+static inline uint64_t addr_at(const sym_kernel *k, size_t i)
+{
+	return k->off ? k->base + k->off[i] : k->addr64[i];
+}
+
+static uint32_t group_at(const sym_kernel *k, size_t i)
+{
+	size_t lo = 0, hi = k->nruns; /* first run starting after i */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (k->run_at[mid] <= i)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? k->run_group[lo - 1] : 0;
+}
+
+/* The table from the sorted, deduplicated v[0..n): the names moved into address order, one
+ * block of the file's order read at a time (then those blocks are freed), then the addresses
+ * and the group runs. */
+static int table_from(sym_kernel *k, const kbsym *v, size_t n, zreader *frd, zblocks *fz)
+{
+	zwriter w = {.zb = &k->names};
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		const char *nm = zr_name(frd, v[i].fidx);
+		r = nm ? zw_add(&w, nm, strlen(nm)) : -ENOMEM;
+	}
+	int f = zw_finish(&w);
+	zr_free(frd);
+	zb_free(fz);
+	if (r < 0 || f < 0)
+		return r < 0 ? r : f;
+	k->base = v[0].addr;
+	if (v[n - 1].addr - k->base <= UINT32_MAX) {
+		if (!(k->off = malloc(n * sizeof(*k->off))))
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			k->off[i] = (uint32_t)(v[i].addr - k->base);
+	} else {
+		if (!(k->addr64 = malloc(n * sizeof(*k->addr64))))
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			k->addr64[i] = v[i].addr;
+	}
+	size_t nruns = 0;
+	for (size_t i = 0; i < n; i++)
+		nruns += !i || v[i].group != v[i - 1].group;
+	k->run_at = malloc(nruns * sizeof(*k->run_at));
+	k->run_group = malloc(nruns * sizeof(*k->run_group));
+	if (!k->run_at || !k->run_group)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!i || v[i].group != v[i - 1].group) {
+			k->run_at[k->nruns] = (uint32_t)i;
+			k->run_group[k->nruns++] = v[i].group;
+		}
+	k->n = n;
+	return 0;
 }
 
 static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
@@ -382,6 +544,7 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 	k->loaded = true;
 	k->loaded_ns = strobe_mono_ns();
 	kparse ps = {.s = s, .k = k};
+	ps.fw.zb = &ps.fz;
 	uint32_t g;
 	const char *core = sym_intern(&s->strings, CORE_NAME, strlen(CORE_NAME));
 	if (!core || group_of(k, core, &g) < 0)
@@ -391,30 +554,20 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 		return -ENOMEM;
 	int r = sym_read_lines(path, kallsyms_line, &ps);
 	free(path);
-	if (r < 0 || ps.err < 0 || !k->n) { /* no file, or kptr_restrict zeroed every address */
-		kernel_clear(k);
-		return r < 0 ? r : ps.err < 0 ? ps.err : -ENOENT;
+	int f = zw_finish(&ps.fw);
+	if (r < 0 || ps.err < 0 || f < 0 || !ps.n) { /* no file, or kptr_restrict zeroed every address */
+		r = r < 0 ? r : ps.err < 0 ? ps.err : f < 0 ? f : -ENOENT;
+		goto out;
 	}
-	/* The core kernel's symbols come in address order, and without modules that is the
-	 * whole file: then only runs sharing an address need sorting, and qsort's scratch copy
-	 * of the table (2 MB) is never made. */
-	sort_names = k->names;
-	bool sorted = true;
-	for (size_t i = 1; i < k->n && sorted; i++)
-		sorted = k->v[i - 1].addr <= k->v[i].addr;
-	if (!sorted) {
-		qsort(k->v, k->n, sizeof(*k->v), cmp_ksym);
-	} else {
-		for (size_t i = 0, j; i < k->n; i = j) {
-			for (j = i + 1; j < k->n && k->v[j].addr == k->v[i].addr; j++)
-				;
-			if (j - i > 1)
-				qsort(k->v + i, j - i, sizeof(*k->v), cmp_ksym);
-		}
+	ksort *ks = malloc(sizeof(*ks));
+	if (!ks) {
+		r = -ENOMEM;
+		goto out;
 	}
-	sort_names = NULL;
-	for (size_t i = 0; i < k->n; i++) {
-		const ksym *x = &k->v[i];
+	ks->rd = (zreader){.zb = &ps.fz, .cur = SIZE_MAX};
+	sort_table(ps.v, ps.n, ks);
+	for (size_t i = 0; i < ps.n; i++) {
+		const kbsym *x = &ps.v[i];
 		if (x->addr < k->group_lo[x->group])
 			k->group_lo[x->group] = x->addr;
 		uint64_t end = x->addr + LAST_SPAN < x->addr ? UINT64_MAX : x->addr + LAST_SPAN;
@@ -428,36 +581,48 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 	/* One symbol per address: the first after sorting (T before t before W before w, then
 	 * by name) names it. */
 	size_t m = 0;
-	for (size_t i = 0; i < k->n; i++)
-		if (!m || k->v[i].addr != k->v[m - 1].addr)
-			k->v[m++] = k->v[i];
-	k->n = m;
-	/* Give back the slack of doubling: the table lives as long as the symbolizer. */
-	ksym *v = realloc(k->v, m * sizeof(*v));
-	if (v)
-		k->v = v;
-	names_pack(k);
-	if (k->names) { /* not packed: give back the arena's slack at least */
-		char *names = realloc(k->names, k->nnames);
-		if (names)
-			k->names = names;
-		k->cnames = k->nnames;
-	}
-	return 0;
+	for (size_t i = 0; i < ps.n; i++)
+		if (!m || ps.v[i].addr != ps.v[m - 1].addr)
+			ps.v[m++] = ps.v[i];
+	r = table_from(k, ps.v, m, &ks->rd, &ps.fz);
+	free(ks);
+out:
+	free(ps.v);
+	zb_free(&ps.fz);
+	if (r < 0)
+		kernel_clear(k);
+	else
+		k->rd = (zreader){.zb = &k->names, .cur = SIZE_MAX};
+	/* The build's arrays were freed, but glibc keeps freed heap in its arenas: give it back now,
+	 * or the agent carries it until its next interval's trim. */
+	malloc_trim(0);
+	return r;
 }
 
 void sym_kernel_free(sym_kernel *k)
 {
 	if (!k)
 		return;
-	free(k->v);
-	free(k->names);
-	names_unpack_free(k);
+	kernel_clear(k);
 	free(k->group_name);
 	free(k->group_lo);
 	free(k->group_hi);
-	strobe_itab_free(&k->group_ix);
 	free(k);
+}
+
+/* The pooled name of symbol i, or NULL (no memory, or a block that does not decompress). */
+static const char *name_of(strobe_symbolizer *s, sym_kernel *k, size_t i)
+{
+	if (!k->cache && !(k->cache = calloc(NAME_CACHE, sizeof(*k->cache))))
+		return NULL;
+	struct kname *c = &k->cache[i % NAME_CACHE];
+	if (c->idx1 == i + 1)
+		return c->name;
+	const char *nm = zr_name(&k->rd, i);
+	const char *pooled = nm ? sym_intern(&s->strings, nm, strlen(nm)) : NULL;
+	if (pooled)
+		*c = (struct kname){.idx1 = (uint32_t)(i + 1), .name = pooled};
+	return pooled;
 }
 
 /* The index of the last symbol at or before addr (SIZE_MAX when none), and whether addr lies
@@ -467,7 +632,7 @@ static size_t kernel_find(const sym_kernel *k, uint64_t addr, bool *inside)
 	size_t lo = 0, hi = k->n; /* first index with addr > addr */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (k->v[mid].addr <= addr)
+		if (addr_at(k, mid) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -475,12 +640,12 @@ static size_t kernel_find(const sym_kernel *k, uint64_t addr, bool *inside)
 	*inside = false;
 	if (!lo)
 		return SIZE_MAX;
-	const ksym *x = &k->v[lo - 1];
-	uint64_t end = k->group_hi[x->group];
-	if (lo < k->n && k->v[lo].addr < end)
-		end = k->v[lo].addr;
-	if (end <= x->addr)
-		end = x->addr + 1;
+	uint64_t at = addr_at(k, lo - 1);
+	uint64_t end = k->group_hi[group_at(k, lo - 1)];
+	if (lo < k->n && addr_at(k, lo) < end)
+		end = addr_at(k, lo);
+	if (end <= at)
+		end = at + 1;
 	*inside = addr < end;
 	return lo - 1;
 }
@@ -506,7 +671,6 @@ int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out
 		below = kernel_find(k, addr, &inside);
 	}
 	if (inside) {
-		const ksym *x = &k->v[below];
 		/* Pooled: the caller may hold it across a reload of the table. */
 		const char *pooled = name_of(s, k, below);
 		if (!pooled)
@@ -514,11 +678,11 @@ int strobe_sym_kernel(strobe_symbolizer *s, uint64_t addr, strobe_sym_frame *out
 		if (out)
 			out->function = pooled;
 		if (module)
-			*module = k->group_name[x->group];
+			*module = k->group_name[group_at(k, below)];
 		return 1;
 	}
 	if (module && below != SIZE_MAX) {
-		uint32_t g = k->v[below].group;
+		uint32_t g = group_at(k, below);
 		if (addr >= k->group_lo[g] && addr < k->group_hi[g])
 			*module = k->group_name[g];
 	}

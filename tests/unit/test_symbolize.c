@@ -1174,6 +1174,90 @@ static void test_kallsyms_model(void **state)
 	free(v);
 }
 
+
+/* This host's own kernel: every text symbol of /proc/kallsyms (and 1 byte past it, while still
+ * before the next address) is named as the rules above say: the first of its address after
+ * ordering T, t, W, w, then by name; with its module. A reference built here with plain arrays
+ * and qsort, checked against the compressed table (its blocks, its address offsets, its runs of
+ * modules) across the whole file. Skipped where the file is unreadable or its addresses are
+ * hidden (kptr_restrict). */
+typedef struct host_sym {
+	uint64_t addr;
+	int rank;
+	char *name, *mod;
+} host_sym;
+
+static int by_host_rule(const void *a, const void *b)
+{
+	const host_sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if (x->rank != y->rank)
+		return y->rank - x->rank;
+	return strcmp(x->name, y->name);
+}
+
+static void test_kallsyms_host(void **state)
+{
+	(void)state;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	if (!f)
+		skip();
+	size_t n = 0, cap = 1 << 17;
+	host_sym *v = malloc(cap * sizeof(*v));
+	assert_non_null(v);
+	char line[1200];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a;
+		char t, name[1100], mod[128] = "[kernel.kallsyms]";
+		int got = sscanf(line, "%llx %c %1023s %127s", &a, &t, name, mod);
+		if (got < 3 || !a || !model_rank(t))
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			v = realloc(v, cap * sizeof(*v));
+			assert_non_null(v);
+		}
+		v[n++] = (host_sym){a, model_rank(t), strdup(name), strdup(mod)};
+	}
+	fclose(f);
+	if (n < 1000) { /* hidden addresses, or no kernel symbols to speak of */
+		for (size_t i = 0; i < n; i++)
+			free(v[i].name), free(v[i].mod);
+		free(v);
+		skip();
+	}
+	qsort(v, n, sizeof(*v), by_host_rule);
+	strobe_sym_opts o = {0};
+	strobe_symbolizer *s = strobe_symbolizer_new(&o);
+	assert_non_null(s);
+	size_t checked = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i && v[i].addr == v[i - 1].addr)
+			continue;
+		if (strcmp(v[i].mod, "[bpf]") == 0)
+			continue; /* BPF programs come and go between two reads of the file */
+		size_t j = i + 1;
+		while (j < n && v[j].addr == v[i].addr)
+			j++;
+		uint64_t next = j < n ? v[j].addr : UINT64_MAX;
+		for (uint64_t x = v[i].addr; x <= v[i].addr + 1 && x < next; x++) {
+			strobe_sym_frame fr;
+			const char *m;
+			int r = strobe_sym_kernel(s, x, &fr, &m);
+			if (r != 1 || strcmp(fr.function, v[i].name) != 0 || !m ||
+			    strcmp(m, v[i].mod) != 0)
+				fail_msg("kernel 0x%llx: got %d %s %s, want %s %s", (unsigned long long)x,
+					 r, r == 1 ? fr.function : "-", m ? m : "-", v[i].name, v[i].mod);
+			checked++;
+		}
+	}
+	assert_true(checked > 1000);
+	strobe_symbolizer_free(s);
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name), free(v[i].mod);
+	free(v);
+}
 static void expect_jit(strobe_symbolizer *s, pid_t pid, uint64_t addr, const char *fn)
 {
 	strobe_sym_frame f;
@@ -1315,6 +1399,7 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_kallsyms),
 		cmocka_unit_test(test_kallsyms_model),
+		cmocka_unit_test(test_kallsyms_host),
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_demangle),
