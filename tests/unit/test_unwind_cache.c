@@ -3,7 +3,8 @@
  * libstrobe-heap.so's unwind-step cache (preload/unwind_cache.c) against libgcc: from the same
  * leaf, the cached walk must report exactly the frames _Unwind_Backtrace reports, on deep chains
  * that mix frames built at -O0 with frame pointers and at -O2 without, alloca frames (rbp-based
- * CFA at -O2), plain recursion, and a call back through libc's qsort. The second walk of a chain
+ * CFA at -O2), plain recursion, calls after a mid-function epilogue, and a call back through
+ * libc's qsort. The second walk of a chain
  * must be served by the cache alone (nothing learned), a new generation (what a dlclose starts)
  * must forget every entry, and a corrupted entry must make the comparison fail.
  */
@@ -134,6 +135,14 @@ static void test_through_qsort(void **st)
 	assert_true(in_libc);
 }
 
+/* gcc's mid-function epilogue (remember_state, ret, restore_state): the leaf is called after it */
+static void test_early_return(void **st)
+{
+	(void)st;
+	struct uwc_ctx c = {.steps = {uwc_o2_step, uwc_o2_early, uwc_o0_early}, .nsteps = 3};
+	check_chain(&c, 31);
+}
+
 /* max frames kept: truncated, and the first max are libgcc's */
 static void test_truncated(void **st)
 {
@@ -206,6 +215,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fp_o0, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mixed_alloca, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_through_qsort, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_early_return, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_invalidate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupted_entry_detected, setup, teardown),

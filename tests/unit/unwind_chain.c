@@ -57,3 +57,15 @@ int NAME(UWC_V, _qsort)(int depth, struct uwc_ctx *c)
 	volatile int r = q_result;
 	return r + v[0];
 }
+
+/* an early return after the prologue: at -O2 its epilogue sits mid-function between
+ * remember_state and restore_state, and the rows after it must get the CFA back */
+int NAME(UWC_V, _early)(int depth, struct uwc_ctx *c)
+{
+	int a = depth * 7 + c->nsteps;
+	volatile int v = a;
+	if (v == -1)
+		return a;
+	volatile int r = next(depth, c);
+	return r + a + v;
+}

@@ -18,7 +18,8 @@ struct uwc_ctx {
 #define UWC_DECL(v)                                              \
 	int uwc_##v##_step(int depth, struct uwc_ctx *c);        \
 	int uwc_##v##_alloca(int depth, struct uwc_ctx *c);      \
-	int uwc_##v##_qsort(int depth, struct uwc_ctx *c);
+	int uwc_##v##_qsort(int depth, struct uwc_ctx *c);      \
+	int uwc_##v##_early(int depth, struct uwc_ctx *c);
 UWC_DECL(o0)
 UWC_DECL(o2)
 
