@@ -44,6 +44,7 @@
 
 #include "internal.h"
 #include "live_table.h"
+#include "unwind_cache.h"
 
 __thread heap_tls strobe_heap_tls __attribute__((tls_model("initial-exec")));
 uint64_t strobe_lock_sample_ns;
@@ -156,6 +157,16 @@ static uint32_t *stack_index;    /* private: hash slots -> stack index + 1 */
 static uint32_t stack_index_slots;
 static uintptr_t self_start, self_end; /* this library's mapping: its frames are skipped */
 static atomic_int lock_word;     /* the spin lock over stack_index and live */
+/* The unwind-step cache (unwind_cache.h): created once per image at the first start (a fork
+ * child keeps it: same mappings), NULL when STROBE_HEAP_UNWIND_CACHE=0 or mmap failed. */
+static strobe_uw_cache *uw_cache;
+#define UW_SLOTS 8192u /* 256 KiB of address space; a page is touched when first used */
+/* STROBE_HEAP_UNWIND_CHECK=FILE (tests): every cached walk is redone by libgcc and compared; the
+ * counts are appended to FILE at exit, one line a process (a file, as coreutils close stderr
+ * before the destructors run) */
+static bool uw_check;
+static char uw_check_path[256];
+static uint64_t uw_checked, uw_cached, uw_differ;
 static uint32_t live_count;
 
 #define MAX_STACKS 65536u /* entries are touched (and cost memory) only when used */
@@ -519,6 +530,13 @@ static bool ensure_started(void)
 			self_end = (uintptr_t)fo.dlfo_map_end;
 		}
 		pthread_atfork(NULL, NULL, fork_child);
+		if (env_u64("STROBE_HEAP_UNWIND_CACHE", 1))
+			uw_cache = strobe_uw_cache_new(UW_SLOTS);
+		const char *ck = getenv("STROBE_HEAP_UNWIND_CHECK");
+		if (ck && *ck && strlen(ck) < sizeof(uw_check_path)) {
+			memcpy(uw_check_path, ck, strlen(ck) + 1);
+			uw_check = true;
+		}
 	}
 	if (chan_open() < 0) {
 		strobe_lock_sample_ns = 0;
@@ -589,6 +607,24 @@ __attribute__((destructor)) static void heap_dtor(void)
 		chan->live_count = n;
 		chan->exit_ns = strobe_heap_now_ns();
 		__atomic_store_n(&chan->state, STROBE_HEAP_EXITED, __ATOMIC_RELEASE);
+	}
+	if (uw_check) {
+		char buf[160], *d = buf, *end = buf + sizeof(buf);
+		d = put_str(d, end, "pid ");
+		d = put_u64(d, end, (uint64_t)getpid());
+		d = put_str(d, end, ": ");
+		d = put_u64(d, end, __atomic_load_n(&uw_checked, __ATOMIC_RELAXED));
+		d = put_str(d, end, " walks, ");
+		d = put_u64(d, end, __atomic_load_n(&uw_cached, __ATOMIC_RELAXED));
+		d = put_str(d, end, " by the cache, ");
+		d = put_u64(d, end, __atomic_load_n(&uw_differ, __ATOMIC_RELAXED));
+		d = put_str(d, end, " differ from libgcc\n");
+		int fd = open(uw_check_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			ssize_t w = write(fd, buf, (size_t)(d - buf));
+			(void)w;
+			close(fd);
+		}
 	}
 	t->guard--;
 }
@@ -709,7 +745,29 @@ static _Unwind_Reason_Code walk_one(struct _Unwind_Context *ctx, void *arg)
 static uint32_t capture(uint64_t *pc, bool *truncated)
 {
 	walk w = {.pc = pc};
-	_Unwind_Backtrace(walk_one, &w);
+	int fast = -1;
+	if (uw_cache) {
+		/* the cached steps; libgcc walks the stacks they cannot (and teaches them nothing) */
+		strobe_uw_req q = {.pc = pc, .max = STROBE_HEAP_MAX_DEPTH, .skip_lo = self_start,
+				   .skip_hi = self_end};
+		fast = strobe_uw_backtrace(uw_cache, &q);
+		if (fast >= 0) {
+			w.n = (uint32_t)fast;
+			w.truncated = q.truncated;
+		}
+	}
+	if (fast < 0)
+		_Unwind_Backtrace(walk_one, &w);
+	else if (uw_check) {
+		uint64_t pc2[STROBE_HEAP_MAX_DEPTH];
+		walk w2 = {.pc = pc2};
+		_Unwind_Backtrace(walk_one, &w2);
+		if (w2.n != w.n || w2.truncated != w.truncated || memcmp(pc, pc2, w.n * sizeof(*pc)))
+			__atomic_fetch_add(&uw_differ, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&uw_cached, 1, __ATOMIC_RELAXED);
+	}
+	if (uw_check)
+		__atomic_fetch_add(&uw_checked, 1, __ATOMIC_RELAXED);
 	*truncated = w.truncated;
 	/* a PC outside every executable mapping of the last refresh: a library came (dlopen)
 	 * since; look again now, before a dlclose can take it away (at most every 10 ms, should
@@ -991,4 +1049,28 @@ EXPORT size_t malloc_usable_size(void *p)
 		return arena_size(p);
 	strobe_heap_resolve();
 	return real_usable ? real_usable(p) : 0;
+}
+
+/* dlclose: the unwind cache's entries name code by address, and a library loaded later may reuse
+ * an unloaded one's addresses; every dlclose therefore starts a new generation (entries learned
+ * before are never read again), and while one is under way the walks ask libgcc. glibc's own
+ * unloads that bypass this symbol (gconv modules, through __libc_dlclose) are not seen: see
+ * docs/heap.md. */
+EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int (*f)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		if (!f)
+			return -1;
+		__atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
+	}
+	strobe_uw_cache *c = uw_cache;
+	if (c)
+		strobe_uw_unload_begin(c);
+	int r = f(handle);
+	if (c)
+		strobe_uw_unload_end(c);
+	return r;
 }
