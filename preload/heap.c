@@ -152,6 +152,7 @@ static size_t stacks_backed, maps_backed; /* file offsets up to which each area 
 static atomic_int reserve_busy;
 static strobe_heap_stack *stacks;
 static strobe_heap_live *live; /* private: published only at exit (a snapshot) */
+static uint32_t live_slots; /* its size: LIVE_MIN_SLOTS, doubled when 3/4 full, LIVE_SLOTS at most */
 static char *maps_text;
 static uint32_t *stack_index;    /* private: hash slots -> stack index + 1 */
 static uint32_t stack_index_slots;
@@ -170,7 +171,8 @@ static uint64_t uw_checked, uw_cached, uw_differ;
 static uint32_t live_count;
 
 #define MAX_STACKS 65536u /* entries are touched (and cost memory) only when used */
-#define LIVE_SLOTS 65536u
+#define LIVE_SLOTS 65536u     /* the cap (the file's live area has room for this many) */
+#define LIVE_MIN_SLOTS 1024u /* 32 KiB at start: a small program's few live samples stay small */
 #define MAPS_CAP (1u << 20)
 #define MAX_RANGES 1024u
 #define FILTER_BITS 16
@@ -453,14 +455,21 @@ static int chan_open(void)
 		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	uint32_t slots = 2 * MAX_STACKS;
 	/* private, anonymous: the stack index, and the live table (random access, so it would
-	 * back most of its pages in the file at once); the live table goes to the file at exit */
-	size_t priv = slots * sizeof(uint32_t) + (size_t)LIVE_SLOTS * sizeof(strobe_heap_live);
+	 * back most of its pages in the file at once); the live table goes to the file at exit.
+	 * The live table starts small and grows (live_insert): a hashed table touches most of its
+	 * pages, and a full-size one (2 MiB) was most of a small program's extra memory. */
+	size_t priv = slots * sizeof(uint32_t);
 	void *idx = m == MAP_FAILED ? MAP_FAILED
 				    : mmap(NULL, priv, PROT_READ | PROT_WRITE,
 					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED || idx == MAP_FAILED) {
+	void *lv = idx == MAP_FAILED ? MAP_FAILED
+				     : mmap(NULL, (size_t)LIVE_MIN_SLOTS * sizeof(strobe_heap_live),
+					    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || idx == MAP_FAILED || lv == MAP_FAILED) {
 		if (m != MAP_FAILED)
 			munmap(m, size);
+		if (idx != MAP_FAILED)
+			munmap(idx, priv);
 		close(fd);
 		unlink(path);
 		say_once("no memory for the channel");
@@ -494,7 +503,8 @@ static int chan_open(void)
 	h->exe[r > 0 ? r : 0] = 0;
 	chan_size = size;
 	stacks = (strobe_heap_stack *)((char *)m + off_stacks);
-	live = (strobe_heap_live *)((char *)idx + slots * sizeof(uint32_t));
+	live = lv;
+	live_slots = LIVE_MIN_SLOTS;
 	maps_text = (char *)m + off_maps;
 	stack_index = idx;
 	stack_index_slots = slots;
@@ -554,8 +564,9 @@ static void fork_child(void)
 	if (chan)
 		munmap(chan, chan_size);
 	if (stack_index)
-		munmap(stack_index, stack_index_slots * sizeof(uint32_t) +
-					    (size_t)LIVE_SLOTS * sizeof(strobe_heap_live));
+		munmap(stack_index, stack_index_slots * sizeof(uint32_t));
+	if (live)
+		munmap(live, (size_t)live_slots * sizeof(strobe_heap_live));
 	struct stat st;
 	/* the parent's descriptor, unless the program has closed it and reused its number */
 	if (chan_fd >= 0 && fstat(chan_fd, &st) == 0 && st.st_dev == chan_dev &&
@@ -601,7 +612,7 @@ __attribute__((destructor)) static void heap_dtor(void)
 		size_t live_backed = 0;
 		if (reserve(&live_backed, chan->live_off,
 			    chan->live_off + (size_t)live_count * sizeof(strobe_heap_live)))
-			for (uint32_t i = 0; i < LIVE_SLOTS && n < live_count; i++)
+			for (uint32_t i = 0; i < live_slots && n < live_count; i++)
 				if (live[i].ptr > STROBE_HEAP_LIVE_TOMB)
 					out[n++] = live[i];
 		chan->live_count = n;
@@ -708,11 +719,28 @@ static inline void add64(uint64_t *p, uint64_t v)
 /* Under the lock: the live table (preload/live_table.h). */
 static bool live_insert(uintptr_t p, uint64_t size, uint32_t stack, uint64_t now)
 {
-	return strobe_live_insert(live, LIVE_SLOTS, &live_count, p, size, stack, now);
+	if (live_count >= live_slots / 4 * 3 && live_slots < LIVE_SLOTS) {
+		/* twice the size, rehashed; on no memory the table stays as it is (and fills) */
+		uint32_t ns = live_slots * 2, nc = 0;
+		void *m = mmap(NULL, (size_t)ns * sizeof(strobe_heap_live), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			strobe_heap_live *nt = m;
+			for (uint32_t i = 0; i < live_slots; i++)
+				if (live[i].ptr > STROBE_HEAP_LIVE_TOMB)
+					strobe_live_insert(nt, ns, &nc, (uintptr_t)live[i].ptr,
+							   live[i].size, live[i].stack, live[i].time_ns);
+			munmap(live, (size_t)live_slots * sizeof(strobe_heap_live));
+			live = nt;
+			live_slots = ns;
+			live_count = nc;
+		}
+	}
+	return strobe_live_insert(live, live_slots, &live_count, p, size, stack, now);
 }
 static bool live_remove(uintptr_t p, strobe_heap_live *out)
 {
-	return strobe_live_remove(live, LIVE_SLOTS, &live_count, p, out);
+	return strobe_live_remove(live, live_slots, &live_count, p, out);
 }
 
 /* ---- stacks ---------------------------------------------------------------------------------- */
