@@ -152,7 +152,7 @@ static size_t stacks_backed, maps_backed; /* file offsets up to which each area 
 static atomic_int reserve_busy;
 static strobe_heap_stack *stacks;
 static strobe_heap_live *live; /* private: published only at exit (a snapshot) */
-static uint32_t live_slots; /* its size: LIVE_MIN_SLOTS, doubled when 3/4 full, LIVE_SLOTS at most */
+static uint32_t live_slots; /* its size: LIVE_MIN_SLOTS, doubled when 3/4 full, to LIVE_SLOTS */
 static char *maps_text;
 static uint32_t *stack_index;    /* private: hash slots -> stack index + 1 */
 static uint32_t stack_index_slots;
@@ -721,15 +721,12 @@ static bool live_insert(uintptr_t p, uint64_t size, uint32_t stack, uint64_t now
 {
 	if (live_count >= live_slots / 4 * 3 && live_slots < LIVE_SLOTS) {
 		/* twice the size, rehashed; on no memory the table stays as it is (and fills) */
-		uint32_t ns = live_slots * 2, nc = 0;
+		uint32_t ns = live_slots * 2, nc;
 		void *m = mmap(NULL, (size_t)ns * sizeof(strobe_heap_live), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m != MAP_FAILED) {
 			strobe_heap_live *nt = m;
-			for (uint32_t i = 0; i < live_slots; i++)
-				if (live[i].ptr > STROBE_HEAP_LIVE_TOMB)
-					strobe_live_insert(nt, ns, &nc, (uintptr_t)live[i].ptr,
-							   live[i].size, live[i].stack, live[i].time_ns);
+			strobe_live_rehash(live, live_slots, nt, ns, &nc);
 			munmap(live, (size_t)live_slots * sizeof(strobe_heap_live));
 			live = nt;
 			live_slots = ns;
