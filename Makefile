@@ -79,6 +79,8 @@ $(PRELOAD_LIB): $(PRELOAD_SRC) $(wildcard preload/*.h) include/strobe/heap_chann
 $(B)/test/uwc_%.o: tests/unit/unwind_chain.c tests/unit/unwind_chain.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 $(WARN) -g -DUWC_V=$* $(if $(filter o0,$*),-O0 -fno-omit-frame-pointer,-O2 -fomit-frame-pointer) -c -o $@ $<
+# the live table test runs the library's own header
+$(B)/test/test_heap_channel: preload/live_table.h
 $(B)/test/test_unwind_cache: tests/unit/test_unwind_cache.c preload/unwind_cache.c preload/unwind_cache.h $(B)/test/uwc_o0.o $(B)/test/uwc_o2.o
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) -std=gnu17 $(WARN) -O1 -g $(SAN) -o $@ $< preload/unwind_cache.c $(B)/test/uwc_o0.o $(B)/test/uwc_o2.o -lcmocka -ldl -lgcc_s
