@@ -17,8 +17,23 @@
 #include <sys/mman.h>
 
 #if !defined(__x86_64__)
-#error "unwind_cache.c walks x86-64 stacks only"
-#endif
+/* Other architectures: no cache (strobe_uw_cache_new gives NULL); libgcc walks every stack. */
+strobe_uw_cache *strobe_uw_cache_new(uint32_t nslots)
+{
+	(void)nslots;
+	return NULL;
+}
+void strobe_uw_cache_free(strobe_uw_cache *c) { (void)c; }
+void strobe_uw_invalidate(strobe_uw_cache *c) { (void)c; }
+void strobe_uw_unload_begin(strobe_uw_cache *c) { (void)c; }
+void strobe_uw_unload_end(strobe_uw_cache *c) { (void)c; }
+int strobe_uw_backtrace(strobe_uw_cache *c, strobe_uw_req *q)
+{
+	(void)c;
+	(void)q;
+	return -1;
+}
+#else
 
 struct dwarf_eh_bases {
 	void *tbase;
@@ -496,3 +511,4 @@ int strobe_uw_walk_from(strobe_uw_cache *c, strobe_uw_req *q, uintptr_t ra, uint
 	}
 	return -1;
 }
+#endif
