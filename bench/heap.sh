@@ -19,7 +19,7 @@
 #     machine mostly measures waiting), wall seconds, and peak RSS.
 # A missing peer (heaptrack; libjemalloc2) is reported and its rows skipped.
 #
-#   bench/heap.sh [RESULTS]        RUNS=5
+#   bench/heap.sh [RESULTS]        RUNS=5 (rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -58,12 +58,18 @@ modes=(plain strobe strobe-libgcc strobe-off)
 [ -n "$je" ] && modes+=(jemalloc jemalloc-prof strobe-on-jemalloc)
 command -v heaptrack >/dev/null && modes+=(heaptrack)
 clean() { rm -f "$work"/strobe-heap.* "$work"/ht.* "$work"/jeprof.* jeprof.*.heap; }
-# peak RSS: heaptrack runs the program under its own wrapper script, so /usr/bin/time wraps the
-# command inside the mode (the program's own peak, not the wrapper's)
+# /usr/bin/time inside the mode (the program's own figures), but outside heaptrack: its preload
+# library does not follow an exec, so inside it would time an untraced program. heaptrack's
+# figures thus include its wrapper script and heaptrack_interpret, which decodes the trace while
+# the program runs (part of what heaptrack costs); its peak RSS is that of its largest process.
 timed() { # MODE OUT CMD...
   local m=$1 out=$2
   shift 2
-  run_mode "$m" /usr/bin/time -f "$m %e %U %S %M" -a -o "$out" "$@"
+  if [ "$m" = heaptrack ]; then
+    /usr/bin/time -f "$m %e %U %S %M" -a -o "$out" heaptrack -o "$work/ht.$RANDOM" "$@" 2>/dev/null
+  else
+    run_mode "$m" /usr/bin/time -f "$m %e %U %S %M" -a -o "$out" "$@"
+  fi
 }
 
 # ---- 1. microbenchmark ----
