@@ -73,6 +73,17 @@ $(PRELOAD_LIB): $(PRELOAD_SRC) $(wildcard preload/*.h) include/strobe/heap_chann
 	$(CC) $(CPPFLAGS) -std=gnu17 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden \
 		-ftls-model=initial-exec -fno-omit-frame-pointer -Wl,-z,now -Wl,-z,nodelete \
 		-o $@ $(PRELOAD_SRC) -ldl -lgcc_s
+# The unwind-step cache against libgcc: the call chains built at -O0 with frame pointers and at -O2
+# without, by the C compiler Debian's own binaries come from (gcc: remember_state/restore_state
+# around mid-function epilogues), with no sanitizer in them.
+$(B)/test/uwc_%.o: tests/unit/unwind_chain.c tests/unit/unwind_chain.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -g -DUWC_V=$* $(if $(filter o0,$*),-O0 -fno-omit-frame-pointer,-O2 -fomit-frame-pointer) -c -o $@ $<
+# the live table test runs the library's own header
+$(B)/test/test_heap_channel: preload/live_table.h
+$(B)/test/test_unwind_cache: tests/unit/test_unwind_cache.c preload/unwind_cache.c preload/unwind_cache.h $(B)/test/uwc_o0.o $(B)/test/uwc_o2.o
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) -std=gnu17 $(WARN) -O1 -g $(SAN) -o $@ $< preload/unwind_cache.c $(B)/test/uwc_o0.o $(B)/test/uwc_o2.o -lcmocka -ldl -lgcc_s
 
 # libstrobe-sdk (sdk/): per-thread labels (endpoint, span_id) that a C program sets and the
 # kernel reads at each sample (docs/sdk.md). libc only, as it lives in other people's programs.

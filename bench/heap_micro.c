@@ -4,7 +4,9 @@
  * -t threads at once) and ns per uncontended pthread_mutex_lock/unlock and rwlock wrlock/unlock
  * pair. Run it plain and with LD_PRELOAD=build/libstrobe-heap.so (bench/heap.sh does both, several
  * times, and prints the differences); the best of -r repetitions is printed, the machines being
- * shared and noisy. Output: "key ns" lines.
+ * shared and noisy. Times are the thread's own CPU time (CLOCK_THREAD_CPUTIME_ID), not wall time:
+ * on a machine shared with other jobs (load averages far above the core count) wall time mostly
+ * measures how long the thread waited for a core. Output: "key ns" lines.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +18,7 @@
 static double now(void)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 

@@ -44,6 +44,7 @@
 
 #include "internal.h"
 #include "live_table.h"
+#include "unwind_cache.h"
 
 __thread heap_tls strobe_heap_tls __attribute__((tls_model("initial-exec")));
 uint64_t strobe_lock_sample_ns;
@@ -151,15 +152,27 @@ static size_t stacks_backed, maps_backed; /* file offsets up to which each area 
 static atomic_int reserve_busy;
 static strobe_heap_stack *stacks;
 static strobe_heap_live *live; /* private: published only at exit (a snapshot) */
+static uint32_t live_slots; /* its size: LIVE_MIN_SLOTS, doubled when 3/4 full, to LIVE_SLOTS */
 static char *maps_text;
 static uint32_t *stack_index;    /* private: hash slots -> stack index + 1 */
 static uint32_t stack_index_slots;
 static uintptr_t self_start, self_end; /* this library's mapping: its frames are skipped */
 static atomic_int lock_word;     /* the spin lock over stack_index and live */
+/* The unwind-step cache (unwind_cache.h): created once per image at the first start (a fork
+ * child keeps it: same mappings), NULL when STROBE_HEAP_UNWIND_CACHE=0 or mmap failed. */
+static strobe_uw_cache *uw_cache;
+#define UW_SLOTS 8192u /* 256 KiB of address space; a page is touched when first used */
+/* STROBE_HEAP_UNWIND_CHECK=FILE (tests): every cached walk is redone by libgcc and compared; the
+ * counts are appended to FILE at exit, one line a process (a file, as coreutils close stderr
+ * before the destructors run) */
+static bool uw_check;
+static char uw_check_path[256];
+static uint64_t uw_checked, uw_cached, uw_differ;
 static uint32_t live_count;
 
 #define MAX_STACKS 65536u /* entries are touched (and cost memory) only when used */
-#define LIVE_SLOTS 65536u
+#define LIVE_SLOTS 65536u     /* the cap (the file's live area has room for this many) */
+#define LIVE_MIN_SLOTS 1024u /* 32 KiB at start: a small program's few live samples stay small */
 #define MAPS_CAP (1u << 20)
 #define MAX_RANGES 1024u
 #define FILTER_BITS 16
@@ -442,14 +455,21 @@ static int chan_open(void)
 		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	uint32_t slots = 2 * MAX_STACKS;
 	/* private, anonymous: the stack index, and the live table (random access, so it would
-	 * back most of its pages in the file at once); the live table goes to the file at exit */
-	size_t priv = slots * sizeof(uint32_t) + (size_t)LIVE_SLOTS * sizeof(strobe_heap_live);
+	 * back most of its pages in the file at once); the live table goes to the file at exit.
+	 * The live table starts small and grows (live_insert): a hashed table touches most of its
+	 * pages, and a full-size one (2 MiB) was most of a small program's extra memory. */
+	size_t priv = slots * sizeof(uint32_t);
 	void *idx = m == MAP_FAILED ? MAP_FAILED
 				    : mmap(NULL, priv, PROT_READ | PROT_WRITE,
 					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m == MAP_FAILED || idx == MAP_FAILED) {
+	void *lv = idx == MAP_FAILED ? MAP_FAILED
+				     : mmap(NULL, (size_t)LIVE_MIN_SLOTS * sizeof(strobe_heap_live),
+					    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || idx == MAP_FAILED || lv == MAP_FAILED) {
 		if (m != MAP_FAILED)
 			munmap(m, size);
+		if (idx != MAP_FAILED)
+			munmap(idx, priv);
 		close(fd);
 		unlink(path);
 		say_once("no memory for the channel");
@@ -483,7 +503,8 @@ static int chan_open(void)
 	h->exe[r > 0 ? r : 0] = 0;
 	chan_size = size;
 	stacks = (strobe_heap_stack *)((char *)m + off_stacks);
-	live = (strobe_heap_live *)((char *)idx + slots * sizeof(uint32_t));
+	live = lv;
+	live_slots = LIVE_MIN_SLOTS;
 	maps_text = (char *)m + off_maps;
 	stack_index = idx;
 	stack_index_slots = slots;
@@ -519,6 +540,13 @@ static bool ensure_started(void)
 			self_end = (uintptr_t)fo.dlfo_map_end;
 		}
 		pthread_atfork(NULL, NULL, fork_child);
+		if (env_u64("STROBE_HEAP_UNWIND_CACHE", 1))
+			uw_cache = strobe_uw_cache_new(UW_SLOTS);
+		const char *ck = getenv("STROBE_HEAP_UNWIND_CHECK");
+		if (ck && *ck && strlen(ck) < sizeof(uw_check_path)) {
+			memcpy(uw_check_path, ck, strlen(ck) + 1);
+			uw_check = true;
+		}
 	}
 	if (chan_open() < 0) {
 		strobe_lock_sample_ns = 0;
@@ -536,8 +564,9 @@ static void fork_child(void)
 	if (chan)
 		munmap(chan, chan_size);
 	if (stack_index)
-		munmap(stack_index, stack_index_slots * sizeof(uint32_t) +
-					    (size_t)LIVE_SLOTS * sizeof(strobe_heap_live));
+		munmap(stack_index, stack_index_slots * sizeof(uint32_t));
+	if (live)
+		munmap(live, (size_t)live_slots * sizeof(strobe_heap_live));
 	struct stat st;
 	/* the parent's descriptor, unless the program has closed it and reused its number */
 	if (chan_fd >= 0 && fstat(chan_fd, &st) == 0 && st.st_dev == chan_dev &&
@@ -583,12 +612,30 @@ __attribute__((destructor)) static void heap_dtor(void)
 		size_t live_backed = 0;
 		if (reserve(&live_backed, chan->live_off,
 			    chan->live_off + (size_t)live_count * sizeof(strobe_heap_live)))
-			for (uint32_t i = 0; i < LIVE_SLOTS && n < live_count; i++)
+			for (uint32_t i = 0; i < live_slots && n < live_count; i++)
 				if (live[i].ptr > STROBE_HEAP_LIVE_TOMB)
 					out[n++] = live[i];
 		chan->live_count = n;
 		chan->exit_ns = strobe_heap_now_ns();
 		__atomic_store_n(&chan->state, STROBE_HEAP_EXITED, __ATOMIC_RELEASE);
+	}
+	if (uw_check) {
+		char buf[160], *d = buf, *end = buf + sizeof(buf);
+		d = put_str(d, end, "pid ");
+		d = put_u64(d, end, (uint64_t)getpid());
+		d = put_str(d, end, ": ");
+		d = put_u64(d, end, __atomic_load_n(&uw_checked, __ATOMIC_RELAXED));
+		d = put_str(d, end, " walks, ");
+		d = put_u64(d, end, __atomic_load_n(&uw_cached, __ATOMIC_RELAXED));
+		d = put_str(d, end, " by the cache, ");
+		d = put_u64(d, end, __atomic_load_n(&uw_differ, __ATOMIC_RELAXED));
+		d = put_str(d, end, " differ from libgcc\n");
+		int fd = open(uw_check_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			ssize_t w = write(fd, buf, (size_t)(d - buf));
+			(void)w;
+			close(fd);
+		}
 	}
 	t->guard--;
 }
@@ -672,11 +719,25 @@ static inline void add64(uint64_t *p, uint64_t v)
 /* Under the lock: the live table (preload/live_table.h). */
 static bool live_insert(uintptr_t p, uint64_t size, uint32_t stack, uint64_t now)
 {
-	return strobe_live_insert(live, LIVE_SLOTS, &live_count, p, size, stack, now);
+	if (live_count >= live_slots / 4 * 3 && live_slots < LIVE_SLOTS) {
+		/* twice the size, rehashed; on no memory the table stays as it is (and fills) */
+		uint32_t ns = live_slots * 2, nc;
+		void *m = mmap(NULL, (size_t)ns * sizeof(strobe_heap_live), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			strobe_heap_live *nt = m;
+			strobe_live_rehash(live, live_slots, nt, ns, &nc);
+			munmap(live, (size_t)live_slots * sizeof(strobe_heap_live));
+			live = nt;
+			live_slots = ns;
+			live_count = nc;
+		}
+	}
+	return strobe_live_insert(live, live_slots, &live_count, p, size, stack, now);
 }
 static bool live_remove(uintptr_t p, strobe_heap_live *out)
 {
-	return strobe_live_remove(live, LIVE_SLOTS, &live_count, p, out);
+	return strobe_live_remove(live, live_slots, &live_count, p, out);
 }
 
 /* ---- stacks ---------------------------------------------------------------------------------- */
@@ -709,7 +770,29 @@ static _Unwind_Reason_Code walk_one(struct _Unwind_Context *ctx, void *arg)
 static uint32_t capture(uint64_t *pc, bool *truncated)
 {
 	walk w = {.pc = pc};
-	_Unwind_Backtrace(walk_one, &w);
+	int fast = -1;
+	if (uw_cache) {
+		/* the cached steps; libgcc walks the stacks they cannot (and teaches them nothing) */
+		strobe_uw_req q = {.pc = pc, .max = STROBE_HEAP_MAX_DEPTH, .skip_lo = self_start,
+				   .skip_hi = self_end};
+		fast = strobe_uw_backtrace(uw_cache, &q);
+		if (fast >= 0) {
+			w.n = (uint32_t)fast;
+			w.truncated = q.truncated;
+		}
+	}
+	if (fast < 0)
+		_Unwind_Backtrace(walk_one, &w);
+	else if (uw_check) {
+		uint64_t pc2[STROBE_HEAP_MAX_DEPTH];
+		walk w2 = {.pc = pc2};
+		_Unwind_Backtrace(walk_one, &w2);
+		if (w2.n != w.n || w2.truncated != w.truncated || memcmp(pc, pc2, w.n * sizeof(*pc)))
+			__atomic_fetch_add(&uw_differ, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&uw_cached, 1, __ATOMIC_RELAXED);
+	}
+	if (uw_check)
+		__atomic_fetch_add(&uw_checked, 1, __ATOMIC_RELAXED);
 	*truncated = w.truncated;
 	/* a PC outside every executable mapping of the last refresh: a library came (dlopen)
 	 * since; look again now, before a dlclose can take it away (at most every 10 ms, should
@@ -991,4 +1074,28 @@ EXPORT size_t malloc_usable_size(void *p)
 		return arena_size(p);
 	strobe_heap_resolve();
 	return real_usable ? real_usable(p) : 0;
+}
+
+/* dlclose: the unwind cache's entries name code by address, and a library loaded later may reuse
+ * an unloaded one's addresses; every dlclose therefore starts a new generation (entries learned
+ * before are never read again), and while one is under way the walks ask libgcc. glibc's own
+ * unloads that bypass this symbol (gconv modules, through __libc_dlclose) are not seen: see
+ * docs/heap.md. */
+EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	int (*f)(void *) = __atomic_load_n(&real_dlclose, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		if (!f)
+			return -1;
+		__atomic_store_n(&real_dlclose, f, __ATOMIC_RELEASE);
+	}
+	strobe_uw_cache *c = uw_cache;
+	if (c)
+		strobe_uw_unload_begin(c);
+	int r = f(handle);
+	if (c)
+		strobe_uw_unload_end(c);
+	return r;
 }

@@ -78,6 +78,18 @@ static inline bool strobe_live_remove(strobe_heap_live *t, uint32_t slots, uint3
 	return true;
 }
 
+/* Moves every entry of t (slots) into nt (nslots >= slots, all empty): the library grows its
+ * table this way, under its lock. *count becomes the number moved. */
+static inline void strobe_live_rehash(const strobe_heap_live *t, uint32_t slots,
+				      strobe_heap_live *nt, uint32_t nslots, uint32_t *count)
+{
+	*count = 0;
+	for (uint32_t i = 0; i < slots; i++)
+		if (t[i].ptr > STROBE_HEAP_LIVE_TOMB)
+			strobe_live_insert(nt, nslots, count, (uintptr_t)t[i].ptr, t[i].size, t[i].stack,
+					   t[i].time_ns);
+}
+
 /* Whether p is in the table (tests; the library only ever removes). */
 static inline bool strobe_live_find(const strobe_heap_live *t, uint32_t slots, uintptr_t p)
 {

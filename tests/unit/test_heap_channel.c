@@ -8,7 +8,7 @@
  *   - un-biasing: Go's scale, and the estimate of a simulated mixed-size workload through the
  *     size classes, within a few percent of the truth;
  *   - the live table (preload/live_table.h, the code the library runs): inserts, removals in
- *     random order with colliding keys, the 3/4 cap, absent lookups;
+ *     random order with colliding keys, the 3/4 cap, absent lookups, growth by rehash;
  *   - the reader: a small synthetic channel read into a profile (types, values, frames with
  *     mappings) and its leak list (the last-tenth rule); malformed channels refused; the
  *     paused flag, the one field a reader writes.
@@ -146,6 +146,38 @@ static void test_unbiased_estimate(void **state)
 	}
 	assert_true(fabs(est_b / (double)true_b - 1) < 0.03);
 	assert_true(fabs(est_n / (double)true_n - 1) < 0.03);
+}
+
+/* Growth: a full table moved into one twice its size keeps every entry (and its fields) and takes
+ * more; the library grows its table so, from 1024 slots up. */
+static void test_live_table_grow(void **state)
+{
+	(void)state;
+	enum { SLOTS = 1024, FULL = SLOTS / 4 * 3 };
+	strobe_heap_live *t = calloc(SLOTS, sizeof(*t)), *nt = calloc(2 * SLOTS, sizeof(*nt));
+	assert_non_null(t);
+	assert_non_null(nt);
+	uint32_t count = 0, ncount = 0;
+	for (uint32_t i = 0; i < FULL; i++)
+		assert_true(strobe_live_insert(t, SLOTS, &count, 0x40000 + 16 * (uintptr_t)i * 3, i + 7,
+					       i, 1000 + i));
+	assert_false(strobe_live_insert(t, SLOTS, &count, 0x7000000, 1, 0, 0));
+	/* one removed first: a shifted run must move too */
+	strobe_heap_live out;
+	assert_true(strobe_live_remove(t, SLOTS, &count, 0x40000, &out));
+	strobe_live_rehash(t, SLOTS, nt, 2 * SLOTS, &ncount);
+	assert_int_equal(ncount, FULL - 1);
+	for (uint32_t i = 1; i < FULL; i++) {
+		assert_true(strobe_live_remove(nt, 2 * SLOTS, &ncount, 0x40000 + 16 * (uintptr_t)i * 3,
+					       &out));
+		assert_int_equal(out.size, i + 7);
+		assert_int_equal(out.stack, i);
+		assert_int_equal(out.time_ns, 1000 + i);
+	}
+	assert_int_equal(ncount, 0);
+	assert_false(strobe_live_find(nt, 2 * SLOTS, 0x40000));
+	free(t);
+	free(nt);
 }
 
 static void test_live_table(void **state)
@@ -503,6 +535,7 @@ int main(void)
 		cmocka_unit_test(test_size_class),
 		cmocka_unit_test(test_unbiased_estimate),
 		cmocka_unit_test(test_live_table),
+		cmocka_unit_test(test_live_table_grow),
 		cmocka_unit_test(test_reader_profile),
 		cmocka_unit_test(test_reader_delta),
 		cmocka_unit_test(test_reader_refuses),

@@ -8,6 +8,7 @@
  *                       default 1) in sizes from 16 B to 1 MiB, equal bytes in each of the nine
  *                       size classes 16 B * 4^k, and free each block at once. Truth: <fn>_bytes
  *                       and <fn>_count.
+ *   -m alloc -h S       the same, alive S seconds more after the truth is written
  *   -m inuse [-h S]     hold_big and hold_small allocate 48 MB in 64 KiB blocks and 16 MB in
  *                       256 B blocks and keep them until exit; churn allocates and frees 200 MB
  *                       meanwhile. Truth: <fn>_live_bytes, <fn>_live_count at exit. -h: then
@@ -174,6 +175,11 @@ int main(int argc, char **argv)
 		fprintf(f, "alloc_a_bytes %llu\nalloc_a_count %llu\n", (unsigned long long)a.bytes, (unsigned long long)a.count);
 		fprintf(f, "alloc_b_bytes %llu\nalloc_b_count %llu\n", (unsigned long long)b.bytes, (unsigned long long)b.count);
 		fprintf(f, "alloc_c_bytes %llu\nalloc_c_count %llu\n", (unsigned long long)cc.bytes, (unsigned long long)cc.count);
+		fflush(f);
+		if (hold > 0) { /* -h: alive S seconds more, for a reader that looks at living processes */
+			struct timespec ts = {(time_t)hold, (long)((hold - (double)(time_t)hold) * 1e9)};
+			nanosleep(&ts, NULL);
+		}
 	} else if (strcmp(mode, "inuse") == 0) {
 		tally big = {0}, small = {0};
 		/* the list of kept blocks, allocated before (and apart from) the measured ones */
