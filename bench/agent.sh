@@ -38,13 +38,13 @@
 #   rows beside a background pingpong alone; AGENT_BENCH_ONLY=cpu: the on-CPU rows alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 strobe=$root/build/strobe
 cpu_work=$root/build/bench/cpu_work
 pingpong=$root/build/bench/pingpong
 shop=$root/build/workloads/demo_shop
 results=${1:-/dev/stdout}
-note() { echo "bench: $*" >&2; }
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
   rounds=${ROUNDS:-3} cpu_s=${CPU_SECONDS:-5} pp_s=${PINGPONG_SECONDS:-3} rss_s=${RSS_SECONDS:-25} bytes_s=${BYTES_SECONDS:-30}
 else
@@ -64,32 +64,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/server.log" & spid=$!
-url=
-for _ in $(seq 200); do
-  p=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/server.log" | head -1)
-  if [ -n "$p" ] && curl -sf "http://127.0.0.1:$p/ready" >/dev/null; then url=http://127.0.0.1:$p; break; fi
-  sleep 0.05
-done
-[ -n "$url" ] || { note "the server did not start: $(cat "$work/server.log")"; exit 1; }
+BENCH_SERVER_BIN="$strobe" server_start "$work/data" "$work/server.log"
 
-# agent_start ARGS...: sets apid and admin
-agent_start() {
-  "$strobe" agent --server "$url" --admin 127.0.0.1:0 --log-level warn "$@" 2>"$work/agent.log" &
-  apid=$!
-  local p=
-  for _ in $(seq 200); do
-    p=$(sed -n 's/.*admin listening on .* port \([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
-    [ -n "$p" ] && break
-    sleep 0.05
-  done
-  admin=http://127.0.0.1:$p
-  [ -n "$p" ] || { note "the agent did not start: $(cat "$work/agent.log")"; exit 1; }
-}
-agent_stop() { kill -TERM "$apid"; wait "$apid" || true; apid=; }
 stat_of() { curl -sf "$admin/status" | awk -v k="\"$1\":" '$1 == k { gsub(/[,"]/, "", $2); print $2; exit }'; }
 oncpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {print n + 0}'; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 
 # one MODE BENCH SECONDS: appends "mode rate rate_per_cpu agent_cpu_share bg_cpu_share" to
 # $work/rows; bg_cpu_share: the CPU share of the background process $bgpid (when set) while the

@@ -18,13 +18,13 @@
 #   STROBE_MALLOC_STATS=1: each agent prints glibc's per-arena view to its log when it ends
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 root=$(pwd)
 cpu_work=$root/build/bench/cpu_work
 secs=${RSS_SECONDS:-20} rounds=${ROUNDS:-2} modes=${MODES:-server none local}
 targeted=${TARGETED:-0}
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=("$root/build/strobe")
-note() { echo "bench: $*" >&2; }
 for b in "${bins[@]}" "$root/build/strobe" "$cpu_work"; do
   [ -x "$b" ] || { note "missing $b: run make all bench"; exit 2; }
 done
@@ -39,14 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$root/build/strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/server.log" & spid=$!
-url=
-for _ in $(seq 200); do
-  p=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/server.log" | head -1)
-  if [ -n "$p" ] && curl -sf "http://127.0.0.1:$p/ready" >/dev/null; then url=http://127.0.0.1:$p; break; fi
-  sleep 0.05
-done
-[ -n "$url" ] || { note "the server did not start: $(cat "$work/server.log")"; exit 1; }
+BENCH_SERVER_BIN="$root/build/strobe" server_start "$work/data" "$work/server.log"
 
 # one BIN MODE: prints "hwm_kb end_kb anon_kb file_kb ticks load1"
 one() {

@@ -48,3 +48,23 @@ server_stop() {
   wait "$spid" 2>/dev/null || true
   spid=
 }
+
+# agent_start ARGS...: `$strobe agent` pushing to $url, its admin API on a free loopback port,
+# its stderr in $work/agent.log; sets apid and admin (the admin URL). Exits 1 with the log when
+# it does not come up within 20 s.
+agent_start() {
+  : > "$work/agent.log" # the background job's redirection may come after the first read
+  "$strobe" agent --server "$url" --admin 127.0.0.1:0 --log-level warn "$@" 2>"$work/agent.log" &
+  apid=$!
+  local p= i
+  for ((i = 0; i < 400; i++)); do
+    p=$(sed -n 's/.*admin listening on .* port \([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
+    [ -n "$p" ] && break
+    kill -0 "$apid" 2>/dev/null || break
+    sleep 0.05
+  done
+  admin=http://127.0.0.1:$p
+  [ -n "$p" ] || { note "the agent did not start: $(head -c 2000 "$work/agent.log")"; exit 1; }
+}
+# agent_stop: stops it (SIGTERM: it pushes what it holds first).
+agent_stop() { kill -TERM "$apid"; wait "$apid" || true; apid=; }

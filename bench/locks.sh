@@ -40,29 +40,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$strobe" server --data "$work/data" --listen 127.0.0.1:0 2>"$work/server.log" & spid=$!
-url=
-for _ in $(seq 200); do
-  p=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) .*/\1/p' "$work/server.log" | head -1)
-  if [ -n "$p" ] && curl -sf "http://127.0.0.1:$p/ready" >/dev/null; then url=http://127.0.0.1:$p; break; fi
-  sleep 0.05
-done
-[ -n "$url" ] || { note "the server did not start: $(cat "$work/server.log")"; exit 1; }
+BENCH_SERVER_BIN="$strobe" server_start "$work/data" "$work/server.log"
 
-agent_start() { # ARGS...: sets apid and admin
-  : > "$work/agent.log" # here: the background job's redirection may come after the first read
-  "$strobe" agent --server "$url" --admin 127.0.0.1:0 --log-level warn "$@" 2>"$work/agent.log" &
-  apid=$!
-  local p=
-  for _ in $(seq 400); do
-    p=$(sed -n 's/.*admin listening on .* port \([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
-    [ -n "$p" ] && break
-    sleep 0.05
-  done
-  admin=http://127.0.0.1:$p
-  [ -n "$p" ] || { note "the agent did not start: $(cat "$work/agent.log")"; exit 1; }
-}
-agent_stop() { kill -TERM "$apid"; wait "$apid" || true; apid=; }
 oncpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{n += $1} END {printf "%.0f\n", n}'; }
 bg_ns() { local n=0 p; for p in "${bg[@]}"; do n=$((n + $(oncpu_ns "$p"))); done; echo $n; }
 waits() { curl -sf "$admin/status" | awk '/"locks_bpf"/ {f = 1} f && /"waits":/ {gsub(/[,"]/, "", $2); print $2; exit}'; }
