@@ -89,40 +89,7 @@ static void push_round(strobe_store *s, const char *ten, int64_t t, int n)
 static int64_t same(strobe_store *s, const char *ten, const char *sel, int64_t from, int64_t to,
 		    int64_t step, const char *group)
 {
-	strobe_err err = {{0}};
-	strobe_selector se;
-	if (strobe_selector_parse(sel, strlen(sel), &se, &err) < 0)
-		fail_msg("%s: %s", sel, err.msg);
-	strobe_query q = {ten, &se, from, to};
-	strobe_range_result a, b;
-	strobe_store_use_group_totals(s, true);
-	if (strobe_store_range(s, &q, step, group, NULL, &a, &err) < 0)
-		fail_msg("range: %s", err.msg);
-	strobe_store_use_group_totals(s, false);
-	if (strobe_store_range(s, &q, step, group, NULL, &b, &err) < 0)
-		fail_msg("range: %s", err.msg);
-	strobe_store_use_group_totals(s, true);
-	assert_int_equal(a.n, b.n);
-	assert_int_equal(a.nsteps, b.nsteps);
-	int64_t sum = 0;
-	for (size_t g = 0; g < a.n; g++) {
-		assert_string_equal(a.g[g].value, b.g[g].value);
-		assert_int_equal(a.g[g].nby, b.g[g].nby);
-		for (size_t k = 0; k < a.nsteps; k++) {
-			if (a.g[g].values[k] != b.g[g].values[k])
-				fail_msg("%s %s from %lld.%09lld to %lld.%09lld step %lld ns by %s, "
-					 "group '%s' step %zu: groups %lld, series %lld",
-					 ten, sel, (long long)(from / S), (long long)(from % S),
-					 (long long)(to / S), (long long)(to % S), (long long)step,
-					 group ? group : "-", a.g[g].value, k,
-					 (long long)a.g[g].values[k], (long long)b.g[g].values[k]);
-			sum += a.g[g].values[k];
-		}
-	}
-	strobe_range_result_free(&a);
-	strobe_range_result_free(&b);
-	strobe_selector_free(&se);
-	return sum;
+	return fixture_same_range(s, strobe_store_use_group_totals, ten, sel, from, to, step, group);
 }
 
 /* Random windows and steps, every selector and group-by, both tenants; returns the sum of the

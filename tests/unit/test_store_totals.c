@@ -53,38 +53,7 @@ static void push(strobe_store *s, const char *svc, strobe_profile *p, int64_t t)
 static int64_t same_range(strobe_store *s, const char *sel, int64_t from, int64_t to, int64_t step,
 			  const char *group)
 {
-	strobe_err err = {{0}};
-	strobe_selector se;
-	if (strobe_selector_parse(sel, strlen(sel), &se, &err) < 0)
-		fail_msg("%s", err.msg);
-	strobe_query q = {"t", &se, from, to};
-	strobe_range_result a, b;
-	strobe_store_use_totals(s, true);
-	if (strobe_store_range(s, &q, step, group, NULL, &a, &err) < 0)
-		fail_msg("range: %s", err.msg);
-	strobe_store_use_totals(s, false);
-	if (strobe_store_range(s, &q, step, group, NULL, &b, &err) < 0)
-		fail_msg("range: %s", err.msg);
-	strobe_store_use_totals(s, true);
-	assert_int_equal(a.n, b.n);
-	assert_int_equal(a.nsteps, b.nsteps);
-	int64_t sum = 0;
-	for (size_t g = 0; g < a.n; g++) {
-		assert_string_equal(a.g[g].value, b.g[g].value);
-		for (size_t k = 0; k < a.nsteps; k++) {
-			if (a.g[g].values[k] != b.g[g].values[k])
-				fail_msg("%s from %lld to %lld step %lld group %s step %zu: totals "
-					 "%lld, decoded %lld",
-					 sel, (long long)(from / S), (long long)(to / S),
-					 (long long)(step / S), a.g[g].value, k,
-					 (long long)a.g[g].values[k], (long long)b.g[g].values[k]);
-			sum += a.g[g].values[k];
-		}
-	}
-	strobe_range_result_free(&a);
-	strobe_range_result_free(&b);
-	strobe_selector_free(&se);
-	return sum;
+	return fixture_same_range(s, strobe_store_use_totals, "t", sel, from, to, step, group);
 }
 
 /* Windows and steps chosen to hit every case of the plan: steps under a minute, of whole
