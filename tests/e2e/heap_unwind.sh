@@ -16,12 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/record.sh
 . "$here/lib/record.sh"
 LIB=$ROOT/build/libstrobe-heap.so
-for f in "$LIB" "$WL/alloc_truth" "$WL/new_delete"; do
-	if [ ! -e "$f" ]; then
-		echo "FAIL heap_unwind: $f is missing (make all workloads)"
-		exit 1
-	fi
-done
+need_files "$LIB" "$WL/alloc_truth" "$WL/new_delete"
 
 # NAME RC CMD...: runs CMD (whose exit status is RC) preloaded in check mode and judges the counts its processes wrote
 check() {

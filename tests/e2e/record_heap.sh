@@ -33,12 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/record.sh
 . "$here/lib/record.sh"
 LIB=$ROOT/build/libstrobe-heap.so
-for f in "$LIB" "$WL/alloc_truth" "$WL/new_delete"; do
-	if [ ! -e "$f" ]; then
-		echo "FAIL record_heap: $f is missing (make all workloads)"
-		exit 1
-	fi
-done
+need_files "$LIB" "$WL/alloc_truth" "$WL/new_delete"
 
 hrec() { # NAME ARGS...: $STROBE record -e heap ARGS (stderr in $TMPDIR/NAME.err)
 	local name=$1 f

@@ -15,12 +15,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/record.sh
 . "$here/lib/record.sh"
-for f in "$ROOT/build/libstrobe-heap.so" "$WL/lock_truth"; do
-	if [ ! -e "$f" ]; then
-		echo "FAIL record_mutex: $f is missing (make all workloads)"
-		exit 1
-	fi
-done
+need_files "$ROOT/build/libstrobe-heap.so" "$WL/lock_truth"
 incl() { sum "$1" "(^|;)$2(;|$)"; }
 
 name=record_mutex/delay

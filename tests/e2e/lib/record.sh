@@ -40,6 +40,18 @@ skip() { echo "SKIP $1: $2"; }
 errof() { [ -s "$1" ] && head -3 "$1" | cut -c1-200 | tr '\n' ' ' || echo "(no message)"; }
 _fname() { tr '/ ' '__' <<<"$1"; }
 
+# need_files FILE...: each built file is there, or this test FAILs naming it (they are made by
+# `make all workloads`, which make check runs first).
+need_files() {
+	local f
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			echo "FAIL $(basename "$0" .sh): $f is missing (make all workloads)"
+			exit 1
+		fi
+	done
+}
+
 need_workloads() {
 	need_perf_events
 	local w
