@@ -78,7 +78,7 @@ for ((r = 0; r < rounds; r++)); do
     "$strobe" agent --server http://127.0.0.1:9 --log-level error -F "$hz" -i "$iv" \
       --max-cpu 100 --on-cpu-mode bpf --no-preload "${extra[@]}" 2>"$work/agent.log" &
     apid=$!
-    sleep 3
+    sleep $((iv + 2)) # past its first export (which names everything once): the steady state
     pid_=$( [ $have_stats = 1 ] && prog_id "${before:-0}" || true)
     a0=$(ticks "$apid"); s0=$( ( [ -n "$pid_" ] && prog_stats "$pid_" ) || echo "0 0")
     read -r ops cpu < <(window)
