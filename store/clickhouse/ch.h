@@ -54,6 +54,7 @@ typedef struct ch_store {
 	size_t shard_of[CH_HOSTS_MAX], nshards;
 	char *db, *cluster;       /* cluster NULL: one server, local tables read and written */
 	int insert_quorum;        /* > 1: sent with every insert (replicas) */
+	bool replicated;          /* replicated=1: Replicated*MergeTree local tables */
 	strobe_store_opts o;
 	pthread_mutex_t mu;
 	void *pool[CH_POOL_MAX]; /* idle CURL handles: their connections are reused */
