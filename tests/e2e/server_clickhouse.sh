@@ -13,6 +13,8 @@
 #   - selectors on sample labels (pid, thread) in queries, label values and ranges, and
 #     exemplars with the profile the heaviest one opens by id (through A, found on B): equal to
 #     SQLite's;
+#   - GetProfileStats (Connect): a tenant's oldest and newest profile times, and a tenant with
+#     none, equal to SQLite's;
 #   - limits on two more servers C and D sharing one database: max_label_values_per_name and
 #     max_series_per_tenant answered 429 by either server from ClickHouse's counts, nothing of a
 #     refused push stored; max_stacks and max_query_profiles 429s with the SQLite messages;
@@ -141,6 +143,22 @@ va=$(jq -c '[.exemplars[].profiles[].value]' <<<"$ea" 2>&1); vb=$(jq -c '[.exemp
 pa=$(byid "$url_A" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$ea" 2>/dev/null)"); pb=$(byid "$url_S" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$eb" 2>/dev/null)")
 if [ "$va" != "[6,5]" ]; then fail exemplars "values on ClickHouse $va, want [6,5] (the heaviest two of six): $(head -c 300 <<<"$ea")"
 else same exemplars "values $va; the heaviest opened by id (through another server): $pa" "$va|$pa" "$vb|$pb"; fi
+
+# ---- GetProfileStats: the tenant's oldest and newest profile times, as SQLite answers -----------
+t1=$(($(date +%s) - 400)) t2=$(($(date +%s) - 100))
+codes=
+for u in "$url_A" "$url_S"; do
+  for t in $t2 $t1 $t2; do
+    codes+=" $(curl -s -o "$TMPDIR/push.out" -w '%{http_code}' -H 'X-Scope-OrgID: span-t' --data-binary @"$TMPDIR/sl0.folded" "$u/api/v1/push?service_name=ts&time=$t")"
+  done
+done
+pstats() { curl -s -H 'Content-Type: application/json' "${@:2}" -d '{}' "$1/querier.v1.QuerierService/GetProfileStats" | tr -d ' '; }
+a=$(pstats "$url_B" -H 'X-Scope-OrgID: span-t'); b=$(pstats "$url_S" -H 'X-Scope-OrgID: span-t')
+a0=$(pstats "$url_B" -H 'X-Scope-OrgID: nobody'); b0=$(pstats "$url_S" -H 'X-Scope-OrgID: nobody')
+want="{\"dataIngested\":true,\"oldestProfileTime\":\"$((t1 * 1000))\",\"newestProfileTime\":\"$((t2 * 1000))\"}"
+if [ "$codes" != " 200 200 200 200 200 200" ]; then fail profile-stats "pushes:$codes"
+elif [ "$a" != "$want" ]; then fail profile-stats "ClickHouse (B) answers '$a', want '$want' (SQLite: '$b')"
+else same profile-stats "$a; a tenant without data: $a0" "$a|$a0" "$b|$b0"; fi
 
 # ---- limits: the same 429s as SQLite, from ClickHouse's counts (any server) ----------------------
 cat >"$TMPDIR/lim.json" <<'EOF'
