@@ -67,7 +67,17 @@ typedef struct ch_store {
 	 * them is writing a batch now (the leader). */
 	ch_pending *qhead[CH_HOSTS_MAX], **qtail[CH_HOSTS_MAX];
 	bool leader[CH_HOSTS_MAX];
+	int64_t last_gc_ns;  /* the last symbol collection (ch_gc.c), under mu */
+	int64_t known_at_s;  /* when known_sym was last emptied (CLOCK_MONOTONIC s), under mu */
 } ch_store;
+/* ch_gc.c: a symbol is deleted when unreached in two marks this far apart (a push in flight
+ * between its symbols and its points), and the collection runs after a retention drop at most
+ * once per CH_GC_INTERVAL_NS, as the SQLite store's. */
+#define CH_GC_GRACE_MS 5000
+#define CH_GC_INTERVAL_NS (3600 * STROBE_NS_PER_S)
+/* How long a server trusts its memory of what symbols are stored before it writes them again
+ * (another server's collection may have deleted them). */
+#define CH_KNOWN_TTL_S 600
 
 /* The table name to read or write: the Distributed one with a cluster, the local one without. */
 const char *ch_tab(const ch_store *c, const char *base, char *buf, size_t cap);
@@ -144,6 +154,9 @@ int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size
  * cap. */
 int ch_query_caps(ch_store *c, const char *tenant, const char *type, int64_t from, int64_t to,
 		  bool rollup, const char *series_cond, bool range, strobe_err *err);
+
+/* ch_gc.c: the symbol collection; the number of dead ids whose deletion was asked for. */
+int ch_gc(void *ctx, int64_t now_ns, strobe_err *err);
 
 /* ch_push.c, ch_query.c */
 int ch_push(void *ctx, const strobe_push_req *r, strobe_push_result *res, strobe_err *err);

@@ -656,18 +656,20 @@ static int ch_retain(void *ctx, int64_t now_ns, strobe_err *err)
 				r = hr;
 		}
 	}
+	/* The symbols only the dropped points used, as the SQLite store: after a drop, at most
+	 * once an hour (it reads every point's stacks). Its failure leaves them for next time. */
+	pthread_mutex_lock(&c->mu);
+	bool gc = dropped && (!c->last_gc_ns || now_ns - c->last_gc_ns >= CH_GC_INTERVAL_NS);
+	pthread_mutex_unlock(&c->mu);
+	strobe_err ge = {{0}};
+	if (r == 0 && gc)
+		ch_gc(c, now_ns, &ge);
 	return r < 0 ? r : dropped;
 }
 
 static int ch_compact(void *ctx, int64_t now_ns, strobe_err *err)
 {
 	return 0; /* roll-ups are made as rows arrive (the materialized view) */
-}
-
-static int ch_gc(void *ctx, int64_t now_ns, strobe_err *err)
-{
-	return strobe_errf(err, -ENOTSUP, "symbol garbage collection is not done by the ClickHouse "
-			   "store yet (stacks, locations and functions are kept)");
 }
 
 static void ch_use_rollups(void *ctx, bool on)

@@ -18,6 +18,9 @@
 #   - limits on two more servers C and D sharing one database: max_label_values_per_name and
 #     max_series_per_tenant answered 429 by either server from ClickHouse's counts, nothing of a
 #     refused push stored; max_stacks and max_query_profiles 429s with the SQLite messages;
+#   - symbol garbage collection: a server restarted with --retention 1d drops a 3-day-old
+#     partition, and the functions, locations and stacks only its points used are deleted while
+#     the kept profile answers as before;
 #   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
 #     through B (the one in flight may or may not be there: it was not acknowledged);
 #   - shard 2 stopped: a push for a series of shard 2 answers 503 with a reason and leaves
@@ -188,6 +191,31 @@ if [ "$l8" != 429 ] || ! grep -q 'limit max_stacks: the store holds 4 distinct s
 else ok limits-stacks "$b8"; fi
 if [ "$q4 $q2" != "429 200" ] || ! grep -q 'limit max_query_profiles' "$TMPDIR/q4"; then fail limits-query "4 stored profiles: $q4 ($(cat "$TMPDIR/q4")), 2: $q2; want 429 naming max_query_profiles, then 200"
 else ok limits-query "$(cat "$TMPDIR/q4")"; fi
+
+# ---- symbol garbage collection: retention drops a day, its symbols go too -------------------------
+# E (database gc, no retention yet) stores a profile 3 days old and one of a minute ago, which
+# share main and shared; started again with --retention 1d, its retention (at start) drops the
+# old day's partition and the collection deletes the symbols only the old points used.
+gurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/gc?cluster=strobe"
+printf 'main;old_fn;old_leaf 5\nmain;shared 1\n' >"$TMPDIR/old.folded"
+printf 'main;new_fn 3\nmain;shared 1\n' >"$TMPDIR/new.folded"
+launch E "$TMPDIR/e" --store "$gurl"
+g1=$(push "$url_E" "$TMPDIR/old.folded" "service_name=gc&time=now-3d") g2=$(push "$url_E" "$TMPDIR/new.folded" "service_name=gc&time=now-1m")
+gsym() { ch_sql 1 "SELECT (SELECT uniqExact(id) FROM gc.functions), (SELECT uniqExact(id) FROM gc.locations), (SELECT uniqExact(id) FROM gc.stacks), (SELECT count() FROM gc.functions WHERE name LIKE 'old%')" | tr '\t' ' '; }
+gb=$(gsym)
+kill -9 "$pid_E"; wait "$pid_E" 2>/dev/null
+launch E "$TMPDIR/e" --store "$gurl" --retention 1d
+gdone() { [ "$(gsym)" = "3 3 3 0" ]; }
+gf=$(q "$url_E" query --data-urlencode "query=$SM{service_name=\"gc\"}" -d format=folded -d from=now-10m | sort | tr '\n' ' ')
+end=$((SECONDS + 30)); until gdone || [ $SECONDS -ge $end ]; do sleep 0.2; done
+ga=$(gsym)
+gf2=$(q "$url_E" query --data-urlencode "query=$SM{service_name=\"gc\"}" -d format=folded -d from=now-10m | sort | tr '\n' ' ')
+# before: 5 functions (main old_fn old_leaf shared new_fn), as many locations, and 5 stacks (every
+# node: main, main;old_fn, ...); after: main, shared, new_fn and the stacks main (an ancestor of a
+# live one, kept), main;shared, main;new_fn. The kept profile answers the same before and after.
+if [ "$g1 $g2" != "200 200" ]; then fail symbol-gc "pushes $g1 $g2"
+elif [ "$ga" != "3 3 3 0" ] || [ "$gf" != "$gf2" ] || [ "$gf" != "main;new_fn 3 main;shared 1 " ]; then fail symbol-gc "functions, locations, stacks, old functions: before '$gb', after '$ga' (want 3 3 3 0); the kept profile '$gf' then '$gf2'"
+else ok symbol-gc "functions, locations, stacks, old functions: $gb before the retention drop, $ga after; the kept profile answers '$gf' before and after"; fi
 
 # ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
 one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)
