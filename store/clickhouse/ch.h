@@ -125,6 +125,14 @@ static inline rb_rd rd_of(const strobe_buf *b)
 
 /* A SQL string literal of s ('...' with \ and ' escaped) appended to b. */
 int ch_quote(strobe_buf *b, const char *s);
+/* The filter that every query of a tenant's rows starts with, appended to q (after WHERE):
+ * "tenant = 'T'", then " AND type = 'X'" unless type is NULL, then " AND COL >= from AND
+ * COL < to" unless col is NULL (time, or minute for the roll-ups). One builder, so that every
+ * read keeps tenants apart the same way. */
+int ch_where(strobe_buf *q, const char *tenant, const char *type, const char *col, int64_t from,
+	     int64_t to);
+/* ids appended to q as "a,b,c" (an IN list's inside). */
+int ch_ids(strobe_buf *q, const uint64_t *ids, size_t n);
 
 bool ch_known_has(const ch_known *k, uint64_t h);
 int ch_known_add(ch_known *k, uint64_t h);

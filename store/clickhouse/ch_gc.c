@@ -105,8 +105,8 @@ static int delete_dead(ch_store *c, size_t t, const uint64_t *ids, size_t n, str
 	strobe_buf_init(&sql, 64u << 20);
 	int r = strobe_buf_addf(&sql, "ALTER TABLE %s DELETE WHERE id IN (",
 				ch_local(c, gtab[t].base, tab, sizeof tab));
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = strobe_buf_addf(&sql, "%s%llu", i ? "," : "", (unsigned long long)ids[i]);
+	if (r == 0)
+		r = ch_ids(&sql, ids, n);
 	if (r == 0)
 		r = strobe_buf_adds(&sql, ") AND ");
 	if (r == 0)

@@ -186,6 +186,28 @@ int ch_quote(strobe_buf *b, const char *s)
 	return r ? r : strobe_buf_add(b, "'", 1);
 }
 
+int ch_where(strobe_buf *q, const char *tenant, const char *type, const char *col, int64_t from,
+	     int64_t to)
+{
+	int r = strobe_buf_adds(q, "tenant = ");
+	if (r == 0)
+		r = ch_quote(q, tenant);
+	if (r == 0 && type && (r = strobe_buf_adds(q, " AND type = ")) == 0)
+		r = ch_quote(q, type);
+	if (r == 0 && col)
+		r = strobe_buf_addf(q, " AND %s >= %lld AND %s < %lld", col, (long long)from, col,
+				    (long long)to);
+	return r;
+}
+
+int ch_ids(strobe_buf *q, const uint64_t *ids, size_t n)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = strobe_buf_addf(q, "%s%llu", i ? "," : "", (unsigned long long)ids[i]);
+	return r;
+}
+
 const char *ch_local(const ch_store *c, const char *base, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s.%s_l", c->db, base);
@@ -747,10 +769,10 @@ static int ch_time_span(void *ctx, const char *tenant, int64_t *oldest, int64_t 
 	strobe_buf sql, out;
 	strobe_buf_init(&sql, 1u << 16);
 	strobe_buf_init(&out, 4096);
-	int r = strobe_buf_addf(&sql, "SELECT count(), min(time), max(time) FROM %s WHERE tenant = ",
+	int r = strobe_buf_addf(&sql, "SELECT count(), min(time), max(time) FROM %s WHERE ",
 				ch_tab(c, "points", t, sizeof t));
 	if (r == 0)
-		r = ch_quote(&sql, tenant);
+		r = ch_where(&sql, tenant, NULL, NULL, 0, 0);
 	if (r == 0)
 		r = strobe_buf_adds(&sql, " FORMAT TabSeparated");
 	if (r < 0)
