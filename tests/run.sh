@@ -142,8 +142,10 @@ run_clickhouse() {
   fi
   # server_clickhouse*.sh start their own ClickHouses; the others that start servers through
   # lib/server.sh run on this one (a database per data dir)
+  # CH_TESTS="server_ingest.sh ..." runs only those (by hand, while fixing one)
   for s in tests/e2e/server_*.sh; do
     case "$s" in *server_clickhouse*) continue ;; esac
+    [ -n "${CH_TESTS:-}" ] && [[ " $CH_TESTS " != *" $(basename "$s") "* ]] && continue
     grep -q 'start_server\|launch_server' "$s" || continue
     local tmp rc
     tmp=$(mktemp -d)
@@ -155,6 +157,12 @@ run_clickhouse() {
     fi
     rm -rf "$tmp" "$tmp.log"
   done
+  # the tests' servers made their databases (lib/server.sh: t<pid>_<n>) on this ClickHouse: the
+  # stage ran on it, not on SQLite
+  local dbs
+  dbs=$(ch_sql 1 "SELECT count() FROM system.databases WHERE match(name, '^t[0-9]+_[0-9]+$')")
+  if [ "${dbs:-0}" -gt 0 ]; then tally <<<"ok ch:stage ($dbs databases made by the tests' servers)"
+  else tally <<<"FAIL ch:stage: the tests' servers made no database on the ClickHouse at 127.0.0.1:${ch_http[1]} ('$dbs'): they did not run on it"; fi
   ch_stop 1 # not ch_cleanup: its wait would wait for the --load hogs too
   rm -rf "$chdir"
   echo "    clickhouse stage: $((SECONDS - t0)) s"
