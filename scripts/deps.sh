@@ -14,9 +14,11 @@ build_pkgs=(make gcc pkg-config zlib1g-dev libprotobuf-c-dev protobuf-c-compiler
 # libdebuginfod1: the server's debuginfod client, loaded when --debuginfod is given (net/debuginfod_lazy.c)
 check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-utils time linux-perf debuginfod llvm bolt-16
             chromium firefox-esr gnutls-bin openjdk-17-jdk-headless protobuf-compiler python3 python3-dev
-            jq sqlite3 clickhouse-server) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
+            jq sqlite3 clickhouse-server zookeeperd) # jq, sqlite3: tests/e2e/server_spans.sh (range JSON; a database from before the span index)
 # llvm, bolt-16: llvm-profdata and llvm-bolt, which tests/e2e/pgo.sh feeds strobe's PGO exports to
 # clickhouse-server: the ClickHouse store backend's tests and benchmark (tests/e2e/server_clickhouse.sh, bench/clickhouse.sh)
+# zookeeperd: ZooKeeper 3.8 for the replicated ClickHouse store test (tests/e2e/server_clickhouse_replicas.sh runs
+#   its jar with java itself, on a loopback port; the system service is not used)
 # python3: JSON and byte checks in the Connect e2e tests (server_connect, server_doors); no PyPI modules
 # jq: reads the JSON of /api/v1/cost and /api/v1/leaks in tests/e2e/server_cost.sh and server_leaks.sh
 # python3-dev (libpython3.11-dev): Python.h for agent_python/mixed's C extension, and the CPython headers

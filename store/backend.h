@@ -46,6 +46,8 @@ typedef struct strobe_store_backend {
 	void (*use_totals)(void *ctx, bool on);
 	int (*stats_get)(void *ctx, strobe_store_stats *st);
 	int (*commit_stats)(void *ctx, uint64_t *commits, uint64_t *pushes);
+	int (*time_span)(void *ctx, const char *tenant, int64_t *oldest, int64_t *newest,
+			 strobe_err *err);
 } strobe_store_backend;
 
 /* store/clickhouse/ch_store.c: opens the ClickHouse backend for o->store ("clickhouse://...");

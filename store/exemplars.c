@@ -23,8 +23,9 @@ void strobe_exemplars_free(strobe_exemplars *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Into the step's slots (heaviest first), if it is heavy enough. */
-static void keep(strobe_exemplar *slot, size_t k, const strobe_exemplar *x)
+/* Into the step's slots (heaviest first), if it is heavy enough (store_impl.h: the ClickHouse
+ * store's exemplars keep theirs with it too). */
+void store_exemplar_keep(strobe_exemplar *slot, size_t k, const strobe_exemplar *x)
 {
 	if (slot[k - 1].id && slot[k - 1].value >= x->value)
 		return;
@@ -117,7 +118,7 @@ int strobe_store_exemplars(strobe_store *s, const strobe_query *q, int64_t step_
 				x.value += pairs[k].value;
 			ids_of(&x, sl, sll);
 			size_t step = (size_t)((x.time_ns - q->from_ns) / step_ns);
-			keep(out->v + step * per_step, per_step, &x);
+			store_exemplar_keep(out->v + step * per_step, per_step, &x);
 		}
 		if (r == 0 && rc != SQLITE_DONE)
 			r = store_sqlerr(s, err, "exemplars");

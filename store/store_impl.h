@@ -261,6 +261,9 @@ void store_seq_reset(strobe_store *s);
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
 /* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */
 int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err);
+/* store/exemplars.c: x into a step's k slots (heaviest first) if it is heavy enough; both stores'
+ * exemplar lists use it. */
+void store_exemplar_keep(strobe_exemplar *slot, size_t k, const strobe_exemplar *x);
 #define STORE_GC_INTERVAL (3600 * STROBE_NS_PER_S)
 int store_sqlerr(strobe_store *s, strobe_err *err, const char *what);
 int store_dberr(sqlite3 *db, strobe_err *err, const char *what);

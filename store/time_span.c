@@ -15,7 +15,7 @@
 int strobe_store_time_span(strobe_store *s, const char *tenant, int64_t *oldest, int64_t *newest,
 			   strobe_err *err)
 {
-	STORE_SQLITE_ONLY(s, err, "the oldest and newest profile times");
+	STORE_BACKEND_CALL(s, time_span, tenant, oldest, newest, err);
 	*oldest = *newest = 0;
 	static const char sql[] =
 		"SELECT min(a), max(b) FROM (SELECT "

@@ -3,7 +3,7 @@
 # Runs strobe's test suites and prints one verdict line per test, then a summary line
 # "N passed, N failed, N skipped". Exit status is non-zero when anything failed.
 #
-#   tests/run.sh [--load] [unit|golden|e2e|browser|fuzz]...   (default: all of them)
+#   tests/run.sh [--load] [unit|golden|e2e|clickhouse|browser|fuzz]...   (default: all of them)
 #
 # --load (or LOAD=1) runs the suites beside CPU hogs, one per core, that double the load of the
 # machine: the tests judge by what their workloads actually got (CPU time, measured waits), so
@@ -13,6 +13,10 @@
 #   unit    build/test/test_*      cmocka binaries built with ASan+UBSan
 #   golden  tests/golden/*.sh      text cases compared byte for byte
 #   e2e     tests/e2e/*.sh         real binaries end to end (peers such as go tool pprof)
+#   clickhouse  the server's e2e tests (tests/e2e/server_*.sh that start their servers with
+#           lib/server.sh) again on the ClickHouse store: one clickhouse-server started for the
+#           stage (lib/clickhouse.sh), STROBE_TEST_CLICKHOUSE set, verdicts named ch:NAME; SKIP
+#           without clickhouse-server (FAIL under CI=true)
 #   browser tests/browser/*.sh     the web UI in chromium and firefox-esr (playwright-core, puppeteer-core), the SVG's script in jsdom
 #   fuzz    build/fuzz/fuzz_*      each libFuzzer target for FUZZ_SECONDS (default 15; FUZZ_BUDGETS=1:
 #                                  tests/fuzz/budgets) over its corpus in tests/fuzz/corpus/<name>/
@@ -27,7 +31,7 @@ root=$(pwd)
 load=${LOAD:-}
 [ "${1:-}" = --load ] && { load=1; shift; }
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e browser fuzz)
+[ ${#suites[@]} -eq 0 ] && suites=(unit golden e2e clickhouse browser fuzz)
 hogs=()
 stop_hogs() { [ ${#hogs[@]} -gt 0 ] && kill "${hogs[@]}" 2>/dev/null; wait "${hogs[@]}" 2>/dev/null; hogs=(); }
 trap stop_hogs EXIT
@@ -123,6 +127,47 @@ run_scripts() { # $1 = folder, or "soak" (the agent's long runs, $SOAK_SCRIPTS)
   done
 }
 
+run_clickhouse() {
+  echo "== clickhouse (the server's e2e tests on the ClickHouse store)"
+  local chdir s t0=$SECONDS
+  chdir=$(mktemp -d)
+  # shellcheck source=e2e/lib/clickhouse.sh
+  . tests/e2e/lib/clickhouse.sh
+  declare -a ch_pid ch_http ch_tcp ch_inter
+  if ! TMPDIR=$chdir ch_start 1; then
+    if [ "${CI:-}" = true ]; then tally <<<"FAIL clickhouse: CI=true but ClickHouse did not start: $ch_why"
+    else tally <<<"SKIP clickhouse: $ch_why"; fi
+    ch_stop 1; rm -rf "$chdir"
+    return
+  fi
+  # server_clickhouse*.sh start their own ClickHouses; the others that start servers through
+  # lib/server.sh run on this one (a database per data dir)
+  # CH_TESTS="server_ingest.sh ..." runs only those (by hand, while fixing one)
+  for s in tests/e2e/server_*.sh; do
+    case "$s" in *server_clickhouse*) continue ;; esac
+    [ -n "${CH_TESTS:-}" ] && [[ " $CH_TESTS " != *" $(basename "$s") "* ]] && continue
+    grep -q 'start_server\|launch_server' "$s" || continue
+    local tmp rc
+    tmp=$(mktemp -d)
+    { STROBE_TEST_CLICKHOUSE=127.0.0.1:${ch_http[1]} TMPDIR=$tmp bash "$s" 2>&1; echo "__rc=$?"; } > "$tmp.log"
+    rc=$(sed -n 's/^__rc=//p' "$tmp.log")
+    tally < <(grep -v '^__rc=' "$tmp.log" | sed -E 's/^(ok|FAIL|SKIP) /\1 ch:/')
+    if [ "$rc" != 0 ] && ! grep -q '^FAIL ' "$tmp.log"; then
+      tally <<<"FAIL ch:$(basename "$s"): exited $rc without naming a failed case"
+    fi
+    rm -rf "$tmp" "$tmp.log"
+  done
+  # the tests' servers made their databases (lib/server.sh: t<pid>_<n>) on this ClickHouse: the
+  # stage ran on it, not on SQLite
+  local dbs
+  dbs=$(ch_sql 1 "SELECT count() FROM system.databases WHERE match(name, '^t[0-9]+_[0-9]+$')")
+  if [ "${dbs:-0}" -gt 0 ]; then tally <<<"ok ch:stage ($dbs databases made by the tests' servers)"
+  else tally <<<"FAIL ch:stage: the tests' servers made no database on the ClickHouse at 127.0.0.1:${ch_http[1]} ('$dbs'): they did not run on it"; fi
+  ch_stop 1 # not ch_cleanup: its wait would wait for the --load hogs too
+  rm -rf "$chdir"
+  echo "    clickhouse stage: $((SECONDS - t0)) s"
+}
+
 run_fuzz() {
   # FUZZ_SECONDS (all targets), else FUZZ_BUDGETS=1 (make fuzz: tests/fuzz/budgets), else 15 s.
   local how="15 s each"
@@ -166,6 +211,7 @@ for s in "${suites[@]}"; do
     unit) run_unit ;;
     golden|e2e|browser|soak) run_scripts "$s" ;;
     fuzz) run_fuzz ;;
+    clickhouse) run_clickhouse ;;
     *) echo "tests/run.sh: unknown suite '$s'" >&2; exit 2 ;;
   esac
 done < /dev/null

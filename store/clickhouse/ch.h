@@ -54,6 +54,7 @@ typedef struct ch_store {
 	size_t shard_of[CH_HOSTS_MAX], nshards;
 	char *db, *cluster;       /* cluster NULL: one server, local tables read and written */
 	int insert_quorum;        /* > 1: sent with every insert (replicas) */
+	bool replicated;          /* replicated=1: Replicated*MergeTree local tables */
 	strobe_store_opts o;
 	pthread_mutex_t mu;
 	void *pool[CH_POOL_MAX]; /* idle CURL handles: their connections are reused */
@@ -66,7 +67,17 @@ typedef struct ch_store {
 	 * them is writing a batch now (the leader). */
 	ch_pending *qhead[CH_HOSTS_MAX], **qtail[CH_HOSTS_MAX];
 	bool leader[CH_HOSTS_MAX];
+	int64_t last_gc_ns;  /* the last symbol collection (ch_gc.c), under mu */
+	int64_t known_at_s;  /* when known_sym was last emptied (CLOCK_MONOTONIC s), under mu */
 } ch_store;
+/* ch_gc.c: a symbol is deleted when unreached in two marks this far apart (a push in flight
+ * between its symbols and its points), and the collection runs after a retention drop at most
+ * once per CH_GC_INTERVAL_NS, as the SQLite store's. */
+#define CH_GC_GRACE_MS 5000
+#define CH_GC_INTERVAL_NS (3600 * STROBE_NS_PER_S)
+/* How long a server trusts its memory of what symbols are stored before it writes them again
+ * (another server's collection may have deleted them). */
+#define CH_KNOWN_TTL_S 600
 
 /* The table name to read or write: the Distributed one with a cluster, the local one without. */
 const char *ch_tab(const ch_store *c, const char *base, char *buf, size_t cap);
@@ -114,6 +125,14 @@ static inline rb_rd rd_of(const strobe_buf *b)
 
 /* A SQL string literal of s ('...' with \ and ' escaped) appended to b. */
 int ch_quote(strobe_buf *b, const char *s);
+/* The filter that every query of a tenant's rows starts with, appended to q (after WHERE):
+ * "tenant = 'T'", then " AND type = 'X'" unless type is NULL, then " AND COL >= from AND
+ * COL < to" unless col is NULL (time, or minute for the roll-ups). One builder, so that every
+ * read keeps tenants apart the same way. */
+int ch_where(strobe_buf *q, const char *tenant, const char *type, const char *col, int64_t from,
+	     int64_t to);
+/* ids appended to q as "a,b,c" (an IN list's inside). */
+int ch_ids(strobe_buf *q, const uint64_t *ids, size_t n);
 
 bool ch_known_has(const ch_known *k, uint64_t h);
 int ch_known_add(ch_known *k, uint64_t h);
@@ -143,6 +162,9 @@ int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size
  * cap. */
 int ch_query_caps(ch_store *c, const char *tenant, const char *type, int64_t from, int64_t to,
 		  bool rollup, const char *series_cond, bool range, strobe_err *err);
+
+/* ch_gc.c: the symbol collection; the number of dead ids whose deletion was asked for. */
+int ch_gc(void *ctx, int64_t now_ns, strobe_err *err);
 
 /* ch_push.c, ch_query.c */
 int ch_push(void *ctx, const strobe_push_req *r, strobe_push_result *res, strobe_err *err);

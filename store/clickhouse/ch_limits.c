@@ -49,14 +49,6 @@ static int u64_rows(ch_store *c, const char *sql, int ncol, uint64_t *v, size_t 
 	return r;
 }
 
-static int id_list(strobe_buf *q, const uint64_t *ids, size_t n)
-{
-	int r = 0;
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = strobe_buf_addf(q, "%s%llu", i ? "," : "", (unsigned long long)ids[i]);
-	return r;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -67,6 +59,30 @@ static int cmp_u64(const void *a, const void *b)
 typedef struct lpair {
 	char *name, *value;
 } lpair;
+
+/* A copy of (name, value) appended to *v (n used, cap allocated). */
+static int lpair_add(lpair **v, size_t *n, size_t *cap, const char *name, size_t nl,
+		     const char *value, size_t vl)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 16;
+		lpair *x = realloc(*v, nc * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		*v = x;
+		*cap = nc;
+	}
+	lpair *e = &(*v)[*n];
+	e->name = strndup(name, nl);
+	e->value = strndup(value, vl);
+	if (!e->name || !e->value) {
+		free(e->name);
+		free(e->value);
+		return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
 
 static bool lpair_has(const lpair *v, size_t n, const char *name, const char *value)
 {
@@ -85,10 +101,10 @@ static int label_values_ok(ch_store *c, const char *tenant, const ch_newseries *
 	strobe_buf_init(&q, SIZE_MAX);
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
 	/* The names involved and how many values each has in the tenant. */
-	int r = strobe_buf_addf(&q, "SELECT name, uniqExact(value) FROM %s WHERE tenant = ",
+	int r = strobe_buf_addf(&q, "SELECT name, uniqExact(value) FROM %s WHERE ",
 				ch_tab(c, "series_labels", t, sizeof t));
 	if (r == 0)
-		r = ch_quote(&q, tenant);
+		r = ch_where(&q, tenant, NULL, NULL, 0, 0);
 	if (r == 0)
 		r = strobe_buf_adds(&q, " AND name IN (''");
 	for (size_t i = 0; r == 0 && i < nns; i++)
@@ -127,10 +143,10 @@ static int label_values_ok(ch_store *c, const char *tenant, const ch_newseries *
 	/* The pairs of the fresh series that the tenant has already. */
 	strobe_buf_reset(&q);
 	if (r == 0)
-		r = strobe_buf_addf(&q, "SELECT DISTINCT name, value FROM %s WHERE tenant = ",
+		r = strobe_buf_addf(&q, "SELECT DISTINCT name, value FROM %s WHERE ",
 				    ch_tab(c, "series_labels", t, sizeof t));
 	if (r == 0)
-		r = ch_quote(&q, tenant);
+		r = ch_where(&q, tenant, NULL, NULL, 0, 0);
 	if (r == 0)
 		r = strobe_buf_adds(&q, " AND (name, value) IN (('', '')");
 	for (size_t i = 0; r == 0 && i < nns; i++)
@@ -153,24 +169,7 @@ static int label_values_ok(ch_store *c, const char *tenant, const ch_newseries *
 		const char *s1 = rd_str(&rd, &l1), *s2 = rd_str(&rd, &l2);
 		if (rd.bad)
 			break;
-		if (nk == kcap) {
-			kcap = kcap ? 2 * kcap : 16;
-			lpair *x = realloc(known, kcap * sizeof(*x));
-			if (!x) {
-				r = -ENOMEM;
-				break;
-			}
-			known = x;
-		}
-		known[nk].name = strndup(s1, l1);
-		known[nk].value = strndup(s2, l2);
-		if (!known[nk].name || !known[nk].value) {
-			free(known[nk].name);
-			free(known[nk].value);
-			r = -ENOMEM;
-			break;
-		}
-		nk++;
+		r = lpair_add(&known, &nk, &kcap, s1, l1, s2, l2);
 	}
 	if (r == 0 && rd.bad)
 		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer listing label values");
@@ -211,24 +210,9 @@ static int label_values_ok(ch_store *c, const char *tenant, const ch_newseries *
 				}
 				count[nn++] = 1;
 			}
-			if (nk == kcap) {
-				kcap = kcap ? 2 * kcap : 16;
-				lpair *x = realloc(known, kcap * sizeof(*x));
-				if (!x) {
-					r = -ENOMEM;
-					break;
-				}
-				known = x;
-			}
-			known[nk].name = strdup(name);
-			known[nk].value = strdup(value);
-			if (!known[nk].name || !known[nk].value) {
-				free(known[nk].name);
-				free(known[nk].value);
-				r = -ENOMEM;
+			if ((r = lpair_add(&known, &nk, &kcap, name, strlen(name), value,
+					   strlen(value))) < 0)
 				break;
-			}
-			nk++;
 		}
 	}
 	for (size_t i = 0; i < nn; i++)
@@ -263,14 +247,14 @@ int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size
 		/* Which of the series this server has not written are in ClickHouse already. */
 		for (size_t i = 0; i < nns; i++)
 			ids[i] = ns[i].id;
-		r = strobe_buf_addf(&q, "SELECT DISTINCT series FROM %s WHERE tenant = ",
+		r = strobe_buf_addf(&q, "SELECT DISTINCT series FROM %s WHERE ",
 				    ch_tab(c, "series", t, sizeof t));
 		if (r == 0)
-			r = ch_quote(&q, tenant);
+			r = ch_where(&q, tenant, NULL, NULL, 0, 0);
 		if (r == 0)
 			r = strobe_buf_adds(&q, " AND series IN (");
 		if (r == 0)
-			r = id_list(&q, ids, nns);
+			r = ch_ids(&q, ids, nns);
 		if (r == 0)
 			r = strobe_buf_adds(&q, ")" SKIP_DOWN " FORMAT RowBinary");
 		if (r == 0 && !(got = malloc(nns * sizeof(*got))))
@@ -292,10 +276,10 @@ int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size
 		uint64_t n = 0;
 		size_t one;
 		strobe_buf_reset(&q);
-		r = strobe_buf_addf(&q, "SELECT uniqExact(series) FROM %s WHERE tenant = ",
+		r = strobe_buf_addf(&q, "SELECT uniqExact(series) FROM %s WHERE ",
 				    ch_tab(c, "series", t, sizeof t));
 		if (r == 0)
-			r = ch_quote(&q, tenant);
+			r = ch_where(&q, tenant, NULL, NULL, 0, 0);
 		if (r == 0)
 			r = strobe_buf_adds(&q, SKIP_DOWN " FORMAT RowBinary");
 		if (r == 0)
@@ -314,7 +298,7 @@ int ch_push_limits(ch_store *c, const char *tenant, const ch_newseries *ns, size
 		strobe_buf_reset(&q);
 		r = strobe_buf_adds(&q, "SELECT uniqExact(id), uniqExactIf(id, id IN (");
 		if (r == 0)
-			r = id_list(&q, stacks, nstacks);
+			r = ch_ids(&q, stacks, nstacks);
 		if (r == 0)
 			r = strobe_buf_addf(&q, ")) FROM %s" SKIP_DOWN " FORMAT RowBinary",
 					    ch_tab(c, "stacks", t, sizeof t));
@@ -350,17 +334,11 @@ int ch_query_caps(ch_store *c, const char *tenant, const char *type, int64_t fro
 	/* Rows (points, or roll-up rows) and the bytes of their stacks and values as ClickHouse
 	 * holds them before compression (16 a stack: the SQLite store counts its compressed
 	 * blobs, which ClickHouse does not expose per row). */
-	int r = strobe_buf_addf(&q, "SELECT count(), sum(length(%s)) * 16 FROM %s WHERE tenant = ",
+	int r = strobe_buf_addf(&q, "SELECT count(), sum(length(%s)) * 16 FROM %s WHERE ",
 				rollup ? "stacksMap.stack" : "stacks",
 				ch_tab(c, rollup ? "points_1m" : "points", t, sizeof t));
 	if (r == 0)
-		r = ch_quote(&q, tenant);
-	if (r == 0 && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
-		r = ch_quote(&q, type);
-	if (r == 0)
-		r = strobe_buf_addf(&q, " AND %s >= %lld AND %s < %lld",
-				    rollup ? "minute" : "time", (long long)from,
-				    rollup ? "minute" : "time", (long long)to);
+		r = ch_where(&q, tenant, type, rollup ? "minute" : "time", from, to);
 	if (r == 0)
 		r = strobe_buf_adds(&q, series_cond);
 	if (r == 0)

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../store_impl.h"
 #include "ch.h"
@@ -117,7 +118,15 @@ static int symbol_rows(ch_store *c, const strobe_profile *p, const symh *h, uint
 	int r = 0;
 	uint32_t *chain = NULL;
 	size_t ccap = 0;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&c->mu);
+	/* Forget now and then: another server's symbol collection (ch_gc.c) may have deleted
+	 * what this one wrote; the cost is writing a push's symbols again (deduplicated). */
+	if (now.tv_sec - c->known_at_s >= CH_KNOWN_TTL_S) {
+		ch_known_free(&c->known_sym);
+		c->known_at_s = now.tv_sec;
+	}
 	for (uint32_t i = 1; r == 0 && i < p->functions.n; i++) {
 		if (ch_known_has(&c->known_sym, h->fn[i]))
 			continue;

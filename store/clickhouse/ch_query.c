@@ -23,7 +23,6 @@
 
 #include "../store_impl.h"
 #include "ch.h"
-#include "../store_impl.h"
 
 #define RANGE_MAX_STEPS 11000 /* as the SQLite store */
 #define MINUTE (60 * STROBE_NS_PER_S)
@@ -159,15 +158,12 @@ static int sample_filter(ch_store *c, const char *tenant, const char *type,
 	strobe_buf q, ans;
 	strobe_buf_init(&q, SIZE_MAX);
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
-	int r = strobe_buf_addf(&q, "SELECT series, slabels FROM %s WHERE tenant = ",
+	int r = strobe_buf_addf(&q, "SELECT series, slabels FROM %s WHERE ",
 				ch_tab(c, "points", t, sizeof t));
 	if (r == 0)
-		r = ch_quote(&q, tenant);
-	if (r == 0 && type && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
-		r = ch_quote(&q, type);
+		r = ch_where(&q, tenant, type, "time", from, to);
 	if (r == 0)
-		r = strobe_buf_addf(&q, " AND time >= %lld AND time < %lld AND series IN (0",
-				    (long long)from, (long long)to);
+		r = strobe_buf_adds(&q, " AND series IN (0");
 	for (size_t i = 0; r == 0 && i < ss->n; i++)
 		if (ss->v[i].filtered)
 			r = strobe_buf_addf(&q, ",%llu", (unsigned long long)ss->v[i].id);
@@ -243,22 +239,17 @@ static int load_series(ch_store *c, const char *tenant, const char *type,
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
 	int r = strobe_buf_addf(&q, "SELECT series, any(type), any(names), any(values), "
 				    "argMin(gauge, created), argMin(period, created) FROM %s "
-				    "WHERE tenant = ",
+				    "WHERE ",
 				ch_tab(c, "series", t1, sizeof t1));
 	if (r == 0)
-		r = ch_quote(&q, tenant);
-	if (r == 0 && type && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
-		r = ch_quote(&q, type);
+		r = ch_where(&q, tenant, type, NULL, 0, 0);
 	if (r == 0 && window) {
-		r = strobe_buf_addf(&q, " AND series GLOBAL IN (SELECT DISTINCT series FROM %s WHERE "
-					"tenant = ", ch_tab(c, "points", t2, sizeof t2));
+		r = strobe_buf_addf(&q, " AND series GLOBAL IN (SELECT DISTINCT series FROM %s WHERE ",
+				    ch_tab(c, "points", t2, sizeof t2));
 		if (r == 0)
-			r = ch_quote(&q, tenant);
-		if (r == 0 && type && (r = strobe_buf_adds(&q, " AND type = ")) == 0)
-			r = ch_quote(&q, type);
+			r = ch_where(&q, tenant, type, "time", from, to);
 		if (r == 0)
-			r = strobe_buf_addf(&q, " AND time >= %lld AND time < %lld)", (long long)from,
-					    (long long)to);
+			r = strobe_buf_adds(&q, ")");
 	}
 	if (r == 0)
 		r = strobe_buf_adds(&q, " GROUP BY series ORDER BY series FORMAT RowBinary");
@@ -351,8 +342,8 @@ static int load_series(ch_store *c, const char *tenant, const char *type,
 static int add_in(strobe_buf *q, const char *col, const uint64_t *ids, size_t n)
 {
 	int r = strobe_buf_addf(q, " AND %s IN (", col);
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = strobe_buf_addf(q, "%s%llu", i ? "," : "", (unsigned long long)ids[i]);
+	if (r == 0)
+		r = ch_ids(q, ids, n);
 	return r ? r : strobe_buf_adds(q, ")");
 }
 
@@ -394,14 +385,9 @@ static int window_sql(strobe_buf *q, ch_store *c, const char *tenant, const char
 						"stacksMap.value AS value"
 					      : " ARRAY JOIN stacks AS stack, values AS value");
 	if (r == 0)
-		r = strobe_buf_adds(q, " WHERE tenant = ");
+		r = strobe_buf_adds(q, " WHERE ");
 	if (r == 0)
-		r = ch_quote(q, tenant);
-	if (r == 0 && (r = strobe_buf_adds(q, " AND type = ")) == 0)
-		r = ch_quote(q, type);
-	if (r == 0)
-		r = strobe_buf_addf(q, " AND %s >= %lld AND %s < %lld", rollup ? "minute" : "time",
-				    (long long)from, rollup ? "minute" : "time", (long long)to);
+		r = ch_where(q, tenant, type, rollup ? "minute" : "time", from, to);
 	return r;
 }
 
@@ -701,6 +687,70 @@ static int rebuild(ch_store *c, strobe_profile *p, const u64map *stacks, uint32_
 }
 
 /* "name:st:su:pt:pu" -> its five parts in buf. */
+/* Values summed by stack id, in the order first seen: what a profile is built from (a window's
+ * query, a stored point opened by id). */
+typedef struct stack_sums {
+	u64map stacks;
+	int64_t *val;
+	size_t cap;
+} stack_sums;
+
+static int sums_add(stack_sums *s, uint64_t stack, int64_t v)
+{
+	uint32_t si;
+	bool added;
+	int r = u64map_put(&s->stacks, stack, &si, &added);
+	if (r < 0)
+		return r;
+	if (si >= s->cap) {
+		size_t ncap = s->cap ? 2 * s->cap : 1024;
+		int64_t *x = realloc(s->val, ncap * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		memset(x + s->cap, 0, (ncap - s->cap) * sizeof(*x));
+		s->val = x;
+		s->cap = ncap;
+	}
+	s->val[si] = (int64_t)((uint64_t)s->val[si] + (uint64_t)v);
+	return 0;
+}
+
+/* p's samples from the sums: the stacks' symbols read back (rebuild), a sample per non-zero
+ * sum. */
+static int sums_to_profile(ch_store *c, strobe_profile *p, const stack_sums *s, strobe_err *err)
+{
+	uint32_t n = s->stacks.t.n;
+	uint32_t *sid = calloc(n ? n : 1, sizeof(*sid));
+	int r = sid ? 0 : -ENOMEM;
+	if (r == 0 && n)
+		r = rebuild(c, p, &s->stacks, sid, err);
+	for (uint32_t i = 0; r == 0 && i < n; i++)
+		if (s->val[i])
+			r = strobe_sample_add(p, sid[i], 0, &s->val[i]);
+	free(sid);
+	return r;
+}
+
+static void sums_free(stack_sums *s)
+{
+	free(s->val);
+	strobe_itab_free(&s->stacks.t);
+}
+
+/* The end of a call that builds a profile: *out = p on success, else p freed and r (with a
+ * message for a bare -ENOMEM). */
+static int profile_out(strobe_profile *p, int r, strobe_profile **out, strobe_err *err)
+{
+	if (r < 0) {
+		strobe_profile_free(p);
+		if (r == -ENOMEM && !err->msg[0])
+			strobe_errf(err, r, "out of memory");
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
 static int split_type(const char *type, char *buf, size_t cap, const char *part[5])
 {
 	snprintf(buf, cap, "%s", type);
@@ -787,9 +837,7 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 				  false, err);
 	/* Sums per (series, stack): counters from the roll-ups when the window is whole minutes,
 	 * gauges from the points (their mean needs the number of points). */
-	u64map stacks = {0};
-	int64_t *val = NULL;
-	size_t vcap = 0;
+	stack_sums sums = {0};
 	int64_t *gcount = ng ? calloc(ng, sizeof(*gcount)) : NULL;
 	if (ng && !gcount)
 		r = -ENOMEM;
@@ -840,54 +888,24 @@ int ch_query(void *ctx, const strobe_query *q, strobe_profile **out, strobe_err 
 				uint32_t k = strobe_itab_find(&gauges.t, &se, sizeof(se));
 				v = mean(v, k == UINT32_MAX ? 0 : gcount[k]);
 			}
-			uint32_t si;
-			bool added;
-			if ((r = u64map_put(&stacks, st, &si, &added)) < 0)
-				break;
-			if (si >= vcap) {
-				size_t ncap = vcap ? 2 * vcap : 1024;
-				int64_t *x = realloc(val, ncap * sizeof(*x));
-				if (!x) {
-					r = -ENOMEM;
-					break;
-				}
-				memset(x + vcap, 0, (ncap - vcap) * sizeof(*x));
-				val = x;
-				vcap = ncap;
-			}
-			val[si] = (int64_t)((uint64_t)val[si] + (uint64_t)v);
+			r = sums_add(&sums, st, v);
 		}
 		if (r == 0 && rd.bad)
 			r = strobe_errf(err, -EIO, "clickhouse: a malformed answer summing samples");
 	}
-	uint32_t *sid = calloc(stacks.t.n ? stacks.t.n : 1, sizeof(*sid));
-	if (!sid)
-		r = -ENOMEM;
-	if (r == 0 && stacks.t.n)
-		r = rebuild(c, p, &stacks, sid, err);
-	for (uint32_t i = 0; r == 0 && i < stacks.t.n; i++)
-		if (val[i])
-			r = strobe_sample_add(p, sid[i], 0, &val[i]);
-	free(sid);
-	free(val);
+	if (r == 0)
+		r = sums_to_profile(c, p, &sums, err);
+	sums_free(&sums);
 	free(gcount);
 	free(cid);
 	free(gid);
-	strobe_itab_free(&stacks.t);
 	strobe_itab_free(&gauges.t);
 	strobe_buf_free(&sq);
 	strobe_buf_free(&ans);
 	chs_free(&ss);
 	strobe_buf_free(&cc);
 	strobe_buf_free(&cg);
-	if (r < 0) {
-		strobe_profile_free(p);
-		if (r == -ENOMEM && !err->msg[0])
-			strobe_errf(err, r, "out of memory");
-		return r;
-	}
-	*out = p;
-	return 0;
+	return profile_out(p, r, out, err);
 }
 
 /* ---- ranges ----------------------------------------------------------------------------------- */
@@ -1100,15 +1118,13 @@ static int sample_labels(ch_store *c, const strobe_query *q, const chs_set *ss, 
 	strobe_buf sq, ans;
 	strobe_buf_init(&sq, SIZE_MAX);
 	strobe_buf_init(&ans, CH_ANSWER_MAX);
-	int r = strobe_buf_addf(&sq, "SELECT DISTINCT slabels FROM %s WHERE tenant = ",
+	int r = strobe_buf_addf(&sq, "SELECT DISTINCT slabels FROM %s WHERE ",
 				ch_tab(c, "points", t, sizeof t));
 	if (r == 0)
-		r = ch_quote(&sq, q->tenant);
-	if (r == 0 && q->sel && q->sel->type && (r = strobe_buf_adds(&sq, " AND type = ")) == 0)
-		r = ch_quote(&sq, q->sel->type);
+		r = ch_where(&sq, q->tenant, q->sel ? q->sel->type : NULL, "time", q->from_ns,
+			     q->to_ns);
 	if (r == 0)
-		r = strobe_buf_addf(&sq, " AND time >= %lld AND time < %lld AND slabels != ''",
-				    (long long)q->from_ns, (long long)q->to_ns);
+		r = strobe_buf_adds(&sq, " AND slabels != ''");
 	if (r == 0)
 		r = add_in_ss(&sq, ss, SS_ALL);
 	if (r == 0)
@@ -1303,19 +1319,6 @@ int ch_series(void *ctx, const char *tenant, const strobe_selector *sels, size_t
 
 /* ---- exemplars and profiles by id --------------------------------------------------------------- */
 
-/* As store/exemplars.c: into the step's slots (heaviest first), if it is heavy enough. */
-static void keep(strobe_exemplar *slot, size_t k, const strobe_exemplar *x)
-{
-	if (slot[k - 1].id && slot[k - 1].value >= x->value)
-		return;
-	size_t i = k - 1;
-	while (i > 0 && (!slot[i - 1].id || slot[i - 1].value < x->value)) {
-		slot[i] = slot[i - 1];
-		i--;
-	}
-	slot[i] = *x;
-}
-
 int ch_exemplars(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_step,
 		 strobe_exemplars *out, strobe_err *err)
 {
@@ -1381,7 +1384,7 @@ int ch_exemplars(void *ctx, const strobe_query *q, int64_t step_ns, size_t per_s
 				snprintf(x.trace_id, sizeof(x.trace_id), "%s", l[i].value);
 		}
 		size_t step = (size_t)((x.time_ns - q->from_ns) / step_ns);
-		keep(out->v + step * per_step, per_step, &x);
+		store_exemplar_keep(out->v + step * per_step, per_step, &x);
 	}
 	if (r == 0 && rd.bad)
 		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer listing exemplars");
@@ -1471,52 +1474,22 @@ int ch_profile_by_id(void *ctx, const strobe_query *q, int64_t id, strobe_profil
 				    (unsigned long long)series);
 	if (r == 0)
 		r = ch_exec(c, sq.p, NULL, 0, &ans, err);
-	u64map stacks = {0};
-	int64_t *val = NULL;
-	size_t vcap = 0;
+	stack_sums sums = {0};
 	rd = rd_of(&ans);
 	while (r == 0 && rd_more(&rd)) {
 		uint64_t st = rd_u64(&rd);
 		int64_t v = rd_i64(&rd);
-		uint32_t si;
-		bool added;
-		if (rd.bad || (r = u64map_put(&stacks, st, &si, &added)) < 0)
+		if (rd.bad)
 			break;
-		if (si >= vcap) {
-			size_t ncap = vcap ? 2 * vcap : 1024;
-			int64_t *x = realloc(val, ncap * sizeof(*x));
-			if (!x) {
-				r = -ENOMEM;
-				break;
-			}
-			memset(x + vcap, 0, (ncap - vcap) * sizeof(*x));
-			val = x;
-			vcap = ncap;
-		}
-		val[si] = (int64_t)((uint64_t)val[si] + (uint64_t)v);
+		r = sums_add(&sums, st, v);
 	}
 	if (r == 0 && rd.bad)
 		r = strobe_errf(err, -EIO, "clickhouse: a malformed answer reading a profile");
-	uint32_t *sid = r == 0 ? calloc(stacks.t.n ? stacks.t.n : 1, sizeof(*sid)) : NULL;
-	if (r == 0 && !sid)
-		r = -ENOMEM;
-	if (r == 0 && stacks.t.n)
-		r = rebuild(c, p, &stacks, sid, err);
-	for (uint32_t i = 0; r == 0 && i < stacks.t.n; i++)
-		if (val[i])
-			r = strobe_sample_add(p, sid[i], 0, &val[i]);
-	free(sid);
-	free(val);
-	strobe_itab_free(&stacks.t);
+	if (r == 0)
+		r = sums_to_profile(c, p, &sums, err);
+	sums_free(&sums);
 	strobe_buf_free(&sq);
 	strobe_buf_free(&ans);
 	chs_free(&ss);
-	if (r < 0) {
-		strobe_profile_free(p);
-		if (r == -ENOMEM && !err->msg[0])
-			strobe_errf(err, r, "out of memory");
-		return r;
-	}
-	*out = p;
-	return 0;
+	return profile_out(p, r, out, err);
 }

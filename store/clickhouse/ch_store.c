@@ -186,6 +186,28 @@ int ch_quote(strobe_buf *b, const char *s)
 	return r ? r : strobe_buf_add(b, "'", 1);
 }
 
+int ch_where(strobe_buf *q, const char *tenant, const char *type, const char *col, int64_t from,
+	     int64_t to)
+{
+	int r = strobe_buf_adds(q, "tenant = ");
+	if (r == 0)
+		r = ch_quote(q, tenant);
+	if (r == 0 && type && (r = strobe_buf_adds(q, " AND type = ")) == 0)
+		r = ch_quote(q, type);
+	if (r == 0 && col)
+		r = strobe_buf_addf(q, " AND %s >= %lld AND %s < %lld", col, (long long)from, col,
+				    (long long)to);
+	return r;
+}
+
+int ch_ids(strobe_buf *q, const uint64_t *ids, size_t n)
+{
+	int r = 0;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = strobe_buf_addf(q, "%s%llu", i ? "," : "", (unsigned long long)ids[i]);
+	return r;
+}
+
 const char *ch_local(const ch_store *c, const char *base, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s.%s_l", c->db, base);
@@ -391,8 +413,12 @@ int ch_exec_shard(ch_store *c, size_t shard, const char *sql, const void *body, 
  * is the `shard` column, written by ch_push.c: one hash per push, so a push lands on one shard
  * in one block, whole or not at all. */
 #define DAY "86400000000000"
-static const char *const schema[] = {
-	"CREATE DATABASE IF NOT EXISTS %1$s",
+/* Each statement: the table it makes (for a replicated engine's ZooKeeper path; NULL: no
+ * engine), its engine family, and its text, where %1$s is the database and %2$s the engine. */
+static const struct {
+	const char *table, *engine, *sql;
+} schema[] = {
+	{NULL, NULL, "CREATE DATABASE IF NOT EXISTS %1$s"},
 	/* The points: one row per (series, time), its stacks and their values as two parallel
 	 * arrays sorted by stack id (a point's values summed per stack, zeros dropped). Measured
 	 * against the row per (point, stack) it replaced (docs/clickhouse.md): the tenant, type,
@@ -400,36 +426,45 @@ static const char *const schema[] = {
 	 * stack. ORDER BY puts a series' points together and in time order, so a query reads a
 	 * few ranges of granules; queries unfold the arrays with ARRAY JOIN. id: the point's own
 	 * (random, positive), by which an exemplar names one stored profile. */
-	"CREATE TABLE IF NOT EXISTS %1$s.points_l (tenant String, type String, series UInt64, "
-	"time Int64, stacks Array(UInt64), values Array(Int64), slabels String, shard UInt64, "
-	"id Int64) "
-	"ENGINE = MergeTree PARTITION BY intDiv(time, " DAY ") ORDER BY (tenant, type, series, time)",
+	{"points", "MergeTree",
+	 "CREATE TABLE IF NOT EXISTS %1$s.points_l (tenant String, type String, series UInt64, "
+	 "time Int64, stacks Array(UInt64), values Array(Int64), slabels String, shard UInt64, "
+	 "id Int64) "
+	 "ENGINE = %2$s PARTITION BY intDiv(time, " DAY ") ORDER BY (tenant, type, series, time)"},
 	/* Per-minute roll-ups, one row per (series, minute) with the stacks' sums as a nested
 	 * map: sumMap as rows arrive (the materialized view), and SummingMergeTree sums a nested
-	 * column whose name ends in "Map" key by key as parts merge. */
-	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.points_1m_l ENGINE = SummingMergeTree "
-	"PARTITION BY intDiv(minute, " DAY ") ORDER BY (tenant, type, series, minute) "
-	"AS SELECT tenant, type, series, intDiv(time, 60000000000) * 60000000000 AS minute, "
-	"sumMap(stacks, values).1 AS `stacksMap.stack`, sumMap(stacks, values).2 AS "
-	"`stacksMap.value` FROM %1$s.points_l GROUP BY tenant, type, series, minute",
+	 * column whose name ends in "Map" key by key as parts merge. With replicas, the view's
+	 * table is replicated itself: a replica that fetches a points part does not run the view
+	 * on it, it fetches the view's part too. */
+	{"points_1m", "SummingMergeTree",
+	 "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.points_1m_l ENGINE = %2$s "
+	 "PARTITION BY intDiv(minute, " DAY ") ORDER BY (tenant, type, series, minute) "
+	 "AS SELECT tenant, type, series, intDiv(time, 60000000000) * 60000000000 AS minute, "
+	 "sumMap(stacks, values).1 AS `stacksMap.stack`, sumMap(stacks, values).2 AS "
+	 "`stacksMap.value` FROM %1$s.points_l GROUP BY tenant, type, series, minute"},
 	/* Series: (tenant, type, labels) -> id, its labels as two arrays (18.16 has no Map). */
-	"CREATE TABLE IF NOT EXISTS %1$s.series_l (tenant String, type String, series UInt64, "
-	"names Array(String), values Array(String), gauge UInt8, period Int64, created Int64, "
-	"shard UInt64) ENGINE = ReplacingMergeTree ORDER BY (tenant, type, series)",
+	{"series", "ReplacingMergeTree",
+	 "CREATE TABLE IF NOT EXISTS %1$s.series_l (tenant String, type String, series UInt64, "
+	 "names Array(String), values Array(String), gauge UInt8, period Int64, created Int64, "
+	 "shard UInt64) ENGINE = %2$s ORDER BY (tenant, type, series)"},
 	/* The label index: (tenant, name, value) -> series. */
-	"CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.series_labels_l ENGINE = ReplacingMergeTree "
-	"ORDER BY (tenant, name, value, series) AS SELECT tenant, name, value, series "
-	"FROM %1$s.series_l ARRAY JOIN names AS name, values AS value",
+	{"series_labels", "ReplacingMergeTree",
+	 "CREATE MATERIALIZED VIEW IF NOT EXISTS %1$s.series_labels_l ENGINE = %2$s "
+	 "ORDER BY (tenant, name, value, series) AS SELECT tenant, name, value, series "
+	 "FROM %1$s.series_l ARRAY JOIN names AS name, values AS value"},
 	/* Symbols, by content hash: inserted again by every server that does not know them yet,
 	 * made one by ReplacingMergeTree's merges (and by GROUP BY id when read). */
-	"CREATE TABLE IF NOT EXISTS %1$s.stacks_l (id UInt64, locations Array(UInt64), "
-	"shard UInt64) ENGINE = ReplacingMergeTree ORDER BY id",
-	"CREATE TABLE IF NOT EXISTS %1$s.locations_l (id UInt64, address UInt64, "
-	"mapping_file String, build_id String, mapping_start UInt64, mapping_limit UInt64, "
-	"mapping_offset UInt64, mapping_flags UInt8, is_folded UInt8, functions Array(UInt64), "
-	"lines Array(Int64), shard UInt64) ENGINE = ReplacingMergeTree ORDER BY id",
-	"CREATE TABLE IF NOT EXISTS %1$s.functions_l (id UInt64, name String, system_name String, "
-	"filename String, start_line Int64, shard UInt64) ENGINE = ReplacingMergeTree ORDER BY id",
+	{"stacks", "ReplacingMergeTree",
+	 "CREATE TABLE IF NOT EXISTS %1$s.stacks_l (id UInt64, locations Array(UInt64), "
+	 "shard UInt64) ENGINE = %2$s ORDER BY id"},
+	{"locations", "ReplacingMergeTree",
+	 "CREATE TABLE IF NOT EXISTS %1$s.locations_l (id UInt64, address UInt64, "
+	 "mapping_file String, build_id String, mapping_start UInt64, mapping_limit UInt64, "
+	 "mapping_offset UInt64, mapping_flags UInt8, is_folded UInt8, functions Array(UInt64), "
+	 "lines Array(Int64), shard UInt64) ENGINE = %2$s ORDER BY id"},
+	{"functions", "ReplacingMergeTree",
+	 "CREATE TABLE IF NOT EXISTS %1$s.functions_l (id UInt64, name String, system_name String, "
+	 "filename String, start_line Int64, shard UInt64) ENGINE = %2$s ORDER BY id"},
 };
 static const char *const dist_tabs[] = {"points", "points_1m", "series", "series_labels",
 					"stacks", "locations", "functions"};
@@ -437,9 +472,17 @@ static const char *const dist_tabs[] = {"points", "points_1m", "series", "series
 static int create_schema(ch_store *c, size_t host, strobe_err *err)
 {
 	int r = 0;
-	char sql[2048];
+	char sql[2048], eng[512];
 	for (size_t i = 0; r == 0 && i < sizeof(schema) / sizeof(schema[0]); i++) {
-		snprintf(sql, sizeof sql, schema[i], c->db);
+		/* Replicas (replicated=1): every replica of a shard creates the same table under one
+		 * ZooKeeper path; {shard} and {replica} are the macros of each ClickHouse's config.
+		 * The database is in the path, so that two databases on one cluster stay apart. */
+		if (schema[i].engine && c->replicated)
+			snprintf(eng, sizeof eng, "Replicated%s('/clickhouse/tables/{shard}/%s/%s', "
+				 "'{replica}')", schema[i].engine, c->db, schema[i].table);
+		else
+			snprintf(eng, sizeof eng, "%s", schema[i].engine ? schema[i].engine : "");
+		snprintf(sql, sizeof sql, schema[i].sql, c->db, eng);
 		r = ch_exec_on(c, host, sql, NULL, 0, NULL, err);
 	}
 	for (size_t i = 0; r == 0 && c->cluster && i < sizeof(dist_tabs) / sizeof(dist_tabs[0]);
@@ -485,7 +528,8 @@ static void ch_close(void *ctx)
 	free(c);
 }
 
-/* clickhouse://HOST:PORT[|HOST:PORT...][,HOST:PORT...]/DB[?cluster=NAME][&insert_quorum=N] */
+/* clickhouse://HOST:PORT[|HOST:PORT...][,HOST:PORT...]/DB[?cluster=NAME][&replicated=1]
+ * [&insert_quorum=N] */
 static int parse_url(ch_store *c, const char *url, strobe_err *err)
 {
 	const char *p = url + strlen("clickhouse://"), *slash = strchr(p, '/');
@@ -519,8 +563,9 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 				   "letters, digits or _", url);
 	if (!(c->db = strndup(db, dl)))
 		return -ENOMEM;
-	/* Parameters: cluster=NAME, insert_quorum=N (replicas that must have a push's rows before
-	 * its 200: ReplicatedMergeTree's quorum insert, docs/clickhouse.md). */
+	/* Parameters: cluster=NAME, replicated=1 (the local tables are ReplicatedMergeTree and
+	 * friends, kept by ZooKeeper), insert_quorum=N (replicas that must have a push's rows
+	 * before its 200: ReplicatedMergeTree's quorum insert, docs/clickhouse.md). */
 	for (const char *pp = q; pp && *pp;) {
 		pp++; /* '?' or '&' */
 		const char *e = strchr(pp, '&');
@@ -528,12 +573,16 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 		if (n > 8 && strncmp(pp, "cluster=", 8) == 0 && name_ok(pp + 8, n - 8) && !c->cluster) {
 			if (!(c->cluster = strndup(pp + 8, n - 8)))
 				return -ENOMEM;
+		} else if (n == 12 && strncmp(pp, "replicated=", 11) == 0 &&
+			   (pp[11] == '0' || pp[11] == '1')) {
+			c->replicated = pp[11] == '1';
 		} else if (n > 14 && n < 17 && strncmp(pp, "insert_quorum=", 14) == 0 &&
 			   strspn(pp + 14, "0123456789") >= n - 14 && atoi(pp + 14) >= 1) {
 			c->insert_quorum = atoi(pp + 14);
 		} else {
 			return strobe_errf(err, -EINVAL, "store: '%.200s': the parameters are "
-					   "cluster=NAME (letters, digits, _) and insert_quorum=N (1-99)",
+					   "cluster=NAME (letters, digits, _), replicated=0|1 and "
+					   "insert_quorum=N (1-99)",
 					   url);
 		}
 		pp = e;
@@ -629,18 +678,20 @@ static int ch_retain(void *ctx, int64_t now_ns, strobe_err *err)
 				r = hr;
 		}
 	}
+	/* The symbols only the dropped points used, as the SQLite store: after a drop, at most
+	 * once an hour (it reads every point's stacks). Its failure leaves them for next time. */
+	pthread_mutex_lock(&c->mu);
+	bool gc = dropped && (!c->last_gc_ns || now_ns - c->last_gc_ns >= CH_GC_INTERVAL_NS);
+	pthread_mutex_unlock(&c->mu);
+	strobe_err ge = {{0}};
+	if (r == 0 && gc)
+		ch_gc(c, now_ns, &ge);
 	return r < 0 ? r : dropped;
 }
 
 static int ch_compact(void *ctx, int64_t now_ns, strobe_err *err)
 {
 	return 0; /* roll-ups are made as rows arrive (the materialized view) */
-}
-
-static int ch_gc(void *ctx, int64_t now_ns, strobe_err *err)
-{
-	return strobe_errf(err, -ENOTSUP, "symbol garbage collection is not done by the ClickHouse "
-			   "store yet (stacks, locations and functions are kept)");
 }
 
 static void ch_use_rollups(void *ctx, bool on)
@@ -705,6 +756,43 @@ static int ch_commit_stats(void *ctx, uint64_t *commits, uint64_t *pushes)
 	return 0;
 }
 
+/* The tenant's oldest and newest point (Pyroscope's GetProfileStats): min and max of time over
+ * its points on every shard, which ORDER BY (tenant, ...) makes a read of the tenant's granules
+ * of the time column only. Raw points are all there is (the roll-ups are made from them and
+ * dropped with them), so, unlike SQLite's, no roll-up level is asked after. 0 and 0: none. */
+static int ch_time_span(void *ctx, const char *tenant, int64_t *oldest, int64_t *newest,
+			strobe_err *err)
+{
+	ch_store *c = ctx;
+	*oldest = *newest = 0;
+	char t[128];
+	strobe_buf sql, out;
+	strobe_buf_init(&sql, 1u << 16);
+	strobe_buf_init(&out, 4096);
+	int r = strobe_buf_addf(&sql, "SELECT count(), min(time), max(time) FROM %s WHERE ",
+				ch_tab(c, "points", t, sizeof t));
+	if (r == 0)
+		r = ch_where(&sql, tenant, NULL, NULL, 0, 0);
+	if (r == 0)
+		r = strobe_buf_adds(&sql, " FORMAT TabSeparated");
+	if (r < 0)
+		r = strobe_errf(err, -ENOMEM, "clickhouse: out of memory");
+	else
+		r = ch_exec(c, sql.p, NULL, 0, &out, err);
+	unsigned long long n = 0;
+	long long lo = 0, hi = 0;
+	if (r == 0 && (!out.p || sscanf(out.p, "%llu\t%lld\t%lld", &n, &lo, &hi) != 3))
+		r = strobe_errf(err, -EIO, "clickhouse: unexpected answer to the time span: '%.80s'",
+				out.p ? out.p : "");
+	if (r == 0 && n) {
+		*oldest = lo;
+		*newest = hi;
+	}
+	strobe_buf_free(&sql);
+	strobe_buf_free(&out);
+	return r;
+}
+
 const strobe_store_backend strobe_ch_backend = {
 	.name = "clickhouse",
 	.close = ch_close,
@@ -724,4 +812,5 @@ const strobe_store_backend strobe_ch_backend = {
 	.use_totals = ch_use_totals,
 	.stats_get = ch_stats,
 	.commit_stats = ch_commit_stats,
+	.time_span = ch_time_span,
 };

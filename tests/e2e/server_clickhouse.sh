@@ -13,9 +13,14 @@
 #   - selectors on sample labels (pid, thread) in queries, label values and ranges, and
 #     exemplars with the profile the heaviest one opens by id (through A, found on B): equal to
 #     SQLite's;
+#   - GetProfileStats (Connect): a tenant's oldest and newest profile times, and a tenant with
+#     none, equal to SQLite's;
 #   - limits on two more servers C and D sharing one database: max_label_values_per_name and
 #     max_series_per_tenant answered 429 by either server from ClickHouse's counts, nothing of a
 #     refused push stored; max_stacks and max_query_profiles 429s with the SQLite messages;
+#   - symbol garbage collection: a server restarted with --retention 1d drops a 3-day-old
+#     partition, and the functions, locations and stacks only its points used are deleted while
+#     the kept profile answers as before;
 #   - kill -9 of A in the middle of a stream of pushes: every acknowledged push is queryable
 #     through B (the one in flight may or may not be there: it was not acknowledged);
 #   - shard 2 stopped: a push for a series of shard 2 answers 503 with a reason and leaves
@@ -142,6 +147,22 @@ pa=$(byid "$url_A" "$(jq -r '.exemplars[0].profiles[0].id' <<<"$ea" 2>/dev/null)
 if [ "$va" != "[6,5]" ]; then fail exemplars "values on ClickHouse $va, want [6,5] (the heaviest two of six): $(head -c 300 <<<"$ea")"
 else same exemplars "values $va; the heaviest opened by id (through another server): $pa" "$va|$pa" "$vb|$pb"; fi
 
+# ---- GetProfileStats: the tenant's oldest and newest profile times, as SQLite answers -----------
+t1=$(($(date +%s) - 400)) t2=$(($(date +%s) - 100))
+codes=
+for u in "$url_A" "$url_S"; do
+  for t in $t2 $t1 $t2; do
+    codes+=" $(curl -s -o "$TMPDIR/push.out" -w '%{http_code}' -H 'X-Scope-OrgID: span-t' --data-binary @"$TMPDIR/sl0.folded" "$u/api/v1/push?service_name=ts&time=$t")"
+  done
+done
+pstats() { curl -s -H 'Content-Type: application/json' "${@:2}" -d '{}' "$1/querier.v1.QuerierService/GetProfileStats" | tr -d ' '; }
+a=$(pstats "$url_B" -H 'X-Scope-OrgID: span-t'); b=$(pstats "$url_S" -H 'X-Scope-OrgID: span-t')
+a0=$(pstats "$url_B" -H 'X-Scope-OrgID: nobody'); b0=$(pstats "$url_S" -H 'X-Scope-OrgID: nobody')
+want="{\"dataIngested\":true,\"oldestProfileTime\":\"$((t1 * 1000))\",\"newestProfileTime\":\"$((t2 * 1000))\"}"
+if [ "$codes" != " 200 200 200 200 200 200" ]; then fail profile-stats "pushes:$codes"
+elif [ "$a" != "$want" ]; then fail profile-stats "ClickHouse (B) answers '$a', want '$want' (SQLite: '$b')"
+else same profile-stats "$a; a tenant without data: $a0" "$a|$a0" "$b|$b0"; fi
+
 # ---- limits: the same 429s as SQLite, from ClickHouse's counts (any server) ----------------------
 cat >"$TMPDIR/lim.json" <<'EOF'
 { "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3, "max_stacks": 3, "max_query_profiles": 3 } }
@@ -170,6 +191,31 @@ if [ "$l8" != 429 ] || ! grep -q 'limit max_stacks: the store holds 4 distinct s
 else ok limits-stacks "$b8"; fi
 if [ "$q4 $q2" != "429 200" ] || ! grep -q 'limit max_query_profiles' "$TMPDIR/q4"; then fail limits-query "4 stored profiles: $q4 ($(cat "$TMPDIR/q4")), 2: $q2; want 429 naming max_query_profiles, then 200"
 else ok limits-query "$(cat "$TMPDIR/q4")"; fi
+
+# ---- symbol garbage collection: retention drops a day, its symbols go too -------------------------
+# E (database gc, no retention yet) stores a profile 3 days old and one of a minute ago, which
+# share main and shared; started again with --retention 1d, its retention (at start) drops the
+# old day's partition and the collection deletes the symbols only the old points used.
+gurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/gc?cluster=strobe"
+printf 'main;old_fn;old_leaf 5\nmain;shared 1\n' >"$TMPDIR/old.folded"
+printf 'main;new_fn 3\nmain;shared 1\n' >"$TMPDIR/new.folded"
+launch E "$TMPDIR/e" --store "$gurl"
+g1=$(push "$url_E" "$TMPDIR/old.folded" "service_name=gc&time=now-3d") g2=$(push "$url_E" "$TMPDIR/new.folded" "service_name=gc&time=now-1m")
+gsym() { ch_sql 1 "SELECT (SELECT uniqExact(id) FROM gc.functions), (SELECT uniqExact(id) FROM gc.locations), (SELECT uniqExact(id) FROM gc.stacks), (SELECT count() FROM gc.functions WHERE name LIKE 'old%')" | tr '\t' ' '; }
+gb=$(gsym)
+kill -9 "$pid_E"; wait "$pid_E" 2>/dev/null
+launch E "$TMPDIR/e" --store "$gurl" --retention 1d
+gdone() { [ "$(gsym)" = "3 3 3 0" ]; }
+gf=$(q "$url_E" query --data-urlencode "query=$SM{service_name=\"gc\"}" -d format=folded -d from=now-10m | sort | tr '\n' ' ')
+end=$((SECONDS + 30)); until gdone || [ $SECONDS -ge $end ]; do sleep 0.2; done
+ga=$(gsym)
+gf2=$(q "$url_E" query --data-urlencode "query=$SM{service_name=\"gc\"}" -d format=folded -d from=now-10m | sort | tr '\n' ' ')
+# before: 5 functions (main old_fn old_leaf shared new_fn), as many locations, and 5 stacks (every
+# node: main, main;old_fn, ...); after: main, shared, new_fn and the stacks main (an ancestor of a
+# live one, kept), main;shared, main;new_fn. The kept profile answers the same before and after.
+if [ "$g1 $g2" != "200 200" ]; then fail symbol-gc "pushes $g1 $g2"
+elif [ "$ga" != "3 3 3 0" ] || [ "$gf" != "$gf2" ] || [ "$gf" != "main;new_fn 3 main;shared 1 " ]; then fail symbol-gc "functions, locations, stacks, old functions: before '$gb', after '$ga' (want 3 3 3 0); the kept profile '$gf' then '$gf2'"
+else ok symbol-gc "functions, locations, stacks, old functions: $gb before the retention drop, $ga after; the kept profile answers '$gf' before and after"; fi
 
 # ---- kill -9 of a strobe server in the middle of ingest ----------------------------------------
 one=$(folded "$url_B" "$CPU{service_name=\"api\",env=\"prod\"}" | total)

@@ -91,6 +91,10 @@ q --url-query "profile_id=x"
 [ "$code" = 400 ] && grep -q profile_id "$T/q" && ok profile-id-bad || fail profile-id-bad "HTTP $code"
 
 # ---- a database from before the index -----------------------------------------------------------
+if [ -n "${STROBE_TEST_CLICKHOUSE:-}" ]; then
+  echo "SKIP server_spans/backfill: on the ClickHouse store: it drops the SQLite store's span_index table, which ClickHouse has no counterpart of"
+  exit $st
+fi
 kill "$pid"; wait "$pid" 2>/dev/null; pid=
 sqlite3 "$T/data/strobe.db" 'DROP TABLE span_index;' || fail backfill "cannot drop the table"
 launch_server "$STROBE" "$T/data" || { fail backfill "server did not come back: $(head -5 "$T/log")"; exit 1; }

@@ -9,6 +9,9 @@
 #   ch_stop I / ch_kill I       stops (SIGTERM, waited) / kill -9s server I
 #   ch_restart I                starts server I again on its ports and data
 #   ch_url I [I...]             the strobe --store URL for the servers given (tried in order)
+# With ch_zk_port set (lib/zookeeper.sh's zk_port) before ch_start, the N servers are instead N
+# replicas of ONE shard (macros shard=01, replica=rI; internal_replication), kept by that
+# ZooKeeper, for ReplicatedMergeTree tables (a store URL with replicated=1).
 # The caller's EXIT trap calls ch_cleanup.
 ch_free_port() { # sets ch_port to a loopback port nobody listens on and none of ours has
   # (random, checked with bash's /dev/tcp; no subshell, which would repeat $RANDOM)
@@ -21,10 +24,18 @@ ch_free_port() { # sets ch_port to a loopback port nobody listens on and none of
   done
 }
 ch_config() { # $1 = index, $2 = number of servers
-  local i=$1 n=$2 d="$TMPDIR/ch$1" k shards=
+  local i=$1 n=$2 d="$TMPDIR/ch$1" k shards= repl=
   for ((k = 1; k <= n; k++)); do
-    shards+="<shard><replica><host>127.0.0.1</host><port>${ch_tcp[$k]}</port></replica></shard>"
+    if [ -n "${ch_zk_port:-}" ]; then repl+="<replica><host>127.0.0.1</host><port>${ch_tcp[$k]}</port></replica>"
+    else shards+="<shard><replica><host>127.0.0.1</host><port>${ch_tcp[$k]}</port></replica></shard>"; fi
   done
+  if [ -n "${ch_zk_port:-}" ]; then
+    shards="<shard><internal_replication>true</internal_replication>$repl</shard>"
+    # replicas fetch each other's parts over the interserver HTTP port
+    repl="<zookeeper><node><host>127.0.0.1</host><port>$ch_zk_port</port></node><session_timeout_ms>6000</session_timeout_ms></zookeeper>
+  <macros><shard>01</shard><replica>r$i</replica></macros>
+  <interserver_http_port>${ch_inter[$i]}</interserver_http_port><interserver_http_host>127.0.0.1</interserver_http_host>"
+  fi
   rm -rf "$d" # a fresh server, even when TMPDIR is reused
   mkdir -p "$d/data/" "$d/tmp/"
   cat >"$d/config.xml" <<XML
@@ -44,6 +55,7 @@ ch_config() { # $1 = index, $2 = number of servers
   <uncompressed_cache_size>67108864</uncompressed_cache_size>
   <max_concurrent_queries>50</max_concurrent_queries>
   <remote_servers><strobe>$shards</strobe></remote_servers>
+  $repl
 </yandex>
 XML
   cat >"$d/users.xml" <<XML
@@ -71,7 +83,7 @@ ch_start() {
   local n=$1 i
   ch_why=
   command -v clickhouse-server >/dev/null || { ch_why="clickhouse-server is not installed (scripts/deps.sh check)"; return 1; }
-  for ((i = 1; i <= n; i++)); do ch_free_port; ch_http[$i]=$ch_port; ch_free_port; ch_tcp[$i]=$ch_port; done
+  for ((i = 1; i <= n; i++)); do ch_free_port; ch_http[$i]=$ch_port; ch_free_port; ch_tcp[$i]=$ch_port; ch_free_port; ch_inter[$i]=$ch_port; done
   for ((i = 1; i <= n; i++)); do ch_config "$i" "$n"; done
   for ((i = 1; i <= n; i++)); do ch_launch "$i" || return 1; done
 }
