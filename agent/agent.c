@@ -569,12 +569,40 @@ typedef struct preload_ctx {
 	export_counts *ec;
 } preload_ctx;
 
+/* dst <- src, printable: control characters, quotes and backslashes as '_'. */
+static void clean_copy(char *dst, size_t cap, const char *src)
+{
+	size_t o = 0;
+	for (; *src && o + 1 < cap; src++) {
+		unsigned char u = (unsigned char)*src;
+		dst[o++] = u < 0x20 || u == 0x7f || u == '"' || u == 0x5c ? '_' : *src;
+	}
+	dst[o] = 0;
+}
+
 /* A preloaded process's heap ("memory") or "mutex" profile: labelled and filtered as its CPU
- * profiles are (its identity was read while it ran, or is read now). */
-static void emit_preload(void *ctx, pid_t pid, const char *name, strobe_profile *p)
+ * profiles are (its identity was read while it ran, or is read now). A process that exited
+ * before the agent read it is named by what its library read at its start: its service, and
+ * its executable (for the --comm and --exe rules). */
+static void emit_preload(void *ctx, pid_t pid, const char *name, const char *service,
+			 const char *exe, strobe_profile *p)
 {
 	preload_ctx *pc = ctx;
 	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval);
+	if (pe && pe->gone && !pe->info.exe[0] && exe[0]) {
+		clean_copy(pe->info.exe, sizeof(pe->info.exe), exe);
+		if (strcmp(pe->info.comm, "unknown") == 0) {
+			const char *base = strrchr(pe->info.exe, '/');
+			clean_copy(pe->info.comm, sizeof(pe->info.comm), base ? base + 1 : pe->info.exe);
+			clean_copy(pe->info.service, sizeof(pe->info.service), pe->info.comm);
+			strcpy(pe->info.source, "exe");
+		}
+	}
+	if (pe && service[0] &&
+	    (strcmp(pe->info.source, "exe") == 0 || strcmp(pe->info.source, "comm") == 0)) {
+		clean_copy(pe->info.service, sizeof(pe->info.service), service);
+		snprintf(pe->info.source, sizeof(pe->info.source), "preload");
+	}
 	if (pe && wanted(pc->a, &pe->info))
 		queue_profile(pc->a, pid, pe, name, p, pc->ec, NULL);
 }

@@ -203,7 +203,8 @@ int strobe_preload_collect(strobe_preload *pl, strobe_symbolizer *sym, int64_t n
 				strobe_profile *p = profile_of(pl, c, s, kinds[k].kind, now_unix_ns,
 							       interval_ns);
 				if (p) {
-					emit(ctx, (pid_t)s->hdr.pid, kinds[k].name, p);
+					emit(ctx, (pid_t)s->hdr.pid, kinds[k].name,
+					     s->hdr.service, s->hdr.exe, p);
 					strobe_profile_free(p);
 					pl->st.profiles++;
 				}

@@ -37,7 +37,11 @@ void strobe_preload_free(strobe_preload *pl);
 
 /* name: "memory" (alloc_objects, alloc_space, inuse_objects, inuse_space) or "mutex"
  * (contentions, delay); p is borrowed for the call. */
-typedef void (*strobe_preload_emit)(void *ctx, pid_t pid, const char *name, strobe_profile *p);
+/* service and exe: what the process's library read of STROBE_SERVICE / PYROSCOPE_APPLICATION_NAME
+ * and /proc/self/exe at its start ("" when none; the file is untrusted: names to clean, not to
+ * trust further). */
+typedef void (*strobe_preload_emit)(void *ctx, pid_t pid, const char *name, const char *service,
+				    const char *exe, strobe_profile *p);
 
 /* Reads every channel file and emits each process's profiles for [now_unix_ns - interval_ns,
  * now_unix_ns); sym names the frames (NULL: addresses only). While paused nothing is emitted

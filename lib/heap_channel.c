@@ -132,6 +132,7 @@ int strobe_heap_snap_parse(const void *buf, size_t len, strobe_heap_snap **out, 
 	s->maps[ml] = 0;
 	s->maps_len = ml;
 	s->hdr.exe[sizeof(s->hdr.exe) - 1] = 0;
+	s->hdr.service[sizeof(s->hdr.service) - 1] = 0;
 	*out = s;
 	return 0;
 fail:

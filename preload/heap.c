@@ -501,6 +501,11 @@ static int chan_open(void)
 	h->maps_off = off_maps;
 	ssize_t r = readlink("/proc/self/exe", h->exe, sizeof(h->exe) - 1);
 	h->exe[r > 0 ? r : 0] = 0;
+	const char *svc = getenv("STROBE_SERVICE"); /* (getenv does not allocate) */
+	if (!svc || !*svc)
+		svc = getenv("PYROSCOPE_APPLICATION_NAME");
+	for (size_t i = 0; svc && svc[i] && i + 1 < sizeof(h->service); i++)
+		h->service[i] = svc[i]; /* (the page is zero-filled: terminated) */
 	chan_size = size;
 	stacks = (strobe_heap_stack *)((char *)m + off_stacks);
 	live = lv;

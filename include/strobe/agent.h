@@ -207,7 +207,7 @@ int64_t strobe_retry_after_ms(const char *value, int64_t now_unix_ms);
 
 typedef struct strobe_proc_info {
 	char service[128];   /* service_name */
-	char source[16];     /* where it came from: env, systemd, container, exe, comm */
+	char source[16];     /* where it came from: env, systemd, container, exe, comm, preload */
 	char comm[16];
 	char exe[256];       /* path of the executable ("" when unknown) */
 	char build_id[41];   /* hex of the main executable's build ID ("" when none) */

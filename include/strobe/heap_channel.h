@@ -98,7 +98,12 @@ typedef struct strobe_heap_hdr {
 	uint64_t truncated_stacks;/* stacks deeper than max_depth (cut at the root end) */
 	uint64_t maps_refreshes;
 	char exe[256];            /* /proc/self/exe at start, NUL-terminated (may be cut) */
+	/* STROBE_SERVICE (else PYROSCOPE_APPLICATION_NAME) at start, NUL-terminated, "" when
+	 * neither: the agent's name for a process that exits before the agent reads its
+	 * environment. Writers before it left zeros here (the header's page is zero-filled). */
+	char service[128];
 } strobe_heap_hdr;
+_Static_assert(sizeof(strobe_heap_hdr) <= STROBE_HEAP_HDR_SIZE, "the header fits its page");
 
 #define STROBE_HEAP_F_MAPS_TRUNCATED 1u /* the maps text did not fit maps_cap */
 

@@ -39,6 +39,9 @@ run_pre() { # SERVICE CMD...: CMD with the library preloaded, its files in $SHM
 
 start_server
 t0=$(date +%s)
+# gone: a process that ran and exited before the agent started: its channel file waits in $SHM,
+# and the agent names it by what its library read at its start (STROBE_SERVICE, its executable)
+STROBE_HEAP_RATE=16384 run_pre heapgone "$WL/alloc_truth" -o "$TMPDIR/gone.truth" >/dev/null
 start_agent "$TMPDIR/agent.log" -F 19 -i 2 --max-cpu 100 --preload-dir "$SHM" \
 	--comm '^(alloc_truth|lock_truth)$'
 # -h 3: alive through one of the agent's 2-s collections at least. A process that ends before the
@@ -70,6 +73,15 @@ else
 	done
 	if [ -n "$bad" ]; then fail "$name" "alloc_space off by more than 5 % for $bad(got/truth: $detail; agent: $(errof "$TMPDIR/agent.log"))"
 	else ok "$name" "alloc_space got/truth ${detail% }"; fi
+fi
+
+name=agent_heap/gone
+if ! qfolded "$SPACE{service_name=\"heapgone\"}" "$t0" "$t1" "$TMPDIR/gone.folded"; then
+	fail "$name" "query failed: $(errof "$TMPDIR/gone.folded.err")"
+else
+	got=$(incl "$TMPDIR/gone.folded" alloc_a); want=$(truth "$TMPDIR/gone.truth" alloc_a_bytes)
+	if within_rel "${got:-0}" "$want" 5; then ok "$name" "exited before the agent started: alloc_a $got/$want under its STROBE_SERVICE"
+	else fail "$name" "alloc_a under service heapgone: $got, truth $want (agent: $(errof "$TMPDIR/agent.log"))"; fi
 fi
 
 name=agent_heap/inuse
