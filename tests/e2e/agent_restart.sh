@@ -47,7 +47,9 @@ id=$((16#$(basename "$last" .spool)))
 size=$(stat -c %s "$last")
 head -c $((size / 2)) "$last" >"$d/$(printf %016x $((id + 1))).spool"                 # torn
 cp "$last" "$d/$(printf %016x $((id + 2))).spool"                                      # bit flip
-printf '\xff' | dd of="$d/$(printf %016x $((id + 2))).spool" bs=1 seek=$((size - 10)) conv=notrunc status=none
+# (the byte's complement: writing a fixed 0xff left the file intact when the byte was 0xff)
+b=$(od -An -tu1 -j $((size - 10)) -N1 "$last" | tr -d ' ')
+printf "\\x$(printf %02x $((b ^ 255)))" | dd of="$d/$(printf %016x $((id + 2))).spool" bs=1 seek=$((size - 10)) conv=notrunc status=none
 head -c 100 "$last" >"$d/tmp-$(printf %016x $((id + 3)))"                              # unfinished write
 
 "$STROBE" server --data "$TMPDIR/data" --listen "127.0.0.1:$port" 2>"$TMPDIR/log2" & pid=$!
@@ -57,7 +59,7 @@ ta=$apid aterm=$admin
 start_agent "$TMPDIR/kill2.log" -F 49 -i 1 --pid "$wpid" --spool "$TMPDIR/spool-kill" --label gen=kill2 --max-cpu 100
 tk=$apid akill=$admin apid=
 # until both have sent what the first agents left (their pushes outnumber those files)
-for _ in $(seq 150); do
+for _ in $(seq 450); do # (up to 90 s: a loaded CI machine took over 30 s to reach the bad files)
 	admin=$aterm; p1=$(status_field push.pushed)
 	admin=$akill; p2=$(status_field push.pushed) c2=$(status_field spool.corrupt)
 	# (the bad files sort after the good ones: counted once the sender has reached them)
