@@ -301,7 +301,7 @@ soak: $(B)/strobe $(B)/strobe-san $(WL_BIN)
 bench:
 	@bash scripts/deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(B)/bench/span_query $(B)/bench/significance $(B)/bench/sampler_export $(B)/bench/sampler_feed $(B)/bench/proc_lookup $(PRELOAD_LIB)
+	@$(MAKE) --no-print-directory $(B)/bench/gen_pprof $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/workloads/demo_shop $(B)/bench/server_load $(B)/bench/fleet_load $(B)/bench/heap_micro $(B)/bench/span_query $(B)/bench/significance $(B)/bench/sampler_export $(B)/bench/sampler_feed $(B)/bench/proc_lookup $(B)/bench/null_interposer.so $(PRELOAD_LIB)
 	@bash bench/run.sh
 
 clean:
@@ -336,3 +336,7 @@ $(B)/bench/fleet_load: bench/fleet_load.c $(B)/libstrobe.a
 $(B)/bench/cpu_work $(B)/bench/pingpong $(B)/bench/futex_pingpong $(B)/bench/heap_micro: $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu17 $(WARN) -O2 -g -pthread -o $@ $<
+# bench/heap.sh's floor: a preload library that only forwards the malloc family to glibc.
+$(B)/bench/null_interposer.so: bench/null_interposer.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu17 $(WARN) -O2 -g -fPIC -shared -o $@ $<

@@ -7,7 +7,9 @@
 #
 # Modes: plain; strobe (the library at its defaults: R = 512 KiB, stacks by the unwind-step
 # cache); strobe-libgcc (the same, every stack walked by libgcc: STROBE_HEAP_UNWIND_CACHE=0);
-# strobe-off (the wrappers only: STROBE_HEAP_RATE=0, STROBE_LOCK_SAMPLE_NS=0); jemalloc;
+# strobe-off (the wrappers only: STROBE_HEAP_RATE=0, STROBE_LOCK_SAMPLE_NS=0); floor (a preload
+# library that only forwards the malloc family to glibc, bench/null_interposer.c: what any preload
+# profiler pays before doing anything); jemalloc;
 # jemalloc-prof; strobe-on-jemalloc; heaptrack. The modes are interleaved round by round, RUNS
 # rounds, and medians reported, the machine being shared.
 #
@@ -26,9 +28,10 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 lib=$root/build/libstrobe-heap.so
 micro=$root/build/bench/heap_micro
+floor=$root/build/bench/null_interposer.so
 results=${1:-/dev/stdout}
 runs=${RUNS:-5}
-for b in "$lib" "$micro" /usr/bin/time; do
+for b in "$lib" "$micro" "$floor" /usr/bin/time; do
   [ -e "$b" ] || { note "missing $b (make bench; Debian package time)"; exit 2; }
 done
 work=$(mktemp -d /tmp/strobe-heap-bench.XXXXXX)
@@ -48,13 +51,14 @@ run_mode() {
     strobe) STROBE_HEAP_DIR=$work LD_PRELOAD=$lib "$@" ;;
     strobe-libgcc) STROBE_HEAP_DIR=$work STROBE_HEAP_UNWIND_CACHE=0 LD_PRELOAD=$lib "$@" ;;
     strobe-off) STROBE_HEAP_DIR=$work STROBE_HEAP_RATE=0 STROBE_LOCK_SAMPLE_NS=0 LD_PRELOAD=$lib "$@" ;;
+    floor) LD_PRELOAD=$floor "$@" ;;
     jemalloc) LD_PRELOAD=$je "$@" ;;
     jemalloc-prof) MALLOC_CONF=prof:true,lg_prof_sample:19 LD_PRELOAD=$je "$@" ;;
     strobe-on-jemalloc) STROBE_HEAP_DIR=$work LD_PRELOAD=$lib:$je "$@" ;;
     heaptrack) heaptrack -o "$work/ht.$RANDOM" "$@" 2>/dev/null ;;
   esac
 }
-modes=(plain strobe strobe-libgcc strobe-off)
+modes=(plain strobe strobe-libgcc strobe-off floor)
 [ -n "$je" ] && modes+=(jemalloc jemalloc-prof strobe-on-jemalloc)
 command -v heaptrack >/dev/null && modes+=(heaptrack)
 clean() { rm -f "$work"/strobe-heap.* "$work"/ht.* "$work"/jeprof.* jeprof.*.heap; }
@@ -139,3 +143,45 @@ wall() { awk -v m="$1" '$1 == m { print $2 }' "$2" | median; }
   echo "Load average before: $load0; after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)."
   echo
 } >>"$results"
+
+# ---- 3. instructions (callgrind): what the library adds, independent of the machine's load ----
+# The CPU seconds above move by several % between identical runs on a shared machine, more than
+# the library costs a real program. Instructions executed (valgrind's callgrind, every process of
+# the command) do not depend on load: plain, the forwarding-only floor, the wrappers alone and the
+# library at its defaults, on the same programs plus gcc compiling a file of this tree. CPython's
+# count moves by ~0.1 % between runs of the same mode (its layout depends on addresses), so its
+# hash seed is fixed. Instructions are not time (the wrappers' calls cost more than their
+# instruction count says: see the microbenchmark), but they resolve the per-cent goal.
+if command -v valgrind >/dev/null; then
+  icount() { # MODE CMD...: total instructions of CMD and its children under MODE
+    local m=$1
+    shift
+    run_mode "$m" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+      awk '/Collected/ { s += $NF } END { printf "%.0f\n", s }'
+  }
+  imodes=(plain floor strobe-off strobe)
+  {
+    echo "Instructions executed (valgrind --tool=callgrind, all processes of the command; one run each, load-independent):"
+    echo
+    echo "| program | plain | floor (forwarding only) | wrappers only | library, default |"
+    echo "|---|---|---|---|---|"
+    progs=("heap_micro -t 1 -r 1|$micro -t 1 -r 1" "sort -S 64M, 400 000 lines|sort -S 64M $work/big.txt"
+      "gcc -O2 -c store/groups.c|gcc -O2 -I$root/include -I$root/store -c -o $work/g.o $root/store/groups.c")
+    [ -n "$py" ] && progs+=("python3 (PYTHONHASHSEED=0)|env PYTHONHASHSEED=0 $py $work/a.py")
+    for p in "${progs[@]}"; do
+      name=${p%%|*} cmd=${p#*|}
+      row="| $name |" base=
+      for m in "${imodes[@]}"; do
+        # shellcheck disable=SC2086
+        n=$(icount "$m" $cmd)
+        clean
+        [ -z "$base" ] && base=$n
+        row+=" $n$(awk -v a="$n" -v b="$base" 'BEGIN { if (a != b && b > 0) printf " (%+.2f %%)", 100 * (a - b) / b }') |"
+      done
+      echo "$row"
+    done
+    echo
+  } >>"$results"
+else
+  note "SKIP instruction counts: valgrind is not installed"
+fi

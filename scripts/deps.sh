@@ -35,7 +35,7 @@ check_pkgs=(g++ clang libclang-rt-14-dev libcmocka-dev golang-go perl libxml2-ut
 # patched Firefox builds); node and npm for the browser tests (jsdom, playwright-core and
 # puppeteer-core from the npm registry, into node_modules/)
 command -v node >/dev/null && command -v npm >/dev/null || check_pkgs+=(nodejs npm)
-bench_pkgs=(heaptrack libjemalloc2 autofdo bpfcc-tools bpftrace) # bench/heap.sh's peers; autofdo: create_llvm_prof, bench/pgo.sh's peer; bpfcc-tools (profile-bpfcc, offcputime-bpfcc) and bpftrace: bench/oncpu.sh's in-kernel aggregating peers
+bench_pkgs=(heaptrack libjemalloc2 valgrind autofdo bpfcc-tools bpftrace) # bench/heap.sh's peers (valgrind: its instruction counts); autofdo: create_llvm_prof, bench/pgo.sh's peer; bpfcc-tools (profile-bpfcc, offcputime-bpfcc) and bpftrace: bench/oncpu.sh's in-kernel aggregating peers
 
 want=("${build_pkgs[@]}")
 case "$level" in
