@@ -277,7 +277,7 @@ static int migrate_totals(strobe_store *s, strobe_err *err)
 }
 
 /* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT), with its
- * entry in its minute's list of points. */
+ * entry in its minute's and its hour's lists of points. */
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err)
 {
@@ -290,11 +290,12 @@ int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t tim
 		sqlite3_bind_int64(ins, 3, t);
 		sqlite3_bind_int64(ins, 4, n);
 		sqlite3_bind_int64(ins, 5, total);
-		if (level == 1)
+		if (level)
 			sqlite3_bind_blob(ins, 6, e, (int)store_pts_entry(e, time - t, n, total),
 					  SQLITE_TRANSIENT);
 		else
 			sqlite3_bind_null(ins, 6);
+		sqlite3_bind_int(ins, 7, store_pts_cap(level));
 		int rc = sqlite3_step(ins);
 		sqlite3_reset(ins);
 		if (rc != SQLITE_DONE)
@@ -677,6 +678,7 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	s->use_rollups = true;
 	s->use_totals = true;
 	s->use_group_totals = true;
+	s->use_hour_lists = true;
 	s->use_span_index = true;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlockattr_t ra;
@@ -726,6 +728,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 		r = load_series(s, err);
 	if (r == 0)
 		r = store_groups_open(s, err);
+	if (r == 0)
+		r = store_hour_lists_open(s, err);
 	if (r == 0)
 		r = store_db_open(s, &s->wdb, err);
 	if (r == 0)
@@ -781,6 +785,15 @@ void strobe_store_use_group_totals(strobe_store *s, bool on)
 		return; /* the embedded store's alone */
 	pthread_mutex_lock(&s->mu);
 	s->use_group_totals = on;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void strobe_store_use_hour_lists(strobe_store *s, bool on)
+{
+	if (s->be)
+		return; /* the embedded store's alone */
+	pthread_mutex_lock(&s->mu);
+	s->use_hour_lists = on;
 	pthread_mutex_unlock(&s->mu);
 }
 
