@@ -825,6 +825,10 @@ static int range_group_of(strobe_itab *groups, const store_series *se, const cha
 	return store_range_group(groups, se->labels, se->nlabels, group_by, out, g);
 }
 
+typedef struct tpt {
+	int64_t t, n, total;
+} tpt;
+
 /* One series' sums and counts per step, and the rows read against the cost cap. */
 typedef struct tsum {
 	const tplan *p;
@@ -835,6 +839,8 @@ typedef struct tsum {
 	int64_t *hour; /* hours without a usable list, to read minute by minute (ascending) */
 	size_t nhour, caphour;
 	bool use_hours; /* read the hour rows first (else the minutes, as an older store's) */
+	tpt *ent;       /* one list's entries, decoded */
+	size_t capent;
 } tsum;
 
 static int ts_add(tsum *ts, int64_t t, int64_t n, int64_t total, strobe_err *err)
@@ -863,18 +869,28 @@ static int ts_split(tsum *ts, int64_t m, int64_t w, int64_t n, int64_t total, co
 {
 	if (!pts || !len)
 		return 0;
-	int64_t sn = 0, st = 0, off, pn, pt;
-	for (size_t pos = 0; pos < len;) {
-		if (store_pts_next(pts, len, &pos, &off, &pn, &pt) < 0 || off < 0 || off >= w)
+	/* Decoded once into ts->ent (an entry takes at least 3 bytes), checked, then added. */
+	size_t need = len / 3 + 1, ne = 0;
+	if (need > ts->capent) {
+		tpt *nv = realloc(ts->ent, need * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		ts->ent = nv;
+		ts->capent = need;
+	}
+	int64_t sn = 0, st = 0;
+	for (size_t pos = 0; pos < len; ne++) {
+		tpt *e = &ts->ent[ne];
+		if (store_pts_next(pts, len, &pos, &e->t, &e->n, &e->total) < 0 || e->t < 0 ||
+		    e->t >= w)
 			return 0;
-		sn += pn;
-		st = (int64_t)((uint64_t)st + (uint64_t)pt);
+		sn += e->n;
+		st = (int64_t)((uint64_t)st + (uint64_t)e->total);
 	}
 	if (sn != n || st != total)
 		return 0;
-	for (size_t pos = 0; pos < len;) {
-		store_pts_next(pts, len, &pos, &off, &pn, &pt);
-		int r = ts_add(ts, m + off, pn, pt, err);
+	for (size_t i = 0; i < ne; i++) {
+		int r = ts_add(ts, m + ts->ent[i].t, ts->ent[i].n, ts->ent[i].total, err);
 		if (r < 0)
 			return r;
 	}
@@ -1033,7 +1049,7 @@ static int range_groups(strobe_store *s, const strobe_query *q, int k, int64_t s
 	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
 	uint64_t mq = s->o.max_query_points;
 	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0, NULL, 0, 0,
-		   s->use_hour_lists};
+		   s->use_hour_lists, NULL, 0};
 	const char *label = store_group_labels[k];
 	int r = sum && cnt ? 0 : -ENOMEM;
 	if (r == 0 && sqlite3_prepare_v2(s->db,
@@ -1069,6 +1085,7 @@ static int range_groups(strobe_store *s, const strobe_query *q, int k, int64_t s
 	sqlite3_finalize(bk);
 	free(ts.fall);
 	free(ts.hour);
+	free(ts.ent);
 	free(sum);
 	free(cnt);
 	strobe_itab_free(&groups);
@@ -1089,7 +1106,7 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
 	uint64_t mq = s->o.max_query_points;
 	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0, NULL, 0, 0,
-		   s->use_hour_lists};
+		   s->use_hour_lists, NULL, 0};
 	int r = sum && cnt ? 0 : -ENOMEM;
 	if (r == 0 && sqlite3_prepare_v2(s->db,
 					 "SELECT time, n, total, pts FROM totals WHERE series=?1 AND "
@@ -1109,6 +1126,7 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	sqlite3_finalize(bk);
 	free(ts.fall);
 	free(ts.hour);
+	free(ts.ent);
 	free(sum);
 	free(cnt);
 	strobe_itab_free(&groups);

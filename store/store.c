@@ -313,36 +313,11 @@ static size_t put_varint(uint8_t *b, uint64_t v)
 	return n;
 }
 
-static int get_varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
-{
-	*v = 0;
-	for (int sh = 0; sh < 64 && *pos < len; sh += 7) {
-		uint8_t c = b[(*pos)++];
-		*v |= (uint64_t)(c & 0x7f) << sh;
-		if (!(c & 0x80))
-			return 0;
-	}
-	return -EIO;
-}
-
 size_t store_pts_entry(uint8_t *buf, int64_t off, int64_t n, int64_t total)
 {
 	size_t k = put_varint(buf, (uint64_t)off);
 	k += put_varint(buf + k, (uint64_t)n);
 	return k + put_varint(buf + k, ((uint64_t)total << 1) ^ (uint64_t)(total >> 63));
-}
-
-int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int64_t *off, int64_t *n,
-		   int64_t *total)
-{
-	uint64_t a, b, c;
-	if (get_varint(in, len, pos, &a) < 0 || get_varint(in, len, pos, &b) < 0 ||
-	    get_varint(in, len, pos, &c) < 0)
-		return -EIO;
-	*off = (int64_t)a;
-	*n = (int64_t)b;
-	*total = (int64_t)((c >> 1) ^ (~(c & 1) + 1));
-	return 0;
 }
 
 /* Columns added since the first release of the schema, added to older databases. */
