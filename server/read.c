@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "diff_sets.h"
+#include "range_json.h"
 #include "strobe/codec.h"
 #include "strobe/diffsig.h"
 #include "strobe/render.h"
@@ -235,6 +236,9 @@ int srv_diff(srv_req *r)
 	return 0;
 }
 
+/* The most a range's JSON body may take (the steps are capped; the groups are not). */
+#define RANGE_JSON_MAX (1 << 30)
+
 int srv_range(srv_req *r)
 {
 	strobe_selector sel;
@@ -287,30 +291,27 @@ int srv_range(srv_req *r)
 		strobe_selector_free(&sel);
 		return srv_fail(r, rc, &err);
 	}
-	json_t *series = json_array();
-	for (size_t i = 0; series && i < res.n; i++) {
-		json_t *pts = json_array(), *grp = json_object();
-		for (size_t k = 0; pts && k < res.nsteps; k++)
-			json_array_append_new(pts, json_pack("[I, I]",
-						     (json_int_t)((from + (int64_t)k * step) / 1000000),
-						     (json_int_t)res.g[i].values[k]));
-		if (gb && grp)
-			json_object_set_new(grp, gb, json_string(res.g[i].value));
-		json_array_append_new(series, json_pack("{s:o?, s:o?}", "group", grp, "points", pts));
-	}
-	json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:o?}", "type", sel.type,
-			      "from_ms", (json_int_t)(from / 1000000), "to_ms",
-			      (json_int_t)(to / 1000000), "step_ms", (json_int_t)(step / 1000000),
-			      "series", series);
-	if (j && nex > 0)
-		json_object_set_new(j, "exemplars", srv_exemplars_json(&exs, from, step));
+	json_t *exj = nex > 0 ? srv_exemplars_json(&exs, from, step) : NULL;
+	strobe_buf b;
+	strobe_buf_init(&b, RANGE_JSON_MAX);
+	rc = srv_range_json(&b, sel.type, from, to, step, gb, &res, exj);
+	json_decref(exj);
 	strobe_exemplars_free(&exs);
 	strobe_range_result_free(&res);
 	strobe_selector_free(&sel);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
+	if (rc < 0) {
+		strobe_buf_free(&b);
+		return rc == -EINVAL ? srv_error(r, 500, "the answer holds a string that is not UTF-8")
+		       : rc == -E2BIG
+			       ? srv_error(r, 413, "the answer is over %d MiB; narrow the selector or "
+						   "the window, or use a larger step",
+					   RANGE_JSON_MAX >> 20)
+			       : srv_error(r, 500, "out of memory");
+	}
+	size_t len;
+	char *s = strobe_buf_take(&b, &len);
 	if (!s)
 		return srv_error(r, 500, "out of memory");
-	srv_reply(r, 200, "application/json", s, strlen(s));
+	srv_reply(r, 200, "application/json", s, len);
 	return 0;
 }

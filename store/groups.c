@@ -133,17 +133,21 @@ static int upsert(sqlite3 *db, sqlite3_stmt *up, int64_t grp, int level, int64_t
 	sqlite3_bind_int64(up, 3, t);
 	sqlite3_bind_int64(up, 4, n);
 	sqlite3_bind_int64(up, 5, total);
-	if (pts && plen <= STORE_PTS_MAX)
+	/* A list past its cap is given up by the statement (too busy a bucket: split from
+	 * level 0). */
+	if (pts)
 		sqlite3_bind_blob(up, 6, pts, (int)plen, SQLITE_STATIC);
 	else
-		sqlite3_bind_null(up, 6); /* too busy a minute for a list: split from level 0 */
+		sqlite3_bind_null(up, 6);
+	sqlite3_bind_int(up, 7, store_pts_cap(level));
 	int rc = sqlite3_step(up);
 	sqlite3_reset(up);
 	return rc == SQLITE_DONE ? 0 : store_dberr(db, err, "group totals");
 }
 
 /* The rows of records rec[0..n) (sorted by group and time), each summed before its upsert;
- * a minute's list holds one entry per distinct time. Totals wrap as the series' do. */
+ * a minute's and an hour's list hold one entry per distinct time. Totals wrap as the series'
+ * do. pts: room for the longest list and one entry past it. */
 static int add_sorted(sqlite3 *db, sqlite3_stmt *up, const store_grec *rec, size_t n,
 		      uint8_t *pts, strobe_err *err)
 {
@@ -163,11 +167,11 @@ static int add_sorted(sqlite3 *db, sqlite3_stmt *up, const store_grec *rec, size
 				}
 				cnt += tn;
 				tot += tt;
-				if (level == 1 && plen <= STORE_PTS_MAX)
+				if (level && plen <= (size_t)store_pts_cap(level))
 					plen += store_pts_entry(pts + plen, t - b, tn, (int64_t)tt);
 			}
-			r = upsert(db, up, g, level, b, cnt, (int64_t)tot, level == 1 ? pts : NULL,
-				   plen, err);
+			r = upsert(db, up, g, level, b, cnt, (int64_t)tot, level ? pts : NULL, plen,
+				   err);
 		}
 	return r;
 }
@@ -178,7 +182,7 @@ int store_gtotals_add(sqlite3 *db, store_grec *rec, size_t n, strobe_err *err)
 		return 0;
 	sqlite3_stmt *up;
 	/* Room for a list up to its cap and one entry past it (then given up). */
-	uint8_t *pts = malloc(STORE_PTS_MAX + STORE_PTS_ENTRY_MAX);
+	uint8_t *pts = malloc(STORE_HOUR_PTS_MAX + STORE_PTS_ENTRY_MAX);
 	if (!pts)
 		return -ENOMEM;
 	if (sqlite3_prepare_v2(db, STORE_GTOTALS_UPSERT, -1, &up, NULL) != SQLITE_OK) {
@@ -233,7 +237,7 @@ static int build_groups(strobe_store *s, strobe_err *err)
 	sqlite3_stmt *st = NULL, *up = NULL;
 	store_grec *rec = malloc(BUILD_CHUNK * sizeof(*rec));
 	size_t n = 0;
-	uint8_t *pts = malloc(STORE_PTS_MAX + STORE_PTS_ENTRY_MAX);
+	uint8_t *pts = malloc(STORE_HOUR_PTS_MAX + STORE_PTS_ENTRY_MAX);
 	int r = pts && rec ? store_exec(s, "CREATE TEMP TABLE sgroup(grp INT NOT NULL, series INT "
 					   "NOT NULL, PRIMARY KEY(grp, series)) WITHOUT ROWID",
 					err)

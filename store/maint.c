@@ -294,6 +294,12 @@ int strobe_store_retain(strobe_store *s, int64_t now_ns, strobe_err *err)
 	/* The group totals the same way (groups.c). */
 	if (r == 0)
 		r = store_groups_retain(s, cutoff, err);
+	/* The hour both summed again without a list gets its list back (hour_lists.c). */
+	if (r == 0) {
+		int64_t w = store_level_width[2], b = cutoff - (((cutoff % w) + w) % w);
+		if (b != cutoff)
+			r = store_hour_lists_range(s, b, b + 1, NULL, err);
+	}
 	/* The span index rows of the raw points deleted above (the same cutoff). */
 	if (r == 0 && sqlite3_prepare_v2(s->db, "DELETE FROM span_index WHERE time<?1", -1, &st,
 					 NULL) != SQLITE_OK)

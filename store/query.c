@@ -825,6 +825,10 @@ static int range_group_of(strobe_itab *groups, const store_series *se, const cha
 	return store_range_group(groups, se->labels, se->nlabels, group_by, out, g);
 }
 
+typedef struct tpt {
+	int64_t t, n, total;
+} tpt;
+
 /* One series' sums and counts per step, and the rows read against the cost cap. */
 typedef struct tsum {
 	const tplan *p;
@@ -832,6 +836,11 @@ typedef struct tsum {
 	uint64_t rows, cap; /* cap: rows allowed, 0 = none */
 	int64_t *fall;      /* cut minutes to read point by point */
 	size_t nfall;
+	int64_t *hour; /* hours without a usable list, to read minute by minute (ascending) */
+	size_t nhour, caphour;
+	bool use_hours; /* read the hour rows first (else the minutes, as an older store's) */
+	tpt *ent;       /* one list's entries, decoded */
+	size_t capent;
 } tsum;
 
 static int ts_add(tsum *ts, int64_t t, int64_t n, int64_t total, strobe_err *err)
@@ -852,26 +861,36 @@ static int ts_add(tsum *ts, int64_t t, int64_t n, int64_t total, strobe_err *err
 	return 0;
 }
 
-/* A cut minute (start m, row's n and total) from its list of points: 1 when the list was
- * usable and added, 0 when it is absent or does not add up to the row (read the points). */
-static int ts_split(tsum *ts, int64_t m, int64_t n, int64_t total, const uint8_t *pts, size_t len,
-		    strobe_err *err)
+/* A cut minute or hour (start m, width w, row's n and total) from its list of points: 1 when
+ * the list was usable and added, 0 when it is absent, given up or does not add up to the row
+ * (read the minutes, or the points). */
+static int ts_split(tsum *ts, int64_t m, int64_t w, int64_t n, int64_t total, const uint8_t *pts,
+		    size_t len, strobe_err *err)
 {
-	if (!pts)
+	if (!pts || !len)
 		return 0;
-	int64_t sn = 0, st = 0, off, pn, pt;
-	for (size_t pos = 0; pos < len;) {
-		if (store_pts_next(pts, len, &pos, &off, &pn, &pt) < 0 || off < 0 ||
-		    off >= store_level_width[1])
+	/* Decoded once into ts->ent (an entry takes at least 3 bytes), checked, then added. */
+	size_t need = len / 3 + 1, ne = 0;
+	if (need > ts->capent) {
+		tpt *nv = realloc(ts->ent, need * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		ts->ent = nv;
+		ts->capent = need;
+	}
+	int64_t sn = 0, st = 0;
+	for (size_t pos = 0; pos < len; ne++) {
+		tpt *e = &ts->ent[ne];
+		if (store_pts_next(pts, len, &pos, &e->t, &e->n, &e->total) < 0 || e->t < 0 ||
+		    e->t >= w)
 			return 0;
-		sn += pn;
-		st = (int64_t)((uint64_t)st + (uint64_t)pt);
+		sn += e->n;
+		st = (int64_t)((uint64_t)st + (uint64_t)e->total);
 	}
 	if (sn != n || st != total)
 		return 0;
-	for (size_t pos = 0; pos < len;) {
-		store_pts_next(pts, len, &pos, &off, &pn, &pt);
-		int r = ts_add(ts, m + off, pn, pt, err);
+	for (size_t i = 0; i < ne; i++) {
+		int r = ts_add(ts, m + ts->ent[i].t, ts->ent[i].n, ts->ent[i].total, err);
 		if (r < 0)
 			return r;
 	}
@@ -885,13 +904,37 @@ static int ts_rows(strobe_store *s, sqlite3_stmt *st, tsum *ts, int level, strob
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t t = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
 		int64_t total = sqlite3_column_int64(st, 2);
-		if (level == 2) { /* hours: those inside one step; their minutes are skipped */
-			if (tp_usable(ts->p, t, wh))
-				r = ts_add(ts, t, n, total, err);
-			continue;
-		}
+		const uint8_t *pts =
+			sqlite3_column_type(st, 3) == SQLITE_BLOB ? sqlite3_column_blob(st, 3) : NULL;
+		size_t plen = (size_t)sqlite3_column_bytes(st, 3);
 		if (level == 0) {
 			r = ts_add(ts, t, n, total, err);
+			continue;
+		}
+		if (level == 2) {
+			/* An hour inside one step is one row; one that a step boundary or the
+			 * window's edge cuts is split from its list; the rest (no usable list)
+			 * are read from their minutes, after this scan. */
+			if (tp_usable(ts->p, t, wh)) {
+				r = ts_add(ts, t, n, total, err);
+				continue;
+			}
+			if (!ts->use_hours)
+				continue; /* its minutes are read by the caller */
+			int used = ts_split(ts, t, wh, n, total, pts, plen, err);
+			if (used < 0)
+				r = used;
+			if (r < 0 || used)
+				continue;
+			if (ts->nhour == ts->caphour) {
+				size_t nc = ts->caphour ? 2 * ts->caphour : 32;
+				int64_t *nh = realloc(ts->hour, nc * sizeof(*nh));
+				if (!nh)
+					return -ENOMEM;
+				ts->hour = nh;
+				ts->caphour = nc;
+			}
+			ts->hour[ts->nhour++] = t;
 			continue;
 		}
 		if (tp_usable(ts->p, t - (((t % wh) + wh) % wh), wh))
@@ -900,11 +943,7 @@ static int ts_rows(strobe_store *s, sqlite3_stmt *st, tsum *ts, int level, strob
 			r = ts_add(ts, t, n, total, err);
 			continue;
 		}
-		int used = ts_split(ts, t, n, total,
-				    sqlite3_column_type(st, 3) == SQLITE_BLOB
-					    ? sqlite3_column_blob(st, 3)
-					    : NULL,
-				    (size_t)sqlite3_column_bytes(st, 3), err);
+		int used = ts_split(ts, t, wm, n, total, pts, plen, err);
 		if (used != 0) {
 			r = used < 0 ? used : 0;
 			continue;
@@ -923,36 +962,47 @@ static int ts_rows(strobe_store *s, sqlite3_stmt *st, tsum *ts, int level, strob
 	return r;
 }
 
+static int ts_scan(strobe_store *s, sqlite3_stmt *bk, tsum *ts, int64_t key, int level,
+		   int64_t a, int64_t b, strobe_err *err)
+{
+	sqlite3_bind_int64(bk, 1, key);
+	sqlite3_bind_int(bk, 2, level);
+	sqlite3_bind_int64(bk, 3, a);
+	sqlite3_bind_int64(bk, 4, b);
+	return ts_rows(s, bk, ts, level, err);
+}
+
 /* One key's (a series' or a group's, by the statement bk) sums and counts per step into
- * ts->sum and ts->cnt: hours (none fits a step shorter than an hour), then every minute that
- * meets the window, then the points of the cut minutes without a usable list. */
+ * ts->sum and ts->cnt: the hours that meet the window (whole, or split from their lists), then
+ * the minutes of the hours without a usable list (runs of adjacent ones read by one scan),
+ * then the points of the cut minutes without a usable list. */
 static int ts_key(strobe_store *s, sqlite3_stmt *bk, tsum *ts, int64_t key, size_t nsteps,
 		  strobe_err *err)
 {
 	const tplan *p = ts->p;
 	int64_t wm = store_level_width[1], wh = store_level_width[2];
 	int64_t mfrom = p->from - (((p->from % wm) + wm) % wm);
+	int64_t hfrom = p->from - (((p->from % wh) + wh) % wh);
 	memset(ts->sum, 0, nsteps * sizeof(*ts->sum));
 	memset(ts->cnt, 0, nsteps * sizeof(*ts->cnt));
-	ts->nfall = 0;
-	int r = 0;
-	for (int level = 2; r == 0 && level >= 0; level--) {
-		if (level == 2 && wh > p->step)
-			continue;
-		int64_t a = level == 1 ? mfrom : p->from, b = p->to;
-		size_t nrun = level ? 1 : ts->nfall;
-		for (size_t k = 0; r == 0 && k < nrun; k++) {
-			if (level == 0) {
-				a = ts->fall[k];
-				b = a + wm;
-			}
-			sqlite3_bind_int64(bk, 1, key);
-			sqlite3_bind_int(bk, 2, level);
-			sqlite3_bind_int64(bk, 3, a);
-			sqlite3_bind_int64(bk, 4, b);
-			r = ts_rows(s, bk, ts, level, err);
-		}
+	ts->nfall = ts->nhour = 0;
+	/* Without the lists (a comparison), as before them: the hours inside one step, then
+	 * every minute of the window but theirs. */
+	int r = ts->use_hours	     ? ts_scan(s, bk, ts, key, 2, hfrom, p->to, err)
+		: wh <= p->step ? ts_scan(s, bk, ts, key, 2, p->from, p->to, err)
+				: 0;
+	if (r == 0 && !ts->use_hours)
+		r = ts_scan(s, bk, ts, key, 1, mfrom, p->to, err);
+	for (size_t k = 0; r == 0 && k < ts->nhour;) {
+		size_t e = k + 1;
+		while (e < ts->nhour && ts->hour[e] == ts->hour[e - 1] + wh)
+			e++;
+		int64_t a = ts->hour[k] > mfrom ? ts->hour[k] : mfrom, b = ts->hour[e - 1] + wh;
+		r = ts_scan(s, bk, ts, key, 1, a, b < p->to ? b : p->to, err);
+		k = e;
 	}
+	for (size_t k = 0; r == 0 && k < ts->nfall; k++)
+		r = ts_scan(s, bk, ts, key, 0, ts->fall[k], ts->fall[k] + wm, err);
 	return r;
 }
 
@@ -998,7 +1048,8 @@ static int range_groups(strobe_store *s, const strobe_query *q, int k, int64_t s
 	strobe_itab groups = {0}, seen = {0};
 	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
 	uint64_t mq = s->o.max_query_points;
-	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0};
+	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0, NULL, 0, 0,
+		   s->use_hour_lists, NULL, 0};
 	const char *label = store_group_labels[k];
 	int r = sum && cnt ? 0 : -ENOMEM;
 	if (r == 0 && sqlite3_prepare_v2(s->db,
@@ -1033,6 +1084,8 @@ static int range_groups(strobe_store *s, const strobe_query *q, int k, int64_t s
 	}
 	sqlite3_finalize(bk);
 	free(ts.fall);
+	free(ts.hour);
+	free(ts.ent);
 	free(sum);
 	free(cnt);
 	strobe_itab_free(&groups);
@@ -1052,7 +1105,8 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	strobe_itab groups = {0};
 	int64_t *sum = calloc(nsteps, sizeof(*sum)), *cnt = calloc(nsteps, sizeof(*cnt));
 	uint64_t mq = s->o.max_query_points;
-	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0};
+	tsum ts = {&p, sum, cnt, 0, mq > UINT64_MAX / 16 ? 0 : mq * 16, NULL, 0, NULL, 0, 0,
+		   s->use_hour_lists, NULL, 0};
 	int r = sum && cnt ? 0 : -ENOMEM;
 	if (r == 0 && sqlite3_prepare_v2(s->db,
 					 "SELECT time, n, total, pts FROM totals WHERE series=?1 AND "
@@ -1071,6 +1125,8 @@ static int range_totals(strobe_store *s, const strobe_query *q, int64_t step_ns,
 	}
 	sqlite3_finalize(bk);
 	free(ts.fall);
+	free(ts.hour);
+	free(ts.ent);
 	free(sum);
 	free(cnt);
 	strobe_itab_free(&groups);

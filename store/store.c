@@ -277,7 +277,7 @@ static int migrate_totals(strobe_store *s, strobe_err *err)
 }
 
 /* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT), with its
- * entry in its minute's list of points. */
+ * entry in its minute's and its hour's lists of points. */
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err)
 {
@@ -290,11 +290,12 @@ int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t tim
 		sqlite3_bind_int64(ins, 3, t);
 		sqlite3_bind_int64(ins, 4, n);
 		sqlite3_bind_int64(ins, 5, total);
-		if (level == 1)
+		if (level)
 			sqlite3_bind_blob(ins, 6, e, (int)store_pts_entry(e, time - t, n, total),
 					  SQLITE_TRANSIENT);
 		else
 			sqlite3_bind_null(ins, 6);
+		sqlite3_bind_int(ins, 7, store_pts_cap(level));
 		int rc = sqlite3_step(ins);
 		sqlite3_reset(ins);
 		if (rc != SQLITE_DONE)
@@ -312,36 +313,11 @@ static size_t put_varint(uint8_t *b, uint64_t v)
 	return n;
 }
 
-static int get_varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
-{
-	*v = 0;
-	for (int sh = 0; sh < 64 && *pos < len; sh += 7) {
-		uint8_t c = b[(*pos)++];
-		*v |= (uint64_t)(c & 0x7f) << sh;
-		if (!(c & 0x80))
-			return 0;
-	}
-	return -EIO;
-}
-
 size_t store_pts_entry(uint8_t *buf, int64_t off, int64_t n, int64_t total)
 {
 	size_t k = put_varint(buf, (uint64_t)off);
 	k += put_varint(buf + k, (uint64_t)n);
 	return k + put_varint(buf + k, ((uint64_t)total << 1) ^ (uint64_t)(total >> 63));
-}
-
-int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int64_t *off, int64_t *n,
-		   int64_t *total)
-{
-	uint64_t a, b, c;
-	if (get_varint(in, len, pos, &a) < 0 || get_varint(in, len, pos, &b) < 0 ||
-	    get_varint(in, len, pos, &c) < 0)
-		return -EIO;
-	*off = (int64_t)a;
-	*n = (int64_t)b;
-	*total = (int64_t)((c >> 1) ^ (~(c & 1) + 1));
-	return 0;
 }
 
 /* Columns added since the first release of the schema, added to older databases. */
@@ -677,6 +653,7 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	s->use_rollups = true;
 	s->use_totals = true;
 	s->use_group_totals = true;
+	s->use_hour_lists = true;
 	s->use_span_index = true;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_rwlockattr_t ra;
@@ -726,6 +703,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 		r = load_series(s, err);
 	if (r == 0)
 		r = store_groups_open(s, err);
+	if (r == 0)
+		r = store_hour_lists_open(s, err);
 	if (r == 0)
 		r = store_db_open(s, &s->wdb, err);
 	if (r == 0)
@@ -781,6 +760,15 @@ void strobe_store_use_group_totals(strobe_store *s, bool on)
 		return; /* the embedded store's alone */
 	pthread_mutex_lock(&s->mu);
 	s->use_group_totals = on;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void strobe_store_use_hour_lists(strobe_store *s, bool on)
+{
+	if (s->be)
+		return; /* the embedded store's alone */
+	pthread_mutex_lock(&s->mu);
+	s->use_hour_lists = on;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -262,6 +262,10 @@ void strobe_store_use_totals(strobe_store *s, bool on);
  * per service at ingest (store/groups.c) unless this is off (then the series' totals; tests
  * compare both ways). The embedded store only. */
 void strobe_store_use_group_totals(strobe_store *s, bool on);
+/* Ranges read the hours' lists of points (store/hour_lists.c: one row per hour that a step
+ * cuts, instead of its minutes) unless this is off (then the minutes, as before them; tests
+ * compare both ways). The embedded store only. */
+void strobe_store_use_hour_lists(strobe_store *s, bool on);
 /* Queries that select span_id or trace_id read the span index (store/spans.c) unless this is
  * off (then they scan the window's points: tests and the benchmark compare both ways). */
 void strobe_store_use_span_index(strobe_store *s, bool on);
