@@ -104,7 +104,7 @@ $(B)/workloads/span_server: tests/workloads/span_server.c $(B)/libstrobe-sdk.a $
 	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -Isdk -pthread -o $@ $< $(B)/libstrobe-sdk.a -lm
 
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak
-all: $(B)/strobe $(PRELOAD_LIB) $(SDK_LIBS)
+all: $(B)/strobe $(B)/strobe-agent $(PRELOAD_LIB) $(SDK_LIBS)
 
 deps:
 	@bash scripts/deps.sh build
@@ -189,6 +189,16 @@ $(B)/layers.ok: $(LAYER_LIBS)
 
 $(B)/strobe: $(CLI_OBJ) $(LAYER_LIBS) $(B)/layers.ok
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LAYER_LIBS) $(LDLIBS)
+
+# strobe-agent (cli/lean/strobe_agent.c): `strobe agent` alone, linked with the agent's layers and
+# their libraries only (no store, server, SQLite), which `strobe agent` execs when it is next to it
+# (cli/agent_exec.c): the always-on agent then maps none of the server's pages (docs/agent.md).
+AGENT_PKGS   := libprotobuf-c zlib jansson libdw libelf libmicrohttpd libzstd libbpf libdeflate
+AGENT_LDLIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lzstd -lbpf -ldeflate) -liberty -ldl -lpthread -lm
+AGENT_OBJ    := $(B)/obj/cli/lean/strobe_agent.o $(B)/obj/cli/cmd_agent.o $(B)/obj/cli/common.o
+$(B)/strobe-agent: $(AGENT_OBJ) $(foreach l,agent symbolize net lib,$(B)/layer/$(l).a) $(B)/layers.ok
+	$(CC) $(CFLAGS) -o $@ $(AGENT_OBJ) $(foreach l,agent symbolize net lib,$(B)/layer/$(l).a) $(AGENT_LDLIBS)
+$(B)/obj/cli/agent_exec.o: CPPFLAGS += -DSTROBE_AGENT_EXE='"strobe-agent"'
 
 # ---- sanitized builds for tests ---------------------------------------------------------------
 $(B)/san/%.o: %.c $(GEN_HDR) $(HDRS)
