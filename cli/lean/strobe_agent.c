@@ -19,9 +19,7 @@
 int main(int argc, char **argv)
 {
 	/* called as `strobe-agent ARGS` or, from strobe, `strobe-agent agent ARGS` */
-	if (argc > 1 && strcmp(argv[1], "agent") == 0) {
-		argv[1] = argv[0];
-		return cmd_agent(argc - 1, argv + 1);
-	}
+	if (argc > 1 && strcmp(argv[1], "agent") == 0)
+		return cmd_agent(argc - 1, argv + 1); /* as strobe's table calls it */
 	return cmd_agent(argc, argv);
 }
