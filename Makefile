@@ -219,6 +219,9 @@ $(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a $(GE
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
 
+# agent/bpf_load.c's test loads the agent's own on-CPU object
+$(B)/test/test_bpf_load: $(B)/gen/oncpu.skel.h
+
 # agent/python_offsets.c's table checked against the installed CPython headers (python3-dev)
 $(B)/test/test_python_offsets: TESTCFLAGS += $(shell pkg-config --cflags-only-I python3 2>/dev/null)
 
