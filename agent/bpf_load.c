@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -345,4 +346,40 @@ int agent_bpf_attach_raw_tp(int prog_fd, const char *tp_name)
 		return -EBADF;
 	int fd = bpf_raw_tracepoint_open(tp_name, prog_fd);
 	return fd < 0 ? -errno : fd;
+}
+
+int agent_bpf_attach_tracepoint(int prog_fd, const char *category, const char *name, int *pfd,
+				int *link_fd)
+{
+	*pfd = *link_fd = -1;
+	static const char *const roots[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+	long id = -1;
+	int e = ENOENT;
+	for (size_t i = 0; i < 2 && id < 0; i++) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/events/%s/%s/id", roots[i], category, name);
+		FILE *f = fopen(path, "r");
+		if (!f) {
+			if (errno != ENOENT)
+				e = errno;
+			continue;
+		}
+		if (fscanf(f, "%ld", &id) != 1)
+			id = -1;
+		fclose(f);
+	}
+	if (id < 0)
+		return -e;
+	struct perf_event_attr a = {.type = PERF_TYPE_TRACEPOINT, .size = sizeof(a),
+				    .config = (__u64)id, .sample_period = 1, .wakeup_events = 1};
+	int fd = (int)syscall(SYS_perf_event_open, &a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = agent_bpf_attach_perf(prog_fd, fd, link_fd);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	*pfd = fd;
+	return 0;
 }

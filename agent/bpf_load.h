@@ -41,5 +41,10 @@ void agent_bpf_progs_close(agent_bpf_progs *progs);
 int agent_bpf_attach_perf(int prog_fd, int pfd, int *link_fd);
 /* Attaches a tp_btf (or raw_tp with its name) program: the link's fd, or -errno. */
 int agent_bpf_attach_raw_tp(int prog_fd, const char *tp_name);
+/* Attaches a tracepoint program to tracepoint CATEGORY:NAME (its id from tracefs) as libbpf
+ * does: a perf event of the tracepoint (*pfd) with the program on it (*link_fd: -1 where the
+ * ioctl attached it). Close both to detach. 0 or -errno (-ENOENT: no such tracepoint). */
+int agent_bpf_attach_tracepoint(int prog_fd, const char *category, const char *name, int *pfd,
+				int *link_fd);
 
 #endif
