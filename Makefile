@@ -104,7 +104,7 @@ $(B)/workloads/span_server: tests/workloads/span_server.c $(B)/libstrobe-sdk.a $
 	$(CC) -std=gnu17 -O1 -g -fno-omit-frame-pointer -Isdk -pthread -o $@ $< $(B)/libstrobe-sdk.a -lm
 
 .PHONY: all deps check-deps demo check unit golden e2e fuzz-smoke fuzz bench clean san-strobe workloads fixtures check-load fuzz-nightly soak
-all: $(B)/strobe $(PRELOAD_LIB) $(SDK_LIBS)
+all: $(B)/strobe $(B)/strobe-agent $(PRELOAD_LIB) $(SDK_LIBS)
 
 deps:
 	@bash scripts/deps.sh build
@@ -190,6 +190,16 @@ $(B)/layers.ok: $(LAYER_LIBS)
 $(B)/strobe: $(CLI_OBJ) $(LAYER_LIBS) $(B)/layers.ok
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(LAYER_LIBS) $(LDLIBS)
 
+# strobe-agent (cli/lean/strobe_agent.c): `strobe agent` alone, linked with the agent's layers and
+# their libraries only (no store, server, SQLite), which `strobe agent` execs when it is next to it
+# (cli/agent_exec.c): the always-on agent then maps none of the server's pages (docs/agent.md).
+AGENT_PKGS   := libprotobuf-c zlib jansson libdw libelf libmicrohttpd libzstd libbpf libdeflate
+AGENT_LDLIBS := $(shell pkg-config --libs $(AGENT_PKGS) 2>/dev/null || echo -lprotobuf-c -lz -ljansson -ldw -lelf -lmicrohttpd -lzstd -lbpf -ldeflate) -liberty -ldl -lpthread -lm
+AGENT_OBJ    := $(B)/obj/cli/lean/strobe_agent.o $(B)/obj/cli/cmd_agent.o $(B)/obj/cli/common.o
+$(B)/strobe-agent: $(AGENT_OBJ) $(foreach l,agent symbolize net lib,$(B)/layer/$(l).a) $(B)/layers.ok
+	$(CC) $(CFLAGS) -o $@ $(AGENT_OBJ) $(foreach l,agent symbolize net lib,$(B)/layer/$(l).a) $(AGENT_LDLIBS)
+$(B)/obj/cli/agent_exec.o: CPPFLAGS += -DSTROBE_AGENT_EXE='"strobe-agent"'
+
 # ---- sanitized builds for tests ---------------------------------------------------------------
 $(B)/san/%.o: %.c $(GEN_HDR) $(HDRS)
 	@mkdir -p $(dir $@)
@@ -208,6 +218,9 @@ san-strobe: $(B)/strobe-san
 $(B)/test/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(B)/libstrobe-san.a $(GEN_HDR)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(CPPFLAGS) $(TESTCFLAGS) -o $@ $< $(B)/libstrobe-san.a -lcmocka $(LDLIBS)
+
+# agent/bpf_load.c's test loads the agent's own on-CPU object
+$(B)/test/test_bpf_load: $(B)/gen/oncpu.skel.h
 
 # agent/python_offsets.c's table checked against the installed CPython headers (python3-dev)
 $(B)/test/test_python_offsets: TESTCFLAGS += $(shell pkg-config --cflags-only-I python3 2>/dev/null)

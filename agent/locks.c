@@ -26,6 +26,7 @@
 #include <linux/types.h>
 
 #include "bpf_drain.h"
+#include "bpf_load.h"
 #include "bpf_msg.h"
 #include "locks.h"
 #include "locks.skel.h"
@@ -45,7 +46,10 @@ struct strobe_locks {
 	struct strobe_lk_key *keys; /* scratch for one drain */
 	struct strobe_lk_val *vals; /* their values */
 	bool no_batch;              /* the kernel refused a batch operation: one by one */
-	struct bpf_link *opt_links[4]; /* futex_waitv, futex_wait where the kernel has them */
+	agent_bpf_progs progs;         /* its programs' fds (bpf_load.c: loaded by a child) */
+	int tp_pfd[6], tp_link[6];     /* futex, futex_waitv, futex_wait (enter, exit): the
+					* last four where the kernel has them (-1: not attached) */
+	int raw_link[2];               /* fork, exec (-1: not attached) */
 	strobe_otables *tables;
 	char tables_off[256];
 };
@@ -82,7 +86,7 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 				     l->skel->progs.futex_wait_exit};
 	for (size_t i = 0; i < 4; i++)
 		bpf_program__set_autoattach(opt[i], false);
-	return locks_bpf__load(l->skel);
+	return agent_bpf_load(l->skel->skeleton, &l->progs);
 }
 
 strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
@@ -102,6 +106,9 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	if (n < 64)
 		n = 64;
 	l->max_entries = n;
+	for (int i = 0; i < 6; i++)
+		l->tp_pfd[i] = l->tp_link[i] = -1;
+	l->raw_link[0] = l->raw_link[1] = -1;
 	l->keys = malloc(n * sizeof(*l->keys));
 	l->vals = malloc(n * sizeof(*l->vals));
 	int rc = l->keys && l->vals ? load(l, o, o->table_rows) : -ENOMEM;
@@ -109,6 +116,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(l->tables_off, sizeof(l->tables_off), "%s%s%s", strerror(-rc),
 			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+		agent_bpf_progs_close(&l->progs);
 		locks_bpf__destroy(l->skel);
 		l->skel = NULL;
 		agent_bpf_msg()[0] = 0;
@@ -173,39 +181,56 @@ int strobe_locks_add_pid(strobe_locks *l, pid_t pid)
 
 int strobe_locks_attach(strobe_locks *l, strobe_err *err)
 {
-	if (l->skel->links.futex_enter)
+	if (l->tp_pfd[0] >= 0)
 		return 0;
-	agent_bpf_msg()[0] = 0;
-	int rc = locks_bpf__attach(l->skel);
+	/* exit before entry in each pair: an entry without its exit would leave waits open */
+	static const char *const tp[6] = {"sys_exit_futex",       "sys_enter_futex",
+					  "sys_exit_futex_waitv", "sys_enter_futex_waitv",
+					  "sys_exit_futex_wait",  "sys_enter_futex_wait"};
+	const struct bpf_program *p[6] = {
+		l->skel->progs.futex_exit,       l->skel->progs.futex_enter,
+		l->skel->progs.futex_waitv_exit, l->skel->progs.futex_waitv_enter,
+		l->skel->progs.futex_wait_exit,  l->skel->progs.futex_wait_enter};
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++)
+		rc = agent_bpf_attach_tracepoint(agent_bpf_prog_fd(&l->progs, p[i]), "syscalls",
+						 tp[i], &l->tp_pfd[i], &l->tp_link[i]);
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const struct bpf_program *r = i ? l->skel->progs.on_exec : l->skel->progs.on_fork;
+		l->raw_link[i] = agent_bpf_attach_raw_tp(agent_bpf_prog_fd(&l->progs, r), NULL);
+		if (l->raw_link[i] < 0)
+			rc = l->raw_link[i];
+	}
 	if (rc < 0) {
 		strobe_locks_detach(l);
 		return strobe_errf(err, rc, "cannot attach the eBPF futex-wait program to "
-				   "syscalls:sys_enter_futex: %s%s%s", strerror(-rc),
-				   agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+				   "syscalls:sys_enter_futex: %s", strerror(-rc));
 	}
-	struct bpf_program *opt[] = {l->skel->progs.futex_waitv_enter,
-				     l->skel->progs.futex_waitv_exit,
-				     l->skel->progs.futex_wait_enter,
-				     l->skel->progs.futex_wait_exit};
-	/* in pairs: an entry without its exit would leave waits open */
-	for (size_t i = 0; i < 4; i += 2) {
-		l->opt_links[i] = bpf_program__attach(opt[i + 1]);
-		l->opt_links[i + 1] = l->opt_links[i] ? bpf_program__attach(opt[i]) : NULL;
+	/* the futex2 calls where the kernel has them (a kernel without them is fine) */
+	for (int i = 2; i < 6; i += 2) {
+		if (agent_bpf_attach_tracepoint(agent_bpf_prog_fd(&l->progs, p[i]), "syscalls",
+						tp[i], &l->tp_pfd[i], &l->tp_link[i]) == 0)
+			agent_bpf_attach_tracepoint(agent_bpf_prog_fd(&l->progs, p[i + 1]),
+						    "syscalls", tp[i + 1], &l->tp_pfd[i + 1],
+						    &l->tp_link[i + 1]);
 	}
-	agent_bpf_msg()[0] = 0; /* (a kernel without the futex2 calls is fine) */
 	return 0;
 }
 
 void strobe_locks_detach(strobe_locks *l)
 {
-	for (size_t i = 0; i < 4; i++) {
-		bpf_link__destroy(l->opt_links[i]);
-		l->opt_links[i] = NULL;
+	for (int i = 0; i < 6; i++) {
+		if (l->tp_link[i] >= 0)
+			close(l->tp_link[i]);
+		if (l->tp_pfd[i] >= 0)
+			close(l->tp_pfd[i]);
+		l->tp_link[i] = l->tp_pfd[i] = -1;
 	}
-	locks_bpf__detach(l->skel);
-	/* the skeleton's detach destroys the links but leaves the pointers */
-	l->skel->links.futex_enter = l->skel->links.futex_exit = NULL;
-	l->skel->links.on_fork = l->skel->links.on_exec = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (l->raw_link[i] >= 0)
+			close(l->raw_link[i]);
+		l->raw_link[i] = -1;
+	}
 }
 
 int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
@@ -273,8 +298,8 @@ void strobe_locks_close(strobe_locks *l)
 	if (!l)
 		return;
 	otables_free(l->tables); /* first: its thread uses the maps */
-	for (size_t i = 0; i < 4; i++)
-		bpf_link__destroy(l->opt_links[i]);
+	strobe_locks_detach(l);
+	agent_bpf_progs_close(&l->progs);
 	locks_bpf__destroy(l->skel);
 	free(l->keys);
 	free(l->vals);

@@ -30,6 +30,7 @@
 
 #include "strobe/offcpu.h"
 #include "bpf_drain.h"
+#include "bpf_load.h"
 #include "sampler_ext.h"
 #include "bpf_msg.h"
 #include "offcpu.h"
@@ -47,8 +48,10 @@ typedef struct saved_stack {
 
 struct strobe_offcpu {
 	struct offcpu_bpf *skel;
+	agent_bpf_progs progs;       /* its programs' fds (bpf_load.c: loaded by a child) */
+	int links[3];                /* sched_switch, fork, exec attached (-1: not) */
 	int fd_counts, fd_stacks[2];
-	struct bpf_link *threads;    /* the task iterator off_threads (see collect) */
+	int threads;                 /* the task iterator off_threads' link (see collect; -1) */
 	uint32_t max_entries;
 	int ncpus;                   /* possible CPUs: the per-CPU counters' width */
 	uint64_t sched_lo, sched_hi; /* __schedule's addresses, from /proc/kallsyms (0: unknown) */
@@ -116,18 +119,19 @@ static void rewalk(void *ctx, uint32_t tgid)
 	union bpf_iter_link_info li;
 	memset(&li, 0, sizeof(li));
 	li.task.pid = tgid;
-	LIBBPF_OPTS(bpf_iter_attach_opts, io, .link_info = &li, .link_info_len = sizeof(li));
-	struct bpf_link *l = bpf_program__attach_iter(b->skel->progs.rewalk, &io);
-	if (!l)
+	LIBBPF_OPTS(bpf_link_create_opts, lo, .iter_info = &li, .iter_info_len = sizeof(li));
+	int l = bpf_link_create(agent_bpf_prog_fd(&b->progs, b->skel->progs.rewalk), 0,
+				BPF_TRACE_ITER, &lo);
+	if (l < 0)
 		return;
-	int fd = bpf_iter_create(bpf_link__fd(l));
+	int fd = bpf_iter_create(l);
 	if (fd >= 0) {
 		char buf[64];
 		while (read(fd, buf, sizeof(buf)) > 0) /* it writes nothing: runs to the end */
 			;
 		close(fd);
 	}
-	bpf_link__destroy(l);
+	close(l);
 }
 
 /* Opens and loads the programs, with the table walk when table_rows > 0. 0 or -errno. */
@@ -153,7 +157,7 @@ static int load(strobe_offcpu *b, const strobe_offcpu_opts *o, uint32_t table_ro
 	bpf_program__set_autoattach(b->skel->progs.rewalk, false);
 	if (!table_rows)
 		bpf_program__set_autoload(b->skel->progs.rewalk, false);
-	return offcpu_bpf__load(b->skel);
+	return agent_bpf_load(b->skel->skeleton, &b->progs);
 }
 
 strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
@@ -173,6 +177,7 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	if (n < 64)
 		n = 64;
 	b->max_entries = n;
+	b->threads = b->links[0] = b->links[1] = b->links[2] = -1;
 	b->keys = malloc(n * sizeof(*b->keys));
 	b->vals = malloc(n * sizeof(*b->vals));
 	int rc = b->keys && b->vals ? load(b, o, o->table_rows) : -ENOMEM;
@@ -181,14 +186,16 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 		 * iterators, bpf_copy_from_user_task): without it, frame pointers only. */
 		snprintf(b->tables_off, sizeof(b->tables_off), "%s%s%s", strerror(-rc),
 			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+		agent_bpf_progs_close(&b->progs);
 		offcpu_bpf__destroy(b->skel);
 		b->skel = NULL;
 		agent_bpf_msg()[0] = 0;
 		rc = load(b, o, 0);
 	}
 	if (rc == 0) {
-		b->threads = bpf_program__attach_iter(b->skel->progs.off_threads, NULL);
-		if (!b->threads)
+		b->threads = bpf_link_create(agent_bpf_prog_fd(&b->progs, b->skel->progs.off_threads),
+					     0, BPF_TRACE_ITER, NULL);
+		if (b->threads < 0)
 			rc = -errno;
 	}
 	if (rc < 0) {
@@ -241,24 +248,29 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 
 int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err)
 {
-	if (b->skel->links.on_switch)
+	if (b->links[0] >= 0)
 		return 0;
-	agent_bpf_msg()[0] = 0;
-	int rc = offcpu_bpf__attach(b->skel);
-	if (rc < 0) {
-		offcpu_bpf__detach(b->skel);
-		return strobe_errf(err, rc, "cannot attach the eBPF off-CPU programs to sched_switch: "
-				   "%s%s%s", strerror(-rc), agent_bpf_msg()[0] ? ": " : "",
-				   agent_bpf_msg());
+	const struct bpf_program *p[3] = {b->skel->progs.on_switch, b->skel->progs.on_fork,
+					  b->skel->progs.on_exec};
+	for (int i = 0; i < 3; i++) {
+		b->links[i] = agent_bpf_attach_raw_tp(agent_bpf_prog_fd(&b->progs, p[i]), NULL);
+		if (b->links[i] < 0) {
+			int rc = b->links[i];
+			strobe_offcpu_detach(b);
+			return strobe_errf(err, rc, "cannot attach the eBPF off-CPU programs to "
+					   "sched_switch: %s", strerror(-rc));
+		}
 	}
 	return 0;
 }
 
 void strobe_offcpu_detach(strobe_offcpu *b)
 {
-	offcpu_bpf__detach(b->skel);
-	/* the skeleton's detach destroys the links but leaves the pointers */
-	b->skel->links.on_switch = b->skel->links.on_fork = b->skel->links.on_exec = NULL;
+	for (int i = 0; i < 3; i++) {
+		if (b->links[i] >= 0)
+			close(b->links[i]);
+		b->links[i] = -1;
+	}
 }
 
 
@@ -362,7 +374,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	 * the switch-out records of all threads off CPU, from the task iterator. */
 	saved_stack *nv = NULL;
 	size_t nn = 0, cap = 0;
-	int it = bpf_iter_create(bpf_link__fd(b->threads));
+	int it = bpf_iter_create(b->threads);
 	if (it < 0)
 		rc = -errno;
 	struct strobe_ob_start recs[256];
@@ -453,7 +465,10 @@ void strobe_offcpu_close(strobe_offcpu *b)
 	if (!b)
 		return;
 	otables_free(b->tables); /* first: its thread uses the maps and programs */
-	bpf_link__destroy(b->threads);
+	strobe_offcpu_detach(b);
+	if (b->threads >= 0)
+		close(b->threads);
+	agent_bpf_progs_close(&b->progs);
 	offcpu_bpf__destroy(b->skel);
 	free_saved(b->saved, b->nsaved);
 	free(b->keys);

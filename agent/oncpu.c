@@ -47,6 +47,7 @@
 #include <linux/types.h>
 
 #include "bpf_drain.h"
+#include "bpf_load.h"
 #include "bpf_msg.h"
 #include "offcpu_tables.h"
 #include "oncpu.h"
@@ -75,6 +76,8 @@ typedef struct tls_seen {
 
 struct strobe_oncpu {
 	struct oncpu_bpf *skel;
+	agent_bpf_progs progs;      /* its programs' fds (bpf_load.c: loaded by a child) */
+	int fork_link, exec_link;   /* the fork and exec programs attached (-1: not) */
 	int fd_counts[2], fd_stacks[2];
 	int sync_fd, sync_inner;    /* see the top of this file */
 	uint32_t max_entries, stack_entries;
@@ -82,7 +85,7 @@ struct strobe_oncpu {
 	unsigned freq;              /* attached at (0: detached) */
 	int64_t period_ns;
 	int *pfds;                  /* one cpu-clock event per online CPU (-1: none) */
-	struct bpf_link **links;
+	int *links;                 /* their BPF links (-1: attached by the event's ioctl) */
 	int nev;
 	uint64_t entries, drains, collected;
 	struct strobe_oc_key *keys; /* scratch for one drain */
@@ -196,7 +199,7 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 		bpf_map__set_max_entries(b->skel->maps.targets, o->npids * 2);
 	/* the sampling program is attached to the perf events by strobe_oncpu_attach */
 	bpf_program__set_autoattach(b->skel->progs.on_sample, false);
-	return oncpu_bpf__load(b->skel);
+	return agent_bpf_load(b->skel->skeleton, &b->progs);
 }
 
 #define PY_MERGED STROBE_STACK_FRAMES /* frames of a merged stack (the sampler's cap) */
@@ -238,6 +241,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		return NULL;
 	}
 	b->sync_fd = b->sync_inner = -1;
+	b->fork_link = b->exec_link = -1;
 	pthread_mutex_init(&b->py_mu, NULL);
 	int ncpu = strobe_cpu_count();
 	uint64_t want = o->max_entries;
@@ -265,6 +269,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		/* without the table walk's kernel features: frame pointers only */
 		snprintf(b->tables_off, sizeof(b->tables_off), "%s%s%s", strerror(-rc),
 			 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+		agent_bpf_progs_close(&b->progs);
 		oncpu_bpf__destroy(b->skel);
 		b->skel = NULL;
 		agent_bpf_msg()[0] = 0;
@@ -373,7 +378,7 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 	strobe_oncpu_detach(b);
 	int ncpu = strobe_cpu_count();
 	b->pfds = malloc((size_t)ncpu * sizeof(*b->pfds));
-	b->links = calloc((size_t)ncpu, sizeof(*b->links));
+	b->links = malloc((size_t)ncpu * sizeof(*b->links));
 	if (!b->pfds || !b->links) {
 		strobe_oncpu_detach(b);
 		return strobe_errf(err, -ENOMEM, "out of memory");
@@ -397,16 +402,24 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 			break;
 		}
 		b->pfds[b->nev] = fd;
-		b->links[b->nev] = bpf_program__attach_perf_event(b->skel->progs.on_sample, fd);
+		int arc = agent_bpf_attach_perf(agent_bpf_prog_fd(&b->progs, b->skel->progs.on_sample),
+						fd, &b->links[b->nev]);
 		b->nev++;
-		if (!b->links[b->nev - 1])
-			rc = strobe_errf(err, -errno, "cannot attach the eBPF on-CPU program to the "
-					 "cpu-clock event of CPU %d: %s%s%s", c, strerror(errno),
-					 agent_bpf_msg()[0] ? ": " : "", agent_bpf_msg());
+		if (arc < 0)
+			rc = strobe_errf(err, arc, "cannot attach the eBPF on-CPU program to the "
+					 "cpu-clock event of CPU %d: %s", c, strerror(-arc));
 	}
-	if (rc == 0 && !b->skel->links.on_fork && oncpu_bpf__attach(b->skel) < 0)
-		rc = strobe_errf(err, -errno, "cannot attach the eBPF on-CPU program's fork and exec "
-				 "programs: %s", strerror(errno));
+	if (rc == 0 && b->fork_link < 0) {
+		b->fork_link = agent_bpf_attach_raw_tp(
+			agent_bpf_prog_fd(&b->progs, b->skel->progs.on_fork), NULL);
+		b->exec_link = b->fork_link < 0 ? b->fork_link
+						: agent_bpf_attach_raw_tp(agent_bpf_prog_fd(
+							  &b->progs, b->skel->progs.on_exec), NULL);
+		int arc = b->fork_link < 0 ? b->fork_link : b->exec_link;
+		if (arc < 0)
+			rc = strobe_errf(err, arc, "cannot attach the eBPF on-CPU program's fork and "
+					 "exec programs: %s", strerror(-arc));
+	}
 	if (rc < 0) {
 		strobe_oncpu_detach(b);
 		return rc;
@@ -419,9 +432,9 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 void strobe_oncpu_detach(strobe_oncpu *b)
 {
 	for (int i = 0; i < b->nev; i++) {
-		bpf_link__destroy(b->links[i]); /* (closes the event's fd with it) */
-		if (!b->links[i])
-			close(b->pfds[i]);
+		if (b->links[i] >= 0)
+			close(b->links[i]);
+		close(b->pfds[i]); /* (detaches the program where the ioctl attached it) */
 	}
 	free(b->links);
 	free(b->pfds);
@@ -429,9 +442,11 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 	b->pfds = NULL;
 	b->nev = 0;
 	b->freq = 0;
-	oncpu_bpf__detach(b->skel);
-	/* the skeleton's detach destroys the links but leaves the pointers */
-	b->skel->links.on_fork = b->skel->links.on_exec = NULL;
+	if (b->fork_link >= 0)
+		close(b->fork_link);
+	if (b->exec_link >= 0)
+		close(b->exec_link);
+	b->fork_link = b->exec_link = -1;
 }
 
 static uint32_t stack_of(strobe_oncpu *b, int fd, uint64_t id, uint64_t *ips)
@@ -568,6 +583,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	otables_free(b->tables); /* first: its thread uses the maps */
 	if (b->skel)
 		strobe_oncpu_detach(b);
+	agent_bpf_progs_close(&b->progs);
 	oncpu_bpf__destroy(b->skel);
 	if (b->sync_fd >= 0)
 		close(b->sync_fd);

@@ -4,7 +4,9 @@
 # starts 200 niced `cpu_work -t 1`, then `strobe agent -F 19 -i 5 --max-cpu 100 --symbolize MODE`
 # pushing to one `strobe server` on loopback, and reads after RSS_SECONDS the agent's peak RSS
 # (VmHWM), its RSS at the end split into anonymous and file-backed pages (/proc/PID/smaps), and
-# its CPU ticks (utime + stime, /proc/PID/stat). Builds and modes alternate within a round, and
+# its CPU ticks (utime + stime, and the children's it waited for: its eBPF loader process,
+# cutime + cstime; /proc/PID/stat). A build whose strobe-agent lies beside it runs that (strobe
+# agent execs it: the same pid). Builds and modes alternate within a round, and
 # the order of the builds flips from round to round, so that drift in a shared machine's load
 # falls on all alike. Prints a markdown table, one row per run, and the load average at each.
 #
@@ -16,6 +18,7 @@
 #   bench/agent_rss.sh [BIN...]          (default: build/strobe)
 #   RSS_SECONDS=20 ROUNDS=2 MODES="server none local" TARGETED=0 (defaults)
 #   STROBE_MALLOC_STATS=1: each agent prints glibc's per-arena view to its log when it ends
+#   STROBE_AGENT_IN_STROBE=1: a build's agent runs in strobe itself, not in its strobe-agent
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -25,15 +28,14 @@ secs=${RSS_SECONDS:-20} rounds=${ROUNDS:-2} modes=${MODES:-server none local}
 targeted=${TARGETED:-0}
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=("$root/build/strobe")
-for b in "${bins[@]}" "$root/build/strobe" "$cpu_work"; do
-  [ -x "$b" ] || { note "missing $b: run make all bench"; exit 2; }
-done
+need_bins "${bins[@]}" "$root/build/strobe" "$cpu_work"
 if [ "$(id -u)" -ne 0 ]; then note "SKIP agent RSS: needs root (perf_event)"; exit 0; fi
 work=$(mktemp -d /tmp/strobe-agent-rss.XXXXXX)
 spid= apid=
 bg=()
 cleanup() {
-  for p in $apid $spid "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in $apid "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
+  server_stop
   wait 2>/dev/null || true
   rm -rf "$work"
 }
@@ -41,7 +43,7 @@ trap cleanup EXIT
 
 BENCH_SERVER_BIN="$root/build/strobe" server_start "$work/data" "$work/server.log"
 
-# one BIN MODE: prints "hwm_kb end_kb anon_kb file_kb ticks load1"
+# one BIN MODE: prints "hwm_kb end_kb anon_kb file_kb ticks child_ticks load1"
 one() {
   local bin=$1 mode=$2 i target=()
   bg=()
@@ -57,20 +59,21 @@ one() {
   "$bin" agent --server "$url" --log-level warn -F 19 -i 5 --max-cpu 100 "${target[@]}" \
     --symbolize "$mode" 2>>"$work/agent.log" & apid=$!
   sleep "$secs"
-  local hwm end ticks anon
+  local hwm end ticks kids anon
   hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$apid/status")
   end=$(awk '/^VmRSS:/ {print $2}' "/proc/$apid/status")
   anon=$(awk '/^Anonymous:/ {a += $2} END {print a + 0}' "/proc/$apid/smaps")
   ticks=$(awk '{print $14 + $15}' "/proc/$apid/stat")
+  kids=$(awk '{print $16 + $17}' "/proc/$apid/stat")
   kill -TERM "$apid"; wait "$apid" || true; apid=
   for p in "${bg[@]}"; do kill "$p" 2>/dev/null || true; done
   wait "${bg[@]}" 2>/dev/null || true
   bg=()
-  echo "$hwm $end $anon $((end - anon)) $ticks $(cut -d' ' -f1 /proc/loadavg)"
+  echo "$hwm $end $anon $((end - anon)) $ticks $kids $(cut -d' ' -f1 /proc/loadavg)"
 }
 
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-echo "| round | build | mode | peak RSS (VmHWM) | RSS at the end | anonymous / file-backed | CPU ticks (10 ms) | load average |"
+echo "| round | build | mode | peak RSS (VmHWM) | RSS at the end | anonymous / file-backed | CPU ticks (10 ms): agent + its children | load average |"
 echo "|---|---|---|---|---|---|---|---|"
 n=${#bins[@]}
 for ((r = 1; r <= rounds; r++)); do
@@ -78,9 +81,9 @@ for ((r = 1; r <= rounds; r++)); do
     for ((j = 0; j < n; j++)); do
       # builds in order in odd rounds, reversed in even ones
       if ((r % 2)); then b=${bins[j]}; else b=${bins[n - 1 - j]}; fi
-      read -r h e a f t l < <(one "$b" "$mode")
-      note "round $r $b $mode: peak $h KB, end $e KB (anon $a, file $f), $t ticks, load $l"
-      echo "| $r | \`$(basename "$b")\` | $mode | $(mb "$h") MB | $(mb "$e") MB | $(mb "$a") / $(mb "$f") MB | $t | $l |"
+      read -r h e a f t k l < <(one "$b" "$mode")
+      note "round $r $b $mode: peak $h KB, end $e KB (anon $a, file $f), $t + $k ticks, load $l"
+      echo "| $r | \`$(basename "$b")\` | $mode | $(mb "$h") MB | $(mb "$e") MB | $(mb "$a") / $(mb "$f") MB | $t + $k | $l |"
     done
   done
 done

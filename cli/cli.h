@@ -33,6 +33,9 @@ int cmd_regressions(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_pgo(int argc, char **argv);
+/* `strobe agent`: execs the lean strobe-agent next to this executable (agent_exec.c); returns
+ * only where there is none or it cannot run (said on stderr). */
+void cli_exec_lean_agent(char **argv);
 
 /* record -e lock (record_lock.c): the futex-wait program loaded for record's targets (NULL
  * after saying why), then attached (-errno after saying why), its sums moved into the sampler,

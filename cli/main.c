@@ -62,6 +62,8 @@ int main(int argc, char **argv)
 		printf("strobe %s\n", STROBE_VERSION);
 		return 0;
 	}
+	if (strcmp(argv[1], "agent") == 0)
+		cli_exec_lean_agent(argv); /* returns only where it cannot: the agent runs here */
 	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
 		if (strcmp(argv[1], commands[i].name) == 0)
 			return commands[i].run(argc - 1, argv + 1);
