@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 strobe=$root/build/strobe
 src=$root/${PGO_SRC:-bench/pgo_kernels.c}
-case $src in *pgo_vm.c) scale=${PGO_SCALE:-60} ;; *) scale=${PGO_SCALE:-20} ;; esac
+case $src in *pgo_vm.c) scale=${PGO_SCALE:-60} ;; *) scale=${PGO_SCALE:-200} ;; esac
 for d in /usr/lib/llvm-16/bin /usr/lib/llvm-15/bin; do [ -d $d ] && PATH=$PATH:$d; done
 note() { echo "bench/pgo: $*" >&2; }
 w=${PGO_KEEP:-$(mktemp -d /tmp/strobe-pgo.XXXXXX)}
@@ -34,13 +34,18 @@ mkdir -p "$w"
 [ -n "${PGO_KEEP:-}" ] || trap 'rm -rf "$w"' EXIT
 cd "$w"
 # non-PIE: llvm-bolt 16 cannot rewrite a PIC jump table ("failed to post-process indirect
-# branches"); --emit-relocs lets it move functions
+# branches"); --emit-relocs lets it move functions. perf record --no-buildid: Debian 12's perf 6.1
+# aborted now and then collecting build IDs ("stack smashing detected"); perf2bolt matches by name
 flags=(-O2 -g -fno-pie -no-pie -Wl,--emit-relocs)
 dip=(-fdebug-info-for-profiling)
 clang "${flags[@]}" -o plain "$src"
 clang "${flags[@]}" "${dip[@]}" -o dip "$src"
 names=(plain dip) notes=()
-record() { "$strobe" record -q -F 999 -o "$2" -- ./"$1" "$scale" >/dev/null 2>>rec.err || { cat rec.err >&2; exit 1; }; }
+# Training runs: 3x the timed size at -F 4999, ~15-20k samples (at -F 999 and 1x, ~1000 samples
+# left most branches of the lexer with a handful of counts each, and the builds varied by +-25 %
+# on that kernel from one profile to the next)
+tscale=$((scale * ${PGO_TRAIN_X:-3}))
+record() { "$strobe" record -q -F 4999 -o "$2" -- ./"$1" "$tscale" >/dev/null 2>>rec.err || { cat rec.err >&2; exit 1; }; }
 
 record plain train.pb.gz
 "$strobe" pgo autofdo -o strobe.afdo train.pb.gz 2>>notes.txt
@@ -61,11 +66,11 @@ if command -v llvm-bolt >/dev/null; then
   llvm-bolt afdo_dip -o afdo_bolt -data=strobe2.fdata "${bolt_opts[@]}" >bolt2.log 2>&1
   names+=(afdo_bolt)
   if command -v perf >/dev/null && command -v perf2bolt >/dev/null &&
-     perf record -q -F 999 -e cpu-clock -o perf.data -- ./plain "$scale" >/dev/null 2>perf.err &&
+     perf record -q -F 4999 -e cpu-clock --no-buildid -o perf.data -- ./plain "$tscale" >/dev/null 2>perf.err &&
      perf2bolt -nl -p perf.data -o perf.fdata plain >p2b.log 2>&1 &&
      llvm-bolt plain -o perf_bolt -data=perf.fdata "${bolt_opts[@]}" >bolt3.log 2>&1; then
     names+=(perf_bolt)
-  else notes+=("perf record + perf2bolt -nl failed here: $(tail -1 perf.err p2b.log 2>/dev/null | tr '\n' ' ' | cut -c1-200)"); fi
+  else notes+=("perf record + perf2bolt -nl failed here: $(tail -q -n1 perf.err p2b.log 2>/dev/null | tr '\n' ' ' | cut -c1-200 || true)"); fi
 else notes+=("llvm-bolt is not installed (bolt-16): no BOLT rows"); fi
 if command -v create_llvm_prof >/dev/null && [ -s perf.data ]; then
   create_llvm_prof --binary=plain --profile=perf.data --out=perf.afdo --format=text --use_lbr=false >cl.log 2>&1 || true
@@ -77,7 +82,7 @@ else notes+=("create_llvm_prof is not installed (Debian: autofdo)"); fi
 
 {
   echo "$(basename "$src") at scale $scale, clang $(clang --version | sed -n 's/.*version \([0-9.]*\).*/\1/p;q'), $(llvm-bolt --version 2>/dev/null | sed -n 's/.*LLVM version \([0-9.]*\).*/BOLT \1/p' | head -1);"
-  echo "profiles: \`strobe record -F 999\` of one run at the same scale;"
+  echo "profiles: \`strobe record -F 4999\` of one run at scale $tscale;"
   echo "plain's: $(grep -h 'autofdo' notes.txt | head -1 | sed 's/.*(\(.*\))/\1/'); $(grep -h 'line 0' notes.txt | head -1 | sed 's/^strobe pgo: //')"
   echo "dip's: $(grep -h 'autofdo' notes_dip.txt | head -1 | sed 's/.*(\(.*\))/\1/'); $(grep -h 'line 0' notes_dip.txt | head -1 | sed 's/^strobe pgo: //')"
   grep -h 'non-empty execution profile' bolt.log 2>/dev/null | sed 's/^/- strobe fdata: /'

@@ -261,7 +261,8 @@ static NOINLINE uint64_t huff_pack(const token *t, size_t nt, const uint8_t *len
 static uint64_t kernel_lz(int scale)
 {
 	size_t n = (size_t)scale * 36000;
-	uint8_t *buf = calloc(1, n + 16), *packed = malloc(4 * n + 64); /* zeros past the text: hash3 reads 2 bytes on */
+	/* zeros past the text: hash3 reads up to 2 bytes beyond it */
+	uint8_t *buf = calloc(1, n + 16), *packed = malloc(4 * n + 64);
 	token *tok = malloc((n + 1) * sizeof(*tok));
 	int32_t *head = malloc(sizeof(int32_t) << HBITS), *prev = malloc(sizeof(int32_t) * WIN);
 	if (!buf || !packed || !tok || !head || !prev)

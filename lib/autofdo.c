@@ -177,7 +177,8 @@ static int chain(afdo *a, const strobe_location *l, int64_t v, uint32_t *rec, ui
 	}
 }
 
-typedef struct ent { uint32_t off, disc, kind, id; const char *name; } ent; /* kind 0 body, 1 inline */
+/* kind 0 body, 1 inline */
+typedef struct ent { uint32_t off, disc, kind, id; const char *name; } ent;
 
 static int cmp_ent(const void *x, const void *y)
 {

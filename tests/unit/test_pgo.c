@@ -18,6 +18,7 @@
 
 #include "strobe/codec.h"
 #include "strobe/pgo.h"
+#include "strobe/pprof_view.h"
 
 static uint32_t fn(strobe_profile *p, const char *name, const char *sys, int64_t start)
 {
@@ -145,6 +146,46 @@ static void autofdo_discriminators(void **state)
 	strobe_profile_free(p);
 }
 
+/* The discriminator survives pprof (strobe's Line field 100): the encoder writes it, and the
+ * decoder, the view's own reader and protobuf-c's unpacking all read it back. */
+static void pprof_discriminator(void **state)
+{
+	(void)state;
+	strobe_profile *p = strobe_profile_new();
+	assert_int_equal(strobe_profile_add_type(p, "samples", "count"), 0);
+	uint32_t m = strobe_mapping_intern(p, &(strobe_mapping){.start = 0x400000, .limit = 0x500000});
+	strobe_line ln[2] = {{.function = fn(p, "helper", NULL, 50), .line = 52, .discriminator = 98826},
+			     {.function = fn(p, "work()", "_Z4workv", 10), .line = 12, .discriminator = 4}};
+	uint32_t l = strobe_location_intern(p, m, 0x401030, ln, 2, false);
+	int64_t v = 3;
+	assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, 0, l), 0, &v), 0);
+	uint8_t *gz = NULL, *raw = NULL;
+	size_t gzlen = 0, rawlen = 0;
+	assert_int_equal(strobe_pprof_encode(p, &gz, &gzlen), 0);
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_gunzip(gz, gzlen, &raw, &rawlen, &err), 0);
+	strobe_profile *q = NULL;
+	assert_int_equal(strobe_pprof_decode(raw, rawlen, "x", &q, &err), 0);
+	const strobe_location *lq = strobe_location_get(q, 1);
+	assert_int_equal(lq->nline, 2);
+	assert_int_equal(lq->line[0].discriminator, 98826);
+	assert_int_equal(lq->line[1].discriminator, 4);
+	for (int pbc = 0; pbc < 2; pbc++) {
+		strobe_pprof_view *vw = NULL;
+		assert_int_equal((pbc ? strobe_pprof_view_open_pbc : strobe_pprof_view_open)(raw, rawlen,
+											    &vw),
+				 0);
+		assert_int_equal(vw->nloc, 1);
+		assert_int_equal(vw->lines[0].discriminator, 98826);
+		assert_int_equal(vw->lines[1].discriminator, 4);
+		strobe_pprof_view_free(vw);
+	}
+	free(gz);
+	free(raw);
+	strobe_profile_free(q);
+	strobe_profile_free(p);
+}
+
 static void refusals(void **state)
 {
 	(void)state;
@@ -259,6 +300,7 @@ int main(void)
 		cmocka_unit_test(autofdo_text),
 		cmocka_unit_test(base_discriminator),
 		cmocka_unit_test(autofdo_discriminators),
+		cmocka_unit_test(pprof_discriminator),
 		cmocka_unit_test(refusals),
 		cmocka_unit_test(go_profile),
 		cmocka_unit_test(bolt_fdata),
