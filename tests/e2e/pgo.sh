@@ -199,6 +199,15 @@ else fail $name/server-cli "$(errof cli.err)"; fi
 c=$(get go srv.pgo)
 if [ "$c" = 200 ] && go tool pprof -raw srv.pgo 2>/dev/null | grep -q 'vm_run .* s=[1-9]'; then ok $name/server-go "200, decoded, vm_run with its start line"
 else fail $name/server-go "$c $(head -c 200 srv.pgo)"; fi
+# discriminators through the server: pprof ingest, the store's location blobs, the merge
+if [ -s vmd.pb.gz ]; then
+	"$STROBE" push --server "$url" --service vmd vmd.pb.gz >push2.out 2>&1 || fail $name/push "$(errof push2.out)"
+	c=$(curl -s -o srvd.afdo -w '%{http_code}' -G "$url/api/v1/pgo" -d format=autofdo -d from=now-1h \
+		--data-urlencode 'query=process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="vmd"}')
+	nsd=$(grep -cE '^ +[0-9]+\.[0-9]+: ' srvd.afdo)
+	if [ "$c" = 200 ] && [ "$nsd" -gt 0 ]; then ok $name/server-discriminators "200, $nsd discriminated lines (the file's: $nd)"
+	else fail $name/server-discriminators "$c, $nsd discriminated lines: $(head -c 200 srvd.afdo)"; fi
+fi
 c=$(get autofdo empty.txt -d from=now-3h -d to=now-2h)
 if [ "$c" = 404 ] && grep -q 'no samples' empty.txt; then ok $name/server-empty "404: $(head -c 120 empty.txt)"
 else fail $name/server-empty "$c $(head -c 200 empty.txt)"; fi
