@@ -183,6 +183,7 @@ static uint32_t location_of(builder *b, const strobe_frame_key *k, uint32_t mapp
 		f.filename = str(b->p, b->fr[i].file);
 		f.start_line = b->fr[i].start_line;
 		lines[i] = (strobe_line){.function = strobe_function_intern(b->p, &f),
+					 .discriminator = b->fr[i].discriminator,
 					 .line = b->fr[i].line,
 					 .column = b->fr[i].column};
 	}

@@ -199,6 +199,12 @@ int cmd_pgo(int argc, char **argv)
 										       : "addresses",
 				st.total ? 100.0 * (double)st.used / (double)st.total : 0.0,
 				(long long)st.total);
+		if (!server && f == STROBE_PGO_AUTOFDO)
+			fprintf(stderr,
+				"strobe pgo: %.1f%% of the samples were on line 0 (compiler-made code, "
+				"left out); %.1f%% on lines with a discriminator\n",
+				st.total ? 100.0 * (double)st.line0 / (double)st.total : 0.0,
+				st.total ? 100.0 * (double)st.discriminated / (double)st.total : 0.0);
 	}
 	return 0;
 }

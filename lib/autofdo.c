@@ -14,13 +14,16 @@
  * every caller frame (with the callee as that line's call target). Counts are therefore time at a
  * line, not executions of it: a line with a slow instruction looks hotter than one executed as
  * often, and lines in the same basic block that were never the leaf of a sample get no count
- * (the compiler propagates from their neighbours). Discriminators are not known (0). Head
- * samples (entries) are estimated by the time spent in calls from other functions.
+ * (the compiler propagates from their neighbours). Lines are keyed by offset and LLVM's base
+ * discriminator (the low component of what the DWARF line table holds; see
+ * strobe_autofdo_base_discriminator), which is what clang's sample loader looks an instruction
+ * up by. Head samples (entries) are estimated by the time spent in calls from other functions.
  *
  * A frame is keyed by its function's linkage name and Function.start_line; frames without either
  * (kernel, unsymbolized, no DWARF) are left out, and their callers still count.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,9 +32,11 @@
 /* Line offsets are 16 bits wide in LLVM's sample profiles (larger ones are dropped by it). */
 #define OFFSET_MAX 0xffffu
 
-typedef struct rec_key { uint32_t parent, off, name, pad_; } rec_key; /* parent: record id + 1 */
-typedef struct body_key { uint32_t rec, off; } body_key;
-typedef struct tgt_key { uint32_t rec, off, name, pad_; } tgt_key;
+/* off: line offset; disc: LLVM's base discriminator of that line (of the call, for an inlined
+ * record). parent: record id + 1, 0 for a top-level function. */
+typedef struct rec_key { uint32_t parent, off, name, disc; } rec_key;
+typedef struct body_key { uint32_t rec, off, disc; } body_key;
+typedef struct tgt_key { uint32_t rec, off, name, disc; } tgt_key;
 
 typedef struct afdo {
 	const strobe_profile *p;
@@ -84,17 +89,29 @@ static uint32_t fname(afdo *a, uint32_t fn)
 	return a->names[fn] = n;
 }
 
-static int rec_of(afdo *a, uint32_t parent, uint32_t off, uint32_t name, uint32_t *id)
+uint32_t strobe_autofdo_base_discriminator(uint32_t d)
 {
-	rec_key k = {parent, off, name, 0};
+	/* LLVM's getUnsignedFromPrefixEncoding (llvm/Support/Discriminator.h): bit 0 set means
+	 * the component is 0; else 5 bits follow, or 12 when bit 6 (the 0x20 after the shift) is
+	 * set, split around that flag bit. */
+	if (d & 1)
+		return 0;
+	d >>= 1;
+	return (d & 0x20) ? (((d >> 1) & 0xfe0) | (d & 0x1f)) : (d & 0x1f);
+}
+
+static int rec_of(afdo *a, uint32_t parent, uint32_t off, uint32_t disc, uint32_t name,
+		  uint32_t *id)
+{
+	rec_key k = {parent, off, name, disc};
 	if (strobe_itab_intern(&a->recs, &k, sizeof k, id, NULL) < 0)
 		return -ENOMEM;
 	return grow(&a->rec_total, &a->nrec_cap, *id);
 }
 
-static int add_body(afdo *a, uint32_t rec, uint32_t off, int64_t v)
+static int add_body(afdo *a, uint32_t rec, uint32_t off, uint32_t disc, int64_t v)
 {
-	body_key k = {rec, off};
+	body_key k = {rec, off, disc};
 	uint32_t id;
 	if (strobe_itab_intern(&a->bodies, &k, sizeof k, &id, NULL) < 0 ||
 	    grow(&a->body, &a->nbody_cap, id) < 0)
@@ -103,9 +120,9 @@ static int add_body(afdo *a, uint32_t rec, uint32_t off, int64_t v)
 	return 0;
 }
 
-static int add_tgt(afdo *a, uint32_t rec, uint32_t off, uint32_t name, int64_t v)
+static int add_tgt(afdo *a, uint32_t rec, uint32_t off, uint32_t disc, uint32_t name, int64_t v)
 {
-	tgt_key k = {rec, off, name, 0};
+	tgt_key k = {rec, off, name, disc};
 	uint32_t id;
 	if (strobe_itab_intern(&a->tgts, &k, sizeof k, &id, NULL) < 0 ||
 	    grow(&a->tgt, &a->ntgt_cap, id) < 0)
@@ -114,11 +131,12 @@ static int add_tgt(afdo *a, uint32_t rec, uint32_t off, uint32_t name, int64_t v
 	return 0;
 }
 
-/* The innermost record of a location's inline chain, and the offset of its line, adding v to
- * the total of every record of the chain. 0 with *rec = UINT32_MAX when the physical function
- * is unusable; the chain is cut at the first unusable inlined frame (its caller line counts). */
+/* The innermost record of a location's inline chain, and the offset and base discriminator of
+ * its line, adding v to the total of every record of the chain. 0 with *rec = UINT32_MAX when
+ * the physical function is unusable or the innermost usable line is line 0; the chain is cut at
+ * the first unusable inlined frame (its caller line counts). */
 static int chain(afdo *a, const strobe_location *l, int64_t v, uint32_t *rec, uint32_t *off,
-		 uint32_t *phys)
+		 uint32_t *disc, uint32_t *phys)
 {
 	*rec = UINT32_MAX;
 	if (!l->nline)
@@ -130,35 +148,45 @@ static int chain(afdo *a, const strobe_location *l, int64_t v, uint32_t *rec, ui
 	if (!nm)
 		return 0;
 	uint32_t r;
-	if (rec_of(a, 0, 0, nm, &r) < 0)
+	if (rec_of(a, 0, 0, 0, nm, &r) < 0)
 		return -ENOMEM;
 	for (;;) {
 		const strobe_function *f = strobe_function_get(a->p, ln[i].function);
 		int64_t o = ln[i].line - f->start_line;
+		/* Line 0 (code the compiler made: clang's switch dispatch, merged blocks) is
+		 * dropped, as create_llvm_prof drops any position before its function's start:
+		 * the compiler looks a line-0 instruction up at offset (0 - start) & 0xffff,
+		 * where only its own line-0 IR could match, and the binary's line-0 code is
+		 * mostly made after that IR, in code generation. */
 		if (ln[i].line <= 0 || o < 0 || o > OFFSET_MAX)
 			return 0; /* no usable line: the chain tells nothing here */
 		a->rec_total[r] += v;
+		uint32_t d = strobe_autofdo_base_discriminator(ln[i].discriminator);
 		uint32_t cn = i ? fname(a, ln[i - 1].function) : 0;
 		if (!i || !cn || ln[i - 1].line <= 0) {
 			*rec = r;
 			*off = (uint32_t)o;
+			*disc = d;
 			return 0;
 		}
 		uint32_t child;
-		if (rec_of(a, r + 1, (uint32_t)o, cn, &child) < 0)
+		if (rec_of(a, r + 1, (uint32_t)o, d, cn, &child) < 0)
 			return -ENOMEM;
 		r = child;
 		i--;
 	}
 }
 
-typedef struct ent { uint32_t off, kind, id; const char *name; } ent; /* kind 0 body, 1 inline */
+/* kind 0 body, 1 inline */
+typedef struct ent { uint32_t off, disc, kind, id; const char *name; } ent;
 
 static int cmp_ent(const void *x, const void *y)
 {
 	const ent *a = x, *b = y;
 	if (a->off != b->off)
 		return a->off < b->off ? -1 : 1;
+	if (a->disc != b->disc)
+		return a->disc < b->disc ? -1 : 1;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	return strcmp(a->name, b->name);
@@ -181,8 +209,14 @@ static int emit(afdo *a, strobe_buf *out, uint32_t rec, unsigned depth, ent *ent
 	qsort(v, n, sizeof(*v), cmp_ent);
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
+		/* "offset: " or, on a discriminated line, "offset.discriminator: " */
+		char at[24];
+		if (v[i].disc)
+			snprintf(at, sizeof(at), "%u.%u", v[i].off, v[i].disc);
+		else
+			snprintf(at, sizeof(at), "%u", v[i].off);
 		if (v[i].kind == 0) {
-			rc = strobe_buf_addf(out, "%*s%u: %lld", (int)depth + 1, "", v[i].off,
+			rc = strobe_buf_addf(out, "%*s%s: %lld", (int)depth + 1, "", at,
 					     (long long)a->body[v[i].id]);
 			for (uint32_t t = tfirst[v[i].id]; t != UINT32_MAX && rc == 0; t = tnext[t]) {
 				const tgt_key *k = strobe_itab_get(&a->tgts, t, NULL);
@@ -192,7 +226,7 @@ static int emit(afdo *a, strobe_buf *out, uint32_t rec, unsigned depth, ent *ent
 			if (rc == 0)
 				rc = strobe_buf_adds(out, "\n");
 		} else {
-			rc = strobe_buf_addf(out, "%*s%u: %s:%lld\n", (int)depth + 1, "", v[i].off,
+			rc = strobe_buf_addf(out, "%*s%s: %s:%lld\n", (int)depth + 1, "", at,
 					     v[i].name, (long long)a->rec_total[v[i].id]);
 			if (rc == 0)
 				rc = emit(a, out, v[i].id, depth + 1, ents, efirst, enext, tfirst,
@@ -221,7 +255,7 @@ int strobe_autofdo_write(const strobe_profile *p, int type, strobe_buf *out,
 	a.bodies.fixed = sizeof(body_key);
 	a.tgts.fixed = sizeof(tgt_key);
 	int rc = -ENOMEM;
-	int64_t total = 0, used = 0;
+	int64_t total = 0, used = 0, line0 = 0, discriminated = 0;
 	uint32_t *efirst = NULL, *enext = NULL, *tfirst = NULL, *tnext = NULL;
 	ent *ents = NULL;
 	top *tops = NULL;
@@ -243,15 +277,20 @@ int strobe_autofdo_write(const strobe_profile *p, int type, strobe_buf *out,
 			const strobe_stack_node *n = strobe_stack_get(p, st);
 			st = n->parent;
 			const strobe_location *l = strobe_location_get(p, n->location);
-			uint32_t rec, off, phys = 0;
-			if (chain(&a, l, v, &rec, &off, &phys) < 0)
+			uint32_t rec, off, disc = 0, phys = 0;
+			if (chain(&a, l, v, &rec, &off, &disc, &phys) < 0)
 				goto out;
 			if (rec != UINT32_MAX) {
-				if (add_body(&a, rec, off, v) < 0 ||
-				    (!leaf && callee && add_tgt(&a, rec, off, callee, v) < 0))
+				if (add_body(&a, rec, off, disc, v) < 0 ||
+				    (!leaf && callee && add_tgt(&a, rec, off, disc, callee, v) < 0))
 					goto out;
-				if (leaf)
+				if (leaf) {
 					counted = true;
+					if (disc)
+						discriminated += v;
+				}
+			} else if (leaf && phys && l->nline && l->line[0].line <= 0) {
+				line0 += v;
 			}
 			callee = phys;
 		}
@@ -295,7 +334,7 @@ int strobe_autofdo_write(const strobe_profile *p, int type, strobe_buf *out,
 	uint32_t e = 0;
 	for (uint32_t b = 0; b < a.bodies.n; b++, e++) {
 		const body_key *k = strobe_itab_get(&a.bodies, b, NULL);
-		ents[e] = (ent){k->off, 0, b, ""};
+		ents[e] = (ent){k->off, k->disc, 0, b, ""};
 		enext[e] = efirst[k->rec];
 		efirst[k->rec] = e;
 	}
@@ -307,14 +346,14 @@ int strobe_autofdo_write(const strobe_profile *p, int type, strobe_buf *out,
 			tops[ntop++] = (top){r, a.rec_total[r], nm};
 			continue;
 		}
-		ents[e] = (ent){k->off, 1, r, nm};
+		ents[e] = (ent){k->off, k->disc, 1, r, nm};
 		enext[e] = efirst[k->parent - 1];
 		efirst[k->parent - 1] = e++;
 	}
 	/* targets, heaviest first on each line (a stable order for equal weights: by name) */
 	for (uint32_t t = a.tgts.n; t-- > 0;) {
 		const tgt_key *k = strobe_itab_get(&a.tgts, t, NULL);
-		body_key bk = {k->rec, k->off};
+		body_key bk = {k->rec, k->off, k->disc};
 		uint32_t b = strobe_itab_find(&a.bodies, &bk, sizeof bk);
 		uint32_t *pp = &tfirst[b];
 		while (*pp != UINT32_MAX) {
@@ -341,7 +380,7 @@ int strobe_autofdo_write(const strobe_profile *p, int type, strobe_buf *out,
 		strobe_errf(err, rc, "writing the AutoFDO profile: %s",
 			    rc == -E2BIG ? "it is larger than the output's cap" : "out of memory");
 	if (stats)
-		*stats = (strobe_pgo_stats){total, used, ntop};
+		*stats = (strobe_pgo_stats){total, used, ntop, line0, discriminated};
 out:
 	if (rc == -ENOMEM && (!err || !err->msg[0]))
 		strobe_errf(err, rc, "out of memory writing the AutoFDO profile");

@@ -101,7 +101,7 @@ int strobe_bolt_fdata_write(const strobe_profile *p, int type, strobe_bolt_resol
 		goto out;
 	}
 	if (stats)
-		*stats = (strobe_pgo_stats){total, used, sites.n};
+		*stats = (strobe_pgo_stats){.total = total, .used = used, .records = sites.n};
 	rc = 0;
 out:
 	if (rc == -ENOMEM && (!err || !err->msg[0]))

@@ -110,6 +110,7 @@ static int xlate_build(xlate *x, const strobe_profile *src, const strobe_profile
 		bool absent = k->mapping == ABSENT;
 		for (uint32_t j = 0; j < l->nline && !absent; j++) {
 			k->line[j].function = x->fn[l->line[j].function];
+			k->line[j].discriminator = l->line[j].discriminator;
 			k->line[j].line = l->line[j].line;
 			k->line[j].column = l->line[j].column;
 			absent = k->line[j].function == ABSENT;

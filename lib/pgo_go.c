@@ -190,7 +190,7 @@ int strobe_pgo_go_write(const strobe_profile *p, int type, const strobe_pgo_go_o
 		goto out;
 	}
 	if (stats)
-		*stats = (strobe_pgo_stats){total, used, nk};
+		*stats = (strobe_pgo_stats){.total = total, .used = used, .records = nk};
 	rc = 0;
 out:
 	if (rc == -ENOMEM && (!err || !err->msg[0]))

@@ -273,6 +273,7 @@ static int decode_tables(dec *d)
 				r = -EINVAL;
 			lines[j].line = l->line[j]->line;
 			lines[j].column = l->line[j]->column;
+			lines[j].discriminator = l->line[j]->discriminator;
 		}
 		if (!r && (d->loc.model[i] = strobe_location_intern(p, mapping, l->address, lines,
 							       (uint32_t)l->n_line,
@@ -636,7 +637,9 @@ static int view_tables(dec *d, view_mem *m)
 						      "location", i, "function");
 			if (fn == UINT32_MAX)
 				return -EINVAL;
-			m->lines[nl] = (strobe_line){.function = fn, .line = l->line[j]->line,
+			m->lines[nl] = (strobe_line){.function = fn,
+						     .discriminator = l->line[j]->discriminator,
+						     .line = l->line[j]->line,
 						     .column = l->line[j]->column};
 		}
 		d->loc.model[i] = (uint32_t)i + 1;
@@ -709,6 +712,24 @@ static bool rd_scalars(strobe_wire s, uint64_t *vals, unsigned n)
 	return true;
 }
 
+/* A Line: fields 1-3 as rd_scalars, and strobe's discriminator (field 100, a uint32: a larger
+ * value is left to protobuf-c, which reads it as the schema's uint32 says). */
+static bool rd_line(strobe_wire s, uint64_t *vals, uint64_t *disc)
+{
+	while (s.p < s.end) {
+		uint64_t k, x;
+		if (!strobe_wire_key(&s, &k) || (k & 7) != 0 || !strobe_wire_varint(&s, &x))
+			return false;
+		if ((k >> 3) == 100 && x <= UINT32_MAX)
+			*disc = x;
+		else if ((k >> 3) >= 1 && (k >> 3) <= 3)
+			vals[k >> 3] = x;
+		else
+			return false;
+	}
+	return true;
+}
+
 static int fast_sample(strobe_wire s, arena *a, Perftools__Profiles__Sample *o)
 {
 	strobe_wire locs = {0}, vals = {0};
@@ -772,20 +793,21 @@ static int fast_location(strobe_wire s, arena *a, Perftools__Profiles__Location 
 	size_t i = 0;
 	while (s.p < s.end) {
 		uint64_t k = 0, x = 0;
-		strobe_wire sub;
+		strobe_wire sub = {0}; /* set below; gcc cannot see it through rd_line */
 		strobe_wire_key(&s, &k); /* checked above */
 		if ((k & 7) == 0) {
 			strobe_wire_varint(&s, &x);
 			continue;
 		}
 		strobe_wire_bytes(&s, &sub);
-		uint64_t v[4] = {0};
-		if (!rd_scalars(sub, v, 3))
+		uint64_t v[4] = {0}, disc = 0;
+		if (!rd_line(sub, v, &disc))
 			return -EAGAIN;
 		lines[i] = (Perftools__Profiles__Line)PERFTOOLS__PROFILES__LINE__INIT;
 		lines[i].function_id = v[1];
 		lines[i].line = (int64_t)v[2];
 		lines[i].column = (int64_t)v[3];
+		lines[i].discriminator = (uint32_t)disc;
 		o->line[i] = &lines[i];
 		i++;
 	}
@@ -1243,6 +1265,7 @@ static int enc_locations(encoder *e)
 			e->lines[li].function_id = l->line[j].function;
 			e->lines[li].line = l->line[j].line;
 			e->lines[li].column = l->line[j].column;
+			e->lines[li].discriminator = l->line[j].discriminator;
 			e->line_ptrs[li] = &e->lines[li];
 			li++;
 			o->n_line++;

@@ -163,6 +163,7 @@ uint32_t strobe_location_intern(strobe_profile *p, uint32_t mapping, uint64_t ad
 	l->is_folded = is_folded;
 	for (uint32_t i = 0; i < nline; i++) {
 		l->line[i].function = lines[i].function;
+		l->line[i].discriminator = lines[i].discriminator;
 		l->line[i].line = lines[i].line;
 		l->line[i].column = lines[i].column;
 	}

@@ -53,6 +53,8 @@ typedef struct strobe_pgo_stats {
 	int64_t total;    /* the column's sum over the input */
 	int64_t used;     /* of which the output accounts for */
 	uint64_t records; /* samples (go), functions (autofdo), addresses (bolt) written */
+	int64_t line0;    /* autofdo: of total, leaf samples on line 0 (compiler-made code), left out */
+	int64_t discriminated; /* autofdo: of used, leaf samples on a line with a discriminator */
 } strobe_pgo_stats;
 
 /* Writes the gzipped pprof Go reads as default.pgo. -ENODATA with a message when no sample has
@@ -65,6 +67,10 @@ int strobe_pgo_go_write(const strobe_profile *p, int type, const strobe_pgo_go_o
  * message when no sampled frame has a line and a start line. */
 int strobe_autofdo_write(const strobe_profile *p, int type, strobe_buf *out,
 			 strobe_pgo_stats *stats, strobe_err *err);
+/* The base discriminator LLVM's sample loader looks a line up by (without flow-sensitive
+ * discriminators), from the discriminator as LLVM wrote it in DWARF: its first component in
+ * LLVM's prefix encoding; the duplication factor and copy id that follow are dropped. */
+uint32_t strobe_autofdo_base_discriminator(uint32_t d);
 
 /* Names the instruction of a location for BOLT: its symbol as llvm-bolt names it (locals get
  * "/N") and the offset into it. Returns 1 when named, 0 when the address is in no binary the

@@ -118,8 +118,13 @@ typedef struct strobe_mapping {
 	uint32_t pad_;
 } strobe_mapping;
 
+/* discriminator: the DWARF line table's discriminator of the address (leaf line) or the
+ * DW_AT_GNU_discriminator of the inlined call (caller lines), as the compiler wrote it (LLVM
+ * packs a base discriminator, duplication factor and copy id into it); 0 = none. It tells apart
+ * the basic blocks of one source line, which AutoFDO keys its counts by. pprof has no field for
+ * it: strobe writes it as Line field 100 (proto/profile.proto), which other readers skip. */
 typedef struct strobe_line {
-	uint32_t function, pad_; /* function id, 0 = none */
+	uint32_t function, discriminator; /* function id, 0 = none */
 	int64_t line, column;
 } strobe_line;
 

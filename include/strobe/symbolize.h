@@ -66,6 +66,7 @@ typedef struct strobe_sym_frame {
 	const char *file;      /* source file, as DWARF names it */
 	int64_t line, column;  /* 0 when unknown */
 	int64_t start_line;    /* line of the function's declaration, 0 when unknown */
+	uint32_t discriminator; /* DWARF discriminator of line (strobe_line), 0 when none */
 } strobe_sym_frame;
 
 /* The readable form of a function name from a symbol table or DWARF (symbolize/demangle.c):

@@ -5,6 +5,8 @@
 #   - autofdo: llvm-profdata show --sample parses it and finds the interpreter loop hot;
 #     clang -fprofile-sample-use builds with it with -Werror and no output on stderr, the IR
 #     carries the profile's branch weights (none without it), the binary prints the same checksum;
+#   - discriminators: built -fdebug-info-for-profiling, the profile has OFFSET.D lines and clang
+#     reports applying samples at discriminated offsets; llvm-profdata and Go's pprof read them;
 #   - bolt: llvm-bolt (bolt-16) reads the fdata, profiles main and vm_run, and the rewritten binary
 #     prints the same checksum;
 #   - go: Go's own CPU profile (build/fixtures) trimmed; go tool pprof -raw (an independent
@@ -57,6 +59,35 @@ else
 	without=$(clang -O2 -g -S -emit-llvm -o - "$ROOT/bench/pgo_vm.c" 2>/dev/null | grep -c 'branch_weights')
 	if [ "$with" -gt 0 ] && [ "$without" = 0 ]; then ok $name/autofdo-used "$with branch weights from the profile, $without without"
 	else fail $name/autofdo-used "branch weights: $with with the profile, $without without"; fi
+fi
+
+# ---- discriminators ------------------------------------------------------------------------------------
+# bench/pgo_kernels.c (its hot loops put several blocks on one line: pgo_vm.c's discriminators
+# are on inlined call sites only). Built -fdebug-info-for-profiling, the line table gives blocks
+# of one line discriminators; the
+# recording carries them (pprof Line field 100) to `strobe pgo autofdo`, which writes LLVM's base
+# discriminator as OFFSET.D. The proof that they are the right ones: clang's sample loader, which
+# looks each instruction up by its own (offset, base discriminator), reports applying samples at
+# discriminated offsets (-Rpass-analysis=sample-profile: "Applied N samples ... (offset: 5.1)").
+if [ "$(basename "$CC")" != clang ]; then skip $name/discriminators "clang is not installed"
+elif ! clang -O2 -g -fdebug-info-for-profiling -fno-pie -no-pie -o vmd "$ROOT/bench/pgo_kernels.c"; then
+	fail $name/discriminators "cannot build bench/pgo_kernels.c with -fdebug-info-for-profiling"
+elif ! rec $name-dip 120 -F 999 -o vmd.pb.gz -- ./vmd 60; then fail $name/discriminators "$(recerr $name-dip)"
+elif ! "$STROBE" pgo autofdo -o vmd.afdo vmd.pb.gz 2>vmd.err; then fail $name/discriminators "$(errof vmd.err)"
+else
+	nd=$(grep -cE '^ +[0-9]+\.[0-9]+: ' vmd.afdo)
+	share=$(sed -n 's/.*; \([0-9.]*\)% on lines with a discriminator.*/\1/p' vmd.err)
+	applied=$(clang -O2 -g -fdebug-info-for-profiling -fno-pie -no-pie -fprofile-sample-use=vmd.afdo \
+		-Rpass-analysis=sample-profile -c -o /dev/null "$ROOT/bench/pgo_kernels.c" 2>&1 |
+		grep -cE 'Applied [0-9]+ samples from profile \(offset: [0-9]+\.[0-9]+\)')
+	if [ "$nd" -gt 0 ] && [ "$applied" -gt 0 ] && awk -v s="${share:-0}" 'BEGIN {exit !(s > 0)}'; then
+		ok $name/discriminators "$nd discriminated lines ($share % of the samples); clang applied samples at $applied discriminated offsets"
+	else fail $name/discriminators "discriminated lines $nd, share '$share', clang applied at $applied discriminated offsets: $(errof vmd.err)"; fi
+	if command -v llvm-profdata >/dev/null && ! llvm-profdata show --sample vmd.afdo >/dev/null 2>prof.err; then
+		fail $name/discriminators-profdata "$(errof prof.err)"
+	elif command -v go >/dev/null && ! go tool pprof -raw vmd.pb.gz >/dev/null 2>raw.err; then
+		fail $name/discriminators-pprof "Go's pprof does not read a recording with discriminators: $(errof raw.err)"
+	else ok $name/discriminators-readers "llvm-profdata reads the text$(command -v go >/dev/null && echo ", go tool pprof the recording (field 100 skipped)")"; fi
 fi
 
 # ---- BOLT ---------------------------------------------------------------------------------------------
@@ -168,6 +199,15 @@ else fail $name/server-cli "$(errof cli.err)"; fi
 c=$(get go srv.pgo)
 if [ "$c" = 200 ] && go tool pprof -raw srv.pgo 2>/dev/null | grep -q 'vm_run .* s=[1-9]'; then ok $name/server-go "200, decoded, vm_run with its start line"
 else fail $name/server-go "$c $(head -c 200 srv.pgo)"; fi
+# discriminators through the server: pprof ingest, the store's location blobs, the merge
+if [ -s vmd.pb.gz ]; then
+	"$STROBE" push --server "$url" --service vmd vmd.pb.gz >push2.out 2>&1 || fail $name/push "$(errof push2.out)"
+	c=$(curl -s -o srvd.afdo -w '%{http_code}' -G "$url/api/v1/pgo" -d format=autofdo -d from=now-1h \
+		--data-urlencode 'query=process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="vmd"}')
+	nsd=$(grep -cE '^ +[0-9]+\.[0-9]+: ' srvd.afdo)
+	if [ "$c" = 200 ] && [ "$nsd" -gt 0 ]; then ok $name/server-discriminators "200, $nsd discriminated lines (the file's: $nd)"
+	else fail $name/server-discriminators "$c, $nsd discriminated lines: $(head -c 200 srvd.afdo)"; fi
+fi
 c=$(get autofdo empty.txt -d from=now-3h -d to=now-2h)
 if [ "$c" = 404 ] && grep -q 'no samples' empty.txt; then ok $name/server-empty "404: $(head -c 120 empty.txt)"
 else fail $name/server-empty "$c $(head -c 200 empty.txt)"; fi

@@ -18,6 +18,7 @@
 
 #include "strobe/codec.h"
 #include "strobe/pgo.h"
+#include "strobe/pprof_view.h"
 
 static uint32_t fn(strobe_profile *p, const char *name, const char *sys, int64_t start)
 {
@@ -81,6 +82,107 @@ static void autofdo_text(void **state)
 	assert_int_equal(st.used, 10);
 	assert_int_equal(st.records, 2);
 	strobe_buf_free(&b);
+	strobe_profile_free(p);
+}
+
+/* LLVM's prefix encoding, decoded: the vectors are what LLVM 14's DILocation::encodeDiscriminator
+ * (base, duplication factor, copy id) returned, and getBaseDiscriminatorFromDiscriminator gave
+ * back the base of each. */
+static void base_discriminator(void **state)
+{
+	(void)state;
+	assert_int_equal(strobe_autofdo_base_discriminator(0), 0);
+	assert_int_equal(strobe_autofdo_base_discriminator(2), 1);       /* base 1 */
+	assert_int_equal(strobe_autofdo_base_discriminator(62), 31);     /* base 31: 5 bits */
+	assert_int_equal(strobe_autofdo_base_discriminator(192), 32);    /* base 32: 12 bits */
+	assert_int_equal(strobe_autofdo_base_discriminator(16382), 4095); /* the largest base */
+	assert_int_equal(strobe_autofdo_base_discriminator(1026), 1);    /* base 1, factor 4 */
+	assert_int_equal(strobe_autofdo_base_discriminator(17), 0);      /* base 0, factor 4 */
+	assert_int_equal(strobe_autofdo_base_discriminator(98826), 5);   /* base 5, factor 2, copy 3 */
+}
+
+/* Discriminators: work() (start 10) has two blocks on line 15, discriminators 0 and 2 (LLVM's
+ * encoding of base 1) with 4 and 3 samples, and one with factor 4 on top of base 1 (1026), 5
+ * samples, which LLVM's loader looks up at 5.1 too; helper is inlined at line 12 from a call
+ * whose discriminator is 4 (base 2). The line-0 sample counts nowhere but in the stats. */
+static void autofdo_discriminators(void **state)
+{
+	(void)state;
+	strobe_profile *p = strobe_profile_new();
+	assert_non_null(p);
+	assert_int_equal(strobe_profile_add_type(p, "samples", "count"), 0);
+	uint32_t m = strobe_mapping_intern(p, &(strobe_mapping){.start = 0x400000, .limit = 0x500000,
+								.filename = strobe_str_intern0(p, "/bin/x")});
+	uint32_t fwork = fn(p, "work()", "_Z4workv", 10);
+	uint32_t fhelp = fn(p, "helper", NULL, 50);
+	strobe_line a = {.function = fwork, .line = 15};
+	strobe_line b = {.function = fwork, .line = 15, .discriminator = 2};
+	strobe_line c = {.function = fwork, .line = 15, .discriminator = 1026};
+	strobe_line inl[2] = {{.function = fhelp, .line = 52, .discriminator = 0},
+			      {.function = fwork, .line = 12, .discriminator = 4}};
+	strobe_line z = {.function = fwork, .line = 0, .discriminator = 6};
+	struct { strobe_line *l; uint32_t n; uint64_t addr; int64_t v; } s[] = {
+		{&a, 1, 0x401000, 4}, {&b, 1, 0x401010, 3}, {&c, 1, 0x401020, 5},
+		{inl, 2, 0x401030, 7}, {&z, 1, 0x401040, 1}};
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		uint32_t l = strobe_location_intern(p, m, s[i].addr, s[i].l, s[i].n, false);
+		assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, 0, l), 0, &s[i].v), 0);
+	}
+	strobe_err err = {{0}};
+	strobe_buf out;
+	strobe_buf_init(&out, 1 << 20);
+	strobe_pgo_stats st;
+	assert_int_equal(strobe_autofdo_write(p, 0, &out, &st, &err), 0);
+	assert_string_equal(out.p, "_Z4workv:19:0\n"
+				   " 2.2: helper:7\n"
+				   "  2: 7\n"
+				   " 5: 4\n"
+				   " 5.1: 8\n");
+	assert_int_equal(st.total, 20);
+	assert_int_equal(st.used, 19);
+	assert_int_equal(st.line0, 1);
+	assert_int_equal(st.discriminated, 8);
+	strobe_buf_free(&out);
+	strobe_profile_free(p);
+}
+
+/* The discriminator survives pprof (strobe's Line field 100): the encoder writes it, and the
+ * decoder, the view's own reader and protobuf-c's unpacking all read it back. */
+static void pprof_discriminator(void **state)
+{
+	(void)state;
+	strobe_profile *p = strobe_profile_new();
+	assert_int_equal(strobe_profile_add_type(p, "samples", "count"), 0);
+	uint32_t m = strobe_mapping_intern(p, &(strobe_mapping){.start = 0x400000, .limit = 0x500000});
+	strobe_line ln[2] = {{.function = fn(p, "helper", NULL, 50), .line = 52, .discriminator = 98826},
+			     {.function = fn(p, "work()", "_Z4workv", 10), .line = 12, .discriminator = 4}};
+	uint32_t l = strobe_location_intern(p, m, 0x401030, ln, 2, false);
+	int64_t v = 3;
+	assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, 0, l), 0, &v), 0);
+	uint8_t *gz = NULL, *raw = NULL;
+	size_t gzlen = 0, rawlen = 0;
+	assert_int_equal(strobe_pprof_encode(p, &gz, &gzlen), 0);
+	strobe_err err = {{0}};
+	assert_int_equal(strobe_gunzip(gz, gzlen, &raw, &rawlen, &err), 0);
+	strobe_profile *q = NULL;
+	assert_int_equal(strobe_pprof_decode(raw, rawlen, "x", &q, &err), 0);
+	const strobe_location *lq = strobe_location_get(q, 1);
+	assert_int_equal(lq->nline, 2);
+	assert_int_equal(lq->line[0].discriminator, 98826);
+	assert_int_equal(lq->line[1].discriminator, 4);
+	for (int pbc = 0; pbc < 2; pbc++) {
+		strobe_pprof_view *vw = NULL;
+		assert_int_equal((pbc ? strobe_pprof_view_open_pbc : strobe_pprof_view_open)(raw, rawlen,
+											    &vw),
+				 0);
+		assert_int_equal(vw->nloc, 1);
+		assert_int_equal(vw->lines[0].discriminator, 98826);
+		assert_int_equal(vw->lines[1].discriminator, 4);
+		strobe_pprof_view_free(vw);
+	}
+	free(gz);
+	free(raw);
+	strobe_profile_free(q);
 	strobe_profile_free(p);
 }
 
@@ -196,6 +298,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(autofdo_text),
+		cmocka_unit_test(base_discriminator),
+		cmocka_unit_test(autofdo_discriminators),
+		cmocka_unit_test(pprof_discriminator),
 		cmocka_unit_test(refusals),
 		cmocka_unit_test(go_profile),
 		cmocka_unit_test(bolt_fdata),
