@@ -258,6 +258,7 @@ int store_range_group(strobe_itab *groups, const strobe_labelpair *l, size_t nl,
 int store_map_view(strobe_store *s, const struct strobe_pprof_view *v, uint32_t *gst);
 void store_seq_reset(strobe_store *s);
 
+/* db.c: SQL run, and SQLite's failures as -errno (-ENOSPC: the disk is full) with a message. */
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
 /* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */
 int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err);
@@ -270,8 +271,10 @@ int store_dberr(sqlite3 *db, strobe_err *err, const char *what);
 int store_db_exec(sqlite3 *db, const char *sql, strobe_err *err);
 /* Opens DIR/strobe.db with the store's pragmas (WAL, synchronous as configured). */
 int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err);
+/* The database file checked at open, as the store's check option asks (off, quick, full). */
+int store_db_check(strobe_store *s, strobe_err *err);
 
-/* store.c: p's symbol rows from saved[t] up to n[t] (n NULL: all) of each table, and one
+/* rows.c: p's symbol rows from saved[t] up to n[t] (n NULL: all) of each table, and one
  * series' rows, through db; for the committer (under the store's lock) and symgc.c. */
 int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
 		       const uint32_t *saved, const uint32_t *n, strobe_err *err);
