@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
+#include "proc_info.h"
 #include "sampler_ext.h"
 #include "strobe/codec.h"
 #include "strobe/jvm_perfmap.h"
@@ -569,17 +570,6 @@ typedef struct preload_ctx {
 	export_counts *ec;
 } preload_ctx;
 
-/* dst <- src, printable: control characters, quotes and backslashes as '_'. */
-static void clean_copy(char *dst, size_t cap, const char *src)
-{
-	size_t o = 0;
-	for (; *src && o + 1 < cap; src++) {
-		unsigned char u = (unsigned char)*src;
-		dst[o++] = u < 0x20 || u == 0x7f || u == '"' || u == 0x5c ? '_' : *src;
-	}
-	dst[o] = 0;
-}
-
 /* A preloaded process's heap ("memory") or "mutex" profile: labelled and filtered as its CPU
  * profiles are (its identity was read while it ran, or is read now). A process that exited
  * before the agent read it is named by what its library read at its start: its service, and
@@ -590,17 +580,19 @@ static void emit_preload(void *ctx, pid_t pid, const char *name, const char *ser
 	preload_ctx *pc = ctx;
 	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval);
 	if (pe && pe->gone && !pe->info.exe[0] && exe[0]) {
-		clean_copy(pe->info.exe, sizeof(pe->info.exe), exe);
+		proc_info_clean(pe->info.exe, sizeof(pe->info.exe), exe, strlen(exe));
 		if (strcmp(pe->info.comm, "unknown") == 0) {
 			const char *base = strrchr(pe->info.exe, '/');
-			clean_copy(pe->info.comm, sizeof(pe->info.comm), base ? base + 1 : pe->info.exe);
-			clean_copy(pe->info.service, sizeof(pe->info.service), pe->info.comm);
+			const char *file = base ? base + 1 : pe->info.exe;
+			proc_info_clean(pe->info.comm, sizeof(pe->info.comm), file, strlen(file));
+			proc_info_clean(pe->info.service, sizeof(pe->info.service), pe->info.comm,
+					strlen(pe->info.comm));
 			strcpy(pe->info.source, "exe");
 		}
 	}
 	if (pe && service[0] &&
 	    (strcmp(pe->info.source, "exe") == 0 || strcmp(pe->info.source, "comm") == 0)) {
-		clean_copy(pe->info.service, sizeof(pe->info.service), service);
+		proc_info_clean(pe->info.service, sizeof(pe->info.service), service, strlen(service));
 		snprintf(pe->info.source, sizeof(pe->info.source), "preload");
 	}
 	if (pe && wanted(pc->a, &pe->info))
