@@ -217,7 +217,7 @@ int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *s
 
 /* Query arguments and headers into the request's arrays, up to their caps. */
 typedef struct kv_vec {
-	strobe_kv *v;
+	srv_kv *v;
 	size_t n, cap, max;
 	bool over;
 } kv_vec;
@@ -233,7 +233,7 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 	}
 	if (a->n == a->cap) {
 		size_t nc = a->cap ? a->cap * 2 : 16;
-		strobe_kv *nv = realloc(a->v, nc * sizeof(*nv));
+		srv_kv *nv = realloc(a->v, nc * sizeof(*nv));
 		if (!nv) {
 			a->over = true;
 			return MHD_NO;
@@ -241,7 +241,7 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 		a->v = nv;
 		a->cap = nc;
 	}
-	a->v[a->n++] = (strobe_kv){key ? key : "", value ? value : ""};
+	a->v[a->n++] = (srv_kv){key ? key : "", value ? value : ""};
 	return MHD_YES;
 }
 
