@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
+#include "proc_info.h"
 #include "sampler_ext.h"
+#include "strobe/buf.h"
 #include "strobe/codec.h"
 #include "strobe/jvm_perfmap.h"
 
@@ -387,46 +389,31 @@ static void proc_prune(strobe_agent *a, int64_t interval)
 
 /* ---- the push's query string ----------------------------------------------------------------- */
 
+/* The push's query string: a strobe_buf whose first failure sticks (later adds are skipped), so
+ * that a query cut short is never sent. Its parts are bounded (the process's identity fields,
+ * the configured labels): the cap only keeps that true. */
+#define PUSH_QUERY_MAX (1u << 20)
 typedef struct sbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
+	strobe_buf b;
+	int err;
 } sbuf;
 
-static void sb_add(sbuf *b, const char *t, size_t n)
+static void sb_init(sbuf *s)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = (b->cap ? b->cap * 2 : 512) + n;
-		char *ns = realloc(b->s, nc);
-		if (!ns) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = nc;
-	}
-	memcpy(b->s + b->len, t, n);
-	b->len += n;
-	b->s[b->len] = 0;
+	strobe_buf_init(&s->b, PUSH_QUERY_MAX);
+	s->err = 0;
 }
-static void sb_str(sbuf *b, const char *t) { sb_add(b, t, strlen(t)); }
-
-/* Percent-encodes for a URL query (RFC 3986 unreserved characters kept). */
-static void sb_esc(sbuf *b, const char *t, size_t n)
+static void sb_add(sbuf *s, const char *t, size_t n)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)t[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '_' || c == '.' || c == '~') {
-			sb_add(b, (const char *)&t[i], 1);
-		} else {
-			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-			sb_add(b, e, 3);
-		}
-	}
+	if (!s->err)
+		s->err = strobe_buf_add(&s->b, t, n);
+}
+static void sb_str(sbuf *s, const char *t) { sb_add(s, t, strlen(t)); }
+/* Percent-encoded for a URL query. */
+static void sb_esc(sbuf *s, const char *t, size_t n)
+{
+	if (!s->err)
+		s->err = strobe_buf_add_urlenc(&s->b, t, n);
 }
 
 /* One matcher key="value" of the labels={...} selector, itself percent-encoded. */
@@ -434,7 +421,8 @@ static void sb_label(sbuf *b, bool *first, const char *k, size_t kl, const char 
 {
 	if (!v || !*v)
 		return;
-	sbuf t = {0};
+	sbuf t;
+	sb_init(&t);
 	sb_str(&t, *first ? "" : ",");
 	sb_add(&t, k, kl);
 	sb_str(&t, "=\"");
@@ -444,11 +432,11 @@ static void sb_label(sbuf *b, bool *first, const char *k, size_t kl, const char 
 		sb_add(&t, v, 1);
 	}
 	sb_str(&t, "\"");
-	if (t.oom)
-		b->oom = true;
+	if (t.err)
+		b->err = b->err ? b->err : t.err;
 	else
-		sb_esc(b, t.s, t.len);
-	free(t.s);
+		sb_esc(b, t.b.p, t.b.len);
+	strobe_buf_free(&t.b);
 	*first = false;
 }
 
@@ -469,7 +457,8 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, 
 	for (unsigned r = 0; r < o->nrules; r++)
 		if (o->rules[r].service_name && rule_matches(a, r, pi))
 			service = o->rules[r].service_name;
-	sbuf b = {0};
+	sbuf b;
+	sb_init(&b);
 	sb_str(&b, "name=");
 	sb_str(&b, name);
 	sb_str(&b, "&service_name=");
@@ -508,11 +497,11 @@ static char *push_query(strobe_agent *a, pid_t pid, const strobe_proc_info *pi, 
 	sb_label(&b, &first, "comm", 4, pi->comm);
 	sb_label(&b, &first, "exe", 3, pi->exe);
 	sb_esc(&b, "}", 1);
-	if (b.oom) {
-		free(b.s);
+	if (b.err) {
+		strobe_buf_free(&b.b);
 		return NULL;
 	}
-	return b.s;
+	return strobe_buf_take(&b.b, NULL);
 }
 
 /* ---- export ---------------------------------------------------------------------------------- */
@@ -569,17 +558,6 @@ typedef struct preload_ctx {
 	export_counts *ec;
 } preload_ctx;
 
-/* dst <- src, printable: control characters, quotes and backslashes as '_'. */
-static void clean_copy(char *dst, size_t cap, const char *src)
-{
-	size_t o = 0;
-	for (; *src && o + 1 < cap; src++) {
-		unsigned char u = (unsigned char)*src;
-		dst[o++] = u < 0x20 || u == 0x7f || u == '"' || u == 0x5c ? '_' : *src;
-	}
-	dst[o] = 0;
-}
-
 /* A preloaded process's heap ("memory") or "mutex" profile: labelled and filtered as its CPU
  * profiles are (its identity was read while it ran, or is read now). A process that exited
  * before the agent read it is named by what its library read at its start: its service, and
@@ -590,17 +568,19 @@ static void emit_preload(void *ctx, pid_t pid, const char *name, const char *ser
 	preload_ctx *pc = ctx;
 	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval);
 	if (pe && pe->gone && !pe->info.exe[0] && exe[0]) {
-		clean_copy(pe->info.exe, sizeof(pe->info.exe), exe);
+		proc_info_clean(pe->info.exe, sizeof(pe->info.exe), exe, strlen(exe));
 		if (strcmp(pe->info.comm, "unknown") == 0) {
 			const char *base = strrchr(pe->info.exe, '/');
-			clean_copy(pe->info.comm, sizeof(pe->info.comm), base ? base + 1 : pe->info.exe);
-			clean_copy(pe->info.service, sizeof(pe->info.service), pe->info.comm);
+			const char *file = base ? base + 1 : pe->info.exe;
+			proc_info_clean(pe->info.comm, sizeof(pe->info.comm), file, strlen(file));
+			proc_info_clean(pe->info.service, sizeof(pe->info.service), pe->info.comm,
+					strlen(pe->info.comm));
 			strcpy(pe->info.source, "exe");
 		}
 	}
 	if (pe && service[0] &&
 	    (strcmp(pe->info.source, "exe") == 0 || strcmp(pe->info.source, "comm") == 0)) {
-		clean_copy(pe->info.service, sizeof(pe->info.service), service);
+		proc_info_clean(pe->info.service, sizeof(pe->info.service), service, strlen(service));
 		snprintf(pe->info.source, sizeof(pe->info.source), "preload");
 	}
 	if (pe && wanted(pc->a, &pe->info))

@@ -17,6 +17,7 @@
 
 #include "strobe/agent.h"
 #include "strobe/symbolize.h"
+#include "proc_info.h"
 
 #define ENV_CAP (256u * 1024) /* an environment larger than this is read in part */
 
@@ -99,8 +100,8 @@ static ssize_t read_capped(const char *path, char *buf, size_t cap)
 	return (ssize_t)n;
 }
 
-/* A service name as a label value: printable, no quotes or control characters, capped. */
-static void set_clean(char *dst, size_t cap, const char *src, size_t len)
+/* A label value (proc_info.h): printable, no quotes or control characters, capped. */
+void proc_info_clean(char *dst, size_t cap, const char *src, size_t len)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < len && o + 1 < cap; i++) {
@@ -117,7 +118,7 @@ static bool from_env(const char *env, size_t len, const char *key, char *out, si
 		const char *e = env + i;
 		size_t el = strnlen(e, len - i);
 		if (el > kl && strncmp(e, key, kl) == 0 && e[kl] == '=' && el > kl + 1) {
-			set_clean(out, cap, e + kl + 1, el - kl - 1);
+			proc_info_clean(out, cap, e + kl + 1, el - kl - 1);
 			return true;
 		}
 		i += el + 1;
@@ -186,7 +187,7 @@ static const char *from_cgroup(const char *path, char *out, size_t cap)
 		p = e;
 	}
 	if (unit) {
-		set_clean(out, cap, unit, unit_len);
+		proc_info_clean(out, cap, unit, unit_len);
 		return "systemd";
 	}
 	return NULL;
@@ -206,7 +207,7 @@ int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out)
 		return (int)n;
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == 0))
 		n--;
-	set_clean(out->comm, sizeof(out->comm), buf, (size_t)n);
+	proc_info_clean(out->comm, sizeof(out->comm), buf, (size_t)n);
 
 	snprintf(path, sizeof(path), "%s/%d/exe", root, (int)pid);
 	n = readlink(path, out->exe, sizeof(out->exe) - 1);
@@ -237,7 +238,7 @@ int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out)
 				best = c2 + 1;
 		}
 		if (best)
-			set_clean(out->cgroup, sizeof(out->cgroup), best, strlen(best));
+			proc_info_clean(out->cgroup, sizeof(out->cgroup), best, strlen(best));
 	}
 
 	/* The environment can be large and is unreadable for kernel threads: read what we can. */
@@ -264,7 +265,7 @@ int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out)
 		size_t bl = strlen(base + 1);
 		if (bl > 10 && strcmp(base + 1 + bl - 10, " (deleted)") == 0)
 			bl -= 10;
-		set_clean(out->service, sizeof(out->service), base + 1, bl);
+		proc_info_clean(out->service, sizeof(out->service), base + 1, bl);
 		strcpy(out->source, "exe");
 	} else {
 		snprintf(out->service, sizeof(out->service), "%s", out->comm[0] ? out->comm : "unknown");

@@ -40,6 +40,7 @@
 #include <bpf/bpf.h>
 
 #include "python_host.h"
+#include "strobe/proc_maps.h"
 #include "sampler_ext.h"
 
 #define PROC_CAP 8192u   /* processes remembered (a power of two) */
@@ -276,43 +277,45 @@ static int check(uint32_t pid, uint64_t runtime, const struct strobe_py_cfg *c)
 	return back == interp ? 1 : -1;
 }
 
+/* The search of one process's mappings for its interpreter: the first python* or libpython*
+ * file mapped from offset 0 whose symbols name the runtime. */
+typedef struct py_find {
+	const char *root;
+	uint32_t pid;
+	char path[512], last[512]; /* the file tried last: as we open it, as the process maps it */
+	bool found;
+	pysyms ps;
+	uint64_t lo, bias;
+} py_find;
+
+static int find_interp(void *ctx, const strobe_maps_entry *e)
+{
+	py_find *pf = ctx;
+	if (pf->found || e->path[0] != '/' || e->offset != 0 || strlen(e->path) >= sizeof(pf->last))
+		return 0;
+	const char *b = strrchr(e->path, '/') + 1;
+	if ((strncmp(b, "python", 6) && strncmp(b, "libpython", 9)) || !strcmp(e->path, pf->last))
+		return 0;
+	snprintf(pf->last, sizeof(pf->last), "%s", e->path);
+	snprintf(pf->path, sizeof(pf->path), "%s/%" PRIu32 "/root%s", pf->root, pf->pid, e->path);
+	if (elf_syms(pf->path, &pf->ps) == 0) {
+		pf->found = true;
+		pf->lo = e->start;
+		pf->bias = e->start - (pf->ps.vaddr0 & ~0xfffull);
+	}
+	return 0;
+}
+
 static void look(strobe_py *py, pyproc *p)
 {
-	char path[512], line[1024];
-	snprintf(path, sizeof(path), "%s/%" PRIu32 "/maps", py->root, p->pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
+	py_find pf = {.root = py->root, .pid = p->pid};
+	if (strobe_proc_maps_read(py->root, (int)p->pid, find_interp, &pf) < 0 || !pf.found) {
 		p->state = P_NOT;
 		return;
 	}
-	uint64_t lo, hi, pgoff;
-	char perm[8], file[512];
-	char last[512] = "";
-	bool found = false;
-	pysyms ps = {0};
-	uint64_t bias = 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		file[0] = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %511[^\n]", &lo, &hi,
-			   perm, &pgoff, file) < 4 || file[0] != '/' || pgoff != 0)
-			continue;
-		const char *b = strrchr(file, '/') + 1;
-		if (strncmp(b, "python", 6) && strncmp(b, "libpython", 9))
-			continue;
-		if (!strcmp(file, last))
-			continue;
-		snprintf(last, sizeof(last), "%s", file);
-		snprintf(path, sizeof(path), "%s/%" PRIu32 "/root%s", py->root, p->pid, file);
-		if (elf_syms(path, &ps) == 0) {
-			found = true;
-			bias = lo - (ps.vaddr0 & ~0xfffull);
-		}
-	}
-	fclose(f);
-	if (!found) {
-		p->state = P_NOT;
-		return;
-	}
+	const char *path = pf.path, *last = pf.last;
+	const pysyms ps = pf.ps;
+	uint64_t lo = pf.lo, bias = pf.bias;
 	struct stat sb;
 	uint64_t key = stat(path, &sb) == 0 ? (uint64_t)sb.st_dev << 40 ^ sb.st_ino : hash32(lo);
 	uint32_t ver = 0;

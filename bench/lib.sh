@@ -5,6 +5,9 @@
 #
 #   . "$(dirname "$0")/lib.sh"     after `cd` to the repository root; uses $strobe when set
 
+# shellcheck source=../tests/e2e/lib/admin_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../tests/e2e/lib/admin_port.sh"
+
 note() { echo "bench: $*" >&2; }
 
 # The median of the numbers given as arguments, or else on stdin one a line (the mean of the two
@@ -56,15 +59,9 @@ agent_start() {
   : > "$work/agent.log" # the background job's redirection may come after the first read
   "$strobe" agent --server "$url" --admin 127.0.0.1:0 --log-level warn "$@" 2>"$work/agent.log" &
   apid=$!
-  local p= i
-  for ((i = 0; i < 400; i++)); do
-    p=$(sed -n 's/.*admin listening on .* port \([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
-    [ -n "$p" ] && break
-    kill -0 "$apid" 2>/dev/null || break
-    sleep 0.05
-  done
-  admin=http://127.0.0.1:$p
-  [ -n "$p" ] || { note "the agent did not start: $(head -c 2000 "$work/agent.log")"; exit 1; }
+  admin_port_wait "$work/agent.log" "$apid" 400 || true
+  admin=http://127.0.0.1:$admin_port
+  [ -n "$admin_port" ] || { note "the agent did not start: $(head -c 2000 "$work/agent.log")"; exit 1; }
 }
 # agent_stop: stops it (SIGTERM: it pushes what it holds first).
 agent_stop() { kill -TERM "$apid"; wait "$apid" || true; apid=; }

@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "record_heap.h"
+#include "strobe/clock.h"
 #include "strobe/heap_channel.h"
 #include "strobe/symbolize.h"
 
@@ -35,9 +36,7 @@ static void on_signal(int sig) { got_signal = sig; }
 
 static double now_s(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)strobe_mono_ns() / 1e9;
 }
 
 /* The library: $STROBE_HEAP_LIB, else next to this binary. */

@@ -125,3 +125,30 @@ char *strobe_buf_take(strobe_buf *b, size_t *len)
 	b->len = b->cap = 0;
 	return p;
 }
+
+int strobe_buf_add_urlenc(strobe_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i = 0;
+	while (i < n) {
+		/* a run of unreserved characters in one add, then one escaped byte */
+		size_t k = i;
+		for (; k < n; k++) {
+			unsigned char c = (unsigned char)s[k];
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~'))
+				break;
+		}
+		int r = strobe_buf_add(b, s + i, k - i);
+		if (r < 0)
+			return r;
+		if (k == n)
+			break;
+		unsigned char c = (unsigned char)s[k];
+		char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+		if ((r = strobe_buf_add(b, e, 3)) < 0)
+			return r;
+		i = k + 1;
+	}
+	return 0;
+}

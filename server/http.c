@@ -18,6 +18,7 @@
 #include "server_impl.h"
 #include "notify.h"
 #include "strobe/buf.h"
+#include "strobe/clock.h"
 
 typedef struct conn {
 	strobe_buf body; /* capped at max_body_bytes */
@@ -216,7 +217,7 @@ int srv_selector(srv_req *r, const char *name, bool required, strobe_selector *s
 
 /* Query arguments and headers into the request's arrays, up to their caps. */
 typedef struct kv_vec {
-	strobe_kv *v;
+	srv_kv *v;
 	size_t n, cap, max;
 	bool over;
 } kv_vec;
@@ -232,7 +233,7 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 	}
 	if (a->n == a->cap) {
 		size_t nc = a->cap ? a->cap * 2 : 16;
-		strobe_kv *nv = realloc(a->v, nc * sizeof(*nv));
+		srv_kv *nv = realloc(a->v, nc * sizeof(*nv));
 		if (!nv) {
 			a->over = true;
 			return MHD_NO;
@@ -240,7 +241,7 @@ static enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char
 		a->v = nv;
 		a->cap = nc;
 	}
-	a->v[a->n++] = (strobe_kv){key ? key : "", value ? value : ""};
+	a->v[a->n++] = (srv_kv){key ? key : "", value ? value : ""};
 	return MHD_YES;
 }
 
@@ -260,9 +261,7 @@ static void log_clean(char *out, size_t cap, const char *text)
 
 static int64_t mono_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec;
+	return strobe_mono_ns() / STROBE_NS_PER_S;
 }
 
 /* The summary of a second that has ended (srv->log_mu held): into sum, or "" when none. */
@@ -381,15 +380,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	}
 	srv_admit_phase(srv->admit, c, true); /* complete: no deadline while it is answered */
 	admit_push(srv, cn, url, method);
-	struct timespec ts, t0, t1;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = strobe_mono_ns();
 	kv_vec args = {.max = SRV_MAX_ARGS}, hdrs = {.max = SRV_MAX_HEADERS};
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_kv, &args);
 	MHD_get_connection_values(c, MHD_HEADER_KIND, collect_kv, &hdrs);
 	srv_req r = {.srv = srv, .url = url, .method = method, .args = args.v, .nargs = args.n,
 		     .hdrs = hdrs.v, .nhdrs = hdrs.n, .body = (const uint8_t *)cn->body.p, .len = cn->body.len,
-		     .now_ns = ts.tv_sec * STROBE_NS_PER_S + ts.tv_nsec,
+		     .now_ns = strobe_real_ns(),
 		     .body_in_file = cn->fd >= 0, .body_fd = cn->fd, .body_fd_len = cn->flen};
 	if (cn->uri_too_long)
 		srv_error(&r, 414, "the URL is longer than %u bytes (the server's limit); give long "
@@ -416,10 +413,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			  SRV_MAX_HEADERS);
 	else
 		srv_handle(&r);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	int64_t t1 = strobe_mono_ns();
 	log_rejected(srv, &r);
 	srv_metrics_request(srv->metrics, srv_route_metric(url), r.status, r.errmsg,
-			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+			    (double)(t1 - t0) / 1e9);
 	free(args.v);
 	free(hdrs.v);
 	struct MHD_Response *resp;

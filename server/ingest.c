@@ -41,19 +41,19 @@ int strobe_pyroscope_ingest(srv_req *r)
 		}
 		body = plain;
 	}
-	strobe_pyro_limits lim = {
+	srv_pyro_limits lim = {
 		.max_body = c->max_body_bytes,
 		.max_decompressed = c->max_decompressed_bytes,
 		.max_labels = c->max_labels,
 		.max_label_name = c->max_label_name_len,
 		.max_label_value = c->max_label_value_len,
 	};
-	strobe_pyro_request rq = {
+	srv_pyro_request rq = {
 		.params = r->args, .nparams = r->nargs, .content_type = ctype, .body = body,
 		.body_len = len, .now_ns = r->now_ns, .limits = &lim};
-	strobe_pyro_batch b = {0};
+	srv_pyro_batch b = {0};
 	int status = 0;
-	int pr = strobe_pyro_parse(&rq, &b, &status, &err);
+	int pr = srv_pyro_parse(&rq, &b, &status, &err);
 	free(plain);
 	if (pr < 0)
 		return srv_error(r, status ? (unsigned)status : 400, "%s", err.msg);
@@ -85,7 +85,7 @@ int strobe_pyroscope_ingest(srv_req *r)
 	}
 	nbase = nser;
 	for (size_t i = 0; i < b.nitems; i++) {
-		const strobe_pyro_item *it = &b.items[i];
+		const srv_pyro_item *it = &b.items[i];
 		if (!it->profile)
 			continue;
 		size_t plen = strcspn(it->type, ":");
@@ -150,6 +150,6 @@ out:
 	free(items);
 	free(names);
 	free(labels);
-	strobe_pyro_batch_free(&b);
+	srv_pyro_batch_free(&b);
 	return rc;
 }

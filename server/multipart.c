@@ -128,8 +128,8 @@ static bool delimiter_line(const uint8_t *d, const uint8_t *end, bool *close, co
 	return false;
 }
 
-int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
-			   strobe_part_fn fn, void *ctx, strobe_err *err)
+int srv_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
+			   srv_part_fn fn, void *ctx, strobe_err *err)
 {
 	char boundary[80];
 	if (!ctype || !header_param(ctype, strlen(ctype), "boundary", boundary, sizeof(boundary)) ||

@@ -16,8 +16,8 @@
  * bytes kept) and content, in order; the content points into body. At most max_parts parts
  * (-E2BIG beyond); -EINVAL with a message when the body or the Content-Type's boundary is
  * malformed; a negative return of fn stops the parse and is returned. */
-typedef int (*strobe_part_fn)(void *ctx, const char *name, const uint8_t *data, size_t len);
-int strobe_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
-			   strobe_part_fn fn, void *ctx, strobe_err *err);
+typedef int (*srv_part_fn)(void *ctx, const char *name, const uint8_t *data, size_t len);
+int srv_multipart_parse(const char *ctype, const uint8_t *body, size_t len, unsigned max_parts,
+			   srv_part_fn fn, void *ctx, strobe_err *err);
 
 #endif

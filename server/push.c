@@ -276,7 +276,7 @@ static int push_params(push_req *q)
 	q->average = agg && strcmp(agg, "average") == 0;
 	const char *ct = srv_header(r, "Content-Type");
 	if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
-		int mr = strobe_multipart_parse(ct, r->body, r->len, c->max_profiles_per_push, add_part,
+		int mr = srv_multipart_parse(ct, r->body, r->len, c->max_profiles_per_push, add_part,
 						&q->ps, &err);
 		if (mr == -E2BIG)
 			return srv_error(r, 400, "limit max_profiles_per_push: more than %u profiles",

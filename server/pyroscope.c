@@ -45,9 +45,9 @@
 
 /* ---- small helpers ----------------------------------------------------------------------------- */
 
-static strobe_pyro_limits limits_of(const strobe_pyro_limits *l)
+static srv_pyro_limits limits_of(const srv_pyro_limits *l)
 {
-	strobe_pyro_limits r = l ? *l : (strobe_pyro_limits){0};
+	srv_pyro_limits r = l ? *l : (srv_pyro_limits){0};
 	if (!r.max_body)
 		r.max_body = DEF_MAX_BODY;
 	if (!r.max_decompressed)
@@ -61,7 +61,7 @@ static strobe_pyro_limits limits_of(const strobe_pyro_limits *l)
 	return r;
 }
 
-static const char *param(const strobe_pyro_request *req, const char *key)
+static const char *param(const srv_pyro_request *req, const char *key)
 {
 	for (size_t i = 0; i < req->nparams; i++)
 		if (req->params[i].key && strcmp(req->params[i].key, key) == 0)
@@ -180,7 +180,7 @@ static int64_t unit_seconds(const char *u, size_t n)
 	return 0;
 }
 
-int64_t strobe_pyro_parse_time(const char *in, int64_t now_ns)
+int64_t srv_pyro_parse_time(const char *in, int64_t now_ns)
 {
 	char buf[128];
 	size_t n = 0;
@@ -254,11 +254,11 @@ static bool app_name_char(unsigned char c)
 }
 
 typedef struct label_list {
-	strobe_pyro_label *v;
+	srv_pyro_label *v;
 	uint32_t n, cap;
 } label_list;
 
-static void labels_free(strobe_pyro_label *v, uint32_t n)
+static void labels_free(srv_pyro_label *v, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		free(v[i].name);
@@ -290,7 +290,7 @@ static int label_set(label_list *l, const char *name, size_t nlen, const char *v
 	char *k = dupn(name, nlen);
 	if (k && l->n == l->cap) {
 		uint32_t nc = l->cap ? l->cap * 2 : 8;
-		strobe_pyro_label *nv = realloc(l->v, (size_t)nc * sizeof(*nv));
+		srv_pyro_label *nv = realloc(l->v, (size_t)nc * sizeof(*nv));
 		if (nv) {
 			l->v = nv;
 			l->cap = nc;
@@ -324,10 +324,10 @@ static void label_del(label_list *l, const char *name, size_t nlen)
 		}
 }
 
-int strobe_pyro_parse_name(const char *name, const strobe_pyro_limits *limits, char **app,
-			   strobe_pyro_label **labels, uint32_t *nlabels, strobe_err *err)
+int srv_pyro_parse_name(const char *name, const srv_pyro_limits *limits, char **app,
+			   srv_pyro_label **labels, uint32_t *nlabels, strobe_err *err)
 {
-	strobe_pyro_limits lim = limits_of(limits);
+	srv_pyro_limits lim = limits_of(limits);
 	*app = NULL;
 	*labels = NULL;
 	*nlabels = 0;
@@ -607,7 +607,7 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, f
 			   strobe_err *err)
 {
 	memset(f, 0, sizeof(*f));
-	int r = strobe_multipart_parse(ctype, body, len, MAX_PARTS, form_part, f, err);
+	int r = srv_multipart_parse(ctype, body, len, MAX_PARTS, form_part, f, err);
 	return r == -E2BIG ? -EINVAL : r;
 }
 
@@ -641,7 +641,7 @@ static int stc_bool(json_t *o, const char *field, bool *out, const char *key, st
 	return 0;
 }
 
-int strobe_pyro_stc_parse(const char *json, size_t len, strobe_pyro_stc **out, size_t *n,
+int srv_pyro_stc_parse(const char *json, size_t len, srv_pyro_stc **out, size_t *n,
 			  strobe_err *err)
 {
 	*out = NULL;
@@ -652,7 +652,7 @@ int strobe_pyro_stc_parse(const char *json, size_t len, strobe_pyro_stc **out, s
 		return strobe_errf(err, -EINVAL, "sample_type_config: %s (line %d, column %d)",
 				   je.text, je.line, je.column);
 	int r = 0;
-	strobe_pyro_stc *v = NULL;
+	srv_pyro_stc *v = NULL;
 	size_t cnt = 0;
 	if (!json_is_object(root)) {
 		r = strobe_errf(err, -EINVAL, "sample_type_config: expected a JSON object keyed by "
@@ -679,7 +679,7 @@ int strobe_pyro_stc_parse(const char *json, size_t len, strobe_pyro_stc **out, s
 					key);
 			goto out;
 		}
-		strobe_pyro_stc *c = &v[cnt];
+		srv_pyro_stc *c = &v[cnt];
 		if (strlen(key) >= sizeof(c->type)) {
 			r = strobe_errf(err, -EINVAL,
 					"sample_type_config: sample type '%.64s...' is too long", key);
@@ -718,7 +718,7 @@ out:
 }
 
 /* Pyroscope's DefaultSampleTypeMapping: what a Go profile means when no config came with it. */
-static const strobe_pyro_stc default_stc[] = {
+static const srv_pyro_stc default_stc[] = {
 	{"samples", "samples", "cpu", -1, false, true},
 	{"inuse_objects", "objects", "", STROBE_AGG_AVERAGE, false, false},
 	{"alloc_objects", "objects", "", -1, true, false},
@@ -729,7 +729,7 @@ static const strobe_pyro_stc default_stc[] = {
 	{"delay", "lock_nanoseconds", "mutex_duration", -1, true, false},
 };
 
-static const strobe_pyro_stc *stc_find(const strobe_pyro_stc *v, size_t n, const char *type)
+static const srv_pyro_stc *stc_find(const srv_pyro_stc *v, size_t n, const char *type)
 {
 	for (size_t i = 0; v && i < n; i++)
 		if (strcmp(v[i].type, type) == 0)
@@ -743,7 +743,7 @@ static const strobe_pyro_stc *stc_find(const strobe_pyro_stc *v, size_t n, const
  * Pyroscope's display names: the upload's sample_type_config, else its defaults for Go (samples
  * are cpu; contentions and delay are left to the rule, which tells mutex from block by the
  * leaves). */
-static int pyro_type_names(const strobe_profile *p, const char *hint, const strobe_pyro_stc *stc,
+static int pyro_type_names(const strobe_profile *p, const char *hint, const srv_pyro_stc *stc,
 			   size_t nstc, char (*names)[STROBE_PTYPE_MAX], strobe_err *err)
 {
 	const char **display = calloc(p->ntypes + 1, sizeof(*display));
@@ -751,7 +751,7 @@ static int pyro_type_names(const strobe_profile *p, const char *hint, const stro
 		return -ENOMEM;
 	for (uint32_t t = 0; t < p->ntypes; t++) {
 		const char *st = strobe_str(p, p->types[t].type);
-		const strobe_pyro_stc *c = stc ? stc_find(stc, nstc, st) : NULL;
+		const srv_pyro_stc *c = stc ? stc_find(stc, nstc, st) : NULL;
 		if (!c && strcmp(st, "contentions") && strcmp(st, "delay"))
 			c = stc_find(default_stc, sizeof(default_stc) / sizeof(*default_stc), st);
 		display[t] = c && c->display[0] ? c->display : NULL;
@@ -766,7 +766,7 @@ static int pyro_type_names(const strobe_profile *p, const char *hint, const stro
 
 /* ---- the batch --------------------------------------------------------------------------------- */
 
-void strobe_pyro_batch_free(strobe_pyro_batch *b)
+void srv_pyro_batch_free(srv_pyro_batch *b)
 {
 	if (!b)
 		return;
@@ -781,20 +781,20 @@ void strobe_pyro_batch_free(strobe_pyro_batch *b)
 
 static int label_cmp(const void *a, const void *b)
 {
-	return strcmp(((const strobe_pyro_label *)a)->name, ((const strobe_pyro_label *)b)->name);
+	return strcmp(((const srv_pyro_label *)a)->name, ((const srv_pyro_label *)b)->name);
 }
 
 /* Appends an item that takes over prof; labels are copied. */
-static int batch_add(strobe_pyro_batch *b, const char *type, const label_list *labels,
-		     int64_t from, int64_t until, strobe_profile *prof, strobe_agg agg)
+static int batch_add(srv_pyro_batch *b, const char *type, const label_list *labels,
+		     int64_t from, int64_t until, strobe_profile *prof, srv_agg agg)
 {
-	strobe_pyro_item *ni = realloc(b->items, (b->nitems + 1) * sizeof(*ni));
+	srv_pyro_item *ni = realloc(b->items, (b->nitems + 1) * sizeof(*ni));
 	if (!ni) {
 		strobe_profile_free(prof);
 		return -ENOMEM;
 	}
 	b->items = ni;
-	strobe_pyro_item *it = &ni[b->nitems];
+	srv_pyro_item *it = &ni[b->nitems];
 	memset(it, 0, sizeof(*it));
 	snprintf(it->type, sizeof(it->type), "%s", type);
 	it->from_ns = from;
@@ -854,8 +854,8 @@ static int status_of(int r)
 	return r == -ENOMEM ? 500 : r == -E2BIG ? 413 : 422;
 }
 
-static int ingest_text(const strobe_pyro_request *req, const strobe_pyro_limits *lim, meta *m,
-		       bool lines, strobe_pyro_batch *out, int *status, strobe_err *err)
+static int ingest_text(const srv_pyro_request *req, const srv_pyro_limits *lim, meta *m,
+		       bool lines, srv_pyro_batch *out, int *status, strobe_err *err)
 {
 	const uint8_t *body = req->body;
 	size_t len = req->body_len;
@@ -943,7 +943,7 @@ static int ingest_text(const strobe_pyro_request *req, const strobe_pyro_limits 
 	}
 	if ((r = series_labels(&m->labels, m->app, m->spy)) < 0 ||
 	    (r = batch_add(out, name, &m->labels, m->from, m->until, p,
-			   m->agg >= 0 ? (strobe_agg)m->agg : STROBE_AGG_SUM)) < 0) {
+			   m->agg >= 0 ? (srv_agg)m->agg : STROBE_AGG_SUM)) < 0) {
 		*status = 500;
 		return r;
 	}
@@ -956,7 +956,7 @@ fail:
 }
 
 static int decode_pprof(const uint8_t *b, size_t n, const char *what,
-			const strobe_pyro_limits *lim, strobe_profile **out, strobe_err *err)
+			const srv_pyro_limits *lim, strobe_profile **out, strobe_err *err)
 {
 	uint8_t *plain = NULL;
 	int r;
@@ -973,12 +973,12 @@ static int decode_pprof(const uint8_t *b, size_t n, const char *what,
 	return r;
 }
 
-static int ingest_pprof(const strobe_pyro_request *req, const strobe_pyro_limits *lim, meta *m,
-			bool multipart, strobe_pyro_batch *out, int *status, strobe_err *err)
+static int ingest_pprof(const srv_pyro_request *req, const srv_pyro_limits *lim, meta *m,
+			bool multipart, srv_pyro_batch *out, int *status, strobe_err *err)
 {
 	form f = {0};
 	strobe_profile *p = NULL, *prev = NULL, *d = NULL;
-	strobe_pyro_stc *stc = NULL;
+	srv_pyro_stc *stc = NULL;
 	size_t nstc = 0;
 	char(*names)[STROBE_PTYPE_MAX] = NULL;
 	bool *cumul = NULL;
@@ -994,7 +994,7 @@ static int ingest_pprof(const strobe_pyro_request *req, const strobe_pyro_limits
 		*status = 200;
 		return 0;
 	}
-	if (f.stc.n && (r = strobe_pyro_stc_parse((const char *)f.stc.p, f.stc.n, &stc, &nstc,
+	if (f.stc.n && (r = srv_pyro_stc_parse((const char *)f.stc.p, f.stc.n, &stc, &nstc,
 						  err)) < 0)
 		goto fail;
 	if ((r = decode_pprof(f.profile.p, f.profile.n, "profile", lim, &p, err)) < 0)
@@ -1009,7 +1009,7 @@ static int ingest_pprof(const strobe_pyro_request *req, const strobe_pyro_limits
 	bool any_cumul = false;
 	for (uint32_t t = 0; t < p->ntypes; t++) {
 		const char *st = strobe_str(p, p->types[t].type);
-		const strobe_pyro_stc *c = stc ? stc_find(stc, nstc, st)
+		const srv_pyro_stc *c = stc ? stc_find(stc, nstc, st)
 					       : stc_find(default_stc,
 							  sizeof(default_stc) / sizeof(*default_stc), st);
 		cumul[t] = c && c->cumulative && (prev || stc);
@@ -1057,15 +1057,15 @@ static int ingest_pprof(const strobe_pyro_request *req, const strobe_pyro_limits
 			continue;
 		}
 		const char *st = strobe_str(use, use->types[t].type);
-		const strobe_pyro_stc *c = stc ? stc_find(stc, nstc, st) : NULL;
-		const strobe_pyro_stc *dc =
+		const srv_pyro_stc *c = stc ? stc_find(stc, nstc, st) : NULL;
+		const srv_pyro_stc *dc =
 			stc_find(default_stc, sizeof(default_stc) / sizeof(*default_stc), st);
 		int agg = c && c->aggregation >= 0 ? c->aggregation
 			  : m->agg >= 0		   ? m->agg
 			  : dc && dc->aggregation >= 0 ? dc->aggregation
 						       : STROBE_AGG_SUM;
 		if ((r = batch_add(out, names[t], &m->labels, m->from, m->until, one,
-				   (strobe_agg)agg)) < 0)
+				   (srv_agg)agg)) < 0)
 			goto fail;
 	}
 	r = 0;
@@ -1083,8 +1083,8 @@ fail:
 }
 
 /* format=jfr: server/pyroscope_jfr.c makes the profiles, each becomes an item here. */
-static int ingest_jfr(const strobe_pyro_request *req, const strobe_pyro_limits *lim, meta *m,
-		      bool multipart, strobe_pyro_batch *out, int *status, strobe_err *err)
+static int ingest_jfr(const srv_pyro_request *req, const srv_pyro_limits *lim, meta *m,
+		      bool multipart, srv_pyro_batch *out, int *status, strobe_err *err)
 {
 	srv_jfr_item *items;
 	size_t n;
@@ -1107,7 +1107,7 @@ static int ingest_jfr(const strobe_pyro_request *req, const strobe_pyro_limits *
 		if (m->until > m->from)
 			items[i].profile->duration_nanos = m->until - m->from;
 		r = batch_add(out, items[i].type, &m->labels, m->from, m->until, items[i].profile,
-			      m->agg >= 0 ? (strobe_agg)m->agg : STROBE_AGG_SUM);
+			      m->agg >= 0 ? (srv_agg)m->agg : STROBE_AGG_SUM);
 		items[i].profile = NULL; /* batch_add took it, or freed it on failure */
 		if (r < 0)
 			*status = 500;
@@ -1116,10 +1116,10 @@ static int ingest_jfr(const strobe_pyro_request *req, const strobe_pyro_limits *
 	return r;
 }
 
-int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, int *status,
+int srv_pyro_parse(const srv_pyro_request *req, srv_pyro_batch *out, int *status,
 		      strobe_err *err)
 {
-	strobe_pyro_limits lim = limits_of(req->limits);
+	srv_pyro_limits lim = limits_of(req->limits);
 	meta m = {0};
 	int r;
 	memset(out, 0, sizeof(*out));
@@ -1134,17 +1134,17 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 	if (!name)
 		return strobe_errf(err, -EINVAL, "name: the query parameter is required "
 						 "(name=app.cpu{key=value,...})");
-	strobe_pyro_label *lv;
+	srv_pyro_label *lv;
 	uint32_t ln;
-	if ((r = strobe_pyro_parse_name(name, &lim, &m.app, &lv, &ln, err)) < 0) {
+	if ((r = srv_pyro_parse_name(name, &lim, &m.app, &lv, &ln, err)) < 0) {
 		*status = r == -ENOMEM ? 500 : 400;
 		return r;
 	}
 	m.labels = (label_list){lv, ln, ln};
 	int64_t now = req->now_ns ? req->now_ns : strobe_real_ns();
 	const char *v;
-	m.from = (v = param(req, "from")) && *v ? strobe_pyro_parse_time(v, now) : now;
-	m.until = (v = param(req, "until")) && *v ? strobe_pyro_parse_time(v, now) : now;
+	m.from = (v = param(req, "from")) && *v ? srv_pyro_parse_time(v, now) : now;
+	m.until = (v = param(req, "until")) && *v ? srv_pyro_parse_time(v, now) : now;
 	/* As Pyroscope: an unreadable or negative rate is the default rate. */
 	m.sample_rate = DEFAULT_SAMPLE_RATE;
 	if ((v = param(req, "sampleRate")) && *v) {
@@ -1215,7 +1215,7 @@ int strobe_pyro_parse(const strobe_pyro_request *req, strobe_pyro_batch *out, in
 	}
 out:
 	if (r < 0)
-		strobe_pyro_batch_free(out);
+		srv_pyro_batch_free(out);
 	else
 		*status = 200;
 	labels_free(m.labels.v, m.labels.n);

@@ -95,7 +95,7 @@ int srv_pyro_jfr(const char *content_type, const uint8_t *body, size_t len, bool
 	int r;
 	if (multipart) {
 		memset(&f, 0, sizeof(f));
-		if ((r = strobe_multipart_parse(content_type, body, len, MAX_PARTS, part, &f, err)) < 0)
+		if ((r = srv_multipart_parse(content_type, body, len, MAX_PARTS, part, &f, err)) < 0)
 			goto out;
 		if (!f.has_jfr) {
 			r = strobe_errf(err, -EINVAL, "jfr: the form has no part named jfr");

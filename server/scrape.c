@@ -7,7 +7,7 @@
  * One thread per target, as Parca and Pyroscope run one scrape loop per target: a CPU profile
  * request blocks for its N seconds, and one slow target must not delay the others. A target's
  * state (the previous cumulative profiles) is guarded by its own mutex, so a synchronous
- * strobe_scraper_scrape and the target's thread never interleave a round.
+ * srv_scraper_scrape and the target's thread never interleave a round.
  *
  * Every response is capped (max_response) while it arrives, and every request has a timeout;
  * stopping aborts transfers in flight through curl's progress callback instead of waiting out a
@@ -54,7 +54,7 @@ static const ep_desc endpoints[] = {
 
 typedef struct tgt {
 	char *url;
-	strobe_kv *labels; /* owned strings */
+	srv_kv *labels; /* owned strings */
 	size_t nlabels;
 	int64_t interval_ns, timeout_ns;
 	uint32_t profiles, cpu_seconds;
@@ -63,17 +63,17 @@ typedef struct tgt {
 	pthread_mutex_t mu; /* guards everything below */
 	strobe_profile *prev[NEP]; /* last raw cumulative profile per endpoint */
 	int64_t prev_ns[NEP];      /* when it was fetched */
-	strobe_scrape_status status;
+	srv_scrape_status status;
 	pthread_t thread;
 	bool thread_started;
-	struct strobe_scraper *owner;
+	struct srv_scraper *owner;
 } tgt;
 
-struct strobe_scraper {
+struct srv_scraper {
 	tgt *targets;
 	size_t ntargets;
 	char *prefix;
-	strobe_scrape_ingest_fn ingest;
+	srv_scrape_ingest_fn ingest;
 	void *ctx;
 	void (*log)(void *ctx, const char *msg);
 
@@ -100,7 +100,7 @@ static void tgt_free(tgt *t)
 
 static int add_label(tgt *t, const char *k, const char *v)
 {
-	strobe_kv *nl = realloc(t->labels, (t->nlabels + 1) * sizeof(*nl));
+	srv_kv *nl = realloc(t->labels, (t->nlabels + 1) * sizeof(*nl));
 	if (!nl)
 		return -ENOMEM;
 	t->labels = nl;
@@ -110,7 +110,7 @@ static int add_label(tgt *t, const char *k, const char *v)
 		free(vv);
 		return -ENOMEM;
 	}
-	nl[t->nlabels++] = (strobe_kv){kk, vv};
+	nl[t->nlabels++] = (srv_kv){kk, vv};
 	return 0;
 }
 
@@ -122,7 +122,7 @@ static const char *find_label(const tgt *t, const char *k)
 	return NULL;
 }
 
-static int tgt_init(tgt *t, const strobe_scrape_target *c, strobe_err *err)
+static int tgt_init(tgt *t, const srv_scrape_target *c, strobe_err *err)
 {
 	const char *u = c->url;
 	const char *host = !u ? NULL
@@ -162,7 +162,7 @@ static int tgt_init(tgt *t, const strobe_scrape_target *c, strobe_err *err)
 	return 0;
 }
 
-strobe_scraper *strobe_scraper_new(const strobe_scrape_config *cfg, strobe_err *err)
+srv_scraper *srv_scraper_new(const srv_scrape_config *cfg, strobe_err *err)
 {
 	if (!cfg->ingest) {
 		strobe_errf(err, -EINVAL, "scraper: no ingest callback");
@@ -170,7 +170,7 @@ strobe_scraper *strobe_scraper_new(const strobe_scrape_config *cfg, strobe_err *
 		return NULL;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	strobe_scraper *s = calloc(1, sizeof(*s));
+	srv_scraper *s = calloc(1, sizeof(*s));
 	if (!s) {
 		errno = ENOMEM;
 		return NULL;
@@ -200,16 +200,16 @@ strobe_scraper *strobe_scraper_new(const strobe_scrape_config *cfg, strobe_err *
 	}
 	return s;
 fail:
-	strobe_scraper_free(s);
+	srv_scraper_free(s);
 	errno = -r;
 	return NULL;
 }
 
-void strobe_scraper_free(strobe_scraper *s)
+void srv_scraper_free(srv_scraper *s)
 {
 	if (!s)
 		return;
-	strobe_scraper_stop(s);
+	srv_scraper_stop(s);
 	for (size_t i = 0; i < s->ntargets; i++)
 		tgt_free(&s->targets[i]);
 	free(s->targets);
@@ -237,11 +237,11 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
 
 static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-	strobe_scraper *s = ud;
+	srv_scraper *s = ud;
 	return atomic_load(&s->stopping) ? 1 : 0; /* non-zero aborts the transfer */
 }
 
-static int fetch(strobe_scraper *s, const char *url, int64_t timeout_ns, size_t max, body *b,
+static int fetch(srv_scraper *s, const char *url, int64_t timeout_ns, size_t max, body *b,
 		 strobe_err *err)
 {
 	memset(b, 0, sizeof(*b));
@@ -338,7 +338,7 @@ static bool column_cumulative(const ep_desc *e, const char *type)
 }
 
 /* Scrapes one endpoint of t (t->mu held). */
-static int scrape_endpoint(strobe_scraper *s, tgt *t, size_t ei, strobe_err *err)
+static int scrape_endpoint(srv_scraper *s, tgt *t, size_t ei, strobe_err *err)
 {
 	const ep_desc *e = &endpoints[ei];
 	char url[4096];
@@ -450,7 +450,7 @@ static int scrape_endpoint(strobe_scraper *s, tgt *t, size_t ei, strobe_err *err
 	return 0;
 }
 
-static int scrape_round(strobe_scraper *s, tgt *t, strobe_err *err)
+static int scrape_round(srv_scraper *s, tgt *t, strobe_err *err)
 {
 	int first = 0;
 	pthread_mutex_lock(&t->mu);
@@ -481,7 +481,7 @@ static int scrape_round(strobe_scraper *s, tgt *t, strobe_err *err)
 	return first;
 }
 
-int strobe_scraper_scrape(strobe_scraper *s, size_t ti, strobe_err *err)
+int srv_scraper_scrape(srv_scraper *s, size_t ti, strobe_err *err)
 {
 	if (ti >= s->ntargets)
 		return strobe_errf(err, -EINVAL, "no scrape target %zu", ti);
@@ -493,7 +493,7 @@ int strobe_scraper_scrape(strobe_scraper *s, size_t ti, strobe_err *err)
 static void *target_loop(void *arg)
 {
 	tgt *t = arg;
-	strobe_scraper *s = t->owner;
+	srv_scraper *s = t->owner;
 	while (!atomic_load(&s->stopping)) {
 		int64_t next = strobe_mono_ns() + t->interval_ns;
 		scrape_round(s, t, NULL);
@@ -506,7 +506,7 @@ static void *target_loop(void *arg)
 	return NULL;
 }
 
-int strobe_scraper_start(strobe_scraper *s)
+int srv_scraper_start(srv_scraper *s)
 {
 	if (s->running)
 		return -EALREADY;
@@ -515,7 +515,7 @@ int strobe_scraper_start(strobe_scraper *s)
 	for (size_t i = 0; i < s->ntargets; i++) {
 		int r = pthread_create(&s->targets[i].thread, NULL, target_loop, &s->targets[i]);
 		if (r) {
-			strobe_scraper_stop(s);
+			srv_scraper_stop(s);
 			return -r;
 		}
 		s->targets[i].thread_started = true;
@@ -523,7 +523,7 @@ int strobe_scraper_start(strobe_scraper *s)
 	return 0;
 }
 
-void strobe_scraper_stop(strobe_scraper *s)
+void srv_scraper_stop(srv_scraper *s)
 {
 	if (!s->running)
 		return;
@@ -540,7 +540,7 @@ void strobe_scraper_stop(strobe_scraper *s)
 	atomic_store(&s->stopping, false);
 }
 
-int strobe_scraper_status(strobe_scraper *s, size_t ti, strobe_scrape_status *st)
+int srv_scraper_status(srv_scraper *s, size_t ti, srv_scrape_status *st)
 {
 	if (ti >= s->ntargets)
 		return -EINVAL;
@@ -550,7 +550,7 @@ int strobe_scraper_status(strobe_scraper *s, size_t ti, strobe_scrape_status *st
 	return 0;
 }
 
-int strobe_scraper_last_raw(strobe_scraper *s, size_t ti, uint32_t ep,
+int srv_scraper_last_raw(srv_scraper *s, size_t ti, uint32_t ep,
 			    strobe_profile **out)
 {
 	*out = NULL;

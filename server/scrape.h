@@ -10,13 +10,13 @@
  * which are snapshots, are still delivered), and a process restart (counters went down) delivers
  * the counts since the restart.
  *
- * Threads: strobe_scraper_start runs one thread per target; the ingest callback is called from
+ * Threads: srv_scraper_start runs one thread per target; the ingest callback is called from
  * those threads, concurrently for different targets, and must be thread-safe.
- * strobe_scraper_stop (or _free) stops promptly: transfers in flight are aborted.
+ * srv_scraper_stop (or _free) stops promptly: transfers in flight are aborted.
  * libcurl: call curl_global_init once in main before any thread exists (the scraper also calls
  * it, which is harmless afterwards).
  *
- * Ownership: the configuration is copied by strobe_scraper_new; a profile handed to the ingest
+ * Ownership: the configuration is copied by srv_scraper_new; a profile handed to the ingest
  * callback belongs to the callback, which must strobe_profile_free it.
  */
 #ifndef STROBE_SERVER_SCRAPE_H
@@ -26,7 +26,7 @@
 
 #include "strobe/profile.h"
 
-#include "pyroscope.h" /* strobe_kv */
+#include "pyroscope.h" /* srv_kv */
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,13 +53,13 @@ enum {
  * the gauge columns of a heap profile, which come in a call of their own stamped with the time
  * of their scrape, after the call with the counters' delta). Returns 0
  * or -errno (counted as a scrape error of that endpoint). */
-typedef int (*strobe_scrape_ingest_fn)(void *ctx, const char *type_name_hint,
-				       const strobe_kv *labels, size_t nlabels, strobe_profile *p,
+typedef int (*srv_scrape_ingest_fn)(void *ctx, const char *type_name_hint,
+				       const srv_kv *labels, size_t nlabels, strobe_profile *p,
 				       int64_t t_ns, int64_t dur_ns);
 
-typedef struct strobe_scrape_target {
+typedef struct srv_scrape_target {
 	const char *url;         /* "http://host:port", optionally with a path before /debug/pprof */
-	const strobe_kv *labels; /* series labels; "instance" defaults to host:port and
+	const srv_kv *labels; /* series labels; "instance" defaults to host:port and
 				    "service_name" to the instance */
 	size_t nlabels;
 	int64_t interval_ns;     /* between round starts; 0 = 15 s */
@@ -67,47 +67,47 @@ typedef struct strobe_scrape_target {
 	uint32_t cpu_seconds;    /* N of profile?seconds=N; 0 = interval - 1 s (at least 1) */
 	int64_t timeout_ns;      /* per request, on top of N seconds for the CPU profile; 0 = 10 s */
 	size_t max_response;     /* bytes of one response body; 0 = 64 MiB */
-} strobe_scrape_target;
+} srv_scrape_target;
 
-typedef struct strobe_scrape_config {
-	const strobe_scrape_target *targets;
+typedef struct srv_scrape_config {
+	const srv_scrape_target *targets;
 	size_t ntargets;
 	const char *path_prefix; /* NULL = "/debug/pprof" */
-	strobe_scrape_ingest_fn ingest;
+	srv_scrape_ingest_fn ingest;
 	void *ctx;
 	/* The one log hook: each failed endpoint, one line (may be NULL). */
 	void (*log)(void *ctx, const char *msg);
-} strobe_scrape_config;
+} srv_scrape_config;
 
-typedef struct strobe_scraper strobe_scraper;
+typedef struct srv_scraper srv_scraper;
 
 /* Validates and copies cfg. NULL with errno set (EINVAL with a message in err for a bad target:
  * not http(s), no host, negative interval). */
-strobe_scraper *strobe_scraper_new(const strobe_scrape_config *cfg, strobe_err *err);
+srv_scraper *srv_scraper_new(const srv_scrape_config *cfg, strobe_err *err);
 /* Stops the threads if running, then frees. */
-void strobe_scraper_free(strobe_scraper *s);
+void srv_scraper_free(srv_scraper *s);
 
 /* One round for one target, synchronously in the calling thread (for tests and "scrape now"):
  * every enabled endpoint in turn. Returns 0 when all succeeded, else the first failure's -errno
  * with its message in err (the other endpoints are still scraped). */
-int strobe_scraper_scrape(strobe_scraper *s, size_t target, strobe_err *err);
+int srv_scraper_scrape(srv_scraper *s, size_t target, strobe_err *err);
 
 /* One thread per target, each running a round every interval. -EALREADY if running. */
-int strobe_scraper_start(strobe_scraper *s);
+int srv_scraper_start(srv_scraper *s);
 /* Stops and joins the threads; transfers in flight are aborted. Safe to call twice. */
-void strobe_scraper_stop(strobe_scraper *s);
+void srv_scraper_stop(srv_scraper *s);
 
-typedef struct strobe_scrape_status {
+typedef struct srv_scrape_status {
 	uint64_t rounds, errors; /* completed rounds; failed endpoint scrapes */
 	int64_t last_round_ns;   /* unix ns of the last round's start, 0 = none */
 	char last_error[256];    /* the latest failure, "" when none */
-} strobe_scrape_status;
-int strobe_scraper_status(strobe_scraper *s, size_t target, strobe_scrape_status *st);
+} srv_scrape_status;
+int srv_scraper_status(srv_scraper *s, size_t target, srv_scrape_status *st);
 
 /* A copy of the last raw (cumulative, as scraped) profile of one endpoint (a single
  * STROBE_SCRAPE_* bit) of a target, for checks and debugging: 0 and *out, or -ENOENT before the
  * first successful scrape of it. */
-int strobe_scraper_last_raw(strobe_scraper *s, size_t target, uint32_t endpoint,
+int srv_scraper_last_raw(srv_scraper *s, size_t target, uint32_t endpoint,
 			    strobe_profile **out);
 
 #ifdef __cplusplus

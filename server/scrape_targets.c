@@ -28,9 +28,9 @@
 #define MAX_TARGET_LABELS 32
 
 struct strobe_server_scraper {
-	strobe_scraper *sc;
-	strobe_scrape_target *targets;
-	strobe_kv **labels;  /* per target, owned strings */
+	srv_scraper *sc;
+	srv_scrape_target *targets;
+	srv_kv **labels;  /* per target, owned strings */
 	size_t ntargets;
 	strobe_store *store;
 	strobe_server_config cfg; /* shallow copy, for the label limits */
@@ -40,7 +40,7 @@ struct strobe_server_scraper {
 };
 
 /* The scraper calls this from its threads; the store serialises writers itself. */
-static int ingest(void *ctxp, const char *hint, const strobe_kv *labels, size_t nlabels,
+static int ingest(void *ctxp, const char *hint, const srv_kv *labels, size_t nlabels,
 		  strobe_profile *p, int64_t t_ns, int64_t dur_ns)
 {
 	struct strobe_server_scraper *s = ctxp;
@@ -112,8 +112,8 @@ void strobe_server_scrape_stop(strobe_server_scraper *s)
 	if (!s)
 		return;
 	if (s->sc) {
-		strobe_scraper_stop(s->sc);
-		strobe_scraper_free(s->sc);
+		srv_scraper_stop(s->sc);
+		srv_scraper_free(s->sc);
 	}
 	for (size_t i = 0; i < s->ntargets; i++)
 		free(s->labels ? s->labels[i] : NULL);
@@ -163,7 +163,7 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 	s->log = log;
 	for (size_t i = 0; i < n; i++) {
 		json_t *t = json_array_get(root, i), *v;
-		strobe_scrape_target *tg = &s->targets[i];
+		srv_scrape_target *tg = &s->targets[i];
 		const char *url = json_string_value(json_object_get(t, "url"));
 		if (!json_is_object(t) || !url) {
 			strobe_errf(err, -EINVAL, "config: scrape target %zu has no \"url\"", i + 1);
@@ -185,7 +185,7 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 				    i + 1, MAX_TARGET_LABELS);
 			goto bad;
 		}
-		strobe_kv *kv = calloc(nl + 1, sizeof(*kv));
+		srv_kv *kv = calloc(nl + 1, sizeof(*kv));
 		if (!kv) {
 			strobe_errf(err, -ENOMEM, "out of memory");
 			goto bad;
@@ -201,11 +201,11 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 					    key);
 				goto bad;
 			}
-			kv[k++] = (strobe_kv){key, json_string_value(v)};
+			kv[k++] = (srv_kv){key, json_string_value(v)};
 		}
 		const char *tenant = json_string_value(json_object_get(t, "tenant"));
 		if (tenant)
-			kv[k++] = (strobe_kv){"__tenant__", tenant};
+			kv[k++] = (srv_kv){"__tenant__", tenant};
 		tg->labels = kv;
 		tg->nlabels = k;
 		const char *iv = json_string_value(json_object_get(t, "interval"));
@@ -234,9 +234,9 @@ strobe_server_scraper *strobe_server_scrape_start(const strobe_server_config *c,
 		tg->cpu_seconds = (uint32_t)secs;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	strobe_scrape_config sc = {.targets = s->targets, .ntargets = n, .ingest = ingest, .ctx = s,
+	srv_scrape_config sc = {.targets = s->targets, .ntargets = n, .ingest = ingest, .ctx = s,
 				   .log = log_line};
-	if (!(s->sc = strobe_scraper_new(&sc, err)) || strobe_scraper_start(s->sc) < 0) {
+	if (!(s->sc = srv_scraper_new(&sc, err)) || srv_scraper_start(s->sc) < 0) {
 		if (err && !err->msg[0])
 			strobe_errf(err, -EINVAL, "cannot start the scraper");
 		goto bad;
@@ -274,8 +274,8 @@ void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f)
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", names[k], help[k], names[k],
 			k < 2 ? "counter" : "gauge");
 		for (size_t i = 0; i < s->ntargets; i++) {
-			strobe_scrape_status st;
-			if (strobe_scraper_status(s->sc, i, &st) < 0)
+			srv_scrape_status st;
+			if (srv_scraper_status(s->sc, i, &st) < 0)
 				continue;
 			fprintf(f, "%s{target=\"", names[k]);
 			put_escaped(f, s->targets[i].url);

@@ -102,9 +102,9 @@ typedef struct srv_req {
 	strobe_server *srv;
 	const char *url, *method, *tenant;
 	bool tenant_accepted; /* auth passed for r->tenant (else it is what the client claimed) */
-	const strobe_kv *args; /* query parameters, percent-decoded, in request order */
+	const srv_kv *args; /* query parameters, percent-decoded, in request order */
 	size_t nargs;
-	const strobe_kv *hdrs; /* request headers */
+	const srv_kv *hdrs; /* request headers */
 	size_t nhdrs;
 	const uint8_t *body;
 	size_t len;

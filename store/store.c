@@ -3,8 +3,9 @@
  * The embedded store: one SQLite database in the data directory, holding the symbol tables
  * (strings, functions, mappings, locations, stacks: each entity once for the whole store), the
  * series with an inverted label index, and the points (series, time, zstd blob of (stack id,
- * value) pairs) with their roll-ups. This file opens and loads it and ingests pushes; queries
- * are in query.c, compaction and retention in maint.c.
+ * value) pairs) with their roll-ups. This file opens and loads it and ingests pushes; the
+ * committer writes them (commit.c) as rows (rows.c) through connections of db.c; queries are
+ * in query.c, compaction and retention in maint.c.
  *
  * The symbol tables are mirrored in memory as a strobe_profile whose ids are the row ids, so
  * ingest deduplicates stacks and frames with the profile model's hash tables and writes only the
@@ -19,9 +20,6 @@
 
 #include "store_impl.h"
 #include "strobe/pprof_view.h"
-
-const int64_t store_level_width[STORE_LEVELS] = {0, 60 * STROBE_NS_PER_S,
-						 3600 * STROBE_NS_PER_S};
 
 /* auto_vacuum must be chosen before the first table exists; INCREMENTAL lets retention hand
  * pages back without rewriting the whole file (a full VACUUM would copy it). */
@@ -48,61 +46,6 @@ static const char schema[] =
 	 * points at the first open of an older store. */
 	"CREATE INDEX IF NOT EXISTS points_unrolled ON points(series, time) WHERE level=0 AND "
 	"rolled<>" STORE_ROLLED_ALL ";";
-
-/* What a failed SQLite call means for the caller: -ENOSPC when the disk (or the quota) of the
- * data directory is full, whatever part of SQLite ran into it (a page write, the WAL, the
- * shared-memory index), so the server can say "full, retry later" instead of "internal error";
- * -EIO for the rest. The file's damage gets words of its own: the operator must act. */
-static int db_errno(sqlite3 *db, int code)
-{
-	int se = sqlite3_system_errno(db);
-	if ((code & 0xff) == SQLITE_FULL ||
-	    ((code & 0xff) == SQLITE_IOERR && (se == ENOSPC || se == EDQUOT)))
-		return -ENOSPC;
-	return -EIO;
-}
-
-static const char *db_hint(int code)
-{
-	switch (code & 0xff) {
-	case SQLITE_FULL: return " (no space left on the data directory's disk)";
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
-		return " (the database file is damaged: see docs/server.md, Recovery)";
-	default: return "";
-	}
-}
-
-int store_sqlerr(strobe_store *s, strobe_err *err, const char *what)
-{
-	return store_dberr(s->db, err, what);
-}
-
-int store_dberr(sqlite3 *db, strobe_err *err, const char *what)
-{
-	int code = sqlite3_extended_errcode(db);
-	return strobe_errf(err, db_errno(db, code), "store: %s: %s%s", what, sqlite3_errmsg(db),
-			   db_hint(code));
-}
-
-int store_exec(strobe_store *s, const char *sql, strobe_err *err)
-{
-	return store_db_exec(s->db, sql, err);
-}
-
-int store_db_exec(sqlite3 *db, const char *sql, strobe_err *err)
-{
-	char *msg = NULL;
-	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-	if (rc != SQLITE_OK) {
-		int code = sqlite3_extended_errcode(db);
-		int r = strobe_errf(err, db_errno(db, code), "store: %s%s",
-				    msg ? msg : sqlite3_errstr(rc), db_hint(code));
-		sqlite3_free(msg);
-		return r;
-	}
-	return 0;
-}
 
 /* ---- series ---------------------------------------------------------------------------------- */
 
@@ -184,47 +127,6 @@ static int series_add_mem(strobe_store *s, const char *key, size_t len, size_t *
 	return 0;
 }
 
-int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_err *err)
-{
-	(void)s;
-	sqlite3_stmt *st = NULL;
-	size_t blen = 0;
-	for (uint32_t i = 0; i < se->nlabels; i++)
-		blen += strlen(se->labels[i].name) + strlen(se->labels[i].value) + 2;
-	const char *blob = se->nlabels ? se->labels[0].name : "";
-	if (sqlite3_prepare_v2(db,
-			       "INSERT OR REPLACE INTO series(id, tenant, type, labels, period, "
-			       "average) VALUES(?,?,?,?,?,?)",
-			       -1, &st, NULL) != SQLITE_OK)
-		return store_dberr(db, err, "series");
-	sqlite3_bind_int64(st, 1, se->id);
-	sqlite3_bind_text(st, 2, se->tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, se->type, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(st, 4, blob, (int)blen, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, se->period);
-	sqlite3_bind_int(st, 6, se->gauge && !strobe_type_is_gauge(se->type));
-	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return store_dberr(db, err, "series");
-	if (sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO series_labels VALUES(?,?,?)", -1, &st,
-			       NULL) != SQLITE_OK)
-		return store_dberr(db, err, "series_labels");
-	for (uint32_t i = 0; i < se->nlabels; i++) {
-		sqlite3_bind_text(st, 1, se->labels[i].name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, se->labels[i].value, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, se->id);
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
-		if (rc != SQLITE_DONE) {
-			sqlite3_finalize(st);
-			return store_dberr(db, err, "series_labels");
-		}
-	}
-	sqlite3_finalize(st);
-	return 0;
-}
-
 /* The per-point totals (query.c's range reads them instead of decoding profiles): a store
  * from before they existed gets them here, at open, from its raw points, in the transaction
  * that creates the table, so the table exists only with every total in it. Done at open rather
@@ -274,50 +176,6 @@ static int migrate_totals(strobe_store *s, strobe_err *err)
 	else
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	return r;
-}
-
-/* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT), with its
- * entry in its minute's and its hour's lists of points. */
-int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
-		     int64_t total, strobe_err *err)
-{
-	for (int level = 0; level < STORE_LEVELS; level++) {
-		int64_t w = store_level_width[level];
-		int64_t t = level ? time - (((time % w) + w) % w) : time;
-		uint8_t e[STORE_PTS_ENTRY_MAX];
-		sqlite3_bind_int64(ins, 1, series);
-		sqlite3_bind_int(ins, 2, level);
-		sqlite3_bind_int64(ins, 3, t);
-		sqlite3_bind_int64(ins, 4, n);
-		sqlite3_bind_int64(ins, 5, total);
-		if (level)
-			sqlite3_bind_blob(ins, 6, e, (int)store_pts_entry(e, time - t, n, total),
-					  SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(ins, 6);
-		sqlite3_bind_int(ins, 7, store_pts_cap(level));
-		int rc = sqlite3_step(ins);
-		sqlite3_reset(ins);
-		if (rc != SQLITE_DONE)
-			return store_dberr(db, err, "totals");
-	}
-	return 0;
-}
-
-static size_t put_varint(uint8_t *b, uint64_t v)
-{
-	size_t n = 0;
-	for (; v >= 0x80; v >>= 7)
-		b[n++] = (uint8_t)(v | 0x80);
-	b[n++] = (uint8_t)v;
-	return n;
-}
-
-size_t store_pts_entry(uint8_t *buf, int64_t off, int64_t n, int64_t total)
-{
-	size_t k = put_varint(buf, (uint64_t)off);
-	k += put_varint(buf + k, (uint64_t)n);
-	return k + put_varint(buf + k, ((uint64_t)total << 1) ^ (uint64_t)(total >> 63));
 }
 
 /* Columns added since the first release of the schema, added to older databases. */
@@ -502,118 +360,6 @@ static int load_series(strobe_store *s, strobe_err *err)
 	return r;
 }
 
-int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err)
-{
-	size_t pl = strlen(s->o.dir) + 16;
-	char *path = malloc(pl);
-	if (!path)
-		return -ENOMEM;
-	snprintf(path, pl, "%s/strobe.db", s->o.dir);
-	int r = 0;
-	if (sqlite3_open_v2(path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK)
-		r = strobe_errf(err, -EIO, "store: cannot open %s: %s", path,
-				*db ? sqlite3_errmsg(*db) : "out of memory");
-	if (r < 0) {
-		free(path);
-		return r;
-	}
-	/* Two connections write (the committer's and the one maintenance uses): a writer that
-	 * finds the other mid-commit waits for it. */
-	sqlite3_busy_timeout(*db, 10000);
-	/* A big transaction (a day compacted at once) grows the WAL; once checkpointed it is cut
-	 * back to this size instead of staying on disk at its peak. */
-	sqlite3_exec(*db, "PRAGMA journal_size_limit=8388608;", NULL, NULL, NULL);
-	/* WAL: a commit appends to the log instead of rewriting pages, and readers do not block
-	 * the writer. synchronous=FULL fsyncs the log at every commit, so an acknowledged push
-	 * survives power loss as well as kill -9. NORMAL in WAL mode survives kill -9 (the log is
-	 * in the page cache) but may lose the last commits on power loss, so it is only an opt-in
-	 * for hosts where that trade is wanted. Group commit (commit.c) makes FULL cheap: one
-	 * fsync covers every push waiting at the time. */
-	r = store_db_exec(*db, "PRAGMA journal_mode=WAL;", err);
-	if (r == 0)
-		r = store_db_exec(*db, s->o.sync_normal ? "PRAGMA synchronous=NORMAL;"
-						      : "PRAGMA synchronous=FULL;",
-				  err);
-	/* The first read of the file: a truncated or overwritten header fails here. */
-	if (r < 0) {
-		char m[sizeof(err->msg)];
-		snprintf(m, sizeof(m), "%s", strncmp(err->msg, "store: ", 7) ? err->msg : err->msg + 7);
-		r = strobe_errf(err, r, "store: cannot open %s: %s; the server does not start on it",
-				path, m);
-	}
-	free(path);
-	return r;
-}
-
-/* Runs one integrity pragma and turns its report into an error naming the file: the first
- * problems SQLite lists, and how many there were. */
-static int check_pragma(sqlite3 *db, const char *path, const char *pragma, strobe_err *err)
-{
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, pragma, -1, &st, NULL) != SQLITE_OK) {
-		int code = sqlite3_extended_errcode(db);
-		return strobe_errf(err, db_errno(db, code), "store: %s is damaged or not a strobe "
-				   "database: %s; the server does not start on it (see docs/server.md, "
-				   "Recovery)", path, sqlite3_errmsg(db));
-	}
-	char first[400] = "";
-	size_t fl = 0;
-	int rc, nbad = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *line = (const char *)sqlite3_column_text(st, 0);
-		if (!line || strcmp(line, "ok") == 0)
-			continue;
-		if (nbad++ < 3 && fl < sizeof(first) - 1)
-			fl += (size_t)snprintf(first + fl, sizeof(first) - fl, "%s%s", fl ? "; " : "",
-					       line);
-	}
-	if (rc != SQLITE_DONE) {
-		int code = sqlite3_extended_errcode(db);
-		int r = strobe_errf(err, db_errno(db, code), "store: %s is damaged: %s; the server "
-				    "does not start on it (see docs/server.md, Recovery)", path,
-				    sqlite3_errmsg(db));
-		sqlite3_finalize(st);
-		return r;
-	}
-	sqlite3_finalize(st);
-	if (nbad)
-		return strobe_errf(err, -EIO, "store: %s is damaged (%s found %d problem%s: %s); the "
-				   "server does not start on it, so that nothing is silently lost: "
-				   "see docs/server.md, Recovery", path, pragma, nbad,
-				   nbad == 1 ? "" : "s", first);
-	return 0;
-}
-
-/* The file checked before the store writes anything to it. A WAL left by a crash is not damage:
- * SQLite reads it with the file. The default check costs about what loading the symbol tables
- * costs anyway (they are read whole at open); the points, the bulk of a large store and never
- * read at open, are checked too while the file is small enough for that to take about a second
- * (measured: 0.7 s per 100 MB from the page cache, 2 s cold, on a busy 2-core machine). */
-static int check_db(strobe_store *s, strobe_err *err)
-{
-	if (s->o.check == STROBE_STORE_CHECK_OFF)
-		return 0;
-	const char *path = sqlite3_db_filename(s->db, "main");
-	if (s->o.check == STROBE_STORE_CHECK_FULL)
-		return check_pragma(s->db, path, "PRAGMA integrity_check", err);
-	struct stat sb;
-	if (stat(path, &sb) == 0 && (uint64_t)sb.st_size <= STROBE_STORE_CHECK_ALL_MAX)
-		return check_pragma(s->db, path, "PRAGMA quick_check", err);
-	static const char *const loaded[] = {"sqlite_schema", "strings", "functions", "mappings",
-					     "locations", "stacks", "series", "series_labels"};
-	for (size_t i = 0; i < sizeof(loaded) / sizeof(*loaded); i++) {
-		char q[64];
-		snprintf(q, sizeof(q), "PRAGMA quick_check(%s)", loaded[i]);
-		int r = check_pragma(s->db, path, q, err);
-		/* A store from before a table existed: nothing of it to check. */
-		if (r < 0 && !strstr(err->msg, "no such table"))
-			return r;
-		err->msg[0] = 0;
-	}
-	return 0;
-}
-
 strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 {
 	if (o->store && strncmp(o->store, "clickhouse://", 13) == 0) {
@@ -690,7 +436,7 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 	if (r == 0)
 		sqlite3_exec(s->db, "PRAGMA cache_size=-65536;", NULL, NULL, NULL);
 	if (r == 0)
-		r = check_db(s, err);
+		r = store_db_check(s, err);
 	if (r == 0)
 		r = store_exec(s, schema, err);
 	if (r == 0)
@@ -883,82 +629,6 @@ void store_remap_free(store_remap *m)
 	free(m->loc);
 	free(m->stack);
 	free(m->lines);
-}
-
-/* Writes p's symbol rows from saved[t] up to n[t] (n NULL: all of p) of each table t, through
- * db: the committer's new rows, or a whole rebuilt table set (symgc.c). */
-int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
-		       const uint32_t *saved, const uint32_t *nt, strobe_err *err)
-{
-	(void)s;
-	static const char *const q[NTABS] = {
-		"INSERT OR REPLACE INTO strings VALUES(?,?)",
-		"INSERT OR REPLACE INTO functions VALUES(?,?,?,?,?)",
-		"INSERT OR REPLACE INTO mappings VALUES(?,?,?,?,?,?,?)",
-		"INSERT OR REPLACE INTO locations VALUES(?,?,?,?,?)",
-		"INSERT OR REPLACE INTO stacks VALUES(?,?,?)",
-	};
-	for (int t = 0; t < NTABS; t++) {
-		uint32_t n = nt ? nt[t] : tab_n(p, t);
-		if (saved[t] >= n)
-			continue;
-		sqlite3_stmt *st;
-		if (sqlite3_prepare_v2(db, q[t], -1, &st, NULL) != SQLITE_OK)
-			return store_dberr(db, err, "saving symbols");
-		for (uint32_t id = saved[t] ? saved[t] : 1; id < n; id++) {
-			sqlite3_bind_int64(st, 1, id);
-			switch (t) {
-			case TAB_STRINGS:
-				sqlite3_bind_blob(st, 2, strobe_str(p, id), (int)strobe_str_len(p, id),
-						  SQLITE_STATIC);
-				break;
-			case TAB_FUNCTIONS: {
-				const strobe_function *f = strobe_function_get(p, id);
-				sqlite3_bind_int64(st, 2, f->name);
-				sqlite3_bind_int64(st, 3, f->system_name);
-				sqlite3_bind_int64(st, 4, f->filename);
-				sqlite3_bind_int64(st, 5, f->start_line);
-				break;
-			}
-			case TAB_MAPPINGS: {
-				const strobe_mapping *m = strobe_mapping_get(p, id);
-				sqlite3_bind_int64(st, 2, (int64_t)m->start);
-				sqlite3_bind_int64(st, 3, (int64_t)m->limit);
-				sqlite3_bind_int64(st, 4, (int64_t)m->offset);
-				sqlite3_bind_int64(st, 5, m->filename);
-				sqlite3_bind_int64(st, 6, m->build_id);
-				sqlite3_bind_int64(st, 7,
-						   m->has_functions | m->has_filenames << 1 |
-							   m->has_line_numbers << 2 |
-							   m->has_inline_frames << 3);
-				break;
-			}
-			case TAB_LOCATIONS: {
-				const strobe_location *l = strobe_location_get(p, id);
-				sqlite3_bind_int64(st, 2, l->mapping);
-				sqlite3_bind_int64(st, 3, (int64_t)l->address);
-				sqlite3_bind_int64(st, 4, l->is_folded);
-				sqlite3_bind_blob(st, 5, l->line, (int)(l->nline * sizeof(strobe_line)),
-						  SQLITE_STATIC);
-				break;
-			}
-			case TAB_STACKS: {
-				const strobe_stack_node *sn = strobe_stack_get(p, id);
-				sqlite3_bind_int64(st, 2, sn->parent);
-				sqlite3_bind_int64(st, 3, sn->location);
-				break;
-			}
-			}
-			int rc = sqlite3_step(st);
-			sqlite3_reset(st);
-			if (rc != SQLITE_DONE) {
-				sqlite3_finalize(st);
-				return store_dberr(db, err, "saving symbols");
-			}
-		}
-		sqlite3_finalize(st);
-	}
-	return 0;
 }
 
 static size_t tenant_series(const strobe_store *s, const char *tenant)
@@ -1157,22 +827,6 @@ static int slabels_encode(const strobe_push_item *item, store_point *pt, strobe_
 	}
 	pt->slen = len;
 	return 0;
-}
-
-int store_slabels_decode(const char *in, size_t len, strobe_labelpair *l, size_t cap)
-{
-	size_t n = 0, i = 0;
-	while (i < len) {
-		const char *name = in + i, *e = memchr(name, 0, len - i);
-		if (!e || (size_t)(e + 1 - in) >= len || n == cap)
-			return -EIO;
-		const char *value = e + 1, *e2 = memchr(value, 0, len - (size_t)(value - in));
-		if (!e2)
-			return -EIO;
-		l[n++] = (strobe_labelpair){name, value};
-		i = (size_t)(e2 + 1 - in);
-	}
-	return (int)n;
 }
 
 /* Outside the lock: one column's (stack, value) pairs, summed per stack, zstd'd. `order` is

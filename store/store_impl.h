@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "strobe/store.h"
+#include "strobe/wire.h"
 #include "backend.h"
 
 /* Roll-up levels: 0 raw, 1 one minute, 2 one hour. A raw row's `rolled` bit (1 << (level-1))
@@ -80,29 +81,23 @@ static inline int store_pts_cap(int level)
  * length. */
 #define STORE_PTS_ENTRY_MAX 30
 size_t store_pts_entry(uint8_t *buf, int64_t off, int64_t n, int64_t total);
-/* Decodes one entry at *pos of a list of len bytes; 0, or -EIO when malformed. Inline: a range
- * over the hours' lists decodes hundreds of thousands of entries. */
-static inline int store_get_varint(const uint8_t *b, size_t len, size_t *pos, uint64_t *v)
-{
-	*v = 0;
-	for (int sh = 0; sh < 64 && *pos < len; sh += 7) {
-		uint8_t c = b[(*pos)++];
-		*v |= (uint64_t)(c & 0x7f) << sh;
-		if (!(c & 0x80))
-			return 0;
-	}
-	return -EIO;
-}
+/* Decodes one entry at *pos of a list of len bytes; 0, or -EIO when malformed (a varint cut
+ * short or longer than 64 bits). Inline, on the protobuf wire helpers: a range over the hours'
+ * lists decodes hundreds of thousands of entries. */
 static inline int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int64_t *off,
 				 int64_t *n, int64_t *total)
 {
-	uint64_t a, b, c;
-	if (store_get_varint(in, len, pos, &a) < 0 || store_get_varint(in, len, pos, &b) < 0 ||
-	    store_get_varint(in, len, pos, &c) < 0)
+	if (*pos > len)
 		return -EIO;
+	strobe_wire r = {in + *pos, in + len};
+	uint64_t a, b, c;
+	if (!strobe_wire_varint(&r, &a) || !strobe_wire_varint(&r, &b) ||
+	    !strobe_wire_varint(&r, &c))
+		return -EIO;
+	*pos = (size_t)(r.p - in);
 	*off = (int64_t)a;
 	*n = (int64_t)b;
-	*total = (int64_t)((c >> 1) ^ (~(c & 1) + 1));
+	*total = strobe_wire_unzigzag(c);
 	return 0;
 }
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
@@ -312,6 +307,7 @@ int store_range_group(strobe_itab *groups, const strobe_labelpair *l, size_t nl,
 int store_map_view(strobe_store *s, const struct strobe_pprof_view *v, uint32_t *gst);
 void store_seq_reset(strobe_store *s);
 
+/* db.c: SQL run, and SQLite's failures as -errno (-ENOSPC: the disk is full) with a message. */
 int store_exec(strobe_store *s, const char *sql, strobe_err *err);
 /* Symbol gc with the lock held (symgc.c); the number of rows freed or -errno. */
 int store_gc_locked(strobe_store *s, int64_t now_ns, strobe_err *err);
@@ -324,8 +320,10 @@ int store_dberr(sqlite3 *db, strobe_err *err, const char *what);
 int store_db_exec(sqlite3 *db, const char *sql, strobe_err *err);
 /* Opens DIR/strobe.db with the store's pragmas (WAL, synchronous as configured). */
 int store_db_open(strobe_store *s, sqlite3 **db, strobe_err *err);
+/* The database file checked at open, as the store's check option asks (off, quick, full). */
+int store_db_check(strobe_store *s, strobe_err *err);
 
-/* store.c: p's symbol rows from saved[t] up to n[t] (n NULL: all) of each table, and one
+/* rows.c: p's symbol rows from saved[t] up to n[t] (n NULL: all) of each table, and one
  * series' rows, through db; for the committer (under the store's lock) and symgc.c. */
 int store_save_symbols(strobe_store *s, sqlite3 *db, const strobe_profile *p,
 		       const uint32_t *saved, const uint32_t *n, strobe_err *err);

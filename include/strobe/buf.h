@@ -44,4 +44,9 @@ void strobe_buf_commit(strobe_buf *b, size_t n);
  * and empties the buffer. */
 char *strobe_buf_take(strobe_buf *b, size_t *len);
 
+/* Appends n bytes of s percent-encoded for a URL query: RFC 3986's unreserved characters
+ * (A-Z a-z 0-9 - . _ ~) as they are, every other byte as %XX (upper-case hex), as libcurl's
+ * curl_easy_escape does. 0, -E2BIG or -ENOMEM as strobe_buf_add. */
+int strobe_buf_add_urlenc(strobe_buf *b, const char *s, size_t n);
+
 #endif

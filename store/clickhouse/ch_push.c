@@ -31,6 +31,7 @@
 
 #include "../store_impl.h"
 #include "ch.h"
+#include "strobe/clock.h"
 #include "strobe/pprof_view.h"
 
 typedef struct pcol {
@@ -118,14 +119,13 @@ static int symbol_rows(ch_store *c, const strobe_profile *p, const symh *h, uint
 	int r = 0;
 	uint32_t *chain = NULL;
 	size_t ccap = 0;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
+	int64_t now_s = strobe_mono_ns() / STROBE_NS_PER_S;
 	pthread_mutex_lock(&c->mu);
 	/* Forget now and then: another server's symbol collection (ch_gc.c) may have deleted
 	 * what this one wrote; the cost is writing a push's symbols again (deduplicated). */
-	if (now.tv_sec - c->known_at_s >= CH_KNOWN_TTL_S) {
+	if (now_s - c->known_at_s >= CH_KNOWN_TTL_S) {
 		ch_known_free(&c->known_sym);
-		c->known_at_s = now.tv_sec;
+		c->known_at_s = now_s;
 	}
 	for (uint32_t i = 1; r == 0 && i < p->functions.n; i++) {
 		if (ch_known_has(&c->known_sym, h->fn[i]))

@@ -52,18 +52,9 @@ F=$GOPROF
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 HEAP='memory:inuse_space:bytes:space:bytes'
 
-# launch NAME DATA OPTS...: a strobe server; sets url_NAME and pid_NAME
-launch() {
-  local n=$1 d=$2
-  shift 2
-  launch_server "$STROBE" "$d" "$@" || { echo "FAIL $name/start-$n: $(head -c 600 "$TMPDIR/log")"; exit 1; }
-  pids+=("$pid")
-  eval "url_$n=\$url pid_$n=\$pid"
-  pid=
-}
-launch A "$TMPDIR/a" --store "$(ch_url 1 2)"
-launch B "$TMPDIR/b" --store "$(ch_url 1 2)"
-launch S "$TMPDIR/s"
+ch_strobe A "$TMPDIR/a" --store "$(ch_url 1 2)"
+ch_strobe B "$TMPDIR/b" --store "$(ch_url 1 2)"
+ch_strobe S "$TMPDIR/s"
 
 # ---- the same data into ClickHouse (through A) and SQLite --------------------------------------
 push() { # URL FILE QUERY -> HTTP status
@@ -168,8 +159,8 @@ cat >"$TMPDIR/lim.json" <<'EOF'
 { "limits": { "max_label_values_per_name": 2, "max_series_per_tenant": 3, "max_stacks": 3, "max_query_profiles": 3 } }
 EOF
 lurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/lim?cluster=strobe"
-launch C "$TMPDIR/c" --store "$lurl" --config "$TMPDIR/lim.json"
-launch D "$TMPDIR/d" --store "$lurl" --config "$TMPDIR/lim.json"
+ch_strobe C "$TMPDIR/c" --store "$lurl" --config "$TMPDIR/lim.json"
+ch_strobe D "$TMPDIR/d" --store "$lurl" --config "$TMPDIR/lim.json"
 l1=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h1&time=now-1m")
 l2=$(push "$url_D" "$TMPDIR/sl0.folded" "service_name=h2&time=now-1m")
 l3=$(push "$url_C" "$TMPDIR/sl0.folded" "service_name=h3&time=now-1m"); b3=$(cat "$TMPDIR/push.out")
@@ -199,12 +190,12 @@ else ok limits-query "$(cat "$TMPDIR/q4")"; fi
 gurl="clickhouse://127.0.0.1:${ch_http[1]},127.0.0.1:${ch_http[2]}/gc?cluster=strobe"
 printf 'main;old_fn;old_leaf 5\nmain;shared 1\n' >"$TMPDIR/old.folded"
 printf 'main;new_fn 3\nmain;shared 1\n' >"$TMPDIR/new.folded"
-launch E "$TMPDIR/e" --store "$gurl"
+ch_strobe E "$TMPDIR/e" --store "$gurl"
 g1=$(push "$url_E" "$TMPDIR/old.folded" "service_name=gc&time=now-3d") g2=$(push "$url_E" "$TMPDIR/new.folded" "service_name=gc&time=now-1m")
 gsym() { ch_sql 1 "SELECT (SELECT uniqExact(id) FROM gc.functions), (SELECT uniqExact(id) FROM gc.locations), (SELECT uniqExact(id) FROM gc.stacks), (SELECT count() FROM gc.functions WHERE name LIKE 'old%')" | tr '\t' ' '; }
 gb=$(gsym)
 kill -9 "$pid_E"; wait "$pid_E" 2>/dev/null
-launch E "$TMPDIR/e" --store "$gurl" --retention 1d
+ch_strobe E "$TMPDIR/e" --store "$gurl" --retention 1d
 gdone() { [ "$(gsym)" = "3 3 3 0" ]; }
 gf=$(q "$url_E" query --data-urlencode "query=$SM{service_name=\"gc\"}" -d format=folded -d from=now-10m | sort | tr '\n' ' ')
 end=$((SECONDS + 30)); until gdone || [ $SECONDS -ge $end ]; do sleep 0.2; done
@@ -232,7 +223,7 @@ got=$(folded "$url_B" "$CPU{service_name=\"k9\"}" | total)
 if [ "$acked" -ge 5 ] && [ "$got" -ge $((acked * one)) ] && [ "$got" -le $(((acked + 1) * one)) ]; then
   ok kill9-acked "$acked acknowledged pushes of $one ns each, $got ns queryable"
 else fail kill9-acked "$acked acknowledged pushes of $one ns: want $((acked * one)) (one more at most), got '$got'"; fi
-launch A "$TMPDIR/a" --store "$(ch_url 1 2)"
+ch_strobe A "$TMPDIR/a" --store "$(ch_url 1 2)"
 
 # ---- one shard stopped ---------------------------------------------------------------------------
 # Which services' series live on shard 2 (and which on 1): asked of each shard's own tables.

@@ -41,16 +41,8 @@ ch_start 2 || skip "$ch_why"
 F=$GOPROF
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
-launch() { # NAME DATA OPTS...: sets url_NAME, pid_NAME
-  local n=$1 d=$2
-  shift 2
-  launch_server "$STROBE" "$d" "$@" || { echo "FAIL $name/start-$n: $(head -c 600 "$TMPDIR/log")"; exit 1; }
-  pids+=("$pid")
-  eval "url_$n=\$url pid_$n=\$pid"
-  pid=
-}
-launch A "$TMPDIR/a" --store "clickhouse://127.0.0.1:${ch_http[1]}/strobe?cluster=strobe&replicated=1"
-launch B "$TMPDIR/b" --store "clickhouse://127.0.0.1:${ch_http[2]}/strobe?cluster=strobe&replicated=1"
+ch_strobe A "$TMPDIR/a" --store "clickhouse://127.0.0.1:${ch_http[1]}/strobe?cluster=strobe&replicated=1"
+ch_strobe B "$TMPDIR/b" --store "clickhouse://127.0.0.1:${ch_http[2]}/strobe?cluster=strobe&replicated=1"
 
 push() { curl -s -o "$TMPDIR/push.out" -w '%{http_code}' --data-binary @"$F/go_cpu.pb.gz" "$1/api/v1/push?$2"; }
 q() { curl -s -G "$1/api/v1/$2" "${@:3}"; }
@@ -95,10 +87,12 @@ else ok replica-down "replica 1 killed: 4 pushes through B 200, $((4 * one)) ns 
 if ! ch_restart 1; then fail catch-up "replica 1 did not start again: $ch_why"
 else
   t0=$SECONDS
-  n2=$(cnt 2 points_l) n2m=$(ch_sql 2 "$R1M")
-  caught() { [ "$(cnt 1 points_l)" = "$n2" ] && [ "$(ch_sql 1 "$R1M")" = "$n2m" ]; }
+  # the series rows too: each table is fetched on its own, and the check below reads the series
+  nser() { ch_sql "$1" "SELECT uniqExact(series) FROM strobe.series_l"; }
+  n2=$(cnt 2 points_l) n2m=$(ch_sql 2 "$R1M") n2s=$(nser 2)
+  caught() { [ "$(cnt 1 points_l)" = "$n2" ] && [ "$(ch_sql 1 "$R1M")" = "$n2m" ] && [ "$(nser 1)" = "$n2s" ]; }
   if [ "$n2" -le "$n1" ]; then fail catch-up "replica 2 has $n2 point rows, no more than the $n1 before replica 1 was killed"
-  elif ! until_ok 45 caught; then fail catch-up "replica 1 has $(cnt 1 points_l) point rows and $(ch_sql 1 "$R1M") roll-up total after 45 s, want replica 2's $n2 and $n2m"
+  elif ! until_ok 45 caught; then fail catch-up "replica 1 has $(cnt 1 points_l) point rows and $(ch_sql 1 "$R1M") roll-up total and $(nser 1) series after 45 s, want replica 2's $n2, $n2m and $n2s"
   else
     # A reads through the Distributed table, which may pick either replica: read replica 1's own
     dsum="SELECT sum(arraySum(values)) FROM strobe.points_l WHERE type = '$CPU' AND series IN (SELECT series FROM strobe.series_l WHERE has(values, 'down'))"

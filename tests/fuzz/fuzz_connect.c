@@ -144,13 +144,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = size - 1;
 	if ((ctl & 32) && strobe_gzip(body, len, &gz, &len) == 0)
 		body = gz;
-	strobe_kv hdrs[3];
+	srv_kv hdrs[3];
 	size_t nh = 0;
-	hdrs[nh++] = (strobe_kv){"Content-Type", json ? "application/json" : "application/proto"};
+	hdrs[nh++] = (srv_kv){"Content-Type", json ? "application/json" : "application/proto"};
 	if (ctl & (32 | 64))
-		hdrs[nh++] = (strobe_kv){"Content-Encoding", "gzip"};
+		hdrs[nh++] = (srv_kv){"Content-Encoding", "gzip"};
 	if (ctl & 128)
-		hdrs[nh++] = (strobe_kv){"Accept-Encoding", "gzip"};
+		hdrs[nh++] = (srv_kv){"Accept-Encoding", "gzip"};
 	srv_req r = {.srv = &srv, .url = path, .method = "POST", .hdrs = hdrs, .nhdrs = nh,
 		     .body = body, .len = len, .now_ns = NOW};
 	srv_handle(&r);

@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = 0;
-	strobe_kv args[MAX_KV], hdrs[MAX_KV];
+	srv_kv args[MAX_KV], hdrs[MAX_KV];
 	size_t na = 0, nh = 0;
 	char *p = text, *end = text + size;
 	char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -162,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			char *eq = strchr(line + 1, '=');
 			if (eq)
 				*eq = 0;
-			args[na++] = (strobe_kv){line + 1, eq ? eq + 1 : ""};
+			args[na++] = (srv_kv){line + 1, eq ? eq + 1 : ""};
 		} else if (nh < MAX_KV) {
 			char *colon = strchr(line, ':');
 			if (!colon)
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			char *v = colon + 1;
 			while (*v == ' ')
 				v++;
-			hdrs[nh++] = (strobe_kv){line, v};
+			hdrs[nh++] = (srv_kv){line, v};
 		}
 	}
 	srv_req r = {.srv = &srv, .url = url, .method = method, .args = args, .nargs = na,

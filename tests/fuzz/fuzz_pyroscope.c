@@ -21,7 +21,7 @@
 
 #define MAX_PARAMS 16
 
-static void check_item(const strobe_pyro_item *it)
+static void check_item(const srv_pyro_item *it)
 {
 	int colons = 0;
 	for (const char *c = it->type; *c; c++)
@@ -41,7 +41,7 @@ static void check_item(const strobe_pyro_item *it)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	strobe_kv kv[MAX_PARAMS];
+	srv_kv kv[MAX_PARAMS];
 	char *copies[MAX_PARAMS];
 	size_t n = 0;
 	char *ct = NULL;
@@ -69,15 +69,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		copies[n] = s;
-		kv[n] = (strobe_kv){s, eq + 1};
+		kv[n] = (srv_kv){s, eq + 1};
 		n++;
 	}
-	strobe_pyro_limits lim = {.max_body = 1 << 20, .max_decompressed = 4 << 20};
-	strobe_pyro_request req = {kv, n, ct, p, (size_t)(end - p), 1700000000000000000LL, &lim};
-	strobe_pyro_batch b;
+	srv_pyro_limits lim = {.max_body = 1 << 20, .max_decompressed = 4 << 20};
+	srv_pyro_request req = {kv, n, ct, p, (size_t)(end - p), 1700000000000000000LL, &lim};
+	srv_pyro_batch b;
 	strobe_err err = {{0}};
 	int status = 0;
-	int r = strobe_pyro_parse(&req, &b, &status, &err);
+	int r = srv_pyro_parse(&req, &b, &status, &err);
 	if (r < 0) {
 		if (!err.msg[0] && status != 500)
 			abort(); /* every refusal says why */
@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		for (size_t i = 0; i < b.nitems; i++)
 			check_item(&b.items[i]);
-		strobe_pyro_batch_free(&b);
+		srv_pyro_batch_free(&b);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(copies[i]);

@@ -3,7 +3,8 @@
  * Unit tests of the growable buffer (lib/buf.c): appending bytes, strings and formatted text
  * (short and longer than the formatting scratch), the NUL after the contents, the maximum
  * (exactly max fits, one byte more fails and empties the buffer, and the allocation never passes
- * max + 1), writing in place with reserve and commit, reset, and taking the contents over.
+ * max + 1), writing in place with reserve and commit, reset, taking the contents over, and
+ * percent-encoding for URL queries.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -95,12 +96,36 @@ static void test_reserve_commit_take(void **state)
 	strobe_buf_free(&b);
 }
 
+/* Percent-encoding for URL queries: unreserved characters kept, every other byte (a NUL, a
+ * space, UTF-8, the query's own & = { } ") as %XX, the bytes libcurl's curl_easy_escape gives;
+ * a failure past max empties the buffer as any other add. */
+static void test_urlenc(void **state)
+{
+	(void)state;
+	strobe_buf b;
+	strobe_buf_init(&b, 1024);
+	static const char in[] = "aZ09-._~ &={}\"\\/\0\xc3\xa9";
+	assert_int_equal(strobe_buf_add_urlenc(&b, in, sizeof(in) - 1), 0);
+	assert_string_equal(b.p, "aZ09-._~%20%26%3D%7B%7D%22%5C%2F%00%C3%A9");
+	assert_int_equal(b.len, strlen(b.p));
+	assert_int_equal(strobe_buf_add_urlenc(&b, "", 0), 0);
+	assert_int_equal(strobe_buf_add_urlenc(&b, "x", 1), 0);
+	assert_string_equal(b.p + b.len - 4, "%A9x");
+	strobe_buf_free(&b);
+	strobe_buf_init(&b, 5);
+	assert_int_equal(strobe_buf_add_urlenc(&b, "ab", 2), 0);
+	assert_int_equal(strobe_buf_add_urlenc(&b, "c d", 3), -E2BIG);
+	assert_int_equal(b.len, 0);
+	strobe_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_add),
 		cmocka_unit_test(test_max),
 		cmocka_unit_test(test_reserve_commit_take),
+		cmocka_unit_test(test_urlenc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,13 +370,13 @@ static void test_ingest_form(void **state)
 	memcpy(body + len, pb, sizeof(pb) - 1);
 	len += sizeof(pb) - 1;
 	len += (size_t)sprintf((char *)body + len, "\r\n--B--\r\n");
-	strobe_kv kv[] = {{"name", "shop.cpu{env=prod}"}, {"format", "jfr"}, {"sampleRate", "100"},
+	srv_kv kv[] = {{"name", "shop.cpu{env=prod}"}, {"format", "jfr"}, {"sampleRate", "100"},
 			  {"from", "1700000000"}, {"until", "1700000010"}};
-	strobe_pyro_request req = {kv, 5, "multipart/form-data; boundary=B", body, len, 0, NULL};
-	strobe_pyro_batch b;
+	srv_pyro_request req = {kv, 5, "multipart/form-data; boundary=B", body, len, 0, NULL};
+	srv_pyro_batch b;
 	int status;
 	strobe_err err = {{0}};
-	if (strobe_pyro_parse(&req, &b, &status, &err) < 0)
+	if (srv_pyro_parse(&req, &b, &status, &err) < 0)
 		fail_msg("%d %s", status, err.msg);
 	assert_int_equal(status, 200);
 	assert_int_equal(b.nitems, 3);
@@ -385,7 +385,7 @@ static void test_ingest_form(void **state)
 			      "mutex:delay:nanoseconds:mutex:count"};
 	int64_t total[] = {20000000, 1, 5000000};
 	for (size_t i = 0; i < 3; i++) {
-		const strobe_pyro_item *it = &b.items[i];
+		const srv_pyro_item *it = &b.items[i];
 		assert_string_equal(it->type, want[i]);
 		assert_int_equal(strobe_total(it->profile, 0), total[i]);
 		bool svc = false;
@@ -402,11 +402,11 @@ static void test_ingest_form(void **state)
 	assert_int_equal(nl, 1);
 	assert_string_equal(strobe_str(p, lb[0].key), "endpoint");
 	assert_string_equal(strobe_str(p, lb[0].str), "/checkout");
-	strobe_pyro_batch_free(&b);
+	srv_pyro_batch_free(&b);
 	/* a form without a jfr part */
-	strobe_pyro_request bad = {kv, 5, "multipart/form-data; boundary=B",
+	srv_pyro_request bad = {kv, 5, "multipart/form-data; boundary=B",
 				   (const uint8_t *)"--B--\r\n", 7, 0, NULL};
-	assert_true(strobe_pyro_parse(&bad, &b, &status, &err) < 0);
+	assert_true(srv_pyro_parse(&bad, &b, &status, &err) < 0);
 	assert_int_equal(status, 422);
 	assert_non_null(strstr(err.msg, "no part named jfr"));
 }

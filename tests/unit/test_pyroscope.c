@@ -43,32 +43,32 @@ static int type_names(const strobe_profile *p, const char *hint, char (*names)[S
 /* ---- helpers ----------------------------------------------------------------------------------- */
 
 typedef struct result {
-	strobe_pyro_batch b;
+	srv_pyro_batch b;
 	int r, status;
 	strobe_err err;
 } result;
 
 /* params: "key=value" strings, NULL-terminated. */
 static result ingest(const char *const *params, const char *ct, const void *body, size_t len,
-		     const strobe_pyro_limits *lim)
+		     const srv_pyro_limits *lim)
 {
-	strobe_kv kv[16];
+	srv_kv kv[16];
 	char store[16][512];
 	size_t n = 0;
 	for (; params[n]; n++) {
 		snprintf(store[n], sizeof(store[n]), "%s", params[n]);
 		char *eq = strchr(store[n], '=');
 		*eq = 0;
-		kv[n] = (strobe_kv){store[n], eq + 1};
+		kv[n] = (srv_kv){store[n], eq + 1};
 	}
-	strobe_pyro_request req = {kv, n, ct, body, len, NOW, lim};
+	srv_pyro_request req = {kv, n, ct, body, len, NOW, lim};
 	result res;
 	memset(&res, 0, sizeof(res));
-	res.r = strobe_pyro_parse(&req, &res.b, &res.status, &res.err);
+	res.r = srv_pyro_parse(&req, &res.b, &res.status, &res.err);
 	return res;
 }
 
-static const strobe_pyro_item *item(const result *r, const char *type)
+static const srv_pyro_item *item(const result *r, const char *type)
 {
 	for (size_t i = 0; i < r->b.nitems; i++)
 		if (strcmp(r->b.items[i].type, type) == 0)
@@ -76,7 +76,7 @@ static const strobe_pyro_item *item(const result *r, const char *type)
 	return NULL;
 }
 
-static const char *label(const strobe_pyro_item *it, const char *name)
+static const char *label(const srv_pyro_item *it, const char *name)
 {
 	for (uint32_t i = 0; i < it->nlabels; i++)
 		if (strcmp(it->labels[i].name, name) == 0)
@@ -174,10 +174,10 @@ static void mp_end(mp *m, const char *boundary)
 static void test_parse_name(void **state)
 {
 	char *app;
-	strobe_pyro_label *l;
+	srv_pyro_label *l;
 	uint32_t n;
 	strobe_err err = {{0}};
-	assert_int_equal(strobe_pyro_parse_name("my.awesome.app.cpu{env=staging, region = us-west-1 }",
+	assert_int_equal(srv_pyro_parse_name("my.awesome.app.cpu{env=staging, region = us-west-1 }",
 					       NULL, &app, &l, &n, &err),
 			 0);
 	assert_string_equal(app, "my.awesome.app.cpu");
@@ -198,7 +198,7 @@ static void test_parse_name(void **state)
 			    "app{v=x y=z é}", "svc/x-y_z.1{__session_id__=abc}"};
 	const uint32_t counts[] = {0, 0, 1, 1, 0, 1, 1};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++) {
-		if (strobe_pyro_parse_name(ok[i], NULL, &app, &l, &n, &err) < 0)
+		if (srv_pyro_parse_name(ok[i], NULL, &app, &l, &n, &err) < 0)
 			fail_msg("'%s' refused: %s", ok[i], err.msg);
 		assert_int_equal(n, counts[i]);
 		if (i == 3)
@@ -232,7 +232,7 @@ static void test_parse_name(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		err.msg[0] = 0;
-		if (strobe_pyro_parse_name(bad[i].name, NULL, &app, &l, &n, &err) != -EINVAL ||
+		if (srv_pyro_parse_name(bad[i].name, NULL, &app, &l, &n, &err) != -EINVAL ||
 		    !strstr(err.msg, bad[i].msg))
 			fail_msg("'%s': expected -EINVAL with '%s', got '%s'", bad[i].name, bad[i].msg,
 				 err.msg);
@@ -240,11 +240,11 @@ static void test_parse_name(void **state)
 		assert_null(l);
 	}
 	/* Caps. */
-	strobe_pyro_limits lim = {.max_labels = 2, .max_label_value = 4};
-	assert_int_equal(strobe_pyro_parse_name("a{x=1,y=2,z=3}", &lim, &app, &l, &n, &err), -EINVAL);
+	srv_pyro_limits lim = {.max_labels = 2, .max_label_value = 4};
+	assert_int_equal(srv_pyro_parse_name("a{x=1,y=2,z=3}", &lim, &app, &l, &n, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "more than 2 labels"));
-	assert_int_equal(strobe_pyro_parse_name("a{x=12345}", &lim, &app, &l, &n, &err), -EINVAL);
-	assert_int_equal(strobe_pyro_parse_name("abcde", &lim, &app, &l, &n, &err), -EINVAL);
+	assert_int_equal(srv_pyro_parse_name("a{x=12345}", &lim, &app, &l, &n, &err), -EINVAL);
+	assert_int_equal(srv_pyro_parse_name("abcde", &lim, &app, &l, &n, &err), -EINVAL);
 }
 
 /* ---- from/until -------------------------------------------------------------------------------- */
@@ -252,18 +252,18 @@ static void test_parse_name(void **state)
 static void test_parse_time(void **state)
 {
 	const int64_t s = 1600000000;
-	assert_int_equal(strobe_pyro_parse_time("1600000000", NOW), s * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("1600000000123", NOW), s * 1000000000 + 123000000);
-	assert_int_equal(strobe_pyro_parse_time("1600000000123456", NOW), s * 1000000000 + 123456000);
-	assert_int_equal(strobe_pyro_parse_time("1600000000123456789", NOW), s * 1000000000 + 123456789);
-	assert_int_equal(strobe_pyro_parse_time(" 1_600_000_000 ", NOW), s * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("20200913", NOW), (int64_t)1599955200 * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("now-1h", NOW), NOW - (int64_t)3600 * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("now-30min", NOW), NOW - (int64_t)1800 * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("now+2d", NOW), NOW + (int64_t)172800 * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("now-1h30m", NOW), NOW - (int64_t)5400 * 1000000000);
-	assert_int_equal(strobe_pyro_parse_time("garbage", NOW), NOW);
-	assert_int_equal(strobe_pyro_parse_time("99999999999999999999999", NOW), INT64_MAX);
+	assert_int_equal(srv_pyro_parse_time("1600000000", NOW), s * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("1600000000123", NOW), s * 1000000000 + 123000000);
+	assert_int_equal(srv_pyro_parse_time("1600000000123456", NOW), s * 1000000000 + 123456000);
+	assert_int_equal(srv_pyro_parse_time("1600000000123456789", NOW), s * 1000000000 + 123456789);
+	assert_int_equal(srv_pyro_parse_time(" 1_600_000_000 ", NOW), s * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("20200913", NOW), (int64_t)1599955200 * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("now-1h", NOW), NOW - (int64_t)3600 * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("now-30min", NOW), NOW - (int64_t)1800 * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("now+2d", NOW), NOW + (int64_t)172800 * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("now-1h30m", NOW), NOW - (int64_t)5400 * 1000000000);
+	assert_int_equal(srv_pyro_parse_time("garbage", NOW), NOW);
+	assert_int_equal(srv_pyro_parse_time("99999999999999999999999", NOW), INT64_MAX);
 }
 
 /* ---- folded and lines -------------------------------------------------------------------------- */
@@ -279,7 +279,7 @@ static void test_folded_cpu(void **state)
 		fail_msg("%s", r.err.msg);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(r.b.nitems, 1);
-	const strobe_pyro_item *it = item(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	const srv_pyro_item *it = item(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
 	assert_non_null(it);
 	/* 100 Hz: each sample is 10 ms. */
 	assert_int_equal(stack_value(it->profile, "main;work;hash"), 32 * 10000000LL);
@@ -295,7 +295,7 @@ static void test_folded_cpu(void **state)
 	assert_string_equal(label(it, "pyroscope_spy"), "ebpfspy");
 	for (uint32_t i = 1; i < it->nlabels; i++)
 		assert_true(strcmp(it->labels[i - 1].name, it->labels[i].name) < 0);
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 
 	/* sampleRate=0: counts stay samples. No suffix: cpu. No spyName: "unknown". */
 	const char *p2[] = {"name=shop", "sampleRate=0", "aggregationType=average", NULL};
@@ -308,7 +308,7 @@ static void test_folded_cpu(void **state)
 	assert_int_equal(it->from_ns, NOW); /* missing from/until are now */
 	assert_string_equal(label(it, "service_name"), "shop");
 	assert_string_equal(label(it, "pyroscope_spy"), "unknown");
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 
 	/* spyName becomes the label pyroscope_spy: its value obeys the labels' rules. */
 	const char *p3[] = {"name=shop", "spyName=go\xffspy", NULL};
@@ -317,7 +317,7 @@ static void test_folded_cpu(void **state)
 	assert_int_equal(r.status, 400);
 	assert_non_null(strstr(r.err.msg, "spyName: label 'pyroscope_spy' has a value that is not UTF-8"));
 	assert_int_equal(r.b.nitems, 0);
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 }
 
 static void test_folded_types(void **state)
@@ -343,7 +343,7 @@ static void test_folded_types(void **state)
 				 r.b.nitems ? r.b.items[0].type : "", r.err.msg);
 		assert_int_equal(stack_value(r.b.items[0].profile, "a;b"), cases[i].v);
 		assert_string_equal(label(&r.b.items[0], "service_name"), "x");
-		strobe_pyro_batch_free(&r.b);
+		srv_pyro_batch_free(&r.b);
 	}
 	const char *bad[] = {"name=x.nonsense", NULL};
 	result r = ingest(bad, NULL, body, sizeof(body) - 1, NULL);
@@ -356,12 +356,12 @@ static void test_lines_and_gzip(void **state)
 	const char *p[] = {"name=app.cpu", "format=lines", "sampleRate=0", NULL};
 	result r = ingest(p, NULL, body, sizeof(body) - 1, NULL);
 	assert_int_equal(r.r, 0);
-	const strobe_pyro_item *it = item(&r, "process_cpu:samples:count:samples:count");
+	const srv_pyro_item *it = item(&r, "process_cpu:samples:count:samples:count");
 	assert_non_null(it);
 	assert_int_equal(stack_value(it->profile, "main;a"), 3);
 	assert_int_equal(stack_value(it->profile, "main;b"), 1);
 	assert_int_equal(stack_value(it->profile, "foo bar;baz 3"), 1); /* the whole line */
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 
 	/* A gzipped folded body reads the same. */
 	const char folded[] = "main;a 4\nmain;b 1\n";
@@ -372,7 +372,7 @@ static void test_lines_and_gzip(void **state)
 	r = ingest(p2, NULL, gz, gzlen, NULL);
 	assert_int_equal(r.r, 0);
 	assert_int_equal(stack_value(r.b.items[0].profile, "main;a"), 4);
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 	/* Corrupt gzip is a 422. */
 	gz[gzlen / 2] ^= 0xff;
 	gz[gzlen / 2 + 1] ^= 0xff;
@@ -385,7 +385,7 @@ static void test_lines_and_gzip(void **state)
 	memset(big, 'a', (1 << 20) - 3);
 	memcpy(big + (1 << 20) - 3, " 1", 2);
 	assert_int_equal(strobe_gzip((const uint8_t *)big, (1 << 20) - 1, &gz, &gzlen), 0);
-	strobe_pyro_limits lim = {.max_decompressed = 1000};
+	srv_pyro_limits lim = {.max_decompressed = 1000};
 	r = ingest(p2, NULL, gz, gzlen, &lim);
 	expect_error(&r, 413, "after gunzip");
 	free(gz);
@@ -410,7 +410,7 @@ static void test_request_errors(void **state)
 	const char *trie[] = {"name=app.cpu", NULL};
 	r = ingest(trie, "binary/octet-stream+trie", body, sizeof(body) - 1, NULL);
 	expect_error(&r, 415, "not supported");
-	strobe_pyro_limits lim = {.max_body = 4};
+	srv_pyro_limits lim = {.max_body = 4};
 	r = ingest(trie, NULL, body, sizeof(body) - 1, &lim);
 	expect_error(&r, 413, "larger than 4 bytes");
 	const char badcount[] = "a;b 1\na;c x12\n";
@@ -441,7 +441,7 @@ static void test_request_errors(void **state)
 	r = ingest(badrate, NULL, body, sizeof(body) - 1, NULL);
 	assert_int_equal(r.r, 0);
 	assert_int_equal(stack_value(r.b.items[0].profile, "a;b"), 10000000);
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 }
 
 /* ---- pprof ------------------------------------------------------------------------------------- */
@@ -517,8 +517,8 @@ static void test_pprof_raw_and_gzip(void **state)
 	if (r.r < 0)
 		fail_msg("%s", r.err.msg);
 	assert_int_equal(r.b.nitems, 2);
-	const strobe_pyro_item *cpu = item(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
-	const strobe_pyro_item *smp = item(&r, "process_cpu:samples:count:cpu:nanoseconds");
+	const srv_pyro_item *cpu = item(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	const srv_pyro_item *smp = item(&r, "process_cpu:samples:count:cpu:nanoseconds");
 	assert_non_null(cpu);
 	assert_non_null(smp);
 	assert_int_equal(strobe_total(cpu->profile, 0), strobe_total(ref, 1));
@@ -537,7 +537,7 @@ static void test_pprof_raw_and_gzip(void **state)
 			has_endpoint |= !strcmp(strobe_str(cpu->profile, l[i].key), "endpoint");
 	}
 	assert_true(has_endpoint);
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 
 	/* The same profile uncompressed. */
 	uint8_t *raw;
@@ -548,7 +548,7 @@ static void test_pprof_raw_and_gzip(void **state)
 	assert_int_equal(r.b.nitems, 2);
 	assert_int_equal(strobe_total(item(&r, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")->profile, 0),
 			 strobe_total(ref, 1));
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 	/* Truncated: 422 naming the profile. */
 	r = ingest(p, NULL, raw, rawlen / 2, NULL);
 	expect_error(&r, 422, "profile");
@@ -558,7 +558,7 @@ static void test_pprof_raw_and_gzip(void **state)
 	assert_int_equal(r.r, 0);
 	assert_string_equal(label(&r.b.items[0], "service_name"), "shop");
 	assert_string_equal(label(&r.b.items[0], "app_name"), "checkout");
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 	free(raw);
 	free(gz);
 	strobe_profile_free(ref);
@@ -595,7 +595,7 @@ static void test_multipart_prev_profile(void **state)
 			       "memory:inuse_objects:count:space:bytes",
 			       "memory:inuse_space:bytes:space:bytes"};
 	for (int t = 0; t < 4; t++) {
-		const strobe_pyro_item *it = item(&r, types[t]);
+		const srv_pyro_item *it = item(&r, types[t]);
 		if (!it)
 			fail_msg("no item %s", types[t]);
 		int64_t want = t < 2 ? strobe_total(cur, t) - strobe_total(prev, t) : strobe_total(cur, t);
@@ -603,7 +603,7 @@ static void test_multipart_prev_profile(void **state)
 		assert_int_equal(it->aggregation, t < 2 ? STROBE_AGG_SUM : STROBE_AGG_AVERAGE);
 		assert_string_equal(label(it, "service_name"), "shop");
 	}
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 	free(m.b);
 
 	/* Cumulative types with no prev_profile have nothing to diff against: left out. */
@@ -616,7 +616,7 @@ static void test_multipart_prev_profile(void **state)
 	assert_int_equal(r.b.nitems, 2);
 	assert_null(item(&r, types[0]));
 	assert_non_null(item(&r, types[3]));
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 	free(m.b);
 
 	/* A prev_profile of other sample types is refused, naming it. */
@@ -678,7 +678,7 @@ static void test_multipart_sdk_configs(void **state)
 				     : "mutex:delay:nanoseconds:contentions:count";
 		if (!item(&r, want))
 			fail_msg("no %s (got %s)", want, r.b.items[0].type);
-		strobe_pyro_batch_free(&r.b);
+		srv_pyro_batch_free(&r.b);
 		free(m.b);
 	}
 	free(mutex);
@@ -728,7 +728,7 @@ static void test_multipart_errors(void **state)
 	assert_int_equal(r.b.nitems, 1);
 	assert_string_equal(r.b.items[0].type, "goroutine:goroutine:count:goroutine:count");
 	assert_int_equal(r.b.items[0].aggregation, STROBE_AGG_AVERAGE);
-	strobe_pyro_batch_free(&r.b);
+	srv_pyro_batch_free(&r.b);
 	free(m.b);
 	free(prof);
 }
@@ -738,10 +738,10 @@ static void test_stc_parse(void **state)
 	const char doc[] = "{\"samples\":{\"display-name\":\"cpu\",\"units\":\"samples\","
 			   "\"sampled\":true},\"inuse_space\":{\"aggregation\":\"average\"},"
 			   "\"x\":null,\"alloc_space\":{\"cumulative\":true,\"unknown\":[1]}}";
-	strobe_pyro_stc *v;
+	srv_pyro_stc *v;
 	size_t n;
 	strobe_err err = {{0}};
-	assert_int_equal(strobe_pyro_stc_parse(doc, sizeof(doc) - 1, &v, &n, &err), 0);
+	assert_int_equal(srv_pyro_stc_parse(doc, sizeof(doc) - 1, &v, &n, &err), 0);
 	assert_int_equal(n, 3);
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(v[i].type, "samples")) {

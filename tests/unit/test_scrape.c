@@ -76,7 +76,7 @@ typedef struct sink {
 	int fail_with; /* the callback's answer, to test failure reporting */
 } sink;
 
-static int on_ingest(void *ctx, const char *hint, const strobe_kv *labels, size_t nlabels,
+static int on_ingest(void *ctx, const char *hint, const srv_kv *labels, size_t nlabels,
 		     strobe_profile *p, int64_t t, int64_t dur)
 {
 	sink *s = ctx;
@@ -277,21 +277,21 @@ static void serve_profile(server *s, const char *path, const strobe_profile *p, 
 static void test_config_errors(void **state)
 {
 	sink k = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	strobe_scrape_target t = {.url = "ftp://example.com"};
-	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	srv_scrape_target t = {.url = "ftp://example.com"};
+	srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
 	strobe_err err = {{0}};
 	errno = 0;
-	assert_null(strobe_scraper_new(&cfg, &err));
+	assert_null(srv_scraper_new(&cfg, &err));
 	assert_int_equal(errno, EINVAL);
 	assert_non_null(strstr(err.msg, "ftp://example.com"));
 	t.url = "http://";
-	assert_null(strobe_scraper_new(&cfg, &err));
+	assert_null(srv_scraper_new(&cfg, &err));
 	t.url = "http://127.0.0.1:1";
 	t.interval_ns = -1;
-	assert_null(strobe_scraper_new(&cfg, &err));
+	assert_null(srv_scraper_new(&cfg, &err));
 	cfg.ingest = NULL;
 	t.interval_ns = 0;
-	assert_null(strobe_scraper_new(&cfg, &err));
+	assert_null(srv_scraper_new(&cfg, &err));
 }
 
 static void test_canned_deltas(void **state)
@@ -307,20 +307,20 @@ static void test_canned_deltas(void **state)
 	serve_profile(&srv, "/debug/pprof/goroutine", gor, 1.0);
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv.port);
-	strobe_kv labels[] = {{"env", "test"}};
-	strobe_scrape_target t = {.url = url,
+	srv_kv labels[] = {{"env", "test"}};
+	srv_scrape_target t = {.url = url,
 				  .labels = labels,
 				  .nlabels = 1,
 				  .profiles = STROBE_SCRAPE_MUTEX | STROBE_SCRAPE_HEAP |
 					      STROBE_SCRAPE_GOROUTINE};
 	sink k = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
 	strobe_err err = {{0}};
-	strobe_scraper *s = strobe_scraper_new(&cfg, &err);
+	srv_scraper *s = srv_scraper_new(&cfg, &err);
 	assert_non_null(s);
 
 	/* Round 1: counters set the baseline; gauges and snapshots go out. */
-	if (strobe_scraper_scrape(s, 0, &err) < 0)
+	if (srv_scraper_scrape(s, 0, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_null(find(&k, "mutex"));
 	record *h = find(&k, "memory");
@@ -343,7 +343,7 @@ static void test_canned_deltas(void **state)
 	serve_profile(&srv, "/debug/pprof/heap", heap, 2.0);
 	strobe_profile *half = strobe_profile_clone(mutex);
 	strobe_profile_scale(half, 0.5);
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), 0);
 	record *m = find(&k, "mutex");
 	assert_non_null(m);
 	for (int c = 0; c < 2; c++)
@@ -356,15 +356,15 @@ static void test_canned_deltas(void **state)
 	assert_int_equal(h->p->ntypes, 2);
 	assert_int_equal(total_of(h->p, "inuse_space"), 2 * total_of(heap, "inuse_space"));
 	strobe_profile *raw = NULL;
-	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_MUTEX, &raw), 0);
+	assert_int_equal(srv_scraper_last_raw(s, 0, STROBE_SCRAPE_MUTEX, &raw), 0);
 	assert_int_equal(strobe_total(raw, 1), strobe_total(mutex, 1));
 	strobe_profile_free(raw);
-	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_CPU, &raw), -ENOENT);
+	assert_int_equal(srv_scraper_last_raw(s, 0, STROBE_SCRAPE_CPU, &raw), -ENOENT);
 	sink_clear(&k);
 
 	/* Round 3: the process restarted, its counters are below the last ones: as they are. */
 	serve_profile(&srv, "/debug/pprof/mutex", mutex, 0.25);
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), 0);
 	m = find(&k, "mutex");
 	assert_non_null(m);
 	strobe_profile *quarter = strobe_profile_clone(mutex);
@@ -374,15 +374,15 @@ static void test_canned_deltas(void **state)
 
 	/* A failing ingest callback is a scrape error naming the URL. */
 	k.fail_with = -EIO;
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), -EIO);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), -EIO);
 	assert_non_null(strstr(err.msg, "ingest failed"));
 	k.fail_with = 0;
-	strobe_scrape_status st;
-	assert_int_equal(strobe_scraper_status(s, 0, &st), 0);
+	srv_scrape_status st;
+	assert_int_equal(srv_scraper_status(s, 0, &st), 0);
 	assert_int_equal(st.rounds, 4);
 	assert_true(st.errors >= 1);
 
-	strobe_scraper_free(s);
+	srv_scraper_free(s);
 	server_stop(&srv);
 	strobe_profile_free(half);
 	strobe_profile_free(quarter);
@@ -407,13 +407,13 @@ static void test_gauges_stamped_at_their_scrape(void **state)
 	serve_profile(&srv, "/debug/pprof/heap", heap, 1.0);
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv.port);
-	strobe_scrape_target t = {.url = url, .profiles = STROBE_SCRAPE_HEAP};
+	srv_scrape_target t = {.url = url, .profiles = STROBE_SCRAPE_HEAP};
 	sink k = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
 	strobe_err err = {{0}};
-	strobe_scraper *s = strobe_scraper_new(&cfg, &err);
+	srv_scraper *s = srv_scraper_new(&cfg, &err);
 	assert_non_null(s);
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), 0);
 	assert_int_equal(k.n, 1);
 	assert_int_equal(k.r[0].t, t1);
 	assert_int_equal(total_of(k.r[0].p, "inuse_space"), total_of(heap, "inuse_space"));
@@ -421,7 +421,7 @@ static void test_gauges_stamped_at_their_scrape(void **state)
 
 	heap->time_nanos = t2;
 	serve_profile(&srv, "/debug/pprof/heap", heap, 2.0);
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), 0);
 	int gauges = 0, counters = 0;
 	for (size_t i = 0; i < k.n; i++) {
 		const strobe_profile *p = k.r[i].p;
@@ -441,7 +441,7 @@ static void test_gauges_stamped_at_their_scrape(void **state)
 	}
 	assert_int_equal(gauges, 1);
 	assert_int_equal(counters, 1);
-	strobe_scraper_free(s);
+	srv_scraper_free(s);
 	server_stop(&srv);
 	sink_clear(&k);
 	strobe_profile_free(heap);
@@ -469,29 +469,29 @@ static void test_http_errors(void **state)
 		{STROBE_SCRAPE_GOROUTINE, "larger than 1000 bytes"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		strobe_scrape_target t = {.url = url, .profiles = cases[i].bit, .max_response = 1000};
-		strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
-		strobe_scraper *s = strobe_scraper_new(&cfg, NULL);
+		srv_scrape_target t = {.url = url, .profiles = cases[i].bit, .max_response = 1000};
+		srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+		srv_scraper *s = srv_scraper_new(&cfg, NULL);
 		strobe_err err = {{0}};
-		assert_true(strobe_scraper_scrape(s, 0, &err) < 0);
+		assert_true(srv_scraper_scrape(s, 0, &err) < 0);
 		if (!strstr(err.msg, cases[i].msg))
 			fail_msg("expected '%s' in '%s'", cases[i].msg, err.msg);
-		strobe_scrape_status st;
-		strobe_scraper_status(s, 0, &st);
+		srv_scrape_status st;
+		srv_scraper_status(s, 0, &st);
 		assert_int_equal(st.errors, 1);
 		assert_non_null(strstr(st.last_error, cases[i].msg));
-		strobe_scraper_free(s);
+		srv_scraper_free(s);
 	}
 	assert_int_equal(k.n, 0);
 	server_stop(&srv);
 	/* Nothing listens there any more: connection refused, with the URL. */
-	strobe_scrape_target t = {.url = url, .profiles = STROBE_SCRAPE_GOROUTINE};
-	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
-	strobe_scraper *s = strobe_scraper_new(&cfg, NULL);
+	srv_scrape_target t = {.url = url, .profiles = STROBE_SCRAPE_GOROUTINE};
+	srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	srv_scraper *s = srv_scraper_new(&cfg, NULL);
 	strobe_err err = {{0}};
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), -EIO);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), -EIO);
 	assert_non_null(strstr(err.msg, url));
-	strobe_scraper_free(s);
+	srv_scraper_free(s);
 }
 
 static int64_t mono_ms(void)
@@ -509,22 +509,22 @@ static void test_stop_is_prompt(void **state)
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
 	sink k = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	strobe_scrape_target t = {.url = url,
+	srv_scrape_target t = {.url = url,
 				  .profiles = STROBE_SCRAPE_CPU,
 				  .cpu_seconds = 30,
 				  .interval_ns = (int64_t)60 * 1000000000};
-	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
-	strobe_scraper *s = strobe_scraper_new(&cfg, NULL);
-	assert_int_equal(strobe_scraper_start(s), 0);
-	assert_int_equal(strobe_scraper_start(s), -EALREADY);
+	srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	srv_scraper *s = srv_scraper_new(&cfg, NULL);
+	assert_int_equal(srv_scraper_start(s), 0);
+	assert_int_equal(srv_scraper_start(s), -EALREADY);
 	usleep(300000);
 	int64_t t0 = mono_ms();
-	strobe_scraper_stop(s);
+	srv_scraper_stop(s);
 	int64_t took = mono_ms() - t0;
 	if (took > 2000)
 		fail_msg("stop took %lld ms with a CPU profile in flight", (long long)took);
-	strobe_scraper_stop(s); /* twice is fine */
-	strobe_scraper_free(s);
+	srv_scraper_stop(s); /* twice is fine */
+	srv_scraper_free(s);
 	server_stop(&srv);
 	assert_int_equal(k.n, 0);
 }
@@ -785,19 +785,19 @@ static void test_go_target(void **state)
 	running_go = &g;
 	char url[64];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", g.port);
-	strobe_scrape_target t = {.url = url,
+	srv_scrape_target t = {.url = url,
 				  .profiles = STROBE_SCRAPE_ALLOCS | STROBE_SCRAPE_MUTEX |
 					      STROBE_SCRAPE_BLOCK | STROBE_SCRAPE_GOROUTINE |
 					      STROBE_SCRAPE_CPU,
 				  .cpu_seconds = 1};
 	sink k = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	strobe_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
+	srv_scrape_config cfg = {&t, 1, NULL, on_ingest, &k, NULL};
 	strobe_err err = {{0}};
-	strobe_scraper *s = strobe_scraper_new(&cfg, &err);
+	srv_scraper *s = srv_scraper_new(&cfg, &err);
 	assert_non_null(s);
 
 	/* Round 1: the baseline. */
-	if (strobe_scraper_scrape(s, 0, &err) < 0)
+	if (srv_scraper_scrape(s, 0, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_null(find(&k, "mutex"));
 	assert_null(find(&k, "block"));
@@ -820,15 +820,15 @@ static void test_go_target(void **state)
 	assert_non_null(r);
 	assert_int_equal(r->p->ntypes, 2);
 	strobe_profile *raw1 = NULL, *raw2 = NULL, *raw3 = NULL;
-	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw1), 0);
+	assert_int_equal(srv_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw1), 0);
 	sink_clear(&k);
 
 	/* Round 2, after 10 x 1 MiB and some contention. */
 	go_get(g.port, "/alloc?n=10");
 	go_get(g.port, "/contend");
-	if (strobe_scraper_scrape(s, 0, &err) < 0)
+	if (srv_scraper_scrape(s, 0, &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw2), 0);
+	assert_int_equal(srv_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw2), 0);
 	r = find(&k, "memory");
 	assert_non_null(r);
 	expect_names(r->p, r->hint, "memory:alloc_objects:count:space:bytes",
@@ -863,29 +863,29 @@ static void test_go_target(void **state)
 
 	/* Round 3: another 5 MiB, and only that since round 2. */
 	go_get(g.port, "/alloc?n=5");
-	assert_int_equal(strobe_scraper_scrape(s, 0, &err), 0);
-	assert_int_equal(strobe_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw3), 0);
+	assert_int_equal(srv_scraper_scrape(s, 0, &err), 0);
+	assert_int_equal(srv_scraper_last_raw(s, 0, STROBE_SCRAPE_ALLOCS, &raw3), 0);
 	r = find(&k, "memory");
 	expect_near_blocks(r->p, 5);
 	assert_int_equal(total_of(r->p, "alloc_space"),
 			 total_of(raw3, "alloc_space") - total_of(raw2, "alloc_space"));
 	sink_clear(&k);
-	strobe_scraper_free(s);
+	srv_scraper_free(s);
 
 	/* The loop: rounds every 400 ms until stopped. */
 	t.profiles = STROBE_SCRAPE_GOROUTINE;
 	t.interval_ns = 400000000;
-	s = strobe_scraper_new(&cfg, &err);
-	assert_int_equal(strobe_scraper_start(s), 0);
+	s = srv_scraper_new(&cfg, &err);
+	assert_int_equal(srv_scraper_start(s), 0);
 	usleep(1500000);
-	strobe_scraper_stop(s);
-	strobe_scrape_status st;
-	strobe_scraper_status(s, 0, &st);
+	srv_scraper_stop(s);
+	srv_scrape_status st;
+	srv_scraper_status(s, 0, &st);
 	assert_true(st.rounds >= 3 && st.rounds <= 5);
 	assert_int_equal(st.errors, 0);
 	assert_int_equal(k.n, st.rounds);
 	sink_clear(&k);
-	strobe_scraper_free(s);
+	srv_scraper_free(s);
 
 	strobe_profile_free(raw1);
 	strobe_profile_free(raw2);

@@ -62,17 +62,17 @@ typedef struct reply {
 static reply call(const char *method, const char *url, const char *const *args,
 		  const uint8_t *body, size_t len, const char *ctype)
 {
-	strobe_kv kv[16], hd[2];
+	srv_kv kv[16], hd[2];
 	size_t na = 0, nh = 0;
 	char *copies[16];
 	for (; args && args[na]; na++) {
 		copies[na] = strdup(args[na]);
 		char *eq = strchr(copies[na], '=');
 		*eq = 0;
-		kv[na] = (strobe_kv){copies[na], eq + 1};
+		kv[na] = (srv_kv){copies[na], eq + 1};
 	}
 	if (ctype)
-		hd[nh++] = (strobe_kv){"Content-Type", ctype};
+		hd[nh++] = (srv_kv){"Content-Type", ctype};
 	srv_req r = {.srv = &srv, .url = url, .method = method, .args = kv, .nargs = na,
 		     .hdrs = hd, .nhdrs = nh, .body = body, .len = len, .now_ns = NOW};
 	srv_handle(&r);

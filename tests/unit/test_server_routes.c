@@ -46,14 +46,14 @@ static int teardown(void **state)
 /* The status of METHOD URL with an X-Scope-OrgID (or none) and a bearer token (or none). */
 static unsigned call(const char *method, const char *url, const char *tenant, const char *token)
 {
-	strobe_kv hd[2];
+	srv_kv hd[2];
 	size_t nh = 0;
 	char auth[128];
 	if (tenant)
-		hd[nh++] = (strobe_kv){"X-Scope-OrgID", tenant};
+		hd[nh++] = (srv_kv){"X-Scope-OrgID", tenant};
 	if (token) {
 		snprintf(auth, sizeof(auth), "Bearer %s", token);
-		hd[nh++] = (strobe_kv){"Authorization", auth};
+		hd[nh++] = (srv_kv){"Authorization", auth};
 	}
 	srv_req r = {.srv = &srv, .url = url, .method = method, .hdrs = hd, .nhdrs = nh,
 		     .now_ns = 1795000000LL * STROBE_NS_PER_S};

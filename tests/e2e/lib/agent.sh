@@ -24,6 +24,8 @@ _agent_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$_agent_lib/record.sh"
 # shellcheck source=server.sh
 . "$_agent_lib/server.sh"
+# shellcheck source=admin_port.sh
+. "$_agent_lib/admin_port.sh"
 
 agent_test() {
 	local name=$1
@@ -46,19 +48,14 @@ _agent_kill_all() {
 	return 0
 }
 start_agent() {
-	local log=$1 i port=
+	local log=$1
 	shift
 	: >"$log" # made here: the background job's redirection may come after the first read below
 	"$STROBE_FAST" agent --server "$url" --admin 127.0.0.1:0 "$@" 2>"$log" &
 	apid=$!
-	for ((i = 0; i < 200; i++)); do
-		port=$(sed -n 's/.*admin listening on .* port \([0-9]*\).*/\1/p' "$log" | head -1)
-		[ -n "$port" ] && break
-		kill -0 "$apid" 2>/dev/null || break
-		sleep 0.05
-	done
-	admin=http://127.0.0.1:$port
-	if [ -z "$port" ] || ! curl -sf "$admin/status" >/dev/null; then
+	admin_port_wait "$log" "$apid" 200
+	admin=http://127.0.0.1:$admin_port
+	if [ -z "$admin_port" ] || ! curl -sf "$admin/status" >/dev/null; then
 		echo "FAIL $(basename "$0" .sh)/start: the agent did not come up: $(head -5 "$log" | tr '\n' ' ')"
 		exit 1
 	fi

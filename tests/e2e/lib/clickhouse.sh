@@ -9,6 +9,12 @@
 #   ch_stop I / ch_kill I       stops (SIGTERM, waited) / kill -9s server I
 #   ch_restart I                starts server I again on its ports and data
 #   ch_url I [I...]             the strobe --store URL for the servers given (tried in order)
+#   ch_strobe NAME DATA OPTS... a strobe server ($STROBE, through lib/server.sh's launch_server,
+#                               which the caller sources) on data dir DATA with OPTS (a
+#                               --store for ClickHouse); sets url_NAME and pid_NAME and adds the pid to the
+#                               caller's pids array (its EXIT trap kills them); a FAIL
+#                               $name/start-NAME line with the log, and exit, when it does not
+#                               come up
 # With ch_zk_port set (lib/zookeeper.sh's zk_port) before ch_start, the N servers are instead N
 # replicas of ONE shard (macros shard=01, replica=rI; internal_replication), kept by that
 # ZooKeeper, for ReplicatedMergeTree tables (a store URL with replicated=1).
@@ -94,4 +100,12 @@ ch_url() { local h= i; for i in "$@"; do h+="${h:+,}127.0.0.1:${ch_http[$i]}"; d
 ch_cleanup() { local i; for i in "${!ch_pid[@]}"; do [ -n "${ch_pid[$i]}" ] && kill -9 "${ch_pid[$i]}" 2>/dev/null; done; wait 2>/dev/null; }
 ch_sql() { # $1 = index, $2 = SQL: the answer (TSV) on stdout
   curl -sf "http://127.0.0.1:${ch_http[$1]}/" --data-binary "$2"
+}
+ch_strobe() {
+  local n=$1 d=$2
+  shift 2
+  launch_server "$STROBE" "$d" "$@" || { echo "FAIL $name/start-$n: $(head -c 600 "$TMPDIR/log")"; exit 1; }
+  pids+=("$pid")
+  eval "url_$n=\$url pid_$n=\$pid"
+  pid=
 }
