@@ -81,6 +81,7 @@ struct strobe_agent {
 	uint64_t oc_full_seen;  /* its counts_full at the last export (for the profiles' comment) */
 	strobe_preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
 	int64_t rss_checked_ns; /* when keep_resident_low last looked */
+	int64_t bpf_stats_ns;   /* when publish_stats last read the eBPF programs' counters */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;
