@@ -80,7 +80,7 @@ static double backoff_left_s(const agent_status *st)
 static json_t *status_json(strobe_agent *a)
 {
 	agent_status st;
-	pthread_mutex_lock(&a->mu);
+	agent_lock_fresh_stats(a); /* (locks a->mu) */
 	st = a->st;
 	pthread_mutex_unlock(&a->mu);
 	strobe_spool_stats sp;
@@ -267,7 +267,7 @@ static json_t *status_json(strobe_agent *a)
 static void metrics(strobe_agent *a, reply *r)
 {
 	agent_status st;
-	pthread_mutex_lock(&a->mu);
+	agent_lock_fresh_stats(a); /* (locks a->mu) */
 	st = a->st;
 	pthread_mutex_unlock(&a->mu);
 	strobe_spool_stats sp;

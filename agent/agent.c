@@ -305,28 +305,60 @@ static void close_sampler(strobe_agent *a)
 	a->s = NULL;
 }
 
+/* The eBPF programs' counters are read at most every BPF_STATS_NS (and right after each export):
+ * a bpf() call each, and the sampling loop wakes ten times a second at 99 Hz; reading the on-CPU
+ * program's counters at every wakeup was a fifth of the agent's own CPU beside 200 busy
+ * processes. A /status or /metrics request asks for them as of now (agent_lock_fresh_stats),
+ * answered at the loop's next wakeup. */
+#define BPF_STATS_NS 1000000000LL
+#define FRESH_WAIT_MS 600 /* the longest agent_lock_fresh_stats waits for the loop */
+
+void agent_lock_fresh_stats(strobe_agent *a)
+{
+	unsigned want = atomic_fetch_add(&a->stats_asked, 1) + 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)FRESH_WAIT_MS * 1000000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&a->mu);
+	while ((int)(a->stats_answered - want) < 0)
+		if (pthread_cond_timedwait(&a->stats_cv, &a->mu, &ts) == ETIMEDOUT)
+			break;
+}
+
 static void publish_stats(strobe_agent *a)
 {
 	strobe_sampler_stats st = {0};
 	if (a->s)
 		strobe_sampler_get_stats(a->s, &st);
+	int64_t now = strobe_mono_ns();
+	unsigned asked = atomic_load(&a->stats_asked);
+	bool bpf = now - a->bpf_stats_ns >= BPF_STATS_NS || asked != a->stats_answered;
 	strobe_offcpu_stats ob = {0};
-	if (a->ob)
-		strobe_offcpu_get_stats(a->ob, &ob);
 	strobe_locks_stats lk = {0};
-	if (a->lk)
-		strobe_locks_get_stats(a->lk, &lk);
 	strobe_oncpu_stats oc = {0};
-	if (a->oc)
-		strobe_oncpu_get_stats(a->oc, &oc);
+	if (bpf) {
+		a->bpf_stats_ns = now;
+		if (a->ob)
+			strobe_offcpu_get_stats(a->ob, &ob);
+		if (a->lk)
+			strobe_locks_get_stats(a->lk, &lk);
+		if (a->oc)
+			strobe_oncpu_get_stats(a->oc, &oc);
+	}
 	pthread_mutex_lock(&a->mu);
-	a->st.ob = ob;
-	a->st.lk = lk;
-	a->st.oc = oc;
+	if (bpf) {
+		a->st.ob = ob;
+		a->st.lk = lk;
+		a->st.oc = oc;
+		a->stats_answered = asked;
+		pthread_cond_broadcast(&a->stats_cv);
+	}
 	a->st.samples = a->base_samples + st.samples;
 	/* counted in the kernel: live, not only once collected (and still while paused: none) */
-	if (a->oc && oc.samples >= oc.collected)
-		a->st.samples += oc.samples - oc.collected;
+	if (a->oc && a->st.oc.samples >= a->st.oc.collected)
+		a->st.samples += a->st.oc.samples - a->st.oc.collected;
 	a->st.switches = a->base_switches + st.switches;
 	a->st.lost = a->base_lost + st.lost;
 	a->st.throttled = a->base_throttled + st.throttled;
@@ -827,6 +859,7 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 		return -ENOMEM;
 	a->o = o;
 	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->stats_cv, NULL);
 	int rc = 0;
 	if (o->host)
 		snprintf(a->host, sizeof(a->host), "%s", o->host);
@@ -938,6 +971,7 @@ void strobe_agent_free(strobe_agent *a)
 	free(a->rule_has);
 	proc_cache_free(&a->procs);
 	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->stats_cv);
 	free(a);
 }
 
@@ -1041,6 +1075,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 			continue;
 		next = now - next > iv ? now + iv : next + iv;
 		export_interval(a);
+		a->bpf_stats_ns = 0; /* the counters after the drain, at the next publish */
 		bool reopen = budget_step(a, &b);
 		strobe_sampler_stats st = {0};
 		if (a->s)
@@ -1079,6 +1114,7 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 			agent_log(a, STROBE_LOG_WARN, "sampler: %s", de.msg);
 		export_interval(a);
 	}
+	a->bpf_stats_ns = 0;
 	publish_stats(a);
 	agent_sender_finish(a, 5000);
 	strobe_spool_stats sps;

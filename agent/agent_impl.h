@@ -81,6 +81,7 @@ struct strobe_agent {
 	uint64_t oc_full_seen;  /* its counts_full at the last export (for the profiles' comment) */
 	strobe_preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
 	int64_t rss_checked_ns; /* when keep_resident_low last looked */
+	int64_t bpf_stats_ns;   /* when publish_stats last read the eBPF programs' counters */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */
 	strobe_symbolizer *sym;
 	int64_t sym_born_ns;
@@ -104,6 +105,12 @@ struct strobe_agent {
 	unsigned admin_port;
 
 	pthread_mutex_t mu;
+	/* /status and /metrics ask the sampling loop for the eBPF counters as of now
+	 * (agent_lock_fresh_stats):
+	 * asked counts the requests, answered the last one publish_stats served (under mu) */
+	atomic_uint stats_asked;
+	unsigned stats_answered;
+	pthread_cond_t stats_cv;
 	agent_status st;
 };
 
@@ -120,6 +127,10 @@ typedef struct agent_resp {
 size_t agent_resp_keep(char *p, size_t size, size_t n, void *ctx);
 
 int agent_sender_start(strobe_agent *a, strobe_err *err);
+/* Locks a->mu with a->st holding the eBPF programs' counters as of now: asks the sampling loop,
+ * which reads them at most once a second otherwise, and waits for its next publish (it wakes
+ * every 100-500 ms), at most 600 ms (then a->st is as recent as it is). */
+void agent_lock_fresh_stats(strobe_agent *a);
 /* Lets the sender deliver for up to grace_ms more, then joins it. */
 void agent_sender_finish(strobe_agent *a, int grace_ms);
 

@@ -97,3 +97,62 @@ void agent_map_clear(int fd, size_t cap, bool *no_batch)
 		if (bpf_map_delete_elem(fd, key) < 0 && errno != ENOENT)
 			break;
 }
+
+long agent_map_take_each(int fd, size_t ksz, size_t vsz, size_t chunk, size_t cap,
+			 int (*fn)(void *ctx, const void *key, const void *val), void *ctx,
+			 bool *no_batch)
+{
+	if (!chunk)
+		chunk = 1;
+	char *scratch = malloc(chunk * (ksz + vsz));
+	if (!scratch)
+		return -ENOMEM;
+	char *keys = scratch, *vals = scratch + chunk * ksz;
+	size_t done = 0;
+	int rc = 0;
+	if (!*no_batch) {
+		uint32_t token = 0;
+		for (bool first = true; rc == 0 && done < cap; first = false) {
+			uint32_t got = (uint32_t)(cap - done < chunk ? cap - done : chunk);
+			rc = take_batch(fd, first, &token, keys, vals, &got);
+			if (rc != 0 && rc != -ENOENT)
+				break;
+			for (uint32_t i = 0; i < got; i++) {
+				int frc = fn(ctx, keys + i * ksz, vals + i * vsz);
+				if (frc < 0) {
+					free(scratch);
+					return frc;
+				}
+			}
+			done += got;
+		}
+		if (rc != 0 && rc != -ENOENT)
+			refused(rc, done, no_batch);
+		else
+			rc = 0;
+	}
+	if (rc != 0 || *no_batch) {
+		/* one by one, always the first key (what a batch took was handed over already): a
+		 * walk would restart after each delete anyway */
+		while (done < cap && bpf_map_get_next_key(fd, NULL, keys) == 0) {
+			if (bpf_map_lookup_and_delete_elem(fd, keys, vals) < 0) {
+				/* (hash maps before 5.14: a read, then a delete) */
+				if (bpf_map_lookup_elem(fd, keys, vals) < 0) {
+					if (errno == ENOENT)
+						continue; /* gone meanwhile */
+					break;
+				}
+				if (bpf_map_delete_elem(fd, keys) < 0 && errno != ENOENT)
+					break;
+			}
+			int frc = fn(ctx, keys, vals);
+			if (frc < 0) {
+				free(scratch);
+				return frc;
+			}
+			done++;
+		}
+	}
+	free(scratch);
+	return (long)done;
+}

@@ -22,5 +22,12 @@ size_t agent_map_take(int fd, void *keys, void *vals, size_t ksz, size_t vsz, si
 /* Deletes every entry of hash map fd (at most cap), in batches of a few dozen where the kernel
  * has them (a little scratch memory for the values, freed before it returns). */
 void agent_map_clear(int fd, size_t cap, bool *no_batch);
+/* Takes every entry (at most cap) out of hash map fd, `chunk` a call, and hands each key and
+ * value to fn before the next call (so a map of large values, stacks of 1 KiB, needs only a
+ * chunk's room, not the map's). fn returning < 0 stops the drain with that error (the rest of its
+ * chunk is lost, the rest of the map left in it). Returns how many were taken, or -errno. */
+long agent_map_take_each(int fd, size_t ksz, size_t vsz, size_t chunk, size_t cap,
+			 int (*fn)(void *ctx, const void *key, const void *val), void *ctx,
+			 bool *no_batch);
 
 #endif

@@ -17,6 +17,13 @@
  * it also scans uwant, for requests whose ring-buffer message was lost (the ring full). Map
  * updates are system calls, safe beside the program and the agent's other threads; the
  * statistics are read under a mutex.
+ *
+ * Idle, the thread wakes once a second (the uwant scan), not every 100 ms: it sleeps in an epoll
+ * of the ring's own epoll fd, which a request wakes, and of an eventfd, which otables_free
+ * writes to stop it at once. Exited processes are looked for (a bpf() call and a kill(pid, 0)
+ * per process in umaps) every GC_NS while new processes are loaded, else every GC_IDLE_NS: with
+ * nothing loaded the map cannot grow, and on a host of 200 long-running processes that walk
+ * every 3 s was a fixed cost of its own.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,7 +49,8 @@
 #include "unwind_rows.h"
 
 #define MAX_BINS 65536
-#define GC_NS 3000000000ll /* how often exited processes are looked for */
+#define GC_NS 3000000000ll /* how often exited processes are looked for, after new loads */
+#define GC_IDLE_NS 60000000000ll /* ... and with none (for the processes count alone) */
 #define MAX_WANT 1024      /* processes taken from uwant per scan (its size) */
 #define SCAN_NS 1000000000ll /* how often uwant is scanned (for messages lost) */
 
@@ -65,6 +75,8 @@ struct strobe_otables {
 	obin *bins;
 	uint32_t nbins, cbins;
 	int64_t last_gc, last_scan;
+	uint64_t loaded_at_gc; /* st.procs_loaded at the last gc */
+	int ep, wake_fd;       /* the loader's sleep (see the top of this file); -1: none */
 	strobe_otables_stats st;
 	pthread_mutex_t mu;   /* st, for otables_get_stats */
 	struct ring_buffer *rb;
@@ -95,6 +107,7 @@ strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_
 	t->max_rows = max_rows;
 	t->st.rows_max = max_rows;
 	t->last_gc = t->last_scan = strobe_mono_ns();
+	t->ep = t->wake_fd = -1;
 	pthread_mutex_init(&t->mu, NULL);
 	return t;
 }
@@ -105,9 +118,17 @@ void otables_free(strobe_otables *t)
 		return;
 	if (t->running) {
 		atomic_store(&t->stop, true);
+		if (t->wake_fd >= 0) {
+			uint64_t one = 1;
+			(void)!write(t->wake_fd, &one, sizeof(one));
+		}
 		pthread_join(t->thread, NULL);
 	}
 	ring_buffer__free(t->rb);
+	if (t->ep >= 0)
+		close(t->ep);
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
 	pthread_mutex_destroy(&t->mu);
 	free(t->bins);
 	free(t);
@@ -368,11 +389,24 @@ static void *loader(void *arg)
 {
 	strobe_otables *t = arg;
 	while (!atomic_load(&t->stop)) {
-		int64_t now = strobe_mono_ns(), wait_ms = 100;
+		/* until the next scan, or a recheck due sooner (without the epoll: 100 ms, the stop's
+		 * latency) */
+		int64_t now = strobe_mono_ns();
+		int64_t wait_ms = t->ep < 0 ? 100 : (t->last_scan + SCAN_NS - now) / 1000000 + 1;
 		for (unsigned i = 0; i < t->nrecheck; i++)
 			if ((t->recheck[i].due - now) / 1000000 + 1 < wait_ms)
 				wait_ms = (t->recheck[i].due - now) / 1000000 + 1;
-		ring_buffer__poll(t->rb, wait_ms > 0 ? (int)wait_ms : 0);
+		if (wait_ms < 0)
+			wait_ms = 0;
+		if (t->ep >= 0) {
+			struct epoll_event ev[2];
+			if (epoll_wait(t->ep, ev, 2, (int)wait_ms) > 0)
+				ring_buffer__consume(t->rb); /* (the eventfd: stop, checked above) */
+		} else {
+			ring_buffer__poll(t->rb, (int)wait_ms);
+		}
+		if (atomic_load(&t->stop))
+			break;
 		now = strobe_mono_ns();
 		for (unsigned i = 0; i < t->nrecheck;) {
 			if (t->recheck[i].due > now) {
@@ -401,9 +435,12 @@ static void *loader(void *arg)
 			scan(t);
 		}
 		if (now - t->last_gc > GC_NS) {
-			t->last_gc = now;
 			pthread_mutex_lock(&t->mu);
-			gc(t);
+			if (t->st.procs_loaded != t->loaded_at_gc || now - t->last_gc > GC_IDLE_NS) {
+				t->last_gc = now;
+				t->loaded_at_gc = t->st.procs_loaded;
+				gc(t);
+			}
 			pthread_mutex_unlock(&t->mu);
 		}
 	}
@@ -437,6 +474,16 @@ int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32
 	t->rb = ring_buffer__new(fd_ring, on_request, t, NULL);
 	if (!t->rb)
 		return -errno;
+	/* the loader's sleep; without it (no eventfd or epoll) it polls the ring every 100 ms */
+	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	t->ep = t->wake_fd >= 0 ? epoll_create1(EPOLL_CLOEXEC) : -1;
+	struct epoll_event er = {.events = EPOLLIN, .data.u32 = 0},
+			   ew = {.events = EPOLLIN, .data.u32 = 1};
+	if (t->ep >= 0 && (epoll_ctl(t->ep, EPOLL_CTL_ADD, ring_buffer__epoll_fd(t->rb), &er) < 0 ||
+			   epoll_ctl(t->ep, EPOLL_CTL_ADD, t->wake_fd, &ew) < 0)) {
+		close(t->ep);
+		t->ep = -1;
+	}
 	int rc = pthread_create(&t->thread, NULL, loader, t);
 	if (rc != 0)
 		return -rc;

@@ -56,6 +56,7 @@
 #include "python_host.h"
 #include "sampler_ext.h"
 #include "stack_cap.h"
+#include "stack_table.h"
 #include "strobe/oncpu.h"
 #include "tls_labels_user.h"
 
@@ -105,6 +106,7 @@ struct strobe_oncpu {
 	uint32_t ntls;
 	uint64_t tls_processes;
 	struct strobe_tls_block tlsb;     /* scratch for one block */
+	stack_table stk;                  /* the drained generation's stacks (stack_table.h) */
 	const char *proc_root;
 };
 
@@ -449,15 +451,25 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 	b->fork_link = b->exec_link = -1;
 }
 
-static uint32_t stack_of(strobe_oncpu *b, int fd, uint64_t id, uint64_t *ips)
+/* One stack taken out of the drained generation's map, kept in b->stk. */
+static int keep_stack(void *ctx, const void *key, const void *val)
 {
-	struct strobe_ob_stack st;
-	if (!id || bpf_map_lookup_elem(fd, &id, &st) < 0)
-		return 0;
-	uint32_t n = st.n < STROBE_OB_MAX_DEPTH ? (uint32_t)st.n : STROBE_OB_MAX_DEPTH;
-	memcpy(ips, st.ips, n * sizeof(*ips));
-	(void)b;
-	return n;
+	strobe_oncpu *b = ctx;
+	const struct strobe_ob_stack *st = val;
+	uint64_t id;
+	memcpy(&id, key, sizeof(id));
+	uint32_t n = st->n < STROBE_OB_MAX_DEPTH ? (uint32_t)st->n : STROBE_OB_MAX_DEPTH;
+	return id ? stack_table_add(&b->stk, id, (const uint64_t *)st->ips, n) : 0;
+}
+
+/* The addresses of stack id (0: none) into ips; how many. */
+static uint32_t stack_of(strobe_oncpu *b, uint64_t id, uint64_t *ips)
+{
+	uint32_t n;
+	const uint64_t *v = stack_table_get(&b->stk, id, &n);
+	if (v)
+		memcpy(ips, v, n * sizeof(*ips));
+	return v ? n : 0;
 }
 
 /* The sampler's label set of the block under key id in map fd (0: none, or a block the
@@ -488,6 +500,13 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	uint64_t kips[STROBE_OB_MAX_DEPTH], uips[STROBE_OB_MAX_DEPTH];
 	size_t nk = agent_map_take(fc, b->keys, b->vals, sizeof(*b->keys), sizeof(*b->vals),
 				   b->max_entries, &b->no_batch);
+	/* ... and their stacks, all taken out in a few calls (batches of 64), the sums' ids answered
+	 * from them: reading each sum's two stacks with a call each, then clearing the map, was
+	 * most of the bpf() calls of a drain. Out of memory: the rest are cleared, their sums kept
+	 * without them. */
+	if (agent_map_take_each(fs, sizeof(uint64_t), sizeof(struct strobe_ob_stack), 64,
+				b->stack_entries, keep_stack, b, &b->no_batch) < 0)
+		agent_map_clear(fs, b->stack_entries, &b->no_batch);
 	int rc = 0;
 	int64_t period = b->period_ns ? b->period_ns : 1000000000ll / 99;
 	for (size_t i = 0; i < nk && rc == 0; i++) {
@@ -500,8 +519,8 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 		uint32_t lset = k->labels ? labels_of(b, s, b->fd_tlsets[cur & 1], k->labels) : 0;
 		if (!k->labels && b->tls && !tls_slot(b, k->tgid, false))
 			tls_look(b, k->tgid, false, b->proc_root); /* sampled, never looked at */
-		uint32_t kn = stack_of(b, fs, k->kstack, kips);
-		uint32_t un = stack_of(b, fs, k->ustack, uips);
+		uint32_t kn = stack_of(b, k->kstack, kips);
+		uint32_t un = stack_of(b, k->ustack, uips);
 		if (b->py && k->pystack &&
 		    bpf_map_lookup_elem(b->fd_py[cur & 1], &k->pystack, &b->pyst) == 0) {
 			/* Python frames in place of the interpreter's evaluation frames */
@@ -520,7 +539,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	}
 	if (b->py)
 		pthread_mutex_unlock(&b->py_mu);
-	agent_map_clear(fs, b->stack_entries, &b->no_batch);
+	stack_table_reset(&b->stk);
 	if (b->py)
 		agent_map_clear(b->fd_py[cur & 1], b->stack_entries, &b->no_batch);
 	agent_map_clear(b->fd_tlsets[cur & 1], b->tls_entries, &b->no_batch);
@@ -591,6 +610,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 		close(b->sync_inner);
 	free(b->keys);
 	free(b->vals);
+	stack_table_free(&b->stk);
 	free(b->tls);
 	strobe_py_free(b->py);
 	pthread_mutex_destroy(&b->py_mu);

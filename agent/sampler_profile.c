@@ -163,8 +163,12 @@ static void intern_main_mapping(builder *b, const strobe_sampler_profile_opts *o
 	if (!best)
 		return;
 	user_mapping(b, best);
-	/* Its tables are read again when its frames are named (symbolize_by_object). */
-	if (b->sym && b->obj[best])
+	/* With release_objects (strobe record: one binary's tables in memory at a time) its tables
+	 * are read again when its frames are named (symbolize_by_object). Without (the agent, which
+	 * keeps every binary's symbols), releasing it here made every profile reopen the program's
+	 * file, re-read and re-sort its symbol table at its first frame that missed the symbol
+	 * cache, and trim the heap: most of the agent's own CPU beside 200 busy processes. */
+	if (b->sym && b->obj[best] && o->release_objects)
 		strobe_sym_object_release(b->sym, b->obj[best]);
 }
 

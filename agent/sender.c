@@ -243,10 +243,15 @@ static void *sender_main(void *arg)
 		failing = true;
 		agent_log(a, STROBE_LOG_DEBUG, "push retry in %" PRIu64 " ms%s: %s", wait,
 			  retry_ms > 0 ? " (Retry-After)" : "", msg);
-		for (int64_t end = strobe_mono_ns() + (int64_t)wait * 1000000; strobe_mono_ns() < end;) {
-			if (atomic_load(&a->sender_stop) && strobe_mono_ns() >= a->sender_deadline_ns)
+		/* the backoff in one sleep, which only a stop ends early (then the rest of the grace
+		 * period): not woken by each profile the spool takes meanwhile */
+		for (int64_t end = strobe_mono_ns() + (int64_t)wait * 1000000, now;
+		     (now = strobe_mono_ns()) < end;) {
+			bool stop = atomic_load(&a->sender_stop);
+			if (stop && now >= a->sender_deadline_ns)
 				break;
-			usleep(50000);
+			int64_t until = stop && a->sender_deadline_ns < end ? a->sender_deadline_ns : end;
+			strobe_spool_sleep(a->spool, (int)((until - now) / 1000000) + 1);
 		}
 	}
 	if (c)

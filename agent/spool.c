@@ -43,6 +43,7 @@ struct strobe_spool {
 	uint64_t max;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	pthread_cond_t wcv; /* strobe_spool_wake only: the sender's backoff (strobe_spool_sleep) */
 	item *q;
 	size_t head, n, cap; /* ring of n items from head */
 	uint64_t next_id;
@@ -196,6 +197,7 @@ strobe_spool *strobe_spool_open(const char *dir, uint64_t max_bytes, strobe_err 
 	sp->next_id = 1;
 	pthread_mutex_init(&sp->mu, NULL);
 	pthread_cond_init(&sp->cv, NULL);
+	pthread_cond_init(&sp->wcv, NULL);
 	if (dir) {
 		sp->dir = strdup(dir);
 		if (!sp->dir)
@@ -233,6 +235,7 @@ void strobe_spool_close(strobe_spool *sp)
 	free(sp->dir);
 	pthread_mutex_destroy(&sp->mu);
 	pthread_cond_destroy(&sp->cv);
+	pthread_cond_destroy(&sp->wcv);
 	free(sp);
 }
 
@@ -427,6 +430,27 @@ void strobe_spool_wake(strobe_spool *sp)
 	pthread_mutex_lock(&sp->mu);
 	sp->wakes++;
 	pthread_cond_broadcast(&sp->cv);
+	pthread_cond_broadcast(&sp->wcv);
+	pthread_mutex_unlock(&sp->mu);
+}
+
+void strobe_spool_sleep(strobe_spool *sp, int timeout_ms)
+{
+	if (timeout_ms <= 0)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&sp->mu);
+	unsigned w = sp->wakes;
+	while (w == sp->wakes)
+		if (pthread_cond_timedwait(&sp->wcv, &sp->mu, &ts) == ETIMEDOUT)
+			break;
 	pthread_mutex_unlock(&sp->mu);
 }
 

@@ -181,8 +181,12 @@ int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **met
 /* Removes the item id (delivered); no-op when already dropped. */
 void strobe_spool_remove(strobe_spool *sp, uint64_t id);
 void strobe_spool_get_stats(strobe_spool *sp, strobe_spool_stats *st);
-/* Wakes every strobe_spool_peek waiter (for shutdown). */
+/* Wakes every strobe_spool_peek and strobe_spool_sleep waiter (for shutdown). */
 void strobe_spool_wake(strobe_spool *sp);
+/* Sleeps timeout_ms, or until strobe_spool_wake: the sender's backoff. Profiles added meanwhile
+ * do not end it (a sender backing off from a server that is down slept 50 ms at a time before:
+ * twenty wakeups a second for as long as the server stayed down). */
+void strobe_spool_sleep(strobe_spool *sp, int timeout_ms);
 
 /* ---- backoff --------------------------------------------------------------------------------- */
 

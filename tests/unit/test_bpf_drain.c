@@ -6,8 +6,9 @@
  * no_batch). Checked: every entry comes out once with its own value, the map is empty after;
  * a cap smaller than the map takes cap entries and leaves the rest for the next drain, each
  * exactly once over the two; a clear empties a map of large values (stacks) whatever its
- * size, and one with more entries than one batch's room. BPF maps need root (or CAP_BPF):
- * elsewhere it prints SKIP with the reason.
+ * size, and one with more entries than one batch's room; agent_map_take_each hands every entry
+ * of a map of stacks to its callback once with its value, chunk by chunk, and stops at the
+ * callback's error. BPF maps need root (or CAP_BPF): elsewhere it prints SKIP with the reason.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -133,6 +134,71 @@ static void test_clear(void **state)
 	}
 }
 
+/* agent_map_take_each on a map of stacks (1 KiB values, so a chunk of 64 is far less than the
+ * map): every entry handed over once with its own value, the map empty after, in batches and
+ * one by one; a callback's error stops the drain with it. */
+typedef struct each_seen {
+	unsigned char seen[2049];
+	unsigned n, stop_at;
+} each_seen;
+
+static int each_cb(void *ctx, const void *k, const void *v)
+{
+	each_seen *e = ctx;
+	uint64_t id;
+	memcpy(&id, k, sizeof(id));
+	assert_true(id >= 1 && id <= 2048);
+	const unsigned char *b = v;
+	assert_int_equal(b[0], (unsigned char)id);
+	assert_int_equal(b[1023], (unsigned char)(id * 7));
+	assert_int_equal(e->seen[id], 0);
+	e->seen[id] = 1;
+	if (e->stop_at && e->n == e->stop_at)
+		return -ENOMEM;
+	e->n++;
+	return 0;
+}
+
+static void test_take_each(void **state)
+{
+	(void)state;
+	enum { BIG = 1024 + 8 };
+	for (int nb = 0; nb < 2; nb++) {
+		int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "t_each", sizeof(uint64_t), BIG, 2048, NULL);
+		assert_true(fd >= 0);
+		unsigned char v[BIG];
+		for (uint64_t i = 1; i <= 1500; i++) {
+			memset(v, (int)i, sizeof(v));
+			v[1023] = (unsigned char)(i * 7);
+			assert_int_equal(bpf_map_update_elem(fd, &i, v, BPF_NOEXIST), 0);
+		}
+		bool no_batch = nb;
+		each_seen *e = calloc(1, sizeof(*e));
+		long got = agent_map_take_each(fd, sizeof(uint64_t), BIG, 64, 2048, each_cb, e,
+					       &no_batch);
+		assert_int_equal(got, 1500);
+		assert_int_equal(e->n, 1500);
+		for (unsigned i = 1; i <= 1500; i++)
+			assert_int_equal(e->seen[i], 1);
+		assert_int_equal(count(fd), 0);
+		assert_int_equal(no_batch, nb);
+		/* an error from the callback: returned, the rest of the map left in it */
+		for (uint64_t i = 1; i <= 300; i++) {
+			memset(v, (int)i, sizeof(v));
+			v[1023] = (unsigned char)(i * 7);
+			assert_int_equal(bpf_map_update_elem(fd, &i, v, BPF_NOEXIST), 0);
+		}
+		memset(e, 0, sizeof(*e));
+		e->stop_at = 10;
+		assert_int_equal(agent_map_take_each(fd, sizeof(uint64_t), BIG, 64, 2048, each_cb, e,
+						     &no_batch),
+				 -ENOMEM);
+		assert_true(count(fd) > 0 && count(fd) < 300);
+		free(e);
+		close(fd);
+	}
+}
+
 int main(void)
 {
 	int fd = make_map(8, 4);
@@ -146,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_take_batched),
 		cmocka_unit_test(test_take_one_by_one),
 		cmocka_unit_test(test_clear),
+		cmocka_unit_test(test_take_each),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
