@@ -46,10 +46,11 @@ parts=(record bench/record.sh "Recorder: strobe record"
        significance bench/significance.sh "Significance: the smallest regression found at 19 Hz over 1 h"
        clickhouse bench/clickhouse.sh "ClickHouse store against SQLite"
        oncpu bench/oncpu.sh "On-CPU sampling summed in the kernel (eBPF) against perf"
-       sampler bench/sampler.sh "The agent's export: 500 processes' profiles from the sampler's aggregate")
-case " all toolkit record unwind server otlp fleet agent python heap ui symbolize symbolize_big spans pgo significance clickhouse oncpu sampler " in *" $only "*) ;;
-  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, python, heap, ui, symbolize, symbolize_big, spans, pgo, significance, clickhouse, oncpu or sampler"; exit 2 ;; esac
-rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,symbolize_big,spans,pgo,significance,clickhouse,oncpu,sampler}.md "$work/notes"
+       sampler bench/sampler.sh "The agent's export: 500 processes' profiles from the sampler's aggregate"
+       agentcpu bench/agent_cpu_procs.sh "The agent's own CPU beside 200 busy processes, against an older build")
+case " all toolkit record unwind server otlp fleet agent python heap ui symbolize symbolize_big spans pgo significance clickhouse oncpu sampler agentcpu " in *" $only "*) ;;
+  *) note "BENCH_ONLY is all, toolkit, record, unwind, server, otlp, fleet, agent, python, heap, ui, symbolize, symbolize_big, spans, pgo, significance, clickhouse, oncpu, sampler or agentcpu"; exit 2 ;; esac
+rm -f "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,symbolize_big,spans,pgo,significance,clickhouse,oncpu,sampler,agentcpu}.md "$work/notes"
 
 if [ "$only" = all ] || [ "$only" = toolkit ]; then # ---- the toolkit: collapse, flamegraph, top --
   fg=${FLAMEGRAPH_DIR:-}
@@ -196,5 +197,5 @@ awk -v sec="$work/section" '
   /<!-- results:begin -->/ { while ((getline l < sec) > 0) print l; skip = 1; next }
   /<!-- results:end -->/ { skip = 0; next }
   !skip { print }' "$out" > "$work/out.md" && mv "$work/out.md" "$out"
-for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,symbolize_big,spans,pgo,significance,clickhouse,oncpu,sampler}.md; do [ -f "$f" ] && cat "$f"; done
+for f in "$work"/{toolkit,record,unwind,server,otlp,fleet,agent,python,heap,ui,symbolize,symbolize_big,spans,pgo,significance,clickhouse,oncpu,sampler,agentcpu}.md; do [ -f "$f" ] && cat "$f"; done
 note "written to $out (inputs kept in $work)"
