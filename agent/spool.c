@@ -349,19 +349,26 @@ static int load(const strobe_spool *sp, uint64_t id, char **meta, void **body, s
 	return 0;
 }
 
+/* The realtime deadline timeout_ms from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(int timeout_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
 int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **meta, void **body,
 		      size_t *len)
 {
 	pthread_mutex_lock(&sp->mu);
 	if (!sp->n && timeout_ms > 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		struct timespec ts = deadline_in(timeout_ms);
 		unsigned w = sp->wakes;
 		while (!sp->n && w == sp->wakes)
 			if (pthread_cond_timedwait(&sp->cv, &sp->mu, &ts) == ETIMEDOUT)
@@ -438,14 +445,7 @@ void strobe_spool_sleep(strobe_spool *sp, int timeout_ms)
 {
 	if (timeout_ms <= 0)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	struct timespec ts = deadline_in(timeout_ms);
 	pthread_mutex_lock(&sp->mu);
 	unsigned w = sp->wakes;
 	while (w == sp->wakes)
