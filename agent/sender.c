@@ -212,6 +212,7 @@ static void *sender_main(void *arg)
 			fails_in_row = 0;
 			continue;
 		}
+		strobe_spool_release(a->spool, id);
 		fails_in_row++;
 		uint64_t wait;
 		if (retry_ms > 0) {

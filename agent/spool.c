@@ -4,7 +4,10 @@
  * item is one file (written to a temp name, fsynced, renamed), so a crash or restart loses
  * nothing that was queued and a half-written file is never taken for an item. When the limit
  * would be passed, the oldest items are dropped first and counted: recent data is worth more
- * than old data to someone looking at an incident. Also the backoff the sender retries with.
+ * than old data to someone looking at an incident. The item the sender is pushing is never the
+ * one dropped (the next oldest goes instead): a profile counted as dropped must not also reach
+ * the server, so the spool may pass its limit by that one item while the push is in flight.
+ * Also the backoff the sender retries with.
  *
  * File format ("%016llx.spool", the id in hex so names sort by age):
  *   "STSP1\n" | u32 meta_len | u64 body_len | u32 crc32(meta, body) | meta | body
@@ -47,6 +50,8 @@ struct strobe_spool {
 	item *q;
 	size_t head, n, cap; /* ring of n items from head */
 	uint64_t next_id;
+	uint64_t busy_id; /* the item strobe_spool_peek handed out, until remove or release */
+	bool busy;
 	strobe_spool_stats st;
 	unsigned wakes;
 };
@@ -96,6 +101,30 @@ static void pop_front(strobe_spool *sp)
 	forget(sp, at(sp, 0));
 	sp->head = (sp->head + 1) % sp->cap;
 	sp->n--;
+}
+
+static void remove_at(strobe_spool *sp, size_t i)
+{
+	if (i == 0) {
+		pop_front(sp);
+		return;
+	}
+	forget(sp, at(sp, i));
+	for (size_t j = i; j + 1 < sp->n; j++)
+		*at(sp, j) = *at(sp, j + 1);
+	sp->n--;
+}
+
+/* Drops the oldest item that is not being pushed, counting it; false when there is none. */
+static bool drop_oldest(strobe_spool *sp)
+{
+	size_t i = sp->n && sp->busy && at(sp, 0)->id == sp->busy_id ? 1 : 0;
+	if (i >= sp->n)
+		return false;
+	sp->st.dropped++;
+	sp->st.dropped_bytes += at(sp, i)->size;
+	remove_at(sp, i);
+	return true;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -180,11 +209,8 @@ static int scan(strobe_spool *sp, strobe_err *err)
 	}
 	free(ids);
 	/* A smaller limit than last time: the oldest go. */
-	while (sp->n && sp->st.bytes > sp->max) {
-		sp->st.dropped++;
-		sp->st.dropped_bytes += at(sp, 0)->size;
-		pop_front(sp);
-	}
+	while (sp->st.bytes > sp->max && drop_oldest(sp))
+		;
 	return 0;
 }
 
@@ -283,11 +309,8 @@ int strobe_spool_add(strobe_spool *sp, const char *meta, const void *body, size_
 		pthread_mutex_unlock(&sp->mu);
 		return 0;
 	}
-	while (sp->n && sp->st.bytes + size > sp->max) {
-		sp->st.dropped++;
-		sp->st.dropped_bytes += at(sp, 0)->size;
-		pop_front(sp);
-	}
+	while (sp->st.bytes + size > sp->max && drop_oldest(sp))
+		;
 	uint64_t id = sp->next_id++;
 	int rc = 0;
 	item it = {.id = id, .size = size};
@@ -377,6 +400,8 @@ int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **met
 	while (sp->n) {
 		item *it = at(sp, 0);
 		*id = it->id;
+		sp->busy_id = it->id;
+		sp->busy = true;
 		if (it->meta) {
 			*meta = strdup(it->meta);
 			*body = malloc(it->len ? it->len : 1);
@@ -384,6 +409,7 @@ int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **met
 			if (!*meta || !*body) {
 				free(*meta);
 				free(*body);
+				sp->busy = false;
 				pthread_mutex_unlock(&sp->mu);
 				return -ENOMEM;
 			}
@@ -396,6 +422,7 @@ int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **met
 			return 0;
 		}
 		sp->st.corrupt++;
+		sp->busy = false;
 		pop_front(sp);
 	}
 	pthread_mutex_unlock(&sp->mu);
@@ -405,23 +432,24 @@ int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **met
 void strobe_spool_remove(strobe_spool *sp, uint64_t id)
 {
 	pthread_mutex_lock(&sp->mu);
-	if (sp->n && at(sp, 0)->id == id) {
-		pop_front(sp);
-		sp->st.removed++;
-	} else {
-		/* Not the oldest (it was dropped meanwhile, or a caller removes out of order). */
-		for (size_t i = 0; i < sp->n; i++) {
-			item *it = at(sp, i);
-			if (it->id != id)
-				continue;
-			forget(sp, it);
-			for (size_t j = i; j + 1 < sp->n; j++)
-				*at(sp, j) = *at(sp, j + 1);
-			sp->n--;
+	if (sp->busy && sp->busy_id == id)
+		sp->busy = false;
+	/* The oldest, unless a caller removes out of order; absent when it was dropped before
+	 * the peek marked it. */
+	for (size_t i = 0; i < sp->n; i++)
+		if (at(sp, i)->id == id) {
+			remove_at(sp, i);
 			sp->st.removed++;
 			break;
 		}
-	}
+	pthread_mutex_unlock(&sp->mu);
+}
+
+void strobe_spool_release(strobe_spool *sp, uint64_t id)
+{
+	pthread_mutex_lock(&sp->mu);
+	if (sp->busy && sp->busy_id == id)
+		sp->busy = false;
 	pthread_mutex_unlock(&sp->mu);
 }
 

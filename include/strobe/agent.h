@@ -175,11 +175,14 @@ void strobe_spool_close(strobe_spool *sp);
  * -errno (a disk error; then the item is kept in memory). Thread-safe. */
 int strobe_spool_add(strobe_spool *sp, const char *meta, const void *body, size_t len);
 /* The oldest item (copies, malloc'd; free them) and its id; -ENOENT when empty, waiting up to
- * timeout_ms for one. Corrupt items are skipped (and counted). */
+ * timeout_ms for one. Corrupt items are skipped (and counted). The item is then in flight: not
+ * dropped to make room until strobe_spool_remove (delivered) or strobe_spool_release (not). */
 int strobe_spool_peek(strobe_spool *sp, int timeout_ms, uint64_t *id, char **meta, void **body,
 		      size_t *len);
 /* Removes the item id (delivered); no-op when already dropped. */
 void strobe_spool_remove(strobe_spool *sp, uint64_t id);
+/* The push of item id failed: it stays queued, and may be dropped to make room again. */
+void strobe_spool_release(strobe_spool *sp, uint64_t id);
 void strobe_spool_get_stats(strobe_spool *sp, strobe_spool_stats *st);
 /* Wakes every strobe_spool_peek and strobe_spool_sleep waiter (for shutdown). */
 void strobe_spool_wake(strobe_spool *sp);
