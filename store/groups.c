@@ -119,32 +119,6 @@ static int cmp_grec(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
-static int64_t bucket_of(int64_t t, int level)
-{
-	int64_t w = store_level_width[level];
-	return level ? t - (((t % w) + w) % w) : t;
-}
-
-static int upsert(sqlite3 *db, sqlite3_stmt *up, int64_t grp, int level, int64_t t, int64_t n,
-		  int64_t total, const uint8_t *pts, size_t plen, strobe_err *err)
-{
-	sqlite3_bind_int64(up, 1, grp);
-	sqlite3_bind_int(up, 2, level);
-	sqlite3_bind_int64(up, 3, t);
-	sqlite3_bind_int64(up, 4, n);
-	sqlite3_bind_int64(up, 5, total);
-	/* A list past its cap is given up by the statement (too busy a bucket: split from
-	 * level 0). */
-	if (pts)
-		sqlite3_bind_blob(up, 6, pts, (int)plen, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(up, 6);
-	sqlite3_bind_int(up, 7, store_pts_cap(level));
-	int rc = sqlite3_step(up);
-	sqlite3_reset(up);
-	return rc == SQLITE_DONE ? 0 : store_dberr(db, err, "group totals");
-}
-
 /* The rows of records rec[0..n) (sorted by group and time), each summed before its upsert;
  * a minute's and an hour's list hold one entry per distinct time. Totals wrap as the series'
  * do. pts: room for the longest list and one entry past it. */
@@ -154,11 +128,11 @@ static int add_sorted(sqlite3 *db, sqlite3_stmt *up, const store_grec *rec, size
 	int r = 0;
 	for (int level = 0; r == 0 && level < STORE_LEVELS; level++)
 		for (size_t i = 0; r == 0 && i < n;) {
-			int64_t g = rec[i].grp, b = bucket_of(rec[i].time, level);
+			int64_t g = rec[i].grp, b = store_bucket_of(rec[i].time, level);
 			int64_t cnt = 0;
 			uint64_t tot = 0;
 			size_t plen = 0;
-			while (i < n && rec[i].grp == g && bucket_of(rec[i].time, level) == b) {
+			while (i < n && rec[i].grp == g && store_bucket_of(rec[i].time, level) == b) {
 				int64_t t = rec[i].time, tn = 0;
 				uint64_t tt = 0;
 				for (; i < n && rec[i].grp == g && rec[i].time == t; i++) {
@@ -170,8 +144,8 @@ static int add_sorted(sqlite3 *db, sqlite3_stmt *up, const store_grec *rec, size
 				if (level && plen <= (size_t)store_pts_cap(level))
 					plen += store_pts_entry(pts + plen, t - b, tn, (int64_t)tt);
 			}
-			r = upsert(db, up, g, level, b, cnt, (int64_t)tot, level ? pts : NULL, plen,
-				   err);
+			r = store_totals_upsert(db, up, g, level, b, cnt, (int64_t)tot,
+						level ? pts : NULL, plen, "group totals", err);
 		}
 	return r;
 }

@@ -61,28 +61,44 @@ int store_series_write(strobe_store *s, sqlite3 *db, store_series *se, strobe_er
 
 /* One point's total into the totals table at every level (ins: STORE_TOTALS_UPSERT), with its
  * entry in its minute's and its hour's lists of points. */
+int64_t store_bucket_of(int64_t time, int level)
+{
+	int64_t w = store_level_width[level];
+	return level ? time - (((time % w) + w) % w) : time;
+}
+
+int store_totals_upsert(sqlite3 *db, sqlite3_stmt *up, int64_t key, int level, int64_t t,
+			int64_t n, int64_t total, const uint8_t *pts, size_t plen, const char *what,
+			strobe_err *err)
+{
+	sqlite3_bind_int64(up, 1, key);
+	sqlite3_bind_int(up, 2, level);
+	sqlite3_bind_int64(up, 3, t);
+	sqlite3_bind_int64(up, 4, n);
+	sqlite3_bind_int64(up, 5, total);
+	/* A list past its cap is given up by the statement (too busy a bucket: split from
+	 * level 0). Static: pts outlives the step, and every step binds column 6 afresh. */
+	if (pts)
+		sqlite3_bind_blob(up, 6, pts, (int)plen, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(up, 6);
+	sqlite3_bind_int(up, 7, store_pts_cap(level));
+	int rc = sqlite3_step(up);
+	sqlite3_reset(up);
+	return rc == SQLITE_DONE ? 0 : store_dberr(db, err, what);
+}
+
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err)
 {
 	for (int level = 0; level < STORE_LEVELS; level++) {
-		int64_t w = store_level_width[level];
-		int64_t t = level ? time - (((time % w) + w) % w) : time;
+		int64_t t = store_bucket_of(time, level);
 		uint8_t e[STORE_PTS_ENTRY_MAX];
-		sqlite3_bind_int64(ins, 1, series);
-		sqlite3_bind_int(ins, 2, level);
-		sqlite3_bind_int64(ins, 3, t);
-		sqlite3_bind_int64(ins, 4, n);
-		sqlite3_bind_int64(ins, 5, total);
-		if (level)
-			sqlite3_bind_blob(ins, 6, e, (int)store_pts_entry(e, time - t, n, total),
-					  SQLITE_TRANSIENT);
-		else
-			sqlite3_bind_null(ins, 6);
-		sqlite3_bind_int(ins, 7, store_pts_cap(level));
-		int rc = sqlite3_step(ins);
-		sqlite3_reset(ins);
-		if (rc != SQLITE_DONE)
-			return store_dberr(db, err, "totals");
+		size_t elen = level ? store_pts_entry(e, time - t, n, total) : 0;
+		int r = store_totals_upsert(db, ins, series, level, t, n, total, level ? e : NULL,
+					    elen, "totals", err);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

@@ -102,6 +102,13 @@ static inline int store_pts_next(const uint8_t *in, size_t len, size_t *pos, int
 }
 int store_totals_add(sqlite3 *db, sqlite3_stmt *ins, int64_t series, int64_t time, int64_t n,
 		     int64_t total, strobe_err *err);
+/* The start of time's bucket at a level (level 0: time itself). */
+int64_t store_bucket_of(int64_t time, int level);
+/* One upsert of a totals row through `up` (either table's: key, level, time, n, total, the
+ * points list pts[0..plen) or NULL at level 0, the list's cap); what names the table in err. */
+int store_totals_upsert(sqlite3 *db, sqlite3_stmt *up, int64_t key, int level, int64_t t,
+			int64_t n, int64_t total, const uint8_t *pts, size_t plen, const char *what,
+			strobe_err *err);
 
 /* Group totals (groups.c): the same rows as the totals table, summed at ingest over every series
  * of a (tenant, profile type, value of one roll-up label) -- a "group" -- and over every series

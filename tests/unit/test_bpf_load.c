@@ -59,15 +59,24 @@ static bool can_run(void)
 	return true;
 }
 
-static void loads_apart_and_adopts(void **state)
+/* The on-CPU program opened (not loaded), or the test skipped where BPF cannot run. */
+static struct oncpu_bpf *open_or_skip(void)
 {
-	(void)state;
 	if (!can_run()) {
 		skip();
-		return;
+		return NULL;
 	}
 	struct oncpu_bpf *skel = oncpu_bpf__open();
 	assert_non_null(skel);
+	return skel;
+}
+
+static void loads_apart_and_adopts(void **state)
+{
+	(void)state;
+	struct oncpu_bpf *skel = open_or_skip();
+	if (!skel)
+		return;
 	/* a setup of our own, which the child must have used */
 	skel->rodata->per_thread = 0;
 	skel->rodata->kernel_stacks = 0;
@@ -147,12 +156,9 @@ static void loads_apart_and_adopts(void **state)
 static void refused_load_is_an_error(void **state)
 {
 	(void)state;
-	if (!can_run()) {
-		skip();
+	struct oncpu_bpf *skel = open_or_skip();
+	if (!skel)
 		return;
-	}
-	struct oncpu_bpf *skel = oncpu_bpf__open();
-	assert_non_null(skel);
 	assert_int_equal(bpf_map__set_max_entries(skel->maps.urows, 0), 0); /* an array of 0 */
 	strobe_err err = {{0}};
 	assert_int_equal(agent_bpf_start("the test's program", &err), 0); /* libbpf's hook */

@@ -59,6 +59,19 @@ static strobe_profile *sample_profile(const char *type, const char *unit, bool l
 	return p;
 }
 
+/* Writes p's AutoFDO text for sample type t, checks it is want, and gives back the stats. */
+static strobe_pgo_stats expect_autofdo(const strobe_profile *p, int t, const char *want)
+{
+	strobe_err err = {{0}};
+	strobe_buf b;
+	strobe_buf_init(&b, 1 << 20);
+	strobe_pgo_stats st;
+	assert_int_equal(strobe_autofdo_write(p, t, &b, &st, &err), 0);
+	assert_string_equal(b.p, want);
+	strobe_buf_free(&b);
+	return st;
+}
+
 static void autofdo_text(void **state)
 {
 	(void)state;
@@ -66,22 +79,17 @@ static void autofdo_text(void **state)
 	strobe_err err = {{0}};
 	int t = strobe_pgo_type(p, &err);
 	assert_int_equal(t, 0);
-	strobe_buf b;
-	strobe_buf_init(&b, 1 << 20);
-	strobe_pgo_stats st;
-	assert_int_equal(strobe_autofdo_write(p, t, &b, &st, &err), 0);
 	/* main: 10 at its call line 5 (target _Z4workv), main's line-0 samples nowhere;
 	 * _Z4workv: 3 at offset 5, helper inlined at offset 2 with 7 at offset 2; head = 10 */
-	assert_string_equal(b.p, "_Z4workv:10:10\n"
-				 " 2: helper:7\n"
-				 "  2: 7\n"
-				 " 5: 3\n"
-				 "main:10:0\n"
-				 " 5: 10 _Z4workv:10\n");
+	strobe_pgo_stats st = expect_autofdo(p, t, "_Z4workv:10:10\n"
+						   " 2: helper:7\n"
+						   "  2: 7\n"
+						   " 5: 3\n"
+						   "main:10:0\n"
+						   " 5: 10 _Z4workv:10\n");
 	assert_int_equal(st.total, 12);
 	assert_int_equal(st.used, 10);
 	assert_int_equal(st.records, 2);
-	strobe_buf_free(&b);
 	strobe_profile_free(p);
 }
 
@@ -128,21 +136,15 @@ static void autofdo_discriminators(void **state)
 		uint32_t l = strobe_location_intern(p, m, s[i].addr, s[i].l, s[i].n, false);
 		assert_int_equal(strobe_sample_add(p, strobe_stack_push(p, 0, l), 0, &s[i].v), 0);
 	}
-	strobe_err err = {{0}};
-	strobe_buf out;
-	strobe_buf_init(&out, 1 << 20);
-	strobe_pgo_stats st;
-	assert_int_equal(strobe_autofdo_write(p, 0, &out, &st, &err), 0);
-	assert_string_equal(out.p, "_Z4workv:19:0\n"
-				   " 2.2: helper:7\n"
-				   "  2: 7\n"
-				   " 5: 4\n"
-				   " 5.1: 8\n");
+	strobe_pgo_stats st = expect_autofdo(p, 0, "_Z4workv:19:0\n"
+						   " 2.2: helper:7\n"
+						   "  2: 7\n"
+						   " 5: 4\n"
+						   " 5.1: 8\n");
 	assert_int_equal(st.total, 20);
 	assert_int_equal(st.used, 19);
 	assert_int_equal(st.line0, 1);
 	assert_int_equal(st.discriminated, 8);
-	strobe_buf_free(&out);
 	strobe_profile_free(p);
 }
 
