@@ -127,7 +127,9 @@ int cli_read_profile(const char *cmd, const char *path, strobe_format from, cons
 /* Resolves --sample-index for p; prints an error naming the available types when unknown. */
 int cli_type(const char *cmd, const strobe_profile *p, const char *sample_index);
 
-/* Output: path NULL or "-" is stdout. cli_out_close commits (rename) when ok, else discards. */
+/* Output: path NULL or "-" is stdout. A regular file (or a new one) is written to a temporary
+ * that cli_out_close renames over it when ok, else discards; anything else (/dev/null, a FIFO) is
+ * written in place. */
 typedef struct cli_out {
 	FILE *f;
 	char *path, *tmp;

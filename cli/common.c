@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -217,6 +218,23 @@ int cli_out_open(const char *cmd, const char *path, cli_out *o)
 		o->f = stdout;
 		return 0;
 	}
+	/* Not a regular file (/dev/null, a FIFO, a terminal): written in place. A temporary
+	 * renamed over it would replace the device node with a regular file. */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		o->f = fopen(path, "we");
+		if (!o->f) {
+			int e = errno;
+			cli_err(cmd, "%s: %s", path, strerror(e));
+			return -e;
+		}
+		if (!(o->path = strdup(path))) {
+			fclose(o->f);
+			cli_err(cmd, "out of memory");
+			return -ENOMEM;
+		}
+		return 0;
+	}
 	o->path = strdup(path);
 	if (!o->path || asprintf(&o->tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
 		free(o->path);
@@ -249,12 +267,12 @@ int cli_out_close(const char *cmd, cli_out *o, bool ok)
 		ok = false;
 		r = -EIO;
 	}
-	if (ok && rename(o->tmp, o->path) != 0) {
+	if (ok && o->tmp && rename(o->tmp, o->path) != 0) {
 		cli_err(cmd, "%s: %s", o->path, strerror(errno));
 		r = -errno;
 		ok = false;
 	}
-	if (!ok)
+	if (!ok && o->tmp)
 		unlink(o->tmp);
 	free(o->path);
 	free(o->tmp);

@@ -9,6 +9,9 @@
 #   label      --label env=ci is on every sample (go tool pprof -tags, else strobe --tagfocus)
 #   main-file  the workload's binary is the profile's first mapping, so go tool pprof prints
 #              "File: cpu_split", not the first library a leaf frame was in (libc.so.6)
+#   fifo       -o to a FIFO (as to /dev/null or a terminal): written in place, the FIFO stays one;
+#              a temporary renamed over it replaced the node with a regular file (as it did
+#              /dev/null with `strobe flamegraph -o /dev/null`)
 #   lost       a 1-page ring under a context-switch storm (--mode perf: the eBPF path has no ring): the loss is counted on stderr and in
 #              the profile's comments, never silent
 set -u
@@ -32,6 +35,23 @@ else
 	done
 	if [ -n "$bad" ]; then fail "$name" "off by more than 3 pp: $detail"
 	else ok "$name" "${detail% }"; fi
+fi
+
+# ---- fifo --------------------------------------------------------------------------------------
+name=record_outputs/fifo
+if [ ! -s "$TMPDIR/r.folded" ]; then
+	fail "$name" "no folded recording to write (the folded case failed)"
+else
+	mkfifo "$TMPDIR/out.fifo"
+	timeout 30 cat "$TMPDIR/out.fifo" >"$TMPDIR/fifo.got" & cpid=$!
+	timeout 30 "$STROBE" flamegraph -o "$TMPDIR/out.fifo" "$TMPDIR/r.folded" 2>"$TMPDIR/fifo.err"; frc=$?
+	[ -p "$TMPDIR/out.fifo" ] || kill "$cpid" 2>/dev/null
+	wait "$cpid" 2>/dev/null
+	if [ ! -p "$TMPDIR/out.fifo" ]; then
+		fail "$name" "the FIFO was replaced by a $(stat -c %F "$TMPDIR/out.fifo" 2>/dev/null || echo missing file) (exit $frc)"
+	elif [ "$frc" != 0 ]; then fail "$name" "strobe flamegraph -o FIFO exited with $frc: $(errof "$TMPDIR/fifo.err")"
+	elif ! grep -q burn_60 "$TMPDIR/fifo.got"; then fail "$name" "the reader got no flame graph naming burn_60 ($(stat -c %s "$TMPDIR/fifo.got") bytes)"
+	else ok "$name" "$(stat -c %s "$TMPDIR/fifo.got") bytes through the FIFO, which stays one"; fi
 fi
 
 # ---- svg ---------------------------------------------------------------------------------------
