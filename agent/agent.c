@@ -256,7 +256,6 @@ static void open_locks(strobe_agent *a)
 		return;
 	}
 	strobe_locks_close(a->lk);
-	strobe_preload_free(a->pl);
 	a->lk = NULL;
 	agent_log(a, STROBE_LOG_ERROR, "locks: no lock profiles: %s", e.msg);
 	pthread_mutex_lock(&a->mu);
@@ -971,6 +970,7 @@ void strobe_agent_free(strobe_agent *a)
 	strobe_oncpu_close(a->oc);
 	strobe_offcpu_close(a->ob);
 	strobe_locks_close(a->lk);
+	strobe_preload_free(a->pl);
 	strobe_symbolizer_free(a->sym);
 	strobe_spool_close(a->spool);
 	if (a->have_comm_re)
