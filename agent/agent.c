@@ -54,7 +54,7 @@ static void say_jvm(void *ctx, pid_t pid, bool failed, const char *msg)
 	agent_log(ctx, failed ? STROBE_LOG_WARN : STROBE_LOG_INFO, "%s", msg);
 }
 
-/* A new symbolizer (at start, and at each renewal). The kernel's symbol table (reading and
+/* The symbolizer, at start. The kernel's symbol table (reading and
  * sorting /proc/kallsyms: tens of ms) is loaded now rather than at the first kernel frame: at
  * 19 Hz on a host busy in user code that frame can come many seconds after the start, and the
  * load then lands in the middle of the steady state as a burst of the agent's CPU. */
@@ -72,14 +72,15 @@ static int new_symbolizer(strobe_agent *a)
 
 /* Every --symbolizer-renew seconds (default 30 min), before an interval's profiles are built,
  * so that no name handed out is held across it: what the symbolizer holds of binaries and
- * processes may be long gone. */
+ * processes may be long gone. The kernel's table is kept (strobe_symbolizer_renew): rebuilding
+ * it here was a transient of about 2 MB, the agent's peak (issue 23: 15 MB in server mode). */
 static void renew_symbolizer(strobe_agent *a, int64_t now)
 {
 	int64_t every = (int64_t)(a->o->sym_renew_s ? a->o->sym_renew_s : 1800) * 1000000000;
 	if (!a->sym || now - a->sym_born_ns <= every)
 		return;
-	strobe_symbolizer_free(a->sym);
-	new_symbolizer(a);
+	strobe_symbolizer_renew(a->sym);
+	a->sym_born_ns = now;
 	pthread_mutex_lock(&a->mu);
 	a->st.sym_renewals++;
 	pthread_mutex_unlock(&a->mu);

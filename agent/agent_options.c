@@ -136,7 +136,7 @@ const strobe_agent_option strobe_agent_options[] = {
 	 .off = OFF(sym_renew_s), .min = 1, .max = 7 * 86400, .has_default = true, .dflt = 1800,
 	 .metavar = "SEC",
 	 .help = "renew the symbolizer every SEC seconds (default 1800): forget\n"
-		 "the binaries and perf maps it holds"},
+		 "the binaries and perf maps it holds; the kernel's table stays"},
 	{.flag = "max-cpu", .key = "max_cpu", .type = STROBE_AOT_DOUBLE, .off = OFF(max_cpu),
 	 .min = 0.0001, .max = 100, .has_default = true, .dflt = 1, .metavar = "PCT",
 	 .help = "CPU budget in percent of one core (default 1): above it the\n"

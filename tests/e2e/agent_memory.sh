@@ -57,9 +57,10 @@ echo go >"$TMPDIR/go"
 tracked=0 pushed=0 renewed=0 base= rbase=
 deadline=$(($(date +%s) + 45))
 while [ "$(date +%s)" -lt "$deadline" ]; do
-	tracked=$(status_field samples.processes_tracked)
-	pushed=$(status_field export.intervals)
-	renewed=$(status_field export.symbolizer_renewals)
+	js=$(curl -sf "$admin/status") # one read for the three fields
+	tracked=$(jqpath samples.processes_tracked <<<"$js")
+	pushed=$(jqpath export.intervals <<<"$js")
+	renewed=$(jqpath export.symbolizer_renewals <<<"$js")
 	if [ "${tracked:-0}" -ge "$N" ] && [ -z "$base" ]; then base=${pushed:-0} rbase=${renewed:-0}; fi
 	[ -n "$base" ] && [ "${pushed:-0}" -ge $((base + 3)) ] && [ "${renewed:-0}" -ge $((rbase + 2)) ] && break
 	kill -0 "$apid" 2>/dev/null || break
