@@ -73,7 +73,7 @@ static int new_symbolizer(strobe_agent *a)
 /* Every --symbolizer-renew seconds (default 30 min), before an interval's profiles are built,
  * so that no name handed out is held across it: what the symbolizer holds of binaries and
  * processes may be long gone. The kernel's table is kept (strobe_symbolizer_renew): rebuilding
- * it here was a transient of about 2 MB, the agent's peak (issue 23: 15 MB in server mode). */
+ * it here was a transient of 3.3 MB, the agent's peak (issue 23: 15 MB in server mode). */
 static void renew_symbolizer(strobe_agent *a, int64_t now)
 {
 	int64_t every = (int64_t)(a->o->sym_renew_s ? a->o->sym_renew_s : 1800) * 1000000000;

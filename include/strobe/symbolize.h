@@ -84,8 +84,8 @@ void strobe_symbolizer_free(strobe_symbolizer *s);
  * strings handed out for them and for kernel functions. Objects and strings returned before are
  * invalid afterwards (a strobe_sym_heap_namer notices and starts afresh). The kernel's symbol
  * table is kept, with its module names: it describes the kernel, not processes, and rebuilding
- * it (reading and sorting /proc/kallsyms) is the costliest thing the symbolizer does for its
- * size: a transient of about 2.5 MB above what it keeps (BENCHMARKS.md, the agent's memory).
+ * it (reading and sorting /proc/kallsyms) peaked 3.3 MB above the agent's steady state
+ * (docs/BENCHMARKS.md, the agent's memory).
  * Modules loaded since are found as before: a kernel address outside every known symbol
  * re-reads the file, at most once a minute. For long-lived callers (the agent renews every 30
  * minutes) that name frames of processes long gone. 0, or -EINVAL when s is NULL.
