@@ -140,6 +140,10 @@ static json_t *status_json(strobe_agent *a)
 		json_object_set_new(samples, "mappings_tracked", json_integer(st.mappings));
 		json_object_set_new(samples, "frames_tracked", json_integer(st.frames));
 	}
+	/* the symbolizer's renewals (--symbolizer-renew): tests wait for them */
+	json_t *exp = j ? json_object_get(j, "export") : NULL;
+	if (exp)
+		json_object_set_new(exp, "symbolizer_renewals", json_integer((json_int_t)st.sym_renewals));
 	/* the sender's back-off: how long until its next push, and whether the server asked */
 	json_t *push = j ? json_object_get(j, "push") : NULL;
 	double left = backoff_left_s(&st);

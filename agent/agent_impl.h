@@ -48,6 +48,7 @@ typedef struct agent_status {
 	uint32_t processes, threads, mappings, frames;
 	uint64_t processes_forgotten; /* exited, dropped from the sampler's tables */
 	uint64_t intervals, profiles, profile_bytes, export_errors, sampler_reopens;
+	uint64_t sym_renewals;    /* the symbolizer's (--symbolizer-renew) */
 	int64_t last_export_unix;
 	/* sender */
 	uint64_t pushes, push_failures, push_rejected, bytes_sent;

@@ -129,6 +129,14 @@ const strobe_agent_option strobe_agent_options[] = {
 	 .metavar = "MIB",
 	 .help = "kernel memory for the eBPF off-CPU walk's unwind tables\n"
 		 "(default 8, at most 32; 0: frame pointers only there)"},
+	/* How often the agent drops what its symbolizer learnt of binaries and processes (their
+	 * symbol tables, perf maps, names: they may be long gone). A real option because tests and
+	 * benchmarks need the renewal within seconds, to measure the agent across one. */
+	{.flag = "symbolizer-renew", .key = "symbolizer_renew_s", .type = STROBE_AOT_UINT,
+	 .off = OFF(sym_renew_s), .min = 1, .max = 7 * 86400, .has_default = true, .dflt = 1800,
+	 .metavar = "SEC",
+	 .help = "renew the symbolizer every SEC seconds (default 1800): forget\n"
+		 "the binaries and perf maps it holds; the kernel's table stays"},
 	{.flag = "max-cpu", .key = "max_cpu", .type = STROBE_AOT_DOUBLE, .off = OFF(max_cpu),
 	 .min = 0.0001, .max = 100, .has_default = true, .dflt = 1, .metavar = "PCT",
 	 .help = "CPU budget in percent of one core (default 1): above it the\n"

@@ -141,7 +141,7 @@ static strobe_profile *profile_of(strobe_preload *pl, const chan *c, const strob
 int strobe_preload_collect(strobe_preload *pl, strobe_symbolizer *sym, int64_t now_unix_ns,
 			   int64_t interval_ns, strobe_preload_emit emit, void *ctx)
 {
-	if (sym != pl->sym) { /* the agent renews its symbolizer now and then */
+	if (sym != pl->sym) { /* another symbolizer (a renewed one is the namer's to notice) */
 		strobe_sym_heap_namer_free(pl->namer);
 		pl->namer = sym ? strobe_sym_heap_namer_new(sym) : NULL;
 		pl->sym = sym;

@@ -19,6 +19,8 @@
 #   RSS_SECONDS=20 ROUNDS=2 MODES="server none local" TARGETED=0 (defaults)
 #   STROBE_MALLOC_STATS=1: each agent prints glibc's per-arena view to its log when it ends
 #   STROBE_AGENT_IN_STROBE=1: a build's agent runs in strobe itself, not in its strobe-agent
+#   AGENT_ARGS="--symbolizer-renew 3": more agent options, word-split (e.g. a renewal of the
+#   symbolizer at every export, to measure its peak: docs/BENCHMARKS.md, the agent's memory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -26,6 +28,7 @@ root=$(pwd)
 cpu_work=$root/build/bench/cpu_work
 secs=${RSS_SECONDS:-20} rounds=${ROUNDS:-2} modes=${MODES:-server none local}
 targeted=${TARGETED:-0}
+read -r -a extra <<<"${AGENT_ARGS:-}"
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=("$root/build/strobe")
 need_bins "${bins[@]}" "$root/build/strobe" "$cpu_work"
@@ -57,7 +60,7 @@ one() {
     sleep 1
   fi
   "$bin" agent --server "$url" --log-level warn -F 19 -i 5 --max-cpu 100 "${target[@]}" \
-    --symbolize "$mode" 2>>"$work/agent.log" & apid=$!
+    --symbolize "$mode" "${extra[@]}" 2>>"$work/agent.log" & apid=$!
   sleep "$secs"
   local hwm end ticks kids anon
   hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$apid/status")

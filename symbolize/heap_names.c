@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "strobe/heap_channel.h"
-#include "strobe/symbolize.h"
 
 #define NAMER_PATHS 256u
 #define NAMER_FRAMES 16
@@ -26,6 +26,8 @@ struct strobe_sym_heap_namer {
 		strobe_sym_object *obj; /* NULL: the path cannot be read */
 	} cache[NAMER_PATHS];
 	unsigned n, next; /* entries used; the one replaced next when full */
+	unsigned generation; /* the symbolizer's when the entries were made (strobe_symbolizer_renew
+			      frees their objects) */
 };
 
 strobe_sym_heap_namer *strobe_sym_heap_namer_new(strobe_symbolizer *sym)
@@ -35,8 +37,10 @@ strobe_sym_heap_namer *strobe_sym_heap_namer_new(strobe_symbolizer *sym)
 		return NULL;
 	}
 	strobe_sym_heap_namer *c = calloc(1, sizeof(*c));
-	if (c)
+	if (c) {
 		c->sym = sym;
+		c->generation = sym->generation;
+	}
 	return c;
 }
 
@@ -52,6 +56,12 @@ void strobe_sym_heap_namer_free(strobe_sym_heap_namer *c)
 /* The symbolizer's object for a mapped file, opened once per path (NULL: cannot be read). */
 static strobe_sym_object *object_for(strobe_sym_heap_namer *c, const char *path)
 {
+	if (c->generation != c->sym->generation) { /* renewed: the objects are gone */
+		for (unsigned i = 0; i < c->n; i++)
+			free(c->cache[i].path);
+		c->n = c->next = 0;
+		c->generation = c->sym->generation;
+	}
 	for (unsigned i = 0; i < c->n; i++)
 		if (strcmp(c->cache[i].path, path) == 0)
 			return c->cache[i].obj;

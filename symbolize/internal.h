@@ -141,6 +141,7 @@ struct strobe_symbolizer {
 	sym_kernel *kernel;
 	sym_perfmaps *perfmaps;
 	int vdso_fd;            /* a memfd holding this process's vDSO image; -1 = not yet, -2 = none */
+	unsigned generation;    /* strobe_symbolizer_renew calls: a holder of objects checks it */
 };
 
 /* Reopens an object whose tables were released (no-op otherwise). */
@@ -179,6 +180,9 @@ int sym_dwarf_frames(strobe_sym_object *o, uint64_t addr, strobe_sym_frame *out,
 /* ---- kallsyms.c / perfmap.c ----------------------------------------------------------------- */
 
 void sym_kernel_free(sym_kernel *k);
+/* strobe_symbolizer_renew: drops the names the table handed out (they were in the symbolizer's
+ * pool, which is emptied), keeps the table and its module names. */
+void sym_kernel_renew(sym_kernel *k);
 void sym_perfmaps_free(sym_perfmaps *m);
 
 #endif

@@ -28,7 +28,9 @@
  * by symbol keeps the names asked for again and again (the same kernel frames, in profile after
  * profile) from decompressing twice. A symbol's end is worked out at lookup from its successor.
  * Only a name actually returned is copied into the symbolizer's string pool, where it outlives
- * reloads of the table.
+ * reloads of the table. Module names have a pool of their own, so that the table (and the
+ * module names handed out) outlive strobe_symbolizer_renew, which empties the symbolizer's pool:
+ * the agent renews its symbolizer every 30 minutes, and rebuilding this table then was its peak.
  *
  * The build is streamed, so that its peak stays low: /proc/kallsyms is read
  * once, and each name is compressed with its block as it is read (in the file's order); only
@@ -109,6 +111,9 @@ struct sym_kernel {
 	uint64_t *group_lo, *group_hi;
 	size_t ngroups, cgroups;
 	strobe_itab group_ix; /* name pointer -> group */
+	/* The module names, pooled here rather than in the symbolizer's pool: the table and they
+	 * outlive strobe_symbolizer_renew, which empties that one. */
+	sym_strpool gnames;
 };
 
 /* A symbol while the table is built: rank orders symbols that share an address, fidx is its
@@ -344,7 +349,7 @@ static int kallsyms_line(void *arg, const char *l, size_t len)
 		ps->v = v;
 		ps->cap = nc;
 	}
-	const char *imod = mod ? sym_intern(&ps->s->strings, mod, mlen) : k->group_name[0];
+	const char *imod = mod ? sym_intern(&k->gnames, mod, mlen) : k->group_name[0];
 	uint32_t g = 0;
 	if (!imod || (mod && group_of(k, imod, &g) < 0) || zw_add(&ps->fw, name, nlen) < 0) {
 		ps->err = -ENOMEM;
@@ -386,7 +391,7 @@ static int modules_line(void *arg, const char *l, size_t len)
 	uint64_t base;
 	if (!sym_parse_hex(&last, e, &base) || last != e || !base || !size || base + size < base)
 		return 0;
-	const char *iname = sym_intern(&ps->s->strings, name, nlen);
+	const char *iname = sym_intern(&k->gnames, name, nlen);
 	for (size_t g = 1; iname && g < k->ngroups; g++)
 		if (k->group_name[g] == iname) {
 			if (base < k->group_lo[g])
@@ -546,7 +551,7 @@ static int kernel_load(strobe_symbolizer *s, sym_kernel *k)
 	kparse ps = {.s = s, .k = k};
 	ps.fw.zb = &ps.fz;
 	uint32_t g;
-	const char *core = sym_intern(&s->strings, CORE_NAME, strlen(CORE_NAME));
+	const char *core = sym_intern(&k->gnames, CORE_NAME, strlen(CORE_NAME));
 	if (!core || group_of(k, core, &g) < 0)
 		return -ENOMEM;
 	char *path = sym_rooted(s, "/proc/kallsyms");
@@ -607,7 +612,14 @@ void sym_kernel_free(sym_kernel *k)
 	free(k->group_name);
 	free(k->group_lo);
 	free(k->group_hi);
+	sym_strpool_free(&k->gnames);
 	free(k);
+}
+
+void sym_kernel_renew(sym_kernel *k)
+{
+	free(k->cache); /* its names were pooled in the renewed pool */
+	k->cache = NULL;
 }
 
 /* The pooled name of symbol i, or NULL (no memory, or a block that does not decompress). */

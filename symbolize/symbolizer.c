@@ -94,31 +94,61 @@ nomem:
 	return NULL;
 }
 
-void strobe_symbolizer_free(strobe_symbolizer *s)
+/* Everything held for user space: objects, the caches by build ID and by path, the lookup cache
+ * and the perf maps (strobe_symbolizer_free and _renew). */
+static void forget_user(strobe_symbolizer *s)
 {
-	if (!s)
-		return;
 	for (size_t i = 0; i < s->nobjs; i++) {
 		sym_object_close(s->objs[i]);
 		free(s->objs[i]);
 	}
 	free(s->objs);
+	s->objs = NULL;
+	s->nobjs = s->cobjs = 0;
+	strobe_itab_free(&s->by_build_id);
+	s->by_build_id.fixed = sizeof(sym_bid_key);
+	strobe_itab_free(&s->by_path);
+	free(s->bid_obj);
+	free(s->path_obj);
+	free(s->path_err);
+	s->bid_obj = s->path_obj = NULL;
+	s->path_err = NULL;
+	s->cbid = s->cpath = 0;
+	free(s->cache);
+	s->cache = NULL;
+	s->clock = 0;
+	sym_perfmaps_free(s->perfmaps);
+	s->perfmaps = NULL;
+}
+
+void strobe_symbolizer_free(strobe_symbolizer *s)
+{
+	if (!s)
+		return;
+	forget_user(s);
 	if (s->vdso_fd >= 0)
 		close(s->vdso_fd);
 	for (char **d = s->debug_dirs; d && *d; d++)
 		free(*d);
 	free(s->debug_dirs);
 	free(s->sysroot);
-	strobe_itab_free(&s->by_build_id);
-	strobe_itab_free(&s->by_path);
-	free(s->bid_obj);
-	free(s->path_obj);
-	free(s->path_err);
-	free(s->cache);
 	sym_kernel_free(s->kernel);
-	sym_perfmaps_free(s->perfmaps);
 	sym_strpool_free(&s->strings);
 	free(s);
+}
+
+/* The vDSO's memfd stays too: it is this process's. */
+int strobe_symbolizer_renew(strobe_symbolizer *s)
+{
+	if (!s)
+		return -EINVAL;
+	forget_user(s);
+	if (s->kernel)
+		sym_kernel_renew(s->kernel);
+	sym_strpool_free(&s->strings);
+	s->over_budget = 0;
+	s->generation++;
+	return 0;
 }
 
 size_t strobe_symbolizer_over_budget(const strobe_symbolizer *s)

@@ -105,6 +105,8 @@ typedef struct strobe_agent_opts {
 	unsigned unwind_cache_mb;/* the unwinder's cache budget, default 16 (MiB) */
 	unsigned unwind_table_mb;/* the eBPF off-CPU walk's unwind rows (kernel memory), default
 				    8 (MiB); 0 = frame pointers only there */
+	unsigned sym_renew_s;     /* --symbolizer-renew: seconds between renewals of the symbolizer
+				    (what it holds of binaries and processes), default 1800 */
 	double max_cpu;          /* percent of one core, default 1 */
 	char *admin;             /* "127.0.0.1:PORT"; NULL = no admin server; off loopback only
 				    with admin_token */

@@ -16,7 +16,8 @@
  * "[module]"-named objects). JIT code from /tmp/perf-PID.map.
  *
  * Ownership. Every string a lookup returns belongs to the symbolizer and lives until
- * strobe_symbolizer_free. Objects likewise. Not thread-safe: one symbolizer per thread.
+ * strobe_symbolizer_free or strobe_symbolizer_renew (kernel module names: until free). Objects
+ * likewise. Not thread-safe: one symbolizer per thread.
  *
  * Errors. Functions return 0/-errno (or a count); a missing or unreadable file is not an error
  * for a lookup: it gives 0 frames, and the caller keeps the mapping and address.
@@ -77,6 +78,19 @@ size_t strobe_sym_demangle(const char *name, char *out, size_t cap);
 
 strobe_symbolizer *strobe_symbolizer_new(const strobe_sym_opts *opts); /* NULL + errno */
 void strobe_symbolizer_free(strobe_symbolizer *s);
+/*
+ * Forgets what the symbolizer holds of user space, as a new one would: every object (its symbol
+ * tables, DWARF, the file), the failures cached by path, the lookup cache, the perf maps, and the
+ * strings handed out for them and for kernel functions. Objects and strings returned before are
+ * invalid afterwards (a strobe_sym_heap_namer notices and starts afresh). The kernel's symbol
+ * table is kept, with its module names: it describes the kernel, not processes, and rebuilding
+ * it (reading and sorting /proc/kallsyms) peaked 3.3 MB above the agent's steady state
+ * (docs/BENCHMARKS.md, the agent's memory).
+ * Modules loaded since are found as before: a kernel address outside every known symbol
+ * re-reads the file, at most once a minute. For long-lived callers (the agent renews every 30
+ * minutes) that name frames of processes long gone. 0, or -EINVAL when s is NULL.
+ */
+int strobe_symbolizer_renew(strobe_symbolizer *s);
 /* How many objects were named without their DWARF because it is over opts.max_debug_bytes. */
 size_t strobe_symbolizer_over_budget(const strobe_symbolizer *s);
 

@@ -27,6 +27,7 @@
 
 #include "fixtures.h"
 
+#include "strobe/heap_channel.h"
 #include "strobe/symbolize.h"
 
 /* ---- fixtures -------------------------------------------------------------------------------- */
@@ -1381,6 +1382,67 @@ static void test_vdso(void **state)
 	strobe_symbolizer_free(s);
 }
 
+/* ---- (i) renewal ------------------------------------------------------------------------------ */
+
+/* strobe_symbolizer_renew: user-space objects, perf maps and the heap namer's objects are
+ * opened afresh and name the same; the kernel's table is kept, not re-read (the file changed
+ * under it, and the old names still answer), and so are its module names, to the pointer.
+ * Names handed out before are freed (ASan would see a use of them, or of the namer's objects
+ * from before, had the namer not noticed). */
+static void test_renew(void **state)
+{
+	(void)state;
+	NEED_FIXTURES();
+	make_root("krenew",
+		  "ffffffff81000000 T _stext\nffffffff81000100 T core_b\n"
+		  "ffffffffc0001000 t mod_a_fn1\t[mod_a]\n",
+		  "mod_a 384 0 - Live 0xffffffffc0001000\n", "7f0000001000 100 jit_fn_one\n");
+	strobe_sym_opts o = {.sysroot = path_in("krenew")};
+	strobe_symbolizer *s = strobe_symbolizer_new(&o);
+	assert_non_null(s);
+	expect_kernel(s, 0xffffffff81000110, "core_b", "[kernel.kallsyms]");
+	strobe_sym_frame f[8];
+	const char *mod_before = NULL, *mod_after = NULL;
+	assert_int_equal(strobe_sym_kernel(s, 0xffffffffc0001010, f, &mod_before), 1);
+	assert_int_equal(strobe_sym_perfmap(s, 123, 0x7f0000001010, f), 1);
+	assert_string_equal(f[0].function, "jit_fn_one");
+	strobe_sym_object *obj = get(s, "fix");
+	expect_full(s, obj);
+	strobe_sym_heap_namer *namer = strobe_sym_heap_namer_new(s);
+	assert_non_null(namer);
+	strobe_heap_frame hf[4];
+	assert_int_equal(strobe_sym_heap_name(namer, path_in("fix"), fx.plain.offset, hf, 4), 1);
+	assert_string_equal(hf[0].function, "plain_fn");
+
+	/* The kernel's file changes under it (a rename at the same addresses): a renewal that
+	 * rebuilt the table would now say core_b_renamed. */
+	make_root("krenew",
+		  "ffffffff81000000 T _stext\nffffffff81000100 T core_b_renamed\n"
+		  "ffffffffc0001000 t mod_a_fn1\t[mod_a]\n",
+		  NULL, NULL);
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(strobe_symbolizer_renew(s), 0);
+		expect_kernel(s, 0xffffffff81000110, "core_b", "[kernel.kallsyms]");
+		expect_kernel(s, 0xffffffff81000010, "_stext", "[kernel.kallsyms]");
+		assert_int_equal(strobe_sym_kernel(s, 0xffffffffc0001010, f, &mod_after), 1);
+		assert_string_equal(f[0].function, "mod_a_fn1");
+		assert_ptr_equal(mod_after, mod_before); /* module names outlive renewals */
+		assert_int_equal(strobe_sym_perfmap(s, 123, 0x7f0000001010, f), 1);
+		assert_string_equal(f[0].function, "jit_fn_one");
+		obj = get(s, "fix"); /* the one from before is gone */
+		expect_full(s, obj);
+		assert_int_equal(strobe_sym_heap_name(namer, path_in("fix"), fx.plain.offset, hf, 4),
+				 1);
+		assert_string_equal(hf[0].function, "plain_fn");
+		char hex[2 * STROBE_BUILD_ID_MAX + 1];
+		strobe_sym_heap_build_id(namer, path_in("fix"), hex, sizeof(hex));
+		assert_true(strlen(hex) >= 16);
+	}
+	assert_int_equal(strobe_symbolizer_renew(NULL), -EINVAL);
+	strobe_sym_heap_namer_free(namer);
+	strobe_symbolizer_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1403,6 +1465,7 @@ int main(void)
 		cmocka_unit_test(test_perfmap),
 		cmocka_unit_test(test_vdso),
 		cmocka_unit_test(test_demangle),
+		cmocka_unit_test(test_renew),
 	};
 	return cmocka_run_group_tests(tests, build_fixtures, remove_fixtures);
 }
