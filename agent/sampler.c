@@ -96,6 +96,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	s->rs.tr = &s->tr;
 	s->rs.frames = &s->frames;
 	s->rs.st = &s->st;
+	s->rs.held = &s->held_sb;
 	s->rs.kernel = s->o.kernel;
 	s->rs.call_graph = s->o.call_graph;
 	s->cpu_wide = o->all;

@@ -56,14 +56,24 @@ strobe_proc *stack_proc(stack_resolver *r, int32_t pid)
 }
 
 /* One stack being put together: its process (looked up at its first user frame), whether its
- * user leaf has been looked up (only it may have /proc read again), and how many ids are in
- * r->ids. */
+ * user leaf has been met, whether /proc was read again for it, and how many ids are in r->ids. */
 typedef struct stack_walk {
 	int32_t pid;
 	strobe_proc *p;
-	bool reread;
+	bool user_seen, reread;
 	uint32_t n;
 } stack_walk;
+
+/* Whether an address of p in no mapping known for it is worth reading /proc/PID/maps again
+ * for (see stack_resolve.h). */
+static bool reread_due(const stack_resolver *r, const strobe_proc *p, bool leaf, int64_t now)
+{
+	int64_t since = now - p->rescan_ns;
+	if (leaf && since > STACK_LEAF_RESCAN_NS)
+		return true;
+	return since > STACK_STALE_NS &&
+	       (p->maps_changed || (r->held && pid_count_get(r->held, p->pid) != 0));
+}
 
 /* Interns one frame of w's process into r->ids. */
 static void add_frame(stack_resolver *r, stack_walk *w, uint64_t ip, bool kernel, bool call)
@@ -77,15 +87,21 @@ static void add_frame(stack_resolver *r, stack_walk *w, uint64_t ip, bool kernel
 		if (!w->p)
 			w->p = stack_proc(r, w->pid);
 		k.map = w->p ? tracker_find(w->p, ip) : STROBE_MAP_NONE;
+		bool leaf = !w->user_seen;
+		w->user_seen = true;
 		if (k.map == STROBE_MAP_NONE && w->p && !w->p->exited && !w->reread) {
 			int64_t now = strobe_mono_ns();
-			if (now - w->p->rescan_ns > STACK_LEAF_RESCAN_NS &&
-			    tracker_read_proc(r->tr, w->pid, now) == 0) {
+			if (reread_due(r, w->p, leaf, now)) {
+				w->reread = true;
+				r->rereads++;
+				int rc = tracker_read_proc(r->tr, w->pid, now);
 				w->p = tracker_proc(r->tr, w->pid, false);
-				k.map = w->p ? tracker_find(w->p, ip) : STROBE_MAP_NONE;
+				if (rc == 0 && w->p)
+					k.map = tracker_find(w->p, ip);
+				else if (w->p) /* gone, most likely: not again at every stack */
+					w->p->rescan_ns = now;
 			}
 		}
-		w->reread = true; /* callers of the leaf never look again */
 	}
 	uint32_t id;
 	if (strobe_itab_intern(r->frames, &k, sizeof(k), &id, NULL) == 0)

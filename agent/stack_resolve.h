@@ -14,12 +14,17 @@
  *
  * Every frame but the leaf is a return address (`call`: named at addr - 1, inside the call).
  *
- * When the user leaf of a live process, which ran, falls in none of the mappings known for it
- * (code mapped before recording began, or made executable by mprotect, which no record
- * reports), the process's /proc/PID/maps is read again, at most once a second, and the leaf
- * looked up once more. A caller that misses is not a reason to: it is mostly a frame-pointer
- * walk gone astray in code built without frame pointers, and re-reading /proc for those was
- * most of the recorder's CPU.
+ * An address of a live process in none of the mappings known for it has the process's
+ * /proc/PID/maps read again, once per stack, and is looked up once more:
+ *   - the user leaf, which ran, at most once a second per process: code mapped before
+ *     recording began, or made executable by mprotect, which no record reports;
+ *   - any frame when the tracker's view of the process may be behind /proc (a record changed
+ *     its mappings since /proc was last read, or one of its records that does is held for its
+ *     turn), at most every STACK_STALE_NS per process. A stack summed in the kernel is resolved
+ *     when it is read, ahead of the records still waiting for their turn: a command that has
+ *     just exec'd has its libc in /proc before its MMAP2 record is processed.
+ * A caller that misses otherwise is mostly a frame-pointer walk gone astray in code built
+ * without frame pointers: re-reading /proc for each of those was most of the recorder's CPU.
  *
  * Private to agent/; the sampler owns one (sampler_state.h) and says what it points at.
  */
@@ -30,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pid_count.h"
 #include "proc.h"
 #include "record_decode.h"
 #include "stack_cap.h"
@@ -50,12 +56,15 @@ typedef struct strobe_frame_key {
 enum { UW_BUCKETS = 256 };
 
 #define STACK_LEAF_RESCAN_NS 1000000000 /* an unmapped leaf: /proc again at most this often */
+#define STACK_STALE_NS 100000000        /* any unmapped frame of a process whose mappings may
+					   be behind /proc: at most this often */
 
 typedef struct stack_resolver {
 	/* Set by the owner; none owned. */
 	strobe_tracker *tr;         /* the processes and their mappings */
 	strobe_itab *frames;        /* strobe_frame_key -> frame id (fixed size) */
 	strobe_sampler_stats *st;   /* unknown_pid and the unwind_* counters */
+	const strobe_pid_count *held; /* side-band records held per process (NULL: none) */
 	bool kernel;                /* keep kernel frames */
 	unsigned call_graph;        /* STROBE_CG_* */
 
@@ -66,6 +75,7 @@ typedef struct stack_resolver {
 	bool *uact;                 /* ... and whether each is an activation */
 	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
 	strobe_unwind_stats uw_st;  /* the unwinder's counters, kept when trim frees it */
+	uint64_t rereads;           /* /proc/PID/maps read again for an address in no mapping */
 } stack_resolver;
 
 /* Sets r up (zeroing it first: fill in the fields above after) with an unwinder when unwind,

@@ -14,8 +14,11 @@
  *   - a user stack unwound when it was read (REC_UNWOUND), activations among return addresses;
  *   - --call-graph auto: the table walk continued by the frame-pointer chain from their common
  *     frame, the longer frame-pointer chain kept when they share none; dwarf keeping the sampled
- *     address when the walk fails.
- * The processes' mappings come from records alone (no proc root): no /proc is read.
+ *     address when the walk fails;
+ *   - re-reading /proc/PID/maps (a fake proc root) for an address in no known mapping: a caller
+ *     after an exec whose libc no record has brought yet (the naming race of `strobe record`'s
+ *     first samples), not again for a truly unmapped caller, the user leaf once a second, a
+ *     process with a held record, never an exited one or one whose /proc entry is gone.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -25,10 +28,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
+#define UNIT_TMPDIR_NAME "stack"
+#include "unit_tmpdir.h"
+
 #include "../../agent/stack_resolve.h"
+#include "strobe/clock.h"
 
 #define EXE 0x400000ull
 #define LIBC 0x7f0000000000ull
@@ -38,6 +46,7 @@ typedef struct fixture {
 	strobe_tracker tr;
 	strobe_itab frames;
 	strobe_sampler_stats st;
+	strobe_pid_count held;
 	stack_resolver r;
 } fixture;
 
@@ -52,6 +61,7 @@ static fixture *fx_new(bool unwind, unsigned call_graph, const char *proc_root)
 	f->r.tr = &f->tr;
 	f->r.frames = &f->frames;
 	f->r.st = &f->st;
+	f->r.held = &f->held;
 	f->r.kernel = true;
 	f->r.call_graph = call_graph;
 	return f;
@@ -60,6 +70,7 @@ static fixture *fx_new(bool unwind, unsigned call_graph, const char *proc_root)
 static void fx_free(fixture *f)
 {
 	stack_resolver_free(&f->r);
+	pid_count_free(&f->held);
 	strobe_itab_free(&f->frames);
 	tracker_free(&f->tr);
 	free(f);
@@ -309,6 +320,105 @@ static void test_unwind_dwarf_failed(void **state)
 	fx_free(f);
 }
 
+/* PROC/pid/maps of the fake proc root: the program and libc. */
+static void fake_maps(int pid)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/%d", dir, pid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/maps", dir, pid);
+	FILE *m = fopen(path, "w");
+	assert_non_null(m);
+	fprintf(m, "%llx-%llx r-xp 00000000 08:01 100 /fake/app\n", (unsigned long long)EXE,
+		(unsigned long long)EXE + 0x10000);
+	fprintf(m, "%llx-%llx r-xp 00000000 08:01 200 /fake/libc.so.6\n",
+		(unsigned long long)LIBC, (unsigned long long)LIBC + 0x100000);
+	fclose(m);
+}
+
+static uint32_t summed(fixture *f, int32_t pid, uint64_t leaf, uint64_t caller)
+{
+	const uint64_t u[] = {leaf, caller, EXE + 0x300};
+	return stack_resolve_summed(&f->r, pid, NULL, 0, u, NULL, 3);
+}
+
+/* pid's maps were last read from its proc root ns ago (negative: later than now, so that no
+ * time the test takes on a busy machine makes a read due). */
+static void read_ago(fixture *f, int32_t pid, int64_t ns)
+{
+	strobe_proc *p = tracker_proc(&f->tr, pid, false);
+	assert_non_null(p);
+	p->rescan_ns = strobe_mono_ns() - ns;
+}
+
+#define LONG_AGO 3600000000000ll
+#define NOT_YET (-60000000000ll)
+
+static void test_reread(void **state)
+{
+	fixture *f = fx_new(false, STROBE_CG_FP, dir);
+	fake_maps(4242);
+	/* A command that has just exec'd: its program's MMAP2 processed, libc's still held (or
+	 * not read yet) when a stack summed in the kernel names libc as a caller. */
+	exec_proc(f, 4242, false);
+	assert_int_equal(summed(f, 4242, EXE + 0x100, LIBC + 0x2000), 3);
+	expect(f, 1, LIBC + 0x2000, "/fake/libc.so.6", true);
+	assert_int_equal(f->r.rereads, 1);
+	/* A caller truly in no mapping, with nothing that says the mappings are behind: not read
+	 * again, however long ago they were read and however often it comes. */
+	read_ago(f, 4242, LONG_AGO);
+	for (int i = 0; i < 50; i++) {
+		summed(f, 4242, EXE + 0x100, 0x900000);
+		expect(f, 1, 0x900000, "(none)", true);
+	}
+	assert_int_equal(f->r.rereads, 1);
+	/* The user leaf: at most once a second, and once per stack (not for its caller). */
+	read_ago(f, 4242, NOT_YET);
+	summed(f, 4242, 0x900000, EXE + 0x200);
+	assert_int_equal(f->r.rereads, 1);
+	read_ago(f, 4242, STACK_LEAF_RESCAN_NS + 1000000);
+	summed(f, 4242, 0x900000, 0x900010);
+	expect(f, 0, 0x900000, "(none)", false);
+	assert_int_equal(f->r.rereads, 2);
+	/* A record of the process that changes its mappings is held for its turn: a caller is
+	 * looked for again, at most every STACK_STALE_NS. */
+	assert_int_equal(pid_count_add(&f->held, 4242), 0);
+	read_ago(f, 4242, NOT_YET);
+	summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 2);
+	read_ago(f, 4242, STACK_STALE_NS + 1000000);
+	summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 3);
+	pid_count_sub(&f->held, 4242);
+	/* A record mapped code since the last read: the same. */
+	read_ago(f, 4242, STACK_STALE_NS + 1000000);
+	summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 3);
+	assert_int_equal(tracker_mmap(&f->tr, 4242, 0x800000, 0x1000, 0, 8, 300, NULL, 0,
+				      "/fake/plugin.so"), 0);
+	read_ago(f, 4242, NOT_YET);
+	summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 3);
+	read_ago(f, 4242, STACK_STALE_NS + 1000000);
+	summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 4);
+	/* An exited process is never read again. */
+	tracker_exit(&f->tr, 4242, 4242);
+	read_ago(f, 4242, LONG_AGO);
+	tracker_proc(&f->tr, 4242, false)->maps_changed = true;
+	summed(f, 4242, 0x900000, 0x900010);
+	assert_int_equal(f->r.rereads, 4);
+	/* A process whose /proc entry is gone: tried once, then not at every stack. */
+	exec_proc(f, 4343, false);
+	int64_t t0 = strobe_mono_ns();
+	summed(f, 4343, EXE + 0x100, LIBC + 0x10);
+	expect(f, 1, LIBC + 0x10, "(none)", true);
+	assert_int_equal(f->r.rereads, 5);
+	/* counted as a read, so the next is STACK_STALE_NS away */
+	assert_true(tracker_proc(&f->tr, 4343, false)->rescan_ns >= t0);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -318,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_pre_unwound),
 		cmocka_unit_test(test_unwind_auto),
 		cmocka_unit_test(test_unwind_dwarf_failed),
+		cmocka_unit_test_setup_teardown(test_reread, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
