@@ -62,6 +62,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	s->ev.clock_period_ns = (uint64_t)s->period_ns;
 	s->dec = (rec_decoder){.kinds = &s->ev.kinds, .sample_type = s->ev.sample_type};
 	int rc = tracker_init(&s->tr);
+	if (o->proc_root)
+		s->tr.proc_root = o->proc_root;
 	uint32_t fid;
 	strobe_frame_key none = {0};
 	if (rc == 0)
@@ -256,35 +258,38 @@ uint32_t strobe_sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, u
 	return id;
 }
 
+/* A process's name (tid 0) or a thread's, from the tracker's proc root (the configured one, as
+ * for the mappings); "?" when it cannot be read, so that it is not looked for again. */
+static void read_comm(const strobe_sampler *s, int32_t pid, int32_t tid, char comm[16])
+{
+	char path[512];
+	FILE *f = NULL;
+	if (s->tr.proc_root) {
+		if (tid)
+			snprintf(path, sizeof(path), "%s/%d/task/%d/comm", s->tr.proc_root,
+				 (int)pid, (int)tid);
+		else
+			snprintf(path, sizeof(path), "%s/%d/comm", s->tr.proc_root, (int)pid);
+		f = fopen(path, "r");
+	}
+	if (f) {
+		if (fgets(comm, 16, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	if (!comm[0])
+		comm[0] = '?', comm[1] = 0;
+}
+
 /* Makes sure a thread and its process have names: from the records seen, else from /proc. */
 static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 {
 	strobe_proc *p = tracker_proc(&s->tr, pid, true);
-	if (p && !p->comm[0] && !s->offline) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fgets(p->comm, sizeof(p->comm), f))
-				p->comm[strcspn(p->comm, "\n")] = 0;
-			fclose(f);
-		}
-		if (!p->comm[0])
-			p->comm[0] = '?', p->comm[1] = 0;
-	}
+	if (p && !p->comm[0] && !s->offline)
+		read_comm(s, pid, 0, p->comm);
 	strobe_thread *th = tracker_thread(&s->tr, tid, pid, true);
-	if (th && !th->comm[0] && !s->offline) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fgets(th->comm, sizeof(th->comm), f))
-				th->comm[strcspn(th->comm, "\n")] = 0;
-			fclose(f);
-		}
-		if (!th->comm[0])
-			th->comm[0] = '?', th->comm[1] = 0; /* do not look again */
-	}
+	if (th && !th->comm[0] && !s->offline)
+		read_comm(s, pid, tid, th->comm);
 	if (p && !p->sampled && !s->offline) {
 		p->sampled = true;
 		if (s->o.on_process)
