@@ -408,7 +408,7 @@ static void capture(strobe_agent *a, struct MHD_Connection *c, reply *r)
 	}
 	pid_t p = (pid_t)pid;
 	strobe_sampler_opts so = {.events = ev, .freq = (unsigned)hz, .pids = &p, .npids = 1,
-				  .kernel = a->o->kernel};
+				  .kernel = a->o->kernel, .proc_root = a->o->proc_root};
 	strobe_err err = {{0}};
 	strobe_sampler *s = NULL;
 	strobe_profile *prof = NULL;

@@ -926,6 +926,7 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 		.kernel = o->kernel,
 		.call_graph = o->call_graph,
 		.unwind_cache_bytes = (size_t)o->unwind_cache_mb << 20,
+		.proc_root = o->proc_root,
 	};
 	a->st.started_unix = time(NULL);
 	if ((rc = open_sampler(a, err)) < 0)
@@ -945,7 +946,8 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	if (o->symbolize_server && !o->no_upload_symbols && agent_symup_start(a) < 0)
 		agent_log(a, STROBE_LOG_WARN, "cannot start the symbol uploads: %s (frames of "
 			  "unstripped binaries stay addresses)", strerror(errno));
-	if (a->sym && !o->no_jvm_attach && !(a->jvm = strobe_jvm_maps_new(0, say_jvm, a)))
+	if (a->sym && !o->no_jvm_attach &&
+	    !(a->jvm = strobe_jvm_maps_new(o->proc_root, 0, say_jvm, a)))
 		agent_log(a, STROBE_LOG_WARN, "cannot start the JVM perf-map requests: %s (compiled "
 			  "Java frames stay unnamed unless the JVM writes a perf map itself)",
 			  strerror(errno));

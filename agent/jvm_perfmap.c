@@ -17,10 +17,14 @@
  *
  * SIGQUIT's default action ends a process: it is sent only when the JVM catches it (SigCgt in
  * /proc/PID/status), which -Xrs turns off.
+ *
+ * /proc here is the configured proc root (the agent's proc_root, as its other readers take it):
+ * every status, maps, exe and root of a process is read there.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +41,7 @@
 
 #include "strobe/clock.h"
 #include "strobe/jvm_perfmap.h"
+#include "strobe/proc_maps.h"
 
 #define QUEUE_MAX 64
 #define PROCS_MAX 4096
@@ -44,6 +49,7 @@
 #define NOT_JVM_RECHECK_NS (60 * 1000000000ll) /* a process that is not a JVM now may exec one */
 #define FAIL_BACKOFF_MAX_NS (300 * 1000000000ll)
 #define SWEEP_NS (10 * 1000000000ll)
+#define ROOT(r) ((r) ? (r) : "/proc") /* the configured proc root */
 
 static void sayf(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void sayf(char *why, size_t n, const char *fmt, ...)
@@ -56,11 +62,9 @@ static void sayf(char *why, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-bool strobe_jvm_is_hotspot(pid_t pid)
+bool strobe_jvm_is_hotspot(const char *proc_root, pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
+	FILE *f = strobe_proc_maps_open(proc_root, pid);
 	if (!f)
 		return false;
 	char *line = NULL;
@@ -80,10 +84,10 @@ typedef struct proc_status {
 	uint64_t sigcgt;    /* caught signals, bit n-1 for signal n */
 } proc_status;
 
-static int read_status(pid_t pid, proc_status *ps)
+static int read_status(const char *root, pid_t pid, proc_status *ps)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%d/status", ROOT(root), (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -115,8 +119,8 @@ static int64_t ms_left(int64_t deadline)
 }
 
 /* Starts the attach listener (step 1 of the protocol) and waits for its socket. */
-static int start_listener(pid_t pid, const proc_status *ps, const char *sock, int64_t deadline,
-			  char *why, size_t whylen)
+static int start_listener(const char *root, pid_t pid, const proc_status *ps, const char *sock,
+			  int64_t deadline, char *why, size_t whylen)
 {
 	if (!(ps->sigcgt & (1ull << (SIGQUIT - 1)))) {
 		sayf(why, whylen,
@@ -124,8 +128,8 @@ static int start_listener(pid_t pid, const proc_status *ps, const char *sock, in
 		     "a process: not sent, so its Java frames stay unnamed", (int)pid);
 		return -ENOTSUP;
 	}
-	char trigger[96];
-	snprintf(trigger, sizeof(trigger), "/proc/%d/root/tmp/.attach_pid%d", (int)pid,
+	char trigger[PATH_MAX];
+	snprintf(trigger, sizeof(trigger), "%s/%d/root/tmp/.attach_pid%d", ROOT(root), (int)pid,
 		 (int)ps->nspid);
 	int fd = open(trigger, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
@@ -200,30 +204,31 @@ static int ask(int fd, pid_t pid, int64_t deadline, char *why, size_t whylen)
 	return 0;
 }
 
-int strobe_jvm_write_perfmap(pid_t pid, int timeout_ms, char *why, size_t whylen)
+int strobe_jvm_write_perfmap(const char *proc_root, pid_t pid, int timeout_ms, char *why,
+			     size_t whylen)
 {
 	sayf(why, whylen, "ok");
 	if (pid <= 0)
 		return -EINVAL;
 	int64_t deadline = strobe_mono_ns() + (int64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000;
 	proc_status ps;
-	int rc = read_status(pid, &ps);
+	int rc = read_status(proc_root, pid, &ps);
 	if (rc < 0) {
 		sayf(why, whylen, "process %d: %s", (int)pid, strerror(-rc));
 		return rc == -ENOENT ? -ESRCH : rc;
 	}
-	if (!strobe_jvm_is_hotspot(pid)) {
+	if (!strobe_jvm_is_hotspot(proc_root, pid)) {
 		sayf(why, whylen, "process %d is not a HotSpot JVM (no libjvm.so mapped)", (int)pid);
 		return -ENOTSUP;
 	}
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int len = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/%d/root/tmp/.java_pid%d",
-			   (int)pid, (int)ps.nspid);
+	int len = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%d/root/tmp/.java_pid%d",
+			   ROOT(proc_root), (int)pid, (int)ps.nspid);
 	if (len < 0 || (size_t)len >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	struct stat st;
 	if ((stat(sa.sun_path, &st) < 0 || !S_ISSOCK(st.st_mode)) &&
-	    (rc = start_listener(pid, &ps, sa.sun_path, deadline, why, whylen)) < 0)
+	    (rc = start_listener(proc_root, pid, &ps, sa.sun_path, deadline, why, whylen)) < 0)
 		return rc;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -264,6 +269,7 @@ struct strobe_jvm_maps {
 	int64_t refresh_ns;
 	strobe_jvm_say_fn say;
 	void *ctx;
+	char *root;      /* where /proc is (NULL: /proc) */
 	atomic_ulong asked, written;
 };
 
@@ -292,11 +298,11 @@ static jvm_proc *proc_add(strobe_jvm_maps *m, pid_t pid)
 	return p;
 }
 
-static bool same_root(pid_t pid)
+static bool same_root(const char *root, pid_t pid)
 {
-	char path[64];
+	char path[PATH_MAX];
 	struct stat a, b;
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	snprintf(path, sizeof(path), "%s/%d/root", ROOT(root), (int)pid);
 	return stat(path, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev &&
 	       a.st_ino == b.st_ino;
 }
@@ -322,10 +328,10 @@ static void sweep(strobe_jvm_maps *m)
 
 /* A Node.js process (its executable is node or nodejs) with no perf map: V8 writes one only
  * when started with --perf-basic-prof, which cannot be turned on from outside. */
-static bool node_without_map(pid_t pid, char *why, size_t whylen)
+static bool node_without_map(const char *root, pid_t pid, char *why, size_t whylen)
 {
-	char path[64], exe[512];
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	char path[PATH_MAX], exe[512];
+	snprintf(path, sizeof(path), "%s/%d/exe", ROOT(root), (int)pid);
 	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return false;
@@ -335,9 +341,10 @@ static bool node_without_map(pid_t pid, char *why, size_t whylen)
 		return false;
 	proc_status ps;
 	struct stat st;
-	if (read_status(pid, &ps) < 0)
+	if (read_status(root, pid, &ps) < 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)ps.nspid);
+	snprintf(path, sizeof(path), "%s/%d/root/tmp/perf-%d.map", ROOT(root), (int)pid,
+		 (int)ps.nspid);
 	if (stat(path, &st) == 0)
 		return false;
 	sayf(why, whylen,
@@ -349,17 +356,17 @@ static bool node_without_map(pid_t pid, char *why, size_t whylen)
 static void serve(strobe_jvm_maps *m, pid_t pid)
 {
 	char why[256];
-	bool jvm = strobe_jvm_is_hotspot(pid);
-	bool node = !jvm && node_without_map(pid, why, sizeof(why));
+	bool jvm = strobe_jvm_is_hotspot(m->root, pid);
+	bool node = !jvm && node_without_map(m->root, pid, why, sizeof(why));
 	int rc = -ENOTSUP;
 	bool host_tmp = false;
 	proc_status ps = {.nspid = pid};
 	if (jvm) {
 		atomic_fetch_add(&m->asked, 1);
-		rc = strobe_jvm_write_perfmap(pid, 3000, why, sizeof(why));
+		rc = strobe_jvm_write_perfmap(m->root, pid, 3000, why, sizeof(why));
 		if (rc == 0) {
 			atomic_fetch_add(&m->written, 1);
-			host_tmp = same_root(pid) && read_status(pid, &ps) == 0;
+			host_tmp = same_root(m->root, pid) && read_status(m->root, pid, &ps) == 0;
 		}
 	}
 	pthread_mutex_lock(&m->mu);
@@ -422,10 +429,14 @@ static void *jvm_main(void *arg)
 	return NULL;
 }
 
-strobe_jvm_maps *strobe_jvm_maps_new(unsigned refresh_ms, strobe_jvm_say_fn say, void *ctx)
+strobe_jvm_maps *strobe_jvm_maps_new(const char *proc_root, unsigned refresh_ms,
+				     strobe_jvm_say_fn say, void *ctx)
 {
 	strobe_jvm_maps *m = calloc(1, sizeof(*m));
-	if (!m || !(m->procs = calloc(PROCS_MAX, sizeof(jvm_proc)))) {
+	if (!m || !(m->procs = calloc(PROCS_MAX, sizeof(jvm_proc))) ||
+	    (proc_root && !(m->root = strdup(proc_root)))) {
+		if (m)
+			free(m->procs);
 		free(m);
 		return NULL;
 	}
@@ -439,6 +450,7 @@ strobe_jvm_maps *strobe_jvm_maps_new(unsigned refresh_ms, strobe_jvm_say_fn say,
 		pthread_cond_destroy(&m->cv);
 		pthread_mutex_destroy(&m->mu);
 		free(m->procs);
+		free(m->root);
 		free(m);
 		errno = e;
 		return NULL;
@@ -484,5 +496,6 @@ void strobe_jvm_maps_free(strobe_jvm_maps *m)
 	pthread_cond_destroy(&m->cv);
 	pthread_mutex_destroy(&m->mu);
 	free(m->procs);
+	free(m->root);
 	free(m);
 }

@@ -273,8 +273,9 @@ int strobe_tracepoint_field(const char *sys, const char *name, const char *field
 			if (br)
 				end = br;
 		}
+		/* (end - flen)[-1]: end[-flen - 1] would index by a size_t that wrapped around */
 		if ((size_t)(end - decl) < flen || memcmp(end - flen, field, flen) != 0 ||
-		    (end - flen > decl && (end[-flen - 1] != ' ' && end[-flen - 1] != '*')))
+		    (end - flen > decl && ((end - flen)[-1] != ' ' && (end - flen)[-1] != '*')))
 			continue;
 		if (!(off = strstr(semi, "offset:")) || !(sz = strstr(semi, "size:")))
 			continue;

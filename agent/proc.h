@@ -45,6 +45,8 @@ typedef struct strobe_proc {
 				   hook has been called); an exec clears it */
 	uint8_t exit_age;       /* forget passes seen since its exit (tracker_forget) */
 	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
+	bool maps_changed;      /* a record mapped code or exec'd since /proc/PID/maps was last read:
+				   the mappings known may be behind /proc (stack_resolve.h) */
 	strobe_vma *vma;        /* sorted by start, non-overlapping */
 	uint32_t nvma, cvma;
 } strobe_proc;

@@ -210,6 +210,7 @@ int tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
 	uint32_t id;
 	if (strobe_itab_intern(&t->maps, &m, sizeof(m), &id, NULL) < 0)
 		return -ENOMEM;
+	p->maps_changed = true; /* (tracker_read_proc clears it after its own calls) */
 	return vma_insert(p, m.start, m.end, id);
 }
 
@@ -226,6 +227,7 @@ void tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm,
 		p->nvma = 0;
 		p->maps_read = true; /* what follows is complete; no /proc read needed */
 		p->sampled = false;  /* a new identity to read at its first sample */
+		p->maps_changed = true;
 	}
 	if (pid == tid || exec)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -416,6 +418,8 @@ int tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 	int rc = strobe_proc_maps_walk(f, maps_entry, &m);
 	snprintf(path, sizeof(path), "%s/%d/comm", t->proc_root, (int)pid);
 	p = tracker_proc(t, pid, false);
+	if (p)
+		p->maps_changed = false;
 	if (p && !p->comm[0])
 		read_comm(path, p->comm, sizeof(p->comm));
 	return rc;

@@ -3,7 +3,7 @@
  * The sampler (see strobe/sampler.h): the wiring of its stages. It opens the perf events for a
  * set of targets (sampler_events.c), reads the per-CPU rings, orders the records by time
  * (record_order.c), decodes them (record_decode.c), keeps the process tracker current
- * (proc_table.c), resolves and unwinds stacks (here and unwind.c), follows each thread's
+ * (proc_table.c), resolves and unwinds stacks (stack_resolve.c, unwind.c), follows each thread's
  * off-CPU intervals (offcpu_state.c) and aggregates stacks with their on-CPU and off-CPU values
  * (sampler_agg.c); sampler_profile.c turns the aggregate into a profile.
  *
@@ -62,6 +62,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	s->ev.clock_period_ns = (uint64_t)s->period_ns;
 	s->dec = (rec_decoder){.kinds = &s->ev.kinds, .sample_type = s->ev.sample_type};
 	int rc = tracker_init(&s->tr);
+	if (o->proc_root)
+		s->tr.proc_root = o->proc_root;
 	uint32_t fid;
 	strobe_frame_key none = {0};
 	if (rc == 0)
@@ -74,7 +76,8 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 			memcpy(s->pids, o->pids, o->npids * sizeof(*s->pids));
 		s->o.pids = s->pids;
 	}
-	if (sampler_copies_stack(&s->o)) {
+	bool unwind = sampler_copies_stack(&s->o);
+	if (unwind) {
 		/* By default 16 KiB with on-CPU samples: 8 KiB (perf's default) leaves a fifth
 		 * of the stacks of some common programs truncated (GNU sort's comparators hold
 		 * 4 KB buffers); 8 KiB with switch-outs, which come at every context switch and
@@ -88,12 +91,16 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 		if (s->o.stack_size < 8)
 			s->o.stack_size = 8;
 		s->ev.stack_clock = dflt ? 16384 : s->o.stack_size;
-		s->uw = unwinder_new(s->o.unwind_cache_bytes);
-		s->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*s->upcs));
-		s->uact = malloc(STROBE_STACK_FRAMES * sizeof(*s->uact));
-		if (!s->uw || !s->upcs || !s->uact)
-			rc = -ENOMEM;
 	}
+	int rrc = stack_resolver_init(&s->rs, unwind, s->o.unwind_cache_bytes);
+	if (rc == 0)
+		rc = rrc;
+	s->rs.tr = &s->tr;
+	s->rs.frames = &s->frames;
+	s->rs.st = &s->st;
+	s->rs.held = &s->held_sb;
+	s->rs.kernel = s->o.kernel;
+	s->rs.call_graph = s->o.call_graph;
 	s->cpu_wide = o->all;
 	if (rc < 0) {
 		strobe_sampler_close(s);
@@ -189,10 +196,7 @@ void strobe_sampler_close(strobe_sampler *s)
 	strobe_itab_free(&s->pynames);
 	agg_free(&s->agg);
 	strobe_itab_free(&s->lsets);
-	free(s->scratch);
-	unwinder_free(s->uw);
-	free(s->upcs);
-	free(s->uact);
+	stack_resolver_free(&s->rs);
 	free(s);
 }
 
@@ -254,224 +258,38 @@ uint32_t strobe_sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, u
 	return id;
 }
 
-/* The process, its mappings read from /proc when first seen. */
-static strobe_proc *proc_for(strobe_sampler *s, int32_t pid)
+/* A process's name (tid 0) or a thread's, from the tracker's proc root (the configured one, as
+ * for the mappings); "?" when it cannot be read, so that it is not looked for again. */
+static void read_comm(const strobe_sampler *s, int32_t pid, int32_t tid, char comm[16])
 {
-	strobe_proc *p = tracker_proc(&s->tr, pid, true);
-	if (p && !p->maps_read && !p->exited) {
-		if (tracker_read_proc(&s->tr, pid, strobe_mono_ns()) < 0)
-			s->st.unknown_pid++;
-		p = tracker_proc(&s->tr, pid, false);
-		if (p)
-			p->maps_read = true;
+	char path[512];
+	FILE *f = NULL;
+	if (s->tr.proc_root) {
+		if (tid)
+			snprintf(path, sizeof(path), "%s/%d/task/%d/comm", s->tr.proc_root,
+				 (int)pid, (int)tid);
+		else
+			snprintf(path, sizeof(path), "%s/%d/comm", s->tr.proc_root, (int)pid);
+		f = fopen(path, "r");
 	}
-	return p;
-}
-
-/* Interns one frame of pid into s->scratch (*p: the process, looked up on first use). */
-static void add_frame(strobe_sampler *s, int32_t pid, strobe_proc **p, bool *rescanned,
-		      uint64_t ip, bool kernel, bool call, uint32_t *n)
-{
-	if (*n >= STROBE_STACK_FRAMES)
-		return;
-	strobe_frame_key k = {.addr = ip, .call = call};
-	if (kernel) {
-		k.map = STROBE_MAP_KERNEL;
-	} else {
-		if (!*p)
-			*p = proc_for(s, pid);
-		k.map = *p ? tracker_find(*p, ip) : STROBE_MAP_NONE;
-		if (k.map == STROBE_MAP_NONE && *p && !(*p)->exited && !*rescanned) {
-			/* Mapped after we last looked and reported by no record we have
-			 * (a process that predates recording, code made executable by
-			 * mprotect): look again, at most once a second per process. Only
-			 * for the user leaf, which ran: a caller that misses is mostly a
-			 * frame-pointer walk gone astray in code built without them, and
-			 * re-reading /proc for those was most of the recorder's CPU. */
-			int64_t now = strobe_mono_ns();
-			if (now - (*p)->rescan_ns > 1000000000 &&
-			    tracker_read_proc(&s->tr, pid, now) == 0) {
-				*p = tracker_proc(&s->tr, pid, false);
-				k.map = *p ? tracker_find(*p, ip) : STROBE_MAP_NONE;
-			}
-		}
-		*rescanned = true; /* callers of the leaf never look again */
+	if (f) {
+		if (fgets(comm, 16, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
 	}
-	uint32_t id;
-	if (strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
-		s->scratch[(*n)++] = id;
-}
-
-static void unwind_time(strobe_sampler *s, int64_t ns)
-{
-	uint64_t v = ns > 1 ? (uint64_t)ns : 1;
-	unsigned lg = 63u - (unsigned)__builtin_clzll(v);
-	unsigned b = lg < 3 ? lg * 8 : lg * 8 + (unsigned)((v >> (lg - 3)) & 7);
-	s->uw_hist[b < UW_BUCKETS ? b : UW_BUCKETS - 1]++;
-}
-
-static uint64_t unwind_pct(const strobe_sampler *s, double q)
-{
-	uint64_t total = 0, acc = 0;
-	for (unsigned b = 0; b < UW_BUCKETS; b++)
-		total += s->uw_hist[b];
-	if (!total)
-		return 0;
-	for (unsigned b = 0; b < UW_BUCKETS; b++) {
-		acc += s->uw_hist[b];
-		if ((double)acc >= q * (double)total) {
-			unsigned lg = b / 8, f = b % 8;
-			return lg < 3 ? (1ull << lg) : (uint64_t)(8 + f) << (lg - 3);
-		}
-	}
-	return 0;
-}
-
-/*
- * The user part of a stack with unwind tables. Returns how many program counters are in
- * s->upcs/s->uact to use, or -1 to keep the kernel's frame-pointer chain (fp[0..nfp)).
- * auto: the table walk wins when it reached the outermost frame or the frame limit; when it
- * stopped short, the frame-pointer chain continues it from the first return address both have
- * in common (the table walk's last frame), and when they have none the longer of the two wins.
- */
-static int unwind_user(strobe_sampler *s, int32_t pid, strobe_proc **p, const rec_sample *sm,
-		       const uint64_t *fp, uint32_t nfp, uint32_t max)
-{
-	if (!sm->abi || !sm->stack_size || sm->tid == 0)
-		return -1; /* a kernel thread, or no stack copied */
-	if (!*p)
-		*p = proc_for(s, pid);
-	if (!*p)
-		return -1;
-	strobe_unwind_sample us = {
-		.pid = pid, .tid = (int32_t)sm->tid, .regs = sm->regs, .stack = sm->stack,
-		.stack_len = sm->stack_dyn, .stack_full = sm->stack_dyn >= sm->stack_size};
-	unsigned nd = 0;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int rc = unwind(s->uw, &s->tr, *p, &us, s->upcs, s->uact, max, &nd);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	unwind_time(s, (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec));
-	if (rc < 0 || nd == 0) {
-		s->st.unwind_failed++;
-		if (s->o.call_graph == STROBE_CG_DWARF) { /* at least the sampled address */
-			s->upcs[0] = sm->regs[8];
-			s->uact[0] = true;
-			return 1;
-		}
-		return -1;
-	}
-	s->st.unwound++;
-	if (rc == STROBE_UNWIND_COMPLETE)
-		s->st.unwind_complete++;
-	else if (rc == STROBE_UNWIND_TRUNCATED)
-		s->st.unwind_truncated++;
-	if (s->o.call_graph != STROBE_CG_AUTO || rc == STROBE_UNWIND_COMPLETE ||
-	    rc == STROBE_UNWIND_FULL)
-		return (int)nd;
-	uint64_t last = s->upcs[nd - 1];
-	for (uint32_t j = 0; j < nfp; j++) {
-		if (fp[j] != last)
-			continue;
-		if (j + 1 < nfp)
-			s->st.unwind_fp_spliced++;
-		for (uint32_t k = j + 1; k < nfp && nd < max; k++) {
-			s->upcs[nd] = fp[k];
-			s->uact[nd++] = false;
-		}
-		return (int)nd;
-	}
-	if (nfp > nd) {
-		s->st.unwind_fp_kept++;
-		return -1;
-	}
-	return (int)nd;
-}
-
-/* Resolves a sample's stack into frame ids (leaf first) in s->scratch; returns the count. */
-static uint32_t resolve(strobe_sampler *s, int32_t pid, const rec_sample *sm,
-			const rec_unwound *pre)
-{
-	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
-		return 0;
-	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
-	strobe_proc *p = NULL;
-	bool first = true, rescanned = false;
-	uint32_t n = 0, nfp = 0;
-	uint64_t fp[STROBE_STACK_FRAMES]; /* the user part of the kernel's chain */
-	for (uint64_t i = 0; i < sm->nr && n < STROBE_STACK_FRAMES; i++) {
-		uint64_t ip = sm->ips[i];
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? CTX_KERNEL
-			      : ip == (uint64_t)PERF_CONTEXT_USER ? CTX_USER
-								 : CTX_OTHER;
-			continue;
-		}
-		if (ctx == CTX_OTHER || ip == 0)
-			continue;
-		if (ctx == CTX_KERNEL) {
-			bool call = !first;
-			first = false;
-			if (s->o.kernel)
-				add_frame(s, pid, &p, &rescanned, ip, true, call, &n);
-		} else if (nfp < STROBE_STACK_FRAMES) {
-			fp[nfp++] = ip;
-		}
-	}
-	int nu = -1;
-	if (pre) {
-		nu = pre->nu;
-		for (int i = 0; i < nu; i++) {
-			memcpy(&s->upcs[i], pre->pcs + 8 * (size_t)i, 8);
-			s->uact[i] = pre->act[i] != 0;
-		}
-	} else if (s->uw) {
-		nu = unwind_user(s, pid, &p, sm, fp, nfp, s->o.max_stack);
-	}
-	if (nu < 0) {
-		for (uint32_t i = 0; i < nfp; i++) {
-			add_frame(s, pid, &p, &rescanned, fp[i], false, !first, &n);
-			first = false;
-		}
-	} else {
-		for (int i = 0; i < nu; i++) {
-			add_frame(s, pid, &p, &rescanned, s->upcs[i], false,
-				  first ? false : (i == 0 ? true : !s->uact[i]), &n);
-			first = false;
-		}
-	}
-	return n;
+	if (!comm[0])
+		comm[0] = '?', comm[1] = 0;
 }
 
 /* Makes sure a thread and its process have names: from the records seen, else from /proc. */
 static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 {
 	strobe_proc *p = tracker_proc(&s->tr, pid, true);
-	if (p && !p->comm[0] && !s->offline) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fgets(p->comm, sizeof(p->comm), f))
-				p->comm[strcspn(p->comm, "\n")] = 0;
-			fclose(f);
-		}
-		if (!p->comm[0])
-			p->comm[0] = '?', p->comm[1] = 0;
-	}
+	if (p && !p->comm[0] && !s->offline)
+		read_comm(s, pid, 0, p->comm);
 	strobe_thread *th = tracker_thread(&s->tr, tid, pid, true);
-	if (th && !th->comm[0] && !s->offline) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-		FILE *f = fopen(path, "r");
-		if (f) {
-			if (fgets(th->comm, sizeof(th->comm), f))
-				th->comm[strcspn(th->comm, "\n")] = 0;
-			fclose(f);
-		}
-		if (!th->comm[0])
-			th->comm[0] = '?', th->comm[1] = 0; /* do not look again */
-	}
+	if (th && !th->comm[0] && !s->offline)
+		read_comm(s, pid, tid, th->comm);
 	if (p && !p->sampled && !s->offline) {
 		p->sampled = true;
 		if (s->o.on_process)
@@ -489,12 +307,12 @@ static void on_clock(strobe_sampler *s, const rec_sample *sm, const rec_unwound 
 		return;
 	}
 	s->st.samples++;
-	uint32_t n = resolve(s, (int32_t)sm->pid, sm, pre);
+	uint32_t n = stack_resolve_sample(&s->rs, (int32_t)sm->pid, sm, pre, s->o.max_stack);
 	thread_for(s, (int32_t)sm->tid, (int32_t)sm->pid);
 	int64_t v[NV] = {0};
 	v[V_SAMPLES] = 1;
 	v[V_CPU_NS] = sm->period ? rec_ts(sm->period) : s->period_ns;
-	add_stack(s, (int32_t)sm->pid, (int32_t)sm->tid, s->scratch, n, v);
+	add_stack(s, (int32_t)sm->pid, (int32_t)sm->tid, s->rs.ids, n, v);
 }
 
 /* A switch-out (sched_switch sample): the thread's stack then, and system-wide the thread
@@ -503,10 +321,10 @@ static void on_switch(strobe_sampler *s, const rec_sample *sm, const rec_unwound
 {
 	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
 	if (tid != 0) {
-		uint32_t n = resolve(s, pid, sm, pre);
+		uint32_t n = stack_resolve_sample(&s->rs, pid, sm, pre, s->o.max_stack);
 		strobe_thread *th = thread_for(s, tid, pid);
 		if (th)
-			offcpu_switch_out(&s->off, th, s->scratch, n, rec_ts(sm->time),
+			offcpu_switch_out(&s->off, th, s->rs.ids, n, rec_ts(sm->time),
 					  offcpu_prev_state_blocked(rec_raw_u(
 						  sm, s->ev.f_prev_state, s->ev.f_prev_state_size)));
 	}
@@ -521,23 +339,10 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches)
 {
-	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
-		return -ENOMEM;
 	s->ext_offcpu = true;
-	strobe_proc *p = NULL;
-	bool first = true, rescanned = false;
-	uint32_t n = 0;
-	/* As resolve() does for a call chain: every frame but the very first is a return
-	 * address; kernel frames only when asked for. */
-	for (uint32_t i = 0; i < nk && kips[i]; i++) {
-		if (s->o.kernel)
-			add_frame(s, pid, &p, &rescanned, kips[i], true, !first, &n);
-		first = false;
-	}
-	for (uint32_t i = 0; i < nu && uips[i]; i++) {
-		add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
-		first = false;
-	}
+	/* As for a call chain: every frame but the very first is a return address; kernel frames
+	 * only when asked for. */
+	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, NULL, nu);
 	thread_for(s, tid, pid);
 	int64_t v[NV] = {0};
 	v[V_OFF_NS] = off_ns;
@@ -545,7 +350,7 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 	v[V_RUNQ_NS] = off_ns - blocked_ns;
 	v[V_SWITCHES] = switches;
 	s->st.switches += (uint64_t)switches;
-	return add_stack(s, pid, tid, s->scratch, n, v);
+	return add_stack(s, pid, tid, s->rs.ids, n, v);
 }
 
 int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
@@ -592,29 +397,8 @@ int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
 				  int64_t cpu_ns)
 {
-	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
-		return -ENOMEM;
-	strobe_proc *p = NULL;
-	bool first = true, rescanned = false;
-	uint32_t n = 0;
 	/* as for an off-CPU sum: the leaf is where the thread was, the rest return addresses */
-	for (uint32_t i = 0; i < nk && kips[i]; i++) {
-		if (s->o.kernel)
-			add_frame(s, pid, &p, &rescanned, kips[i], true, !first, &n);
-		first = false;
-	}
-	for (uint32_t i = 0; i < nu && (uips[i] || (upy && upy[i])); i++) {
-		if (upy && upy[i]) {
-			strobe_frame_key k = {.addr = upy[i], .map = STROBE_MAP_PY};
-			uint32_t id;
-			if (n < STROBE_STACK_FRAMES &&
-			    strobe_itab_intern(&s->frames, &k, sizeof(k), &id, NULL) == 0)
-				s->scratch[n++] = id;
-		} else {
-			add_frame(s, pid, &p, &rescanned, uips[i], false, !first, &n);
-		}
-		first = false;
-	}
+	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, upy, nu);
 	if (tid)
 		thread_for(s, tid, pid);
 	else
@@ -623,25 +407,19 @@ int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 	v[V_SAMPLES] = samples;
 	v[V_CPU_NS] = cpu_ns;
 	s->st.samples += (uint64_t)samples;
-	return agg_add(&s->agg, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->scratch, n, v);
+	return agg_add(&s->agg, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->rs.ids, n, v);
 }
 
 int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
 {
-	if (!s->scratch && !(s->scratch = malloc(STROBE_STACK_FRAMES * sizeof(uint32_t))))
-		return -ENOMEM;
-	strobe_proc *p = NULL;
-	bool rescanned = false;
-	uint32_t n = 0;
 	/* the leaf is where the wait's system call returns to; the rest are return addresses */
-	for (uint32_t i = 0; i < nu && uips[i]; i++)
-		add_frame(s, pid, &p, &rescanned, uips[i], false, i > 0, &n);
+	uint32_t n = stack_resolve_summed(&s->rs, pid, NULL, 0, uips, NULL, nu);
 	thread_for(s, tid, pid);
 	int64_t v[NV] = {0};
 	v[V_WAITS] = waits;
 	v[V_DELAY_NS] = delay_ns;
-	return agg_add(&s->agg, pid, tid, lock, 0, s->scratch, n, v);
+	return agg_add(&s->agg, pid, tid, lock, 0, s->rs.ids, n, v);
 }
 
 static void on_wakeup(strobe_sampler *s, const rec_sample *sm)
@@ -686,7 +464,7 @@ static void h_fork(void *ctx, int32_t pid, int32_t ppid, int32_t tid)
 	if (pid != ppid && !s->offline) {
 		strobe_proc *pp = tracker_proc(&s->tr, ppid, false);
 		if (!pp || (!pp->maps_read && !pp->exited))
-			proc_for(s, ppid);
+			stack_proc(&s->rs, ppid);
 	}
 	tracker_fork(&s->tr, pid, ppid, tid);
 }
@@ -784,21 +562,6 @@ static int take(const struct perf_event_header *h, void *ctx)
 	return 0;
 }
 
-/* The user part of the kernel's call chain (what resolve() collects), leaf first. */
-static uint32_t user_chain(const rec_sample *sm, uint64_t fp[STROBE_STACK_FRAMES])
-{
-	bool user = true;
-	uint32_t n = 0;
-	for (uint64_t i = 0; i < sm->nr && n < STROBE_STACK_FRAMES; i++) {
-		uint64_t ip = sm->ips[i];
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
-			user = ip == (uint64_t)PERF_CONTEXT_USER;
-		else if (user && ip)
-			fp[n++] = ip;
-	}
-	return n;
-}
-
 /*
  * A sample held for its turn, with its stack copy cut to what the kernel wrote in it (its
  * dyn_size: the copy stops at the top of the stack's mapping, a few KiB above a shallow main
@@ -853,7 +616,7 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	/* A process met for the first time has its mappings read now, while it lives. A leaf in
 	 * none of its known mappings (its exec or mmap is in a record not read yet) is held, to be
 	 * unwound at its turn, after that record. */
-	strobe_proc *p = proc_for(s, (int32_t)sm.pid);
+	strobe_proc *p = stack_proc(&s->rs, (int32_t)sm.pid);
 	if (!p || tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
 		s->st.unwind_held++;
 		return take_trimmed(s, h, &sm);
@@ -863,8 +626,8 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	if (sizeof(*h) + inner + 8 + (size_t)max * 9 + 8 > 0xffff)
 		return take(h, s);
 	uint64_t fp[STROBE_STACK_FRAMES];
-	uint32_t nfp = user_chain(&sm, fp);
-	int nu = unwind_user(s, (int32_t)sm.pid, &p, &sm, fp, nfp, max);
+	uint32_t nfp = stack_user_chain(&sm, fp);
+	int nu = stack_unwind_user(&s->rs, (int32_t)sm.pid, &p, &sm, fp, nfp, max);
 	uint32_t n = nu > 0 ? (uint32_t)nu : 0;
 	size_t len = sizeof(*h) + inner + 8 + (size_t)n * 8 + ((n + 7) & ~7u);
 	uint8_t *d = order_hold(&s->ord, rec_ts(sm.time), len);
@@ -882,9 +645,9 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	uint8_t *a = in + inner;
 	memcpy(a, &nu, 4);
 	memcpy(a + 4, &n, 4);
-	memcpy(a + 8, s->upcs, (size_t)n * 8);
+	memcpy(a + 8, s->rs.upcs, (size_t)n * 8);
 	for (uint32_t i = 0; i < n; i++)
-		a[8 + (size_t)n * 8 + i] = s->uact[i];
+		a[8 + (size_t)n * 8 + i] = s->rs.uact[i];
 	memset(a + 8 + (size_t)n * 9, 0, ((n + 7) & ~7u) - n);
 	s->st.unwind_at_arrival++;
 	return 0;
@@ -922,7 +685,7 @@ static void process_held(void *ctx, const struct perf_event_header *h)
 	strobe_sampler *s = ctx;
 	note_sideband(s, h, false);
 	process(s, h);
-	if (s->uw && (++s->flushed & 63) == 0 && order_bytes(&s->ord) < MAX_PENDING) {
+	if (s->rs.uw && (++s->flushed & 63) == 0 && order_bytes(&s->ord) < MAX_PENDING) {
 		int64_t now = strobe_mono_ns();
 		if (now - s->drained_ns > 10000000) {
 			read_rings(s);
@@ -957,7 +720,7 @@ static int read_rings(strobe_sampler *s)
 	 * exec'd or mapped code meanwhile, on that other CPU, and be unwound without knowing it. */
 	for (unsigned i = 0; i < s->ev.nrings; i++)
 		s->heads[i] = strobe_ring_head(&s->ev.rings[i]);
-	if (!s->uw) {
+	if (!s->rs.uw) {
 		for (unsigned i = 0; i < s->ev.nrings; i++) {
 			int rc = strobe_ring_read_to(&s->ev.rings[i], s->heads[i], take, s);
 			if (rc < 0)
@@ -1076,7 +839,7 @@ int strobe_sampler_feed(strobe_sampler *s, const void *buf, size_t len, int64_t 
 {
 	int64_t first = INT64_MAX, last = INT64_MIN;
 	int rc;
-	if (s->uw) {
+	if (s->rs.uw) {
 		/* As read_rings does with a ring: the side-band records first, then the samples,
 		 * unwound on arrival where no side-band record of their process is held. */
 		int64_t f1 = INT64_MAX, l1 = INT64_MIN;
@@ -1110,11 +873,7 @@ void strobe_sampler_trim(strobe_sampler *s)
 	order_free(&s->ord);
 	pid_count_clear(&s->held_sb);
 	/* The unwinder: its sessions, decoded tables and mapped binaries. */
-	if (s->uw) {
-		unwind_get_stats(s->uw, &s->uw_st);
-		unwinder_free(s->uw);
-		s->uw = NULL;
-	}
+	stack_resolver_trim(&s->rs);
 	/* Address ranges of every process seen: frames already name their mapping. */
 	for (uint32_t i = 0; i < s->tr.pids.n; i++) {
 		free(s->tr.procs[i].vma);
@@ -1126,16 +885,15 @@ void strobe_sampler_trim(strobe_sampler *s)
 
 void strobe_sampler_release_memory(strobe_sampler *s)
 {
-	unwinder_drop_pages(s->uw);
+	unwinder_drop_pages(s->rs.uw);
 	malloc_trim(0);
 }
 
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
-	strobe_unwind_stats us = s->uw_st;
-	if (s->uw)
-		unwind_get_stats(s->uw, &us);
+	strobe_unwind_stats us;
+	stack_unwind_stats(&s->rs, &us);
 	st->unwind_cache_bytes = us.cache_bytes_peak;
 	st->unwind_cache_hits = us.hits;
 	st->unwind_cache_misses = us.misses;
@@ -1144,8 +902,8 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->unwind_ext_changed = us.ext_changed;
 	st->unwind_debug_frame = us.debug_frame_frames;
 	st->unwind_rule_hits = us.rule_hits;
-	st->unwind_ns_p50 = unwind_pct(s, 0.5);
-	st->unwind_ns_p99 = unwind_pct(s, 0.99);
+	st->unwind_ns_p50 = stack_unwind_pct(&s->rs, 0.5);
+	st->unwind_ns_p99 = stack_unwind_pct(&s->rs, 0.99);
 	st->processes = s->tr.pids.n;
 	st->threads = s->tr.tids.n;
 	st->mappings = s->tr.maps.n;

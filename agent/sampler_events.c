@@ -191,11 +191,11 @@ static int open_set(sampler_events *ev, pid_t pid, int cpu, unsigned ring, int t
 	return 0;
 }
 
-/* Thread ids of a process from /proc/PID/task. */
-static int list_tids(pid_t pid, pid_t **out, unsigned *n)
+/* Thread ids of a process from PROC_ROOT/PID/task. */
+static int list_tids(const char *proc_root, pid_t pid, pid_t **out, unsigned *n)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%d/task", proc_root ? proc_root : "/proc", (int)pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return -errno;
@@ -251,7 +251,7 @@ static int open_process(sampler_events *ev, pid_t pid, int ncpu, const int *cpus
 				return -ENOMEM;
 			tids[0] = pid;
 			nt = 1;
-		} else if ((rc = list_tids(pid, &tids, &nt)) < 0) {
+		} else if ((rc = list_tids(ev->o->proc_root, pid, &tids, &nt)) < 0) {
 			free(done);
 			return strobe_errf(err, rc == -ENOENT ? -ESRCH : rc, "no process %d",
 					   (int)pid);

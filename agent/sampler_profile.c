@@ -69,7 +69,9 @@ static uint32_t user_mapping(builder *b, uint32_t map_id)
 	 * when the mapping is one process's. */
 	char path[4096];
 	if (m->pid > 0)
-		snprintf(path, sizeof path, "/proc/%d/root%s", (int)m->pid, tracker_str(&b->s->tr, m->path));
+		snprintf(path, sizeof path, "%s/%d/root%s",
+			 b->s->tr.proc_root ? b->s->tr.proc_root : "/proc", (int)m->pid,
+			 tracker_str(&b->s->tr, m->path));
 	else
 		snprintf(path, sizeof path, "%s", tracker_str(&b->s->tr, m->path));
 	if (m->build_id_len) {

@@ -21,23 +21,11 @@
 #include "sampler_agg.h"
 #include "sampler_ext.h"
 #include "stack_cap.h"
+#include "stack_resolve.h" /* the frames, strobe_frame_key */
 #include "unwind.h"
 #include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
 #include "strobe/store.h" /* strobe_labelpair */
-
-/* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
- * which is inside the call instruction, so the caller's line and inline chain are right). */
-typedef struct strobe_frame_key {
-	uint64_t addr;
-	uint32_t map, call;
-} strobe_frame_key;
-
-/* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
-#define STROBE_MAP_PY 0xfffffff0u
-
-/* Buckets of the unwind-time histogram: 8 per octave, up to 2^32 ns. */
-enum { UW_BUCKETS = 256 };
 
 struct strobe_sampler {
 	strobe_sampler_opts o;
@@ -69,18 +57,12 @@ struct strobe_sampler {
 	offcpu_state off;        /* the threads' off-CPU intervals (offcpu_state.h), into agg */
 	strobe_itab lsets;       /* label sets of agg keys: "key\0value\0..." (id 0: none);
 				  * emptied with agg, as span IDs never repeat */
-	uint32_t *scratch;       /* frame ids of the stack being resolved */
 	int64_t period_ns;
 	int64_t event_period_ns; /* the cpu-clock events' (cpu_external: 1 s), else period_ns */
 	int64_t start_ns, start_real_ns; /* of the current aggregation period */
 	strobe_sampler_stats st;
 
-	/* Unwinding with tables (call_graph dwarf/auto). */
-	strobe_unwinder *uw;
-	uint64_t *upcs;          /* the unwound program counters of the current sample */
-	bool *uact;
-	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
-	strobe_unwind_stats uw_st; /* the unwinder's counters, kept when trim frees it */
+	stack_resolver rs;       /* stacks into frame ids, unwinding included (stack_resolve.h) */
 };
 
 /* Counts the off-CPU intervals still open up to the horizon (before a profile is built). */

@@ -91,8 +91,8 @@ static const char usage_text[] =
 static int ask_jvm(void *ctx, pid_t pid)
 {
 	char why[256];
-	int rc = strobe_jvm_write_perfmap(pid, 3000, why, sizeof(why));
-	if (rc < 0 && rc != -ESRCH && strobe_jvm_is_hotspot(pid))
+	int rc = strobe_jvm_write_perfmap(NULL, pid, 3000, why, sizeof(why));
+	if (rc < 0 && rc != -ESRCH && strobe_jvm_is_hotspot(NULL, pid))
 		cli_err(ctx, "Java frames of %d stay unnamed: %s", (int)pid, why);
 	return rc == 0;
 }

@@ -20,8 +20,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* proc_root, here and below: where /proc is (NULL: /proc), as the agent's other readers take it;
+ * a process's status, mappings and files (its /tmp, through PROC_ROOT/PID/root) are read there. */
+
 /* Whether pid runs a HotSpot JVM (libjvm.so is mapped). */
-bool strobe_jvm_is_hotspot(pid_t pid);
+bool strobe_jvm_is_hotspot(const char *proc_root, pid_t pid);
 
 /*
  * Asks the JVM pid to write its perf map now. 0 when it did; -ENOTSUP when pid is not a
@@ -30,7 +33,8 @@ bool strobe_jvm_is_hotspot(pid_t pid);
  * (before JDK 17); -ETIMEDOUT, -ESRCH, -EACCES or another -errno otherwise. why (may be NULL)
  * receives a sentence saying which.
  */
-int strobe_jvm_write_perfmap(pid_t pid, int timeout_ms, char *why, size_t whylen);
+int strobe_jvm_write_perfmap(const char *proc_root, pid_t pid, int timeout_ms, char *why,
+			     size_t whylen);
 
 typedef struct strobe_jvm_maps strobe_jvm_maps;
 
@@ -38,8 +42,10 @@ typedef struct strobe_jvm_maps strobe_jvm_maps;
  * without a perf map, once. */
 typedef void (*strobe_jvm_say_fn)(void *ctx, pid_t pid, bool failed, const char *msg);
 
-/* refresh_ms: the least time between two requests to one JVM (0: 5000). NULL on ENOMEM. */
-strobe_jvm_maps *strobe_jvm_maps_new(unsigned refresh_ms, strobe_jvm_say_fn say, void *ctx);
+/* refresh_ms: the least time between two requests to one JVM (0: 5000); proc_root is copied.
+ * NULL on ENOMEM. */
+strobe_jvm_maps *strobe_jvm_maps_new(const char *proc_root, unsigned refresh_ms,
+				     strobe_jvm_say_fn say, void *ctx);
 
 /* Frames of pid in anonymous executable memory went unnamed. Never blocks; returns 0. */
 int strobe_jvm_maps_unnamed(strobe_jvm_maps *m, pid_t pid);

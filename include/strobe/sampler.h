@@ -78,6 +78,9 @@ typedef struct strobe_sampler_opts {
 	 * the cpu-clock events are opened as with cpu_external, and profiles carry the off-CPU
 	 * types only. */
 	bool offcpu_external;
+	/* Where /proc is (NULL: /proc): the targets' threads, the processes' mappings and names,
+	 * their memory for the unwinder (the agent's proc_root, as its other readers use). */
+	const char *proc_root;
 } strobe_sampler_opts;
 
 enum {

@@ -7,7 +7,14 @@
 #                share within ±3 pp of the truth, and >= 99% of its samples under the whole chain
 #                main;sort_rounds;sort_once;...qsort...;cmp_hot rooted at _start. The same
 #                workload with --call-graph fp is the control: its share of complete stacks is
-#                printed (a frame-pointer walk loses everything above glibc's frames)
+#                printed (a frame-pointer walk loses everything above glibc's frames). No sample of
+#                cmp_hot may have a frame left as a raw address (glibc's frames are named from
+#                the first sample on)
+#   late-libc    qsort_cmp run four times in a row for 0.3 s, each with an LD_LIBRARY_PATH of 3000
+#                absent directories, so that ld.so maps libc 0.1 to 0.3 s after the exec: no sample
+#                of cmp_hot has a frame left as a raw address (stacks summed in the kernel are named
+#                when read, ahead of the held MMAP2 of libc: the recorder reads the process's maps
+#                again; before, 11 to 47 of some 550 samples were, in 3 runs of 3)
 #   qsort-nofp   the same on qsort_cmp-nofp (no frame pointers anywhere), --call-graph dwarf
 #   split-nofp   cpu_split-nofp: the 60/30/10 split within ±3 pp, and >= 99% of the burn
 #                samples under clone3/start_thread;thread_main;run_rounds;burn_X
@@ -42,11 +49,13 @@ if [ "$(uname -m)" != x86_64 ]; then
 	exit 0
 fi
 
-# Complete = unwound from cmp_hot through glibc's qsort to _start: what this script tests. A
-# glibc frame may be an address rather than a name (the ASan build, slow to start, names the
-# first ~1 % of a started command's samples before it has read libc's mapping: a naming race
-# of its own, seen 2026-11-26; the optimized build names them all).
-QSORT_RE='^_start;([^;]*libc_start_main[^;]*|0x[0-9a-f]+);([^;]*;)?main;sort_rounds;sort_once;([^;]*qsort[^;]*|0x[0-9a-f]+);(.*;)?cmp_hot(;|$)'
+# Complete = unwound from cmp_hot through glibc's qsort to _start, every frame named.
+QSORT_RE='^_start;[^;]*libc_start_main[^;]*;([^;]*;)?main;sort_rounds;sort_once;[^;]*qsort[^;]*;(.*;)?cmp_hot(;|$)'
+# raw_frames FOLDED: the samples of cmp_hot with a frame that is a raw address (in no mapping the
+# recorder knew when it named the stack)
+raw_frames() { awk '{ sp = match($0, / [0-9]+$/); if (!sp) next
+	s = substr($0, 1, sp - 1); if (s ~ /(^|;)cmp_hot(;|$)/ && s ~ /(^|;)0x[0-9a-f]+(;|$)/) t += substr($0, sp + 1) }
+	END { printf "%.0f\n", t }' "$1"; }
 
 check_qsort() { # NAME FOLDED TRUTH: sets detail, returns 1 on failure (after a FAIL line)
 	local name=$1 f=$2 tf=$3 got want c
@@ -63,6 +72,8 @@ if ! rec "$name" 60 -F 999 -o "$TMPDIR/q.pb.gz" -- "$WL/qsort_cmp" -o "$TMPDIR/q
 	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
 elif ! fold "$TMPDIR/q.pb.gz" "$TMPDIR/q.folded" samples; then
 	fail "$name" "convert failed: $(errof "$TMPDIR/q.folded.err")"
+elif raw=$(raw_frames "$TMPDIR/q.folded") && [ "$raw" != 0 ]; then
+	fail "$name" "$raw samples of cmp_hot have a frame left as a raw address: $(grep -m1 'cmp_hot.*0x\|0x.*cmp_hot' "$TMPDIR/q.folded" | cut -c1-200)"
 elif check_qsort "$name" "$TMPDIR/q.folded" "$TMPDIR/q.truth"; then
 	ctl=""
 	if rec "$name-fp" 60 -F 999 --call-graph fp -o "$TMPDIR/qfp.pb.gz" -- "$WL/qsort_cmp" 2 &&
@@ -70,6 +81,26 @@ elif check_qsort "$name" "$TMPDIR/q.folded" "$TMPDIR/q.truth"; then
 		ctl="; --call-graph fp: $(complete "$TMPDIR/qfp.folded" cmp_hot "$QSORT_RE")% complete"
 	fi
 	ok "$name" "$detail$ctl"
+fi
+
+# ---- late-libc: libc mapped 0.1 to 0.3 s after the exec, four times --------------------------
+name=record_unwind/late-libc
+llp=$(awk 'BEGIN { for (i = 0; i < 3000; i++) printf "/nx%d:", i }')
+# (the first 2 s of a recording read the kernel's sums every 20 to 100 ms: four chances there)
+if ! rec "$name" 60 -F 999 -o "$TMPDIR/ll.pb.gz" -- sh -c \
+	'for i in 1 2 3 4; do env LD_LIBRARY_PATH="$0" "$1" 0.3 || exit 1; done' "$llp" "$WL/qsort_cmp"; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/ll.pb.gz" "$TMPDIR/ll.folded" samples; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/ll.folded.err")"
+else
+	all=$(sum "$TMPDIR/ll.folded" '(^|;)cmp_hot(;|$)') raw=$(raw_frames "$TMPDIR/ll.folded")
+	if [ "$all" -lt 100 ]; then
+		fail "$name" "only $all samples of cmp_hot (the workload did not run?)"
+	elif [ "$raw" != 0 ]; then
+		fail "$name" "$raw of $all samples of cmp_hot have a frame left as a raw address: $(grep -m1 '0x[0-9a-f]*;.*cmp_hot\|cmp_hot.*;0x' "$TMPDIR/ll.folded" | cut -c1-200)"
+	else
+		ok "$name" "$all samples of cmp_hot, none with a raw address"
+	fi
 fi
 
 # ---- qsort-nofp: dwarf, no frame pointers anywhere ------------------------------------------

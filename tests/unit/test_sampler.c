@@ -3,7 +3,9 @@
  * Unit tests of the sampler's record processing, fed synthetic kernel records through the
  * offline interface: on-CPU aggregation, off-CPU intervals split into blocked and run-queue
  * time, the --min-block threshold, time ordering across rings, exec and fork in the process
- * tracker, lost-record accounting and malformed input.
+ * tracker, lost-record accounting and malformed input. One live case (SKIP without perf
+ * events): a sampler under a fake proc root names processes and threads and reads their
+ * mappings there.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <linux/perf_event.h>
@@ -654,6 +657,66 @@ static void test_tracker_forget(void **state)
 	tracker_free(&t);
 }
 
+/* A live sampler reads what it reads of processes under its proc root (strobe_sampler_opts
+ * proc_root), not /proc: a fake root lists this process's main thread (for the events) and a
+ * process 4242 that exists nowhere else, whose sums are named after its comm files there and
+ * whose frame falls in the mapping its maps file there lists. SKIP where perf events cannot be
+ * opened. */
+static void test_proc_root_names(void **state)
+{
+	char root[] = "/tmp/strobe-test-sroot-XXXXXX", path[200];
+	assert_non_null(mkdtemp(root));
+	pid_t self = getpid();
+	snprintf(path, sizeof(path), "mkdir -p %s/%d/task/%d %s/4242/task/4243", root, (int)self,
+		 (int)self, root);
+	assert_int_equal(system(path), 0);
+	static const struct { const char *file, *text; } files[] = {
+		{"4242/comm", "fakeproc\n"},
+		{"4242/task/4243/comm", "fakethread\n"},
+		{"4242/maps", "00400000-00410000 r-xp 00001000 08:01 77 /fake/bin/app\n"},
+	};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", root, files[i].file);
+		FILE *f = fopen(path, "w");
+		assert_non_null(f);
+		fputs(files[i].text, f);
+		fclose(f);
+	}
+	strobe_sampler_opts o = {.events = STROBE_EV_CPU, .freq = 1, .pids = &self, .npids = 1,
+				 .call_graph = STROBE_CG_FP, .proc_root = root};
+	strobe_sampler *s = NULL;
+	strobe_err err = {{0}};
+	int rc = strobe_sampler_open(&o, &s, &err);
+	bool skipped = rc == -EACCES || rc == -EPERM || rc == -ENOENT || rc == -ENOSYS;
+	if (!skipped) {
+		assert_int_equal(rc, 0);
+		const uint64_t u[] = {0x400100};
+		assert_int_equal(strobe_sampler_add_oncpu(s, 4242, 4243, NULL, 0, u, 1, 5, 5000000),
+				 0);
+		strobe_profile *p = profile(s);
+		char *f = folded(p, "samples");
+		assert_string_equal(f, "[app+0x1100] 5\n");
+		free(f);
+		uint32_t n;
+		const strobe_label *l = strobe_labelset_get(p, strobe_sample(p, 1)->labels, &n);
+		int named = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			const char *k = strobe_str(p, l[i].key), *v = strobe_str(p, l[i].str);
+			named += strcmp(k, "process") == 0 && strcmp(v, "fakeproc") == 0;
+			named += strcmp(k, "thread") == 0 && strcmp(v, "fakethread") == 0;
+		}
+		assert_int_equal(named, 2);
+		strobe_profile_free(p);
+		strobe_sampler_close(s);
+	}
+	snprintf(path, sizeof(path), "rm -rf %s", root);
+	assert_int_equal(system(path), 0);
+	if (skipped) {
+		print_message("SKIP (cannot open perf events here: %s)\n", err.msg);
+		skip();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -670,6 +733,7 @@ int main(void)
 		cmocka_unit_test(test_lock_sums),
 		cmocka_unit_test(test_oncpu_label_sets),
 		cmocka_unit_test(test_stack_cap),
+		cmocka_unit_test(test_proc_root_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
