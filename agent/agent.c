@@ -13,9 +13,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -185,6 +187,7 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 					.interval_ms = (a->o->interval_s ? a->o->interval_s : 10) * 1000,
 					.max_entries = a->o->oncpu_entries,
 					.no_python = a->o->no_python,
+					.fresh = true, /* identities read while they run */
 					.note = python_note, .note_ctx = a,
 					.table_rows = a->o->call_graph == STROBE_CG_FP
 							      ? 0
@@ -306,16 +309,17 @@ static void close_sampler(strobe_agent *a)
 }
 
 /* The eBPF programs' counters are read at most every BPF_STATS_NS (and right after each export):
- * a bpf() call each, and the sampling loop wakes ten times a second at 99 Hz; reading the on-CPU
- * program's counters at every wakeup was a fifth of the agent's own CPU beside 200 busy
- * processes. A /status or /metrics request asks for them as of now (agent_lock_fresh_stats),
- * answered at the loop's next wakeup. */
+ * a bpf() call each, and the sampling loop woke ten times a second at 99 Hz (it may still, with
+ * the perf path); reading the on-CPU program's counters at every wakeup was a fifth of the
+ * agent's own CPU beside 200 busy processes. A /status or /metrics request asks for them as of
+ * now (agent_lock_fresh_stats), and wakes the loop to answer. */
 #define BPF_STATS_NS 1000000000LL
 #define FRESH_WAIT_MS 600 /* the longest agent_lock_fresh_stats waits for the loop */
 
 void agent_lock_fresh_stats(strobe_agent *a)
 {
 	unsigned want = atomic_fetch_add(&a->stats_asked, 1) + 1;
+	agent_wake(a);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += (long)FRESH_WAIT_MS * 1000000;
@@ -860,6 +864,8 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	a->o = o;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->stats_cv, NULL);
+	/* (none: the loop wakes every 100-500 ms to see stop, pause and /status requests) */
+	a->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int rc = 0;
 	if (o->host)
 		snprintf(a->host, sizeof(a->host), "%s", o->host);
@@ -969,6 +975,8 @@ void strobe_agent_free(strobe_agent *a)
 			regfree(&a->rule_re[i]);
 	free(a->rule_re);
 	free(a->rule_has);
+	if (a->wake_fd >= 0)
+		close(a->wake_fd);
 	proc_cache_free(&a->procs);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->stats_cv);
@@ -1022,18 +1030,74 @@ static void apply_pause(strobe_agent *a)
 /* How long the loop may sleep when no ring reaches its wakeup watermark: about ten samples
  * per CPU (100 ms at 99 Hz, 500 ms at the default 19 Hz), never past the interval's end. Each
  * wakeup costs a context switch and a pass over the rings; at 19 Hz ten a second were a
- * sizeable part of the agent's own CPU. Pause, resume and stop wait at most this long. */
-static int poll_ms(const strobe_agent *a, int64_t next)
+ * sizeable part of the agent's own CPU. Pause, resume and stop wait at most this long.
+ *
+ * With the samples summed in the kernel (on-CPU, and off-CPU unless it is perf's) the rings
+ * carry only side-band records and nothing needs a look until the export, a new process (the
+ * on-CPU program's ring of them wakes the loop: fresh_fd) or a request (agent_wake): the loop
+ * sleeps until one of them. Ten wake-ups a second, most of them to find nothing new, were a
+ * quarter of the agent's own CPU beside 200 busy processes. New processes wake it at most every
+ * FRESH_GAP_NS, so that a host starting hundreds a second does not wake it as often. */
+#define FRESH_GAP_NS 100000000LL
+
+static bool sleeps_long(const strobe_agent *a)
+{
+	return a->wake_fd >= 0 && a->oc && a->oc_active &&
+	       (a->ob_active || !(a->so.events & STROBE_EV_OFFCPU));
+}
+
+static int poll_ms(const strobe_agent *a, int64_t next, int64_t now)
 {
 	unsigned hz = a->so.freq ? a->so.freq : 99;
 	int64_t ms = 10000 / hz;
 	ms = ms < 100 ? 100 : ms > 500 ? 500 : ms;
 	if (a->oc_active)
 		ms = 100; /* processes new to the kernel's sums are read while they run (fresh) */
-	int64_t left = (next - strobe_mono_ns()) / 1000000 + 1;
+	int64_t left = (next - now) / 1000000 + 1;
+	if (sleeps_long(a)) {
+		ms = left;
+		if (now - a->fresh_ns < FRESH_GAP_NS) /* (fresh_fd left out of the poll meanwhile) */
+			ms = (a->fresh_ns + FRESH_GAP_NS - now) / 1000000 + 1;
+	}
 	if (left < ms)
 		ms = left > 1 ? left : 1;
 	return (int)ms;
+}
+
+/* One sleep of the loop and what woke it: the sampler's rings, a request, new processes. */
+static void wait_and_read(strobe_agent *a, int64_t next)
+{
+	int64_t now = strobe_mono_ns();
+	struct pollfd ex[2];
+	unsigned nex = 0;
+	if (a->wake_fd >= 0)
+		ex[nex++] = (struct pollfd){.fd = a->wake_fd, .events = POLLIN};
+	int ffd = a->oc && a->oc_active ? strobe_oncpu_fresh_fd(a->oc) : -1;
+	if (ffd >= 0 && sleeps_long(a) && now - a->fresh_ns >= FRESH_GAP_NS)
+		ex[nex++] = (struct pollfd){.fd = ffd, .events = POLLIN};
+	strobe_err pe = {{0}};
+	if (strobe_sampler_poll_with(a->s, poll_ms(a, next, now), ex, nex, &pe) < 0 && pe.msg[0]) {
+		agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
+		usleep(100000);
+	}
+	uint64_t v;
+	if (a->wake_fd >= 0 && (ex[0].revents & POLLIN) && read(a->wake_fd, &v, sizeof(v)) < 0)
+		v = 0; /* (EAGAIN: read by an earlier wake-up) */
+	if (a->oc && a->oc_active) {
+		/* processes the kernel sampled for the first time: their identity now, while
+		 * they run (as the sampler's first sample of one does); no system call when
+		 * there are none */
+		pid_t fresh[256];
+		unsigned nf;
+		do {
+			nf = strobe_oncpu_fresh(a->oc, fresh, 256);
+			for (unsigned i = 0; i < nf; i++)
+				on_process(a, fresh[i]);
+			strobe_oncpu_fresh_labels(a->oc, fresh, nf);
+			if (nf)
+				a->fresh_ns = strobe_mono_ns();
+		} while (nf == 256);
+	}
 }
 
 int strobe_agent_run(strobe_agent *a, strobe_err *err)
@@ -1050,24 +1114,10 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 	int rc = 0;
 	while (!atomic_load(&a->stop)) {
 		apply_pause(a);
-		if (a->s) {
-			strobe_err pe = {{0}};
-			if (strobe_sampler_poll(a->s, poll_ms(a, next), &pe) < 0 && pe.msg[0]) {
-				agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
-				usleep(100000);
-			}
-			if (a->oc && a->oc_active) {
-				/* processes the kernel sampled for the first time: their identity
-				 * now, while they run (as the sampler's first sample of one does) */
-				pid_t fresh[256];
-				unsigned nf = strobe_oncpu_fresh(a->oc, fresh, 256);
-				for (unsigned i = 0; i < nf; i++)
-					on_process(a, fresh[i]);
-				strobe_oncpu_fresh_labels(a->oc, fresh, nf);
-			}
-		} else {
+		if (a->s)
+			wait_and_read(a, next);
+		else
 			usleep(100000);
-		}
 		publish_stats(a);
 		int64_t now = strobe_mono_ns();
 		keep_resident_low(a, now);
