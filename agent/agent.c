@@ -31,7 +31,7 @@
 
 #define PIDS_CAP 65536
 #define SYM_RENEW_NS (30LL * 60 * 1000000000)
-#define PROC_REREAD_NS (60LL * 1000000000)
+#define PROC_RECHECK_NS (60LL * 1000000000)
 
 static int64_t cpu_ns(void)
 {
@@ -375,7 +375,14 @@ static void publish_stats(strobe_agent *a)
 
 /* ---- what each process is -------------------------------------------------------------------- */
 
-static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
+/* A process's identity (proc_entry), read from /proc when it is new to the agent or could have
+ * changed: at each new image (fresh: the sampler's first sample of a process, or of its new
+ * image after an exec, and the on-CPU program's), when the sampler saw it take another name,
+ * and when its cgroup changed (a unit or container moving it), looked at every
+ * PROC_RECHECK_NS. What else the identity holds (environment, executable and its build ID)
+ * changes only with an exec: reading it all again every minute for every process (a 256 KiB
+ * buffer for each environment, the executable's link and a stat of it) bought nothing. */
+static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval, bool fresh)
 {
 	proc_entry *e = proc_cache_find(&a->procs, pid);
 	int64_t now = strobe_mono_ns();
@@ -383,7 +390,14 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	const strobe_proc *pr =
 		e && a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
-	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
+	if (e && !renamed && !fresh && !e->gone && now - e->read_ns >= PROC_RECHECK_NS) {
+		char cg[sizeof(e->info.cgroup)];
+		/* (gone meanwhile: named as it was) */
+		if (proc_info_cgroup(a->o->proc_root, pid, cg, sizeof(cg)) < 0 ||
+		    strcmp(cg, e->info.cgroup) == 0)
+			e->read_ns = now;
+	}
+	if (e && !renamed && !fresh && (e->gone || now - e->read_ns < PROC_RECHECK_NS)) {
 		e->seen_interval = interval;
 		return e;
 	}
@@ -407,15 +421,25 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	return e;
 }
 
-/* The sampler's first sample of a process: its identity is read now, while it runs (a process
- * shorter than an interval has left no environment to read by the interval's end). */
-static void on_process(void *ctx, pid_t pid)
+/* A process sampled for the first time: its identity is read now, while it runs (a process
+ * shorter than an interval has left no environment to read by the interval's end). new_image:
+ * the first sample of this image (the on-CPU program's fresh ring: a new process, an exec, a
+ * pid reused, which it tells apart), read again even if known. */
+static void seen_process(strobe_agent *a, pid_t pid, bool new_image)
 {
-	strobe_agent *a = ctx;
 	pthread_mutex_lock(&a->mu);
 	int64_t interval = (int64_t)a->st.intervals + 1;
 	pthread_mutex_unlock(&a->mu);
-	proc_lookup(a, pid, interval);
+	proc_lookup(a, pid, interval, new_image);
+}
+
+/* The sampler's first sample of a process in its tables: a new image with the perf path (an exec
+ * starts it over); with the on-CPU program summing, the sampler's tables are filled at the
+ * export, where the program told of each new image already while it ran. */
+static void on_process(void *ctx, pid_t pid)
+{
+	strobe_agent *a = ctx;
+	seen_process(a, pid, !(a->oc && a->oc_active));
 }
 
 static void proc_prune(strobe_agent *a, int64_t interval)
@@ -602,7 +626,7 @@ static void emit_preload(void *ctx, pid_t pid, const char *name, const char *ser
 			 const char *exe, strobe_profile *p)
 {
 	preload_ctx *pc = ctx;
-	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval);
+	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval, false);
 	if (pe && pe->gone && !pe->info.exe[0] && exe[0]) {
 		proc_info_clean(pe->info.exe, sizeof(pe->info.exe), exe, strlen(exe));
 		if (strcmp(pe->info.comm, "unknown") == 0) {
@@ -679,7 +703,7 @@ static void export_interval(strobe_agent *a)
 			if (j == nl)
 				continue;
 		}
-		proc_entry *pe = proc_lookup(a, pids[i], interval);
+		proc_entry *pe = proc_lookup(a, pids[i], interval, false);
 		if (!pe || !wanted(a, &pe->info))
 			continue;
 		strobe_err err = {{0}};
@@ -1092,7 +1116,7 @@ static void wait_and_read(strobe_agent *a, int64_t next)
 		do {
 			nf = strobe_oncpu_fresh(a->oc, fresh, 256);
 			for (unsigned i = 0; i < nf; i++)
-				on_process(a, fresh[i]);
+				seen_process(a, fresh[i], true);
 			strobe_oncpu_fresh_labels(a->oc, fresh, nf);
 			if (nf)
 				a->fresh_ns = strobe_mono_ns();

@@ -253,3 +253,15 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	bpf_map_delete_elem(&tlsprocs, &tgid); /* another image: user space looks again */
 	return 0;
 }
+
+/* A process that exits leaves `seen`, so that a new one given its pid is new (fresh) too: user
+ * space reads a process's identity again only when it is told of a new image. Attached with
+ * announce_new only. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	if (announce_new && p->pid == p->tgid)
+		bpf_map_delete_elem(&seen, &tgid);
+	return 0;
+}

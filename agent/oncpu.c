@@ -80,6 +80,7 @@ struct strobe_oncpu {
 	struct oncpu_bpf *skel;
 	agent_bpf_progs progs;      /* its programs' fds (bpf_load.c: loaded by a child) */
 	int fork_link, exec_link;   /* the fork and exec programs attached (-1: not) */
+	int exit_link;              /* the exit program (with opts.fresh; -1: not) */
 	int fd_counts[2], fd_stacks[2];
 	int sync_fd, sync_inner;    /* see the top of this file */
 	uint32_t max_entries, stack_entries;
@@ -251,7 +252,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		return NULL;
 	}
 	b->sync_fd = b->sync_inner = -1;
-	b->fork_link = b->exec_link = -1;
+	b->fork_link = b->exec_link = b->exit_link = -1;
 	pthread_mutex_init(&b->py_mu, NULL);
 	int ncpu = strobe_cpu_count();
 	uint64_t want = o->max_entries;
@@ -439,6 +440,13 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 			rc = strobe_errf(err, arc, "cannot attach the eBPF on-CPU program's fork and "
 					 "exec programs: %s", strerror(-arc));
 	}
+	if (rc == 0 && b->fresh_rb && b->exit_link < 0) {
+		b->exit_link = agent_bpf_attach_raw_tp(
+			agent_bpf_prog_fd(&b->progs, b->skel->progs.on_exit), NULL);
+		if (b->exit_link < 0)
+			rc = strobe_errf(err, b->exit_link, "cannot attach the eBPF on-CPU program's "
+					 "exit program: %s", strerror(-b->exit_link));
+	}
 	if (rc < 0) {
 		strobe_oncpu_detach(b);
 		return rc;
@@ -465,7 +473,9 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 		close(b->fork_link);
 	if (b->exec_link >= 0)
 		close(b->exec_link);
-	b->fork_link = b->exec_link = -1;
+	if (b->exit_link >= 0)
+		close(b->exit_link);
+	b->fork_link = b->exec_link = b->exit_link = -1;
 }
 
 /* One stack taken out of the drained generation's map, kept in b->stk. */
