@@ -683,6 +683,12 @@ unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
 	unsigned n = b->nfresh - b->fresh_at < cap ? b->nfresh - b->fresh_at : cap;
 	if (n)
 		memcpy(out, b->fresh + b->fresh_at, n * sizeof(*out));
+	if (b->py && n) { /* its Python frames: looked for again at the next drain */
+		pthread_mutex_lock(&b->py_mu);
+		for (unsigned i = 0; i < n; i++)
+			strobe_py_new_image(b->py, (uint32_t)out[i]);
+		pthread_mutex_unlock(&b->py_mu);
+	}
 	b->fresh_at += n;
 	return n;
 }
