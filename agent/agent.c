@@ -406,8 +406,13 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval, boo
 	e->read_ns = now;
 	e->seen_interval = interval;
 	e->gone = false;
-	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
-		/* exited: name it from what the sampler saw */
+	/* read aside: a process that exited meanwhile (or is exiting: its executable's link gone,
+	 * its environment empty) keeps the identity read while it ran */
+	strobe_proc_info pi;
+	if (strobe_proc_info_read(a->o->proc_root, pid, &pi) == 0 && (pi.exe[0] || !e->info.exe[0])) {
+		e->info = pi;
+	} else {
+		/* exited: name it from what the sampler saw, unless it was read before */
 		const strobe_proc *tp =
 			a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";

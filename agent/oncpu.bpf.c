@@ -255,13 +255,25 @@ int BPF_PROG(on_exec, struct task_struct *p)
 }
 
 /* A process that exits leaves `seen`, so that a new one given its pid is new (fresh) too: user
- * space reads a process's identity again only when it is told of a new image. Attached with
- * announce_new only. */
+ * space reads a process's identity again only when it is told of a new image. When its last
+ * thread exits (the group's count of live threads is down to 0 by the time this tracepoint
+ * runs: a leader that exits before its other threads would make the process new again at their
+ * last samples). Attached with announce_new only. The kernel types with a suffix CO-RE drops. */
+struct signal_struct___strobe_exit {
+	struct {
+		int counter;
+	} live;
+} __attribute__((preserve_access_index));
+struct task_struct___strobe_exit {
+	struct signal_struct___strobe_exit *signal;
+} __attribute__((preserve_access_index));
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
-	if (announce_new && p->pid == p->tgid)
+	if (announce_new &&
+	    BPF_CORE_READ((struct task_struct___strobe_exit *)p, signal, live.counter) == 0)
 		bpf_map_delete_elem(&seen, &tgid);
 	return 0;
 }
