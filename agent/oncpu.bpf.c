@@ -33,7 +33,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before load (see also ustack.bpf.h). */
 const volatile __u8 kernel_stacks = 1;
 const volatile __u8 per_thread = 1; /* 0: tid 0 in the keys (fewer sums on many-thread hosts) */
-const volatile __u8 announce_new = 0; /* 1: new processes go to the ring `fresh` (the agent) */
+const volatile __u8 announce_new = 0; /* 1: new processes go to the ring `fresh` (opts.fresh) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
