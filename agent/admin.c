@@ -202,6 +202,10 @@ static json_t *status_json(strobe_agent *a)
 				  : NULL;
 		if (tl)
 			json_object_set_new(oc, "sdk_labels", tl);
+		/* new processes whose notice did not fit the ring (read at the export instead) */
+		if (oc)
+			json_object_set_new(oc, "new_processes_unannounced",
+					    json_integer((json_int_t)st.oc.fresh_lost));
 		if (oc)
 			json_object_set_new(j, "oncpu", oc);
 	}

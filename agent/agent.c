@@ -13,9 +13,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +30,7 @@
 #include "strobe/jvm_perfmap.h"
 
 #define PIDS_CAP 65536
-#define PROC_REREAD_NS (60LL * 1000000000)
+#define PROC_RECHECK_NS (60LL * 1000000000)
 
 static int64_t cpu_ns(void)
 {
@@ -200,6 +202,7 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 					.interval_ms = (a->o->interval_s ? a->o->interval_s : 10) * 1000,
 					.max_entries = a->o->oncpu_entries,
 					.no_python = a->o->no_python,
+					.fresh = true, /* identities read while they run */
 					.note = python_note, .note_ctx = a,
 					.table_rows = a->o->call_graph == STROBE_CG_FP
 							      ? 0
@@ -320,16 +323,17 @@ static void close_sampler(strobe_agent *a)
 }
 
 /* The eBPF programs' counters are read at most every BPF_STATS_NS (and right after each export):
- * a bpf() call each, and the sampling loop wakes ten times a second at 99 Hz; reading the on-CPU
- * program's counters at every wakeup was a fifth of the agent's own CPU beside 200 busy
- * processes. A /status or /metrics request asks for them as of now (agent_lock_fresh_stats),
- * answered at the loop's next wakeup. */
+ * a bpf() call each, and the sampling loop woke ten times a second at 99 Hz (it may still, with
+ * the perf path); reading the on-CPU program's counters at every wakeup was a fifth of the
+ * agent's own CPU beside 200 busy processes. A /status or /metrics request asks for them as of
+ * now (agent_lock_fresh_stats), and wakes the loop to answer. */
 #define BPF_STATS_NS 1000000000LL
 #define FRESH_WAIT_MS 600 /* the longest agent_lock_fresh_stats waits for the loop */
 
 void agent_lock_fresh_stats(strobe_agent *a)
 {
 	unsigned want = atomic_fetch_add(&a->stats_asked, 1) + 1;
+	agent_wake(a);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_nsec += (long)FRESH_WAIT_MS * 1000000;
@@ -385,7 +389,14 @@ static void publish_stats(strobe_agent *a)
 
 /* ---- what each process is -------------------------------------------------------------------- */
 
-static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
+/* A process's identity (proc_entry), read from /proc when it is new to the agent or could have
+ * changed: at each new image (fresh: the sampler's first sample of a process, or of its new
+ * image after an exec, and the on-CPU program's), when the sampler saw it take another name,
+ * and when its cgroup changed (a unit or container moving it), looked at every
+ * PROC_RECHECK_NS. What else the identity holds (environment, executable and its build ID)
+ * changes only with an exec: reading it all again every minute for every process (a 256 KiB
+ * buffer for each environment, the executable's link and a stat of it) bought nothing. */
+static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval, bool fresh)
 {
 	proc_entry *e = proc_cache_find(&a->procs, pid);
 	int64_t now = strobe_mono_ns();
@@ -393,7 +404,14 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	const strobe_proc *pr =
 		e && a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
-	if (e && !renamed && (e->gone || now - e->read_ns < PROC_REREAD_NS)) {
+	if (e && !renamed && !fresh && !e->gone && now - e->read_ns >= PROC_RECHECK_NS) {
+		char cg[sizeof(e->info.cgroup)];
+		/* (gone meanwhile: named as it was) */
+		if (proc_info_cgroup(a->o->proc_root, pid, cg, sizeof(cg)) < 0 ||
+		    strcmp(cg, e->info.cgroup) == 0)
+			e->read_ns = now;
+	}
+	if (e && !renamed && !fresh && (e->gone || now - e->read_ns < PROC_RECHECK_NS)) {
 		e->seen_interval = interval;
 		return e;
 	}
@@ -402,8 +420,13 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	e->read_ns = now;
 	e->seen_interval = interval;
 	e->gone = false;
-	if (strobe_proc_info_read(a->o->proc_root, pid, &e->info) < 0) {
-		/* exited: name it from what the sampler saw */
+	/* read aside: a process that exited meanwhile (or is exiting: its executable's link gone,
+	 * its environment empty) keeps the identity read while it ran */
+	strobe_proc_info pi;
+	if (strobe_proc_info_read(a->o->proc_root, pid, &pi) == 0 && (pi.exe[0] || !e->info.exe[0])) {
+		e->info = pi;
+	} else {
+		/* exited: name it from what the sampler saw, unless it was read before */
 		const strobe_proc *tp =
 			a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
@@ -417,15 +440,25 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval)
 	return e;
 }
 
-/* The sampler's first sample of a process: its identity is read now, while it runs (a process
- * shorter than an interval has left no environment to read by the interval's end). */
-static void on_process(void *ctx, pid_t pid)
+/* A process sampled for the first time: its identity is read now, while it runs (a process
+ * shorter than an interval has left no environment to read by the interval's end). new_image:
+ * the first sample of this image (the on-CPU program's fresh ring: a new process, an exec, a
+ * pid reused, which it tells apart), read again even if known. */
+static void seen_process(strobe_agent *a, pid_t pid, bool new_image)
 {
-	strobe_agent *a = ctx;
 	pthread_mutex_lock(&a->mu);
 	int64_t interval = (int64_t)a->st.intervals + 1;
 	pthread_mutex_unlock(&a->mu);
-	proc_lookup(a, pid, interval);
+	proc_lookup(a, pid, interval, new_image);
+}
+
+/* The sampler's first sample of a process in its tables: a new image with the perf path (an exec
+ * starts it over); with the on-CPU program summing, the sampler's tables are filled at the
+ * export, where the program told of each new image already while it ran. */
+static void on_process(void *ctx, pid_t pid)
+{
+	strobe_agent *a = ctx;
+	seen_process(a, pid, !(a->oc && a->oc_active));
 }
 
 static void proc_prune(strobe_agent *a, int64_t interval)
@@ -567,6 +600,30 @@ static bool wanted(strobe_agent *a, const strobe_proc_info *pi)
 	return true;
 }
 
+/* The pushes' compression. Beside 200 busy processes a profile is about 500 bytes serialized,
+ * which gzip shrinks by a tenth (87.7 % of it at libdeflate's level 6, 89.6 % at level 1) for
+ * 12.4 us (9.8 us at level 1) a profile, most of it the compressor's setup for each call: 14 %
+ * of the agent's own CPU there at level 1. So a profile under PUSH_GZIP_MIN goes as it
+ * is (the push API takes a pprof gzipped or not) and a larger one at level 1, the fastest. */
+#define PUSH_GZIP_MIN 4096
+#define PUSH_GZIP_LEVEL 1
+
+/* p's pprof for a push: gzipped when that is worth its CPU (PUSH_GZIP_MIN). 0/-errno. */
+static int push_encode(const strobe_profile *p, uint8_t **out, size_t *len)
+{
+	int rc = strobe_pprof_encode_level(p, 0, out, len);
+	if (rc < 0 || *len < PUSH_GZIP_MIN)
+		return rc;
+	uint8_t *gz;
+	size_t gzlen;
+	if ((rc = strobe_gzip_level(*out, *len, PUSH_GZIP_LEVEL, &gz, &gzlen)) < 0)
+		return 0; /* (sent as it is) */
+	free(*out);
+	*out = gz;
+	*len = gzlen;
+	return 0;
+}
+
 typedef struct export_counts {
 	uint64_t nprof, nbytes, errors;
 } export_counts;
@@ -579,7 +636,7 @@ static void queue_profile(strobe_agent *a, pid_t pid, const proc_entry *pe, cons
 	uint8_t *pb = NULL;
 	size_t len = 0;
 	char *meta = NULL;
-	if (!p || strobe_pprof_encode(p, &pb, &len) < 0 ||
+	if (!p || push_encode(p, &pb, &len) < 0 ||
 	    !(meta = push_query(a, pid, &pe->info, name))) {
 		ec->errors++;
 		agent_log(a, STROBE_LOG_ERROR, "export of pid %d (%s) failed: %s", (int)pid, name,
@@ -612,7 +669,7 @@ static void emit_preload(void *ctx, pid_t pid, const char *name, const char *ser
 			 const char *exe, strobe_profile *p)
 {
 	preload_ctx *pc = ctx;
-	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval);
+	proc_entry *pe = proc_lookup(pc->a, pid, pc->interval, false);
 	if (pe && pe->gone && !pe->info.exe[0] && exe[0]) {
 		proc_info_clean(pe->info.exe, sizeof(pe->info.exe), exe, strlen(exe));
 		if (strcmp(pe->info.comm, "unknown") == 0) {
@@ -686,7 +743,7 @@ static void export_interval(strobe_agent *a)
 			if (j == nl)
 				continue;
 		}
-		proc_entry *pe = proc_lookup(a, pids[i], interval);
+		proc_entry *pe = proc_lookup(a, pids[i], interval, false);
 		if (!pe || !wanted(a, &pe->info))
 			continue;
 		strobe_err err = {{0}};
@@ -871,6 +928,8 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	a->o = o;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->stats_cv, NULL);
+	/* (none: the loop wakes every 100-500 ms to see stop, pause and /status requests) */
+	a->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int rc = 0;
 	if (o->host)
 		snprintf(a->host, sizeof(a->host), "%s", o->host);
@@ -983,6 +1042,8 @@ void strobe_agent_free(strobe_agent *a)
 			regfree(&a->rule_re[i]);
 	free(a->rule_re);
 	free(a->rule_has);
+	if (a->wake_fd >= 0)
+		close(a->wake_fd);
 	proc_cache_free(&a->procs);
 	pthread_mutex_destroy(&a->mu);
 	pthread_cond_destroy(&a->stats_cv);
@@ -1036,18 +1097,74 @@ static void apply_pause(strobe_agent *a)
 /* How long the loop may sleep when no ring reaches its wakeup watermark: about ten samples
  * per CPU (100 ms at 99 Hz, 500 ms at the default 19 Hz), never past the interval's end. Each
  * wakeup costs a context switch and a pass over the rings; at 19 Hz ten a second were a
- * sizeable part of the agent's own CPU. Pause, resume and stop wait at most this long. */
-static int poll_ms(const strobe_agent *a, int64_t next)
+ * sizeable part of the agent's own CPU. Pause, resume and stop wait at most this long.
+ *
+ * With the samples summed in the kernel (on-CPU, and off-CPU unless it is perf's) the rings
+ * carry only side-band records and nothing needs a look until the export, a new process (the
+ * on-CPU program's ring of them wakes the loop: fresh_fd) or a request (agent_wake): the loop
+ * sleeps until one of them. Ten wake-ups a second, most of them to find nothing new, were a
+ * quarter of the agent's own CPU beside 200 busy processes. New processes wake it at most every
+ * FRESH_GAP_NS, so that a host starting hundreds a second does not wake it as often. */
+#define FRESH_GAP_NS 100000000LL
+
+static bool sleeps_long(const strobe_agent *a)
+{
+	return a->wake_fd >= 0 && a->oc && a->oc_active &&
+	       (a->ob_active || !(a->so.events & STROBE_EV_OFFCPU));
+}
+
+static int poll_ms(const strobe_agent *a, int64_t next, int64_t now)
 {
 	unsigned hz = a->so.freq ? a->so.freq : 99;
 	int64_t ms = 10000 / hz;
 	ms = ms < 100 ? 100 : ms > 500 ? 500 : ms;
 	if (a->oc_active)
 		ms = 100; /* processes new to the kernel's sums are read while they run (fresh) */
-	int64_t left = (next - strobe_mono_ns()) / 1000000 + 1;
+	int64_t left = (next - now) / 1000000 + 1;
+	if (sleeps_long(a)) {
+		ms = left;
+		if (now - a->fresh_ns < FRESH_GAP_NS) /* (fresh_fd left out of the poll meanwhile) */
+			ms = (a->fresh_ns + FRESH_GAP_NS - now) / 1000000 + 1;
+	}
 	if (left < ms)
 		ms = left > 1 ? left : 1;
 	return (int)ms;
+}
+
+/* One sleep of the loop and what woke it: the sampler's rings, a request, new processes. */
+static void wait_and_read(strobe_agent *a, int64_t next)
+{
+	int64_t now = strobe_mono_ns();
+	struct pollfd ex[2];
+	unsigned nex = 0;
+	if (a->wake_fd >= 0)
+		ex[nex++] = (struct pollfd){.fd = a->wake_fd, .events = POLLIN};
+	int ffd = a->oc && a->oc_active ? strobe_oncpu_fresh_fd(a->oc) : -1;
+	if (ffd >= 0 && sleeps_long(a) && now - a->fresh_ns >= FRESH_GAP_NS)
+		ex[nex++] = (struct pollfd){.fd = ffd, .events = POLLIN};
+	strobe_err pe = {{0}};
+	if (strobe_sampler_poll_with(a->s, poll_ms(a, next, now), ex, nex, &pe) < 0 && pe.msg[0]) {
+		agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
+		usleep(100000);
+	}
+	uint64_t v;
+	if (a->wake_fd >= 0 && (ex[0].revents & POLLIN) && read(a->wake_fd, &v, sizeof(v)) < 0)
+		v = 0; /* (EAGAIN: read by an earlier wake-up) */
+	if (a->oc && a->oc_active) {
+		/* processes the kernel sampled for the first time: their identity now, while
+		 * they run (as the sampler's first sample of one does); no system call when
+		 * there are none */
+		pid_t fresh[256];
+		unsigned nf;
+		do {
+			nf = strobe_oncpu_fresh(a->oc, fresh, 256);
+			for (unsigned i = 0; i < nf; i++)
+				seen_process(a, fresh[i], true);
+			strobe_oncpu_fresh_labels(a->oc, fresh, nf);
+			if (nf)
+				a->fresh_ns = strobe_mono_ns();
+		} while (nf == 256);
+	}
 }
 
 int strobe_agent_run(strobe_agent *a, strobe_err *err)
@@ -1064,24 +1181,10 @@ int strobe_agent_run(strobe_agent *a, strobe_err *err)
 	int rc = 0;
 	while (!atomic_load(&a->stop)) {
 		apply_pause(a);
-		if (a->s) {
-			strobe_err pe = {{0}};
-			if (strobe_sampler_poll(a->s, poll_ms(a, next), &pe) < 0 && pe.msg[0]) {
-				agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
-				usleep(100000);
-			}
-			if (a->oc && a->oc_active) {
-				/* processes the kernel sampled for the first time: their identity
-				 * now, while they run (as the sampler's first sample of one does) */
-				pid_t fresh[256];
-				unsigned nf = strobe_oncpu_fresh(a->oc, fresh, 256);
-				for (unsigned i = 0; i < nf; i++)
-					on_process(a, fresh[i]);
-				strobe_oncpu_fresh_labels(a->oc, fresh, nf);
-			}
-		} else {
+		if (a->s)
+			wait_and_read(a, next);
+		else
 			usleep(100000);
-		}
 		publish_stats(a);
 		int64_t now = strobe_mono_ns();
 		keep_resident_low(a, now);

@@ -112,12 +112,18 @@ struct strobe_agent {
 	atomic_uint stats_asked;
 	unsigned stats_answered;
 	pthread_cond_t stats_cv;
+	/* wakes the sampling loop from its sleep (an eventfd, -1: none): stop, pause, resume and a
+	 * /status or /metrics request write to it (agent_wake) */
+	int wake_fd;
+	int64_t fresh_ns; /* when the loop last took new processes from the on-CPU program */
 	agent_status st;
 };
 
 void agent_log(strobe_agent *a, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void agent_set_error(strobe_agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Wakes the sampling loop (async-signal-safe: the signal handlers' stop, pause and resume). */
+void agent_wake(strobe_agent *a);
 
 /* The start of an HTTP answer, for messages: a libcurl write callback (sender.c) keeping the
  * first 511 bytes NUL-terminated in an agent_resp and reading the rest away. */
@@ -129,8 +135,8 @@ size_t agent_resp_keep(char *p, size_t size, size_t n, void *ctx);
 
 int agent_sender_start(strobe_agent *a, strobe_err *err);
 /* Locks a->mu with a->st holding the eBPF programs' counters as of now: asks the sampling loop,
- * which reads them at most once a second otherwise, and waits for its next publish (it wakes
- * every 100-500 ms), at most 600 ms (then a->st is as recent as it is). */
+ * which reads them at most once a second otherwise, wakes it (agent_wake) and waits for its
+ * next publish, at most 600 ms (then a->st is as recent as it is). */
 void agent_lock_fresh_stats(strobe_agent *a);
 /* Lets the sender deliver for up to grace_ms more, then joins it. */
 void agent_sender_finish(strobe_agent *a, int grace_ms);

@@ -33,6 +33,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before load (see also ustack.bpf.h). */
 const volatile __u8 kernel_stacks = 1;
 const volatile __u8 per_thread = 1; /* 0: tid 0 in the keys (fewer sums on many-thread hosts) */
+const volatile __u8 announce_new = 0; /* 1: new processes go to the ring `fresh` (opts.fresh) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -50,7 +51,9 @@ struct {
 
 /* Processes met for the first time (since their exec), for user space to read their identity
  * (environment, cgroup) while they run rather than at the interval's end, when a short-lived one
- * is gone: `seen` remembers them, `fresh` holds the new ones until user space takes them. */
+ * is gone: `seen` remembers them, and each new one is written to the ring `fresh`, whose fd
+ * wakes user space (oncpu.c): the agent sleeps until something is new, where it woke ten times
+ * a second to walk a hash map of them with bpf() calls, mostly to find it empty. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -59,10 +62,8 @@ struct {
 } seen SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024); /* 4096 tgids of 16 bytes with the ring's header */
 } fresh SEC(".maps");
 
 /* The C SDK's per-thread labels (sdk/strobe_labels.h). User space puts each process that
@@ -173,10 +174,14 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (filter_tgids && !bpf_map_lookup_elem(&targets, &tgid))
 		return 0;
-	if (!bpf_map_lookup_elem(&seen, &tgid)) {
+	if (announce_new && !bpf_map_lookup_elem(&seen, &tgid)) {
 		__u8 one = 1;
 		bpf_map_update_elem(&seen, &tgid, &one, BPF_ANY);
-		bpf_map_update_elem(&fresh, &tgid, &one, BPF_NOEXIST);
+		/* ring full (user space behind): new again at its next sample, and counted */
+		if (bpf_ringbuf_output(&fresh, &tgid, sizeof(tgid), 0) < 0) {
+			bpf_map_delete_elem(&seen, &tgid);
+			count(STROBE_OC_FRESH_LOST);
+		}
 	}
 	__u32 gen = generation, zero = 0;
 	struct strobe_oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0};
@@ -246,5 +251,29 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	ustack_on_exec(p->tgid, 0);
 	py_on_exec(p->tgid);
 	bpf_map_delete_elem(&tlsprocs, &tgid); /* another image: user space looks again */
+	return 0;
+}
+
+/* A process that exits leaves `seen`, so that a new one given its pid is new (fresh) too: user
+ * space reads a process's identity again only when it is told of a new image. When its last
+ * thread exits (the group's count of live threads is down to 0 by the time this tracepoint
+ * runs: a leader that exits before its other threads would make the process new again at their
+ * last samples). Attached with announce_new only. The kernel types with a suffix CO-RE drops. */
+struct signal_struct___strobe_exit {
+	struct {
+		int counter;
+	} live;
+} __attribute__((preserve_access_index));
+struct task_struct___strobe_exit {
+	struct signal_struct___strobe_exit *signal;
+} __attribute__((preserve_access_index));
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+	if (announce_new &&
+	    BPF_CORE_READ((struct task_struct___strobe_exit *)p, signal, live.counter) == 0)
+		bpf_map_delete_elem(&seen, &tgid);
 	return 0;
 }

@@ -66,6 +66,7 @@
 #define MAX_TLS_ENTRIES 4096u    /* label blocks per interval: 528 bytes each, two maps */
 #define TLS_SEEN 16384u          /* processes remembered as looked at (then forgotten at once) */
 #define TLS_RETRIES 5            /* drains a starting process's SDK gets to publish its offset */
+#define FRESH_MAX 65536u         /* new processes kept between two strobe_oncpu_fresh calls */
 
 /* A process looked at for the SDK's offset: tries left (0: done, found or not). */
 typedef struct tls_seen {
@@ -79,6 +80,7 @@ struct strobe_oncpu {
 	struct oncpu_bpf *skel;
 	agent_bpf_progs progs;      /* its programs' fds (bpf_load.c: loaded by a child) */
 	int fork_link, exec_link;   /* the fork and exec programs attached (-1: not) */
+	int exit_link;              /* the exit program (with opts.fresh; -1: not) */
 	int fd_counts[2], fd_stacks[2];
 	int sync_fd, sync_inner;    /* see the top of this file */
 	uint32_t max_entries, stack_entries;
@@ -107,6 +109,10 @@ struct strobe_oncpu {
 	uint64_t tls_processes;
 	struct strobe_tls_block tlsb;     /* scratch for one block */
 	stack_table stk;                  /* the drained generation's stacks (stack_table.h) */
+	struct ring_buffer *fresh_rb;     /* the program's ring of new processes (NULL: none) */
+	pid_t *fresh;                     /* read from it: [fresh_at, nfresh) not handed out yet */
+	unsigned nfresh, cfresh, fresh_at;
+	uint64_t fresh_dropped;           /* read from it, not kept (out of memory, FRESH_MAX) */
 	const char *proc_root;
 };
 
@@ -161,6 +167,8 @@ static void tls_look(strobe_oncpu *b, uint32_t tgid, bool again, const char *pro
 	}
 }
 
+static int on_fresh(void *ctx, void *data, size_t len);
+
 static uint32_t pow2_at_least(uint64_t n)
 {
 	uint32_t p = 1;
@@ -178,6 +186,7 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 	b->skel->rodata->filter_tgids = o->npids > 0;
 	b->skel->rodata->kernel_stacks = o->kernel;
 	b->skel->rodata->per_thread = !o->no_tid;
+	b->skel->rodata->announce_new = o->fresh;
 	b->skel->rodata->tables = table_rows > 0 || share;
 	bpf_map__set_max_entries(b->skel->maps.urows, table_rows ? table_rows : 1);
 	if (share) {
@@ -243,7 +252,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		return NULL;
 	}
 	b->sync_fd = b->sync_inner = -1;
-	b->fork_link = b->exec_link = -1;
+	b->fork_link = b->exec_link = b->exit_link = -1;
 	pthread_mutex_init(&b->py_mu, NULL);
 	int ncpu = strobe_cpu_count();
 	uint64_t want = o->max_entries;
@@ -306,6 +315,15 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	b->fd_tlsets[0] = bpf_map__fd(b->skel->maps.tlsets0);
 	b->fd_tlsets[1] = bpf_map__fd(b->skel->maps.tlsets1);
 	b->fd_tlsprocs = bpf_map__fd(b->skel->maps.tlsprocs);
+	if (o->fresh && !(b->fresh_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.fresh), on_fresh, b,
+							  NULL))) {
+		int e = errno;
+		strobe_errf(err, -e, "cannot load the eBPF on-CPU program: its ring of new processes: %s",
+			    strerror(e));
+		strobe_oncpu_close(b);
+		errno = e;
+		return NULL;
+	}
 	if (!o->no_python &&
 	    (!(b->pyips = malloc(PY_MERGED * sizeof(*b->pyips))) ||
 	     !(b->pynames = malloc(PY_MERGED * sizeof(*b->pynames))) ||
@@ -422,6 +440,13 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 			rc = strobe_errf(err, arc, "cannot attach the eBPF on-CPU program's fork and "
 					 "exec programs: %s", strerror(-arc));
 	}
+	if (rc == 0 && b->fresh_rb && b->exit_link < 0) {
+		b->exit_link = agent_bpf_attach_raw_tp(
+			agent_bpf_prog_fd(&b->progs, b->skel->progs.on_exit), NULL);
+		if (b->exit_link < 0)
+			rc = strobe_errf(err, b->exit_link, "cannot attach the eBPF on-CPU program's "
+					 "exit program: %s", strerror(-b->exit_link));
+	}
 	if (rc < 0) {
 		strobe_oncpu_detach(b);
 		return rc;
@@ -448,7 +473,9 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 		close(b->fork_link);
 	if (b->exec_link >= 0)
 		close(b->exec_link);
-	b->fork_link = b->exec_link = -1;
+	if (b->exit_link >= 0)
+		close(b->exit_link);
+	b->fork_link = b->exec_link = b->exit_link = -1;
 }
 
 /* One stack taken out of the drained generation's map, kept in b->stk. */
@@ -580,6 +607,7 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 	st->tls_fault = c[STROBE_OC_TLS_FAULT];
 	st->tls_full = c[STROBE_OC_TLS_FULL];
 	st->tls_processes = b->tls_processes;
+	st->fresh_lost = c[STROBE_OC_FRESH_LOST] + b->fresh_dropped;
 	if (b->py) {
 		strobe_py_stats ps;
 		pthread_mutex_lock(&b->py_mu);
@@ -600,6 +628,8 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	if (!b)
 		return;
 	otables_free(b->tables); /* first: its thread uses the maps */
+	ring_buffer__free(b->fresh_rb); /* (maps the ring) */
+	free(b->fresh);
 	if (b->skel)
 		strobe_oncpu_detach(b);
 	agent_bpf_progs_close(&b->progs);
@@ -619,21 +649,53 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	free(b);
 }
 
+/* One new process from the program's ring, kept until strobe_oncpu_fresh hands it out. */
+static int on_fresh(void *ctx, void *data, size_t len)
+{
+	strobe_oncpu *b = ctx;
+	uint32_t tgid;
+	if (len < sizeof(tgid))
+		return 0;
+	memcpy(&tgid, data, sizeof(tgid));
+	if (b->nfresh == b->cfresh) {
+		unsigned nc = b->cfresh ? b->cfresh * 2 : 256;
+		pid_t *nf = nc <= FRESH_MAX ? realloc(b->fresh, nc * sizeof(*nf)) : NULL;
+		if (!nf) {
+			b->fresh_dropped++; /* (its identity is read at the export instead) */
+			return 0;
+		}
+		b->fresh = nf;
+		b->cfresh = nc;
+	}
+	b->fresh[b->nfresh++] = (pid_t)tgid;
+	return 0;
+}
+
 unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
 {
-	int fd = bpf_map__fd(b->skel->maps.fresh);
-	unsigned n = 0;
-	uint32_t key, *prev = NULL;
-	/* keys first (deleting while walking would restart the walk), then each taken out */
-	while (n < cap && bpf_map_get_next_key(fd, prev, &key) == 0) {
-		out[n++] = (pid_t)key;
-		prev = &key;
+	if (!b->fresh_rb)
+		return 0;
+	if (b->fresh_at == b->nfresh) {
+		/* all handed out: what the ring holds now (no system call when it is empty) */
+		b->fresh_at = b->nfresh = 0;
+		ring_buffer__consume(b->fresh_rb);
 	}
-	for (unsigned i = 0; i < n; i++) {
-		uint32_t k = (uint32_t)out[i];
-		bpf_map_delete_elem(fd, &k);
+	unsigned n = b->nfresh - b->fresh_at < cap ? b->nfresh - b->fresh_at : cap;
+	if (n)
+		memcpy(out, b->fresh + b->fresh_at, n * sizeof(*out));
+	if (b->py && n) { /* its Python frames: looked for again at the next drain */
+		pthread_mutex_lock(&b->py_mu);
+		for (unsigned i = 0; i < n; i++)
+			strobe_py_new_image(b->py, (uint32_t)out[i]);
+		pthread_mutex_unlock(&b->py_mu);
 	}
+	b->fresh_at += n;
 	return n;
+}
+
+int strobe_oncpu_fresh_fd(const strobe_oncpu *b)
+{
+	return b->fresh_rb ? ring_buffer__epoll_fd(b->fresh_rb) : -1;
 }
 
 void strobe_oncpu_fresh_labels(strobe_oncpu *b, const pid_t *pids, unsigned n)

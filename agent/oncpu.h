@@ -40,6 +40,8 @@ enum {
 	STROBE_OC_TLS_TORN,    /* ... read in the middle of a label write: unlabelled */
 	STROBE_OC_TLS_FAULT,   /* ... whose page could not be read: unlabelled */
 	STROBE_OC_TLS_FULL,    /* label blocks not kept: the tlsets map was full */
+	STROBE_OC_FRESH_LOST,  /* new processes not announced: the fresh ring was full (again at
+				  their next sample) */
 	STROBE_OC_NCOUNTERS
 };
 

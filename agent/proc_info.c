@@ -193,6 +193,35 @@ static const char *from_cgroup(const char *path, char *out, size_t cap)
 	return NULL;
 }
 
+int proc_info_cgroup(const char *root, pid_t pid, char *out, size_t cap)
+{
+	char path[512], buf[4096];
+	snprintf(path, sizeof(path), "%s/%d/cgroup", root ? root : "/proc", (int)pid);
+	out[0] = 0;
+	ssize_t n = read_capped(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	/* "0::/path" (cgroup v2) is preferred; else the first line's path. */
+	const char *best = NULL;
+	for (char *line = buf, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		if (strncmp(line, "0::", 3) == 0) {
+			best = c2 + 1;
+			break;
+		}
+		if (!best)
+			best = c2 + 1;
+	}
+	if (best)
+		proc_info_clean(out, cap, best, strlen(best));
+	return 0;
+}
+
 int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out)
 {
 	char path[512];
@@ -218,28 +247,7 @@ int strobe_proc_info_read(const char *root, pid_t pid, strobe_proc_info *out)
 		out->exe[0] = 0;
 	}
 
-	snprintf(path, sizeof(path), "%s/%d/cgroup", root, (int)pid);
-	n = read_capped(path, buf, sizeof(buf));
-	if (n > 0) {
-		/* "0::/path" (cgroup v2) is preferred; else the first line's path. */
-		const char *best = NULL;
-		for (char *line = buf, *next; line && *line; line = next) {
-			next = strchr(line, '\n');
-			if (next)
-				*next++ = 0;
-			char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-			if (!c2)
-				continue;
-			if (strncmp(line, "0::", 3) == 0) {
-				best = c2 + 1;
-				break;
-			}
-			if (!best)
-				best = c2 + 1;
-		}
-		if (best)
-			proc_info_clean(out->cgroup, sizeof(out->cgroup), best, strlen(best));
-	}
+	proc_info_cgroup(root, pid, out->cgroup, sizeof(out->cgroup));
 
 	/* The environment can be large and is unreadable for kernel threads: read what we can. */
 	snprintf(path, sizeof(path), "%s/%d/environ", root, (int)pid);

@@ -48,6 +48,7 @@
 #define STR_CAP 512      /* bytes of a name or file kept */
 #define LT_CAP 8192      /* bytes of a location table read */
 #define SAID_CAP 64      /* interpreter binaries a note was given for */
+#define PY_RECHECK_DRAINS 6 /* with images told: a known process's executable looked at again */
 
 /* P_GONE: a Python process found exited at a drain; the rest of that drain's samples are still
  * merged with its offsets (names from the code cache), then it is looked at anew (pid reuse). */
@@ -59,6 +60,7 @@ typedef struct pyproc {
 	uint64_t eval_lo, eval_hi;
 	int tries;           /* P_PENDING: looks so far */
 	uint32_t seen;       /* the drain it was last looked at in (strobe_py_see) */
+	bool new_image;      /* strobe_py_new_image since: look again at the next see */
 	strobe_py_offsets off;
 } pyproc;
 
@@ -82,6 +84,7 @@ struct strobe_py {
 	uint64_t said[SAID_CAP];
 	unsigned nsaid;
 	uint32_t drain;
+	bool images_told;     /* strobe_py_new_image is called (for every new image) */
 	strobe_py_stats st;
 };
 
@@ -401,6 +404,12 @@ void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
 	pyproc *q = proc_slot(py, pid, false);
 	if (!exec && q && q->seen == py->drain && py->drain)
 		return; /* once a drain: a process has many sums */
+	/* told of new images: one known to be what it is (Python or not) needs no look at its
+	 * executable until it has another, but for a look now and then (a missed notice) */
+	if (!exec && q && py->images_told && !q->new_image &&
+	    (q->state == P_NOT || q->state == P_PY || q->state == P_UNKNOWN) &&
+	    py->drain - q->seen < PY_RECHECK_DRAINS)
+		return;
 	snprintf(path, sizeof(path), "%s/%" PRIu32 "/exe", py->root, pid);
 	if (stat(path, &sb) < 0) {
 		pyproc *p = proc_slot(py, pid, false);
@@ -416,6 +425,7 @@ void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
 	}
 	pyproc *p = proc_slot(py, pid, true);
 	p->seen = py->drain;
+	p->new_image = false;
 	if (p->dev == sb.st_dev && p->ino == sb.st_ino) {
 		struct strobe_py_cfg c;
 		/* a Python that exec'd (the program forgot its entry) is looked at anew: also one
@@ -652,4 +662,12 @@ uint32_t strobe_py_merge(strobe_py *py, strobe_sampler *s, uint32_t pid, const u
 void strobe_py_get_stats(const strobe_py *py, strobe_py_stats *st)
 {
 	*st = py->st;
+}
+
+void strobe_py_new_image(strobe_py *py, uint32_t pid)
+{
+	py->images_told = true;
+	pyproc *p = proc_slot(py, pid, false);
+	if (p)
+		p->new_image = true;
 }

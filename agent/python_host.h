@@ -60,6 +60,12 @@ void strobe_py_drain(strobe_py *py);
  * version gets its entry in pycfg. exec: its mappings were just read after an exec (or it was
  * just added): looked at even when it was already in this drain, before the exec. */
 void strobe_py_see(strobe_py *py, uint32_t pid, bool exec);
+/* Process pid has a new image (an exec, or a new process given its pid), as the caller learns of
+ * every one (the on-CPU program's fresh ring): from the first call on, strobe_py_see looks again
+ * at a process it knows only after this, or every PY_RECHECK_DRAINS drains, rather than with a
+ * stat of its executable at every drain (a system call for each sampled process each interval:
+ * a tenth of the agent's own CPU beside 200 busy processes). */
+void strobe_py_new_image(strobe_py *py, uint32_t pid);
 /* The merged user stack of pid, leaf first, into ips[0..cap) and names[0..cap) (0: ips[i] is a
  * native address; else a Python frame, strobe_sampler_py_name's id): Python frames in place of
  * the evaluation frames that ran them. Returns the length. */

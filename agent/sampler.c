@@ -750,10 +750,16 @@ static int read_rings(strobe_sampler *s)
 
 int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
 {
+	return strobe_sampler_poll_with(s, timeout_ms, NULL, 0, err);
+}
+
+int strobe_sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
+			     strobe_err *err)
+{
 	if (s->o.all && timeout_ms > EARLY_POLL_MS && s->enabled_ns &&
 	    strobe_mono_ns() - s->enabled_ns < EARLY_NS)
 		timeout_ms = EARLY_POLL_MS;
-	int prc = sampler_events_poll(&s->ev, timeout_ms);
+	int prc = sampler_events_poll(&s->ev, timeout_ms, extra, n);
 	if (prc < 0)
 		return strobe_errf(err, prc, "poll: %s", strerror(-prc));
 	int64_t now = strobe_mono_ns();

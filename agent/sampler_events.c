@@ -337,7 +337,7 @@ int sampler_events_open(sampler_events *ev, strobe_err *err)
 	int ncpu = strobe_cpu_count(), nonline = 0;
 	int *cpus = malloc((size_t)ncpu * sizeof(*cpus));
 	ev->rings = calloc((size_t)ncpu, sizeof(*ev->rings));
-	ev->pfd = calloc((size_t)ncpu, sizeof(*ev->pfd));
+	ev->pfd = calloc((size_t)ncpu + SAMPLER_EXTRA_FDS, sizeof(*ev->pfd));
 	if (rc == 0 && (!cpus || !ev->rings || !ev->pfd))
 		rc = -ENOMEM;
 	for (int c = 0; rc == 0 && c < ncpu; c++)
@@ -398,9 +398,17 @@ int sampler_events_ioctl(sampler_events *ev, unsigned long req)
 	return rc;
 }
 
-int sampler_events_poll(sampler_events *ev, int timeout_ms)
+int sampler_events_poll(sampler_events *ev, int timeout_ms, struct pollfd *extra, unsigned nextra)
 {
-	if (timeout_ms > 0 && poll(ev->pfd, ev->nrings, timeout_ms) < 0 && errno != EINTR)
+	if (nextra > SAMPLER_EXTRA_FDS || !ev->pfd)
+		nextra = ev->pfd ? SAMPLER_EXTRA_FDS : 0;
+	for (unsigned i = 0; i < nextra; i++) {
+		extra[i].revents = 0;
+		ev->pfd[ev->nrings + i] = extra[i];
+	}
+	if (timeout_ms > 0 && poll(ev->pfd, ev->nrings + nextra, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
+	for (unsigned i = 0; i < nextra; i++)
+		extra[i].revents = ev->pfd[ev->nrings + i].revents;
 	return 0;
 }

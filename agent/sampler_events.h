@@ -40,7 +40,7 @@ typedef struct sampler_events {
 	int *fds;
 	unsigned nfds, cfds;
 	strobe_ring *rings;           /* one per online CPU, in the order of pfd */
-	struct pollfd *pfd;
+	struct pollfd *pfd;           /* the rings', then room for SAMPLER_EXTRA_FDS more */
 	unsigned nrings;
 } sampler_events;
 
@@ -59,8 +59,11 @@ int sampler_events_open(sampler_events *ev, strobe_err *err);
 void sampler_events_close(sampler_events *ev);
 /* PERF_EVENT_IOC_ENABLE or _DISABLE on every event (a thread gone meanwhile is no error). */
 int sampler_events_ioctl(sampler_events *ev, unsigned long req);
-/* Waits up to timeout_ms for a ring to reach its watermark. 0/-errno (EINTR is no error). */
-int sampler_events_poll(sampler_events *ev, int timeout_ms);
+/* Waits up to timeout_ms for a ring to reach its watermark, or for one of the nextra (at most
+ * SAMPLER_EXTRA_FDS) fds of extra to be ready (their revents set). 0/-errno (EINTR is no
+ * error). */
+#define SAMPLER_EXTRA_FDS 4
+int sampler_events_poll(sampler_events *ev, int timeout_ms, struct pollfd *extra, unsigned nextra);
 
 /* The perf_event_attr of one event (kind EVK_*; sideband: it also carries the side records). */
 void sampler_events_attr(const sampler_events *ev, struct perf_event_attr *a, int kind,

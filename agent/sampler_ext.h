@@ -21,6 +21,11 @@
 /* The process tracker the sampler keeps current (proc.h): valid as long as the sampler; its
  * process pointers only until the sampler next handles a record or an add_* call. */
 strobe_tracker *strobe_sampler_tracker(strobe_sampler *s);
+/* As strobe_sampler_poll, also woken by the n fds of extra (at most 4: the caller's own events,
+ * a wake-up or a ring of its own), whose revents it sets. */
+struct pollfd;
+int strobe_sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
+			     strobe_err *err);
 /* Whether off-CPU values come from elsewhere (the eBPF aggregation, offcpu.c): the profiles then
  * carry the off-CPU sample types although the sampler opened no off-CPU events. Adding off-CPU
  * sums (strobe_sampler_add_offcpu) sets it too. */

@@ -78,7 +78,9 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 					.freq = so->freq, .interval_ms = 1000, .table_rows = rows,
 					/* no preload: the window would start seconds late; the
 					 * program asks for each process's tables as it meets it */
-					.preload_ms = 0};
+					.preload_ms = 0,
+					/* new images, for the C SDK's label offsets */
+					.fresh = true};
 		if (b->ob && rows && strobe_offcpu_table_maps(b->ob, share) == 0)
 			co.share_tables = share;
 		if (!(b->oc = strobe_oncpu_open(&co, &err)))

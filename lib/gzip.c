@@ -157,40 +157,57 @@ out:
 	return r;
 }
 
-/* gzip goes through libdeflate with one compressor per thread, kept for the thread's life: the
- * agent compresses one small pprof per process every interval, and zlib's deflateInit/End
- * (about 256 KiB of state allocated and its hash table cleared per call) cost more than the
- * compression of a few KiB. libdeflate's level 6 compresses about as well as zlib's, with no
- * setup per call. The thread-local pointer keeps the compressor reachable;
- * the key's destructor frees it when a thread exits. */
+/* gzip goes through libdeflate with one compressor per thread and level, kept for the thread's
+ * life: the agent compresses one small pprof per process every interval, and zlib's
+ * deflateInit/End (about 256 KiB of state allocated and its hash table cleared per call) cost
+ * more than the compression of a few KiB. libdeflate's level 6 compresses about as well as
+ * zlib's, with no setup per call. The thread-local pointer keeps the compressors reachable;
+ * the key's destructor frees them when a thread exits. */
+#define GZ_LEVELS 13 /* libdeflate's 0 (stored) to 12; 0 is not offered */
+typedef struct gz_comps {
+	struct libdeflate_compressor *c[GZ_LEVELS];
+} gz_comps;
+
 static pthread_key_t gz_key;
 static pthread_once_t gz_once = PTHREAD_ONCE_INIT;
 static int gz_key_rc = -1;
-static _Thread_local struct libdeflate_compressor *gz_comp;
+static _Thread_local gz_comps *gz_mine;
 
-static void gz_free(void *c) { libdeflate_free_compressor(c); }
+static void gz_free(void *p)
+{
+	gz_comps *g = p;
+	for (int i = 0; i < GZ_LEVELS; i++)
+		if (g->c[i])
+			libdeflate_free_compressor(g->c[i]);
+	free(g);
+}
 static void gz_key_init(void) { gz_key_rc = pthread_key_create(&gz_key, gz_free); }
 
-static struct libdeflate_compressor *gz_compressor(void)
+static struct libdeflate_compressor *gz_compressor(int level)
 {
-	if (gz_comp)
-		return gz_comp;
-	pthread_once(&gz_once, gz_key_init);
-	if (gz_key_rc != 0)
-		return NULL;
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(6);
-	if (!c)
-		return NULL;
-	if (pthread_setspecific(gz_key, c) != 0) {
-		libdeflate_free_compressor(c);
-		return NULL;
+	if (gz_mine && gz_mine->c[level])
+		return gz_mine->c[level];
+	if (!gz_mine) {
+		pthread_once(&gz_once, gz_key_init);
+		if (gz_key_rc != 0)
+			return NULL;
+		gz_comps *g = calloc(1, sizeof(*g));
+		if (!g)
+			return NULL;
+		if (pthread_setspecific(gz_key, g) != 0) {
+			free(g);
+			return NULL;
+		}
+		gz_mine = g;
 	}
-	return gz_comp = c;
+	return gz_mine->c[level] = libdeflate_alloc_compressor(level);
 }
 
-int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
+int strobe_gzip_level(const uint8_t *in, size_t inlen, int level, uint8_t **out, size_t *outlen)
 {
-	struct libdeflate_compressor *c = gz_compressor();
+	if (level < 1 || level >= GZ_LEVELS)
+		return -EINVAL;
+	struct libdeflate_compressor *c = gz_compressor(level);
 	if (!c)
 		return -ENOMEM;
 	size_t cap = libdeflate_gzip_compress_bound(c, inlen);
@@ -205,4 +222,9 @@ int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
 	*out = buf;
 	*outlen = n;
 	return 0;
+}
+
+int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
+{
+	return strobe_gzip_level(in, inlen, 6, out, outlen);
 }

@@ -1347,6 +1347,11 @@ static int enc_header(encoder *e)
 
 int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 {
+	return strobe_pprof_encode_level(p, 6, out, outlen);
+}
+
+int strobe_pprof_encode_level(const strobe_profile *p, int level, uint8_t **out, size_t *outlen)
+{
 	encoder e = {.p = p, .pb = PERFTOOLS__PROFILES__PROFILE__INIT};
 	uint8_t *raw = NULL;
 	size_t rawlen = 0;
@@ -1354,8 +1359,14 @@ int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *outlen)
 	if ((r = enc_types(&e)) == 0 && (r = enc_functions(&e)) == 0 &&
 	    (r = enc_mappings(&e)) == 0 && (r = enc_locations(&e)) == 0 &&
 	    (r = enc_samples(&e)) == 0 && (r = enc_header(&e)) == 0 &&
-	    (r = pack_with_strings(p, &e.pb, &raw, &rawlen)) == 0)
-		r = strobe_gzip(raw, rawlen, out, outlen);
+	    (r = pack_with_strings(p, &e.pb, &raw, &rawlen)) == 0) {
+		if (level == 0) { /* the serialized protobuf itself */
+			*out = raw, *outlen = rawlen;
+			raw = NULL;
+		} else {
+			r = strobe_gzip_level(raw, rawlen, level, out, outlen);
+		}
+	}
 	free(raw);
 	enc_free(&e);
 	return r;

@@ -75,6 +75,9 @@ int strobe_gunzip_capped(const uint8_t *in, size_t inlen, size_t cap, uint8_t **
 /* strobe_gunzip_capped at STROBE_MAX_INPUT, for files: -EFBIG beyond. */
 int strobe_gunzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen, strobe_err *err);
 int strobe_gzip(const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen);
+/* strobe_gzip at a compression level from 1 (fastest) to 12 (smallest); strobe_gzip's is 6.
+ * -EINVAL for another level. */
+int strobe_gzip_level(const uint8_t *in, size_t inlen, int level, uint8_t **out, size_t *outlen);
 
 /* Reads any supported profile file into a new profile. */
 int strobe_read_profile(const char *path, strobe_profile **out, strobe_err *err);
@@ -90,6 +93,9 @@ int strobe_decode_profile(const uint8_t *buf, size_t len, const char *name, stro
 int strobe_pprof_decode(const uint8_t *buf, size_t len, const char *name, strobe_profile **out,
 			strobe_err *err);
 int strobe_pprof_encode(const strobe_profile *p, uint8_t **out, size_t *len);
+/* strobe_pprof_encode gzipped at a level (strobe_gzip_level), or not gzipped at level 0 (the
+ * serialized protobuf: pprof readers, strobe's push API among them, take either). */
+int strobe_pprof_encode_level(const strobe_profile *p, int level, uint8_t **out, size_t *len);
 
 /* Folded stacks: "a;b;c 12" per line; also the two-count "a;b;c 10 12" of difffolded.pl, whose
  * first count goes to sample type "base" and second to "new" (profile has two types then). */

@@ -43,6 +43,10 @@ typedef struct strobe_oncpu_opts {
 	 * what could not be named (an unknown interpreter version). */
 	bool no_python;
 	bool no_labels;         /* do not read the C SDK's per-thread labels */
+	/* announce the processes sampled for the first time (strobe_oncpu_fresh, whose fd
+	 * strobe_oncpu_fresh_fd wakes a caller when there are some); off, the program does not
+	 * track them */
+	bool fresh;
 	void (*note)(void *ctx, const char *msg);
 	void *note_ctx;
 } strobe_oncpu_opts;
@@ -74,6 +78,8 @@ typedef struct strobe_oncpu_stats {
 	uint64_t tls_fault;     /* ... whose block's page was not readable (unlabelled) */
 	uint64_t tls_full;      /* label blocks not kept: their map was full (unlabelled) */
 	uint64_t tls_processes; /* processes whose SDK labels are read (their offset found) */
+	uint64_t fresh_lost;     /* new processes not announced at their first sample (opts.fresh):
+				   the ring was full, or out of memory */
 	uint32_t max_entries;   /* the counts map's size */
 	uint32_t stack_entries; /* each stack map's size */
 	uint32_t freq;          /* the rate attached now (0: detached) */
@@ -99,8 +105,12 @@ void strobe_oncpu_exec(strobe_oncpu *b, pid_t pid);
  * one period of the rate attached. */
 int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s);
 /* The processes sampled for the first time (since their exec) since the last call, at most cap,
- * into out: for reading what only a live process shows (the agent's service name). */
+ * into out: for reading what only a live process shows (the agent's service name). Opened
+ * with opts.fresh only (else none). Call again while it returns cap: more may be waiting. */
 unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap);
+/* An fd that polls readable (POLLIN) while new processes wait for strobe_oncpu_fresh, so that a
+ * caller can sleep until there are some; -1 without opts.fresh. */
+int strobe_oncpu_fresh_fd(const strobe_oncpu *b);
 /* Looks in the processes strobe_oncpu_fresh gave for the C SDK's label offset (after what must
  * be read first while they run: their identity). */
 void strobe_oncpu_fresh_labels(strobe_oncpu *b, const pid_t *pids, unsigned n);

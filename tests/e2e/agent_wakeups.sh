@@ -5,12 +5,15 @@
 # own CPU beside many processes is mostly fixed costs per wakeup, not per sample.
 #   wakeups  --on-cpu-mode bpf -F 99 -i 2 with -p on a busy build/workloads/cpu_split, pushing
 #            to a port nothing listens on (every push fails: the sender backs off), over 10 s
-#            from its steady state on: its threads other than the sampling loop (the main thread,
-#            which wakes about every 100 ms at 99 Hz by design) sleep fewer than 5 times a second
-#            together. The unwind tables' loader sleeps until its next scan (1 a second; it polled
-#            its ring every 100 ms before), the sender sleeps through its backoff in one wait (it
-#            woke every 50 ms before: 20 a second while the server was down), the admin server
-#            waits for requests.
+#            from its steady state on: its threads other than the sampling loop (the main thread)
+#            sleep fewer than 5 times a second together. The unwind tables' loader sleeps until
+#            its next scan (1 a second; it polled its ring every 100 ms before), the sender sleeps
+#            through its backoff in one wait (it woke every 50 ms before: 20 a second while the
+#            server was down), the admin server waits for requests.
+#   loop     over the same 10 s, the sampling loop (the main thread) sleeps fewer than 3 times a
+#            second: with the samples summed in the kernel it sleeps until the next export (every
+#            2 s), a new process or a request, where it woke every 100 ms (10 a second) to look
+#            for new processes. The window holds no /status request, which would wake it.
 # Needs root and kernel BTF; SKIPs otherwise.
 set -u
 # shellcheck source=lib/agent.sh
@@ -55,5 +58,11 @@ detail="$((s1 - s0)) sleeps of the other threads (the sampling loop: $((m1 - m0)
 if ! [ "${failed:-0}" -gt 0 ] 2>/dev/null; then fail "$name" "no push failed: the sender never backed off ($detail)"
 elif awk -v p="$per_s" 'BEGIN { exit !(p >= 5) }'; then fail "$name" "$detail; want under 5 a second"
 else ok "$name" "$detail"; fi
+loop_s=$(awk -v a="$m0" -v b="$m1" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.1f", (b - a) / ((t1 - t0) / 1e9) }')
+if awk -v p="$loop_s" 'BEGIN { exit !(p >= 3) }'; then
+	fail agent_wakeups/loop "the sampling loop slept $((m1 - m0)) times in 10 s ($loop_s a second); want under 3"
+else
+	ok agent_wakeups/loop "the sampling loop slept $((m1 - m0)) times in 10 s ($loop_s a second; exports every 2 s)"
+fi
 stop_agent || fail "agent_wakeups/stop" "the agent exited with status $? on SIGTERM: $(tail -3 "$TMPDIR/agent.log" | tr '\n' ' ')"
 exit $st

@@ -20,6 +20,7 @@
 
 #include "strobe/agent.h"
 #include "strobe/sampler.h"
+#include "../../agent/proc_info.h"
 
 static char *tmpdir(void)
 {
@@ -390,6 +391,25 @@ static void test_service_name(void **state)
 	assert_int_equal(strobe_proc_info_read(root, 17, &pi), 0);
 	assert_int_equal(strlen(pi.build_id), 40);
 	assert_int_equal(strobe_proc_info_read(root, 99, &pi), -ENOENT);
+	/* the cgroup alone (what the agent reads again to see a process moved): as read with the
+	 * rest, the unified hierarchy's line first wherever it is, cleaned */
+	fake_proc(root, 18, "mix\n", NULL, 0, "12:cpu:/old\n0::/new.slice/x.service\n", NULL);
+	fake_proc(root, 19, "q\n", NULL, 0, "0::/a\"b\n", NULL);
+	char cg[sizeof(pi.cgroup)];
+	assert_int_equal(proc_info_cgroup(root, 10, cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/system.slice/app.service");
+	assert_int_equal(proc_info_cgroup(root, 14, cg, sizeof(cg)), 0);
+	assert_int_equal(strobe_proc_info_read(root, 14, &pi), 0);
+	assert_string_equal(cg, pi.cgroup);
+	assert_int_equal(proc_info_cgroup(root, 18, cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/new.slice/x.service");
+	assert_int_equal(strobe_proc_info_read(root, 18, &pi), 0);
+	assert_string_equal(pi.cgroup, "/new.slice/x.service");
+	assert_int_equal(proc_info_cgroup(root, 19, cg, sizeof(cg)), 0);
+	assert_string_equal(cg, "/a_b");
+	assert_int_equal(proc_info_cgroup(root, 11, cg, sizeof(cg)), -ENOENT); /* no file */
+	assert_string_equal(cg, "");
+	assert_int_equal(proc_info_cgroup(root, 99, cg, sizeof(cg)), -ENOENT);
 	rm_rf(root);
 	free(root);
 }

@@ -327,9 +327,86 @@ static void test_gunzip_truncated_and_detect(void **state)
 	assert_int_equal(strobe_detect((const uint8_t *)"  \n", 3), STROBE_FMT_UNKNOWN);
 }
 
+/* strobe_gzip_level: each level round-trips, the levels differ (the agent pushes at 1, the
+ * default is 6), and a level libdeflate does not have is refused. */
+static void test_gzip_levels(void **state)
+{
+	(void)state;
+	static const char *const words[] = {"main", "burn_60", "libc.so.6", "0x7f3a", "[kernel]",
+					    "std::vector", "malloc", "pthread_mutex_lock"};
+	size_t n = 64 << 10, len = 0;
+	char *in = malloc(n);
+	assert_non_null(in);
+	uint32_t x = 12345;
+	while (len + 32 < n) { /* compressible, but not a single repeat */
+		x = x * 1103515245u + 12345u;
+		len += (size_t)snprintf(in + len, n - len, "%s;%s %u\n", words[(x >> 8) % 8],
+					words[(x >> 16) % 8], (x >> 20) % 1000);
+	}
+	size_t size[13] = {0};
+	static const int levels[] = {1, 6, 12};
+	for (size_t i = 0; i < 3; i++) {
+		uint8_t *gz, *out;
+		size_t gzlen, outlen;
+		assert_int_equal(strobe_gzip_level((const uint8_t *)in, len, levels[i], &gz, &gzlen), 0);
+		assert_int_equal(strobe_gunzip(gz, gzlen, &out, &outlen, NULL), 0);
+		assert_int_equal(outlen, len);
+		assert_memory_equal(out, in, len);
+		size[levels[i]] = gzlen;
+		free(out);
+		free(gz);
+	}
+	assert_true(size[12] < size[1]);
+	uint8_t *gz;
+	size_t gzlen;
+	assert_int_equal(strobe_gzip((const uint8_t *)in, len, &gz, &gzlen), 0);
+	assert_int_equal(gzlen, size[6]);
+	free(gz);
+	assert_int_equal(strobe_gzip_level((const uint8_t *)in, len, 0, &gz, &gzlen), -EINVAL);
+	assert_int_equal(strobe_gzip_level((const uint8_t *)in, len, 13, &gz, &gzlen), -EINVAL);
+	free(in);
+}
+
+/* strobe_pprof_encode_level: level 0 is the serialized protobuf (no gzip header), a level
+ * from 1 gzip; both decode to the same profile. */
+static void test_pprof_encode_levels(void **state)
+{
+	(void)state;
+	strobe_profile *p = folded("main;a;b 3\nmain;c 5\n");
+	static const int levels[] = {0, 1, 12};
+	for (size_t i = 0; i < 3; i++) {
+		uint8_t *b;
+		size_t len;
+		assert_int_equal(strobe_pprof_encode_level(p, levels[i], &b, &len), 0);
+		assert_true(len > 2);
+		bool gz = b[0] == 0x1f && b[1] == 0x8b;
+		assert_int_equal(gz, levels[i] != 0);
+		strobe_profile *q = NULL;
+		strobe_err err = {{0}};
+		if (gz) { /* (the decoders take what gunzip gives) */
+			uint8_t *raw;
+			assert_int_equal(strobe_gunzip(b, len, &raw, &len, NULL), 0);
+			free(b);
+			b = raw;
+		}
+		if (strobe_decode_profile(b, len, "t", &q, &err) < 0)
+			fail_msg("level %d: %s", levels[i], err.msg);
+		assert_int_equal(strobe_total(q, 0), 8);
+		assert_int_equal(strobe_nsamples(q), 2);
+		strobe_profile_free(q);
+		free(b);
+	}
+	uint8_t *b;
+	size_t len;
+	assert_int_equal(strobe_pprof_encode_level(p, 13, &b, &len), -EINVAL);
+	strobe_profile_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pprof_encode_levels),
+		cmocka_unit_test(test_gzip_levels),
 		cmocka_unit_test(test_itab_dense_ids),
 		cmocka_unit_test(test_reserved_zero_ids),
 		cmocka_unit_test(test_samples_sum_by_stack_and_labels),
