@@ -249,7 +249,7 @@ static void test_open_self(void **state)
 		assert_true(ev.rings[i].fd >= 0 && ev.pfd[i].fd == ev.rings[i].fd);
 	assert_int_equal(sampler_events_ioctl(&ev, PERF_EVENT_IOC_ENABLE), 0);
 	assert_int_equal(sampler_events_ioctl(&ev, PERF_EVENT_IOC_DISABLE), 0);
-	assert_int_equal(sampler_events_poll(&ev, 1), 0);
+	assert_int_equal(sampler_events_poll(&ev, 1, NULL, 0), 0);
 	sampler_events_close(&ev);
 
 	/* Off-CPU too: per thread and CPU the cpu-clock event then sched_switch, then one
