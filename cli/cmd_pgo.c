@@ -51,9 +51,8 @@ static int from_server(const char *cmd, const char *server, const char *fmt, con
 	for (int i = 0; i < 3 && r == 0; i++) {
 		if (!v[i])
 			continue;
-		char *e = cli_url_escape(v[i]);
-		r = e ? strobe_buf_addf(&u, "&%s=%s", k[i], e) : -1;
-		free(e);
+		if ((r = strobe_buf_addf(&u, "&%s=", k[i])) == 0)
+			r = strobe_buf_add_urlenc(&u, v[i], strlen(v[i]));
 	}
 	if (r < 0) {
 		strobe_buf_free(&u);
