@@ -414,9 +414,9 @@ static void capture(strobe_agent *a, struct MHD_Connection *c, reply *r)
 	strobe_sampler_opts so = {.events = ev, .freq = (unsigned)hz, .pids = &p, .npids = 1,
 				  .kernel = a->o->kernel, .proc_root = a->o->proc_root};
 	strobe_err err = {{0}};
-	strobe_sampler *s = NULL;
 	strobe_profile *prof = NULL;
-	if (strobe_sampler_open(&so, &s, &err) < 0 || strobe_sampler_enable(s, &err) < 0) {
+	strobe_sampler *s = strobe_sampler_open(&so, &err);
+	if (!s || strobe_sampler_enable(s, &err) < 0) {
 		reply_err(r, 500, err.msg[0] ? err.msg : "cannot open the sampler");
 		goto out;
 	}

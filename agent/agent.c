@@ -287,9 +287,8 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 	if ((rc = use_bpf_oncpu(a, &obpf, err)) < 0)
 		return rc;
 	so.cpu_external = obpf; /* the kernel sums on-CPU samples: the events for side-band only */
-	rc = strobe_sampler_open(&so, &s, err);
-	if (rc < 0)
-		return rc;
+	if (!(s = strobe_sampler_open(&so, err)))
+		return -errno;
 	if (!atomic_load(&a->want_pause) && (rc = strobe_sampler_enable(s, err)) < 0) {
 		strobe_sampler_close(s);
 		return rc;
@@ -903,28 +902,38 @@ static bool budget_step(strobe_agent *a, budget *b)
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
-int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err *err)
+/* strobe_agent_new's way out: NULL, with errno saying why (EINVAL: an option or the config). */
+static strobe_agent *agent_new_failed(strobe_agent *a, int rc)
 {
-	*out = NULL;
+	strobe_agent_free(a);
+	errno = -rc;
+	return NULL;
+}
+
+strobe_agent *strobe_agent_new(const strobe_agent_opts *o, strobe_err *err)
+{
 	if (!o->server || !*o->server)
-		return strobe_errf(err, -EINVAL, "no server URL (--server or \"server\" in the config)");
+		return agent_new_failed(NULL, strobe_errf(err, -EINVAL, "no server URL (--server or "
+							  "\"server\" in the config)"));
 	/* The CA file is checked now, by name: a typo would otherwise show only as pushes that
 	 * fail and are retried for ever. */
 	if (o->ca) {
 		FILE *f = fopen(o->ca, "rb");
 		if (!f)
-			return strobe_errf(err, -EINVAL, "--ca %s: %s", o->ca, strerror(errno));
+			return agent_new_failed(NULL, strobe_errf(err, -EINVAL, "--ca %s: %s", o->ca,
+								  strerror(errno)));
 		char head[1 << 16];
 		size_t n = fread(head, 1, sizeof(head) - 1, f);
 		fclose(f);
 		head[n] = 0;
 		if (!strstr(head, "-----BEGIN CERTIFICATE-----"))
-			return strobe_errf(err, -EINVAL, "--ca %s: not a PEM file of CA certificates "
-					   "(-----BEGIN CERTIFICATE-----)", o->ca);
+			return agent_new_failed(NULL, strobe_errf(err, -EINVAL, "--ca %s: not a PEM file "
+								  "of CA certificates (-----BEGIN "
+								  "CERTIFICATE-----)", o->ca));
 	}
 	strobe_agent *a = calloc(1, sizeof(*a));
 	if (!a)
-		return -ENOMEM;
+		return agent_new_failed(NULL, -ENOMEM);
 	a->o = o;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->stats_cv, NULL);
@@ -967,7 +976,7 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 	}
 	a->spool = strobe_spool_open(o->spool_dir, o->spool_max, err);
 	if (!a->spool) {
-		rc = -errno;
+		rc = errno ? -errno : -EIO;
 		goto fail;
 	}
 	strobe_spool_stats sps;
@@ -1012,11 +1021,9 @@ int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err 
 			  strerror(errno));
 	if (o->admin && (rc = agent_admin_start(a, err)) < 0)
 		goto fail;
-	*out = a;
-	return 0;
+	return a;
 fail:
-	strobe_agent_free(a);
-	return rc;
+	return agent_new_failed(a, rc);
 }
 
 void strobe_agent_free(strobe_agent *a)

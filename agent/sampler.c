@@ -109,11 +109,18 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	return s;
 }
 
-int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err)
+/* strobe_sampler_open's way out: NULL, with errno saying why. */
+static strobe_sampler *open_failed(strobe_sampler *s, int rc)
 {
-	*out = NULL;
+	strobe_sampler_close(s);
+	errno = -rc;
+	return NULL;
+}
+
+strobe_sampler *strobe_sampler_open(const strobe_sampler_opts *o, strobe_err *err)
+{
 	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU | STROBE_EV_LOCK)))
-		return strobe_errf(err, -EINVAL, "no event selected");
+		return open_failed(NULL, strobe_errf(err, -EINVAL, "no event selected"));
 	strobe_sampler_opts lo;
 	if (!(o->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU))) {
 		/* Locks alone: the on-CPU events, at 1 Hz and frame pointers only, are there for
@@ -127,12 +134,13 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	}
 #ifndef __x86_64__
 	if (o->call_graph == STROBE_CG_DWARF)
-		return strobe_errf(err, -EOPNOTSUPP,
-				   "unwinding with unwind tables is implemented for x86-64 only: "
-				   "use frame pointers");
+		return open_failed(NULL, strobe_errf(err, -EOPNOTSUPP,
+						     "unwinding with unwind tables is implemented "
+						     "for x86-64 only: use frame pointers"));
 #endif
 	if (!o->all && o->npids == 0)
-		return strobe_errf(err, -EINVAL, "no target: system-wide, pids or a command");
+		return open_failed(NULL, strobe_errf(err, -EINVAL, "no target: system-wide, pids or "
+							     "a command"));
 	bool lock_only = o == &lo;
 	/* Off-CPU summed elsewhere: no switch events; alone, the cpu-clock events for their
 	 * side-band records (below). */
@@ -159,7 +167,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 	}
 	strobe_sampler *s = sampler_alloc(o);
 	if (!s)
-		return strobe_errf(err, -ENOMEM, "out of memory");
+		return open_failed(NULL, strobe_errf(err, -ENOMEM, "out of memory"));
 	s->lock_only = lock_only;
 	s->no_cpu_types = no_cpu_types;
 	s->ext_offcpu = o == &xo && o->offcpu_external;
@@ -167,10 +175,8 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 		s->event_period_ns = s->ev.clock_period_ns = 1000000000;
 	int rc = sampler_events_open(&s->ev, err);
 	s->st.cpus = s->ev.nrings;
-	if (rc < 0) {
-		strobe_sampler_close(s);
-		return rc;
-	}
+	if (rc < 0)
+		return open_failed(s, rc);
 	s->st.fds = s->ev.nfds;
 	/* The targets' mappings now; what changes later arrives as records. */
 	int64_t now = strobe_mono_ns();
@@ -178,8 +184,7 @@ int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, stro
 		tracker_read_proc(&s->tr, o->pids[i], now);
 	s->start_ns = s->ord.horizon_ns = now;
 	s->start_real_ns = strobe_real_ns();
-	*out = s;
-	return 0;
+	return s;
 }
 
 void strobe_sampler_close(strobe_sampler *s)
@@ -789,13 +794,12 @@ int strobe_sampler_drain(strobe_sampler *s, strobe_err *err)
 	return 0;
 }
 
-int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampler_layout *l,
-				strobe_sampler **out)
+strobe_sampler *strobe_sampler_open_offline(const strobe_sampler_opts *o,
+					    const strobe_sampler_layout *l)
 {
-	*out = NULL;
 	strobe_sampler *s = sampler_alloc(o);
 	if (!s)
-		return -ENOMEM;
+		return open_failed(NULL, -ENOMEM);
 	s->offline = true;
 	s->tr.proc_root = NULL;
 	s->ev.f_prev_state = l->prev_state_offset;
@@ -804,14 +808,11 @@ int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampl
 	s->ev.f_wake_pid = l->wakeup_pid_offset;
 	static const int kinds[] = {EVK_CLOCK, EVK_SWITCH, EVK_WAKEUP};
 	for (int i = 0; i < 3; i++) {
-		if (event_kinds_add(&s->ev.kinds, l->id[i], kinds[i]) < 0) {
-			strobe_sampler_close(s);
-			return -ENOMEM;
-		}
+		if (event_kinds_add(&s->ev.kinds, l->id[i], kinds[i]) < 0)
+			return open_failed(s, -ENOMEM);
 	}
 	s->start_ns = s->ord.horizon_ns = -1;
-	*out = s;
-	return 0;
+	return s;
 }
 
 /* One pass of strobe_sampler_feed over buf: fn on each record (copied so that the parser may

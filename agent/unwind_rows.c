@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "strobe/buf.h"
 #include "unwind.h"
 #include "unwind_rows.h"
 
@@ -93,16 +94,17 @@ static struct strobe_ob_row classify(Dwarf_Frame *f, uint32_t pc)
 	return r;
 }
 
+/* The rows so far (their bytes: the buffer's maximum is max_rows rows, so one more is -E2BIG),
+ * and the FDE count for out. */
 typedef struct rows_buf {
 	strobe_urows *out;
-	uint32_t cap, max;
+	strobe_buf rows;
 } rows_buf;
 
 static int push(rows_buf *b, struct strobe_ob_row r)
 {
-	strobe_urows *o = b->out;
-	if (o->n) {
-		struct strobe_ob_row *last = &o->rows[o->n - 1];
+	if (b->rows.len) {
+		struct strobe_ob_row *last = (struct strobe_ob_row *)(b->rows.p + b->rows.len) - 1;
 		if (last->kind == r.kind && last->cfa_off == r.cfa_off && last->rbp_off8 == r.rbp_off8)
 			return 0; /* the same rules go on */
 		if (last->pc == r.pc) { /* an empty range before it */
@@ -110,20 +112,7 @@ static int push(rows_buf *b, struct strobe_ob_row r)
 			return 0;
 		}
 	}
-	if (o->n == b->max)
-		return -E2BIG;
-	if (o->n == b->cap) {
-		uint32_t nc = b->cap ? b->cap * 2 : 1024;
-		if (nc > b->max)
-			nc = b->max;
-		struct strobe_ob_row *nr = realloc(o->rows, nc * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		o->rows = nr;
-		b->cap = nc;
-	}
-	o->rows[o->n++] = r;
-	return 0;
+	return strobe_buf_add(&b->rows, &r, sizeof(r));
 }
 
 /* A 4-byte little-endian signed value at p. */
@@ -238,18 +227,19 @@ int urows_build(int fd, uint32_t max_rows, strobe_urows *out)
 	}
 	Dwarf_CFI *cfi = hdr && out->nload ? dwarf_getcfi_elf(elf) : NULL;
 	if (cfi) {
-		rows_buf b = {.out = out, .max = max_rows};
+		rows_buf b = {.out = out};
+		strobe_buf_init(&b.rows, (size_t)max_rows * sizeof(*out->rows));
 		rc = walk_fdes(cfi, hdr, hlen, haddr, &b);
 		dwarf_cfi_end(cfi);
+		if (rc >= 0 && b.rows.len) {
+			out->n = (uint32_t)(b.rows.len / sizeof(*out->rows));
+			out->rows = (struct strobe_ob_row *)strobe_buf_take(&b.rows, NULL);
+		}
+		strobe_buf_free(&b.rows);
 	}
 	if (elf)
 		elf_end(elf);
 	munmap(img, len);
-	if (rc < 0) {
-		free(out->rows);
-		out->rows = NULL;
-		out->n = 0;
-	}
 	return rc;
 }
 

@@ -37,8 +37,8 @@ int main(int argc, char **argv)
 	}
 	strobe_sampler_opts o = {.events = STROBE_EV_CPU, .freq = 99};
 	strobe_sampler_layout l = {.id = {1, 2, 3}};
-	strobe_sampler *s;
-	if (strobe_sampler_open_offline(&o, &l, &s) < 0) {
+	strobe_sampler *s = strobe_sampler_open_offline(&o, &l);
+	if (!s) {
 		fprintf(stderr, "sampler_export: cannot open an offline sampler\n");
 		return 1;
 	}

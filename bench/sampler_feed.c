@@ -120,8 +120,8 @@ int main(int argc, char **argv)
 		return 1;
 	for (unsigned r = 0; r < runs; r++) {
 		strobe_sampler_opts o = {.events = STROBE_EV_CPU, .freq = 99};
-		strobe_sampler *s;
-		if (strobe_sampler_open_offline(&o, &L, &s) < 0)
+		strobe_sampler *s = strobe_sampler_open_offline(&o, &L);
+		if (!s)
 			return 1;
 		double t0 = bench_cpu_ms();
 		if (strobe_sampler_feed(s, w.b, sideband, 3) < 0)

@@ -4,42 +4,43 @@
  * `strobe leaks`, `strobe regressions`): the URL built from name/value pairs (percent-encoded),
  * the connection options every server command takes (tenant, token, CA), the answer parsed.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api_get.h"
+#include "strobe/buf.h"
+
+/* The URL's most: what the command line can hold (a few MiB), percent-encoded. */
+#define URL_MAX (16u << 20)
 
 int cli_api_fetch(const char *cmd, const cli_server_opts *so, const char *path,
 		  const char *const *kv, char **resp, size_t *n)
 {
 	*resp = NULL;
-	size_t cap = strlen(so->server) + strlen(path) + 8;
-	for (size_t i = 0; kv[i]; i += 2)
-		if (kv[i + 1])
-			cap += strlen(kv[i]) + 3 * strlen(kv[i + 1]) + 2;
-	char *url = malloc(cap);
-	if (!url) {
-		cli_err(cmd, "out of memory");
-		return -1;
-	}
-	size_t sl = strlen(so->server), len = (size_t)sprintf(url, "%s%s%s?", so->server,
-								so->server[sl - 1] == '/' ? "" : "/", path);
-	for (size_t i = 0; kv[i]; i += 2) {
+	strobe_buf u;
+	strobe_buf_init(&u, URL_MAX);
+	size_t sl = strlen(so->server);
+	int r = strobe_buf_addf(&u, "%s%s%s?", so->server, so->server[sl - 1] == '/' ? "" : "/",
+				path);
+	for (size_t i = 0; kv[i] && r == 0; i += 2) {
 		if (!kv[i + 1])
 			continue;
-		char *e = cli_url_escape(kv[i + 1]);
-		if (!e) {
-			free(url);
-			cli_err(cmd, "out of memory");
-			return -1;
-		}
-		len += (size_t)sprintf(url + len, "%s%s=%s", url[len - 1] == '?' ? "" : "&", kv[i], e);
-		free(e);
+		if ((r = strobe_buf_addf(&u, "%s%s=", u.p[u.len - 1] == '?' ? "" : "&", kv[i])) == 0)
+			r = strobe_buf_add_urlenc(&u, kv[i + 1], strlen(kv[i + 1]));
 	}
-	cli_http_req rq = {.url = url, .tenant = so->tenant, .token = so->token, .ca = so->ca};
-	int r = cli_http(cmd, &rq, resp, n);
-	free(url);
+	if (r < 0) {
+		strobe_buf_free(&u);
+		if (r == -E2BIG)
+			cli_err(cmd, "the request's URL would be longer than %u MiB", URL_MAX >> 20);
+		else
+			cli_err(cmd, "out of memory");
+		return -1;
+	}
+	cli_http_req rq = {.url = u.p, .tenant = so->tenant, .token = so->token, .ca = so->ca};
+	r = cli_http(cmd, &rq, resp, n);
+	strobe_buf_free(&u);
 	return r < 0 ? -1 : 0;
 }
 

@@ -159,8 +159,6 @@ typedef struct cli_http_req {
 int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len);
 /* --ca FILE: readable and holding PEM certificates, else an error naming it and -1. */
 int cli_ca_check(const char *cmd, const char *ca);
-/* A malloc'd percent-encoded copy of s for a URL query, NULL on ENOMEM. */
-char *cli_url_escape(const char *s);
 /* The bearer token of --token TOKEN or --token-file FILE (a file only its owner can read, whose
  * first line is the token; not on the command line, where ps shows it); NULL when neither. On a
  * bad one (both given, a control character, a file others can read) prints why, sets *bad. */

@@ -189,12 +189,12 @@ int cmd_agent(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	strobe_agent *a = NULL;
-	int ar = strobe_agent_new(&o, &a, &err);
-	if (ar < 0) {
+	strobe_agent *a = strobe_agent_new(&o, &err);
+	if (!a) {
+		int e = errno;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-ar));
-		rc = ar == -EINVAL ? 2 : 1; /* a bad option, or the host refused (perf_event, port) */
+		cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(e));
+		rc = e == EINVAL ? 2 : 1; /* a bad option, or the host refused (perf_event, port) */
 		goto out;
 	}
 	the_agent = a;

@@ -6,6 +6,7 @@
  * query` does; either way the same writers (lib/pgo_go.c, lib/autofdo.c, lib/bolt_fdata.c) and
  * the same refusals (empty, not CPU, unsymbolized, no start lines).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +51,8 @@ static int from_server(const char *cmd, const char *server, const char *fmt, con
 	for (int i = 0; i < 3 && r == 0; i++) {
 		if (!v[i])
 			continue;
-		char *e = cli_url_escape(v[i]);
-		r = e ? strobe_buf_addf(&u, "&%s=%s", k[i], e) : -1;
-		free(e);
+		if ((r = strobe_buf_addf(&u, "&%s=", k[i])) == 0)
+			r = strobe_buf_add_urlenc(&u, v[i], strlen(v[i]));
 	}
 	if (r < 0) {
 		strobe_buf_free(&u);
@@ -163,8 +163,8 @@ int cmd_pgo(int argc, char **argv)
 		strobe_buf_init(&b, (size_t)1 << 32);
 		strobe_bolt_syms *syms = NULL;
 		int t = strobe_pgo_type(p, &err), r = t;
-		if (r >= 0 && f == STROBE_PGO_BOLT)
-			r = strobe_bolt_syms_open(binary, &syms, &err);
+		if (r >= 0 && f == STROBE_PGO_BOLT && !(syms = strobe_bolt_syms_open(binary, &err)))
+			r = -errno;
 		if (r >= 0)
 			r = f == STROBE_PGO_GO	     ? strobe_pgo_go_write(p, t, &go, &b, &st, &err)
 			    : f == STROBE_PGO_AUTOFDO ? strobe_autofdo_write(p, t, &b, &st, &err)

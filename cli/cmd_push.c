@@ -37,6 +37,12 @@ static bool cat(strobe_buf *s, const char *add)
 	return strobe_buf_adds(s, add) == 0;
 }
 
+/* v percent-encoded, for the URL's query. */
+static bool cat_url(strobe_buf *s, const char *v)
+{
+	return strobe_buf_add_urlenc(s, v, strlen(v)) == 0;
+}
+
 /* A label value in the selector syntax the server parses: quotes and backslashes escaped. */
 static bool cat_quoted(strobe_buf *s, const char *v)
 {
@@ -131,20 +137,11 @@ int cmd_push(int argc, char **argv)
 		goto oom;
 	strobe_buf ub;
 	strobe_buf_init(&ub, MAX_ARG_TEXT);
-	char *e_service = cli_url_escape(service);
-	char *e_labels = labels.p ? cli_url_escape(labels.p) : NULL;
-	char *e_name = name ? cli_url_escape(name) : NULL, *e_time = when ? cli_url_escape(when) : NULL;
-	bool ok = e_service && cat(&ub, server) &&
-		  cat(&ub, server[strlen(server) - 1] == '/' ? "" : "/") &&
-		  cat(&ub, "api/v1/push?service_name=") &&
-		  cat(&ub, e_service) &&
-		  (!e_labels || (cat(&ub, "&labels=") && cat(&ub, e_labels))) &&
-		  (!e_name || (cat(&ub, "&name=") && cat(&ub, e_name))) &&
-		  (!e_time || (cat(&ub, "&time=") && cat(&ub, e_time)));
-	free(e_service);
-	free(e_labels);
-	free(e_name);
-	free(e_time);
+	bool ok = cat(&ub, server) && cat(&ub, server[strlen(server) - 1] == '/' ? "" : "/") &&
+		  cat(&ub, "api/v1/push?service_name=") && cat_url(&ub, service) &&
+		  (!labels.p || (cat(&ub, "&labels=") && cat_url(&ub, labels.p))) &&
+		  (!name || (cat(&ub, "&name=") && cat_url(&ub, name))) &&
+		  (!when || (cat(&ub, "&time=") && cat_url(&ub, when)));
 	char *url = ok ? strobe_buf_take(&ub, NULL) : NULL;
 	if (!url) {
 		strobe_buf_free(&ub);

@@ -6,10 +6,12 @@
  * KEY=~"RE" to the selector(s): on a sample label (pid, comm...) it keeps those samples, as
  * pprof's -tagfocus does, on a series label those series.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api_get.h"
+#include "strobe/buf.h"
 
 static const char usage_text[] =
 	"usage: strobe query --server URL [options] SELECTOR\n"
@@ -38,25 +40,17 @@ static const char usage_text[] =
 	"  --ca FILE              https: verify the server's certificate with these PEM CA\n"
 	"                         certificates (default: the system's); always verified\n";
 
-typedef struct qbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-} qbuf;
+/* The URL's most: what the command line can hold (a few MiB), percent-encoded. */
+#define QUERY_URL_MAX (16u << 20)
 
-static void add(qbuf *q, const char *k, const char *v)
+/* Appends K=V to the URL's query, V percent-encoded; nothing when V is NULL or an earlier add
+ * failed (*r: 0, or the first failure's -E2BIG or -ENOMEM). */
+static void add(strobe_buf *q, int *r, const char *k, const char *v)
 {
-	if (!v || q->oom)
+	if (!v || *r < 0)
 		return;
-	char *e = cli_url_escape(v);
-	size_t need = q->len + strlen(k) + (e ? strlen(e) : 0) + 3;
-	if (!e || (need > q->cap && !(q->s = realloc(q->s, q->cap = need * 2)))) {
-		q->oom = true;
-		free(e);
-		return;
-	}
-	q->len += (size_t)sprintf(q->s + q->len, "%s%s=%s", q->len && q->s[q->len - 1] != '?' ? "&" : "", k, e);
-	free(e);
+	if ((*r = strobe_buf_addf(q, "%s%s=", q->p[q->len - 1] != '?' ? "&" : "", k)) == 0)
+		*r = strobe_buf_add_urlenc(q, v, strlen(v));
 }
 
 #define TAGFOCUS_MAX 16
@@ -192,46 +186,44 @@ int cmd_query(int argc, char **argv)
 		return 2;
 	}
 	base = bsel;
-	qbuf q = {0};
+	strobe_buf q;
+	strobe_buf_init(&q, QUERY_URL_MAX);
 	const char *server = so.server;
 	size_t sl = strlen(server);
-	q.cap = sl + 64;
-	if (!(q.s = malloc(q.cap))) {
-		free(nsel);
-		free(bsel);
-		return 2;
-	}
-	q.len = (size_t)sprintf(q.s, "%s%sapi/v1/%s?", server, server[sl - 1] == '/' ? "" : "/",
+	int r = strobe_buf_addf(&q, "%s%sapi/v1/%s?", server, server[sl - 1] == '/' ? "" : "/",
 				base ? "diff" : "query");
 	if (base) {
-		add(&q, "base", base);
-		add(&q, "new", nsel);
-		add(&q, "new_from", from);
-		add(&q, "new_to", to);
-		add(&q, "base_from", bfrom ? bfrom : from);
-		add(&q, "base_to", bto ? bto : to);
+		add(&q, &r, "base", base);
+		add(&q, &r, "new", nsel);
+		add(&q, &r, "new_from", from);
+		add(&q, &r, "new_to", to);
+		add(&q, &r, "base_from", bfrom ? bfrom : from);
+		add(&q, &r, "base_to", bto ? bto : to);
 	} else {
-		add(&q, "query", nsel);
-		add(&q, "from", from);
-		add(&q, "to", to);
-		add(&q, "max_nodes", maxn);
-		add(&q, "span_id", span);
-		add(&q, "trace_id", trace);
-		add(&q, "profile_id", profile);
+		add(&q, &r, "query", nsel);
+		add(&q, &r, "from", from);
+		add(&q, &r, "to", to);
+		add(&q, &r, "max_nodes", maxn);
+		add(&q, &r, "span_id", span);
+		add(&q, &r, "trace_id", trace);
+		add(&q, &r, "profile_id", profile);
 	}
-	add(&q, "format", fmt);
+	add(&q, &r, "format", fmt);
 	free(nsel);
 	free(bsel);
-	if (q.oom) {
-		free(q.s);
-		cli_err(cmd, "out of memory");
+	if (r < 0) {
+		strobe_buf_free(&q);
+		if (r == -E2BIG)
+			cli_err(cmd, "the query's URL would be longer than %u MiB", QUERY_URL_MAX >> 20);
+		else
+			cli_err(cmd, "out of memory");
 		return 2;
 	}
-	cli_http_req rq = {.url = q.s, .tenant = so.tenant, .token = so.token, .ca = so.ca};
+	cli_http_req rq = {.url = q.p, .tenant = so.tenant, .token = so.token, .ca = so.ca};
 	char *resp;
 	size_t len;
-	int r = cli_http(cmd, &rq, &resp, &len);
-	free(q.s);
+	r = cli_http(cmd, &rq, &resp, &len);
+	strobe_buf_free(&q);
 	if (r < 0)
 		return 1;
 	cli_out o;

@@ -439,17 +439,16 @@ static int start(const char *cmd, rec_opts *o, char **command, int ncommand, rec
 		so->npids = o->npids;
 	}
 	strobe_err err = {{0}};
-	int orc = -1;
 	if (so->events == STROBE_EV_LOCK && !(r->lk = record_lock_open(cmd, so)))
 		goto fail;
 	r->bpf = record_bpf_open(cmd, so, o->mode);
 	if (!r->bpf && o->mode == RECORD_MODE_BPF && (so->events & (STROBE_EV_CPU | STROBE_EV_OFFCPU)))
 		goto fail; /* (said why) */
-	if ((orc = strobe_sampler_open(so, &r->s, &err)) < 0 ||
+	if (!(r->s = strobe_sampler_open(so, &err)) ||
 	    (r->lk && record_lock_attach(cmd, r->lk) < 0) ||
 	    (r->bpf && record_bpf_attach(cmd, r->bpf, so) < 0)) {
-		if (orc < 0)
-			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(-orc));
+		if (!r->s)
+			cli_err(cmd, "%s", err.msg[0] ? err.msg : strerror(errno));
 		goto fail;
 	}
 	if (r->child > 0) {

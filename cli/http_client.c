@@ -102,17 +102,6 @@ int cli_http(const char *cmd, const cli_http_req *rq, char **body, size_t *len)
 	return 0;
 }
 
-char *cli_url_escape(const char *s)
-{
-	CURL *c = curl_easy_init();
-	char *e = c ? curl_easy_escape(c, s, 0) : NULL;
-	char *out = e ? strdup(e) : NULL;
-	curl_free(e);
-	if (c)
-		curl_easy_cleanup(c);
-	return out;
-}
-
 int cli_ca_check(const char *cmd, const char *ca)
 {
 	if (!ca)

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strobe/buf.h"
 #include "strobe/codec.h"
 #include "strobe/collapse.h"
 
@@ -202,28 +203,10 @@ static bool is_perf_map(span mod)
 	return false;
 }
 
-typedef struct buf {
-	char *p;
-	size_t n, cap;
-} buf;
-
-static int buf_put(buf *b, const void *s, size_t n)
-{
-	if (n > b->cap - b->n || !b->p) { /* always allocated: empty names still have an address */
-		size_t nc = b->cap ? b->cap * 2 : 4096;
-		while (nc - b->n < n)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np)
-			return -ENOMEM;
-		b->p = np;
-		b->cap = nc;
-	}
-	if (n)
-		memcpy(b->p + b->n, s, n);
-	b->n += n;
-	return 0;
-}
+/* The most each text buffer (strobe_buf) holds: offsets into them are 32-bit (the line cache's
+ * keys, --srcline's pend_off), and a stack line is at most 2 GiB (line_lookup). A buffer holds
+ * memory once anything was added, even nothing, so an empty name still has an address. */
+#define TEXT_MAX ((size_t)UINT32_MAX)
 
 /* A growable array of uint32 (frame ids). */
 typedef struct vec {
@@ -322,11 +305,11 @@ struct strobe_collapser {
 	strobe_err *err;       /* of the current call */
 	int rc;                /* first error, sticky */
 	size_t lineno;
-	buf carry;             /* a line split between two fed pieces */
+	strobe_buf carry;      /* a line split between two fed pieces */
 
 	strobe_itab names;     /* tidied frame names and process names -> id */
 	line_ent *lt;          /* the line cache, lt_mask + 1 slots, at most half full */
-	buf lt_keys;           /* its texts */
+	strobe_buf lt_keys;    /* its texts */
 	size_t lt_mask, lt_n;
 	vec lfr;               /* frame counts and ids of all cached lines */
 	vec nocache;           /* the same for one line, once the cache is full */
@@ -334,8 +317,8 @@ struct strobe_collapser {
 	vec cur_fr;            /* the current sample's frames, line after line, leaf first */
 	vec grp;               /* where each line's frames start in cur_fr */
 	vec key;               /* process name id, then frames root first */
-	buf tmp;               /* one frame name being tidied */
-	buf event;             /* the event type kept (once event_set) */
+	strobe_buf tmp;        /* one frame name being tidied */
+	strobe_buf event;      /* the event type kept (once event_set) */
 	bool event_set;
 	bool have_pname;
 	bool pname_java;
@@ -350,7 +333,7 @@ struct strobe_collapser {
 	 * pend_need of its pend_ids.n frames each take one line (their tidied names are in
 	 * pend_txt, starting at pend_off[i]); the rest are interned already. */
 	vec pend_ids, pend_off;
-	buf pend_txt;
+	strobe_buf pend_txt;
 	size_t pend_need, pend_next;
 };
 typedef struct strobe_collapser collapse;
@@ -360,8 +343,8 @@ typedef struct strobe_collapser collapse;
  * unless it is empty. At the end of input perl's <> gives undef, which appends nothing. */
 static int append_srcline(collapse *c, const char *l, size_t n)
 {
-	size_t at = c->tmp.n;
-	int r = buf_put(&c->tmp, ":", 1);
+	size_t at = c->tmp.len;
+	int r = strobe_buf_add(&c->tmp, ":", 1);
 	for (size_t i = 0; i < n && !r; i++) {
 		if (l[i] == '[') {
 			const char *close = memchr(l + i + 1, ']', n - i - 1);
@@ -370,21 +353,21 @@ static int append_srcline(collapse *c, const char *l, size_t n)
 				continue;
 			}
 		}
-		r = buf_put(&c->tmp, l + i, 1);
+		r = strobe_buf_add(&c->tmp, l + i, 1);
 	}
 	if (r)
 		return r;
-	size_t s = at + 1, e = c->tmp.n;
+	size_t s = at + 1, e = c->tmp.len;
 	while (s < e && is_ws(c->tmp.p[s]))
 		s++;
 	while (e > s && is_ws(c->tmp.p[e - 1]))
 		e--;
 	if (s == e) {
-		c->tmp.n = at;
+		c->tmp.len = at;
 		return 0;
 	}
 	memmove(c->tmp.p + at + 1, c->tmp.p + s, e - s);
-	c->tmp.n = at + 1 + (e - s);
+	c->tmp.len = at + 1 + (e - s);
 	return 0;
 }
 
@@ -393,8 +376,8 @@ static int append_srcline(collapse *c, const char *l, size_t n)
 static int add_func(collapse *c, span f, span pc, span mod, bool inlined, bool java,
 		    bool *unknown, vec *out)
 {
-	buf *t = &c->tmp;
-	t->n = 0;
+	strobe_buf *t = &c->tmp;
+	strobe_buf_reset(t);
 	int r;
 	if (f.n == 9 && memcmp(f.p, "[unknown]", 9) == 0) {
 		span name;
@@ -410,24 +393,25 @@ static int add_func(collapse *c, span f, span pc, span mod, bool inlined, bool j
 			name = (span){"unknown", 7};
 			*unknown = true;
 		}
-		if ((r = buf_put(t, "[", 1)) || (r = buf_put(t, name.p, name.n)))
+		if ((r = strobe_buf_add(t, "[", 1)) || (r = strobe_buf_add(t, name.p, name.n)))
 			return r;
-		if (c->o.addrs && ((r = buf_put(t, " <", 2)) || (r = buf_put(t, pc.p, pc.n)) ||
-				    (r = buf_put(t, ">", 1))))
+		if (c->o.addrs &&
+		    ((r = strobe_buf_add(t, " <", 2)) || (r = strobe_buf_add(t, pc.p, pc.n)) ||
+		     (r = strobe_buf_add(t, ">", 1))))
 			return r;
-		if ((r = buf_put(t, "]", 1)))
+		if ((r = strobe_buf_add(t, "]", 1)))
 			return r;
-	} else if ((r = buf_put(t, f.p, f.n))) {
+	} else if ((r = strobe_buf_add(t, f.p, f.n))) {
 		return r;
 	}
 	/* tidy_generic: s/;/:/g */
-	for (char *s = t->p, *e = t->p + t->n; (s = memchr(s, ';', (size_t)(e - s)));)
+	for (char *s = t->p, *e = t->p + t->len; (s = memchr(s, ';', (size_t)(e - s)));)
 		*s++ = ':';
 	bool go_method = false;
-	char *open = t->n ? memmem(t->p, t->n, ".(", 2) : NULL;
+	char *open = t->len ? memmem(t->p, t->len, ".(", 2) : NULL;
 	if (open) {
 		/* m/\.\(.*\)\./ : a ")." at or after two characters past the ".(" */
-		for (size_t j = (size_t)(open - t->p) + 2; j + 1 < t->n; j++)
+		for (size_t j = (size_t)(open - t->p) + 2; j + 1 < t->len; j++)
 			if (t->p[j] == ')' && t->p[j + 1] == '.') {
 				go_method = true;
 				break;
@@ -437,50 +421,50 @@ static int add_func(collapse *c, span f, span pc, span mod, bool inlined, bool j
 		/* s/\((?!anonymous namespace\)).* // : cut from the first paren that does not open
 		 * "(anonymous namespace)" */
 		static const char anon[] = "anonymous namespace)";
-		for (char *s = t->p, *e = t->p + t->n; (s = memchr(s, '(', (size_t)(e - s)));) {
+		for (char *s = t->p, *e = t->p + t->len; (s = memchr(s, '(', (size_t)(e - s)));) {
 			size_t i = (size_t)(s - t->p);
-			if (t->n - i - 1 >= sizeof(anon) - 1 &&
+			if (t->len - i - 1 >= sizeof(anon) - 1 &&
 			    memcmp(t->p + i + 1, anon, sizeof(anon) - 1) == 0) {
 				s++;
 				continue;
 			}
-			t->n = i;
+			t->len = i;
 			break;
 		}
 	}
-	if (memchr(t->p, '"', t->n) || memchr(t->p, '\'', t->n)) { /* tr/"'//d */
+	if (memchr(t->p, '"', t->len) || memchr(t->p, '\'', t->len)) { /* tr/"'//d */
 		size_t w = 0;
-		for (size_t i = 0; i < t->n; i++)
+		for (size_t i = 0; i < t->len; i++)
 			if (t->p[i] != '"' && t->p[i] != '\'')
 				t->p[w++] = t->p[i];
-		t->n = w;
+		t->len = w;
 	}
 	/* tidy_java: s/^L// if the name has a slash, for java processes */
 	size_t skip = 0;
-	if (java && t->n && t->p[0] == 'L' && memchr(t->p, '/', t->n))
+	if (java && t->len && t->p[0] == 'L' && memchr(t->p, '/', t->len))
 		skip = 1;
-	span name = {t->p + skip, t->n - skip};
+	span name = {t->p + skip, t->len - skip};
 	if (inlined) {
-		if (!span_has(name, "_[i]") && (r = buf_put(t, "_[i]", 4)))
+		if (!span_has(name, "_[i]") && (r = strobe_buf_add(t, "_[i]", 4)))
 			return r;
 	} else if (c->kernel && mod.n && (mod.p[0] == '[' ||
 					  (mod.n >= 7 && memcmp(mod.p + mod.n - 7, "vmlinux", 7) == 0)) &&
 		   !span_has(mod, "unknown")) {
-		if ((r = buf_put(t, "_[k]", 4)))
+		if ((r = strobe_buf_add(t, "_[k]", 4)))
 			return r;
 	} else if (c->jit && is_perf_map(mod)) {
-		if (!span_has(name, "_[j]") && (r = buf_put(t, "_[j]", 4)))
+		if (!span_has(name, "_[j]") && (r = strobe_buf_add(t, "_[j]", 4)))
 			return r;
 	}
 	if (c->o.srcline && !*unknown) { /* waits for the next line */
-		if ((r = vec_push(&c->pend_off, (uint32_t)c->pend_txt.n)) < 0 ||
-		    (r = buf_put(&c->pend_txt, t->p + skip, t->n - skip)) < 0)
+		if ((r = vec_push(&c->pend_off, (uint32_t)c->pend_txt.len)) < 0 ||
+		    (r = strobe_buf_add(&c->pend_txt, t->p + skip, t->len - skip)) < 0)
 			return r;
 		c->pend_need++;
 		return vec_push(out, 0);
 	}
 	uint32_t id;
-	if ((r = strobe_itab_intern(&c->names, t->p + skip, t->n - skip, &id, NULL)) < 0)
+	if ((r = strobe_itab_intern(&c->names, t->p + skip, t->len - skip, &id, NULL)) < 0)
 		return r;
 	return vec_push(out, id);
 }
@@ -560,7 +544,7 @@ static int line_lookup(collapse *c, const char *l, size_t n, const uint32_t **fr
 			*fr = c->lfr.p + e->off;
 			return 0;
 		}
-	bool cache = c->lt_keys.n + n < UINT32_MAX && c->lfr.n < UINT32_MAX - STROBE_MAX_DEPTH;
+	bool cache = c->lt_keys.len + n < UINT32_MAX && c->lfr.n < UINT32_MAX - STROBE_MAX_DEPTH;
 	vec *out = cache ? &c->lfr : &c->nocache;
 	if (!cache)
 		out->n = 0;
@@ -572,8 +556,8 @@ static int line_lookup(collapse *c, const char *l, size_t n, const uint32_t **fr
 	*fr = out->p + off;
 	if (!cache)
 		return 0;
-	uint32_t key = (uint32_t)c->lt_keys.n + 1;
-	if ((r = buf_put(&c->lt_keys, l, n)) < 0)
+	uint32_t key = (uint32_t)c->lt_keys.len + 1;
+	if ((r = strobe_buf_add(&c->lt_keys, l, n)) < 0)
 		return r;
 	c->lt[i] = (line_ent){key, h, len, (uint32_t)off};
 	if (++c->lt_n * 2 > c->lt_mask + 1)
@@ -604,13 +588,13 @@ static int on_srcline(collapse *c, const char *l, size_t n)
 {
 	size_t i = c->pend_next++;
 	size_t from = c->pend_off.p[i],
-	       to = i + 1 < c->pend_off.n ? c->pend_off.p[i + 1] : c->pend_txt.n;
-	c->tmp.n = 0;
+	       to = i + 1 < c->pend_off.n ? c->pend_off.p[i + 1] : c->pend_txt.len;
+	strobe_buf_reset(&c->tmp);
 	int r;
 	uint32_t id;
-	if ((r = buf_put(&c->tmp, c->pend_txt.p + from, to - from)) < 0 ||
+	if ((r = strobe_buf_add(&c->tmp, c->pend_txt.p + from, to - from)) < 0 ||
 	    (r = append_srcline(c, l, n)) < 0 ||
-	    (r = strobe_itab_intern(&c->names, c->tmp.p, c->tmp.n, &id, NULL)) < 0)
+	    (r = strobe_itab_intern(&c->names, c->tmp.p, c->tmp.len, &id, NULL)) < 0)
 		return r;
 	c->pend_ids.p[i] = id;
 	return c->pend_next == c->pend_need ? pend_flush(c) : 0;
@@ -624,7 +608,7 @@ static int on_stack_line(collapse *c, const char *l, size_t n)
 	if ((r = vec_push(&c->grp, (uint32_t)c->cur_fr.n)) < 0)
 		return r;
 	if (c->o.srcline) { /* reads the lines after: nothing to cache */
-		c->pend_ids.n = c->pend_off.n = c->pend_txt.n = c->pend_need = c->pend_next = 0;
+		c->pend_ids.n = c->pend_off.n = c->pend_txt.len = c->pend_need = c->pend_next = 0;
 		if ((r = parse_stack_line(c, l, n, c->pname_java, &c->pend_ids)) < 0)
 			return r;
 		if (c->pend_need == 0)
@@ -669,10 +653,11 @@ static int on_event_line(collapse *c, span comm, span pid, span tid, const char 
 			}
 		}
 		if (!c->event_set) {
-			if (buf_put(&c->event, event.p, event.n) < 0)
-				return -ENOMEM;
+			int r = strobe_buf_add(&c->event, event.p, event.n);
+			if (r < 0)
+				return r;
 			c->event_set = true;
-		} else if (event.n != c->event.n || memcmp(event.p, c->event.p, event.n) != 0) {
+		} else if (event.n != c->event.len || memcmp(event.p, c->event.p, event.n) != 0) {
 			return 0; /* another event type: filtered out, the previous name stays */
 		}
 	}
@@ -680,26 +665,25 @@ static int on_event_line(collapse *c, span comm, span pid, span tid, const char 
 	/* perl: `if (not $tid) { $tid = $pid; $pid = "?" }`, so "swapper 0/0" is pid "?" */
 	bool has_tid = perl_true(tid);
 	span spid = has_tid ? pid : (span){"?", 1}, stid = has_tid ? tid : pid;
-	buf *b = &c->tmp;
-	b->n = 0;
-	int r = buf_put(b, comm.p, comm.n);
-	if (!r && c->o.tid)
-		r = buf_put(b, "-", 1) || buf_put(b, spid.p, spid.n) || buf_put(b, "/", 1) ||
-		    buf_put(b, stid.p, stid.n);
-	else if (!r && c->o.pid)
-		r = buf_put(b, "-", 1) || buf_put(b, spid.p, spid.n);
+	strobe_buf *b = &c->tmp;
+	strobe_buf_reset(b);
+	int r = strobe_buf_add(b, comm.p, comm.n); /* COMM, COMM-PID or COMM-PID/TID */
+	if (!r && (c->o.tid || c->o.pid) && !(r = strobe_buf_add(b, "-", 1)))
+		r = strobe_buf_add(b, spid.p, spid.n);
+	if (!r && c->o.tid && !(r = strobe_buf_add(b, "/", 1)))
+		r = strobe_buf_add(b, stid.p, stid.n);
 	if (r)
-		return -ENOMEM;
-	for (char *s = b->p, *e = b->p + b->n; (s = memchr(s, ' ', (size_t)(e - s)));)
+		return r;
+	for (char *s = b->p, *e = b->p + b->len; (s = memchr(s, ' ', (size_t)(e - s)));)
 		*s++ = '_';
 	/* A false pname drops the sample (it cannot happen: comm has two characters at least). */
-	c->have_pname = perl_true((span){b->p, b->n});
+	c->have_pname = perl_true((span){b->p, b->len});
 	/* Java names are tidied when the process name matches /^java/ (the script since 2017).
 	 * FlameGraph's test vectors, our contract, were made just before that, when it took
 	 * `eq "java"`, which --pid and --tid ("java-PID") never matched: so with those two the
 	 * vectors keep the leading L, and so do we. Everywhere else this is today's script. */
-	c->pname_java = !c->o.pid && !c->o.tid && b->n >= 4 && memcmp(b->p, "java", 4) == 0;
-	return strobe_itab_intern(&c->names, b->p, b->n, &c->pname, NULL);
+	c->pname_java = !c->o.pid && !c->o.tid && b->len >= 4 && memcmp(b->p, "java", 4) == 0;
+	return strobe_itab_intern(&c->names, b->p, b->len, &c->pname, NULL);
 }
 
 static int end_of_stack(collapse *c)
@@ -822,6 +806,13 @@ static int on_line(collapse *c, const char *l, size_t n)
 strobe_collapser *strobe_collapser_new(const char *name, const strobe_collapse_opts *o)
 {
 	collapse *c = calloc(1, sizeof(*c));
+	if (c) {
+		strobe_buf_init(&c->carry, TEXT_MAX);
+		strobe_buf_init(&c->lt_keys, TEXT_MAX);
+		strobe_buf_init(&c->tmp, TEXT_MAX);
+		strobe_buf_init(&c->event, TEXT_MAX);
+		strobe_buf_init(&c->pend_txt, TEXT_MAX);
+	}
 	if (!c || !(c->name = strdup(name ? name : "<input>")) || lt_grow(c) < 0) {
 		strobe_collapser_free(c);
 		errno = ENOMEM;
@@ -832,7 +823,7 @@ strobe_collapser *strobe_collapser_new(const char *name, const strobe_collapse_o
 	c->kernel = o->kernel || o->all;
 	c->jit = o->jit || o->all;
 	if (o->event_filter && *o->event_filter) {
-		if (buf_put(&c->event, o->event_filter, strlen(o->event_filter)) < 0) {
+		if (strobe_buf_add(&c->event, o->event_filter, strlen(o->event_filter)) < 0) {
 			strobe_collapser_free(c);
 			errno = ENOMEM;
 			return NULL;
@@ -846,6 +837,9 @@ static int fail(collapse *c, int r)
 {
 	if (r == -ENOMEM)
 		strobe_errf(c->err, r, "%s: out of memory", c->name);
+	else if (r == -E2BIG) /* (only a text buffer says it) */
+		strobe_errf(c->err, r, "%s:%zu: a line or a frame name past %zu bytes", c->name,
+			    c->lineno, TEXT_MAX);
 	return c->rc = r;
 }
 
@@ -859,20 +853,20 @@ int strobe_collapser_feed(strobe_collapser *c, const char *in, size_t len, strob
 					   "is not supported", c->name);
 	const char *p = in, *end = in + len;
 	int r = 0;
-	if (c->carry.n && len) { /* finish the line the last piece left open */
+	if (c->carry.len && len) { /* finish the line the last piece left open */
 		const char *nl = memchr(p, '\n', len);
-		if ((r = buf_put(&c->carry, p, (size_t)((nl ? nl : end) - p))) < 0)
+		if ((r = strobe_buf_add(&c->carry, p, (size_t)((nl ? nl : end) - p))) < 0)
 			return fail(c, r);
 		if (!nl)
 			return 0;
-		r = on_line(c, c->carry.p, c->carry.n);
-		c->carry.n = 0;
+		r = on_line(c, c->carry.p, c->carry.len);
+		strobe_buf_reset(&c->carry);
 		p = nl + 1;
 	}
 	while (p < end && !r) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		if (!nl) {
-			r = buf_put(&c->carry, p, (size_t)(end - p));
+			r = strobe_buf_add(&c->carry, p, (size_t)(end - p));
 			break;
 		}
 		r = on_line(c, p, (size_t)(nl - p));
@@ -888,9 +882,9 @@ int strobe_collapser_finish(strobe_collapser *c, strobe_collapse_emit emit, void
 		return c->rc;
 	c->err = err;
 	int r = 0;
-	if (c->carry.n) { /* a last line without a newline is still a line */
-		r = on_line(c, c->carry.p, c->carry.n);
-		c->carry.n = 0;
+	if (c->carry.len) { /* a last line without a newline is still a line */
+		r = on_line(c, c->carry.p, c->carry.len);
+		strobe_buf_reset(&c->carry);
 	}
 	/* Like the perl script, a sample not followed by a blank line is not counted (nor are
 	 * --srcline frames still waiting for their line). */
@@ -904,20 +898,20 @@ void strobe_collapser_free(strobe_collapser *c)
 	if (!c)
 		return;
 	free(c->name);
-	free(c->carry.p);
+	strobe_buf_free(&c->carry);
 	free(c->lt);
-	free(c->lt_keys.p);
+	strobe_buf_free(&c->lt_keys);
 	free(c->lfr.p);
 	free(c->nocache.p);
 	free(c->cur_fr.p);
 	free(c->grp.p);
 	free(c->key.p);
-	free(c->tmp.p);
-	free(c->event.p);
+	strobe_buf_free(&c->tmp);
+	strobe_buf_free(&c->event);
 	free(c->counts);
 	free(c->pend_ids.p);
 	free(c->pend_off.p);
-	free(c->pend_txt.p);
+	strobe_buf_free(&c->pend_txt);
 	strobe_itab_free(&c->names);
 	strobe_itab_free(&c->stacks);
 	free(c);
@@ -925,7 +919,7 @@ void strobe_collapser_free(strobe_collapser *c)
 
 const char *strobe_collapser_event(const strobe_collapser *c, size_t *len)
 {
-	*len = c->event_set ? c->event.n : 0;
+	*len = c->event_set ? c->event.len : 0;
 	return c->event_set ? c->event.p : NULL;
 }
 

@@ -965,14 +965,27 @@ static int fast_profile(const uint8_t *buf, size_t len, arena *a, PbProfile **ou
 
 static int view_open(const uint8_t *buf, size_t len, bool fast, strobe_pprof_view **out);
 
-int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+static strobe_pprof_view *view_opened(int r, strobe_pprof_view *v)
 {
-	return view_open(buf, len, true, out);
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	return v;
 }
 
-int strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len, strobe_pprof_view **out)
+strobe_pprof_view *strobe_pprof_view_open(const uint8_t *buf, size_t len)
 {
-	return view_open(buf, len, false, out);
+	strobe_pprof_view *v;
+	int r = view_open(buf, len, true, &v);
+	return view_opened(r, v);
+}
+
+strobe_pprof_view *strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len)
+{
+	strobe_pprof_view *v;
+	int r = view_open(buf, len, false, &v);
+	return view_opened(r, v);
 }
 
 static int view_open(const uint8_t *buf, size_t len, bool fast, strobe_pprof_view **out)

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strobe/buf.h"
 #include "strobe/diffsig.h"
 #include "strobe/render.h"
 
@@ -44,26 +45,34 @@ enum { SVG_XPAD = 10, WBUF_CAP = 1 << 18 };
 
 /* ---- output buffer ----------------------------------------------------------------------- */
 
+/* b: at most WBUF_CAP bytes, all of them allocated up front (wbuf_open), so that writing into
+ * it never fails: it is written out to f whenever the next piece would not fit. */
 typedef struct wbuf {
 	FILE *f;
-	char *b;
-	size_t n;
+	strobe_buf b;
 	int err;
 } wbuf;
 
-static void wflush(wbuf *w)
+static int wbuf_open(wbuf *w, FILE *f)
 {
-	if (w->n && fwrite(w->b, 1, w->n, w->f) != w->n)
-		w->err = -EIO;
-	w->n = 0;
+	w->f = f;
+	strobe_buf_init(&w->b, WBUF_CAP);
+	return strobe_buf_reserve(&w->b, WBUF_CAP);
 }
 
-/* Room for `k` more bytes (k <= WBUF_CAP). */
+static void wflush(wbuf *w)
+{
+	if (w->b.len && fwrite(w->b.p, 1, w->b.len, w->f) != w->b.len)
+		w->err = -EIO;
+	strobe_buf_reset(&w->b);
+}
+
+/* Room for `k` more bytes (k <= WBUF_CAP), to be counted with strobe_buf_commit. */
 static inline char *wroom(wbuf *w, size_t k)
 {
-	if (w->n + k > WBUF_CAP)
+	if (w->b.len + k > WBUF_CAP)
 		wflush(w);
-	return w->b + w->n;
+	return w->b.p + w->b.len;
 }
 
 static void wput(wbuf *w, const char *s, size_t len)
@@ -71,7 +80,7 @@ static void wput(wbuf *w, const char *s, size_t len)
 	while (len) {
 		size_t k = len < WBUF_CAP / 2 ? len : WBUF_CAP / 2;
 		memcpy(wroom(w, k), s, k);
-		w->n += k;
+		strobe_buf_commit(&w->b, k);
 		s += k;
 		len -= k;
 	}
@@ -87,7 +96,7 @@ static inline void wstr(wbuf *w, const char *s)
 static inline void wchar(wbuf *w, char c)
 {
 	*wroom(w, 1) = c;
-	w->n++;
+	strobe_buf_commit(&w->b, 1);
 }
 
 static void wu64(wbuf *w, uint64_t v)
@@ -769,7 +778,7 @@ int strobe_svg_write(FILE *out, const strobe_tree *t, const strobe_svg_opts *o)
 		return -EINVAL;
 	if (!o)
 		o = &defaults;
-	layout L = {.t = t, .o = o, .w = {.f = out}};
+	layout L = {.t = t, .o = o};
 	L.width = o->width > 0 ? o->width : 1200;
 	L.fh = o->frame_height > 0 ? o->frame_height : 16;
 	L.fs = o->font_size > 0 ? o->font_size : 12;
@@ -779,12 +788,12 @@ int strobe_svg_write(FILE *out, const strobe_tree *t, const strobe_svg_opts *o)
 	L.ypad2 = L.fs * 2 + 10;
 	size_t n = t->n;
 	int r = -ENOMEM;
-	L.w.b = malloc(WBUF_CAP);
+	int wr = wbuf_open(&L.w, out);
 	L.order = malloc((n + 1) * sizeof(*L.order));
 	L.depth = malloc((n + 1) * sizeof(*L.depth));
 	L.wv = malloc((n + 1) * sizeof(*L.wv));
 	L.xv = malloc((n + 1) * sizeof(*L.xv));
-	if (!L.w.b || !L.order || !L.depth || !L.wv || !L.xv)
+	if (wr < 0 || !L.order || !L.depth || !L.wv || !L.xv)
 		goto out;
 
 	/* Pass 1: preorder (children in sibling order), with depths. Every node is pushed once,
@@ -877,7 +886,7 @@ int strobe_svg_write(FILE *out, const strobe_tree *t, const strobe_svg_opts *o)
 	wflush(&L.w);
 	r = L.w.err ? L.w.err : ferror(out) ? -EIO : 0;
 out:
-	free(L.w.b);
+	strobe_buf_free(&L.w.b);
 	free(L.order);
 	free(L.depth);
 	free(L.wv);

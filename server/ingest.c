@@ -20,7 +20,7 @@
 #include "strobe/codec.h"
 #include "server_impl.h"
 
-int strobe_pyroscope_ingest(srv_req *r)
+int srv_pyroscope_ingest(srv_req *r)
 {
 	const strobe_server_config *c = &r->srv->cfg;
 	const char *ctype = srv_header(r, "Content-Type");

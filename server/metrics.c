@@ -329,7 +329,7 @@ int srv_metrics_get(srv_req *r)
 			(unsigned long long)ac.evicted_busy);
 	}
 	if (r->srv->scraper)
-		strobe_server_scrape_metrics(r->srv->scraper, f);
+		srv_scrape_metrics(r->srv->scraper, f);
 	if (r->srv->notify)
 		srv_notify_metrics(r->srv->notify, f);
 	if (r->srv->namers)

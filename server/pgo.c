@@ -61,7 +61,7 @@ static void bins_open(srv_req *r, const strobe_profile *p, bins *b)
 			strobe_err err = {{0}};
 			if (srv_debuginfo_path(r->srv, r->tenant, bid, roles[k], path, sizeof path) == 0 &&
 			    access(path, R_OK) == 0 &&
-			    strobe_bolt_syms_open(path, &b->s[b->n], &err) == 0) {
+			    (b->s[b->n] = strobe_bolt_syms_open(path, &err))) {
 				b->n++;
 				break;
 			}

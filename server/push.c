@@ -335,7 +335,7 @@ static int push_part(push_req *q, size_t i)
 	 * profile model in between (strobe/pprof_view.h). Anything else, and whatever the view
 	 * refuses, is decoded, and the decoder says what is wrong. */
 	strobe_pprof_view **v = &q->views[i];
-	if (strobe_detect(d, len) == STROBE_FMT_PPROF && strobe_pprof_view_open(d, len, v) == 0 &&
+	if (strobe_detect(d, len) == STROBE_FMT_PPROF && (*v = strobe_pprof_view_open(d, len)) &&
 	    !(*v)->simple) {
 		strobe_pprof_view_free(*v);
 		*v = NULL;

@@ -154,7 +154,7 @@ const srv_route srv_routes[] = {
 	{"GET", "/", SRV_PUBLIC, SRV_H_OTHER, ui, 0},
 	{"GET", "/ui/*", SRV_PUBLIC, SRV_H_OTHER, ui, 0},
 	{"POST", "/api/v1/push", SRV_TENANT, SRV_H_PUSH, srv_push, 0},
-	{"POST", "/ingest", SRV_TENANT, SRV_H_INGEST, strobe_pyroscope_ingest, 0},
+	{"POST", "/ingest", SRV_TENANT, SRV_H_INGEST, srv_pyroscope_ingest, 0},
 	{"POST", "/v1development/profiles", SRV_TENANT, SRV_H_OTLP, srv_otlp_profiles, 0},
 	{"GET", "/api/v1/query", SRV_TENANT, SRV_H_QUERY, srv_query, 0},
 	{"GET", "/api/v1/diff", SRV_TENANT, SRV_H_DIFF, srv_diff, 0},

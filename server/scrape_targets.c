@@ -261,7 +261,7 @@ static void put_escaped(FILE *f, const char *v)
 	}
 }
 
-void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f)
+void srv_scrape_metrics(strobe_server_scraper *s, FILE *f)
 {
 	static const char *const names[3] = {"strobe_scrape_rounds_total",
 					     "strobe_scrape_errors_total",

@@ -222,8 +222,8 @@ void srv_metrics_ingested(srv_metrics *m, const char *tenant, int source, uint64
 void srv_metrics_request(srv_metrics *m, int handler, unsigned status, const char *errmsg,
 			 double seconds);
 /* The scraper's per-target counters in the Prometheus text format (scrape_targets.c). */
-void strobe_server_scrape_metrics(strobe_server_scraper *s, FILE *f);
-int strobe_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
+void srv_scrape_metrics(strobe_server_scraper *s, FILE *f);
+int srv_pyroscope_ingest(srv_req *r); /* POST /ingest, server/ingest.c */
 int srv_query(srv_req *r);
 int srv_diff(srv_req *r);
 int srv_pgo(srv_req *r); /* server/pgo.c: GET /api/v1/pgo */

@@ -19,7 +19,7 @@
 
 #include "strobe/store.h"
 
-typedef struct strobe_store_backend {
+typedef struct store_backend {
 	const char *name;
 	void (*close)(void *ctx);
 	int (*push)(void *ctx, const strobe_push_req *r, strobe_push_result *res, strobe_err *err);
@@ -48,12 +48,12 @@ typedef struct strobe_store_backend {
 	int (*commit_stats)(void *ctx, uint64_t *commits, uint64_t *pushes);
 	int (*time_span)(void *ctx, const char *tenant, int64_t *oldest, int64_t *newest,
 			 strobe_err *err);
-} strobe_store_backend;
+} store_backend;
 
 /* store/clickhouse/ch_store.c: opens the ClickHouse backend for o->store ("clickhouse://...");
  * its context, or NULL with err set. */
-extern const strobe_store_backend strobe_ch_backend;
-void *strobe_ch_open(const strobe_store_opts *o, strobe_err *err);
+extern const store_backend store_ch_backend;
+void *store_ch_open(const strobe_store_opts *o, strobe_err *err);
 
 /* At the top of each public function: forwards to the backend when the store has one. */
 #define STORE_BACKEND_CALL(s, fn, ...)                                                             \

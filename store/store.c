@@ -368,8 +368,8 @@ strobe_store *strobe_store_open(const strobe_store_opts *o, strobe_err *err)
 			errno = ENOMEM;
 			return NULL;
 		}
-		cs->be = &strobe_ch_backend;
-		if (!(cs->be_ctx = strobe_ch_open(o, err))) {
+		cs->be = &store_ch_backend;
+		if (!(cs->be_ctx = store_ch_open(o, err))) {
 			int e = errno ? errno : EIO;
 			free(cs);
 			errno = e;

@@ -206,7 +206,7 @@ typedef struct store_pending {
 struct strobe_store {
 	/* Another backend (backend.h) when set: every public call goes to be->fn(be_ctx, ...) and
 	 * nothing below is used. */
-	const strobe_store_backend *be;
+	const store_backend *be;
 	void *be_ctx;
 	sqlite3 *db; /* queries, maintenance, loading: used under mu */
 	pthread_mutex_t mu;

@@ -59,13 +59,16 @@ void strobe_bolt_syms_free(strobe_bolt_syms *s)
 
 const char *strobe_bolt_syms_build_id(const strobe_bolt_syms *s) { return s->bid; }
 
-int strobe_bolt_syms_open(const char *path, strobe_bolt_syms **out, strobe_err *err)
+strobe_bolt_syms *strobe_bolt_syms_open(const char *path, strobe_err *err)
 {
-	*out = NULL;
 	elf_version(EV_CURRENT);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return strobe_errf(err, -errno, "%s: %s", path, strerror(errno));
+	if (fd < 0) {
+		int oe = errno;
+		strobe_errf(err, -oe, "%s: %s", path, strerror(oe));
+		errno = oe;
+		return NULL;
+	}
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	strobe_bolt_syms *s = calloc(1, sizeof(*s));
 	bsym *all = NULL;
@@ -156,8 +159,6 @@ int strobe_bolt_syms_open(const char *path, strobe_bolt_syms **out, strobe_err *
 		rc = strobe_errf(err, -ENOENT, "%s: its symbol table has no functions", path);
 		goto out;
 	}
-	*out = s;
-	s = NULL;
 	rc = 0;
 out:
 	if (rc == -ENOMEM && (!err || !err->msg[0]))
@@ -165,11 +166,16 @@ out:
 	free(all);
 	free(cnt);
 	strobe_itab_free(&counts);
-	strobe_bolt_syms_free(s);
+	if (rc < 0) {
+		strobe_bolt_syms_free(s);
+		s = NULL;
+	}
 	if (e)
 		elf_end(e);
 	close(fd);
-	return rc;
+	if (rc < 0)
+		errno = -rc;
+	return s;
 }
 
 int strobe_bolt_syms_resolve(void *ctx, const strobe_profile *p, const strobe_location *loc,

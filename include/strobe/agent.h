@@ -145,8 +145,9 @@ int strobe_agent_regcomp(regex_t *re, const char *pattern, const char **why);
 
 typedef struct strobe_agent strobe_agent;
 
-/* Opens the sampler, the spool, the sender and the admin server. */
-int strobe_agent_new(const strobe_agent_opts *o, strobe_agent **out, strobe_err *err);
+/* Opens the sampler, the spool, the sender and the admin server. NULL + errno (EINVAL: an option
+ * or the config is wrong), with the reason in err. */
+strobe_agent *strobe_agent_new(const strobe_agent_opts *o, strobe_err *err);
 /* Samples and exports until strobe_agent_stop; then exports the last interval, gives the sender
  * a few seconds to deliver, and returns (what is left stays in the spool). 0 or -errno. */
 int strobe_agent_run(strobe_agent *a, strobe_err *err);

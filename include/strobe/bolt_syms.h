@@ -14,9 +14,9 @@
 
 typedef struct strobe_bolt_syms strobe_bolt_syms;
 
-/* Reads path's symbol table (.symtab, else .dynsym) and program headers. -errno with a message
- * naming path and the problem (not ELF, no symbols: stripped). */
-int strobe_bolt_syms_open(const char *path, strobe_bolt_syms **out, strobe_err *err);
+/* Reads path's symbol table (.symtab, else .dynsym) and program headers. NULL + errno with a
+ * message naming path and the problem (not ELF, no symbols: stripped). */
+strobe_bolt_syms *strobe_bolt_syms_open(const char *path, strobe_err *err);
 void strobe_bolt_syms_free(strobe_bolt_syms *s);
 /* The executable's build ID in lower-case hex ("" when it has none). */
 const char *strobe_bolt_syms_build_id(const strobe_bolt_syms *s);

@@ -53,13 +53,14 @@ typedef struct strobe_pprof_view {
 	void *priv_;                  /* the unpacked message and the arrays, freed together */
 } strobe_pprof_view;
 
-/* buf: the serialized Profile (not gzipped), which must outlive the view. 0, -EINVAL when the
- * decoder would refuse it or -ENOMEM (no message: decode it with strobe_pprof_decode for one). */
-int strobe_pprof_view_open(const uint8_t *buf, size_t len, strobe_pprof_view **out);
+/* buf: the serialized Profile (not gzipped), which must outlive the view. NULL + errno: EINVAL
+ * when the decoder would refuse it, or ENOMEM (no message: decode it with strobe_pprof_decode
+ * for one). */
+strobe_pprof_view *strobe_pprof_view_open(const uint8_t *buf, size_t len);
 void strobe_pprof_view_free(strobe_pprof_view *v);
 /* The same, always through protobuf-c's unpacking rather than the view's own reader of the
  * usual encoding: the reference the tests and fuzz_pprof compare the reader with. */
-int strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len, strobe_pprof_view **out);
+strobe_pprof_view *strobe_pprof_view_open_pbc(const uint8_t *buf, size_t len);
 
 #ifdef __cplusplus
 }

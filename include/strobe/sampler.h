@@ -132,8 +132,9 @@ typedef struct strobe_sampler_stats {
 
 typedef struct strobe_sampler strobe_sampler;
 
-/* Opens every event (disabled unless enable_on_exec, which the kernel enables at exec). */
-int strobe_sampler_open(const strobe_sampler_opts *o, strobe_sampler **out, strobe_err *err);
+/* Opens every event (disabled unless enable_on_exec, which the kernel enables at exec). NULL +
+ * errno, with the reason in err. */
+strobe_sampler *strobe_sampler_open(const strobe_sampler_opts *o, strobe_err *err);
 void strobe_sampler_close(strobe_sampler *s);
 int strobe_sampler_enable(strobe_sampler *s, strobe_err *err);
 int strobe_sampler_disable(strobe_sampler *s);
@@ -212,8 +213,9 @@ typedef struct strobe_sampler_layout {
  * auto, cpu-clock and sched_switch samples also carry REGS_USER (abi, then the registers of
  * STROBE_SAMPLER_REGS_MASK, in bit order) and STACK_USER (size, bytes, dyn_size). */
 #define STROBE_SAMPLER_REGS_MASK 0xff01ffull /* x86-64: AX..IP (bits 0-8), R8..R15 (16-23) */
-int strobe_sampler_open_offline(const strobe_sampler_opts *o, const strobe_sampler_layout *l,
-				strobe_sampler **out);
+/* NULL + errno (ENOMEM). */
+strobe_sampler *strobe_sampler_open_offline(const strobe_sampler_opts *o,
+					    const strobe_sampler_layout *l);
 /* Feeds concatenated perf records (each 8-byte aligned, at most 64 KiB) and processes, in time
  * order, those older than `until` with any held from earlier feeds; the rest are held (as after
  * a ring read). until = INT64_MAX processes everything and makes the newest record "now".

@@ -596,7 +596,7 @@ static int parse_url(ch_store *c, const char *url, strobe_err *err)
 	return 0;
 }
 
-void *strobe_ch_open(const strobe_store_opts *o, strobe_err *err)
+void *store_ch_open(const strobe_store_opts *o, strobe_err *err)
 {
 	ch_store *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -793,7 +793,7 @@ static int ch_time_span(void *ctx, const char *tenant, int64_t *oldest, int64_t 
 	return r;
 }
 
-const strobe_store_backend strobe_ch_backend = {
+const store_backend store_ch_backend = {
 	.name = "clickhouse",
 	.close = ch_close,
 	.push = ch_push,

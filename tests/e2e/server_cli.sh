@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The CLI clients of the server against the real thing: `strobe push` of a Go CPU profile and of
 # folded text (with --type cpu:nanoseconds: a cpu series), `strobe query` back in folded (identical to strobe convert of the input), pprof
-# (go tool pprof reads it) and top; `strobe query --diff`; errors from the server shown with its
+# (go tool pprof reads it) and top, a label value that needs percent-encoding in both URLs;
+# `strobe query --diff`; errors from the server shown with its
 # message (exit 1); an unreachable server named (exit 1); the documented example config
 # (examples/server.json) is accepted as it stands.
 set -u
@@ -59,6 +60,14 @@ if "$STROBE" query --server "$url" --from 2026-01-01T10:00:00Z --to 2030-01-01T1
 else fail query-svg-title "$(cat "$TMPDIR/q3.err")"; fi
 top=$("$STROBE" query --server "$url" --from now-5m "$CPU{service_name=\"api\"}" 2>&1)
 if grep -q 'flat%' <<<"$top"; then ok query-top; else fail query-top "${top:0:200}"; fi
+# A label value with what a URL's query would otherwise split or change (& + # % space) goes
+# through push's and query's percent-encoding and comes back as it was.
+v='r&d +1#x%20y'
+if "$STROBE" push --server "$url" --service esc-app --name custom --label "team=$v" "$TMPDIR/f.folded" > "$TMPDIR/p4.out" 2>"$TMPDIR/p4.err"; then
+  "$STROBE" query --server "$url" --from now-5m -t folded "custom:samples:count:samples:count{team=\"$v\"}" 2>"$TMPDIR/q4.err" | sort > "$TMPDIR/q4.folded"
+  if [ "$(tr '\n' ' ' < "$TMPDIR/q4.folded")" = "main;idle 3 main;work 7 " ]; then ok query-escaped "team=\"$v\""
+  else fail query-escaped "got '$(tr '\n' ' ' < "$TMPDIR/q4.folded")': $(head -c 300 "$TMPDIR/q4.err")"; fi
+else fail query-escaped "push: $(cat "$TMPDIR/p4.err")"; fi
 
 # ---- diff ---------------------------------------------------------------------------------------
 d=$("$STROBE" query --server "$url" --from now-5m --diff "$CPU{service_name=\"api\"}" -t top "$CPU{env=\"prod\"}" 2>&1)

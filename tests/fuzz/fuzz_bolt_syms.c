@@ -31,9 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!f || (size && fwrite(data, 1, size, f) != size))
 		abort();
 	fclose(f);
-	strobe_bolt_syms *s;
 	strobe_err err = {{0}};
-	if (strobe_bolt_syms_open(path, &s, &err) < 0)
+	strobe_bolt_syms *s = strobe_bolt_syms_open(path, &err);
+	if (!s)
 		return 0;
 	strobe_profile *p = strobe_profile_new();
 	if (!p)

@@ -107,8 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	strobe_sampler_opts o = {.events = ev, .freq = 99, .all = data[0] & 4, .kernel = true,
 				 .min_block_ns = (data[0] & 8) ? 100 : 0,
 				 .call_graph = (unsigned)(data[0] >> 6) % 3, .stack_size = 512};
-	strobe_sampler *s;
-	if (strobe_sampler_open_offline(&o, &l, &s) < 0)
+	strobe_sampler *s = strobe_sampler_open_offline(&o, &l);
+	if (!s)
 		return 0;
 	/* Records must be 8-byte aligned, as they are in the ring. */
 	uint64_t *copy = malloc(size - 1 + 8);

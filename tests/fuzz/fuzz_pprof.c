@@ -103,8 +103,8 @@ static void check_fnstats(const uint8_t *data, size_t size, strobe_profile *p)
  * then agrees with it on the header and on every type's total (sums wrap the same way). */
 static void check_view(const uint8_t *data, size_t size, const strobe_profile *p)
 {
-	strobe_pprof_view *v = NULL;
-	int r = strobe_pprof_view_open(data, size, &v);
+	strobe_pprof_view *v = strobe_pprof_view_open(data, size);
+	int r = v ? 0 : -errno;
 	if (r == -ENOMEM)
 		return;
 	if ((r == 0) != (p != NULL)) {
@@ -116,8 +116,8 @@ static void check_view(const uint8_t *data, size_t size, const strobe_profile *p
 		return;
 	/* The view's own protobuf reader against protobuf-c's unpacking: the same view, entity
 	 * by entity. */
-	strobe_pprof_view *w = NULL;
-	if (strobe_pprof_view_open_pbc(data, size, &w) < 0)
+	strobe_pprof_view *w = strobe_pprof_view_open_pbc(data, size);
+	if (!w)
 		abort();
 	if (v->nstr != w->nstr || v->nfn != w->nfn || v->nmap != w->nmap || v->nloc != w->nloc ||
 	    v->nsamples != w->nsamples || v->simple != w->simple ||

@@ -4,7 +4,8 @@
  * survives a restart, corrupt and half-written files deleted and counted), the retry backoff
  * (exponential, capped, jittered within [half, full]), the server's Retry-After (seconds or an
  * HTTP date, capped, nonsense ignored), the service-name rules on a synthetic
- * /proc tree, and the config parser's errors (each naming the key and the problem).
+ * /proc tree, the config parser's errors (each naming the key and the problem), and the options
+ * strobe_agent_new refuses (NULL, errno EINVAL, a message naming the option).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -414,6 +415,45 @@ static void test_service_name(void **state)
 	free(root);
 }
 
+/* strobe_agent_new refuses bad options before it opens anything: NULL with errno EINVAL (which
+ * cmd_agent turns into exit status 2) and a message naming the option. */
+static void agent_refused(const strobe_agent_opts *o, const char *want)
+{
+	strobe_err err = {{0}};
+	errno = 0;
+	strobe_agent *a = strobe_agent_new(o, &err);
+	int e = errno;
+	if (a || e != EINVAL || !strstr(err.msg, want))
+		fail_msg("strobe_agent_new: got %p, errno %d, '%s'; want NULL, EINVAL and '%s'",
+			 (void *)a, e, err.msg, want);
+}
+
+static void test_agent_new_refused(void **state)
+{
+	char *d = tmpdir();
+	char path[512];
+	strobe_agent_opts o;
+	strobe_agent_opts_init(&o);
+	agent_refused(&o, "no server URL");
+	o.server = strdup("http://127.0.0.1:1");
+	snprintf(path, sizeof(path), "%s/ca.txt", d);
+	write_file(path, "not a certificate\n", 18);
+	o.ca = strdup(path);
+	agent_refused(&o, "not a PEM file");
+	free(o.ca);
+	snprintf(path, sizeof(path), "%s/missing.pem", d);
+	o.ca = strdup(path);
+	agent_refused(&o, "missing.pem: No such file");
+	free(o.ca);
+	o.ca = NULL;
+	/* refused after the agent was allocated: what it holds is freed (ASan's leak check) */
+	o.comm_re = strdup("(unclosed");
+	agent_refused(&o, "--comm '(unclosed'");
+	strobe_agent_opts_free(&o);
+	rm_rf(d);
+	free(d);
+}
+
 static void config_error(const char *json, const char *want)
 {
 	strobe_agent_opts o;
@@ -596,6 +636,7 @@ int main(void)
 		cmocka_unit_test(test_spool_restart),	     cmocka_unit_test(test_spool_corrupt),
 		cmocka_unit_test(test_spool_bad_dir),	     cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_retry_after),
+		cmocka_unit_test(test_agent_new_refused),
 		cmocka_unit_test(test_service_name),	     cmocka_unit_test(test_config), cmocka_unit_test(test_config_tls_admin),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

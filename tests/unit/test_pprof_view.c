@@ -128,7 +128,7 @@ static void push_model(strobe_store *s, const char *svc, const uint8_t *buf, siz
 static void push_view(strobe_store *s, const char *svc, const uint8_t *buf, size_t len, int64_t t)
 {
 	strobe_pprof_view *v = NULL;
-	assert_int_equal(strobe_pprof_view_open(buf, len, &v), 0);
+	assert_non_null(v = strobe_pprof_view_open(buf, len));
 	/* Not simple only says the server needs the model for more (labels); the store takes any
 	 * view, ignoring sample labels, as it does a model's. */
 	strobe_labelpair l[] = {{"service_name", svc}};
@@ -293,12 +293,14 @@ static void test_view_refuses_bad_input(void **state)
 		perftools__profiles__profile__free_unpacked(pb, NULL);
 		strobe_profile *p = NULL;
 		strobe_err err = {{0}};
-		strobe_pprof_view *v = NULL;
 		assert_true(strobe_pprof_decode(bad, n, "bad", &p, &err) < 0);
-		assert_int_equal(strobe_pprof_view_open(bad, n, &v), -EINVAL);
-		assert_null(v);
+		errno = 0;
+		assert_null(strobe_pprof_view_open(bad, n));
+		assert_int_equal(errno, EINVAL);
 		/* Cut short: protobuf itself refuses. */
-		assert_int_equal(strobe_pprof_view_open(bad, n / 2, &v), -EINVAL);
+		errno = 0;
+		assert_null(strobe_pprof_view_open(bad, n / 2));
+		assert_int_equal(errno, EINVAL);
 		free(bad);
 	}
 	free(raw);
@@ -311,7 +313,7 @@ static void test_view_simple(void **state)
 	size_t len;
 	uint8_t *raw = cpu_pprof("main;a 1\n", &len);
 	strobe_pprof_view *v = NULL;
-	assert_int_equal(strobe_pprof_view_open(raw, len, &v), 0);
+	assert_non_null(v = strobe_pprof_view_open(raw, len));
 	assert_true(v->simple);
 	assert_int_equal(v->nsamples, 1);
 	assert_int_equal(v->hdr->ntypes, 2);
@@ -329,7 +331,7 @@ static void test_view_simple(void **state)
 	pb->sample[0]->n_label = 0;
 	pb->sample[0]->label = NULL;
 	perftools__profiles__profile__free_unpacked(pb, NULL);
-	assert_int_equal(strobe_pprof_view_open(lb, n, &v), 0);
+	assert_non_null(v = strobe_pprof_view_open(lb, n));
 	assert_false(v->simple);
 	strobe_pprof_view_free(v);
 	free(lb);
@@ -337,7 +339,7 @@ static void test_view_simple(void **state)
 	size_t ml;
 	uint8_t *mutex = read_testdata("go_mutex.pb.gz", &ml);
 	if (mutex) {
-		assert_int_equal(strobe_pprof_view_open(mutex, ml, &v), 0);
+		assert_non_null(v = strobe_pprof_view_open(mutex, ml));
 		assert_false(v->simple); /* contentions/delay: named by its leaves */
 		strobe_pprof_view_free(v);
 		free(mutex);
@@ -407,8 +409,8 @@ static void assert_same_view(const strobe_pprof_view *v, const strobe_pprof_view
 static void check_reader(const uint8_t *buf, size_t len)
 {
 	strobe_pprof_view *v = NULL, *w = NULL;
-	assert_int_equal(strobe_pprof_view_open(buf, len, &v), 0);
-	assert_int_equal(strobe_pprof_view_open_pbc(buf, len, &w), 0);
+	assert_non_null(v = strobe_pprof_view_open(buf, len));
+	assert_non_null(w = strobe_pprof_view_open_pbc(buf, len));
 	assert_same_view(v, w);
 	strobe_pprof_view_free(v);
 	strobe_pprof_view_free(w);
@@ -442,8 +444,8 @@ static void test_view_reader(void **state)
 	check_reader(a, sizeof(a));
 	check_reader(b, sizeof(b));
 	strobe_pprof_view *v = NULL, *w = NULL;
-	assert_int_equal(strobe_pprof_view_open(a, sizeof(a), &v), 0);
-	assert_int_equal(strobe_pprof_view_open(b, sizeof(b), &w), 0);
+	assert_non_null(v = strobe_pprof_view_open(a, sizeof(a)));
+	assert_non_null(w = strobe_pprof_view_open(b, sizeof(b)));
 	assert_same_view(v, w);
 	assert_int_equal(v->nsamples, 1);
 	assert_int_equal(v->values[0], 5);

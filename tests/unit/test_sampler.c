@@ -158,8 +158,8 @@ static strobe_sampler *offline(unsigned events, bool all, int64_t min_block)
 {
 	strobe_sampler_opts o = {.events = events, .freq = 100, .all = all, .kernel = true,
 				 .min_block_ns = min_block};
-	strobe_sampler *s;
-	assert_int_equal(strobe_sampler_open_offline(&o, &L, &s), 0);
+	strobe_sampler *s = strobe_sampler_open_offline(&o, &L);
+	assert_non_null(s);
 	return s;
 }
 

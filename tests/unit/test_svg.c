@@ -3,7 +3,8 @@
  * Unit tests of the SVG flame graph: frame count, widths and positions proportional to values,
  * minwidth elision (pixels, percentage, none), XML escaping of names that are not valid XML
  * text, label truncation and annotations, inverted layout, titles, palettes, and differential
- * colours (grew red, shrank blue, base-only frames still drawn, negation swaps).
+ * colours (grew red, shrank blue, base-only frames still drawn, negation swaps), and a document
+ * many times the writer's buffer written whole.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -226,6 +227,44 @@ static void test_minwidth_percent_and_none(void **state)
 	strobe_tree_free(t);
 }
 
+/* An SVG of 1.3 MB goes out through the writer's 256 KiB buffer five times over: every
+ * frame once, the document once, in order (what a flush that lost or repeated a piece would
+ * break; the other tests' documents fit the buffer whole). */
+static void test_large_output_written_whole(void **state)
+{
+	(void)state;
+	enum { N = 6000 };
+	strobe_tree *t = strobe_tree_new();
+	char stack[64];
+	for (int i = 0; i < N; i++) {
+		snprintf(stack, sizeof(stack), "main;f%05d", i);
+		add(t, stack, 0, 1);
+	}
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_int_equal(strobe_tree_sort(t), 0);
+	assert_int_equal(strobe_svg_write(f, t, &(strobe_svg_opts){.minwidth = -1}), 0);
+	fclose(f);
+	assert_true(len > 4 * (256 << 10));
+	assert_int_equal(strlen(buf), len);
+	assert_int_equal(count(buf, "<svg "), 1);
+	assert_int_equal(count(buf, "</svg>"), 1);
+	assert_int_equal(count(buf, "<g class=\"f\""), N + 2); /* all, main, f00000...f05999 */
+	const char *prev = buf;
+	for (int i = 0; i < N; i += 997) { /* in name order, none missing */
+		char key[64];
+		snprintf(key, sizeof(key), "<title>f%05d (1 samples,", i);
+		const char *at = strstr(buf, key);
+		assert_non_null(at);
+		assert_true(at > prev);
+		prev = at;
+	}
+	assert_int_equal(strcmp(buf + len - 7, "</svg>\n"), 0);
+	free(buf);
+	strobe_tree_free(t);
+}
+
 static double attr_after(const char *from, const char *attr)
 {
 	char key[32];
@@ -376,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_palettes),
 		cmocka_unit_test(test_inverted_puts_root_on_top),
 		cmocka_unit_test(test_diff_colours_and_base_only),
+		cmocka_unit_test(test_large_output_written_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * address at CFA - 8 or undefined, where rbp was saved), and an address no FDE covers must get a
  * frame-pointer row. Run over this test's own executable (built with ASan: large, every
  * function with CFI) and the C library it runs on (Debian's: no frame pointers). Also the
- * errors: a file that is not ELF, one without PT_GNU_EH_FRAME, a cap too small for the rows.
+ * errors: a file that is not ELF, one without PT_GNU_EH_FRAME, a cap too small for the rows (by
+ * one row: the cap is exact).
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -238,6 +239,17 @@ static void test_errors(void **state)
 	fd = open("/proc/self/exe", O_RDONLY);
 	assert_int_equal(urows_build(fd, 100, &r), -E2BIG);
 	assert_null(r.rows);
+	/* max_rows is exact: the rows of a file fit in as many, not in one fewer */
+	strobe_urows all;
+	assert_int_equal(urows_build(fd, 1u << 24, &all), 0);
+	assert_true(all.n > 100);
+	assert_int_equal(urows_build(fd, all.n, &r), 0);
+	assert_int_equal(r.n, all.n);
+	assert_memory_equal(r.rows, all.rows, all.n * sizeof(*all.rows));
+	urows_free(&r);
+	assert_int_equal(urows_build(fd, all.n - 1, &r), -E2BIG);
+	assert_null(r.rows);
+	urows_free(&all);
 	close(fd);
 
 	fd = open(dir, O_RDONLY | O_DIRECTORY);
