@@ -148,7 +148,7 @@ static int use_bpf(strobe_agent *a, bool *bpf, strobe_err *err)
 		strobe_offcpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
 					 .proc_root = a->o->proc_root, .kernel = a->so.kernel,
 					 .max_entries = a->o->offcpu_entries,
-					 /* 8 bytes a row (struct strobe_ob_row) */
+					 /* 8 bytes a row (struct ob_row) */
 					 .table_rows = a->o->call_graph == STROBE_CG_FP
 							       ? 0
 							       : a->o->unwind_table_mb << 17};
@@ -293,7 +293,7 @@ static int open_sampler(strobe_agent *a, strobe_err *err)
 		strobe_sampler_close(s);
 		return rc;
 	}
-	strobe_sampler_set_external_offcpu(s, bpf);
+	sampler_set_external_offcpu(s, bpf);
 	a->s = s;
 	a->ob_active = bpf;
 	a->oc_active = obpf;
@@ -400,8 +400,8 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval, boo
 	proc_entry *e = proc_cache_find(&a->procs, pid);
 	int64_t now = strobe_mono_ns();
 	/* A pid reused (or a process that exec'd) since it was read: its name changed. */
-	const strobe_proc *pr =
-		e && a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
+	const proc *pr =
+		e && a->s ? tracker_proc(sampler_tracker(a->s), pid, false) : NULL;
 	bool renamed = pr && pr->comm[0] && strncmp(pr->comm, e->info.comm, sizeof(pr->comm)) != 0;
 	if (e && !renamed && !fresh && !e->gone && now - e->read_ns >= PROC_RECHECK_NS) {
 		char cg[sizeof(e->info.cgroup)];
@@ -426,8 +426,8 @@ static proc_entry *proc_lookup(strobe_agent *a, pid_t pid, int64_t interval, boo
 		e->info = pi;
 	} else {
 		/* exited: name it from what the sampler saw, unless it was read before */
-		const strobe_proc *tp =
-			a->s ? tracker_proc(strobe_sampler_tracker(a->s), pid, false) : NULL;
+		const proc *tp =
+			a->s ? tracker_proc(sampler_tracker(a->s), pid, false) : NULL;
 		const char *comm = tp && tp->comm[0] ? tp->comm : "unknown";
 		if (!e->info.service[0]) {
 			snprintf(e->info.comm, sizeof(e->info.comm), "%s", comm);
@@ -727,7 +727,7 @@ static void export_interval(strobe_agent *a)
 	unsigned n = pids ? strobe_sampler_pids(a->s, pids, PIDS_CAP) : 0;
 	/* with --locks, the processes that have lock sums: only they get a lock profile */
 	pid_t *lpids = a->lk ? malloc(PIDS_CAP * sizeof(*lpids)) : NULL;
-	unsigned nl = lpids ? strobe_sampler_lock_pids(a->s, lpids, PIDS_CAP) : 0;
+	unsigned nl = lpids ? sampler_lock_pids(a->s, lpids, PIDS_CAP) : 0;
 	export_counts ec = {0};
 	int64_t t0 = strobe_mono_ns();
 	renew_symbolizer(a, t0);
@@ -767,23 +767,23 @@ static void export_interval(strobe_agent *a)
 	/* the heap and mutex profiles of the processes that run with libstrobe-heap.so */
 	if (a->pl) {
 		preload_ctx pc = {.a = a, .interval = interval, .ec = &ec};
-		int rc = strobe_preload_collect(a->pl, a->sym, strobe_real_ns(),
+		int rc = preload_collect(a->pl, a->sym, strobe_real_ns(),
 						(int64_t)(a->o->interval_s ? a->o->interval_s : 10) *
 							1000000000,
 						emit_preload, &pc);
 		if (rc < 0)
 			agent_log(a, STROBE_LOG_WARN, "preload: %s: %s",
 				  a->o->preload_dir ? a->o->preload_dir : "/dev/shm", strerror(-rc));
-		strobe_preload_stats pst;
-		strobe_preload_get_stats(a->pl, &pst);
+		preload_stats pst;
+		preload_get_stats(a->pl, &pst);
 		pthread_mutex_lock(&a->mu);
 		a->st.pl = pst;
 		pthread_mutex_unlock(&a->mu);
 	}
 	uint64_t nprof = ec.nprof, nbytes = ec.nbytes, errors = ec.errors;
-	strobe_sampler_reset_agg(a->s);
+	sampler_reset_agg(a->s);
 	/* exited processes leave the sampler's tables: process churn does not grow them */
-	unsigned forgotten = strobe_sampler_forget_exited(a->s);
+	unsigned forgotten = sampler_forget_exited(a->s);
 	proc_prune(a, interval);
 	/* what this interval's unwinds and exports touched: the goal is on resident memory */
 	strobe_sampler_release_memory(a->s);
@@ -1001,7 +1001,7 @@ strobe_agent *strobe_agent_new(const strobe_agent_opts *o, strobe_err *err)
 		goto fail;
 	if (o->locks)
 		open_locks(a);
-	if (!o->no_preload && !(a->pl = strobe_preload_new(o->preload_dir)))
+	if (!o->no_preload && !(a->pl = preload_new(o->preload_dir)))
 		agent_log(a, STROBE_LOG_WARN, "no heap or mutex profiles of preloaded processes: %s",
 			  strerror(errno));
 	if (!o->no_symbolize) {
@@ -1039,7 +1039,7 @@ void strobe_agent_free(strobe_agent *a)
 	strobe_oncpu_close(a->oc);
 	strobe_offcpu_close(a->ob);
 	strobe_locks_close(a->lk);
-	strobe_preload_free(a->pl);
+	preload_free(a->pl);
 	strobe_symbolizer_free(a->sym);
 	strobe_spool_close(a->spool);
 	if (a->have_comm_re)
@@ -1093,7 +1093,7 @@ static void apply_pause(strobe_agent *a)
 			agent_log(a, STROBE_LOG_ERROR, "resume: %s", err.msg);
 	}
 	if (a->pl) /* the preloaded processes stop (or go on) sampling themselves */
-		strobe_preload_pause(a->pl, want);
+		preload_pause(a->pl, want);
 	pthread_mutex_lock(&a->mu);
 	a->st.paused = want;
 	pthread_mutex_unlock(&a->mu);
@@ -1150,7 +1150,7 @@ static void wait_and_read(strobe_agent *a, int64_t next)
 	if (ffd >= 0 && sleeps_long(a) && now - a->fresh_ns >= FRESH_GAP_NS)
 		ex[nex++] = (struct pollfd){.fd = ffd, .events = POLLIN};
 	strobe_err pe = {{0}};
-	if (strobe_sampler_poll_with(a->s, poll_ms(a, next, now), ex, nex, &pe) < 0 && pe.msg[0]) {
+	if (sampler_poll_with(a->s, poll_ms(a, next, now), ex, nex, &pe) < 0 && pe.msg[0]) {
 		agent_log(a, STROBE_LOG_ERROR, "sampler: %s", pe.msg);
 		usleep(100000);
 	}

@@ -37,7 +37,7 @@ typedef struct agent_status {
 	strobe_offcpu_stats ob;  /* the eBPF collection's counters */
 	strobe_locks_stats lk;   /* the futex-wait program's counters (--locks) */
 	char locks_why[256];     /* why --locks is off ("" otherwise) */
-	strobe_preload_stats pl; /* the preloaded processes' channels */
+	preload_stats pl; /* the preloaded processes' channels */
 	unsigned budget_level;   /* 0 = as configured; each step is one degradation */
 	char budget_note[256];   /* what the budget did last, "" when nothing */
 	double cpu_pct;          /* own CPU over the last interval, % of one core */
@@ -80,7 +80,7 @@ struct strobe_agent {
 	bool oc_active;         /* the current sampler's on-CPU samples come from it */
 	bool oc_shares_ob;      /* ... walking with the off-CPU program's table maps and loader */
 	uint64_t oc_full_seen;  /* its counts_full at the last export (for the profiles' comment) */
-	strobe_preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
+	preload *pl;     /* heap and mutex profiles of preloaded processes; NULL: off */
 	int64_t rss_checked_ns; /* when keep_resident_low last looked */
 	int64_t bpf_stats_ns;   /* when publish_stats last read the eBPF programs' counters */
 	uint64_t base_samples, base_switches, base_lost, base_throttled; /* of closed samplers */

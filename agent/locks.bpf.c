@@ -35,8 +35,8 @@ const volatile __u64 min_wait_ns = 0;
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct strobe_lk_key);
-	__type(value, struct strobe_lk_val);
+	__type(key, struct lk_key);
+	__type(value, struct lk_val);
 } counts SEC(".maps");
 
 /* A thread's wait in progress (enter_ns 0: none), whether its process's mappings were seen in
@@ -136,16 +136,16 @@ static __always_inline int end(long ret)
 	}
 	__u64 id = bpf_get_current_pid_tgid(), sys = 0, leaf = 0;
 	__u32 gen = generation, prov = 0;
-	struct strobe_lk_key k = {
+	struct lk_key k = {
 		.uaddr = c->uaddr,
 		.tgid = id >> 32,
 		.tid = (__u32)id,
 		.gen = gen,
 	};
 	k.ustack = user_stack_key(t, gen, &sys, &leaf, &c->u, &prov);
-	struct strobe_lk_val *v = bpf_map_lookup_elem(&counts, &k);
+	struct lk_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (!v) {
-		struct strobe_lk_val z = {0};
+		struct lk_val z = {0};
 		long rc = bpf_map_update_elem(&counts, &k, &z, BPF_NOEXIST);
 		if (rc < 0 && rc != -17 /* EEXIST: another CPU added it meanwhile */) {
 			count(STROBE_LK_COUNTS_FULL);

@@ -43,14 +43,14 @@ struct strobe_locks {
 	uint32_t max_entries;
 	int ncpus;
 	uint64_t stacks_missing, entries;
-	struct strobe_lk_key *keys; /* scratch for one drain */
-	struct strobe_lk_val *vals; /* their values */
+	struct lk_key *keys; /* scratch for one drain */
+	struct lk_val *vals; /* their values */
 	bool no_batch;              /* the kernel refused a batch operation: one by one */
 	agent_bpf_progs progs;         /* its programs' fds (bpf_load.c: loaded by a child) */
 	int tp_pfd[6], tp_link[6];     /* futex, futex_waitv, futex_wait (enter, exit): the
 					* last four where the kernel has them (-1: not attached) */
 	int raw_link[2];               /* fork, exec (-1: not attached) */
-	strobe_otables *tables;
+	otables *tables;
 	char tables_off[256];
 };
 
@@ -243,12 +243,12 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 	size_t nk = agent_map_take(l->fd_counts, l->keys, l->vals, sizeof(*l->keys),
 				   sizeof(*l->vals), l->max_entries, &l->no_batch);
 	for (size_t i = 0; i < nk && rc == 0; i++) {
-		struct strobe_lk_key *k = &l->keys[i];
-		struct strobe_lk_val v = l->vals[i];
+		struct lk_key *k = &l->keys[i];
+		struct lk_val v = l->vals[i];
 		l->entries++;
 		uint32_t un = 0;
 		if (k->ustack && (k->gen == cur || k->gen == cur - 1)) {
-			struct strobe_ob_stack st;
+			struct ob_stack st;
 			if (bpf_map_lookup_elem(l->fd_stacks[k->gen & 1], &k->ustack, &st) == 0) {
 				un = st.n < STROBE_OB_MAX_DEPTH ? (uint32_t)st.n : STROBE_OB_MAX_DEPTH;
 				memcpy(uips, st.ips, un * sizeof(*uips));
@@ -256,7 +256,7 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 		}
 		if (k->ustack && !un)
 			l->stacks_missing++;
-		rc = strobe_sampler_add_lock(s, (int32_t)k->tgid, (int32_t)k->tid, k->uaddr, uips, un,
+		rc = sampler_add_lock(s, (int32_t)k->tgid, (int32_t)k->tid, k->uaddr, uips, un,
 					     (int64_t)v.waits, (int64_t)v.delay_ns);
 	}
 	/* clear the map of cur - 1, which cur + 1 uses, then switch the kernel to it */

@@ -20,11 +20,11 @@
 #include "offcpu.h"
 
 /* The sums (map `counts`). ustack: key of the generation's stack map (0: none). */
-struct strobe_lk_key {
+struct lk_key {
 	__u64 uaddr, ustack;
 	__u32 tgid, tid, gen, pad_;
 };
-struct strobe_lk_val {
+struct lk_val {
 	__u64 waits, delay_ns;
 };
 

@@ -59,8 +59,8 @@ const volatile __u8 kernel_stacks = 1;
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct strobe_ob_key);
-	__type(value, struct strobe_ob_val);
+	__type(key, struct ob_key);
+	__type(value, struct ob_val);
 } counts SEC(".maps");
 
 /* A thread's state, kept in the task itself (task-local storage: found through a slot in the
@@ -73,7 +73,7 @@ struct {
  *   rows: the rows its walk's first two steps used, by address (see struct rowmemo). */
 
 struct tcache {
-	struct strobe_ob_start st;
+	struct ob_start st;
 	__u64 ukey, sys, kkey;
 	__u32 gen, blocked;
 	struct ucache u; /* user: see user_stack_key; rows: see struct rowmemo */
@@ -95,7 +95,7 @@ struct {
 static __always_inline __u64 kernel_stack_key(void *ctx, __u32 gen)
 {
 	__u32 zero = 0;
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!b)
 		return 0;
 	long len = bpf_get_stack(ctx, b->ips, sizeof(b->ips), KERNEL_SKIP);
@@ -115,7 +115,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct strobe_ob_stack);
+	__type(value, struct ob_stack);
 } scratch_it SEC(".maps");
 
 /* ... and for rewalk, of another task's stack (ctx: a pointer to it). */
@@ -127,7 +127,7 @@ static long ustep_task(__u64 idx, void *ctx)
 	struct task_ref *x = ctx;
 	__u32 zero = 0;
 	struct uwalk *w = bpf_map_lookup_elem(&uwalks_it, &zero);
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch_it, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch_it, &zero);
 	if (!w || !b || !x->task || ustep1(w, b, x->task))
 		return 1;
 	return 0;
@@ -158,7 +158,7 @@ int BPF_PROG(on_switch, _Bool preempt, struct task_struct *prev, struct task_str
 		}
 		/* (kernel threads have no user stack, and so no kernel-stack cache below either) */
 		struct tcache *c = t;
-		struct strobe_ob_start st = {
+		struct ob_start st = {
 			.out_ns = now,
 			.tgid = tgid,
 			.gen = gen,
@@ -203,7 +203,7 @@ switch_in:;
 	struct tcache *nt = bpf_task_storage_get(&tcache, next, 0, 0);
 	if (!nt || !nt->st.out_ns)
 		return 0;
-	struct strobe_ob_start *st = &nt->st;
+	struct ob_start *st = &nt->st;
 	__u64 total = now > st->out_ns ? now - st->out_ns : 0;
 	if (total < min_block_ns) {
 		count(STROBE_OB_SHORT);
@@ -238,7 +238,7 @@ switch_in:;
 			wait = clock - queued;
 		blocked = wait < total ? total - wait : 0;
 	}
-	struct strobe_ob_key k = {
+	struct ob_key k = {
 		.tgid = st->tgid,
 		.tid = ntid,
 		.gen = st->gen,
@@ -246,9 +246,9 @@ switch_in:;
 		.ustack = st->ustack,
 	};
 	st->out_ns = 0; /* on CPU now */
-	struct strobe_ob_val *v = bpf_map_lookup_elem(&counts, &k);
+	struct ob_val *v = bpf_map_lookup_elem(&counts, &k);
 	if (!v) {
-		struct strobe_ob_val z = {0};
+		struct ob_val z = {0};
 		long rc = bpf_map_update_elem(&counts, &k, &z, BPF_NOEXIST);
 		if (rc < 0 && rc != -17 /* EEXIST: another CPU added it meanwhile */) {
 			count(STROBE_OB_COUNTS_FULL);
@@ -282,7 +282,7 @@ int off_threads(struct bpf_iter__task *ctx)
 	struct tcache *t = bpf_task_storage_get(&tcache, task, 0, 0);
 	if (!t || !t->st.out_ns)
 		return 0;
-	struct strobe_ob_start st = t->st;
+	struct ob_start st = t->st;
 	bpf_seq_write(ctx->meta->seq, &st, sizeof(st));
 	return 0;
 }
@@ -311,7 +311,7 @@ int rewalk(struct bpf_iter__task *ctx)
 	__u64 out = t->st.out_ns;
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct uwalk *w = bpf_map_lookup_elem(&uwalks_it, &zero);
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch_it, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch_it, &zero);
 	if (!r || !w || !b)
 		return 0;
 	*w = (struct uwalk){.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = task->tgid};

@@ -58,10 +58,10 @@ struct strobe_offcpu {
 	saved_stack *saved;          /* sorted by (gen, id) */
 	size_t nsaved;
 	uint64_t stacks_missing, entries;
-	struct strobe_ob_key *keys;  /* scratch for one drain */
-	struct strobe_ob_val *vals;  /* the values of keys, taken out in batches */
+	struct ob_key *keys;  /* scratch for one drain */
+	struct ob_val *vals;  /* the values of keys, taken out in batches */
 	bool no_batch;               /* the kernel refused a batch operation: one by one */
-	strobe_otables *tables;      /* the table walk's mappings and rows (NULL: off) */
+	otables *tables;      /* the table walk's mappings and rows (NULL: off) */
 	char tables_off[256];        /* why the table walk did not load (empty: it did) */
 };
 
@@ -302,7 +302,7 @@ static uint32_t stack_of(strobe_offcpu *b, uint32_t cur, uint32_t gen, uint64_t 
 	if (id == 0)
 		return 0;
 	if (gen == cur || gen == cur - 1) {
-		struct strobe_ob_stack st;
+		struct ob_stack st;
 		if (bpf_map_lookup_elem(b->fd_stacks[gen & 1], &id, &st) < 0) {
 			b->stacks_missing++;
 			return 0;
@@ -360,12 +360,12 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	size_t nk = agent_map_take(b->fd_counts, b->keys, b->vals, sizeof(*b->keys),
 				   sizeof(*b->vals), b->max_entries, &b->no_batch);
 	for (size_t i = 0; i < nk && rc == 0; i++) {
-		struct strobe_ob_key *k = &b->keys[i];
-		struct strobe_ob_val v = b->vals[i];
+		struct ob_key *k = &b->keys[i];
+		struct ob_val v = b->vals[i];
 		b->entries++;
 		uint32_t kn = cut_to_schedule(b, kips, stack_of(b, cur, k->gen, k->kstack, kips));
 		uint32_t un = stack_of(b, cur, k->gen, k->ustack, uips);
-		rc = strobe_sampler_add_offcpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
+		rc = sampler_add_offcpu(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn, uips, un,
 					       (int64_t)v.off_ns, (int64_t)v.blocked_ns,
 					       (int64_t)v.switches);
 	}
@@ -377,7 +377,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	int it = bpf_iter_create(b->threads);
 	if (it < 0)
 		rc = -errno;
-	struct strobe_ob_start recs[256];
+	struct ob_start recs[256];
 	size_t have = 0; /* bytes in recs */
 	while (rc == 0) {
 		ssize_t got = read(it, (char *)recs + have, sizeof(recs) - have);
@@ -390,7 +390,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 		have += (size_t)got;
 		size_t n = have / sizeof(recs[0]);
 		for (size_t i = 0; i < n && rc == 0; i++) {
-			const struct strobe_ob_start *st = &recs[i];
+			const struct ob_start *st = &recs[i];
 			if (st->gen == cur)
 				continue;
 			rc = save_one(b, &nv, &nn, &cap, cur, st->gen, st->kstack);

@@ -13,7 +13,7 @@
 
 /* A thread's last switch-out (in its task-local storage, kept until it exits; read by user
  * space through the task iterator off_threads). */
-struct strobe_ob_start {
+struct ob_start {
 	__u64 out_ns;          /* switch-out (0 = on CPU now), CLOCK_MONOTONIC */
 	__u64 kstack, ustack;  /* stacks (keys of the stack maps), 0 = none */
 	__u32 tgid, gen;       /* gen: the generation its stacks belong to */
@@ -25,17 +25,17 @@ struct strobe_ob_start {
 
 /* A stack (value of the stack maps, keyed by a 64-bit hash of its addresses): n addresses,
  * leaf first (what follows them is not cleared). */
-struct strobe_ob_stack {
+struct ob_stack {
 	__u64 n;
 	__u64 ips[STROBE_OB_MAX_DEPTH];
 };
 
 /* The sums (map `counts`). */
-struct strobe_ob_key {
+struct ob_key {
 	__u64 kstack, ustack;
 	__u32 tgid, tid, gen, pad_;
 };
-struct strobe_ob_val {
+struct ob_val {
 	__u64 off_ns, blocked_ns, switches;
 };
 
@@ -53,7 +53,7 @@ enum {
 	STROBE_OB_ROW_RBP = 8, /* flag: the caller's rbp is saved at CFA + 8 * rbp_off8 (else
 				  rbp is unchanged) */
 };
-struct strobe_ob_row {
+struct ob_row {
 	__u32 pc;       /* ELF address of the binary */
 	__s16 cfa_off;
 	__s8 rbp_off8;
@@ -65,18 +65,18 @@ struct strobe_ob_row {
  * frame pointers there). loaded_ns: when they were read (bpf_ktime_get_ns), so the program asks
  * again, at most once a second, for an address in none of them (a library loaded since). */
 #define STROBE_OB_MAX_MAPS 64
-struct strobe_ob_map {
+struct ob_map {
 	__u64 start, end, bias;
 	__u32 row0, nrows;
 };
-struct strobe_ob_maps {
+struct ob_maps {
 	__u64 loaded_ns;
 	__u32 n, pad_;
-	struct strobe_ob_map m[STROBE_OB_MAX_MAPS];
+	struct ob_map m[STROBE_OB_MAX_MAPS];
 };
 
 /* A request for a process's mappings (ring buffer ureq). */
-struct strobe_ob_req {
+struct ob_req {
 	__u64 ns; /* when (bpf_ktime_get_ns) */
 	__u32 tgid, pad_;
 };

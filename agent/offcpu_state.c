@@ -9,7 +9,7 @@
 #include "offcpu_state.h"
 
 /* Closes (or, with partial, counts so far) a thread's off-CPU interval up to `t`. */
-static void close_interval(offcpu_state *m, strobe_thread *th, int64_t t, bool partial)
+static void close_interval(offcpu_state *m, proc_thread *th, int64_t t, bool partial)
 {
 	int64_t total = t - th->out_ns;
 	if (total < 0)
@@ -42,7 +42,7 @@ static void close_interval(offcpu_state *m, strobe_thread *th, int64_t t, bool p
 	agg_add(m->agg, th->pid, th->tid, 0, 0, th->stack, th->nstack, v);
 }
 
-void offcpu_switch_out(offcpu_state *m, strobe_thread *th, const uint32_t *stack, uint32_t n,
+void offcpu_switch_out(offcpu_state *m, proc_thread *th, const uint32_t *stack, uint32_t n,
 		       int64_t t, bool blocked)
 {
 	if (th->out) { /* a switch-in we never saw (lost): do not count the gap */
@@ -66,7 +66,7 @@ void offcpu_switch_out(offcpu_state *m, strobe_thread *th, const uint32_t *stack
  * finds the thread back on its CPU already (back) and is no orphan. */
 void offcpu_switch_in(offcpu_state *m, int32_t tid, int64_t t)
 {
-	strobe_thread *th = tracker_thread(m->tr, tid, 0, false);
+	proc_thread *th = tracker_thread(m->tr, tid, 0, false);
 	if (th && th->out) {
 		close_interval(m, th, t, false);
 		th->back = true;
@@ -77,7 +77,7 @@ void offcpu_switch_in(offcpu_state *m, int32_t tid, int64_t t)
 
 void offcpu_wakeup(offcpu_state *m, int32_t tid, int64_t t)
 {
-	strobe_thread *th = tracker_thread(m->tr, tid, 0, false);
+	proc_thread *th = tracker_thread(m->tr, tid, 0, false);
 	if (th && th->out && th->blocked && !th->wake_ns)
 		th->wake_ns = t;
 }
@@ -85,7 +85,7 @@ void offcpu_wakeup(offcpu_state *m, int32_t tid, int64_t t)
 void offcpu_flush_open(offcpu_state *m, int64_t horizon)
 {
 	for (uint32_t i = 0; i < m->tr->tids.n; i++) {
-		strobe_thread *th = &m->tr->threads[i];
+		proc_thread *th = &m->tr->threads[i];
 		if (th->out && th->tid)
 			close_interval(m, th, horizon, true);
 	}

@@ -4,7 +4,7 @@
  * CPU (its stack then, whether it went to sleep or was preempted), closed when it comes back
  * and added to the aggregate as off-CPU time, split at its wake-up into blocked time (asleep)
  * and run-queue time (runnable, waiting for a CPU). The state lives in the tracker's
- * strobe_thread (out, out_ns, wake_ns, blocked, back, stack); this module is what moves it.
+ * proc_thread (out, out_ns, wake_ns, blocked, back, stack); this module is what moves it.
  * Private to agent/.
  *
  * Fed from sched_switch samples (switch-outs; system-wide also switch-ins, from next_pid),
@@ -22,7 +22,7 @@
 #include "strobe/sampler.h" /* strobe_sampler_stats */
 
 typedef struct offcpu_state {
-	strobe_tracker *tr;       /* the threads (not owned) */
+	tracker *tr;       /* the threads (not owned) */
 	sampler_agg *agg;         /* where closed intervals go (not owned) */
 	strobe_sampler_stats *st; /* switches, short_blocks, orphan_in, unmatched (not owned) */
 	int64_t min_block_ns;     /* shorter intervals are counted in short_blocks only */
@@ -37,7 +37,7 @@ static inline bool offcpu_prev_state_blocked(uint64_t prev_state)
 
 /* Thread th left the CPU at t with stack[0..n) (frame ids, leaf first), asleep when blocked.
  * An interval still open (its switch-in lost) is dropped and counted as unmatched. */
-void offcpu_switch_out(offcpu_state *m, strobe_thread *th, const uint32_t *stack, uint32_t n,
+void offcpu_switch_out(offcpu_state *m, proc_thread *th, const uint32_t *stack, uint32_t n,
 		       int64_t t, bool blocked);
 /* Thread tid came back on a CPU at t: its interval is closed and added. A second report of the
  * same switch-in (system-wide, sched_switch's next_pid and the switch record) is ignored; a

@@ -66,10 +66,10 @@ typedef struct obin {
 	uint64_t dev, ino, size;
 	int64_t mtime_ns;
 	uint32_t row0, nrows; /* nrows 0: no rows (frame pointers) */
-	strobe_urows lay;     /* its executable segments, for the bias (rows freed) */
+	urows lay;     /* its executable segments, for the bias (rows freed) */
 } obin;
 
-struct strobe_otables {
+struct otables {
 	int fd_rows, fd_maps, fd_want, fd_exec;
 	uint32_t max_rows, used_rows;
 	obin *bins;
@@ -93,10 +93,10 @@ struct strobe_otables {
 	char proc_root[256];
 };
 
-strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
 				   int fd_exec, const char *proc_root)
 {
-	strobe_otables *t = calloc(1, sizeof(*t));
+	otables *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	snprintf(t->proc_root, sizeof(t->proc_root), "%s", proc_root ? proc_root : "/proc");
@@ -112,7 +112,7 @@ strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_
 	return t;
 }
 
-void otables_free(strobe_otables *t)
+void otables_free(otables *t)
 {
 	if (!t)
 		return;
@@ -135,7 +135,7 @@ void otables_free(strobe_otables *t)
 }
 
 /* Writes a binary's rows into the map, from row0, a few thousand per system call. */
-static int write_rows(strobe_otables *t, const strobe_urows *r, uint32_t row0)
+static int write_rows(otables *t, const urows *r, uint32_t row0)
 {
 	enum { CHUNK = 4096 };
 	uint32_t keys[CHUNK];
@@ -150,7 +150,7 @@ static int write_rows(strobe_otables *t, const strobe_urows *r, uint32_t row0)
 }
 
 /* The entry of the binary open at fd (built now if new); NULL without memory. */
-static obin *bin_of(strobe_otables *t, int fd, const struct stat *sb)
+static obin *bin_of(otables *t, int fd, const struct stat *sb)
 {
 	int64_t mt = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
 	for (uint32_t i = 0; i < t->nbins; i++) {
@@ -193,15 +193,15 @@ static obin *bin_of(strobe_otables *t, int fd, const struct stat *sb)
 
 static int map_cmp(const void *a, const void *b)
 {
-	const struct strobe_ob_map *x = a, *y = b;
+	const struct ob_map *x = a, *y = b;
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int load(strobe_otables *t, uint32_t tgid, bool *early);
-static int load_checked(strobe_otables *t, uint32_t tgid, bool *early);
+static int load(otables *t, uint32_t tgid, bool *early);
+static int load_checked(otables *t, uint32_t tgid, bool *early);
 
 /* The process's exec count (map uexec; 0 = none seen). */
-static uint32_t execs(const strobe_otables *t, uint32_t tgid)
+static uint32_t execs(const otables *t, uint32_t tgid)
 {
 	uint32_t n = 0;
 	if (t->fd_exec >= 0)
@@ -209,14 +209,14 @@ static uint32_t execs(const strobe_otables *t, uint32_t tgid)
 	return n;
 }
 
-int otables_load(strobe_otables *t, uint32_t tgid)
+int otables_load(otables *t, uint32_t tgid)
 {
 	bool early;
 	return load_checked(t, tgid, &early);
 }
 
 /* load, again while an exec came in between; early: see load. */
-static int load_checked(strobe_otables *t, uint32_t tgid, bool *early)
+static int load_checked(otables *t, uint32_t tgid, bool *early)
 {
 	pthread_mutex_lock(&t->mu);
 	/* An exec while the mappings are read and written (the program's on_exec counts them)
@@ -238,9 +238,9 @@ static int load_checked(strobe_otables *t, uint32_t tgid, bool *early)
 
 /* What load's walk over a process's mappings fills. */
 typedef struct load_walk {
-	strobe_otables *t;
+	otables *t;
 	uint32_t tgid;
-	struct strobe_ob_maps *ms;
+	struct ob_maps *ms;
 	unsigned nfiles;
 	bool ldso;
 } load_walk;
@@ -250,13 +250,13 @@ typedef struct load_walk {
 static int load_map(void *ctx, const strobe_maps_entry *e)
 {
 	load_walk *w = ctx;
-	struct strobe_ob_maps *ms = w->ms;
+	struct ob_maps *ms = w->ms;
 	if (ms->n >= STROBE_OB_MAX_MAPS)
 		return -E2BIG; /* full: what it holds is used */
 	if (!strobe_maps_exec(e) || e->end <= e->start || e->end > 0x800000000000ull)
 		return 0;
-	struct strobe_ob_map *m = &ms->m[ms->n++];
-	*m = (struct strobe_ob_map){.start = e->start, .end = e->end};
+	struct ob_map *m = &ms->m[ms->n++];
+	*m = (struct ob_map){.start = e->start, .end = e->end};
 	if (e->path[0] != '/' || !e->inode)
 		return 0; /* anonymous (JIT), [vdso]: frame pointers */
 	w->nfiles++;
@@ -286,10 +286,10 @@ static int load_map(void *ctx, const strobe_maps_entry *e)
 }
 
 /* Loads the mappings of tgid; t->mu held (bins and st are shared with get_stats). */
-static int load(strobe_otables *t, uint32_t tgid, bool *early)
+static int load(otables *t, uint32_t tgid, bool *early)
 {
 	*early = false;
-	struct strobe_ob_maps *ms = calloc(1, sizeof(*ms));
+	struct ob_maps *ms = calloc(1, sizeof(*ms));
 	if (!ms)
 		return -ENOMEM;
 	FILE *f = strobe_proc_maps_open(t->proc_root, (int)tgid);
@@ -325,7 +325,7 @@ static int load(strobe_otables *t, uint32_t tgid, bool *early)
 }
 
 /* Forgets the processes that have exited. */
-static void gc(strobe_otables *t)
+static void gc(otables *t)
 {
 	uint32_t key, *prev = NULL, gone[256];
 	unsigned ngone = 0, n = 0;
@@ -342,7 +342,7 @@ static void gc(strobe_otables *t)
 
 /* Loads a process the program asked for (a process gone meanwhile: nothing to load), takes
  * the request out, and has its threads' stacks walked without the mappings walked again. */
-static void load_one(strobe_otables *t, uint32_t tgid, unsigned tries)
+static void load_one(otables *t, uint32_t tgid, unsigned tries)
 {
 	bool early = false;
 	int rc = load_checked(t, tgid, &early);
@@ -356,7 +356,7 @@ static void load_one(strobe_otables *t, uint32_t tgid, unsigned tries)
 }
 
 /* Loads the processes uwant holds (for messages the ring lost). */
-static void scan(strobe_otables *t)
+static void scan(otables *t)
 {
 	uint32_t want[MAX_WANT], key, *prev = NULL;
 	unsigned n = 0;
@@ -370,8 +370,8 @@ static void scan(strobe_otables *t)
 
 static int on_request(void *ctx, void *data, size_t len)
 {
-	strobe_otables *t = ctx;
-	struct strobe_ob_req q;
+	otables *t = ctx;
+	struct ob_req q;
 	if (len < sizeof(q))
 		return 0;
 	memcpy(&q, data, sizeof(q));
@@ -387,7 +387,7 @@ static int on_request(void *ctx, void *data, size_t len)
 
 static void *loader(void *arg)
 {
-	strobe_otables *t = arg;
+	otables *t = arg;
 	while (!atomic_load(&t->stop)) {
 		/* until the next scan, or a recheck due sooner (without the epoll: 100 ms, the stop's
 		 * latency) */
@@ -447,7 +447,7 @@ static void *loader(void *arg)
 	return NULL;
 }
 
-void otables_preload(strobe_otables *t, unsigned ms)
+void otables_preload(otables *t, unsigned ms)
 {
 	DIR *d = opendir(t->proc_root);
 	if (!d)
@@ -466,7 +466,7 @@ void otables_preload(strobe_otables *t, unsigned ms)
 	closedir(d);
 }
 
-int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
+int otables_start(otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
 			 void *ctx)
 {
 	t->on_load = on_load;
@@ -491,7 +491,7 @@ int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32
 	return 0;
 }
 
-void otables_get_stats(strobe_otables *t, strobe_otables_stats *st)
+void otables_get_stats(otables *t, strobe_otables_stats *st)
 {
 	pthread_mutex_lock(&t->mu);
 	*st = t->st;

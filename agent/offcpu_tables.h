@@ -12,28 +12,28 @@
 
 #include "strobe/offcpu.h" /* strobe_otables_stats */
 
-typedef struct strobe_otables strobe_otables;
+typedef struct otables otables;
 
 
 /* fds of the maps urows (max_rows entries), umaps, uwant and uexec. NULL + errno. */
 /* proc_root: where /proc is (the agent's --proc-root; NULL: /proc), for PID/maps and the
  * binaries under PID/root. */
-strobe_otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
+otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
 				   int fd_exec, const char *proc_root);
-void otables_free(strobe_otables *t);
+void otables_free(otables *t);
 /* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
-int otables_load(strobe_otables *t, uint32_t tgid);
+int otables_load(otables *t, uint32_t tgid);
 /* Loads the tables of the processes running now (under proc_root), for at most ms
  * milliseconds: before the loader thread starts (otables_load is not for two threads at
  * once). */
-void otables_preload(strobe_otables *t, unsigned ms);
+void otables_preload(otables *t, unsigned ms);
 /* Starts the loader thread: it loads the processes the program asks for (through the ring
  * buffer at fd_ring, and map uwant) and forgets processes that have exited, until
  * otables_free. 0 or -errno. */
 /* on_load(ctx, tgid) runs on the loader thread after each process's mappings are written (not
  * before: it may wait for a lock the drain holds, and the tables must not wait for it). */
-int otables_start(strobe_otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
+int otables_start(otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
 			 void *ctx);
-void otables_get_stats(strobe_otables *t, strobe_otables_stats *st);
+void otables_get_stats(otables *t, strobe_otables_stats *st);
 
 #endif

@@ -38,14 +38,14 @@ const volatile __u8 announce_new = 0; /* 1: new processes go to the ring `fresh`
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, struct strobe_oc_key);
+	__type(key, struct oc_key);
 	__type(value, __u64);
 } counts0 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, struct strobe_oc_key);
+	__type(key, struct oc_key);
 	__type(value, __u64);
 } counts1 SEC(".maps");
 
@@ -75,41 +75,41 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32); /* tgid */
-	__type(value, struct strobe_tls_proc);
+	__type(value, struct tls_proc);
 } tlsprocs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct strobe_tls_block); /* 528 bytes: too large for the stack */
+	__type(value, struct tls_block); /* 528 bytes: too large for the stack */
 } tlsbuf SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64);
-	__type(value, struct strobe_tls_block);
+	__type(value, struct tls_block);
 } tlsets0 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u64);
-	__type(value, struct strobe_tls_block);
+	__type(value, struct tls_block);
 } tlsets1 SEC(".maps");
 
 /* The key of the current thread's label block in the generation's tlsets (0: no labels). */
 static __always_inline __u64 tls_labels_key(struct task_struct *t, __u32 tgid, __u32 gen)
 {
-	struct strobe_tls_proc *p = bpf_map_lookup_elem(&tlsprocs, &tgid);
+	struct tls_proc *p = bpf_map_lookup_elem(&tlsprocs, &tgid);
 	__u32 zero = 0;
 	if (!p)
 		return 0;
-	struct strobe_tls_block *b = bpf_map_lookup_elem(&tlsbuf, &zero);
+	struct tls_block *b = bpf_map_lookup_elem(&tlsbuf, &zero);
 	if (!b)
 		return 0;
-	__u32 st = strobe_tls_labels_read(t, p->tls_offset, b);
+	__u32 st = tls_labels_read(t, p->tls_offset, b);
 	if (st == STROBE_TLS_TORN)
 		count(STROBE_OC_TLS_TORN);
 	else if (st == STROBE_TLS_FAULT)
@@ -152,7 +152,7 @@ static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 zero = 0;
 	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r || !w || !b)
 		return 0;
 	*w = (struct uwalk){.ip = r->ip, .sp = r->sp, .bp = r->bp, .tgid = t->tgid};
@@ -184,9 +184,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 	__u32 gen = generation, zero = 0;
-	struct strobe_oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0};
+	struct oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0};
 	if (kernel_stacks) {
-		struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+		struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 		if (b) {
 			/* the interrupted registers: nothing of perf's or this program's above */
 			long len = bpf_get_stack(ctx, b->ips, sizeof(b->ips), 0);
@@ -236,7 +236,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	py_on_fork(parent->tgid, child->tgid);
 	/* the same image: the same TLS offset (a thread of the same process has its tgid) */
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	struct strobe_tls_proc *tp;
+	struct tls_proc *tp;
 	if (ptgid != ctgid && (tp = bpf_map_lookup_elem(&tlsprocs, &ptgid)))
 		bpf_map_update_elem(&tlsprocs, &ctgid, tp, BPF_ANY);
 	return 0;

@@ -91,23 +91,23 @@ struct strobe_oncpu {
 	int *links;                 /* their BPF links (-1: attached by the event's ioctl) */
 	int nev;
 	uint64_t entries, drains, collected;
-	struct strobe_oc_key *keys; /* scratch for one drain */
+	struct oc_key *keys; /* scratch for one drain */
 	uint64_t *vals;             /* their counts */
 	bool no_batch;              /* the kernel refused a batch operation: one by one */
-	strobe_otables *tables;
+	otables *tables;
 	char tables_off[256];
-	strobe_py *py;              /* Python frames (NULL: off), */
+	py_host *py;              /* Python frames (NULL: off), */
 	pthread_mutex_t py_mu;      /* ... used by collect and the tables' loader thread */
 	int fd_py[2];               /* the generations' Python stacks */
 	uint64_t *pyips;            /* scratch for a merged stack: addresses, */
 	uint32_t *pynames;          /* ... Python frames' names */
-	struct strobe_py_stack pyst;
+	struct py_stack pyst;
 	int fd_tlsets[2], fd_tlsprocs;    /* the C SDK's label blocks, by generation; offsets */
 	uint32_t tls_entries;
 	tls_seen *tls;                    /* open addressing by tgid, TLS_SEEN slots */
 	uint32_t ntls;
 	uint64_t tls_processes;
-	struct strobe_tls_block tlsb;     /* scratch for one block */
+	struct tls_block tlsb;     /* scratch for one block */
 	stack_table stk;                  /* the drained generation's stacks (stack_table.h) */
 	struct ring_buffer *fresh_rb;     /* the program's ring of new processes (NULL: none) */
 	pid_t *fresh;                     /* read from it: [fresh_at, nfresh) not handed out yet */
@@ -154,12 +154,12 @@ static void tls_look(strobe_oncpu *b, uint32_t tgid, bool again, const char *pro
 		return;
 	int64_t off = 0;
 	strobe_err err = {{0}};
-	int rc = strobe_tls_labels_offset(proc_root, (pid_t)tgid, &off, &err);
+	int rc = tls_labels_offset(proc_root, (pid_t)tgid, &off, &err);
 	/* only an SDK that has not published yet (-ENODATA: its constructor not run) is worth
 	 * another look; a process without the symbol, or gone, is not */
 	e->tries = rc == -ENODATA ? (uint8_t)(e->tries - 1) : 0;
 	if (rc == 0) {
-		struct strobe_tls_proc v = {.tls_offset = off};
+		struct tls_proc v = {.tls_offset = off};
 		if (bpf_map_update_elem(b->fd_tlsprocs, &tgid, &v, BPF_ANY) == 0 && !e->found) {
 			e->found = 1;
 			b->tls_processes++;
@@ -221,7 +221,7 @@ static void py_on_load(void *ctx, uint32_t tgid)
 {
 	strobe_oncpu *b = ctx;
 	pthread_mutex_lock(&b->py_mu);
-	strobe_py_see(b->py, tgid, true);
+	py_see(b->py, tgid, true);
 	pthread_mutex_unlock(&b->py_mu);
 }
 
@@ -234,7 +234,7 @@ static void py_preload(strobe_oncpu *b, const char *proc_root)
 		char *end;
 		unsigned long pid = strtoul(e->d_name, &end, 10);
 		if (!*end && pid > 0 && pid <= 0x7fffffff)
-			strobe_py_see(b->py, (uint32_t)pid, false);
+			py_see(b->py, (uint32_t)pid, false);
 	}
 	if (d)
 		closedir(d);
@@ -254,7 +254,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	b->sync_fd = b->sync_inner = -1;
 	b->fork_link = b->exec_link = b->exit_link = -1;
 	pthread_mutex_init(&b->py_mu, NULL);
-	int ncpu = strobe_cpu_count();
+	int ncpu = perf_cpu_count();
 	uint64_t want = o->max_entries;
 	if (!want) {
 		/* at most one new sum per sample; a quarter more for the unevenness of intervals */
@@ -327,7 +327,7 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	if (!o->no_python &&
 	    (!(b->pyips = malloc(PY_MERGED * sizeof(*b->pyips))) ||
 	     !(b->pynames = malloc(PY_MERGED * sizeof(*b->pynames))) ||
-	     !(b->py = strobe_py_new(bpf_map__fd(b->skel->maps.pycfg), o->proc_root, o->note,
+	     !(b->py = py_new(bpf_map__fd(b->skel->maps.pycfg), o->proc_root, o->note,
 				     o->note_ctx)))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF on-CPU program: out of memory");
 		strobe_oncpu_close(b);
@@ -375,7 +375,7 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid)
 	tls_look(b, tgid, true, b->proc_root);
 	if (b->py) {
 		pthread_mutex_lock(&b->py_mu);
-		strobe_py_see(b->py, tgid, true);
+		py_see(b->py, tgid, true);
 		pthread_mutex_unlock(&b->py_mu);
 	}
 	return 0;
@@ -396,7 +396,7 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 	if (b->freq == freq)
 		return 0;
 	strobe_oncpu_detach(b);
-	int ncpu = strobe_cpu_count();
+	int ncpu = perf_cpu_count();
 	b->pfds = malloc((size_t)ncpu * sizeof(*b->pfds));
 	b->links = malloc((size_t)ncpu * sizeof(*b->links));
 	if (!b->pfds || !b->links) {
@@ -414,11 +414,11 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 	int rc = 0;
 	agent_bpf_msg()[0] = 0;
 	for (int c = 0; c < ncpu && rc == 0; c++) {
-		if (!strobe_cpu_online(c))
+		if (!perf_cpu_online(c))
 			continue;
-		int fd = strobe_perf_open(&a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
+		int fd = perf_open(&a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
-			rc = strobe_perf_open_err(err, -errno, "the cpu-clock event", -1);
+			rc = perf_open_err(err, -errno, "the cpu-clock event", -1);
 			break;
 		}
 		b->pfds[b->nev] = fd;
@@ -482,7 +482,7 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 static int keep_stack(void *ctx, const void *key, const void *val)
 {
 	strobe_oncpu *b = ctx;
-	const struct strobe_ob_stack *st = val;
+	const struct ob_stack *st = val;
 	uint64_t id;
 	memcpy(&id, key, sizeof(id));
 	uint32_t n = st->n < STROBE_OB_MAX_DEPTH ? (uint32_t)st->n : STROBE_OB_MAX_DEPTH;
@@ -506,8 +506,8 @@ static uint32_t labels_of(strobe_oncpu *b, strobe_sampler *s, int fd, uint64_t i
 	strobe_labelpair l[STROBE_TLS_SLOTS];
 	if (bpf_map_lookup_elem(fd, &id, &b->tlsb) < 0)
 		return 0;
-	int n = strobe_tls_labels_decode(b->tlsb.slot, b->tlsb.nslots, l, STROBE_TLS_SLOTS);
-	return n > 0 ? strobe_sampler_labelset(s, l, (unsigned)n) : 0;
+	int n = tls_labels_decode(b->tlsb.slot, b->tlsb.nslots, l, STROBE_TLS_SLOTS);
+	return n > 0 ? sampler_labelset(s, l, (unsigned)n) : 0;
 }
 
 int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
@@ -520,7 +520,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	b->drains++;
 	if (b->py) {
 		pthread_mutex_lock(&b->py_mu);
-		strobe_py_drain(b->py);
+		py_drain(b->py);
 	}
 	/* 3. cur's sums, with no writer left */
 	int fc = b->fd_counts[cur & 1], fs = b->fd_stacks[cur & 1];
@@ -531,13 +531,13 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	 * from them: reading each sum's two stacks with a call each, then clearing the map, was
 	 * most of the bpf() calls of a drain. Out of memory: the rest are cleared, their sums kept
 	 * without them. */
-	if (agent_map_take_each(fs, sizeof(uint64_t), sizeof(struct strobe_ob_stack), 64,
+	if (agent_map_take_each(fs, sizeof(uint64_t), sizeof(struct ob_stack), 64,
 				b->stack_entries, keep_stack, b, &b->no_batch) < 0)
 		agent_map_clear(fs, b->stack_entries, &b->no_batch);
 	int rc = 0;
 	int64_t period = b->period_ns ? b->period_ns : 1000000000ll / 99;
 	for (size_t i = 0; i < nk && rc == 0; i++) {
-		const struct strobe_oc_key *k = &b->keys[i];
+		const struct oc_key *k = &b->keys[i];
 		uint64_t n = b->vals[i];
 		if (n == 0)
 			continue;
@@ -551,16 +551,16 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 		if (b->py && k->pystack &&
 		    bpf_map_lookup_elem(b->fd_py[cur & 1], &k->pystack, &b->pyst) == 0) {
 			/* Python frames in place of the interpreter's evaluation frames */
-			uint32_t mn = strobe_py_merge(b->py, s, k->tgid, uips, un, &b->pyst, b->pyips,
+			uint32_t mn = py_merge(b->py, s, k->tgid, uips, un, &b->pyst, b->pyips,
 						      b->pynames, PY_MERGED);
-			rc = strobe_sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
+			rc = sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
 							   kn, b->pyips, b->pynames, mn, lset,
 							   (int64_t)n, (int64_t)n * period);
 			continue;
 		}
 		if (b->py) /* a Python process not seen yet (or an exec since) */
-			strobe_py_see(b->py, k->tgid, false);
-		rc = strobe_sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn,
+			py_see(b->py, k->tgid, false);
+		rc = sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn,
 						   uips, NULL, un, lset, (int64_t)n,
 						   (int64_t)n * period);
 	}
@@ -609,9 +609,9 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 	st->tls_processes = b->tls_processes;
 	st->fresh_lost = c[STROBE_OC_FRESH_LOST] + b->fresh_dropped;
 	if (b->py) {
-		strobe_py_stats ps;
+		py_stats ps;
 		pthread_mutex_lock(&b->py_mu);
-		strobe_py_get_stats(b->py, &ps);
+		py_get_stats(b->py, &ps);
 		pthread_mutex_unlock(&b->py_mu);
 		st->py_processes = ps.processes;
 		st->py_unknown = ps.unknown;
@@ -642,7 +642,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	free(b->vals);
 	stack_table_free(&b->stk);
 	free(b->tls);
-	strobe_py_free(b->py);
+	py_free(b->py);
 	pthread_mutex_destroy(&b->py_mu);
 	free(b->pyips);
 	free(b->pynames);
@@ -686,7 +686,7 @@ unsigned strobe_oncpu_fresh(strobe_oncpu *b, pid_t *out, unsigned cap)
 	if (b->py && n) { /* its Python frames: looked for again at the next drain */
 		pthread_mutex_lock(&b->py_mu);
 		for (unsigned i = 0; i < n; i++)
-			strobe_py_new_image(b->py, (uint32_t)out[i]);
+			py_new_image(b->py, (uint32_t)out[i]);
 		pthread_mutex_unlock(&b->py_mu);
 	}
 	b->fresh_at += n;

@@ -18,7 +18,7 @@
 
 /* The sums (maps counts0/counts1, by generation). Stacks: keys of the generation's stack
  * map (0: none). */
-struct strobe_oc_key {
+struct oc_key {
 	__u64 kstack, ustack;
 	__u32 tgid, tid;
 	__u64 pystack; /* key of the generation's pystacks map (python.bpf.h), 0: none */

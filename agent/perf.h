@@ -14,41 +14,41 @@
 
 #include "strobe/profile.h"
 
-int strobe_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags);
+int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags);
 
 /* A one-line explanation of an open() failure: privilege, missing feature, no such process. */
-int strobe_perf_open_err(strobe_err *err, int code, const char *what, pid_t pid);
+int perf_open_err(strobe_err *err, int code, const char *what, pid_t pid);
 
 /* One mmap'ed ring: a control page and 2^n data pages. */
-typedef struct strobe_ring {
+typedef struct perf_ring {
 	int fd;
 	struct perf_event_mmap_page *meta;
 	uint8_t *data;
 	size_t size;   /* data bytes, a power of two */
 	uint8_t *tmp;  /* a record that wraps around the end is copied here (max 64 KiB) */
-} strobe_ring;
+} perf_ring;
 
-int strobe_ring_map(strobe_ring *r, int fd, unsigned pages);
-void strobe_ring_unmap(strobe_ring *r);
+int perf_ring_map(perf_ring *r, int fd, unsigned pages);
+void perf_ring_unmap(perf_ring *r);
 /* The ring's head now: what the kernel has written up to. */
-uint64_t strobe_ring_head(const strobe_ring *r);
-/* Calls fn for every complete record from the tail up to head (a value strobe_ring_head gave);
+uint64_t perf_ring_head(const perf_ring *r);
+/* Calls fn for every complete record from the tail up to head (a value perf_ring_head gave);
  * read_to then moves the tail past them, peek leaves it (the same records are read again). fn's
  * record stays valid only during the call. Stops (returning fn's value) when fn returns
  * non-zero. */
-int strobe_ring_peek(strobe_ring *r, uint64_t head,
+int perf_ring_peek(perf_ring *r, uint64_t head,
 		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
-int strobe_ring_read_to(strobe_ring *r, uint64_t head,
+int perf_ring_read_to(perf_ring *r, uint64_t head,
 			int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
 
 /* Number of possible CPUs and whether cpu i is online (events can only be opened there). */
-int strobe_cpu_count(void);
-bool strobe_cpu_online(int cpu);
+int perf_cpu_count(void);
+bool perf_cpu_online(int cpu);
 
 /* The id of tracepoint sys:name (for attr.config), finding (or, as root, mounting) tracefs. */
-int strobe_tracepoint_id(const char *sys, const char *name, strobe_err *err);
+int perf_tracepoint_id(const char *sys, const char *name, strobe_err *err);
 /* Byte offset and size of a field in the tracepoint's raw record. */
-int strobe_tracepoint_field(const char *sys, const char *name, const char *field, int *offset,
+int perf_tracepoint_field(const char *sys, const char *name, const char *field, int *offset,
 			    int *size, strobe_err *err);
 
 #endif

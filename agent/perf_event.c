@@ -23,7 +23,7 @@
 
 #include "perf.h"
 
-int strobe_perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
+int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long flags)
 {
 	int fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 	return fd < 0 ? -errno : fd;
@@ -39,7 +39,7 @@ static int read_int_file(const char *path, int *v)
 	return ok ? 0 : -EINVAL;
 }
 
-int strobe_perf_open_err(strobe_err *err, int code, const char *what, pid_t pid)
+int perf_open_err(strobe_err *err, int code, const char *what, pid_t pid)
 {
 	int paranoid = 0;
 	switch (-code) {
@@ -69,7 +69,7 @@ int strobe_perf_open_err(strobe_err *err, int code, const char *what, pid_t pid)
 
 /* ---- ring buffers ---------------------------------------------------------------------------- */
 
-int strobe_ring_map(strobe_ring *r, int fd, unsigned pages)
+int perf_ring_map(perf_ring *r, int fd, unsigned pages)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	memset(r, 0, sizeof(*r));
@@ -89,7 +89,7 @@ int strobe_ring_map(strobe_ring *r, int fd, unsigned pages)
 	return 0;
 }
 
-void strobe_ring_unmap(strobe_ring *r)
+void perf_ring_unmap(perf_ring *r)
 {
 	if (r->meta)
 		munmap(r->meta, r->size + (size_t)sysconf(_SC_PAGESIZE));
@@ -99,7 +99,7 @@ void strobe_ring_unmap(strobe_ring *r)
 }
 
 /* The records from the tail up to head, to fn; the tail moved past them when consume. */
-static int ring_walk(strobe_ring *r, uint64_t head, bool consume,
+static int ring_walk(perf_ring *r, uint64_t head, bool consume,
 		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
 {
 	if (!r->meta)
@@ -140,18 +140,18 @@ static int ring_walk(strobe_ring *r, uint64_t head, bool consume,
 	return rc;
 }
 
-uint64_t strobe_ring_head(const strobe_ring *r)
+uint64_t perf_ring_head(const perf_ring *r)
 {
 	return r->meta ? __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE) : 0;
 }
 
-int strobe_ring_peek(strobe_ring *r, uint64_t head,
+int perf_ring_peek(perf_ring *r, uint64_t head,
 		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
 {
 	return ring_walk(r, head, false, fn, ctx);
 }
 
-int strobe_ring_read_to(strobe_ring *r, uint64_t head,
+int perf_ring_read_to(perf_ring *r, uint64_t head,
 			int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx)
 {
 	return ring_walk(r, head, true, fn, ctx);
@@ -189,7 +189,7 @@ static int cpu_list(const char *path, uint64_t *bits, int maxcpu)
 	return top;
 }
 
-int strobe_cpu_count(void)
+int perf_cpu_count(void)
 {
 	int n = cpu_list("/sys/devices/system/cpu/possible", NULL, 4096);
 	if (n <= 0)
@@ -197,7 +197,7 @@ int strobe_cpu_count(void)
 	return n > 0 ? n : 1;
 }
 
-bool strobe_cpu_online(int cpu)
+bool perf_cpu_online(int cpu)
 {
 	uint64_t bits[64] = {0};
 	if (cpu < 0 || cpu >= 4096)
@@ -236,7 +236,7 @@ static int event_path(const char *sys, const char *name, const char *file, char 
 	return 0;
 }
 
-int strobe_tracepoint_id(const char *sys, const char *name, strobe_err *err)
+int perf_tracepoint_id(const char *sys, const char *name, strobe_err *err)
 {
 	char path[256];
 	int rc = event_path(sys, name, "id", path, sizeof(path), err), id;
@@ -249,7 +249,7 @@ int strobe_tracepoint_id(const char *sys, const char *name, strobe_err *err)
 	return id;
 }
 
-int strobe_tracepoint_field(const char *sys, const char *name, const char *field, int *offset,
+int perf_tracepoint_field(const char *sys, const char *name, const char *field, int *offset,
 			    int *size, strobe_err *err)
 {
 	char path[256];

@@ -16,7 +16,7 @@ static uint32_t slot_of(uint32_t key, uint32_t cap)
 	return (key * 2654435761u) & (cap - 1); /* Fibonacci hashing: pids are consecutive */
 }
 
-static uint32_t *find(const strobe_pid_count *c, uint32_t key)
+static uint32_t *find(const pid_count *c, uint32_t key)
 {
 	if (!c->cap)
 		return NULL;
@@ -28,7 +28,7 @@ static uint32_t *find(const strobe_pid_count *c, uint32_t key)
 	}
 }
 
-static int grow(strobe_pid_count *c)
+static int grow(pid_count *c)
 {
 	uint32_t nc = c->cap ? c->cap * 2 : 64;
 	if (nc > STROBE_PID_COUNT_MAX)
@@ -56,7 +56,7 @@ static int grow(strobe_pid_count *c)
 	return 0;
 }
 
-int pid_count_add(strobe_pid_count *c, int32_t pid)
+int pid_count_add(pid_count *c, int32_t pid)
 {
 	uint32_t key = (uint32_t)pid + 1;
 	c->total++;
@@ -80,7 +80,7 @@ int pid_count_add(strobe_pid_count *c, int32_t pid)
 	return 0;
 }
 
-void pid_count_sub(strobe_pid_count *c, int32_t pid)
+void pid_count_sub(pid_count *c, int32_t pid)
 {
 	uint32_t *n = c->full ? NULL : find(c, (uint32_t)pid + 1);
 	if (n && *n)
@@ -91,7 +91,7 @@ void pid_count_sub(strobe_pid_count *c, int32_t pid)
 		pid_count_clear(c);
 }
 
-uint32_t pid_count_get(const strobe_pid_count *c, int32_t pid)
+uint32_t pid_count_get(const pid_count *c, int32_t pid)
 {
 	if (c->full)
 		return UINT32_MAX;
@@ -99,7 +99,7 @@ uint32_t pid_count_get(const strobe_pid_count *c, int32_t pid)
 	return n ? *n : 0;
 }
 
-void pid_count_clear(strobe_pid_count *c)
+void pid_count_clear(pid_count *c)
 {
 	if (c->used) {
 		memset(c->key, 0, c->cap * sizeof(*c->key));
@@ -110,7 +110,7 @@ void pid_count_clear(strobe_pid_count *c)
 	c->full = false;
 }
 
-void pid_count_free(strobe_pid_count *c)
+void pid_count_free(pid_count *c)
 {
 	free(c->key);
 	free(c->n);

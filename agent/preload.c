@@ -36,19 +36,19 @@ typedef struct chan {
 	bool paused;            /* its paused flag as last written by us */
 } chan;
 
-struct strobe_preload {
+struct preload {
 	char *dir;
 	chan *c;
 	size_t n, cap;
 	bool paused;
 	strobe_symbolizer *sym; /* what namer was made for */
 	strobe_sym_heap_namer *namer;
-	strobe_preload_stats st;
+	preload_stats st;
 };
 
-strobe_preload *strobe_preload_new(const char *dir)
+preload *preload_new(const char *dir)
 {
-	strobe_preload *pl = calloc(1, sizeof(*pl));
+	preload *pl = calloc(1, sizeof(*pl));
 	if (!pl)
 		return NULL;
 	if (!(pl->dir = strdup(dir && *dir ? dir : "/dev/shm"))) {
@@ -58,14 +58,14 @@ strobe_preload *strobe_preload_new(const char *dir)
 	return pl;
 }
 
-static void chan_drop(strobe_preload *pl, size_t i)
+static void chan_drop(preload *pl, size_t i)
 {
 	free(pl->c[i].path);
 	strobe_heap_snap_free(pl->c[i].prev);
 	pl->c[i] = pl->c[--pl->n];
 }
 
-void strobe_preload_free(strobe_preload *pl)
+void preload_free(preload *pl)
 {
 	if (!pl)
 		return;
@@ -77,7 +77,7 @@ void strobe_preload_free(strobe_preload *pl)
 	free(pl);
 }
 
-static chan *chan_for(strobe_preload *pl, const char *path)
+static chan *chan_for(preload *pl, const char *path)
 {
 	for (size_t i = 0; i < pl->n; i++)
 		if (strcmp(pl->c[i].path, path) == 0)
@@ -100,7 +100,7 @@ static chan *chan_for(strobe_preload *pl, const char *path)
 }
 
 /* Whether the image of c (its latest copy s) is over; see the top of the file. */
-static bool finished(const strobe_preload *pl, const chan *c, const strobe_heap_snap *s)
+static bool finished(const preload *pl, const chan *c, const strobe_heap_snap *s)
 {
 	if (s->hdr.state == STROBE_HEAP_EXITED)
 		return true;
@@ -115,7 +115,7 @@ static bool finished(const strobe_preload *pl, const chan *c, const strobe_heap_
 }
 
 /* One process's profile of one kind since its previous copy; NULL when it has no samples. */
-static strobe_profile *profile_of(strobe_preload *pl, const chan *c, const strobe_heap_snap *s,
+static strobe_profile *profile_of(preload *pl, const chan *c, const strobe_heap_snap *s,
 				  enum strobe_heap_kind kind, int64_t now, int64_t interval)
 {
 	strobe_profile *p = strobe_profile_new();
@@ -138,8 +138,8 @@ static strobe_profile *profile_of(strobe_preload *pl, const chan *c, const strob
 	return p;
 }
 
-int strobe_preload_collect(strobe_preload *pl, strobe_symbolizer *sym, int64_t now_unix_ns,
-			   int64_t interval_ns, strobe_preload_emit emit, void *ctx)
+int preload_collect(preload *pl, strobe_symbolizer *sym, int64_t now_unix_ns,
+			   int64_t interval_ns, preload_emit emit, void *ctx)
 {
 	if (sym != pl->sym) { /* another symbolizer (a renewed one is the namer's to notice) */
 		strobe_sym_heap_namer_free(pl->namer);
@@ -225,7 +225,7 @@ int strobe_preload_collect(strobe_preload *pl, strobe_symbolizer *sym, int64_t n
 	return files;
 }
 
-void strobe_preload_pause(strobe_preload *pl, bool paused)
+void preload_pause(preload *pl, bool paused)
 {
 	pl->paused = paused;
 	for (size_t i = 0; i < pl->n; i++)
@@ -233,7 +233,7 @@ void strobe_preload_pause(strobe_preload *pl, bool paused)
 			pl->c[i].paused = paused;
 }
 
-void strobe_preload_get_stats(const strobe_preload *pl, strobe_preload_stats *st)
+void preload_get_stats(const preload *pl, preload_stats *st)
 {
 	*st = pl->st;
 }

@@ -21,37 +21,37 @@
 #include "strobe/profile.h"
 #include "strobe/symbolize.h"
 
-typedef struct strobe_preload strobe_preload;
+typedef struct preload preload;
 
-typedef struct strobe_preload_stats {
+typedef struct preload_stats {
 	uint64_t files;     /* channel files read in the last collection */
 	uint64_t profiles;  /* profiles handed over, in all */
 	uint64_t removed;   /* files of finished process images removed */
 	uint64_t refused;   /* files that did not read as a channel (skipped) */
 	uint64_t dropped;   /* samples the processes' tables had no room for (their counters) */
-} strobe_preload_stats;
+} preload_stats;
 
 /* dir: where the library writes its files (its STROBE_HEAP_DIR; NULL: /dev/shm). NULL + errno. */
-strobe_preload *strobe_preload_new(const char *dir);
-void strobe_preload_free(strobe_preload *pl);
+preload *preload_new(const char *dir);
+void preload_free(preload *pl);
 
 /* name: "memory" (alloc_objects, alloc_space, inuse_objects, inuse_space) or "mutex"
  * (contentions, delay); p is borrowed for the call. */
 /* service and exe: what the process's library read of STROBE_SERVICE / PYROSCOPE_APPLICATION_NAME
  * and /proc/self/exe at its start ("" when none; the file is untrusted: names to clean, not to
  * trust further). */
-typedef void (*strobe_preload_emit)(void *ctx, pid_t pid, const char *name, const char *service,
+typedef void (*preload_emit)(void *ctx, pid_t pid, const char *name, const char *service,
 				    const char *exe, strobe_profile *p);
 
 /* Reads every channel file and emits each process's profiles for [now_unix_ns - interval_ns,
  * now_unix_ns); sym names the frames (NULL: addresses only). While paused nothing is emitted
  * and every file found is marked paused. Returns how many files were read, or -errno when the
  * directory cannot be read (a missing one is 0: nothing preloaded yet). */
-int strobe_preload_collect(strobe_preload *pl, strobe_symbolizer *sym, int64_t now_unix_ns,
-			   int64_t interval_ns, strobe_preload_emit emit, void *ctx);
+int preload_collect(preload *pl, strobe_symbolizer *sym, int64_t now_unix_ns,
+			   int64_t interval_ns, preload_emit emit, void *ctx);
 /* Sets (or clears) the paused flag of every channel file now: paused, the processes take no
  * new samples (the agent's pause and kill switch reach into them). */
-void strobe_preload_pause(strobe_preload *pl, bool paused);
-void strobe_preload_get_stats(const strobe_preload *pl, strobe_preload_stats *st);
+void preload_pause(preload *pl, bool paused);
+void preload_get_stats(const preload *pl, preload_stats *st);
 
 #endif

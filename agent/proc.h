@@ -5,7 +5,7 @@
  * own side-band records (MMAP2, COMM, FORK, EXIT), so that exec'd and exited processes are still
  * attributed and symbolized. Only executable mappings are kept. Private to agent/.
  *
- * Mappings are interned: one strobe_map per distinct (file, range, offset, inode, build ID), so
+ * Mappings are interned: one proc_map per distinct (file, range, offset, inode, build ID), so
  * the children of a fork share their parent's entries and frame ids stay small.
  */
 #ifndef STROBE_AGENT_PROC_H
@@ -21,7 +21,7 @@
 #define STROBE_MAP_NONE 0u   /* an address in no known mapping */
 #define STROBE_MAP_KERNEL 1u /* every kernel address */
 
-typedef struct strobe_map {
+typedef struct proc_map {
 	uint64_t start, end, pgoff;
 	uint64_t dev, ino;
 	uint32_t path;      /* string id in the tracker's string table */
@@ -30,14 +30,14 @@ typedef struct strobe_map {
 	uint8_t build_id_len;
 	uint8_t anon;       /* anonymous executable memory: JIT code, named by perf-PID.map */
 	uint8_t pad_[2];
-} strobe_map;
+} proc_map;
 
-typedef struct strobe_vma {
+typedef struct proc_vma {
 	uint64_t start, end;
 	uint32_t map;
-} strobe_vma;
+} proc_vma;
 
-typedef struct strobe_proc {
+typedef struct proc {
 	int32_t pid;
 	char comm[16];
 	bool exited, maps_read;
@@ -47,11 +47,11 @@ typedef struct strobe_proc {
 	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
 	bool maps_changed;      /* a record mapped code or exec'd since /proc/PID/maps was last read:
 				   the mappings known may be behind /proc (stack_resolve.h) */
-	strobe_vma *vma;        /* sorted by start, non-overlapping */
+	proc_vma *vma;        /* sorted by start, non-overlapping */
 	uint32_t nvma, cvma;
-} strobe_proc;
+} proc;
 
-typedef struct strobe_thread {
+typedef struct proc_thread {
 	int32_t tid, pid;
 	char comm[16];
 	/* Off-CPU state: the interval open since the thread last left the CPU. */
@@ -61,53 +61,53 @@ typedef struct strobe_thread {
 	bool exited;
 	uint8_t exit_age;
 	uint32_t *stack, nstack; /* frame ids at switch-out, leaf first */
-} strobe_thread;
+} proc_thread;
 
-typedef struct strobe_tracker {
+typedef struct tracker {
 	strobe_itab strings;
-	strobe_itab maps;      /* strobe_map, fixed size; ids 0 and 1 reserved */
+	strobe_itab maps;      /* proc_map, fixed size; ids 0 and 1 reserved */
 	strobe_itab pids;      /* int32 pid -> index into procs */
-	strobe_proc *procs;
+	proc *procs;
 	uint32_t cprocs;
 	strobe_itab tids;      /* int32 tid -> index into threads */
-	strobe_thread *threads;
+	proc_thread *threads;
 	uint32_t cthreads;
 	const char *proc_root; /* "/proc"; NULL: never read (records only) */
-} strobe_tracker;
+} tracker;
 
-int tracker_init(strobe_tracker *t);
-void tracker_free(strobe_tracker *t);
+int tracker_init(tracker *t);
+void tracker_free(tracker *t);
 
 /* The process / thread, created when absent (create) or NULL. Pointers are valid until the
  * next call that creates one. */
-strobe_proc *tracker_proc(strobe_tracker *t, int32_t pid, bool create);
-strobe_thread *tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create);
+proc *tracker_proc(tracker *t, int32_t pid, bool create);
+proc_thread *tracker_thread(tracker *t, int32_t tid, int32_t pid, bool create);
 
 /* Reads /proc/PID/maps (replacing what is known) and the process's name. 0/-errno. */
-int tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns);
+int tracker_read_proc(tracker *t, int32_t pid, int64_t now_ns);
 
 /* Side-band records. */
-int tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
+int tracker_mmap(tracker *t, int32_t pid, uint64_t start, uint64_t len,
 			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
 			uint8_t build_id_len, const char *path);
-void tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
-int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid);
-void tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid);
+void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
+int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid);
+void tracker_exit(tracker *t, int32_t pid, int32_t tid);
 /* Forgets the processes and threads whose exit was seen before the previous call (one pass of
  * grace: a sample read from another CPU's buffer after the exit record still finds them), so
  * that a host's churn of short-lived processes does not grow the tables. Ids and pointers of
  * processes and threads change: call it only when nothing holds them (between intervals).
  * Returns how many processes were forgotten, or -ENOMEM (nothing changed). */
-int tracker_forget(strobe_tracker *t);
+int tracker_forget(tracker *t);
 
 /* The mapping id of addr in process pid (STROBE_MAP_NONE when none). */
-uint32_t tracker_find(const strobe_proc *p, uint64_t addr);
+uint32_t tracker_find(const proc *p, uint64_t addr);
 
-static inline const strobe_map *tracker_map(const strobe_tracker *t, uint32_t id)
+static inline const proc_map *tracker_map(const tracker *t, uint32_t id)
 {
-	return (const strobe_map *)strobe_itab_get(&t->maps, id, NULL);
+	return (const proc_map *)strobe_itab_get(&t->maps, id, NULL);
 }
-static inline const char *tracker_str(const strobe_tracker *t, uint32_t id)
+static inline const char *tracker_str(const tracker *t, uint32_t id)
 {
 	return (const char *)strobe_itab_get(&t->strings, id, NULL);
 }

@@ -19,7 +19,7 @@
 
 #define MAX_VMAS 65536 /* per process; /proc/PID/maps of a huge JVM stays well under */
 
-static uint32_t intern_str(strobe_tracker *t, const char *s)
+static uint32_t intern_str(tracker *t, const char *s)
 {
 	uint32_t id;
 	if (strobe_itab_intern(&t->strings, s, strlen(s) + 1, &id, NULL) < 0)
@@ -27,10 +27,10 @@ static uint32_t intern_str(strobe_tracker *t, const char *s)
 	return id;
 }
 
-int tracker_init(strobe_tracker *t)
+int tracker_init(tracker *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->maps.fixed = sizeof(strobe_map);
+	t->maps.fixed = sizeof(proc_map);
 	t->pids.fixed = sizeof(int32_t);
 	t->tids.fixed = sizeof(int32_t);
 	t->proc_root = "/proc";
@@ -38,7 +38,7 @@ int tracker_init(strobe_tracker *t)
 	if (strobe_itab_intern(&t->strings, "", 1, &id, NULL) < 0)
 		return -ENOMEM;
 	/* Reserved map ids: 0 none, 1 the kernel. */
-	strobe_map m = {0};
+	proc_map m = {0};
 	if (strobe_itab_intern(&t->maps, &m, sizeof(m), &id, NULL) < 0)
 		return -ENOMEM;
 	m.path = intern_str(t, "[kernel.kallsyms]");
@@ -48,7 +48,7 @@ int tracker_init(strobe_tracker *t)
 	return 0;
 }
 
-void tracker_free(strobe_tracker *t)
+void tracker_free(tracker *t)
 {
 	for (uint32_t i = 0; i < t->pids.n; i++)
 		free(t->procs[i].vma);
@@ -63,7 +63,7 @@ void tracker_free(strobe_tracker *t)
 	memset(t, 0, sizeof(*t));
 }
 
-strobe_proc *tracker_proc(strobe_tracker *t, int32_t pid, bool create)
+proc *tracker_proc(tracker *t, int32_t pid, bool create)
 {
 	if (!create) {
 		uint32_t i = strobe_itab_find(&t->pids, &pid, sizeof(pid));
@@ -72,7 +72,7 @@ strobe_proc *tracker_proc(strobe_tracker *t, int32_t pid, bool create)
 	/* Room first, so an interned pid always has an initialised slot. */
 	if (t->pids.n + 1 > t->cprocs) {
 		uint32_t nc = t->cprocs ? t->cprocs * 2 : 64;
-		strobe_proc *np = realloc(t->procs, nc * sizeof(*np));
+		proc *np = realloc(t->procs, nc * sizeof(*np));
 		if (!np)
 			return NULL;
 		t->procs = np;
@@ -89,7 +89,7 @@ strobe_proc *tracker_proc(strobe_tracker *t, int32_t pid, bool create)
 	return &t->procs[i];
 }
 
-strobe_thread *tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool create)
+proc_thread *tracker_thread(tracker *t, int32_t tid, int32_t pid, bool create)
 {
 	if (!create) {
 		uint32_t i = strobe_itab_find(&t->tids, &tid, sizeof(tid));
@@ -97,7 +97,7 @@ strobe_thread *tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool 
 	}
 	if (t->tids.n + 1 > t->cthreads) {
 		uint32_t nc = t->cthreads ? t->cthreads * 2 : 64;
-		strobe_thread *nt = realloc(t->threads, nc * sizeof(*nt));
+		proc_thread *nt = realloc(t->threads, nc * sizeof(*nt));
 		if (!nt)
 			return NULL;
 		t->threads = nt;
@@ -118,22 +118,22 @@ strobe_thread *tracker_thread(strobe_tracker *t, int32_t tid, int32_t pid, bool 
 }
 
 /* Inserts [start, end) -> map into p, cutting away whatever it overlaps. */
-static int vma_insert(strobe_proc *p, uint64_t start, uint64_t end, uint32_t map)
+static int vma_insert(proc *p, uint64_t start, uint64_t end, uint32_t map)
 {
 	if (end <= start)
 		return 0;
 	/* Trim or split overlapping entries. At most one entry can be split in two. */
-	strobe_vma split = {0};
+	proc_vma split = {0};
 	bool have_split = false;
 	uint32_t w = 0;
 	for (uint32_t r = 0; r < p->nvma; r++) {
-		strobe_vma v = p->vma[r];
+		proc_vma v = p->vma[r];
 		if (v.end <= start || v.start >= end) {
 			p->vma[w++] = v;
 			continue;
 		}
 		if (v.start < start && v.end > end) {
-			split = (strobe_vma){end, v.end, v.map};
+			split = (proc_vma){end, v.end, v.map};
 			have_split = true;
 			v.end = start;
 			p->vma[w++] = v;
@@ -153,13 +153,13 @@ static int vma_insert(strobe_proc *p, uint64_t start, uint64_t end, uint32_t map
 		uint32_t nc = p->cvma ? p->cvma * 2 : 16;
 		while (nc < need)
 			nc *= 2;
-		strobe_vma *nv = realloc(p->vma, nc * sizeof(*nv));
+		proc_vma *nv = realloc(p->vma, nc * sizeof(*nv));
 		if (!nv)
 			return -ENOMEM;
 		p->vma = nv;
 		p->cvma = nc;
 	}
-	strobe_vma add[2] = {{start, end, map}, split};
+	proc_vma add[2] = {{start, end, map}, split};
 	for (int k = 0; k < 1 + have_split; k++) {
 		uint32_t pos = p->nvma;
 		while (pos > 0 && p->vma[pos - 1].start > add[k].start) {
@@ -179,14 +179,14 @@ static bool is_anon_path(const char *path)
 	       strcmp(path, "[stack]") == 0;
 }
 
-int tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
+int tracker_mmap(tracker *t, int32_t pid, uint64_t start, uint64_t len,
 			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
 			uint8_t build_id_len, const char *path)
 {
-	strobe_proc *p = tracker_proc(t, pid, true);
+	proc *p = tracker_proc(t, pid, true);
 	if (!p)
 		return -ENOMEM;
-	strobe_map m;
+	proc_map m;
 	memset(&m, 0, sizeof(m));
 	m.start = start;
 	m.end = start + len;
@@ -214,12 +214,12 @@ int tracker_mmap(strobe_tracker *t, int32_t pid, uint64_t start, uint64_t len,
 	return vma_insert(p, m.start, m.end, id);
 }
 
-void tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec)
+void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec)
 {
-	strobe_thread *th = tracker_thread(t, tid, pid, true);
+	proc_thread *th = tracker_thread(t, tid, pid, true);
 	if (th)
 		snprintf(th->comm, sizeof(th->comm), "%s", comm);
-	strobe_proc *p = tracker_proc(t, pid, true);
+	proc *p = tracker_proc(t, pid, true);
 	if (!p)
 		return;
 	if (exec) {
@@ -233,11 +233,11 @@ void tracker_comm(strobe_tracker *t, int32_t pid, int32_t tid, const char *comm,
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 }
 
-int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
+int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid)
 {
 	if (pid == ppid) { /* a new thread */
-		strobe_thread *th = tracker_thread(t, tid, pid, true);
-		strobe_proc *p = tracker_proc(t, pid, false);
+		proc_thread *th = tracker_thread(t, tid, pid, true);
+		proc *p = tracker_proc(t, pid, false);
 		if (th && p && !th->comm[0])
 			memcpy(th->comm, p->comm, sizeof(th->comm));
 		if (th) {
@@ -246,8 +246,8 @@ int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
 		}
 		return th ? 0 : -ENOMEM;
 	}
-	strobe_proc *parent = tracker_proc(t, ppid, false);
-	strobe_proc *child = tracker_proc(t, pid, true);
+	proc *parent = tracker_proc(t, ppid, false);
+	proc *child = tracker_proc(t, pid, true);
 	if (!child)
 		return -ENOMEM;
 	parent = tracker_proc(t, ppid, false); /* the create may have moved it */
@@ -255,17 +255,17 @@ int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
 	child->exited = false;
 	child->exit_age = 0;
 	if (parent && parent->nvma) {
-		child->vma = realloc(child->vma, parent->nvma * sizeof(strobe_vma));
+		child->vma = realloc(child->vma, parent->nvma * sizeof(proc_vma));
 		if (!child->vma) {
 			child->cvma = 0;
 			return -ENOMEM;
 		}
-		memcpy(child->vma, parent->vma, parent->nvma * sizeof(strobe_vma));
+		memcpy(child->vma, parent->vma, parent->nvma * sizeof(proc_vma));
 		child->nvma = child->cvma = parent->nvma;
 		child->maps_read = parent->maps_read;
 		memcpy(child->comm, parent->comm, sizeof(child->comm));
 	}
-	strobe_thread *th = tracker_thread(t, tid, pid, true);
+	proc_thread *th = tracker_thread(t, tid, pid, true);
 	if (th) {
 		memcpy(th->comm, child->comm, sizeof(th->comm));
 		th->exited = false; /* a tid used again */
@@ -274,9 +274,9 @@ int tracker_fork(strobe_tracker *t, int32_t pid, int32_t ppid, int32_t tid)
 	return 0;
 }
 
-void tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
+void tracker_exit(tracker *t, int32_t pid, int32_t tid)
 {
-	strobe_thread *th = tracker_thread(t, tid, pid, false);
+	proc_thread *th = tracker_thread(t, tid, pid, false);
 	if (th) {
 		th->out = false;
 		free(th->stack);
@@ -285,7 +285,7 @@ void tracker_exit(strobe_tracker *t, int32_t pid, int32_t tid)
 		th->exited = true;
 	}
 	if (pid == tid) {
-		strobe_proc *p = tracker_proc(t, pid, false);
+		proc *p = tracker_proc(t, pid, false);
 		if (p)
 			p->exited = true;
 	}
@@ -302,7 +302,7 @@ static bool forget_now(bool exited, uint8_t *age)
 	return false;
 }
 
-int tracker_forget(strobe_tracker *t)
+int tracker_forget(tracker *t)
 {
 	/* The id tables are rebuilt with the survivors, in their order, so each survivor's new
 	 * id is at most its old one and the arrays compact in place. Both tables are built
@@ -314,13 +314,13 @@ int tracker_forget(strobe_tracker *t)
 	if (!drop_p || !drop_t)
 		goto oom;
 	for (uint32_t i = 0; i < t->pids.n; i++) {
-		strobe_proc *p = &t->procs[i];
+		proc *p = &t->procs[i];
 		drop_p[i] = forget_now(p->exited, &p->exit_age);
 		if (!drop_p[i] && strobe_itab_intern(&np, &p->pid, sizeof(p->pid), &id, NULL) < 0)
 			goto oom;
 	}
 	for (uint32_t i = 0; i < t->tids.n; i++) {
-		strobe_thread *th = &t->threads[i];
+		proc_thread *th = &t->threads[i];
 		uint32_t pi = strobe_itab_find(&t->pids, &th->pid, sizeof(th->pid));
 		/* a thread goes with its process, and on its own when it exited */
 		drop_t[i] = forget_now(th->exited, &th->exit_age) || (pi < t->pids.n && drop_p[pi]);
@@ -358,7 +358,7 @@ oom:
 	return -ENOMEM;
 }
 
-uint32_t tracker_find(const strobe_proc *p, uint64_t addr)
+uint32_t tracker_find(const proc *p, uint64_t addr)
 {
 	uint32_t lo = 0, hi = p->nvma;
 	while (lo < hi) {
@@ -384,7 +384,7 @@ static void read_comm(const char *path, char *comm, size_t cap)
 }
 
 typedef struct maps_ctx {
-	strobe_tracker *t;
+	tracker *t;
 	int32_t pid;
 } maps_ctx;
 
@@ -398,7 +398,7 @@ static int maps_entry(void *ctx, const strobe_maps_entry *e)
 				   makedev(e->dev_major, e->dev_minor), e->inode, NULL, 0, e->path);
 }
 
-int tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
+int tracker_read_proc(tracker *t, int32_t pid, int64_t now_ns)
 {
 	char path[64];
 	if (!t->proc_root)
@@ -406,7 +406,7 @@ int tracker_read_proc(strobe_tracker *t, int32_t pid, int64_t now_ns)
 	FILE *f = strobe_proc_maps_open(t->proc_root, pid);
 	if (!f)
 		return -errno;
-	strobe_proc *p = tracker_proc(t, pid, true);
+	proc *p = tracker_proc(t, pid, true);
 	if (!p) {
 		fclose(f);
 		return -ENOMEM;

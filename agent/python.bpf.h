@@ -36,7 +36,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
-	__type(value, struct strobe_py_cfg);
+	__type(value, struct py_cfg);
 } pycfg SEC(".maps");
 
 /* The Python stacks, by a hash of their frames, per generation as stacks0/stacks1; allocated
@@ -46,7 +46,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 8192);
 	__type(key, __u64);
-	__type(value, struct strobe_py_stack);
+	__type(value, struct py_stack);
 } pystacks0 SEC(".maps");
 
 struct {
@@ -54,18 +54,18 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 8192);
 	__type(key, __u64);
-	__type(value, struct strobe_py_stack);
+	__type(value, struct py_stack);
 } pystacks1 SEC(".maps");
 
 /* One walk's state per CPU (too large for the BPF stack; and see uwalks in ustack.bpf.h on why
  * a bpf_loop callback's state is better in a map). */
 struct pywalk {
-	struct strobe_py_cfg c;
+	struct py_cfg c;
 	__u64 frame;       /* the frame to read next (0: the end) */
 	__u32 more;        /* the chain went on past the last frame kept */
 	__u32 pad_;
 	__u64 win[16];     /* the frame's first 128 bytes */
-	struct strobe_py_stack st;
+	struct py_stack st;
 };
 
 struct {
@@ -124,7 +124,7 @@ static long py_step(__u64 idx, void *ctx)
 /* The key of the Python stack of task t (tgid's thread), 0 when none. */
 static __always_inline __u64 py_stack_key(struct task_struct *t, __u32 tgid, __u32 gen)
 {
-	struct strobe_py_cfg *c = bpf_map_lookup_elem(&pycfg, &tgid);
+	struct py_cfg *c = bpf_map_lookup_elem(&pycfg, &tgid);
 	__u32 zero = 0;
 	struct pywalk *w = bpf_map_lookup_elem(&pywalks, &zero);
 	if (!c || !w)
@@ -189,7 +189,7 @@ static __always_inline __u64 py_stack_key(struct task_struct *t, __u32 tgid, __u
 /* A forked child has its parent's interpreter at the same addresses; an exec has another. */
 static __always_inline void py_on_fork(__u32 ptgid, __u32 ctgid)
 {
-	struct strobe_py_cfg *c;
+	struct py_cfg *c;
 	if (ptgid != ctgid && (c = bpf_map_lookup_elem(&pycfg, &ptgid)))
 		bpf_map_update_elem(&pycfg, &ctgid, c, BPF_ANY);
 }

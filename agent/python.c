@@ -3,7 +3,7 @@
  * Python stacks, user space's half (the program's: agent/python.bpf.h). For the on-CPU eBPF
  * program's loader (agent/oncpu.c):
  *
- *   discovery (strobe_py_see): a process is a Python process when its executable or a mapped
+ *   discovery (py_see): a process is a Python process when its executable or a mapped
  *     libpython exports _PyRuntime (.dynsym: Debian's python3.11 is stripped but keeps it). Its
  *     version is Py_Version (3.11+) read from the process, else the file's name (python3.X,
  *     libpython3.X); its offsets come from python_offsets.c, checked against the process (the
@@ -18,7 +18,7 @@
  *     object) in a cache of at most CODE_CAP entries (emptied when full; a code object freed and
  *     another allocated at its address within a process's lifetime is named after the first
  *     until then);
- *   merging (strobe_py_merge): leaf first, each native frame in _PyEval_EvalFrameDefault is
+ *   merging (py_merge): leaf first, each native frame in _PyEval_EvalFrameDefault is
  *     replaced by the Python frames it ran: those up to and including the next entry frame
  *     (3.11's is_entry, 3.12+'s shim, every frame for 3.9 and 3.10). Python frames left over
  *     (the native walk ended before reaching their evaluation frames) go at the root's end.
@@ -59,9 +59,9 @@ typedef struct pyproc {
 	uint64_t dev, ino;   /* of /proc/pid/exe when looked at */
 	uint64_t eval_lo, eval_hi;
 	int tries;           /* P_PENDING: looks so far */
-	uint32_t seen;       /* the drain it was last looked at in (strobe_py_see) */
-	bool new_image;      /* strobe_py_new_image since: look again at the next see */
-	strobe_py_offsets off;
+	uint32_t seen;       /* the drain it was last looked at in (py_see) */
+	bool new_image;      /* py_new_image since: look again at the next see */
+	py_offsets off;
 } pyproc;
 
 typedef struct pycode {
@@ -73,7 +73,7 @@ typedef struct pycode {
 	uint32_t nlt;
 } pycode;
 
-struct strobe_py {
+struct py_host {
 	int cfg_fd;
 	char root[256];
 	void (*note)(void *, const char *);
@@ -84,11 +84,11 @@ struct strobe_py {
 	uint64_t said[SAID_CAP];
 	unsigned nsaid;
 	uint32_t drain;
-	bool images_told;     /* strobe_py_new_image is called (for every new image) */
-	strobe_py_stats st;
+	bool images_told;     /* py_new_image is called (for every new image) */
+	py_stats st;
 };
 
-void strobe_py_drain(strobe_py *py)
+void py_drain(py_host *py)
 {
 	py->drain++;
 }
@@ -101,16 +101,16 @@ static uint32_t hash32(uint64_t x)
 	return (uint32_t)x;
 }
 
-strobe_py *strobe_py_new(int cfg_fd, const char *proc_root,
+py_host *py_new(int cfg_fd, const char *proc_root,
 			 void (*note)(void *ctx, const char *msg), void *ctx)
 {
-	strobe_py *py = calloc(1, sizeof(*py));
+	py_host *py = calloc(1, sizeof(*py));
 	if (!py)
 		return NULL;
 	py->procs = calloc(PROC_CAP, sizeof(*py->procs));
 	py->codes = calloc(CODE_CAP, sizeof(*py->codes));
 	if (!py->procs || !py->codes) {
-		strobe_py_free(py);
+		py_free(py);
 		return NULL;
 	}
 	py->cfg_fd = cfg_fd;
@@ -121,7 +121,7 @@ strobe_py *strobe_py_new(int cfg_fd, const char *proc_root,
 	return py;
 }
 
-static void codes_clear(strobe_py *py)
+static void codes_clear(py_host *py)
 {
 	for (uint32_t i = 0; i < CODE_CAP; i++) {
 		free(py->codes[i].func);
@@ -132,7 +132,7 @@ static void codes_clear(strobe_py *py)
 	py->ncodes = 0;
 }
 
-void strobe_py_free(strobe_py *py)
+void py_free(py_host *py)
 {
 	if (!py)
 		return;
@@ -143,7 +143,7 @@ void strobe_py_free(strobe_py *py)
 	free(py);
 }
 
-static pyproc *proc_slot(strobe_py *py, uint32_t pid, bool create)
+static pyproc *proc_slot(py_host *py, uint32_t pid, bool create)
 {
 	uint32_t h = hash32(pid) & (PROC_CAP - 1);
 	for (uint32_t i = 0; i < PROC_CAP; i++) {
@@ -173,9 +173,9 @@ static int rd(uint32_t pid, uint64_t addr, void *buf, size_t len)
 	return n == (ssize_t)len ? 0 : -EFAULT;
 }
 
-static void say(strobe_py *py, uint64_t key, const char *fmt, ...)
+static void say(py_host *py, uint64_t key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static void say(strobe_py *py, uint64_t key, const char *fmt, ...)
+static void say(py_host *py, uint64_t key, const char *fmt, ...)
 {
 	for (unsigned i = 0; i < py->nsaid; i++)
 		if (py->said[i] == key)
@@ -264,7 +264,7 @@ static unsigned minor_of_name(const char *path)
 /* Whether the offsets fit the process: its main interpreter's first thread state points back
  * to it (PyThreadState.interp is the third pointer in every version known). 1: yes, 0: no
  * interpreter or thread yet, -1: they do not fit. */
-static int check(uint32_t pid, uint64_t runtime, const struct strobe_py_cfg *c)
+static int check(uint32_t pid, uint64_t runtime, const struct py_cfg *c)
 {
 	uint64_t interp = 0, ts = 0, back = 0;
 	if (rd(pid, runtime + c->rt_interp_head, &interp, 8) < 0)
@@ -309,7 +309,7 @@ static int find_interp(void *ctx, const strobe_maps_entry *e)
 	return 0;
 }
 
-static void look(strobe_py *py, pyproc *p)
+static void look(py_host *py, pyproc *p)
 {
 	py_find pf = {.root = py->root, .pid = p->pid};
 	if (strobe_proc_maps_read(py->root, (int)p->pid, find_interp, &pf) < 0 || !pf.found) {
@@ -328,16 +328,16 @@ static void look(strobe_py *py, pyproc *p)
 	else
 		minor = minor_of_name(last);
 	uint64_t runtime = bias + ps.runtime;
-	strobe_py_offsets o;
+	py_offsets o;
 	int rc = -ENOENT;
 	if (minor >= 13) {
 		uint8_t d[1024];
-		size_t n = strobe_py_debug_offsets_len();
+		size_t n = py_debug_offsets_len();
 		rc = n <= sizeof(d) && rd(p->pid, runtime, d, n) == 0
-			     ? strobe_py_offsets_debug(d, n, minor, &o)
+			     ? py_offsets_debug(d, n, minor, &o)
 			     : -EFAULT;
 	} else if (minor) {
-		rc = strobe_py_offsets_for(minor, &o);
+		rc = py_offsets_for(minor, &o);
 	}
 	if (rc < 0) {
 		p->state = P_UNKNOWN;
@@ -381,7 +381,7 @@ static void look(strobe_py *py, pyproc *p)
 }
 
 /* A P_PENDING process's offsets checked (it had no thread state when looked at first). */
-static void recheck(strobe_py *py, pyproc *p)
+static void recheck(py_host *py, pyproc *p)
 {
 	int ok = check(p->pid, p->off.cfg.runtime, &p->off.cfg);
 	if (ok > 0) {
@@ -397,7 +397,7 @@ static void recheck(strobe_py *py, pyproc *p)
 	}
 }
 
-void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
+void py_see(py_host *py, uint32_t pid, bool exec)
 {
 	char path[300];
 	struct stat sb;
@@ -427,7 +427,7 @@ void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
 	p->seen = py->drain;
 	p->new_image = false;
 	if (p->dev == sb.st_dev && p->ino == sb.st_ino) {
-		struct strobe_py_cfg c;
+		struct py_cfg c;
 		/* a Python that exec'd (the program forgot its entry) is looked at anew: also one
 		 * looked at in the middle of its exec, before the program's exec hook ran */
 		bool listed = bpf_map_lookup_elem(py->cfg_fd, &pid, &c) == 0;
@@ -444,7 +444,7 @@ void strobe_py_see(strobe_py *py, uint32_t pid, bool exec)
 }
 
 /* A Python str as UTF-8 into out (at most cap - 1 bytes); false when unreadable. */
-static bool read_str(uint32_t pid, uint64_t addr, const strobe_py_offsets *o, char *out,
+static bool read_str(uint32_t pid, uint64_t addr, const py_offsets *o, char *out,
 		     size_t cap)
 {
 	uint8_t h[80];
@@ -499,7 +499,7 @@ static uint64_t varint(const uint8_t *p, size_t n, size_t *i)
 	return v;
 }
 
-int64_t strobe_py_line(const uint8_t *lt, size_t n, int64_t first, int64_t idx)
+int64_t py_line(const uint8_t *lt, size_t n, int64_t first, int64_t idx)
 {
 	/* CPython's Objects/locations.md: entries of a header byte (bit 7 set; code in bits 3-6;
 	 * the code units it covers, less one, in bits 0-2) and code-dependent data */
@@ -541,7 +541,7 @@ int64_t strobe_py_line(const uint8_t *lt, size_t n, int64_t first, int64_t idx)
 	return first;
 }
 
-static pycode *code_of(strobe_py *py, const pyproc *p, uint64_t code)
+static pycode *code_of(py_host *py, const pyproc *p, uint64_t code)
 {
 	uint32_t h = hash32(code ^ (uint64_t)p->pid << 48) & (CODE_CAP - 1);
 	for (uint32_t i = 0; i < 64; i++) {
@@ -553,7 +553,7 @@ static pycode *code_of(strobe_py *py, const pyproc *p, uint64_t code)
 	}
 	if (py->ncodes >= CODE_CAP / 2)
 		codes_clear(py);
-	const strobe_py_offsets *o = &p->off;
+	const py_offsets *o = &p->off;
 	uint8_t hdr[256];
 	uint32_t need = o->co_linetable != STROBE_PY_NONE ? o->co_linetable + 8u : o->co_name + 8u;
 	if (need > sizeof(hdr) || rd(p->pid, code, hdr, need) < 0)
@@ -603,31 +603,31 @@ static pycode *code_of(strobe_py *py, const pyproc *p, uint64_t code)
 }
 
 /* The name id of one Python frame. */
-static uint32_t name_of(strobe_py *py, strobe_sampler *s, const pyproc *p,
-			const struct strobe_py_frame *f)
+static uint32_t name_of(py_host *py, strobe_sampler *s, const pyproc *p,
+			const struct py_frame *f)
 {
 	uint64_t code = f->code & ~1ull;
 	pycode *c = code_of(py, p, code);
 	if (!c || !c->func || !c->file) {
 		py->st.unnamed++;
-		return strobe_sampler_py_name(s, "[python: code object unreadable]", "", 0);
+		return sampler_py_name(s, "[python: code object unreadable]", "", 0);
 	}
 	py->st.named++;
 	int64_t line = c->first;
 	if (c->lt && p->off.co_code_adaptive != STROBE_PY_NONE) {
 		int64_t idx = ((int64_t)f->instr - (int64_t)(code + p->off.co_code_adaptive)) / 2;
-		line = strobe_py_line(c->lt, c->nlt, c->first, idx);
+		line = py_line(c->lt, c->nlt, c->first, idx);
 	}
-	return strobe_sampler_py_name(s, c->func, c->file, line);
+	return sampler_py_name(s, c->func, c->file, line);
 }
 
-uint32_t strobe_py_merge(strobe_py *py, strobe_sampler *s, uint32_t pid, const uint64_t *uips,
-			 uint32_t nu, const struct strobe_py_stack *st, uint64_t *ips,
+uint32_t py_merge(py_host *py, strobe_sampler *s, uint32_t pid, const uint64_t *uips,
+			 uint32_t nu, const struct py_stack *st, uint64_t *ips,
 			 uint32_t *names, uint32_t cap)
 {
 	pyproc *p = proc_slot(py, pid, false);
 	if (!p) { /* a child forked since (it has its parent's entry in pycfg): looked at now */
-		strobe_py_see(py, pid, false);
+		py_see(py, pid, false);
 		p = proc_slot(py, pid, false);
 	}
 	uint32_t n = 0, j = 0, np = st->n < STROBE_PY_MAX_DEPTH ? st->n : STROBE_PY_MAX_DEPTH;
@@ -653,18 +653,18 @@ uint32_t strobe_py_merge(strobe_py *py, strobe_sampler *s, uint32_t pid, const u
 	}
 	if (st->truncated && n < cap) {
 		ips[n] = 0;
-		names[n++] = strobe_sampler_py_name(s, "[python: deeper frames not read]", "", 0);
+		names[n++] = sampler_py_name(s, "[python: deeper frames not read]", "", 0);
 	}
 	py->st.merged++;
 	return n;
 }
 
-void strobe_py_get_stats(const strobe_py *py, strobe_py_stats *st)
+void py_get_stats(const py_host *py, py_stats *st)
 {
 	*st = py->st;
 }
 
-void strobe_py_new_image(strobe_py *py, uint32_t pid)
+void py_new_image(py_host *py, uint32_t pid)
 {
 	py->images_told = true;
 	pyproc *p = proc_slot(py, pid, false);

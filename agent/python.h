@@ -4,13 +4,13 @@
  * agent/oncpu.bpf.c): the layout it shares with its user-space half (agent/python.c), plain
  * fixed-size types as both the BPF target and the host compile it. Private to agent/.
  *
- * Per Python process, user space puts a strobe_py_cfg in the program's `pycfg` map (where
+ * Per Python process, user space puts a py_cfg in the program's `pycfg` map (where
  * _PyRuntime is, and the offsets of the interpreter's version: agent/python_offsets.c). At each
  * sample of such a process the program finds the sampled thread's PyThreadState (the
  * interpreter's thread list, matched on pthread_self, which on glibc x86-64 is the thread's
  * fsbase), walks its frame chain leaf first and keeps, per frame, the code object's address and
  * the instruction pointer, once per distinct stack in the generation's `pystacks` map (the key
- * goes in strobe_oc_key.pystack). Naming the code objects is user space's (python.c), at drain.
+ * goes in oc_key.pystack). Naming the code objects is user space's (python.c), at drain.
  */
 #ifndef STROBE_AGENT_PYTHON_H
 #define STROBE_AGENT_PYTHON_H
@@ -21,7 +21,7 @@
 #define STROBE_PY_MAX_THREADS 64 /* thread states looked at for the sampled thread */
 #define STROBE_PY_NONE 0xffff    /* an offset the version does not have */
 
-/* How a version's frames are chained (strobe_py_cfg.kind). */
+/* How a version's frames are chained (py_cfg.kind). */
 enum {
 	STROBE_PY_FRAMEOBJ = 1, /* 3.9, 3.10: PyFrameObject, one C eval frame per Python frame */
 	STROBE_PY_ENTRYFLAG,    /* 3.11: _PyInterpreterFrame, is_entry marks a C call's first */
@@ -29,7 +29,7 @@ enum {
 				   (owner FRAME_OWNED_BY_CSTACK) below its first */
 };
 
-struct strobe_py_cfg {
+struct py_cfg {
 	__u64 runtime;             /* address of _PyRuntime in the process */
 	__u32 kind, minor;
 	/* offsets, in bytes */
@@ -47,14 +47,14 @@ struct strobe_py_cfg {
 
 /* A frame: the code object's address, its low bit set on a C call's first (entry) frame, and
  * the instruction pointer (FRAMEOBJ: f_lasti). */
-struct strobe_py_frame {
+struct py_frame {
 	__u64 code, instr;
 };
 
-struct strobe_py_stack {
+struct py_stack {
 	__u32 n;         /* frames, leaf first */
 	__u32 truncated; /* the chain went on past STROBE_PY_MAX_DEPTH */
-	struct strobe_py_frame f[STROBE_PY_MAX_DEPTH];
+	struct py_frame f[STROBE_PY_MAX_DEPTH];
 };
 
 #endif

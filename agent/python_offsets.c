@@ -10,7 +10,7 @@
  *     (no such interpreter on Debian 12). Every entry is also checked against the process at
  *     discovery (python.c: the thread list's first entry must point back to its interpreter).
  *   3.13 and later: the interpreter's own _Py_DebugOffsets, at the start of _PyRuntime (cookie
- *     "xdebugpy"), read from the process (strobe_py_offsets_debug); its layout is 3.13's.
+ *     "xdebugpy"), read from the process (py_offsets_debug); its layout is 3.13's.
  *
  * Any other version is unknown: its processes keep native frames only, and the agent says so.
  */
@@ -22,7 +22,7 @@
 
 #define N STROBE_PY_NONE
 
-static const strobe_py_offsets table[] = {
+static const py_offsets table[] = {
 	{.minor = 9, .source = "table (CPython 3.9 headers)",
 	 .cfg = {.kind = STROBE_PY_FRAMEOBJ, .minor = 9, .rt_interp_head = 32, .is_threads_head = 8,
 		 .ts_next = 8, .ts_thread_id = 176, .ts_frame = 24, .cf_current = N, .fr_code = 32,
@@ -53,7 +53,7 @@ static const strobe_py_offsets table[] = {
 	 .bytes_sval = 32, .var_size = 16},
 };
 
-int strobe_py_offsets_for(unsigned minor, strobe_py_offsets *o)
+int py_offsets_for(unsigned minor, py_offsets *o)
 {
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (table[i].minor == minor) {
@@ -87,12 +87,12 @@ enum {
 	D_END = D_UN + 4,
 };
 
-size_t strobe_py_debug_offsets_len(void)
+size_t py_debug_offsets_len(void)
 {
 	return D_END * 8;
 }
 
-int strobe_py_offsets_debug(const uint8_t *d, size_t len, unsigned minor, strobe_py_offsets *o)
+int py_offsets_debug(const uint8_t *d, size_t len, unsigned minor, py_offsets *o)
 {
 	if (len < D_END * 8 || memcmp(d, "xdebugpy", 8) != 0)
 		return -ENOENT;
@@ -112,7 +112,7 @@ int strobe_py_offsets_debug(const uint8_t *d, size_t len, unsigned minor, strobe
 	/* the frame fields must be in the walk's 128-byte window (python.bpf.h) */
 	if (v[D_FR + 1] > 120 || v[D_FR + 2] > 120 || v[D_FR + 3] > 120 || v[D_FR + 5] > 127)
 		return -ERANGE;
-	*o = (strobe_py_offsets){
+	*o = (py_offsets){
 		.minor = minor,
 		.source = "_Py_DebugOffsets (the interpreter's own)",
 		.cfg = {.kind = STROBE_PY_SHIM, .minor = minor,

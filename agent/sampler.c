@@ -50,7 +50,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	if (!s->o.max_stack || s->o.max_stack > STROBE_STACK_DEPTH)
 		s->o.max_stack = STROBE_STACK_DEPTH;
 	s->period_ns = 1000000000 / s->o.freq;
-	s->frames.fixed = sizeof(strobe_frame_key);
+	s->frames.fixed = sizeof(sampler_frame_key);
 #ifndef __x86_64__
 	if (s->o.call_graph == STROBE_CG_AUTO)
 		s->o.call_graph = STROBE_CG_FP; /* the register layout is x86-64's only */
@@ -65,7 +65,7 @@ static strobe_sampler *sampler_alloc(const strobe_sampler_opts *o)
 	if (o->proc_root)
 		s->tr.proc_root = o->proc_root;
 	uint32_t fid;
-	strobe_frame_key none = {0};
+	sampler_frame_key none = {0};
 	if (rc == 0)
 		rc = strobe_itab_intern(&s->frames, &none, sizeof(none), &fid, NULL); /* id 0 */
 	if (rc == 0 && o->npids) {
@@ -238,7 +238,7 @@ static bool own_label(const char *k)
 	return false;
 }
 
-uint32_t strobe_sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, unsigned n)
+uint32_t sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, unsigned n)
 {
 	/* "key\0value\0" per pair; the SDK's slots bound a pair to 64 bytes, 8 of them */
 	char buf[1024];
@@ -287,12 +287,12 @@ static void read_comm(const strobe_sampler *s, int32_t pid, int32_t tid, char co
 }
 
 /* Makes sure a thread and its process have names: from the records seen, else from /proc. */
-static strobe_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
+static proc_thread *thread_for(strobe_sampler *s, int32_t tid, int32_t pid)
 {
-	strobe_proc *p = tracker_proc(&s->tr, pid, true);
+	proc *p = tracker_proc(&s->tr, pid, true);
 	if (p && !p->comm[0] && !s->offline)
 		read_comm(s, pid, 0, p->comm);
-	strobe_thread *th = tracker_thread(&s->tr, tid, pid, true);
+	proc_thread *th = tracker_thread(&s->tr, tid, pid, true);
 	if (th && !th->comm[0] && !s->offline)
 		read_comm(s, pid, tid, th->comm);
 	if (p && !p->sampled && !s->offline) {
@@ -327,7 +327,7 @@ static void on_switch(strobe_sampler *s, const rec_sample *sm, const rec_unwound
 	int32_t tid = (int32_t)sm->tid, pid = (int32_t)sm->pid;
 	if (tid != 0) {
 		uint32_t n = stack_resolve_sample(&s->rs, pid, sm, pre, s->o.max_stack);
-		strobe_thread *th = thread_for(s, tid, pid);
+		proc_thread *th = thread_for(s, tid, pid);
 		if (th)
 			offcpu_switch_out(&s->off, th, s->rs.ids, n, rec_ts(sm->time),
 					  offcpu_prev_state_blocked(rec_raw_u(
@@ -340,7 +340,7 @@ static void on_switch(strobe_sampler *s, const rec_sample *sm, const rec_unwound
 	}
 }
 
-int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+int sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches)
 {
@@ -358,14 +358,14 @@ int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const
 	return add_stack(s, pid, tid, s->rs.ids, n, v);
 }
 
-int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+int sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			     uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t samples,
 			     int64_t cpu_ns)
 {
-	return strobe_sampler_add_oncpu_py(s, pid, tid, kips, nk, uips, NULL, nu, samples, cpu_ns);
+	return sampler_add_oncpu_py(s, pid, tid, kips, nk, uips, NULL, nu, samples, cpu_ns);
 }
 
-uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const char *file,
+uint32_t sampler_py_name(strobe_sampler *s, const char *function, const char *file,
 				int64_t line)
 {
 	char key[1100];
@@ -389,15 +389,15 @@ uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const c
 	return id;
 }
 
-int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+int sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
 				int64_t samples, int64_t cpu_ns)
 {
-	return strobe_sampler_add_oncpu_lset(s, pid, tid, kips, nk, uips, upy, nu, 0, samples,
+	return sampler_add_oncpu_lset(s, pid, tid, kips, nk, uips, upy, nu, 0, samples,
 					     cpu_ns);
 }
 
-int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
+int sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
 				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
 				  int64_t cpu_ns)
@@ -415,7 +415,7 @@ int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 	return agg_add(&s->agg, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->rs.ids, n, v);
 }
 
-int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+int sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
 {
 	/* the leaf is where the wait's system call returns to; the rest are return addresses */
@@ -467,7 +467,7 @@ static void h_fork(void *ctx, int32_t pid, int32_t ppid, int32_t tid)
 	 * in the new image's mappings: the samples in execve (the old image's libc) had an
 	 * unknown leaf. */
 	if (pid != ppid && !s->offline) {
-		strobe_proc *pp = tracker_proc(&s->tr, ppid, false);
+		proc *pp = tracker_proc(&s->tr, ppid, false);
 		if (!pp || (!pp->maps_read && !pp->exited))
 			stack_proc(&s->rs, ppid);
 	}
@@ -621,7 +621,7 @@ static int take_unwound(strobe_sampler *s, const struct perf_event_header *h)
 	/* A process met for the first time has its mappings read now, while it lives. A leaf in
 	 * none of its known mappings (its exec or mmap is in a record not read yet) is held, to be
 	 * unwound at its turn, after that record. */
-	strobe_proc *p = stack_proc(&s->rs, (int32_t)sm.pid);
+	proc *p = stack_proc(&s->rs, (int32_t)sm.pid);
 	if (!p || tracker_find(p, sm.regs[8]) == STROBE_MAP_NONE) {
 		s->st.unwind_held++;
 		return take_trimmed(s, h, &sm);
@@ -724,22 +724,22 @@ static int read_rings(strobe_sampler *s)
 	 * after another ring's side-band records had been peeked at could be of a process that
 	 * exec'd or mapped code meanwhile, on that other CPU, and be unwound without knowing it. */
 	for (unsigned i = 0; i < s->ev.nrings; i++)
-		s->heads[i] = strobe_ring_head(&s->ev.rings[i]);
+		s->heads[i] = perf_ring_head(&s->ev.rings[i]);
 	if (!s->rs.uw) {
 		for (unsigned i = 0; i < s->ev.nrings; i++) {
-			int rc = strobe_ring_read_to(&s->ev.rings[i], s->heads[i], take, s);
+			int rc = perf_ring_read_to(&s->ev.rings[i], s->heads[i], take, s);
 			if (rc < 0)
 				return rc;
 		}
 		return 0;
 	}
 	for (unsigned i = 0; i < s->ev.nrings; i++) {
-		int rc = strobe_ring_peek(&s->ev.rings[i], s->heads[i], take_sideband, s);
+		int rc = perf_ring_peek(&s->ev.rings[i], s->heads[i], take_sideband, s);
 		if (rc < 0)
 			return rc;
 	}
 	for (unsigned i = 0; i < s->ev.nrings; i++) {
-		int rc = strobe_ring_read_to(&s->ev.rings[i], s->heads[i], take_arrived, s);
+		int rc = perf_ring_read_to(&s->ev.rings[i], s->heads[i], take_arrived, s);
 		if (rc < 0)
 			return rc;
 	}
@@ -755,10 +755,10 @@ static int read_rings(strobe_sampler *s)
 
 int strobe_sampler_poll(strobe_sampler *s, int timeout_ms, strobe_err *err)
 {
-	return strobe_sampler_poll_with(s, timeout_ms, NULL, 0, err);
+	return sampler_poll_with(s, timeout_ms, NULL, 0, err);
 }
 
-int strobe_sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
+int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
 			     strobe_err *err)
 {
 	if (s->o.all && timeout_ms > EARLY_POLL_MS && s->enabled_ns &&
@@ -899,7 +899,7 @@ void strobe_sampler_release_memory(strobe_sampler *s)
 void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 {
 	*st = s->st;
-	strobe_unwind_stats us;
+	unwind_stats us;
 	stack_unwind_stats(&s->rs, &us);
 	st->unwind_cache_bytes = us.cache_bytes_peak;
 	st->unwind_cache_hits = us.hits;
@@ -918,17 +918,17 @@ void strobe_sampler_get_stats(const strobe_sampler *s, strobe_sampler_stats *st)
 	st->late = s->ord.late;
 }
 
-strobe_tracker *strobe_sampler_tracker(strobe_sampler *s)
+tracker *sampler_tracker(strobe_sampler *s)
 {
 	return &s->tr;
 }
 
-void strobe_sampler_set_external_offcpu(strobe_sampler *s, bool on)
+void sampler_set_external_offcpu(strobe_sampler *s, bool on)
 {
 	s->ext_offcpu = on;
 }
 
-void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
+void sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
 			       bool sideband, bool per_task, int tp_id)
 {
 	sampler_events_attr(&s->ev, a, kind, sideband, per_task, tp_id);
@@ -939,18 +939,18 @@ unsigned strobe_sampler_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 	return agg_pids(&s->agg, out, cap, false);
 }
 
-unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
+unsigned sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap)
 {
 	return agg_pids(&s->agg, out, cap, true);
 }
 
 /* Counts the off-CPU intervals still open up to the horizon (called before building a profile). */
-void strobe_sampler_flush_open(strobe_sampler *s)
+void sampler_flush_open(strobe_sampler *s)
 {
 	offcpu_flush_open(&s->off, s->ord.horizon_ns);
 }
 
-void strobe_sampler_reset_agg(strobe_sampler *s)
+void sampler_reset_agg(strobe_sampler *s)
 {
 	agg_reset(&s->agg);
 	strobe_itab_free(&s->lsets);
@@ -958,7 +958,7 @@ void strobe_sampler_reset_agg(strobe_sampler *s)
 	s->start_real_ns = strobe_real_ns();
 }
 
-unsigned strobe_sampler_forget_exited(strobe_sampler *s)
+unsigned sampler_forget_exited(strobe_sampler *s)
 {
 	/* Nothing refers to a process or thread by id or pointer between intervals: the aggregate
 	 * was just emptied, frames name mappings (kept), held records name pids. */

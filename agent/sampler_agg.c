@@ -91,11 +91,11 @@ static int link_entry(sampler_agg *a, int32_t pid, uint32_t id)
 int agg_add(sampler_agg *a, int32_t pid, int32_t tid, uint64_t lock, uint32_t lset,
 	    const uint32_t *frames, uint32_t n, const int64_t v[NV])
 {
-	uint8_t buf[sizeof(strobe_agg_key) + STROBE_STACK_FRAMES * sizeof(uint32_t)];
+	uint8_t buf[sizeof(sampler_agg_key) + STROBE_STACK_FRAMES * sizeof(uint32_t)];
 	if (n > STROBE_STACK_FRAMES)
 		return -E2BIG;
-	size_t len = sizeof(strobe_agg_key) + n * sizeof(uint32_t);
-	strobe_agg_key *k = (strobe_agg_key *)buf;
+	size_t len = sizeof(sampler_agg_key) + n * sizeof(uint32_t);
+	sampler_agg_key *k = (sampler_agg_key *)buf;
 	k->pid = pid;
 	k->tid = tid;
 	k->n = n;

@@ -23,18 +23,18 @@
 enum { V_SAMPLES, V_CPU_NS, V_OFF_NS, V_BLOCKED_NS, V_RUNQ_NS, V_SWITCHES, V_WAITS, V_DELAY_NS,
        NV };
 
-typedef struct strobe_agg_key {
+typedef struct sampler_agg_key {
 	int32_t pid, tid;
 	uint32_t n;
 	uint32_t lset;    /* a label set of the sampler's lsets (the C SDK's labels), 0: none */
 	uint64_t lock;    /* the lock's address, for lock sums (else 0) */
 	uint32_t frame[]; /* n frame ids, leaf first */
-} strobe_agg_key;
+} sampler_agg_key;
 
 #define AGG_END UINT32_MAX /* no (more) entry */
 
 typedef struct sampler_agg {
-	strobe_itab keys;     /* strobe_agg_key, variable size */
+	strobe_itab keys;     /* sampler_agg_key, variable size */
 	int64_t *vals;        /* vals[id * NV + slot] */
 	size_t cvals;
 	/* The per-process index: pid -> slot; per slot, its first and last entry and whether any
@@ -63,9 +63,9 @@ static inline uint32_t agg_count(const sampler_agg *a)
 {
 	return a->keys.n;
 }
-static inline const strobe_agg_key *agg_key(const sampler_agg *a, uint32_t id)
+static inline const sampler_agg_key *agg_key(const sampler_agg *a, uint32_t id)
 {
-	return (const strobe_agg_key *)strobe_itab_get(&a->keys, id, NULL);
+	return (const sampler_agg_key *)strobe_itab_get(&a->keys, id, NULL);
 }
 static inline const int64_t *agg_vals(const sampler_agg *a, uint32_t id)
 {

@@ -129,10 +129,10 @@ static int open_one(sampler_events *ev, int kind, bool sideband, bool per_task, 
 {
 	struct perf_event_attr a;
 	sampler_events_attr(ev, &a, kind, sideband, per_task, tp_id);
-	int fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd == -EINVAL && sideband) { /* kernels before 5.12 have no build IDs in mmap2 */
 		a.build_id = 0;
-		fd = strobe_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		fd = perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	}
 	if (fd < 0) {
 		static const char *const what[] = {"", "the cpu-clock event", "sched:sched_switch",
@@ -142,7 +142,7 @@ static int open_one(sampler_events *ev, int kind, bool sideband, bool per_task, 
 					   "this machine has no hardware cycle counter (a virtual "
 					   "machine without a virtual PMU?): use -e cpu, the cpu-clock "
 					   "timer");
-		return strobe_perf_open_err(err, fd,
+		return perf_open_err(err, fd,
 					    kind == EVK_CLOCK && ev->o->cycles ? "the cycles event"
 									     : what[kind],
 					    pid);
@@ -154,9 +154,9 @@ static int open_one(sampler_events *ev, int kind, bool sideband, bool per_task, 
 	}
 	if ((rc = add_id(ev, fd, kind)) < 0)
 		return strobe_errf(err, rc, "PERF_EVENT_IOC_ID: %s", strerror(-rc));
-	strobe_ring *r = &ev->rings[ring];
+	perf_ring *r = &ev->rings[ring];
 	if (r->fd < 0) {
-		rc = strobe_ring_map(r, fd, ring_pages(ev->o));
+		rc = perf_ring_map(r, fd, ring_pages(ev->o));
 		if (rc < 0)
 			return strobe_errf(err, rc,
 					   "cannot map the ring buffer of CPU %d (%u pages): %s%s", cpu,
@@ -314,19 +314,19 @@ int sampler_events_open(sampler_events *ev, strobe_err *err)
 	int rc = 0;
 	int tp_switch = 0, tp_wakeup = 0, size;
 	if (o->events & STROBE_EV_OFFCPU) {
-		tp_switch = strobe_tracepoint_id("sched", "sched_switch", err);
+		tp_switch = perf_tracepoint_id("sched", "sched_switch", err);
 		if (tp_switch < 0)
 			rc = tp_switch;
 		if (rc == 0)
-			rc = strobe_tracepoint_field("sched", "sched_switch", "prev_state",
+			rc = perf_tracepoint_field("sched", "sched_switch", "prev_state",
 						     &ev->f_prev_state, &ev->f_prev_state_size, err);
 		if (rc == 0)
-			rc = strobe_tracepoint_field("sched", "sched_switch", "next_pid",
+			rc = perf_tracepoint_field("sched", "sched_switch", "next_pid",
 						     &ev->f_next_pid, &size, err);
 		if (rc == 0) {
-			tp_wakeup = strobe_tracepoint_id("sched", "sched_wakeup", err);
+			tp_wakeup = perf_tracepoint_id("sched", "sched_wakeup", err);
 			if (tp_wakeup < 0 ||
-			    strobe_tracepoint_field("sched", "sched_wakeup", "pid", &ev->f_wake_pid,
+			    perf_tracepoint_field("sched", "sched_wakeup", "pid", &ev->f_wake_pid,
 						    &size, err) < 0)
 				ev->no_wakeups = true;
 			if (err)
@@ -334,14 +334,14 @@ int sampler_events_open(sampler_events *ev, strobe_err *err)
 		}
 	}
 
-	int ncpu = strobe_cpu_count(), nonline = 0;
+	int ncpu = perf_cpu_count(), nonline = 0;
 	int *cpus = malloc((size_t)ncpu * sizeof(*cpus));
 	ev->rings = calloc((size_t)ncpu, sizeof(*ev->rings));
 	ev->pfd = calloc((size_t)ncpu + SAMPLER_EXTRA_FDS, sizeof(*ev->pfd));
 	if (rc == 0 && (!cpus || !ev->rings || !ev->pfd))
 		rc = -ENOMEM;
 	for (int c = 0; rc == 0 && c < ncpu; c++)
-		if (strobe_cpu_online(c))
+		if (perf_cpu_online(c))
 			cpus[nonline++] = c;
 	ev->nrings = (unsigned)nonline;
 	for (unsigned i = 0; ev->rings && i < (unsigned)ncpu; i++)
@@ -380,7 +380,7 @@ void sampler_events_close(sampler_events *ev)
 {
 	for (unsigned i = 0; ev->rings && i < ev->nrings; i++)
 		if (ev->rings[i].meta)
-			strobe_ring_unmap(&ev->rings[i]);
+			perf_ring_unmap(&ev->rings[i]);
 	for (unsigned i = 0; i < ev->nfds; i++)
 		close(ev->fds[i]);
 	free(ev->fds);

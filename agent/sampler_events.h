@@ -39,7 +39,7 @@ typedef struct sampler_events {
 	bool no_wakeups;              /* no sched_wakeup: no blocked/run-queue split */
 	int *fds;
 	unsigned nfds, cfds;
-	strobe_ring *rings;           /* one per online CPU, in the order of pfd */
+	perf_ring *rings;           /* one per online CPU, in the order of pfd */
 	struct pollfd *pfd;           /* the rings', then room for SAMPLER_EXTRA_FDS more */
 	unsigned nrings;
 } sampler_events;
@@ -69,7 +69,7 @@ int sampler_events_poll(sampler_events *ev, int timeout_ms, struct pollfd *extra
 void sampler_events_attr(const sampler_events *ev, struct perf_event_attr *a, int kind,
 			 bool sideband, bool per_task, int tp_id);
 /* The same, for a sampler (its tests ask what it would open). */
-void strobe_sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
+void sampler_event_attr(const strobe_sampler *s, struct perf_event_attr *a, int kind,
 			       bool sideband, bool per_task, int tp_id);
 
 #endif

@@ -20,63 +20,63 @@
 
 /* The process tracker the sampler keeps current (proc.h): valid as long as the sampler; its
  * process pointers only until the sampler next handles a record or an add_* call. */
-strobe_tracker *strobe_sampler_tracker(strobe_sampler *s);
+tracker *sampler_tracker(strobe_sampler *s);
 /* As strobe_sampler_poll, also woken by the n fds of extra (at most 4: the caller's own events,
  * a wake-up or a ring of its own), whose revents it sets. */
 struct pollfd;
-int strobe_sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
+int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
 			     strobe_err *err);
 /* Whether off-CPU values come from elsewhere (the eBPF aggregation, offcpu.c): the profiles then
  * carry the off-CPU sample types although the sampler opened no off-CPU events. Adding off-CPU
- * sums (strobe_sampler_add_offcpu) sets it too. */
-void strobe_sampler_set_external_offcpu(strobe_sampler *s, bool on);
+ * sums (sampler_add_offcpu) sets it too. */
+void sampler_set_external_offcpu(strobe_sampler *s, bool on);
 
 /* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu.c) to the
  * aggregate: the stack is kernel addresses then user addresses, each leaf first; the thread and
  * process are named and their mappings read as for a sample. From then on profiles carry the
  * off-CPU sample types even though the sampler opened no off-CPU events. */
-int strobe_sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+int sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			      uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t off_ns,
 			      int64_t blocked_ns, int64_t switches);
 /* Adds on-CPU samples counted elsewhere (the eBPF sampling program, oncpu.c): `samples` samples
  * worth cpu_ns of CPU time in all, under kernel then user addresses, each leaf first, as
- * strobe_sampler_add_offcpu. tid 0: summed per process. */
-int strobe_sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+ * sampler_add_offcpu. tid 0: summed per process. */
+int sampler_add_oncpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 			     uint32_t nk, const uint64_t *uips, uint32_t nu, int64_t samples,
 			     int64_t cpu_ns);
-/* As strobe_sampler_add_oncpu, where upy[i] != 0 makes user frame i a Python frame (the id
- * strobe_sampler_py_name gave; uips[i] is then not used). */
-int strobe_sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
+/* As sampler_add_oncpu, where upy[i] != 0 makes user frame i a Python frame (the id
+ * sampler_py_name gave; uips[i] is then not used). */
+int sampler_add_oncpu_py(strobe_sampler *s, int32_t pid, int32_t tid, const uint64_t *kips,
 				uint32_t nk, const uint64_t *uips, const uint32_t *upy, uint32_t nu,
 				int64_t samples, int64_t cpu_ns);
-/* As strobe_sampler_add_oncpu_py, the samples carrying label set lset (from
- * strobe_sampler_labelset; 0: none) as sample labels of the profile. */
-int strobe_sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
+/* As sampler_add_oncpu_py, the samples carrying label set lset (from
+ * sampler_labelset; 0: none) as sample labels of the profile. */
+int sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
 				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
 				  int64_t cpu_ns);
-/* The id of n label pairs (the C SDK's, read in the kernel) for strobe_sampler_add_oncpu_lset,
- * valid until the next strobe_sampler_reset_agg; 0 when n is 0 or out of memory (the samples
+/* The id of n label pairs (the C SDK's, read in the kernel) for sampler_add_oncpu_lset,
+ * valid until the next sampler_reset_agg; 0 when n is 0 or out of memory (the samples
  * then go unlabelled, never lost). Keys the profile sets itself (pid, tid, process, thread,
  * lock_addr) are left out. */
-uint32_t strobe_sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, unsigned n);
+uint32_t sampler_labelset(strobe_sampler *s, const strobe_labelpair *l, unsigned n);
 /* The id (> 0) of a Python frame's name, file and line, kept as long as the sampler (at most
  * 1 << 20 of them; beyond, one id for "[python: too many distinct frames]"). */
-uint32_t strobe_sampler_py_name(strobe_sampler *s, const char *function, const char *file,
+uint32_t sampler_py_name(strobe_sampler *s, const char *function, const char *file,
 				int64_t line);
 /* Adds lock waits measured elsewhere (the agent's futex-wait program, locks.c): waits and their
  * total delay at lock address `lock`, under the waiter's user stack (leaf first). They appear
  * in lock profiles only (strobe_sampler_profile_opts.locks). */
-int strobe_sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
+int sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns);
 /* The processes with lock sums in the aggregate (at most cap), in the order of their first entry
  * of any kind (as strobe_sampler_pids). */
-unsigned strobe_sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
+unsigned sampler_lock_pids(const strobe_sampler *s, pid_t *out, unsigned cap);
 /* Starts a new aggregation period (frame and mapping tables are kept). */
-void strobe_sampler_reset_agg(strobe_sampler *s);
+void sampler_reset_agg(strobe_sampler *s);
 /* After a reset_agg: forgets the processes and threads that exited (tracker_forget), so
  * that a long-running sampler's tables follow the host's live processes. Returns how many
  * processes were forgotten (0 when out of memory: they are tried again next time). */
-unsigned strobe_sampler_forget_exited(strobe_sampler *s);
+unsigned sampler_forget_exited(strobe_sampler *s);
 
 #endif

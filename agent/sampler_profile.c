@@ -44,7 +44,7 @@ static strobe_sym_object *object_of(builder *b, uint32_t map_id)
 	if (!b->sym || b->user_raw)
 		return NULL;
 	if (!b->obj_tried[map_id]) {
-		const strobe_map *m = tracker_map(&b->s->tr, map_id);
+		const proc_map *m = tracker_map(&b->s->tr, map_id);
 		b->obj_tried[map_id] = 1;
 		strobe_sym_object *o = NULL;
 		if (strobe_sym_object_get(b->sym, tracker_str(&b->s->tr, m->path), m->pid, m->dev,
@@ -58,7 +58,7 @@ static uint32_t user_mapping(builder *b, uint32_t map_id)
 {
 	if (b->mapping_of_map[map_id])
 		return b->mapping_of_map[map_id];
-	const strobe_map *m = tracker_map(&b->s->tr, map_id);
+	const proc_map *m = tracker_map(&b->s->tr, map_id);
 	strobe_mapping pm = {0};
 	pm.start = m->start;
 	pm.limit = m->end;
@@ -141,11 +141,11 @@ static void intern_main_mapping(builder *b, const strobe_sampler_profile_opts *o
 	uint32_t best = 0;
 	for (uint32_t id = agg_first(&s->agg, o->only_pid); w && seen && id != AGG_END;
 	     id = agg_next(&s->agg, o->only_pid, id)) {
-		const strobe_agg_key *k = agg_key(&s->agg, id);
+		const sampler_agg_key *k = agg_key(&s->agg, id);
 		int64_t n = agg_vals(&s->agg, id)[V_SAMPLES];
 		uint64_t add = n > 0 ? (uint64_t)n : 1;
 		for (uint32_t f = 0; f < k->n; f++) {
-			const strobe_frame_key *fk = strobe_itab_get(&s->frames, k->frame[f], NULL);
+			const sampler_frame_key *fk = strobe_itab_get(&s->frames, k->frame[f], NULL);
 			uint32_t m = fk->map;
 			if (m <= STROBE_MAP_KERNEL || m > nmaps || seen[m] == id + 1)
 				continue;
@@ -156,7 +156,7 @@ static void intern_main_mapping(builder *b, const strobe_sampler_profile_opts *o
 	for (uint32_t m = STROBE_MAP_KERNEL + 1; w && seen && m <= nmaps; m++) {
 		if (!w[m] || (best && w[m] <= w[best]))
 			continue;
-		const strobe_map *mp = tracker_map(&s->tr, m);
+		const proc_map *mp = tracker_map(&s->tr, m);
 		if (!mp->anon && !library_path(tracker_str(&s->tr, mp->path)))
 			best = m;
 	}
@@ -175,7 +175,7 @@ static void intern_main_mapping(builder *b, const strobe_sampler_profile_opts *o
 }
 
 /* pprof lines (leaf first) from symbolizer frames. */
-static uint32_t location_of(builder *b, const strobe_frame_key *k, uint32_t mapping, int n)
+static uint32_t location_of(builder *b, const sampler_frame_key *k, uint32_t mapping, int n)
 {
 	strobe_line lines[32];
 	if (n > 32)
@@ -215,12 +215,12 @@ static uint32_t frame_location(builder *b, uint32_t frame_id)
 {
 	if (b->loc_of_frame[frame_id])
 		return b->loc_of_frame[frame_id];
-	const strobe_frame_key *k = strobe_itab_get(&b->s->frames, frame_id, NULL);
+	const sampler_frame_key *k = strobe_itab_get(&b->s->frames, frame_id, NULL);
 	uint64_t look = k->call ? k->addr - 1 : k->addr;
 	uint32_t mapping = 0;
 	int n = 0;
 	if (k->map == STROBE_MAP_PY) {
-		/* "function\0file\0" then the line (strobe_sampler_py_name) */
+		/* "function\0file\0" then the line (sampler_py_name) */
 		size_t len = 0;
 		const char *key = strobe_itab_get(&b->s->pynames, (uint32_t)k->addr, &len);
 		if (key && len > 10) {
@@ -238,7 +238,7 @@ static uint32_t frame_location(builder *b, uint32_t frame_id)
 			n = strobe_sym_kernel(b->sym, look, &b->fr[0], &module) > 0;
 		mapping = kernel_mapping(b, module);
 	} else if (k->map != STROBE_MAP_NONE) {
-		const strobe_map *m = tracker_map(&b->s->tr, k->map);
+		const proc_map *m = tracker_map(&b->s->tr, k->map);
 		mapping = user_mapping(b, k->map);
 		if (m->anon) {
 			if (b->sym)
@@ -291,7 +291,7 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 		return -ENOMEM;
 	for (uint32_t id = agg_first(&s->agg, o->only_pid); id != AGG_END;
 	     id = agg_next(&s->agg, o->only_pid, id)) {
-		const strobe_agg_key *k = agg_key(&s->agg, id);
+		const sampler_agg_key *k = agg_key(&s->agg, id);
 		for (uint32_t i = 0; i < k->n; i++)
 			need[k->frame[i]] = 1;
 	}
@@ -299,7 +299,7 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 	for (uint32_t f = 1; f < s->frames.n && rc == 0; f++) {
 		if (!need[f])
 			continue;
-		const strobe_frame_key *fk = strobe_itab_get(&s->frames, f, NULL);
+		const sampler_frame_key *fk = strobe_itab_get(&s->frames, f, NULL);
 		if (fk->map == STROBE_MAP_NONE || fk->map == STROBE_MAP_KERNEL ||
 		    fk->map == STROBE_MAP_PY || tracker_map(&s->tr, fk->map)->anon)
 			continue;
@@ -338,7 +338,7 @@ static int symbolize_by_object(builder *b, const strobe_sampler_profile_opts *o)
 strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_profile_opts *o,
 				       strobe_err *err)
 {
-	strobe_sampler_flush_open(s);
+	sampler_flush_open(s);
 	strobe_profile *p = strobe_profile_new();
 	builder b = {.s = s, .p = p, .sym = o->sym, .user_raw = o->user_raw,
 		     .raw_object = o->raw_object, .raw_ctx = o->raw_ctx,
@@ -412,7 +412,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		rc = -ENOMEM;
 	for (uint32_t id = agg_first(&s->agg, o->only_pid); rc == 0 && id != AGG_END;
 	     id = agg_next(&s->agg, o->only_pid, id)) {
-		const strobe_agg_key *k = agg_key(&s->agg, id);
+		const sampler_agg_key *k = agg_key(&s->agg, id);
 		const int64_t *v = agg_vals(&s->agg, id);
 		int64_t vals[8];
 		bool any = false;
@@ -427,7 +427,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			continue;
 		/* The stack, root first: frame[n-1] is the outermost caller. */
 		uint32_t stack = 0;
-		const strobe_proc *pr = tracker_proc(&s->tr, k->pid, false);
+		const proc *pr = tracker_proc(&s->tr, k->pid, false);
 		if (o->process_frames) {
 			const char *name = pr && pr->comm[0] ? pr->comm : "?";
 			uint32_t loc = strobe_location_for_name(p, name, strlen(name));
@@ -462,7 +462,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		add_label(p, labels, &nl, "pid", num);
 		add_label(p, labels, &nl, "process", pr ? pr->comm : NULL);
 		if (o->per_thread) {
-			const strobe_thread *th = tracker_thread(&s->tr, k->tid, 0, false);
+			const proc_thread *th = tracker_thread(&s->tr, k->tid, 0, false);
 			snprintf(num, sizeof(num), "%d", (int)k->tid);
 			add_label(p, labels, &nl, "tid", num);
 			add_label(p, labels, &nl, "thread", th ? th->comm : NULL);
@@ -472,7 +472,7 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 			snprintf(addr, sizeof(addr), "0x%" PRIx64, k->lock);
 			add_label(p, labels, &nl, "lock_addr", addr);
 		}
-		if (k->lset) { /* the C SDK's labels of these samples (strobe_sampler_labelset) */
+		if (k->lset) { /* the C SDK's labels of these samples (sampler_labelset) */
 			size_t len = 0;
 			const char *q = strobe_itab_get(&s->lsets, k->lset, &len), *e = q + len;
 			for (unsigned j = 0; j < 8 && q < e; j++) {
@@ -507,6 +507,6 @@ strobe_profile *strobe_sampler_profile(strobe_sampler *s, const strobe_sampler_p
 		return NULL;
 	}
 	if (o->reset)
-		strobe_sampler_reset_agg(s);
+		sampler_reset_agg(s);
 	return p;
 }

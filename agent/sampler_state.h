@@ -21,7 +21,7 @@
 #include "sampler_agg.h"
 #include "sampler_ext.h"
 #include "stack_cap.h"
-#include "stack_resolve.h" /* the frames, strobe_frame_key */
+#include "stack_resolve.h" /* the frames, sampler_frame_key */
 #include "unwind.h"
 #include "strobe/clock.h" /* strobe_mono_ns, the sampler's clock */
 #include "strobe/sampler.h"
@@ -45,13 +45,13 @@ struct strobe_sampler {
 	rec_decoder dec;         /* the records' decoding: kinds and sample types */
 	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
 	 * ring's head for the two passes over it. */
-	strobe_pid_count held_sb;
+	pid_count held_sb;
 	uint64_t *heads;
 	int64_t enabled_ns; /* when strobe_sampler_enable enabled the events (0: not yet) */
 	unsigned nheads;
 
-	strobe_tracker tr;
-	strobe_itab frames;      /* strobe_frame_key, fixed size */
+	tracker tr;
+	strobe_itab frames;      /* sampler_frame_key, fixed size */
 	strobe_itab pynames;     /* Python frames: "function\0file\0" then the line (int64) */
 	sampler_agg agg;         /* the stacks and their values (sampler_agg.h) */
 	offcpu_state off;        /* the threads' off-CPU intervals (offcpu_state.h), into agg */
@@ -66,5 +66,5 @@ struct strobe_sampler {
 };
 
 /* Counts the off-CPU intervals still open up to the horizon (before a profile is built). */
-void strobe_sampler_flush_open(strobe_sampler *s);
+void sampler_flush_open(strobe_sampler *s);
 #endif

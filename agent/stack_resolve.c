@@ -42,9 +42,9 @@ void stack_resolver_free(stack_resolver *r)
 	r->uact = NULL;
 }
 
-strobe_proc *stack_proc(stack_resolver *r, int32_t pid)
+proc *stack_proc(stack_resolver *r, int32_t pid)
 {
-	strobe_proc *p = tracker_proc(r->tr, pid, true);
+	proc *p = tracker_proc(r->tr, pid, true);
 	if (p && !p->maps_read && !p->exited) {
 		if (tracker_read_proc(r->tr, pid, strobe_mono_ns()) < 0)
 			r->st->unknown_pid++;
@@ -59,14 +59,14 @@ strobe_proc *stack_proc(stack_resolver *r, int32_t pid)
  * user leaf has been met, whether /proc was read again for it, and how many ids are in r->ids. */
 typedef struct stack_walk {
 	int32_t pid;
-	strobe_proc *p;
+	proc *p;
 	bool user_seen, reread;
 	uint32_t n;
 } stack_walk;
 
 /* Whether an address of p in no mapping known for it is worth reading /proc/PID/maps again
  * for (see stack_resolve.h). */
-static bool reread_due(const stack_resolver *r, const strobe_proc *p, bool leaf, int64_t now)
+static bool reread_due(const stack_resolver *r, const proc *p, bool leaf, int64_t now)
 {
 	int64_t since = now - p->rescan_ns;
 	if (leaf && since > STACK_LEAF_RESCAN_NS)
@@ -80,7 +80,7 @@ static void add_frame(stack_resolver *r, stack_walk *w, uint64_t ip, bool kernel
 {
 	if (w->n >= STROBE_STACK_FRAMES)
 		return;
-	strobe_frame_key k = {.addr = ip, .call = call};
+	sampler_frame_key k = {.addr = ip, .call = call};
 	if (kernel) {
 		k.map = STROBE_MAP_KERNEL;
 	} else {
@@ -133,7 +133,7 @@ uint64_t stack_unwind_pct(const stack_resolver *r, double q)
 	return 0;
 }
 
-void stack_unwind_stats(const stack_resolver *r, strobe_unwind_stats *us)
+void stack_unwind_stats(const stack_resolver *r, unwind_stats *us)
 {
 	*us = r->uw_st;
 	if (r->uw)
@@ -154,7 +154,7 @@ void stack_resolver_trim(stack_resolver *r)
  * stopped short, the frame-pointer chain continues it from the first return address both have
  * in common (the table walk's last frame), and when they have none the longer of the two wins.
  */
-int stack_unwind_user(stack_resolver *r, int32_t pid, strobe_proc **p, const rec_sample *sm,
+int stack_unwind_user(stack_resolver *r, int32_t pid, proc **p, const rec_sample *sm,
 		      const uint64_t *fp, uint32_t nfp, uint32_t max)
 {
 	if (!sm->abi || !sm->stack_size || sm->tid == 0)
@@ -163,7 +163,7 @@ int stack_unwind_user(stack_resolver *r, int32_t pid, strobe_proc **p, const rec
 		*p = stack_proc(r, pid);
 	if (!*p)
 		return -1;
-	strobe_unwind_sample us = {
+	unwind_sample us = {
 		.pid = pid, .tid = (int32_t)sm->tid, .regs = sm->regs, .stack = sm->stack,
 		.stack_len = sm->stack_dyn, .stack_full = sm->stack_dyn >= sm->stack_size};
 	unsigned nd = 0;
@@ -227,7 +227,7 @@ uint32_t stack_resolve_sample(stack_resolver *r, int32_t pid, const rec_sample *
 {
 	enum { CTX_USER, CTX_KERNEL, CTX_OTHER } ctx = CTX_USER;
 	stack_walk w = {.pid = pid};
-	strobe_proc *p = NULL;
+	proc *p = NULL;
 	bool first = true;
 	uint32_t nfp = 0;
 	uint64_t fp[STROBE_STACK_FRAMES]; /* the user part of the kernel's chain */
@@ -289,7 +289,7 @@ uint32_t stack_resolve_summed(stack_resolver *r, int32_t pid, const uint64_t *ki
 	}
 	for (uint32_t i = 0; i < nu && (uips[i] || (upy && upy[i])); i++) {
 		if (upy && upy[i]) {
-			strobe_frame_key k = {.addr = upy[i], .map = STROBE_MAP_PY};
+			sampler_frame_key k = {.addr = upy[i], .map = STROBE_MAP_PY};
 			uint32_t id;
 			if (w.n < STROBE_STACK_FRAMES &&
 			    strobe_itab_intern(r->frames, &k, sizeof(k), &id, NULL) == 0)

@@ -2,7 +2,7 @@
 /*
  * Stack resolution and unwinding, the sampler's stage between record decoding and aggregation
  * (perf's callchain): a stack as the kernel or an eBPF program reports it becomes a list of
- * frame ids, leaf first, each an address in one of its process's mappings (strobe_frame_key,
+ * frame ids, leaf first, each an address in one of its process's mappings (sampler_frame_key,
  * interned in the sampler's frame table) looked up in the process tracker (proc.h).
  *
  *   - A sample's call chain: the kernel part as the kernel walked it (kept when kernel frames
@@ -44,10 +44,10 @@
 
 /* A frame: an address in a mapping; `call` marks a return address (symbolized at addr - 1,
  * which is inside the call instruction, so the caller's line and inline chain are right). */
-typedef struct strobe_frame_key {
+typedef struct sampler_frame_key {
 	uint64_t addr;
 	uint32_t map, call;
-} strobe_frame_key;
+} sampler_frame_key;
 
 /* The map of a Python frame (agent/python.c): its addr is an id in strobe_sampler.pynames. */
 #define STROBE_MAP_PY 0xfffffff0u
@@ -61,20 +61,20 @@ enum { UW_BUCKETS = 256 };
 
 typedef struct stack_resolver {
 	/* Set by the owner; none owned. */
-	strobe_tracker *tr;         /* the processes and their mappings */
-	strobe_itab *frames;        /* strobe_frame_key -> frame id (fixed size) */
+	tracker *tr;         /* the processes and their mappings */
+	strobe_itab *frames;        /* sampler_frame_key -> frame id (fixed size) */
 	strobe_sampler_stats *st;   /* unknown_pid and the unwind_* counters */
-	const strobe_pid_count *held; /* side-band records held per process (NULL: none) */
+	const pid_count *held; /* side-band records held per process (NULL: none) */
 	bool kernel;                /* keep kernel frames */
 	unsigned call_graph;        /* STROBE_CG_* */
 
 	/* Owned. */
 	uint32_t *ids;              /* frame ids of the stack last resolved (STROBE_STACK_FRAMES) */
-	strobe_unwinder *uw;        /* NULL: no unwinding with tables, or trimmed */
+	unwinder *uw;        /* NULL: no unwinding with tables, or trimmed */
 	uint64_t *upcs;             /* the unwound program counters of the current sample */
 	bool *uact;                 /* ... and whether each is an activation */
 	uint64_t uw_hist[UW_BUCKETS]; /* unwind times: bucket = 8 * log2(ns), 1/8 octave each */
-	strobe_unwind_stats uw_st;  /* the unwinder's counters, kept when trim frees it */
+	unwind_stats uw_st;  /* the unwinder's counters, kept when trim frees it */
 	uint64_t rereads;           /* /proc/PID/maps read again for an address in no mapping */
 } stack_resolver;
 
@@ -85,7 +85,7 @@ void stack_resolver_free(stack_resolver *r);
 
 /* The process pid, created when absent, with its mappings read from /proc when first met
  * (counted in st->unknown_pid when that fails). NULL on ENOMEM. */
-strobe_proc *stack_proc(stack_resolver *r, int32_t pid);
+proc *stack_proc(stack_resolver *r, int32_t pid);
 
 /* Resolves a sample of pid into frame ids, leaf first, in r->ids; returns how many. pre: its
  * user stack unwound when it was read (NULL: unwind now, when r unwinds). max_stack: frames
@@ -103,7 +103,7 @@ uint32_t stack_resolve_summed(stack_resolver *r, int32_t pid, const uint64_t *ki
 /* The user part of a sample's stack with unwind tables, into r->upcs / r->uact: how many
  * program counters to use there, or -1 to keep the kernel's frame-pointer chain (fp[0..nfp)).
  * *p: pid's process (looked up when NULL). */
-int stack_unwind_user(stack_resolver *r, int32_t pid, strobe_proc **p, const rec_sample *sm,
+int stack_unwind_user(stack_resolver *r, int32_t pid, proc **p, const rec_sample *sm,
 		      const uint64_t *fp, uint32_t nfp, uint32_t max);
 
 /* The user part of the kernel's call chain, leaf first, into fp; returns how many. */
@@ -112,7 +112,7 @@ uint32_t stack_user_chain(const rec_sample *sm, uint64_t fp[STROBE_STACK_FRAMES]
 /* The unwind time below which a share q (0..1) of the unwinds took (approximate). */
 uint64_t stack_unwind_pct(const stack_resolver *r, double q);
 /* The unwinder's counters, also after stack_resolver_trim. */
-void stack_unwind_stats(const stack_resolver *r, strobe_unwind_stats *us);
+void stack_unwind_stats(const stack_resolver *r, unwind_stats *us);
 /* Frees the unwinder (its counters kept): after the last sample. */
 void stack_resolver_trim(stack_resolver *r);
 

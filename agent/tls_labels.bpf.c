@@ -16,20 +16,20 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tgid */
-	__type(value, struct strobe_tls_proc);
+	__type(value, struct tls_proc);
 } procs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct strobe_tls_count_key);
+	__type(key, struct tls_count_key);
 	__type(value, __u64);
 } counts SEC(".maps");
 
 /* Per CPU: the block's copy and the key being built (both too large for the stack). */
 struct scratch {
-	struct strobe_tls_block b;
-	struct strobe_tls_count_key k;
+	struct tls_block b;
+	struct tls_count_key k;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -50,7 +50,7 @@ SEC("perf_event")
 int on_sample(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
-	struct strobe_tls_proc *p = bpf_map_lookup_elem(&procs, &tgid);
+	struct tls_proc *p = bpf_map_lookup_elem(&procs, &tgid);
 	if (!p)
 		return 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -58,7 +58,7 @@ int on_sample(void *ctx)
 		return 0;
 	__builtin_memset(&s->k, 0, sizeof(s->k));
 	s->k.tgid = tgid;
-	s->k.status = strobe_tls_labels_read((void *)bpf_get_current_task(), p->tls_offset, &s->b);
+	s->k.status = tls_labels_read((void *)bpf_get_current_task(), p->tls_offset, &s->b);
 	if (s->k.status == STROBE_TLS_OK)
 		__builtin_memcpy(s->k.slot, s->b.slot, sizeof(s->k.slot));
 	__u64 *c = bpf_map_lookup_elem(&counts, &s->k);

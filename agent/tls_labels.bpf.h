@@ -2,10 +2,10 @@
 /*
  * Reading the C SDK's per-thread label block (sdk/strobe_labels.h) from an eBPF program on a
  * sampling event, for any program that wants its samples labelled (the on-CPU sampler, the
- * proof program agent/tls_labels.bpf.c). Include it, then call strobe_tls_labels_read() with
+ * proof program agent/tls_labels.bpf.c). Include it, then call tls_labels_read() with
  * the current task, the process's TLS offset (user space reads it once per process from the
  * SDK's published symbol and puts it in a map: agent/tls_labels.c) and a buffer of
- * sizeof(struct strobe_tls_block) (528 bytes: larger than the eBPF stack allows, so a per-CPU
+ * sizeof(struct tls_block) (528 bytes: larger than the eBPF stack allows, so a per-CPU
  * map value).
  *
  * The block is found as the thread pointer plus the offset: on x86-64 the thread pointer is
@@ -39,9 +39,9 @@ struct task_struct___strobe_tls {
 	struct thread_struct___strobe_tls thread;
 } __attribute__((preserve_access_index));
 
-/* STROBE_TLS_OK with the block in *out, or why not (enum strobe_tls_status). */
-static __always_inline __u32 strobe_tls_labels_read(void *task, __s64 tls_offset,
-						    struct strobe_tls_block *out)
+/* STROBE_TLS_OK with the block in *out, or why not (enum tls_status). */
+static __always_inline __u32 tls_labels_read(void *task, __s64 tls_offset,
+						    struct tls_block *out)
 {
 	struct task_struct___strobe_tls *t = task;
 	unsigned long base = 0;

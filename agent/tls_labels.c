@@ -29,7 +29,7 @@
 #include "strobe/proc_maps.h"
 #include "tls_labels_user.h"
 
-_Static_assert(sizeof(struct strobe_tls_block) == sizeof(struct strobe_labels_block),
+_Static_assert(sizeof(struct tls_block) == sizeof(struct strobe_labels_block),
 	       "agent/tls_labels.h and sdk/strobe_labels.h disagree on the block");
 _Static_assert(STROBE_TLS_MAGIC == STROBE_LABELS_MAGIC && STROBE_TLS_SLOTS == STROBE_LABELS_SLOTS &&
 		       STROBE_TLS_KEY_MAX == STROBE_LABELS_KEY_MAX &&
@@ -171,7 +171,7 @@ static int on_map(void *arg, const strobe_maps_entry *m)
 	return 0;
 }
 
-int strobe_tls_labels_offset(const char *proc_root, pid_t pid, int64_t *offset, strobe_err *err)
+int tls_labels_offset(const char *proc_root, pid_t pid, int64_t *offset, strobe_err *err)
 {
 	elf_version(EV_CURRENT);
 	find_ctx c = {.root = proc_root ? proc_root : "/proc", .pid = pid};
@@ -202,14 +202,14 @@ int strobe_tls_labels_offset(const char *proc_root, pid_t pid, int64_t *offset, 
 	return 0;
 }
 
-int strobe_tls_labels_decode(const struct strobe_tls_slot *slots, uint32_t nslots,
+int tls_labels_decode(const struct tls_label_slot *slots, uint32_t nslots,
 			     strobe_labelpair *out, size_t cap)
 {
 	if (nslots > STROBE_TLS_SLOTS)
 		return -EINVAL;
 	size_t n = 0;
 	for (uint32_t i = 0; i < nslots; i++) {
-		const struct strobe_tls_slot *s = &slots[i];
+		const struct tls_label_slot *s = &slots[i];
 		if (!memchr(s->key, 0, sizeof(s->key)) || !memchr(s->value, 0, sizeof(s->value)))
 			return -EINVAL;
 		if (!s->key[0] || n == cap)

@@ -17,19 +17,19 @@
 #define STROBE_TLS_KEY_MAX 16u
 #define STROBE_TLS_VALUE_MAX 48u
 
-struct strobe_tls_slot {
+struct tls_label_slot {
 	char key[STROBE_TLS_KEY_MAX];
 	char value[STROBE_TLS_VALUE_MAX];
 };
-struct strobe_tls_block {
+struct tls_block {
 	__u32 magic;
 	__u16 version, size;
 	__u32 seq, nslots;
-	struct strobe_tls_slot slot[STROBE_TLS_SLOTS];
+	struct tls_label_slot slot[STROBE_TLS_SLOTS];
 };
 
 /* How reading a thread's block at a sample ended. */
-enum strobe_tls_status {
+enum tls_status {
 	STROBE_TLS_OK = 0,
 	STROBE_TLS_NOPROC,  /* the process published no block (not using the SDK, or not yet seen) */
 	STROBE_TLS_NOBASE,  /* the task has no thread pointer (a kernel thread) */
@@ -42,13 +42,13 @@ enum strobe_tls_status {
 /* agent/tls_labels.bpf.c, the proof program: samples counted per (process, status, the first
  * slots of its block). A map key must fit the eBPF stack (512 bytes): four slots of eight. */
 #define STROBE_TLS_KEY_SLOTS 4u
-struct strobe_tls_count_key {
+struct tls_count_key {
 	__u32 tgid;
 	__u32 status;
-	struct strobe_tls_slot slot[STROBE_TLS_KEY_SLOTS];
+	struct tls_label_slot slot[STROBE_TLS_KEY_SLOTS];
 };
 /* Per process, written by user space once it has found the process's published offset. */
-struct strobe_tls_proc {
+struct tls_proc {
 	__s64 tls_offset;
 };
 

@@ -20,11 +20,11 @@
  * -ENOENT (no mapped ELF file of it has the SDK's symbol: it does not use the SDK), -ENODATA
  * (the symbol is there but not published yet, or another layout version), or -errno of
  * reading the process. */
-int strobe_tls_labels_offset(const char *proc_root, pid_t pid, int64_t *offset,
+int tls_labels_offset(const char *proc_root, pid_t pid, int64_t *offset,
 			     strobe_err *err);
 /* The labels of a copied block: pairs pointing into b (at most cap); the count, or -EINVAL
  * when the block is malformed (a count past the slots, a key or value without its NUL). */
-int strobe_tls_labels_decode(const struct strobe_tls_slot *slots, uint32_t nslots,
+int tls_labels_decode(const struct tls_label_slot *slots, uint32_t nslots,
 			     strobe_labelpair *out, size_t cap);
 
 #endif

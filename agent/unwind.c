@@ -144,7 +144,7 @@ typedef struct layout {
 	uint64_t bias;    /* process address - ELF address */
 } layout;
 
-struct strobe_unwinder {
+struct unwinder {
 	size_t budget, bytes;
 	bin *bins;
 	uint32_t nbins; /* slots in use or free below this */
@@ -161,7 +161,7 @@ struct strobe_unwinder {
 	char debug_dir[256]; /* where debug files are looked up by build ID */
 	urule *rules;        /* RULE_SLOTS, allocated on first use */
 	bool no_rules;       /* every frame stepped by libdw (unwinder_set_rule_cache) */
-	strobe_unwind_stats st;
+	unwind_stats st;
 };
 
 /* ---- images ---------------------------------------------------------------------------------- */
@@ -184,7 +184,7 @@ static const Elf64_Phdr *phdrs(const void *img, size_t len, unsigned *n)
  * tree of CIEs and FDEs as they are used: FDE_COST per distinct FDE a lookup returned (and the
  * set that tells them apart). The image itself is the page cache's (file-backed, shared) and not
  * counted. */
-static void fde_seen(strobe_unwinder *u, bin *b, uint64_t start)
+static void fde_seen(unwinder *u, bin *b, uint64_t start)
 {
 	uint64_t key = start + 1; /* 0 marks an empty slot */
 	if (b->nfde >= FDE_SET_MAX)
@@ -258,7 +258,7 @@ static bool has_section(const void *img, size_t len, const char *name)
 
 /* ---- the cache ------------------------------------------------------------------------------- */
 
-static void bin_drop(strobe_unwinder *u, bin *b)
+static void bin_drop(unwinder *u, bin *b)
 {
 	if (b->dw)
 		dwarf_end(b->dw); /* dcfi is the Dwarf's */
@@ -284,7 +284,7 @@ static void bin_drop(strobe_unwinder *u, bin *b)
 
 /* Drops least-recently-used entries, never one used by the unwind under way, until the
  * estimate fits the budget. */
-static void evict(strobe_unwinder *u)
+static void evict(unwinder *u)
 {
 	while (u->bytes > u->budget) {
 		bin *victim = NULL;
@@ -301,7 +301,7 @@ static void evict(strobe_unwinder *u)
 	}
 }
 
-static bin *bin_slot(strobe_unwinder *u)
+static bin *bin_slot(unwinder *u)
 {
 	for (uint32_t i = 0; i < u->nbins; i++)
 		if (!u->bins[i].used)
@@ -313,7 +313,7 @@ static bin *bin_slot(strobe_unwinder *u)
 
 /* Makes an entry of an image (taken over: freed or unmapped on failure): hides the section
  * headers (see the top of the file) and opens the CFI. */
-static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const struct stat *sb)
+static bin *bin_add(unwinder *u, void *img, size_t len, bool heap, const struct stat *sb)
 {
 	bin *b = bin_slot(u);
 	unsigned nph;
@@ -358,7 +358,7 @@ static bin *bin_add(strobe_unwinder *u, void *img, size_t len, bool heap, const 
 
 /* Maps the regular file at path (refusing FIFOs and devices a fed mapping could name) and makes
  * its entry, unless the cache has it already under the same file identity. */
-static bin *bin_open(strobe_unwinder *u, const char *path)
+static bin *bin_open(unwinder *u, const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -397,7 +397,7 @@ out:
 }
 
 /* Our own vDSO, copied (the kernel's image is the same in every process). */
-static bin *bin_vdso(strobe_unwinder *u)
+static bin *bin_vdso(unwinder *u)
 {
 	for (uint32_t i = 0; i < u->nbins; i++)
 		if (u->bins[i].used && u->bins[i].heap)
@@ -493,7 +493,7 @@ static bool has_debug_frame_fd(int fd, size_t len, void **img)
 
 /* The .debug_frame CFI of a binary, opened on first use (see the top of the file); NULL when it
  * has none. Its addresses are the binary's (a debug file keeps the addresses of its binary). */
-static Dwarf_CFI *debug_cfi(strobe_unwinder *u, bin *b)
+static Dwarf_CFI *debug_cfi(unwinder *u, bin *b)
 {
 	if (b->dstate)
 		return b->dstate == 1 ? b->dcfi : NULL;
@@ -565,7 +565,7 @@ static bool image_bias(const bin *b, uint64_t start, uint64_t pgoff, uint64_t *b
 
 /* The entry of mapping id in process pid, resolved on first use and after its entry was
  * dropped. NULL when the mapping has no usable binary (anonymous, unreadable, not ELF). */
-static bin *bin_for(strobe_unwinder *u, const strobe_tracker *t, int32_t pid, uint32_t id,
+static bin *bin_for(unwinder *u, const tracker *t, int32_t pid, uint32_t id,
 		    uint64_t *bias)
 {
 	if (id <= STROBE_MAP_KERNEL)
@@ -594,7 +594,7 @@ static bin *bin_for(strobe_unwinder *u, const strobe_tracker *t, int32_t pid, ui
 		}
 	}
 	l->state = 2;
-	const strobe_map *m = tracker_map(t, id);
+	const proc_map *m = tracker_map(t, id);
 	const char *path = m ? tracker_str(t, m->path) : NULL;
 	if (!m || m->anon || !path)
 		return NULL;
@@ -641,8 +641,8 @@ static bin *bin_for(strobe_unwinder *u, const strobe_tracker *t, int32_t pid, ui
 /* ---- the walk -------------------------------------------------------------------------------- */
 
 typedef struct walk {
-	strobe_unwinder *u;
-	const strobe_unwind_sample *sm;
+	unwinder *u;
+	const unwind_sample *sm;
 	const char *proc_root; /* NULL: records only, the process is not there to read */
 	uint64_t r[NREG];
 	uint32_t valid;  /* bit per register of r */
@@ -707,7 +707,7 @@ static bool same_frame(const walk *w, uint64_t ra)
  * An fd stays bound to the process it was opened for, so a pid reused since reads nothing
  * through it: the caller asks again with `fresh` when a read fails.
  */
-static int mem_fd(strobe_unwinder *u, const char *root, int32_t pid, bool fresh)
+static int mem_fd(unwinder *u, const char *root, int32_t pid, bool fresh)
 {
 	unsigned slot = MEM_FDS;
 	for (unsigned i = 0; i < MEM_FDS; i++)
@@ -746,7 +746,7 @@ static int mem_fd(strobe_unwinder *u, const char *root, int32_t pid, bool fresh)
 
 static bool extend(walk *w, uint64_t need)
 {
-	const strobe_unwind_sample *sm = w->sm;
+	const unwind_sample *sm = w->sm;
 	uint64_t end = sm->regs[7] + sm->stack_len;
 	if (w->memfd == -2 || !w->proc_root || (!w->ra_slot && sm->stack_len < EXT_CHECK) ||
 	    need - end >= EXT_MAX)
@@ -975,14 +975,14 @@ static int step_finish(walk *w, const uint64_t *nv, uint32_t nvalid, uint64_t cf
 	return w->r[R_RA] == 0 ? STEP_END : STEP_OK;
 }
 
-static urule *rule_slot(strobe_unwinder *u, const bin *b, uint64_t pc)
+static urule *rule_slot(unwinder *u, const bin *b, uint64_t pc)
 {
 	uint64_t h = (pc ^ ((uint64_t)(b - u->bins) << 44)) * 0x9e3779b97f4a7c15ull;
 	return &u->rules[h >> (64 - RULE_BITS)];
 }
 
 /* The cached rules of address pc of binary b, or NULL. */
-static const urule *rule_find(strobe_unwinder *u, const bin *b, uint64_t pc)
+static const urule *rule_find(unwinder *u, const bin *b, uint64_t pc)
 {
 	if (!u->rules)
 		return NULL;
@@ -992,7 +992,7 @@ static const urule *rule_find(strobe_unwinder *u, const bin *b, uint64_t pc)
 
 /* Caches frame f's rules for address pc of b when they have the forms urule holds (NULL if
  * not: the frame is stepped by libdw). */
-static const urule *rule_keep(strobe_unwinder *u, const bin *b, uint64_t pc, Dwarf_Frame *f,
+static const urule *rule_keep(unwinder *u, const bin *b, uint64_t pc, Dwarf_Frame *f,
 			      bool dbg)
 {
 	bool signal = false;
@@ -1154,8 +1154,8 @@ static int step_nocfi(walk *w, bool leaf_of_file)
 	return ra == 0 ? STEP_FAIL : STEP_OK;
 }
 
-int unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
-		  const strobe_unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
+int unwind(unwinder *u, const tracker *t, const proc *p,
+		  const unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
 		  unsigned *n)
 {
 	*n = 0;
@@ -1254,9 +1254,9 @@ int unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
 	return rc;
 }
 
-strobe_unwinder *unwinder_new(size_t cache_bytes)
+unwinder *unwinder_new(size_t cache_bytes)
 {
-	strobe_unwinder *u = calloc(1, sizeof(*u));
+	unwinder *u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
 	u->bins = calloc(MAX_BINS, sizeof(*u->bins));
@@ -1272,12 +1272,12 @@ strobe_unwinder *unwinder_new(size_t cache_bytes)
 	return u;
 }
 
-void unwinder_set_rule_cache(strobe_unwinder *u, bool on)
+void unwinder_set_rule_cache(unwinder *u, bool on)
 {
 	u->no_rules = !on;
 }
 
-void unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
+void unwinder_set_debug_dir(unwinder *u, const char *dir)
 {
 	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s", dir ? dir : "/usr/lib/debug");
 }
@@ -1292,7 +1292,7 @@ void unwinder_set_debug_dir(strobe_unwinder *u, const char *dir)
  * first page is kept, the edit would be lost with it. The unedited views (dimg, before
  * debug_cfi opens them) are never written: all of them goes.
  */
-void unwinder_drop_pages(strobe_unwinder *u)
+void unwinder_drop_pages(unwinder *u)
 {
 	const size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	for (uint32_t i = 0; u && i < u->nbins; i++) {
@@ -1306,7 +1306,7 @@ void unwinder_drop_pages(strobe_unwinder *u)
 	}
 }
 
-void unwinder_free(strobe_unwinder *u)
+void unwinder_free(unwinder *u)
 {
 	if (!u)
 		return;
@@ -1323,7 +1323,7 @@ void unwinder_free(strobe_unwinder *u)
 	free(u);
 }
 
-void unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st)
+void unwind_get_stats(const unwinder *u, unwind_stats *st)
 {
 	*st = u->st;
 	st->cache_bytes = u->bytes;

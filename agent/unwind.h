@@ -31,22 +31,22 @@
 #define STROBE_UNWIND_REGS_MASK 0xff01ffull
 #define STROBE_UNWIND_NREGS 17
 
-typedef struct strobe_unwinder strobe_unwinder;
+typedef struct unwinder unwinder;
 
 /* cache_bytes: budget of the table cache (an estimate of what each binary's parsed tables hold,
  * see unwind.c); 0 = 64 MiB. NULL + errno. */
-strobe_unwinder *unwinder_new(size_t cache_bytes);
-void unwinder_free(strobe_unwinder *u);
+unwinder *unwinder_new(size_t cache_bytes);
+void unwinder_free(unwinder *u);
 /* Hands the pages of the mapped binaries back to the page cache, keeping everything parsed: the
  * next unwind faults in what it reads again. The agent calls it once an interval, so its
  * resident size stays what one interval's unwinds touch (see unwind.c). */
-void unwinder_drop_pages(strobe_unwinder *u);
+void unwinder_drop_pages(unwinder *u);
 /* Where debug files are looked up by build ID (DIR/.build-id/xx/yyyy.debug) for the
  * .debug_frame of code .eh_frame does not cover; NULL: /usr/lib/debug. */
-void unwinder_set_debug_dir(strobe_unwinder *u, const char *dir);
+void unwinder_set_debug_dir(unwinder *u, const char *dir);
 /* The per-address rule cache (unwind.c): on by default; off, every frame is stepped through
  * libdw (the tests compare the two). */
-void unwinder_set_rule_cache(strobe_unwinder *u, bool on);
+void unwinder_set_rule_cache(unwinder *u, bool on);
 
 enum {
 	STROBE_UNWIND_COMPLETE = 0,  /* reached the outermost frame (its return address is
@@ -56,13 +56,13 @@ enum {
 	STROBE_UNWIND_FULL = 3,      /* max frames reached */
 };
 
-typedef struct strobe_unwind_sample {
+typedef struct unwind_sample {
 	int32_t pid, tid;
 	const uint64_t *regs;  /* STROBE_UNWIND_NREGS values in perf_regs order (the mask above) */
 	const uint8_t *stack;  /* the copy of the stack from regs SP upwards */
 	size_t stack_len;      /* bytes valid (the kernel's dyn_size) */
 	bool stack_full;       /* the slice was filled: memory past it exists but was not copied */
-} strobe_unwind_sample;
+} unwind_sample;
 
 /*
  * Unwinds one sample of process p (its mappings from tracker t). Writes up to max program
@@ -70,8 +70,8 @@ typedef struct strobe_unwind_sample {
  * frame interrupted by a signal) rather than a return address. Returns STROBE_UNWIND_* with *n
  * set (possibly 0), or -errno (-ENOENT: the leaf is in no known mapping).
  */
-int unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
-		  const strobe_unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
+int unwind(unwinder *u, const tracker *t, const proc *p,
+		  const unwind_sample *sm, uint64_t *pcs, bool *activation, unsigned max,
 		  unsigned *n);
 
 /* Process address - ELF address of a binary whose executable segment is mapped at start from
@@ -81,7 +81,7 @@ int unwind(strobe_unwinder *u, const strobe_tracker *t, const strobe_proc *p,
 bool unwind_bias(const Elf64_Phdr *ph, unsigned nph, unsigned e_type, uint64_t start,
 			uint64_t pgoff, uint64_t *bias);
 
-typedef struct strobe_unwind_stats {
+typedef struct unwind_stats {
 	uint64_t hits;      /* a frame's binary found parsed in the cache */
 	uint64_t misses;    /* ... parsed for it (opened, tables located) */
 	uint64_t evictions; /* binaries dropped to keep the estimate under the budget */
@@ -93,7 +93,7 @@ typedef struct strobe_unwind_stats {
 	uint32_t binaries;  /* held now */
 	size_t cache_bytes;      /* the estimate the budget applies to, now */
 	size_t cache_bytes_peak; /* its highest value */
-} strobe_unwind_stats;
-void unwind_get_stats(const strobe_unwinder *u, strobe_unwind_stats *st);
+} unwind_stats;
+void unwind_get_stats(const unwinder *u, unwind_stats *st);
 
 #endif

@@ -51,9 +51,9 @@ static int reg_rule(Dwarf_Frame *f, int reg, int64_t *off)
 }
 
 /* The row of frame f at pc. */
-static struct strobe_ob_row classify(Dwarf_Frame *f, uint32_t pc)
+static struct ob_row classify(Dwarf_Frame *f, uint32_t pc)
 {
-	struct strobe_ob_row r = {.pc = pc, .kind = STROBE_OB_ROW_BAD};
+	struct ob_row r = {.pc = pc, .kind = STROBE_OB_ROW_BAD};
 	bool signal = false;
 	if (dwarf_frame_info(f, NULL, NULL, &signal) != R_RA || signal)
 		return r;
@@ -97,14 +97,14 @@ static struct strobe_ob_row classify(Dwarf_Frame *f, uint32_t pc)
 /* The rows so far (their bytes: the buffer's maximum is max_rows rows, so one more is -E2BIG),
  * and the FDE count for out. */
 typedef struct rows_buf {
-	strobe_urows *out;
+	urows *out;
 	strobe_buf rows;
 } rows_buf;
 
-static int push(rows_buf *b, struct strobe_ob_row r)
+static int push(rows_buf *b, struct ob_row r)
 {
 	if (b->rows.len) {
-		struct strobe_ob_row *last = (struct strobe_ob_row *)(b->rows.p + b->rows.len) - 1;
+		struct ob_row *last = (struct ob_row *)(b->rows.p + b->rows.len) - 1;
 		if (last->kind == r.kind && last->cfa_off == r.cfa_off && last->rbp_off8 == r.rbp_off8)
 			return 0; /* the same rules go on */
 		if (last->pc == r.pc) { /* an empty range before it */
@@ -151,7 +151,7 @@ static int walk_fdes(Dwarf_CFI *cfi, const uint8_t *hdr, size_t len, uint64_t hd
 		/* Code no FDE covers; not a gap of under 32 bytes (the padding that aligns the next
 		 * function: a tenth of the rows otherwise, and no address in it is ever executed). */
 		if (cursor && start > cursor && (start - cursor >= 32 || start % 16)) {
-			int rc = push(b, (struct strobe_ob_row){.pc = (uint32_t)cursor});
+			int rc = push(b, (struct ob_row){.pc = (uint32_t)cursor});
 			if (rc < 0)
 				return rc;
 		}
@@ -162,7 +162,7 @@ static int walk_fdes(Dwarf_CFI *cfi, const uint8_t *hdr, size_t len, uint64_t hd
 				break;
 			Dwarf_Addr s = 0, e = 0;
 			dwarf_frame_info(f, &s, &e, NULL);
-			struct strobe_ob_row r = classify(f, (uint32_t)pc);
+			struct ob_row r = classify(f, (uint32_t)pc);
 			free(f);
 			int rc = push(b, r);
 			if (rc < 0)
@@ -175,11 +175,11 @@ static int walk_fdes(Dwarf_CFI *cfi, const uint8_t *hdr, size_t len, uint64_t hd
 			cursor = pc;
 	}
 	if (cursor && cursor < UINT32_MAX) /* past the last FDE */
-		return push(b, (struct strobe_ob_row){.pc = (uint32_t)cursor});
+		return push(b, (struct ob_row){.pc = (uint32_t)cursor});
 	return 0;
 }
 
-int urows_build(int fd, uint32_t max_rows, strobe_urows *out)
+int urows_build(int fd, uint32_t max_rows, urows *out)
 {
 	memset(out, 0, sizeof(*out));
 	struct stat sb;
@@ -233,7 +233,7 @@ int urows_build(int fd, uint32_t max_rows, strobe_urows *out)
 		dwarf_cfi_end(cfi);
 		if (rc >= 0 && b.rows.len) {
 			out->n = (uint32_t)(b.rows.len / sizeof(*out->rows));
-			out->rows = (struct strobe_ob_row *)strobe_buf_take(&b.rows, NULL);
+			out->rows = (struct ob_row *)strobe_buf_take(&b.rows, NULL);
 		}
 		strobe_buf_free(&b.rows);
 	}
@@ -243,19 +243,19 @@ int urows_build(int fd, uint32_t max_rows, strobe_urows *out)
 	return rc;
 }
 
-void urows_free(strobe_urows *r)
+void urows_free(urows *r)
 {
 	free(r->rows);
 	r->rows = NULL;
 	r->n = 0;
 }
 
-bool urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias)
+bool urows_bias(const urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
 	return unwind_bias(r->load, r->nload, r->e_type, start, pgoff, bias);
 }
 
-const struct strobe_ob_row *urows_find(const strobe_urows *r, uint64_t pc)
+const struct ob_row *urows_find(const urows *r, uint64_t pc)
 {
 	uint32_t lo = 0, hi = r->n; /* the answer is below hi */
 	while (lo < hi) {

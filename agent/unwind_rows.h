@@ -18,28 +18,28 @@
 
 #include "offcpu.h"
 
-typedef struct strobe_urows {
-	struct strobe_ob_row *rows; /* sorted by pc (ELF addresses) */
+typedef struct urows {
+	struct ob_row *rows; /* sorted by pc (ELF addresses) */
 	uint32_t n;
 	uint32_t fdes;              /* FDEs in .eh_frame_hdr */
 	Elf64_Phdr load[4];         /* the executable PT_LOAD segments, for a mapping's bias */
 	unsigned nload;
 	uint16_t e_type;
-} strobe_urows;
+} urows;
 
 /*
  * The rows of the ELF file open at fd (x86-64 only). At most max_rows: -E2BIG beyond them.
  * -ENOENT when it has no .eh_frame_hdr the rows can be listed from (the walk then follows frame
  * pointers through it), -ENOEXEC when it is not an x86-64 ELF file, other -errno.
  */
-int urows_build(int fd, uint32_t max_rows, strobe_urows *out);
-void urows_free(strobe_urows *r);
+int urows_build(int fd, uint32_t max_rows, urows *out);
+void urows_free(urows *r);
 
 /* Process address - ELF address for the mapping at start of file offset pgoff
  * (unwind_bias); false when no executable segment of the file holds pgoff. */
-bool urows_bias(const strobe_urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias);
+bool urows_bias(const urows *r, uint64_t start, uint64_t pgoff, uint64_t *bias);
 
 /* The row for ELF address pc (the last at or before it), or NULL before the first. */
-const struct strobe_ob_row *urows_find(const strobe_urows *r, uint64_t pc);
+const struct ob_row *urows_find(const urows *r, uint64_t pc);
 
 #endif

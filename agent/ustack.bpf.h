@@ -96,14 +96,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u64);
-	__type(value, struct strobe_ob_stack);
+	__type(value, struct ob_stack);
 } stacks0 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u64);
-	__type(value, struct strobe_ob_stack);
+	__type(value, struct ob_stack);
 } stacks1 SEC(".maps");
 
 /* The rows of a walk's first two steps, by address, kept in the thread's tcache from one
@@ -114,7 +114,7 @@ struct {
  * within one interval. */
 struct rowmemo {
 	__u64 pc[2];
-	struct strobe_ob_row row[2];
+	struct ob_row row[2];
 	__u32 valid; /* bit i: pc[i], row[i] hold */
 	__u32 gen;   /* the generation they were found in */
 };
@@ -134,7 +134,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct strobe_ob_stack);
+	__type(value, struct ob_stack);
 } scratch SEC(".maps");
 
 /* The unwind rows of every binary loaded (unwind_rows.h), each binary's a slice, and each
@@ -143,7 +143,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << 20);
 	__type(key, __u32);
-	__type(value, struct strobe_ob_row);
+	__type(value, struct ob_row);
 } urows SEC(".maps");
 
 struct {
@@ -151,7 +151,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC); /* 2 KiB a process, as they come */
 	__uint(max_entries, 8192);
 	__type(key, __u32); /* tgid */
-	__type(value, struct strobe_ob_maps);
+	__type(value, struct ob_maps);
 } umaps SEC(".maps");
 
 /* Processes whose mappings user space should (re)load: none loaded yet, or an address in none
@@ -189,7 +189,7 @@ static __always_inline void count_n(__u32 which, __u64 n)
 static __always_inline void count(__u32 which) { count_n(which, 1); }
 
 /* Keeps the n addresses in b once in the generation's stack map; returns their key. */
-static __always_inline __u64 intern(struct strobe_ob_stack *b, __u32 n, __u32 gen)
+static __always_inline __u64 intern(struct ob_stack *b, __u32 n, __u32 gen)
 {
 	/* FNV-1a over the addresses */
 	__u64 h = 0xcbf29ce484222325ull;
@@ -254,7 +254,7 @@ static __always_inline void ask_maps(__u32 tgid)
 	__u8 one = 1;
 	if (!bpf_map_lookup_elem(&uwant, &tgid) &&
 	    bpf_map_update_elem(&uwant, &tgid, &one, BPF_NOEXIST) == 0) {
-		struct strobe_ob_req q = {.ns = bpf_ktime_get_ns(), .tgid = tgid};
+		struct ob_req q = {.ns = bpf_ktime_get_ns(), .tgid = tgid};
 		bpf_ringbuf_output(&ureq, &q, sizeof(q), 0);
 	}
 }
@@ -267,10 +267,10 @@ static __always_inline void want_maps(struct uwalk *w)
 }
 
 /* The row for address pc of the walk's process; kind FP when there is none. */
-static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc, int leaf)
+static __always_inline struct ob_row find_row(struct uwalk *w, __u64 pc, int leaf)
 {
-	struct strobe_ob_row none = {.kind = STROBE_OB_ROW_FP};
-	struct strobe_ob_maps *ms = bpf_map_lookup_elem(&umaps, &w->tgid);
+	struct ob_row none = {.kind = STROBE_OB_ROW_FP};
+	struct ob_maps *ms = bpf_map_lookup_elem(&umaps, &w->tgid);
 	if (!ms) {
 		if (!w->asked)
 			count(STROBE_OB_NO_MAPS);
@@ -286,7 +286,7 @@ static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc, 
 		else
 			hi = mid;
 	}
-	struct strobe_ob_map *m = &ms->m[(lo - 1) & (STROBE_OB_MAX_MAPS - 1)];
+	struct ob_map *m = &ms->m[(lo - 1) & (STROBE_OB_MAX_MAPS - 1)];
 	if (lo == 0 || pc >= m->end) {
 		/* Code mapped since the mappings were read: ask again. For a leaf, which is surely
 		 * code, soon: mappings read right after an exec have only the program and the
@@ -305,7 +305,7 @@ static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc, 
 	__u32 r0 = m->row0, rlo = m->row0, rhi = m->row0 + m->nrows;
 	for (int k = 0; k < ROWS_STEPS && rlo < rhi; k++) { /* the first row above rel */
 		__u32 mid = rlo + (rhi - rlo) / 2;
-		struct strobe_ob_row *r = bpf_map_lookup_elem(&urows, &mid);
+		struct ob_row *r = bpf_map_lookup_elem(&urows, &mid);
 		if (!r)
 			return none;
 		if (r->pc <= rel)
@@ -316,7 +316,7 @@ static __always_inline struct strobe_ob_row find_row(struct uwalk *w, __u64 pc, 
 	if (rlo == r0)
 		return none;
 	__u32 at = rlo - 1;
-	struct strobe_ob_row *r = bpf_map_lookup_elem(&urows, &at);
+	struct ob_row *r = bpf_map_lookup_elem(&urows, &at);
 	return r ? *r : none;
 }
 
@@ -329,7 +329,7 @@ static __always_inline long uread(void *dst, __u32 size, __u64 addr, struct task
 }
 
 /* Adds the walk's current frame to b and steps to its caller: 0 to go on, 1 at the end. */
-static __always_inline long ustep1(struct uwalk *w, struct strobe_ob_stack *b,
+static __always_inline long ustep1(struct uwalk *w, struct ob_stack *b,
 				   struct task_struct *task)
 {
 	__u32 n = w->n;
@@ -340,7 +340,7 @@ static __always_inline long ustep1(struct uwalk *w, struct strobe_ob_stack *b,
 	w->n = n + 1;
 	/* the leaf's address is where it is; a caller's is its return address, just past the
 	 * call, which may be the first address of the next function's rows */
-	struct strobe_ob_row r = {.kind = STROBE_OB_ROW_FP};
+	struct ob_row r = {.kind = STROBE_OB_ROW_FP};
 	__u64 pc = n == 0 ? ip : ip - 1;
 	w->outside = 0;
 	if (tables && n < 2 && (w->rows.valid & (1u << n)) && w->rows.pc[n & 1] == pc) {
@@ -411,7 +411,7 @@ static long ustep(__u64 idx, void *ctx)
 {
 	__u32 zero = 0;
 	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!w || !b)
 		return 1;
 	if (ustep1(w, b, NULL)) {
@@ -434,7 +434,7 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 {
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 zero = 0;
-	struct strobe_ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 	if (!r || !b)
 		return 0;
 	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
@@ -533,7 +533,7 @@ static __always_inline void ustack_on_fork(__u32 ptgid, __u32 ctgid)
 		if (bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY) < 0)
 			count(STROBE_OB_TARGETS_FULL);
 	}
-	struct strobe_ob_maps *pm = tables ? bpf_map_lookup_elem(&umaps, &ptgid) : 0;
+	struct ob_maps *pm = tables ? bpf_map_lookup_elem(&umaps, &ptgid) : 0;
 	if (pm)
 		bpf_map_update_elem(&umaps, &ctgid, pm, BPF_ANY);
 }

@@ -10,7 +10,7 @@
  * Stacks are DEPTH frames, leaf first; the leaf is the process's own, the callers are shared by
  * every process (libc, the runtime), as on a real host where most frames are in shared
  * libraries. The sampler is an offline one (never reads /proc), filled through
- * strobe_sampler_add_oncpu, as the eBPF on-CPU collector fills it.
+ * sampler_add_oncpu, as the eBPF on-CPU collector fills it.
  *
  * CPU time of this process (CLOCK_PROCESS_CPUTIME_ID), not wall time: the machines it runs on
  * are shared. The sum of the profiles' samples is checked against what was added.
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 
 #include "bench_util.h"
-#include "sampler_ext.h" /* strobe_sampler_add_oncpu */
+#include "sampler_ext.h" /* sampler_add_oncpu */
 
 enum { DEPTH = 16 };
 
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 			for (unsigned d = 1; d < DEPTH; d++) /* shared callers */
 				ips[d] = 0x400000ull + (uint64_t)(j % 64) * 4096 + d * 16;
 			int64_t n = 1 + (int64_t)((p * 31 + j * 7) % 10);
-			if (strobe_sampler_add_oncpu(s, pid, pid, NULL, 0, ips, DEPTH, n,
+			if (sampler_add_oncpu(s, pid, pid, NULL, 0, ips, DEPTH, n,
 						     n * 10101010) < 0) {
 				fprintf(stderr, "sampler_export: out of memory filling the aggregate\n");
 				return 1;

@@ -5,7 +5,7 @@
  * spend in futex waits that slept, under (process, thread, futex address, the waiter's user
  * stack), walked with the binaries' unwind tables as the off-CPU program's stacks are. Used by
  * the agent's --locks and by `strobe record -e lock`; the sums go into a sampler's aggregate
- * (strobe_sampler_add_lock) and come out as Go-style mutex profiles (contentions/count,
+ * (sampler_add_lock) and come out as Go-style mutex profiles (contentions/count,
  * delay/nanoseconds, a lock_addr label). Needs root (or CAP_BPF with CAP_PERFMON) and BTF.
  *
  * Ownership: strobe_locks_open returns a handle the caller closes with strobe_locks_close.
@@ -63,7 +63,7 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err);
 int strobe_locks_add_pid(strobe_locks *l, pid_t pid);
 int strobe_locks_attach(strobe_locks *l, strobe_err *err);
 void strobe_locks_detach(strobe_locks *l);
-/* Moves the sums collected since the last call into s (strobe_sampler_add_lock). */
+/* Moves the sums collected since the last call into s (sampler_add_lock). */
 int strobe_locks_collect(strobe_locks *l, strobe_sampler *s);
 void strobe_locks_get_stats(strobe_locks *l, strobe_locks_stats *st);
 void strobe_locks_close(strobe_locks *l);

@@ -76,7 +76,7 @@ typedef struct strobe_offcpu strobe_offcpu;
 strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err);
 int strobe_offcpu_attach(strobe_offcpu *b, strobe_err *err);
 void strobe_offcpu_detach(strobe_offcpu *b);
-/* Moves the sums collected since the last call into s (see strobe_sampler_add_offcpu). */
+/* Moves the sums collected since the last call into s (see sampler_add_offcpu). */
 int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
 void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st);
 /* The table walk's maps (urows, umaps, uwant, ureq, uexec, in that order), for another program

@@ -101,7 +101,7 @@ int strobe_oncpu_add_pid(strobe_oncpu *b, pid_t pid);
 /* Process pid has just exec'd (a command started by the caller): its interpreter (Python) is
  * looked for now, so that its first samples already have their frames read. */
 void strobe_oncpu_exec(strobe_oncpu *b, pid_t pid);
-/* Moves the counts since the last call into s (strobe_sampler_add_oncpu), each sample worth
+/* Moves the counts since the last call into s (sampler_add_oncpu), each sample worth
  * one period of the rate attached. */
 int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s);
 /* The processes sampled for the first time (since their exec) since the last call, at most cap,

@@ -33,7 +33,7 @@ extern "C" {
 enum {
 	STROBE_EV_CPU = 1u << 0,    /* on-CPU samples */
 	STROBE_EV_OFFCPU = 1u << 1, /* off-CPU intervals */
-	/* Lock contention summed elsewhere (the eBPF futex-wait program, strobe_sampler_add_lock)
+	/* Lock contention summed elsewhere (the eBPF futex-wait program, sampler_add_lock)
 	 * and added to the aggregate. Alone, the sampler opens its perf events at 1 Hz only for
 	 * their side-band records (mappings, names, exits), and profiles are lock profiles. */
 	STROBE_EV_LOCK = 1u << 2,
@@ -69,12 +69,12 @@ typedef struct strobe_sampler_opts {
 	void (*on_process)(void *ctx, pid_t pid);
 	void *on_process_ctx;
 	/* On-CPU samples are summed elsewhere (the eBPF program of strobe/oncpu.h) and added with
-	 * strobe_sampler_add_oncpu: the cpu-clock events are opened at 1 Hz (frame pointers, unless
+	 * sampler_add_oncpu: the cpu-clock events are opened at 1 Hz (frame pointers, unless
 	 * off-CPU samples want more) only for their side-band records, and their samples dropped;
 	 * profiles still say freq's period. */
 	bool cpu_external;
 	/* Off-CPU intervals are summed elsewhere (the eBPF program of strobe/offcpu.h) and added
-	 * with strobe_sampler_add_offcpu: no sched_switch events are opened. Without STROBE_EV_CPU
+	 * with sampler_add_offcpu: no sched_switch events are opened. Without STROBE_EV_CPU
 	 * the cpu-clock events are opened as with cpu_external, and profiles carry the off-CPU
 	 * types only. */
 	bool offcpu_external;

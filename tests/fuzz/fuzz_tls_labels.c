@@ -16,18 +16,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	/* the block on the heap, exactly its size, so that ASan sees any read past it */
-	struct strobe_tls_slot *slots = malloc(sizeof(struct strobe_tls_slot) * STROBE_TLS_SLOTS);
+	struct tls_label_slot *slots = malloc(sizeof(struct tls_label_slot) * STROBE_TLS_SLOTS);
 	if (!slots)
 		return 0;
-	memset(slots, 0, sizeof(struct strobe_tls_slot) * STROBE_TLS_SLOTS);
-	size_t n = size - 1 < sizeof(struct strobe_tls_slot) * STROBE_TLS_SLOTS
+	memset(slots, 0, sizeof(struct tls_label_slot) * STROBE_TLS_SLOTS);
+	size_t n = size - 1 < sizeof(struct tls_label_slot) * STROBE_TLS_SLOTS
 			   ? size - 1
-			   : sizeof(struct strobe_tls_slot) * STROBE_TLS_SLOTS;
+			   : sizeof(struct tls_label_slot) * STROBE_TLS_SLOTS;
 	memcpy(slots, data + 1, n);
 	uint32_t nslots = data[0] % 12; /* past the slots sometimes */
 	size_t cap = (size_t)(data[0] >> 4) % 9;
 	strobe_labelpair l[STROBE_TLS_SLOTS];
-	int r = strobe_tls_labels_decode(slots, nslots, l, cap);
+	int r = tls_labels_decode(slots, nslots, l, cap);
 	if (r < 0 && r != -EINVAL)
 		abort();
 	if (r > (int)cap || (nslots > STROBE_TLS_SLOTS && r >= 0))

@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	fclose(f);
 
-	strobe_tracker t;
+	tracker t;
 	if (tracker_init(&t) < 0)
 		return 0;
 	uint64_t map_len = (file_len + 4095) & ~4095ull;
@@ -83,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tracker_free(&t);
 		return 0;
 	}
-	strobe_unwinder *u = unwinder_new(1 << 20);
+	unwinder *u = unwinder_new(1 << 20);
 	if (!u) {
 		tracker_free(&t);
 		return 0;
@@ -94,24 +94,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	regs[6] = (flags & 2) && stack_len >= 16 ? SP + 8 : 0; /* bp */
 	regs[7] = SP;                                            /* sp */
 	regs[8] = BASE + (pc_off % map_len);                      /* ip */
-	strobe_unwind_sample sm = {.pid = PID, .tid = PID, .regs = regs, .stack = stack,
+	unwind_sample sm = {.pid = PID, .tid = PID, .regs = regs, .stack = stack,
 				   .stack_len = stack_len, .stack_full = flags & 1};
 	uint64_t pcs[64];
 	bool act[64];
 	unsigned n = 0;
-	const strobe_proc *p = tracker_proc(&t, PID, false);
+	const proc *p = tracker_proc(&t, PID, false);
 	if (p)
 		unwind(u, &t, p, &sm, pcs, act, 64, &n);
 	unwinder_free(u);
 	tracker_free(&t);
 
 	int fd = open(path, O_RDONLY);
-	strobe_urows r;
+	urows r;
 	if (fd >= 0 && urows_build(fd, 1 << 16, &r) == 0) {
 		for (uint32_t i = 1; i < r.n; i++) /* strictly sorted, as the program's search needs */
 			if (r.rows[i - 1].pc >= r.rows[i].pc)
 				abort();
-		const struct strobe_ob_row *row = urows_find(&r, pc_off);
+		const struct ob_row *row = urows_find(&r, pc_off);
 		if (row && row->pc > pc_off)
 			abort();
 		uint64_t bias;

@@ -58,14 +58,14 @@ static int write_pprof(const char *path, struct tls_labels_bpf *skel, int freq)
 	clock_gettime(CLOCK_REALTIME, &now);
 	p->time_nanos = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	int fd = bpf_map__fd(skel->maps.counts), r = 0;
-	struct strobe_tls_count_key k, *prev = NULL;
+	struct tls_count_key k, *prev = NULL;
 	while (r == 0 && bpf_map_get_next_key(fd, prev, &k) == 0) {
 		prev = &k;
 		__u64 c;
 		if (k.status != STROBE_TLS_OK || bpf_map_lookup_elem(fd, &k, &c) != 0)
 			continue;
 		strobe_labelpair l[STROBE_TLS_KEY_SLOTS];
-		int n = strobe_tls_labels_decode(k.slot, STROBE_TLS_KEY_SLOTS, l, STROBE_TLS_KEY_SLOTS);
+		int n = tls_labels_decode(k.slot, STROBE_TLS_KEY_SLOTS, l, STROBE_TLS_KEY_SLOTS);
 		if (n < 0)
 			continue; /* malformed: not trusted */
 		strobe_label sl[STROBE_TLS_KEY_SLOTS];
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	int64_t off = 0, deadline = mono_ns() + 10 * 1000000000LL;
 	strobe_err err = {{0}};
 	int r;
-	while ((r = strobe_tls_labels_offset("/proc", pid, &off, &err)) < 0 && mono_ns() < deadline)
+	while ((r = tls_labels_offset("/proc", pid, &off, &err)) < 0 && mono_ns() < deadline)
 		usleep(20000);
 	if (r < 0) {
 		fprintf(stderr, "tls_labels_probe: %s\n", err.msg);
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 		return 4;
 	}
 	__u32 key = (__u32)pid;
-	struct strobe_tls_proc pv = {off};
+	struct tls_proc pv = {off};
 	bpf_map_update_elem(bpf_map__fd(skel->maps.procs), &key, &pv, BPF_ANY);
 	int ncpu = libbpf_num_possible_cpus();
 	struct bpf_link **links = calloc((size_t)ncpu, sizeof(*links));
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 		bpf_link__destroy(links[cpu]);
 	free(links);
 	int fd = bpf_map__fd(skel->maps.counts);
-	struct strobe_tls_count_key k, *prev = NULL;
+	struct tls_count_key k, *prev = NULL;
 	while (bpf_map_get_next_key(fd, prev, &k) == 0) {
 		prev = &k;
 		__u64 n;
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 		       k.status < STROBE_TLS_NSTATUS ? status_name[k.status] : "?");
 		strobe_labelpair l[STROBE_TLS_KEY_SLOTS];
 		int nl = k.status == STROBE_TLS_OK
-				 ? strobe_tls_labels_decode(k.slot, STROBE_TLS_KEY_SLOTS, l,
+				 ? tls_labels_decode(k.slot, STROBE_TLS_KEY_SLOTS, l,
 							    STROBE_TLS_KEY_SLOTS)
 				 : 0;
 		if (nl < 0)

@@ -18,7 +18,7 @@
 #include "../../agent/offcpu_state.h"
 
 typedef struct fixture {
-	strobe_tracker tr;
+	tracker tr;
 	sampler_agg agg;
 	strobe_sampler_stats st;
 	offcpu_state m;
@@ -48,7 +48,7 @@ static int teardown(void **state)
 /* Thread tid of process 7 leaves the CPU at t with the one-frame stack {frame}. */
 static void out(fixture *f, int32_t tid, uint32_t frame, int64_t t, uint64_t prev_state)
 {
-	strobe_thread *th = tracker_thread(&f->tr, tid, 7, true);
+	proc_thread *th = tracker_thread(&f->tr, tid, 7, true);
 	assert_non_null(th);
 	offcpu_switch_out(&f->m, th, &frame, 1, t, offcpu_prev_state_blocked(prev_state));
 }
@@ -58,7 +58,7 @@ static void vals(const fixture *f, int32_t tid, uint32_t frame, int64_t v[NV])
 {
 	memset(v, 0, NV * sizeof(*v));
 	for (uint32_t id = agg_first(&f->agg, 0); id != AGG_END; id = agg_next(&f->agg, 0, id)) {
-		const strobe_agg_key *k = agg_key(&f->agg, id);
+		const sampler_agg_key *k = agg_key(&f->agg, id);
 		if (k->tid != tid || k->n != 1 || k->frame[0] != frame)
 			continue;
 		for (int i = 0; i < NV; i++)

@@ -37,9 +37,9 @@ typedef struct fds {
 static int make_maps(fds *f, uint32_t max_rows)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, nopre, .map_flags = BPF_F_NO_PREALLOC);
-	f->rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_urows", 4, sizeof(struct strobe_ob_row),
+	f->rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "t_urows", 4, sizeof(struct ob_row),
 				 max_rows, NULL);
-	f->maps = bpf_map_create(BPF_MAP_TYPE_HASH, "t_umaps", 4, sizeof(struct strobe_ob_maps), 64,
+	f->maps = bpf_map_create(BPF_MAP_TYPE_HASH, "t_umaps", 4, sizeof(struct ob_maps), 64,
 				 &nopre);
 	f->want = bpf_map_create(BPF_MAP_TYPE_HASH, "t_uwant", 4, 1, 64, NULL);
 	f->exec = bpf_map_create(BPF_MAP_TYPE_HASH, "t_uexec", 4, 4, 64, NULL);
@@ -49,11 +49,11 @@ static int make_maps(fds *f, uint32_t max_rows)
 		       : -errno;
 }
 
-/* Maps for max_rows rows, and a strobe_otables over them. */
-static strobe_otables *new_tables(fds *f, uint32_t max_rows)
+/* Maps for max_rows rows, and a otables over them. */
+static otables *new_tables(fds *f, uint32_t max_rows)
 {
 	assert_int_equal(make_maps(f, max_rows), 0);
-	strobe_otables *t = otables_new(f->rows, max_rows, f->maps, f->want, f->exec, NULL);
+	otables *t = otables_new(f->rows, max_rows, f->maps, f->want, f->exec, NULL);
 	assert_non_null(t);
 	return t;
 }
@@ -68,7 +68,7 @@ static void close_maps(fds *f)
 }
 
 /* The mapping of ms holding address a, or NULL. */
-static const struct strobe_ob_map *mapping_of(const struct strobe_ob_maps *ms, uint64_t a)
+static const struct ob_map *mapping_of(const struct ob_maps *ms, uint64_t a)
 {
 	for (uint32_t i = 0; i < ms->n; i++)
 		if (a >= ms->m[i].start && a < ms->m[i].end)
@@ -98,11 +98,11 @@ static void test_load_self(void **state)
 {
 	(void)state;
 	fds f;
-	strobe_otables *t = new_tables(&f, 1u << 20);
+	otables *t = new_tables(&f, 1u << 20);
 	uint32_t me = (uint32_t)getpid();
 	assert_int_equal(otables_load(t, me), 0);
 
-	struct strobe_ob_maps ms;
+	struct ob_maps ms;
 	assert_int_equal(bpf_map_lookup_elem(f.maps, &me, &ms), 0);
 	assert_true(ms.n >= 3); /* the test, libc, ld.so (and the vDSO) */
 	for (uint32_t i = 1; i < ms.n; i++)
@@ -111,22 +111,22 @@ static void test_load_self(void **state)
 
 	/* libc's rows, as unwind_rows.c makes them from the file */
 	uint64_t fn = (uint64_t)(uintptr_t)&gnu_get_libc_version;
-	const struct strobe_ob_map *m = mapping_of(&ms, fn);
+	const struct ob_map *m = mapping_of(&ms, fn);
 	assert_non_null(m);
 	assert_true(m->nrows > 1000);
 	char path[4096];
 	libc_path(path, sizeof(path));
 	assert_true(path[0]);
 	int fd = open(path, O_RDONLY);
-	strobe_urows r;
+	urows r;
 	assert_int_equal(urows_build(fd, 1u << 24, &r), 0);
 	close(fd);
 	assert_int_equal(m->nrows, r.n);
 	uint64_t rel = fn - m->bias; /* its ELF address */
-	const struct strobe_ob_row *want = urows_find(&r, rel);
+	const struct ob_row *want = urows_find(&r, rel);
 	assert_non_null(want);
 	uint32_t k = m->row0 + (uint32_t)(want - r.rows);
-	struct strobe_ob_row got;
+	struct ob_row got;
 	assert_int_equal(bpf_map_lookup_elem(f.rows, &k, &got), 0);
 	assert_memory_equal(&got, want, sizeof(got));
 	assert_true(got.pc <= rel);
@@ -161,12 +161,12 @@ static void test_rows_full(void **state)
 {
 	(void)state;
 	fds f;
-	strobe_otables *t = new_tables(&f, 2000);
+	otables *t = new_tables(&f, 2000);
 	uint32_t me = (uint32_t)getpid();
 	assert_int_equal(otables_load(t, me), 0);
-	struct strobe_ob_maps ms;
+	struct ob_maps ms;
 	assert_int_equal(bpf_map_lookup_elem(f.maps, &me, &ms), 0);
-	const struct strobe_ob_map *m = mapping_of(&ms, (uint64_t)(uintptr_t)&gnu_get_libc_version);
+	const struct ob_map *m = mapping_of(&ms, (uint64_t)(uintptr_t)&gnu_get_libc_version);
 	assert_non_null(m);
 	assert_int_equal(m->nrows, 0);
 	strobe_otables_stats st;
@@ -182,12 +182,12 @@ static void test_thread(void **state)
 {
 	(void)state;
 	fds f;
-	strobe_otables *t = new_tables(&f, 1u << 20);
+	otables *t = new_tables(&f, 1u << 20);
 	assert_int_equal(otables_start(t, f.ring, NULL, NULL), 0);
 	uint32_t me = (uint32_t)getpid();
 	uint8_t one = 1;
 	assert_int_equal(bpf_map_update_elem(f.want, &me, &one, BPF_ANY), 0);
-	struct strobe_ob_maps ms;
+	struct ob_maps ms;
 	int rc = -1;
 	for (int i = 0; i < 60 && rc != 0; i++) { /* up to 3 s */
 		usleep(50000);

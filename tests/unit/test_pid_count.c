@@ -20,7 +20,7 @@ static void test_against_array(void **state)
 {
 	enum { NPID = 5000 };
 	static uint32_t truth[NPID];
-	strobe_pid_count c = {0};
+	pid_count c = {0};
 	uint64_t total = 0;
 	srand(7);
 	for (int round = 0; round < 3; round++) {
@@ -63,7 +63,7 @@ static void test_against_array(void **state)
 
 static void test_full(void **state)
 {
-	strobe_pid_count c = {0};
+	pid_count c = {0};
 	uint32_t n = 0;
 	int rc = 0;
 	/* more distinct pids than the table may hold */

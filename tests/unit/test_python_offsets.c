@@ -2,7 +2,7 @@
 /*
  * agent/python_offsets.c's table checked against the installed CPython headers (offsetof of
  * the very fields the eBPF walk and the naming read), for the versions whose development
- * headers are here (Debian 12: libpython3.11-dev, 3.11); and strobe_py_line's decoding of a
+ * headers are here (Debian 12: libpython3.11-dev, 3.11); and py_line's decoding of a
  * 3.11+ location table, and the _Py_DebugOffsets reader's refusals.
  */
 #include <errno.h>
@@ -32,8 +32,8 @@ static void test_py311_table(void **state)
 {
 	(void)state;
 #ifdef HAVE_PY311
-	strobe_py_offsets o;
-	assert_int_equal(strobe_py_offsets_for(11, &o), 0);
+	py_offsets o;
+	assert_int_equal(py_offsets_for(11, &o), 0);
 	assert_int_equal(o.cfg.kind, STROBE_PY_ENTRYFLAG);
 	assert_int_equal(o.cfg.rt_interp_head, offsetof(_PyRuntimeState, interpreters.head));
 	assert_int_equal(o.cfg.is_threads_head, offsetof(PyInterpreterState, threads.head));
@@ -66,29 +66,29 @@ static void test_py311_table(void **state)
 static void test_versions(void **state)
 {
 	(void)state;
-	strobe_py_offsets o;
+	py_offsets o;
 	for (unsigned m = 9; m <= 12; m++) {
-		assert_int_equal(strobe_py_offsets_for(m, &o), 0);
+		assert_int_equal(py_offsets_for(m, &o), 0);
 		assert_int_equal(o.minor, m);
 		/* every frame field the walk reads is in its window (python.bpf.h) */
 		assert_true(o.cfg.fr_code <= 120 && o.cfg.fr_back <= 120 && o.cfg.fr_instr <= 124);
 	}
-	assert_int_equal(strobe_py_offsets_for(8, &o), -ENOENT);
-	assert_int_equal(strobe_py_offsets_for(13, &o), -ENOENT); /* by _Py_DebugOffsets */
+	assert_int_equal(py_offsets_for(8, &o), -ENOENT);
+	assert_int_equal(py_offsets_for(13, &o), -ENOENT); /* by _Py_DebugOffsets */
 	uint8_t d[1024] = {0};
-	size_t n = strobe_py_debug_offsets_len();
+	size_t n = py_debug_offsets_len();
 	assert_true(n <= sizeof(d));
-	assert_int_equal(strobe_py_offsets_debug(d, n, 13, &o), -ENOENT); /* no cookie */
+	assert_int_equal(py_offsets_debug(d, n, 13, &o), -ENOENT); /* no cookie */
 	memcpy(d, "xdebugpy", 8);
 	uint64_t v = 0x030e00f0; /* 3.14: another layout */
 	memcpy(d + 8, &v, 8);
-	assert_int_equal(strobe_py_offsets_debug(d, n, 14, &o), -ENOTSUP);
+	assert_int_equal(py_offsets_debug(d, n, 14, &o), -ENOTSUP);
 	v = 0x030d00f0;
 	memcpy(d + 8, &v, 8);
 	uint64_t big = 1u << 20; /* an implausible offset */
 	memcpy(d + 8 * 5, &big, 8);
-	assert_int_equal(strobe_py_offsets_debug(d, n, 13, &o), -ERANGE);
-	assert_int_equal(strobe_py_offsets_debug(d, n - 8, 13, &o), -ENOENT); /* short */
+	assert_int_equal(py_offsets_debug(d, n, 13, &o), -ERANGE);
+	assert_int_equal(py_offsets_debug(d, n - 8, 13, &o), -ENOENT); /* short */
 }
 
 static void test_line(void **state)
@@ -102,16 +102,16 @@ static void test_line(void **state)
 		0x80 | 14 << 3 | 1, 3, 0, 1, 2, /* 2 units, long form: -1 */
 		0x80 | 5 << 3 | 0, 7,        /* 1 unit, short form: +0 */
 	};
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 0), 12);
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 1), 12);
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 2), 12);
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 3), 13);
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 4), 10); /* none: the def line */
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 5), 12);
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 7), 12);
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, 99), 10); /* past the end */
-	assert_int_equal(strobe_py_line(lt, sizeof(lt), 10, -1), 10); /* not started */
-	assert_int_equal(strobe_py_line(lt, 1, 10, 0), 10);           /* cut short */
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 0), 12);
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 1), 12);
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 2), 12);
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 3), 13);
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 4), 10); /* none: the def line */
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 5), 12);
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 7), 12);
+	assert_int_equal(py_line(lt, sizeof(lt), 10, 99), 10); /* past the end */
+	assert_int_equal(py_line(lt, sizeof(lt), 10, -1), 10); /* not started */
+	assert_int_equal(py_line(lt, 1, 10, 0), 10);           /* cut short */
 }
 
 int main(void)

@@ -23,7 +23,7 @@
 #include "strobe/codec.h"
 #include "strobe/sampler.h"
 
-#include "../../agent/sampler_events.h" /* strobe_sampler_event_attr, EVK_* */
+#include "../../agent/sampler_events.h" /* sampler_event_attr, EVK_* */
 #include "../../agent/sampler_ext.h"       /* strobe_sampler_add_*, labelset */
 #include "../../agent/stack_cap.h"
 
@@ -230,9 +230,9 @@ static void test_cpu_samples(void **state)
 	free(w);
 }
 
-/* Lock sums from the futex-wait program (strobe_sampler_add_lock) live in the same aggregate as
+/* Lock sums from the futex-wait program (sampler_add_lock) live in the same aggregate as
  * the CPU samples but only in lock profiles: Go's mutex types, one sample per lock address. */
-/* On-CPU sums with the C SDK's labels (strobe_sampler_labelset, the eBPF path's drain): the same
+/* On-CPU sums with the C SDK's labels (sampler_labelset, the eBPF path's drain): the same
  * stack under two label sets stays two samples, each with its labels beside pid/process; an SDK
  * key named like one of the profile's own (pid) is left out; reset_agg forgets the sets. */
 static void test_oncpu_label_sets(void **state)
@@ -245,13 +245,13 @@ static void test_oncpu_label_sets(void **state)
 	uint64_t u[] = {0x400100, 0x400800};
 	strobe_labelpair fast[] = {{"endpoint", "/fast"}, {"span_id", "5a01"}, {"pid", "1"}};
 	strobe_labelpair slow[] = {{"endpoint", "/slow"}, {"span_id", "5a02"}};
-	uint32_t lf = strobe_sampler_labelset(s, fast, 3), ls = strobe_sampler_labelset(s, slow, 2);
+	uint32_t lf = sampler_labelset(s, fast, 3), ls = sampler_labelset(s, slow, 2);
 	assert_true(lf > 0 && ls > 0 && lf != ls);
-	assert_int_equal(strobe_sampler_labelset(s, fast, 3), lf); /* interned */
-	assert_int_equal(strobe_sampler_labelset(s, NULL, 0), 0);
-	assert_int_equal(strobe_sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, lf, 3, 30), 0);
-	assert_int_equal(strobe_sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, ls, 5, 50), 0);
-	assert_int_equal(strobe_sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, lf, 1, 10), 0);
+	assert_int_equal(sampler_labelset(s, fast, 3), lf); /* interned */
+	assert_int_equal(sampler_labelset(s, NULL, 0), 0);
+	assert_int_equal(sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, lf, 3, 30), 0);
+	assert_int_equal(sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, ls, 5, 50), 0);
+	assert_int_equal(sampler_add_oncpu_lset(s, 100, 0, NULL, 0, u, NULL, 2, lf, 1, 10), 0);
 	strobe_profile *p = profile(s);
 	assert_int_equal(strobe_nsamples(p), 2);
 	int64_t got[2] = {0, 0};
@@ -281,8 +281,8 @@ static void test_oncpu_label_sets(void **state)
 	assert_int_equal(got[0], 4); /* samples */
 	assert_int_equal(got[1], 5);
 	strobe_profile_free(p);
-	strobe_sampler_reset_agg(s);
-	assert_int_equal(strobe_sampler_labelset(s, slow, 2), 1); /* the sets start afresh */
+	sampler_reset_agg(s);
+	assert_int_equal(sampler_labelset(s, slow, 2), 1); /* the sets start afresh */
 	strobe_sampler_close(s);
 	free(w);
 }
@@ -297,9 +297,9 @@ static void test_lock_sums(void **state)
 	sample(w, 0, 100, 100, 10, st, 2, NULL, 0);
 	assert_int_equal(feed(s, w, STROBE_EV_CPU, false), 0);
 	uint64_t ls[] = {0x400200, 0x400800};
-	assert_int_equal(strobe_sampler_add_lock(s, 100, 100, 0x7000, ls, 2, 2, 2000), 0);
-	assert_int_equal(strobe_sampler_add_lock(s, 100, 100, 0x7000, ls, 2, 1, 500), 0);
-	assert_int_equal(strobe_sampler_add_lock(s, 100, 100, 0x9000, ls, 2, 1, 700), 0);
+	assert_int_equal(sampler_add_lock(s, 100, 100, 0x7000, ls, 2, 2, 2000), 0);
+	assert_int_equal(sampler_add_lock(s, 100, 100, 0x7000, ls, 2, 1, 500), 0);
+	assert_int_equal(sampler_add_lock(s, 100, 100, 0x9000, ls, 2, 1, 700), 0);
 	strobe_profile *p = profile(s); /* the CPU profile: no lock sums in it */
 	assert_int_equal(strobe_nsamples(p), 1);
 	assert_int_equal(total(p, "samples"), 1);
@@ -357,10 +357,10 @@ static void test_stack_cap(void **state)
 		k[i] = 0xffffffff81000000ull + 16 * (uint64_t)i;
 		u[i] = 0x400000 + 16 * (uint64_t)i;
 	}
-	assert_int_equal(strobe_sampler_add_oncpu(s, 100, 100, k, STROBE_STACK_DEPTH, u,
+	assert_int_equal(sampler_add_oncpu(s, 100, 100, k, STROBE_STACK_DEPTH, u,
 						  STROBE_STACK_DEPTH, 1, 10),
 			 0);
-	assert_int_equal(strobe_sampler_add_oncpu(s, 200, 200, k, 300, u, 300, 1, 10), 0);
+	assert_int_equal(sampler_add_oncpu(s, 200, 200, k, 300, u, 300, 1, 10), 0);
 	for (int pid = 100; pid <= 200; pid += 100) {
 		strobe_sampler_profile_opts po = {.only_pid = pid};
 		strobe_err err;
@@ -572,9 +572,9 @@ static void test_switch_in_without_idle_sample(void **state)
 	buf *w = calloc(1, sizeof(*w));
 	strobe_sampler *s = offline(STROBE_EV_OFFCPU, true, 0);
 	struct perf_event_attr a;
-	strobe_sampler_event_attr(s, &a, EVK_SWITCH, true, false, 1);
+	sampler_event_attr(s, &a, EVK_SWITCH, true, false, 1);
 	assert_true(a.context_switch); /* system-wide: switch-in records asked for */
-	strobe_sampler_event_attr(s, &a, EVK_SWITCH, true, true, 1);
+	sampler_event_attr(s, &a, EVK_SWITCH, true, true, 1);
 	assert_true(a.context_switch); /* per task, as before */
 	mmap2(w, 7, 0x1000, 0x1000, 0, "/bin/srv", 1);
 	uint64_t slp[] = {0x1100};
@@ -609,7 +609,7 @@ static void test_switch_in_without_idle_sample(void **state)
  * others keep their mappings and threads, and a pid used again is a new process. */
 static void test_tracker_forget(void **state)
 {
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	t.proc_root = NULL; /* records only */
 	for (int32_t pid = 100; pid < 110; pid++) {
@@ -638,13 +638,13 @@ static void test_tracker_forget(void **state)
 	for (int32_t pid = 100; pid < 110; pid++) {
 		if (pid == 101 || pid == 103)
 			continue;
-		const strobe_proc *p = tracker_proc(&t, pid, false);
+		const proc *p = tracker_proc(&t, pid, false);
 		assert_non_null(p);
 		assert_int_equal(p->pid, pid);
 		uint32_t m = tracker_find(p, 0x1000 * (uint64_t)pid + 8);
 		assert_int_not_equal(m, STROBE_MAP_NONE);
 		assert_int_equal(tracker_map(&t, m)->ino, (uint64_t)pid);
-		const strobe_thread *th = tracker_thread(&t, pid, 0, false);
+		const proc_thread *th = tracker_thread(&t, pid, 0, false);
 		assert_non_null(th);
 		assert_int_equal(th->pid, pid);
 	}
@@ -684,14 +684,14 @@ static void test_proc_root_names(void **state)
 	}
 	strobe_sampler_opts o = {.events = STROBE_EV_CPU, .freq = 1, .pids = &self, .npids = 1,
 				 .call_graph = STROBE_CG_FP, .proc_root = root};
-	strobe_sampler *s = NULL;
 	strobe_err err = {{0}};
-	int rc = strobe_sampler_open(&o, &s, &err);
+	strobe_sampler *s = strobe_sampler_open(&o, &err);
+	int rc = s ? 0 : -errno;
 	bool skipped = rc == -EACCES || rc == -EPERM || rc == -ENOENT || rc == -ENOSYS;
 	if (!skipped) {
 		assert_int_equal(rc, 0);
 		const uint64_t u[] = {0x400100};
-		assert_int_equal(strobe_sampler_add_oncpu(s, 4242, 4243, NULL, 0, u, 1, 5, 5000000),
+		assert_int_equal(sampler_add_oncpu(s, 4242, 4243, NULL, 0, u, 1, 5, 5000000),
 				 0);
 		strobe_profile *p = profile(s);
 		char *f = folded(p, "samples");

@@ -30,7 +30,7 @@ static unsigned chain(const sampler_agg *a, int32_t pid, uint32_t *out, unsigned
 {
 	unsigned n = 0;
 	for (uint32_t id = agg_first(a, pid); id != AGG_END && n < cap; id = agg_next(a, pid, id)) {
-		const strobe_agg_key *k = agg_key(a, id);
+		const sampler_agg_key *k = agg_key(a, id);
 		if (pid)
 			assert_int_equal(k->pid, pid);
 		out[n++] = k->frame[0];

@@ -43,10 +43,10 @@
 #define JIT 0x10000000ull
 
 typedef struct fixture {
-	strobe_tracker tr;
+	tracker tr;
 	strobe_itab frames;
 	strobe_sampler_stats st;
-	strobe_pid_count held;
+	pid_count held;
 	stack_resolver r;
 } fixture;
 
@@ -56,7 +56,7 @@ static fixture *fx_new(bool unwind, unsigned call_graph, const char *proc_root)
 	assert_non_null(f);
 	assert_int_equal(tracker_init(&f->tr), 0);
 	f->tr.proc_root = proc_root; /* NULL: records only */
-	f->frames.fixed = sizeof(strobe_frame_key);
+	f->frames.fixed = sizeof(sampler_frame_key);
 	assert_int_equal(stack_resolver_init(&f->r, unwind, 0), 0);
 	f->r.tr = &f->tr;
 	f->r.frames = &f->frames;
@@ -86,9 +86,9 @@ static void exec_proc(fixture *f, int32_t pid, bool with_libc)
 					      "/fake/libc.so.6"), 0);
 }
 
-static const strobe_frame_key *key(fixture *f, uint32_t i)
+static const sampler_frame_key *key(fixture *f, uint32_t i)
 {
-	const strobe_frame_key *k = strobe_itab_get(&f->frames, f->r.ids[i], NULL);
+	const sampler_frame_key *k = strobe_itab_get(&f->frames, f->r.ids[i], NULL);
 	assert_non_null(k);
 	return k;
 }
@@ -346,7 +346,7 @@ static uint32_t summed(fixture *f, int32_t pid, uint64_t leaf, uint64_t caller)
  * time the test takes on a busy machine makes a read due). */
 static void read_ago(fixture *f, int32_t pid, int64_t ns)
 {
-	strobe_proc *p = tracker_proc(&f->tr, pid, false);
+	proc *p = tracker_proc(&f->tr, pid, false);
 	assert_non_null(p);
 	p->rescan_ns = strobe_mono_ns() - ns;
 }

@@ -344,7 +344,7 @@ static void test_truncated(void **state)
  * build IDs (as /proc/PID/maps gives them), or with the kernel's build ID of each (as MMAP2
  * records carry them) under a path that does not exist here (as from another mount namespace):
  * then only the build ID can find their tables. */
-static void track_self(strobe_tracker *t, int32_t pid, bool with_build_id)
+static void track_self(tracker *t, int32_t pid, bool with_build_id)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
 	assert_non_null(f);
@@ -371,14 +371,14 @@ static void track_self(strobe_tracker *t, int32_t pid, bool with_build_id)
 	fclose(f);
 }
 
-static unsigned unwind_self(strobe_unwinder *u, strobe_tracker *t, int32_t pid, uint64_t *pcs,
+static unsigned unwind_self(unwinder *u, tracker *t, int32_t pid, uint64_t *pcs,
 			    int *rc)
 {
 	bool act[128];
 	unsigned n = 0;
-	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = regs, .stack = stack_copy,
+	unwind_sample sm = {.pid = pid, .tid = pid, .regs = regs, .stack = stack_copy,
 				   .stack_len = stack_len};
-	const strobe_proc *p = tracker_proc(t, pid, false);
+	const proc *p = tracker_proc(t, pid, false);
 	assert_non_null(p);
 	*rc = unwind(u, t, p, &sm, pcs, act, 128, &n);
 	assert_true(act[0]);
@@ -394,11 +394,11 @@ static void test_cache_shared(void **state)
 	int here;
 	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, 100, false);
 	track_self(&t, -200, true); /* no such process: no /proc/PID/map_files either */
-	strobe_unwinder *u = unwinder_new(0);
+	unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	uint64_t a[128], b[128];
 	int rc;
@@ -406,7 +406,7 @@ static void test_cache_shared(void **state)
 	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
 	assert_true(na >= 6); /* capture level3 level2 level1 test ... main libc _start */
 	assert_int_equal(a[0], regs[8]);
-	strobe_unwind_stats s1, s2;
+	unwind_stats s1, s2;
 	unwind_get_stats(u, &s1);
 	assert_true(s1.misses >= 2); /* this binary and libc at least */
 	assert_int_equal(s1.binaries, s1.misses);
@@ -423,7 +423,7 @@ static void test_cache_shared(void **state)
 	 * two of them could share a slot), with the same result (above). */
 	assert_true(s2.rule_hits >= s1.rule_hits + nb / 2);
 	/* Without the rule cache, every frame through libdw: the same stack, no rule used. */
-	strobe_unwinder *v = unwinder_new(0);
+	unwinder *v = unwinder_new(0);
 	assert_non_null(v);
 	unwinder_set_rule_cache(v, false);
 	unsigned nc = unwind_self(v, &t, 100, b, &rc);
@@ -451,21 +451,21 @@ static void syn_frame(uint64_t sp, unsigned off, uint64_t bp, uint64_t ra)
 	memcpy(syn_stack + off + 8, &ra, 8);
 }
 
-static int syn_unwind(strobe_unwinder *u, strobe_tracker *t, size_t len, bool full, uint64_t *pcs,
+static int syn_unwind(unwinder *u, tracker *t, size_t len, bool full, uint64_t *pcs,
 		      unsigned *n)
 {
 	bool act[16];
-	strobe_unwind_sample sm = {.pid = 300, .tid = 300, .regs = syn_regs, .stack = syn_stack,
+	unwind_sample sm = {.pid = 300, .tid = 300, .regs = syn_regs, .stack = syn_stack,
 				   .stack_len = len, .stack_full = full};
 	return unwind(u, t, tracker_proc(t, 300, false), &sm, pcs, act, 16, n);
 }
 
 static void test_fp_chain(void **state)
 {
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	assert_int_equal(tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
-	strobe_unwinder *u = unwinder_new(0);
+	unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	const uint64_t sp = 0x7ffd0000;
 	memset(syn_regs, 0, sizeof(syn_regs));
@@ -503,7 +503,7 @@ static void test_fp_chain(void **state)
 	rc = syn_unwind(u, &t, sizeof(syn_stack), false, pcs, &n);
 	assert_int_equal(rc, -ENOENT);
 	assert_int_equal(n, 0);
-	strobe_unwind_stats st;
+	unwind_stats st;
 	unwind_get_stats(u, &st);
 	assert_int_equal(st.misses, 0); /* anonymous code: no binary */
 	unwinder_free(u);
@@ -517,17 +517,17 @@ static void test_cache_budget(void **state)
 	int here;
 	stack_top = mapping_end((uint64_t)(uintptr_t)&here);
 	level1();
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, 100, false);
 	assert_int_equal(tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
-	strobe_unwinder *u = unwinder_new(1); /* one byte: nothing fits */
+	unwinder *u = unwinder_new(1); /* one byte: nothing fits */
 	assert_non_null(u);
 	uint64_t a[128], b[128];
 	int rc;
 	unsigned na = unwind_self(u, &t, 100, a, &rc);
 	assert_int_equal(rc, STROBE_UNWIND_COMPLETE);
-	strobe_unwind_stats s1, s2;
+	unwind_stats s1, s2;
 	unwind_get_stats(u, &s1);
 	assert_true(s1.misses >= 2);
 	assert_int_equal(s1.evictions, 0); /* all in use by that unwind */
@@ -579,12 +579,12 @@ static void test_vdso(void **state)
 	int32_t loc;
 	memcpy(&loc, hdr + 12, 4);
 	uint64_t fn = (uint64_t)(uintptr_t)(hdr + loc);
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	assert_int_equal(tracker_mmap(&t, 300, (uint64_t)(uintptr_t)v, (size + 4095) & ~4095ull,
 					     0, 0, 0, NULL, 0, "[vdso]"), 0);
 	assert_int_equal(tracker_mmap(&t, 300, JIT, 0x10000, 0, 0, 0, NULL, 0, "//anon"), 0);
-	strobe_unwinder *u = unwinder_new(0);
+	unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	memset(syn_regs, 0, sizeof(syn_regs));
 	memset(syn_stack, 0, sizeof(syn_stack));
@@ -598,7 +598,7 @@ static void test_vdso(void **state)
 	assert_true(n >= 2);
 	assert_int_equal(pcs[0], fn);
 	assert_int_equal(pcs[1], JIT + 0x400);
-	strobe_unwind_stats st;
+	unwind_stats st;
 	unwind_get_stats(u, &st);
 	assert_int_equal(st.misses, 1);
 	unwinder_free(u);
@@ -666,17 +666,17 @@ static void test_extend(void **state)
 		got += (size_t)r;
 	}
 	assert_true(sn.len >= 64 && sn.len < 1024);
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, pid, false); /* a fork: the same mappings */
-	strobe_unwinder *u = unwinder_new(0);
+	unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	uint64_t pcs[128];
 	bool act[128];
 	unsigned n;
-	strobe_unwind_sample sm = {.pid = pid, .tid = pid, .regs = sn.regs, .stack = sn.stack,
+	unwind_sample sm = {.pid = pid, .tid = pid, .regs = sn.regs, .stack = sn.stack,
 				   .stack_len = sn.len, .stack_full = true};
-	const strobe_proc *p = tracker_proc(&t, pid, false);
+	const proc *p = tracker_proc(&t, pid, false);
 	/* Without the process to read (records only): truncated after capture and level3. */
 	const char *root = t.proc_root;
 	t.proc_root = NULL;
@@ -686,7 +686,7 @@ static void test_extend(void **state)
 	t.proc_root = root;
 	assert_int_equal(unwind(u, &t, p, &sm, pcs, act, 128, &n), STROBE_UNWIND_COMPLETE);
 	assert_true(n >= 6);
-	strobe_unwind_stats st;
+	unwind_stats st;
 	unwind_get_stats(u, &st);
 	assert_int_equal(st.extended, 1);
 	assert_int_equal(st.ext_changed, 0);
@@ -739,10 +739,10 @@ static int end_child(void **state)
  * argc for a return address made "0x5;_start". */
 static void test_entry_point(void **state)
 {
-	strobe_tracker t;
+	tracker t;
 	assert_int_equal(tracker_init(&t), 0);
 	track_self(&t, 300, false);
-	strobe_unwinder *u = unwinder_new(0);
+	unwinder *u = unwinder_new(0);
 	assert_non_null(u);
 	memset(syn_regs, 0, sizeof(syn_regs));
 	memset(syn_stack, 0, sizeof(syn_stack));

@@ -35,7 +35,7 @@
 #include "unit_tmpdir.h"
 
 /* Whether libdw's frame f at an address agrees with row r; why not in *why. */
-static bool agrees(Dwarf_Frame *f, const struct strobe_ob_row *r, const char **why)
+static bool agrees(Dwarf_Frame *f, const struct ob_row *r, const char **why)
 {
 	unsigned kind = r->kind & STROBE_OB_ROW_KIND;
 	Dwarf_Op mem[3], *ops;
@@ -94,7 +94,7 @@ static void check_binary(const char *path, unsigned step)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
-	strobe_urows r;
+	urows r;
 	assert_int_equal(urows_build(fd, 1u << 24, &r), 0);
 	assert_true(r.n > 10);
 	assert_true(r.nload > 0);
@@ -112,7 +112,7 @@ static void check_binary(const char *path, unsigned step)
 		uint64_t lo = r.load[s].p_vaddr, hi = lo + r.load[s].p_filesz;
 		uint32_t ri = 0;
 		for (uint64_t pc = lo; pc < hi;) {
-			const struct strobe_ob_row *row = urows_find(&r, pc);
+			const struct ob_row *row = urows_find(&r, pc);
 			Dwarf_Frame *f = NULL;
 			if (dwarf_cfi_addrframe(cfi, pc, &f) != 0) {
 				nofde++;
@@ -216,7 +216,7 @@ static void test_errors(void **state)
 {
 	(void)state;
 	char path[300];
-	strobe_urows r;
+	urows r;
 
 	snprintf(path, sizeof(path), "%s/not-elf", dir);
 	FILE *f = fopen(path, "w");
@@ -240,7 +240,7 @@ static void test_errors(void **state)
 	assert_int_equal(urows_build(fd, 100, &r), -E2BIG);
 	assert_null(r.rows);
 	/* max_rows is exact: the rows of a file fit in as many, not in one fewer */
-	strobe_urows all;
+	urows all;
 	assert_int_equal(urows_build(fd, 1u << 24, &all), 0);
 	assert_true(all.n > 100);
 	assert_int_equal(urows_build(fd, all.n, &r), 0);
@@ -261,7 +261,7 @@ static void test_errors(void **state)
 static void test_bias(void **state)
 {
 	(void)state;
-	strobe_urows r = {.nload = 1, .e_type = ET_DYN};
+	urows r = {.nload = 1, .e_type = ET_DYN};
 	r.load[0] = (Elf64_Phdr){.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_vaddr = 0x26000,
 				 .p_offset = 0x26000, .p_filesz = 0x156000};
 	uint64_t bias = 0;
