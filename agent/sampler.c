@@ -923,6 +923,14 @@ tracker *sampler_tracker(strobe_sampler *s)
 	return &s->tr;
 }
 
+void sampler_set_external_freq(strobe_sampler *s, unsigned freq)
+{
+	if (!s->o.cpu_external || !freq)
+		return;
+	s->o.freq = freq > 100000 ? 100000 : freq;
+	s->period_ns = 1000000000 / s->o.freq;
+}
+
 void sampler_set_external_offcpu(strobe_sampler *s, bool on)
 {
 	s->ext_offcpu = on;

@@ -30,6 +30,9 @@ int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, u
  * carry the off-CPU sample types although the sampler opened no off-CPU events. Adding off-CPU
  * sums (sampler_add_offcpu) sets it too. */
 void sampler_set_external_offcpu(strobe_sampler *s, bool on);
+/* The on-CPU samples come from elsewhere (cpu_external) at freq now: the profiles' period
+ * says so. (The sampler's own events carry side-band records only, so they stay as opened.) */
+void sampler_set_external_freq(strobe_sampler *s, unsigned freq);
 
 /* Adds off-CPU time measured elsewhere (the agent's in-kernel aggregation, offcpu.c) to the
  * aggregate: the stack is kernel addresses then user addresses, each leaf first; the thread and

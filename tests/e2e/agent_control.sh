@@ -11,7 +11,10 @@
 #   capture-args  bad parameters give 400 with a message, an absent pid 404
 #   metrics       /metrics is Prometheus text with the same sample count as /status
 #   budget        an agent with --max-cpu 0.001 (far below what it needs) lowers its frequency,
-#                 then turns off-CPU off, and says so in /status (budget_note, frequency_hz)
+#                 then turns off-CPU off, and says so in /status (budget_note, frequency_hz); with
+#                 the eBPF on-CPU program, a frequency step retunes its events in place: only
+#                 the off-CPU step reopens the sampler (a reopen reads every process again,
+#                 which cost more than the step saved)
 #   loopback      --admin 0.0.0.0:0 without a token is refused (loopback-only; agent_admin_token.sh
 #                 tests the token)
 set -u
@@ -108,14 +111,17 @@ start_agent "$TMPDIR/budget.log" -F 99 -i 1 --offcpu --max-cpu 0.001
 for _ in $(seq 40); do [ "$(status_field sampling.offcpu)" = false ] && break; sleep 0.5; done
 hz=$(status_field sampling.frequency_hz); off=$(status_field sampling.offcpu)
 note=$(status_field sampling.budget_note); level=$(status_field sampling.budget_level)
+reopens=$(status_field export.sampler_reopens); ocmode=$(status_field oncpu.mode)
 if ! [ "${hz:-99}" -lt 99 ] 2>/dev/null; then
 	fail "$name" "frequency still ${hz:-?} Hz with a 0.001% budget: $(tail -3 "$TMPDIR/budget.log" | tr '\n' ' ')"
 elif [ "$off" != false ]; then
 	fail "$name" "off-CPU still on at $hz Hz after 20 s over budget (note: $note)"
 elif ! grep -q "over budget" <<<"$note" || ! grep -q "budget: over budget" "$TMPDIR/budget.log"; then
 	fail "$name" "/status budget_note '$note' or the log does not say it is over budget"
+elif [ "$ocmode" = bpf ] && ! [ "${reopens:-9}" -le 1 ] 2>/dev/null; then
+	fail "$name" "the sampler was reopened ${reopens:-?} times for $level budget steps (on-CPU mode bpf: only the off-CPU step should reopen it)"
 else
-	ok "$name" "down to $hz Hz, off-CPU off, level $level: $note"
+	ok "$name" "down to $hz Hz, off-CPU off, level $level, $reopens reopens (on-CPU $ocmode): $note"
 fi
 stop_agent
 
