@@ -97,13 +97,13 @@ else
 	# with libc mapped late, the walk can stop at the first libc frame); a raw address below a
 	# named caller is a frame the naming left unnamed, which this case is about.
 	all=$(sum "$TMPDIR/ll.folded" '(^|;)cmp_hot(;|$)')
-	raw=$(awk '/(^|;)cmp_hot(;|$)/ { n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); for (i = 2; i <= k; i++) if (f[i] ~ /^0x[0-9a-f]+$/) { s += n; break } } END { print s + 0 }' "$TMPDIR/ll.folded")
+	raw=$(awk '/(^|;)cmp_hot[; ]/ { n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); for (i = 2; i <= k; i++) if (f[i] ~ /^0x[0-9a-f]+$/) { s += n; break } } END { print s + 0 }' "$TMPDIR/ll.folded")
 	if [ "$all" -lt 100 ]; then
 		fail "$name" "only $all samples of cmp_hot (the workload did not run?)"
 	elif [ "$raw" != 0 ]; then
 		fail "$name" "$raw of $all samples of cmp_hot have a frame below a named caller left as a raw address: $(grep -m1 ';0x[0-9a-f]*;.*cmp_hot\|cmp_hot.*;0x' "$TMPDIR/ll.folded" | cut -c1-200)"
 	else
-		ok "$name" "$all samples of cmp_hot, none with a raw address below a named caller ($(awk '/(^|;)cmp_hot(;|$)/ && /^0x/ { s += $NF } END { print s + 0 }' "$TMPDIR/ll.folded") rooted at a raw address: the walk stopped there)"
+		ok "$name" "$all samples of cmp_hot, none with a raw address below a named caller ($(awk '/(^|;)cmp_hot[; ]/ && /^0x/ { s += $NF } END { print s + 0 }' "$TMPDIR/ll.folded") rooted at a raw address: the walk stopped there)"
 	fi
 fi
 
