@@ -242,6 +242,7 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 	 * lost (in batches: bpf_drain.h) */
 	size_t nk = agent_map_take(l->fd_counts, l->keys, l->vals, sizeof(*l->keys),
 				   sizeof(*l->vals), l->max_entries, &l->no_batch);
+	sampler_read_sideband(s); /* the mappings the sums can be in (sampler_ext.h) */
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		struct lk_key *k = &l->keys[i];
 		struct lk_val v = l->vals[i];

@@ -359,6 +359,7 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 	 * meanwhile is lost (in batches: bpf_drain.h). */
 	size_t nk = agent_map_take(b->fd_counts, b->keys, b->vals, sizeof(*b->keys),
 				   sizeof(*b->vals), b->max_entries, &b->no_batch);
+	sampler_read_sideband(s); /* the mappings the sums can be in (sampler_ext.h) */
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		struct ob_key *k = &b->keys[i];
 		struct ob_val v = b->vals[i];

@@ -534,6 +534,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	if (agent_map_take_each(fs, sizeof(uint64_t), sizeof(struct ob_stack), 64,
 				b->stack_entries, keep_stack, b, &b->no_batch) < 0)
 		agent_map_clear(fs, b->stack_entries, &b->no_batch);
+	sampler_read_sideband(s); /* the mappings the sums can be in (sampler_ext.h) */
 	int rc = 0;
 	int64_t period = b->period_ns ? b->period_ns : 1000000000ll / 99;
 	for (size_t i = 0; i < nk && rc == 0; i++) {

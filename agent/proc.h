@@ -47,6 +47,11 @@ typedef struct proc {
 	int64_t rescan_ns;      /* when /proc/PID/maps was last read, for rate-limiting */
 	bool maps_changed;      /* a record mapped code or exec'd since /proc/PID/maps was last read:
 				   the mappings known may be behind /proc (stack_resolve.h) */
+	int64_t maps_ns;        /* when the mappings known were read from /proc (0: never): a record
+				   stamped before that is in them already (tracker_news) */
+	int64_t sideband_ns;    /* when a record that changes its code (an mmap, an exec) was last
+				   read from the rings, to be held for its turn: past rescan_ns, the
+				   mappings known are behind /proc (stack_resolve.h) */
 	proc_vma *vma;        /* sorted by start, non-overlapping */
 	uint32_t nvma, cvma;
 } proc;
@@ -90,8 +95,21 @@ int tracker_read_proc(tracker *t, int32_t pid, int64_t now_ns);
 int tracker_mmap(tracker *t, int32_t pid, uint64_t start, uint64_t len,
 			uint64_t pgoff, uint64_t dev, uint64_t ino, const uint8_t *build_id,
 			uint8_t build_id_len, const char *path);
-void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec);
-int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid);
+/* how: TRACKER_NAME (a thread's new name), TRACKER_EXEC (a new image: its mappings follow as
+ * MMAP2 records) or TRACKER_EXEC_READ (a new image whose mappings were read from /proc since:
+ * kept). */
+enum { TRACKER_NAME = 0, TRACKER_EXEC = 1, TRACKER_EXEC_READ = 2 };
+void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, unsigned how);
+/* ns: the record's time (CLOCK_MONOTONIC; 0: unknown): a child whose mappings were read from
+ * /proc after it keeps them rather than take its parent's. */
+int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid, int64_t ns);
+/* Whether a side-band record of pid stamped ns (CLOCK_MONOTONIC; 0: unknown) may change the
+ * mappings known for it: not when they were read from /proc after it, when what it did is in
+ * what was read. Records are applied in time order but after a delay (sampler.c's ORDER_NS),
+ * and a stack summed in the kernel can have had its process's /proc/PID/maps read meanwhile
+ * (stack_resolve.h): replaying an exec's record then emptied mappings newer than it, and the
+ * libraries mapped after it went unnamed until their own records' turn. */
+bool tracker_news(const tracker *t, int32_t pid, int64_t ns);
 void tracker_exit(tracker *t, int32_t pid, int32_t tid);
 /* Forgets the processes and threads whose exit was seen before the previous call (one pass of
  * grace: a sample read from another CPU's buffer after the exit record still finds them), so

@@ -214,26 +214,34 @@ int tracker_mmap(tracker *t, int32_t pid, uint64_t start, uint64_t len,
 	return vma_insert(p, m.start, m.end, id);
 }
 
-void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, bool exec)
+bool tracker_news(const tracker *t, int32_t pid, int64_t ns)
 {
+	const proc *p = tracker_proc((tracker *)t, pid, false);
+	return !p || !p->maps_ns || !ns || ns >= p->maps_ns;
+}
+
+void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, unsigned how)
+{
+	bool exec = how != TRACKER_NAME;
 	proc_thread *th = tracker_thread(t, tid, pid, true);
 	if (th)
 		snprintf(th->comm, sizeof(th->comm), "%s", comm);
 	proc *p = tracker_proc(t, pid, true);
 	if (!p)
 		return;
-	if (exec) {
+	if (how == TRACKER_EXEC) {
 		/* A new image: the old mappings are gone, the new ones follow as MMAP2 records. */
 		p->nvma = 0;
 		p->maps_read = true; /* what follows is complete; no /proc read needed */
-		p->sampled = false;  /* a new identity to read at its first sample */
 		p->maps_changed = true;
 	}
+	if (exec)
+		p->sampled = false; /* a new identity to read at its first sample */
 	if (pid == tid || exec)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 }
 
-int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid)
+int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid, int64_t ns)
 {
 	if (pid == ppid) { /* a new thread */
 		proc_thread *th = tracker_thread(t, tid, pid, true);
@@ -246,15 +254,17 @@ int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid)
 		}
 		return th ? 0 : -ENOMEM;
 	}
+	bool news = tracker_news(t, pid, ns);
 	proc *parent = tracker_proc(t, ppid, false);
 	proc *child = tracker_proc(t, pid, true);
 	if (!child)
 		return -ENOMEM;
 	parent = tracker_proc(t, ppid, false); /* the create may have moved it */
-	child->nvma = 0;
 	child->exited = false;
 	child->exit_age = 0;
-	if (parent && parent->nvma) {
+	if (news)
+		child->nvma = 0;
+	if (news && parent && parent->nvma) {
 		child->vma = realloc(child->vma, parent->nvma * sizeof(proc_vma));
 		if (!child->vma) {
 			child->cvma = 0;
@@ -414,12 +424,15 @@ int tracker_read_proc(tracker *t, int32_t pid, int64_t now_ns)
 	p->nvma = 0;
 	p->maps_read = true;
 	p->rescan_ns = now_ns;
+	p->maps_ns = 0;
 	maps_ctx m = {t, pid};
 	int rc = strobe_proc_maps_walk(f, maps_entry, &m);
 	snprintf(path, sizeof(path), "%s/%d/comm", t->proc_root, (int)pid);
 	p = tracker_proc(t, pid, false);
-	if (p)
+	if (p) {
 		p->maps_changed = false;
+		p->maps_ns = rc == 0 ? now_ns : 0; /* (cut short: the records are needed) */
+	}
 	if (p && !p->comm[0])
 		read_comm(path, p->comm, sizeof(p->comm));
 	return rc;

@@ -448,14 +448,17 @@ static void h_sample(void *ctx, int kind, const rec_sample *sm, const rec_unwoun
 static void h_mmap2(void *ctx, const rec_mmap2 *m)
 {
 	strobe_sampler *s = ctx;
-	tracker_mmap(&s->tr, m->pid, m->start, m->len, m->pgoff, m->dev, m->ino, m->build_id,
-		     m->build_id_len, m->path);
+	if (tracker_news(&s->tr, m->pid, s->rec_ns)) /* (else in what /proc said since) */
+		tracker_mmap(&s->tr, m->pid, m->start, m->len, m->pgoff, m->dev, m->ino,
+			     m->build_id, m->build_id_len, m->path);
 }
 
 static void h_comm(void *ctx, int32_t pid, int32_t tid, const char *comm, bool exec)
 {
 	strobe_sampler *s = ctx;
-	tracker_comm(&s->tr, pid, tid, comm, exec);
+	unsigned how = !exec ? TRACKER_NAME
+		       : tracker_news(&s->tr, pid, s->rec_ns) ? TRACKER_EXEC : TRACKER_EXEC_READ;
+	tracker_comm(&s->tr, pid, tid, comm, how);
 }
 
 static void h_fork(void *ctx, int32_t pid, int32_t ppid, int32_t tid)
@@ -471,7 +474,7 @@ static void h_fork(void *ctx, int32_t pid, int32_t ppid, int32_t tid)
 		if (!pp || (!pp->maps_read && !pp->exited))
 			stack_proc(&s->rs, ppid);
 	}
-	tracker_fork(&s->tr, pid, ppid, tid);
+	tracker_fork(&s->tr, pid, ppid, tid, s->rec_ns);
 }
 
 static void h_exit(void *ctx, int32_t pid, int32_t tid)
@@ -521,10 +524,14 @@ static void note_sideband(strobe_sampler *s, const struct perf_event_header *h, 
 	      (h->type == PERF_RECORD_COMM && (h->misc & PERF_RECORD_MISC_COMM_EXEC)) ||
 	      (h->type == PERF_RECORD_FORK && v[0] != v[1])))
 		return;
-	if (held)
+	if (held) {
 		pid_count_add(&s->held_sb, (int32_t)v[0]);
-	else
+		proc *p = tracker_proc(&s->tr, (int32_t)v[0], false);
+		if (p)
+			p->sideband_ns = strobe_mono_ns();
+	} else {
 		pid_count_sub(&s->held_sb, (int32_t)v[0]);
+	}
 }
 
 static int take(const struct perf_event_header *h, void *ctx)
@@ -689,7 +696,13 @@ static void process_held(void *ctx, const struct perf_event_header *h)
 {
 	strobe_sampler *s = ctx;
 	note_sideband(s, h, false);
+	/* a side-band record's time, for the handlers: one /proc/PID/maps was read after is old */
+	s->rec_ns = h->type == PERF_RECORD_MMAP2 || h->type == PERF_RECORD_COMM ||
+				    h->type == PERF_RECORD_FORK
+			    ? record_time(s, h)
+			    : 0;
 	process(s, h);
+	s->rec_ns = 0;
 	if (s->rs.uw && (++s->flushed & 63) == 0 && order_bytes(&s->ord) < MAX_PENDING) {
 		int64_t now = strobe_mono_ns();
 		if (now - s->drained_ns > 10000000) {
@@ -781,6 +794,11 @@ int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, u
 		cutoff = now;
 	process_until(s, cutoff);
 	return 0;
+}
+
+int sampler_read_sideband(strobe_sampler *s)
+{
+	return read_rings(s);
 }
 
 int strobe_sampler_drain(strobe_sampler *s, strobe_err *err)

@@ -26,6 +26,11 @@ tracker *sampler_tracker(strobe_sampler *s);
 struct pollfd;
 int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
 			     strobe_err *err);
+/* Reads the rings now (their records held for their turn): called by a reader of stacks summed
+ * in the kernel after it took them and before it adds them, so that every record of a mapping
+ * a stack can be in has been read (a stack of a process with one read since its /proc/PID/maps
+ * was, and in none of its known mappings, has them read again: stack_resolve.h). 0/-errno. */
+int sampler_read_sideband(strobe_sampler *s);
 /* Whether off-CPU values come from elsewhere (the eBPF aggregation, offcpu.c): the profiles then
  * carry the off-CPU sample types although the sampler opened no off-CPU events. Adding off-CPU
  * sums (sampler_add_offcpu) sets it too. */

@@ -42,6 +42,7 @@ struct strobe_sampler {
 	rec_order ord;
 	uint32_t flushed;
 	int64_t drained_ns;
+	int64_t rec_ns; /* the time of the side-band record being processed (0: none, unknown) */
 	rec_decoder dec;         /* the records' decoding: kinds and sample types */
 	/* Unwinding on arrival (read_rings): the side-band records held, per process, and each
 	 * ring's head for the two passes over it. */

@@ -69,6 +69,8 @@ typedef struct stack_walk {
 static bool reread_due(const stack_resolver *r, const proc *p, bool leaf, int64_t now)
 {
 	int64_t since = now - p->rescan_ns;
+	if (p->sideband_ns && p->sideband_ns > p->rescan_ns) /* (once a record: see rescan_ns) */
+		return true;
 	if (leaf && since > STACK_LEAF_RESCAN_NS)
 		return true;
 	return since > STACK_STALE_NS &&

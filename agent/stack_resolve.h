@@ -18,11 +18,15 @@
  * /proc/PID/maps read again, once per stack, and is looked up once more:
  *   - the user leaf, which ran, at most once a second per process: code mapped before
  *     recording began, or made executable by mprotect, which no record reports;
- *   - any frame when the tracker's view of the process may be behind /proc (a record changed
- *     its mappings since /proc was last read, or one of its records that does is held for its
- *     turn), at most every STACK_STALE_NS per process. A stack summed in the kernel is resolved
- *     when it is read, ahead of the records still waiting for their turn: a command that has
- *     just exec'd has its libc in /proc before its MMAP2 record is processed.
+ *   - any frame of a process with a record that changes its code (an mmap, an exec) read from
+ *     the rings since /proc was last read: once per such record. A stack summed in the kernel
+ *     is resolved when it is read, ahead of the records still waiting for their turn (a
+ *     command that has just exec'd has its libc in /proc before its MMAP2 record is
+ *     processed), and its reader reads the rings first (sampler_read_sideband), so every
+ *     mapping the stack can be in is either known or announced by such a record;
+ *   - any frame when the tracker's view of the process may be behind /proc otherwise (a record
+ *     changed its mappings since /proc was last read, or one of its records that does is
+ *     held), at most every STACK_STALE_NS per process.
  * A caller that misses otherwise is mostly a frame-pointer walk gone astray in code built
  * without frame pointers: re-reading /proc for each of those was most of the recorder's CPU.
  *

@@ -230,6 +230,7 @@ struct uwalk {
 	__u32 stale;      /* ... but its leaf is in none of them */
 	__u32 outside;    /* the address of the last find_row is in none of them */
 	__u32 end;        /* the walk is over */
+	__u32 cfi;        /* ip was found by a table row's step (a return address for sure) */
 	__u32 rnew;       /* rows found by this walk (for the thread's memo) */
 	struct rowmemo rows; /* the thread's, for the first two steps */
 };
@@ -290,9 +291,12 @@ static __always_inline struct ob_row find_row(struct uwalk *w, __u64 pc, int lea
 	if (lo == 0 || pc >= m->end) {
 		/* Code mapped since the mappings were read: ask again. For a leaf, which is surely
 		 * code, soon: mappings read right after an exec have only the program and the
-		 * dynamic linker, which then maps the libraries. For a return address, which may
-		 * be what a frame-pointer step read from elsewhere, once a second. */
-		if (bpf_ktime_get_ns() - ms->loaded_ns > (leaf ? 10000000ull : 1000000000ull))
+		 * dynamic linker, which then maps the libraries. The same for a return address a
+		 * table row's step found (the program's own function called from libc's qsort,
+		 * with libc mapped since: without this its samples stopped at libc until a leaf
+		 * there asked). For one a frame-pointer step read, which may be whatever the
+		 * register held, once a second. */
+		if (bpf_ktime_get_ns() - ms->loaded_ns > (leaf || w->cfi ? 10000000ull : 1000000000ull))
 			want_maps(w);
 		w->outside = 1;
 		if (leaf)
@@ -373,6 +377,7 @@ static __always_inline long ustep1(struct uwalk *w, struct ob_stack *b,
 			return 1;
 		}
 		sp = cfa;
+		w->cfi = 1;
 		count(STROBE_OB_TABLE_FRAMES);
 	} else if (kind == STROBE_OB_ROW_FP) {
 		/* A frame pointer is 16-byte aligned (the call's push and the push of rbp) and
@@ -387,6 +392,7 @@ static __always_inline long ustep1(struct uwalk *w, struct ob_stack *b,
 		sp = bp + 16;
 		bp = fr[0];
 		ip = fr[1];
+		w->cfi = 0;
 		if (tables)
 			count(STROBE_OB_FP_FRAMES);
 	} else {

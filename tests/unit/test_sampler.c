@@ -613,12 +613,12 @@ static void test_tracker_forget(void **state)
 	assert_int_equal(tracker_init(&t), 0);
 	t.proc_root = NULL; /* records only */
 	for (int32_t pid = 100; pid < 110; pid++) {
-		assert_int_equal(tracker_fork(&t, pid, 1, pid), 0);
+		assert_int_equal(tracker_fork(&t, pid, 1, pid, 0), 0);
 		assert_int_equal(tracker_mmap(&t, pid, 0x1000 * (uint64_t)pid, 0x1000, 0, 1,
 						     (uint64_t)pid, NULL, 0, "/bin/x"), 0);
 	}
-	assert_int_equal(tracker_fork(&t, 105, 105, 1105), 0); /* a thread of 105 */
-	assert_int_equal(tracker_fork(&t, 106, 106, 1106), 0); /* one of 106 */
+	assert_int_equal(tracker_fork(&t, 105, 105, 1105, 0), 0); /* a thread of 105 */
+	assert_int_equal(tracker_fork(&t, 106, 106, 1106, 0), 0); /* one of 106 */
 	tracker_exit(&t, 101, 101);
 	tracker_exit(&t, 103, 103);
 	tracker_exit(&t, 105, 1105);
@@ -649,7 +649,7 @@ static void test_tracker_forget(void **state)
 		assert_int_equal(th->pid, pid);
 	}
 	/* pid 101 again: a new process, kept by the next passes */
-	assert_int_equal(tracker_fork(&t, 101, 1, 101), 0);
+	assert_int_equal(tracker_fork(&t, 101, 1, 101, 0), 0);
 	assert_int_equal(tracker_forget(&t), 0);
 	assert_int_equal(tracker_forget(&t), 0);
 	assert_non_null(tracker_proc(&t, 101, false));

@@ -402,20 +402,71 @@ static void test_reread(void **state)
 	read_ago(f, 4242, STACK_STALE_NS + 1000000);
 	summed(f, 4242, EXE + 0x100, 0x900000);
 	assert_int_equal(f->r.rereads, 4);
+	/* A record that changes its code read from the rings since the last read (held for its
+	 * turn, sampler.c): a caller is looked for again at once, once per such record. */
+	read_ago(f, 4242, 1000000); /* 1 ms: within STACK_STALE_NS */
+	tracker_proc(&f->tr, 4242, false)->maps_changed = false;
+	summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 4);
+	tracker_proc(&f->tr, 4242, false)->sideband_ns = strobe_mono_ns();
+	for (int i = 0; i < 5; i++)
+		summed(f, 4242, EXE + 0x100, 0x900000);
+	assert_int_equal(f->r.rereads, 5);
 	/* An exited process is never read again. */
 	tracker_exit(&f->tr, 4242, 4242);
 	read_ago(f, 4242, LONG_AGO);
 	tracker_proc(&f->tr, 4242, false)->maps_changed = true;
 	summed(f, 4242, 0x900000, 0x900010);
-	assert_int_equal(f->r.rereads, 4);
+	assert_int_equal(f->r.rereads, 5);
 	/* A process whose /proc entry is gone: tried once, then not at every stack. */
 	exec_proc(f, 4343, false);
 	int64_t t0 = strobe_mono_ns();
 	summed(f, 4343, EXE + 0x100, LIBC + 0x10);
 	expect(f, 1, LIBC + 0x10, "(none)", true);
-	assert_int_equal(f->r.rereads, 5);
+	assert_int_equal(f->r.rereads, 6);
 	/* counted as a read, so the next is STACK_STALE_NS away */
 	assert_true(tracker_proc(&f->tr, 4343, false)->rescan_ns >= t0);
+	fx_free(f);
+}
+
+/* Records replayed after /proc/PID/maps was read (tracker_news): the exec, the fork and the
+ * mappings they stand for are in what was read, and replaying them must not empty it. */
+static void test_records_after_read(void **state)
+{
+	fixture *f = fx_new(false, STROBE_CG_FP, dir);
+	fake_maps(4242); /* the program and libc */
+	int64_t exec_ns = strobe_mono_ns();
+	assert_int_equal(tracker_read_proc(&f->tr, 4242, strobe_mono_ns()), 0);
+	const proc *p = tracker_proc(&f->tr, 4242, false);
+	assert_int_equal(p->nvma, 2);
+	assert_true(p->maps_ns >= exec_ns);
+	/* records older than the read are not news; newer ones and untimed ones are */
+	assert_false(tracker_news(&f->tr, 4242, exec_ns));
+	assert_true(tracker_news(&f->tr, 4242, p->maps_ns + 1));
+	assert_true(tracker_news(&f->tr, 4242, 0));
+	assert_true(tracker_news(&f->tr, 4343, exec_ns)); /* never read */
+	/* the fork that made it (of a parent with the program only), then its exec, both from
+	 * before the read: libc stays known */
+	exec_proc(f, 4000, false);
+	assert_int_equal(tracker_fork(&f->tr, 4242, 4000, 4242, exec_ns), 0);
+	assert_int_equal(tracker_proc(&f->tr, 4242, false)->nvma, 2);
+	tracker_comm(&f->tr, 4242, 4242, "app", TRACKER_EXEC_READ);
+	p = tracker_proc(&f->tr, 4242, false);
+	assert_int_equal(p->nvma, 2);
+	assert_false(p->sampled); /* a new image all the same: its identity is read again */
+	assert_int_equal(summed(f, 4242, EXE + 0x100, LIBC + 0x2000), 3);
+	expect(f, 1, LIBC + 0x2000, "/fake/libc.so.6", true);
+	assert_int_equal(f->r.rereads, 0);
+	/* an exec after the read: a new image, whose mappings follow */
+	tracker_comm(&f->tr, 4242, 4242, "app", TRACKER_EXEC);
+	assert_int_equal(tracker_proc(&f->tr, 4242, false)->nvma, 0);
+	/* a fork after the read: the child takes its parent's mappings */
+	assert_int_equal(tracker_read_proc(&f->tr, 4242, strobe_mono_ns()), 0);
+	assert_int_equal(tracker_fork(&f->tr, 4242, 4000, 4242, strobe_mono_ns() + 1000000), 0);
+	assert_int_equal(tracker_proc(&f->tr, 4242, false)->nvma, 1);
+	/* a read cut short (the process gone) leaves the records to say what it was */
+	assert_int_equal(tracker_read_proc(&f->tr, 4999, strobe_mono_ns()), -ENOENT);
+	assert_true(tracker_news(&f->tr, 4999, exec_ns));
 	fx_free(f);
 }
 
@@ -429,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_unwind_auto),
 		cmocka_unit_test(test_unwind_dwarf_failed),
 		cmocka_unit_test_setup_teardown(test_reread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_records_after_read, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
