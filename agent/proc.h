@@ -110,6 +110,10 @@ int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid, int64_t ns)
  * (stack_resolve.h): replaying an exec's record then emptied mappings newer than it, and the
  * libraries mapped after it went unnamed until their own records' turn. */
 bool tracker_news(const tracker *t, int32_t pid, int64_t ns);
+/* Whether pid's mapping at start is known already as this one (the same range, offset and
+ * path): a record of it that is not news still brings what /proc does not say, its build ID. */
+bool tracker_has_mapping(const tracker *t, int32_t pid, uint64_t start, uint64_t len,
+			 uint64_t pgoff, const char *path);
 void tracker_exit(tracker *t, int32_t pid, int32_t tid);
 /* Forgets the processes and threads whose exit was seen before the previous call (one pass of
  * grace: a sample read from another CPU's buffer after the exit record still finds them), so

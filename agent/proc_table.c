@@ -220,6 +220,19 @@ bool tracker_news(const tracker *t, int32_t pid, int64_t ns)
 	return !p || !p->maps_ns || !ns || ns >= p->maps_ns;
 }
 
+bool tracker_has_mapping(const tracker *t, int32_t pid, uint64_t start, uint64_t len,
+			 uint64_t pgoff, const char *path)
+{
+	const proc *p = tracker_proc((tracker *)t, pid, false);
+	uint32_t id = p ? tracker_find(p, start) : STROBE_MAP_NONE;
+	if (id == STROBE_MAP_NONE || id == STROBE_MAP_KERNEL)
+		return false;
+	const proc_map *m = tracker_map(t, id);
+	const char *mp = tracker_str(t, m->path);
+	return m->start == start && m->end == start + len && m->pgoff == pgoff && mp &&
+	       strcmp(mp, path) == 0;
+}
+
 void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, unsigned how)
 {
 	bool exec = how != TRACKER_NAME;

@@ -448,7 +448,10 @@ static void h_sample(void *ctx, int kind, const rec_sample *sm, const rec_unwoun
 static void h_mmap2(void *ctx, const rec_mmap2 *m)
 {
 	strobe_sampler *s = ctx;
-	if (tracker_news(&s->tr, m->pid, s->rec_ns)) /* (else in what /proc said since) */
+	/* Not news: in what /proc said since, unless it brings the mapping's build ID */
+	if (tracker_news(&s->tr, m->pid, s->rec_ns) ||
+	    (m->build_id_len &&
+	     tracker_has_mapping(&s->tr, m->pid, m->start, m->len, m->pgoff, m->path)))
 		tracker_mmap(&s->tr, m->pid, m->start, m->len, m->pgoff, m->dev, m->ino,
 			     m->build_id, m->build_id_len, m->path);
 }

@@ -30,6 +30,7 @@ typedef struct conn {
 	bool push_slot;
 	size_t held;
 	const char *busy;
+	bool active; /* counted in the server's active requests until completed() */
 	/* A body streamed to a file (debug-info uploads): fd, bytes written, the route's cap, and
 	 * the errno that stopped the writing. */
 	int fd;
@@ -379,6 +380,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	srv_admit_phase(srv->admit, c, true); /* complete: no deadline while it is answered */
+	/* counted before the stop flag is read, so a stop that saw no request active sees this
+	 * one refused (both sequentially consistent) */
+	if (!cn->active) {
+		atomic_fetch_add(&srv->active, 1);
+		cn->active = true;
+	}
+	if (atomic_load(&srv->stopping) && !cn->busy)
+		cn->busy = "stopping";
 	admit_push(srv, cn, url, method);
 	int64_t t0 = strobe_mono_ns();
 	kv_vec args = {.max = SRV_MAX_ARGS}, hdrs = {.max = SRV_MAX_HEADERS};
@@ -403,11 +412,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			  "cannot store the upload: %s", strerror(cn->ferr));
 	else if (cn->busy) {
 		r.retry_after = SRV_RETRY_BUSY_S;
-		srv_error(&r, 503, "limit %s: the server is busy (too many %s); nothing was "
-				   "stored, retry later",
-			  cn->busy, strcmp(cn->busy, "max_inflight_pushes") == 0 ? "pushes in flight"
-				    : strcmp(cn->busy, "max_connections") == 0   ? "connections"
-										 : "bytes in flight");
+		if (strcmp(cn->busy, "stopping") == 0)
+			srv_error(&r, 503, "the server is stopping; nothing was stored, retry later");
+		else
+			srv_error(&r, 503, "limit %s: the server is busy (too many %s); nothing "
+					   "was stored, retry later",
+				  cn->busy,
+				  strcmp(cn->busy, "max_inflight_pushes") == 0 ? "pushes in flight"
+				  : strcmp(cn->busy, "max_connections") == 0   ? "connections"
+									       : "bytes in flight");
 	} else if (args.over || hdrs.over)
 		srv_error(&r, 400, "more than %u query parameters or %u headers", SRV_MAX_ARGS,
 			  SRV_MAX_HEADERS);
@@ -474,6 +487,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	strobe_server *srv = cls;
 	conn *cn = *con_cls;
 	if (cn) {
+		if (cn->active)
+			atomic_fetch_sub(&srv->active, 1);
 		if (cn->push_slot)
 			srv_admit_push_done(srv->admit);
 		if (cn->held)
@@ -668,6 +683,12 @@ void strobe_server_stop(strobe_server *s)
 	if (!s)
 		return;
 	srv_notify_stop(s->notify); /* first: it uses the store and namers */
+	/* The requests being answered finish, their responses sent: stopping the daemon at once
+	 * closed their connections, and a push the store had taken was retried by its agent as
+	 * failed (stored twice, or counted dropped when its spool overflowed). New ones get a 503. */
+	atomic_store(&s->stopping, true);
+	for (int i = 0; i < SRV_STOP_DRAIN_MS / 10 && atomic_load(&s->active) > 0; i++)
+		usleep(10000);
 	MHD_stop_daemon(s->d);
 	srv_namers_free(s->namers);
 	srv_admit_free(s->admit);

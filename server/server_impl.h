@@ -7,6 +7,7 @@
 #ifndef STROBE_SERVER_IMPL_H
 #define STROBE_SERVER_IMPL_H
 
+#include <stdatomic.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +31,11 @@ enum { SRV_SRC_PUSH, SRV_SRC_INGEST, SRV_SRC_OTLP, SRV_SRC_N };
 
 struct strobe_server {
 	struct MHD_Daemon *d;
+	/* A stop waits for the requests being answered (active: from the handler's last call to
+	 * completed()) so that a push is either stored and acknowledged or neither; one whose body
+	 * is complete after the stop began is answered 503, nothing stored (strobe_server_stop). */
+	atomic_bool stopping;
+	atomic_int active;
 	strobe_server_config cfg; /* shallow copy; the caller's strings outlive the server */
 	strobe_store *store;
 	uint16_t port;
@@ -81,6 +87,7 @@ unsigned srv_admit_reserve(const strobe_server_config *c);
 bool srv_admit_reserved(srv_admit *a, struct MHD_Connection *c);
 /* Retry-After of a request refused for load. */
 #define SRV_RETRY_BUSY_S 1u
+#define SRV_STOP_DRAIN_MS 5000 /* a stop waits this long at most for the requests being answered */
 
 /* Caps on what one request may make the router hold. */
 #define SRV_MAX_ARGS    1024u /* query parameters */

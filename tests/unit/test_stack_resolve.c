@@ -445,6 +445,12 @@ static void test_records_after_read(void **state)
 	assert_true(tracker_news(&f->tr, 4242, p->maps_ns + 1));
 	assert_true(tracker_news(&f->tr, 4242, 0));
 	assert_true(tracker_news(&f->tr, 4343, exec_ns)); /* never read */
+	/* ... but one of a mapping known as it says still brings its build ID */
+	assert_true(tracker_has_mapping(&f->tr, 4242, LIBC, 0x100000, 0, "/fake/libc.so.6"));
+	assert_false(tracker_has_mapping(&f->tr, 4242, LIBC, 0x100000, 0x1000, "/fake/libc.so.6"));
+	assert_false(tracker_has_mapping(&f->tr, 4242, LIBC, 0x80000, 0, "/fake/libc.so.6"));
+	assert_false(tracker_has_mapping(&f->tr, 4242, LIBC, 0x100000, 0, "/fake/other.so"));
+	assert_false(tracker_has_mapping(&f->tr, 4242, 0x900000, 0x1000, 0, "/fake/libc.so.6"));
 	/* the fork that made it (of a parent with the program only), then its exec, both from
 	 * before the read: libc stays known */
 	exec_proc(f, 4000, false);
