@@ -10,8 +10,8 @@
  *   a folded profile whose one stack "storm;c<client>_r<request>" has the value
  *   client * 1000 + request + 1, padded with repeats of "storm;pad 1" to about BYTES. It prints
  *   the count of each answer (200, 429, 503, other, connection errors), how many refusals lacked
- *   a Retry-After, and writes the id and value of every acknowledged (200) push to FILE, so a
- *   test can check each one is stored.
+ *   a Retry-After, and writes the id and value of every acknowledged (200) push to FILE (a line
+ *   as each is acknowledged), so a test can check each one is stored.
  * slow: each client sends a push one byte a second; idle: each connects and sends nothing. Both
  *   hold on until the server closes them or S seconds pass, and print how many the server
  *   closed and when.
@@ -172,6 +172,9 @@ int main(int argc, char **argv)
 				perror(optarg);
 				return 2;
 			}
+			/* a line as each push is acknowledged: a test may act on the count meanwhile
+			 * (server_overload/stop stops the server after 30) */
+			setvbuf(ids, NULL, _IOLBF, 0);
 			break;
 		case 'm':
 			mode = strcmp(optarg, "slow") == 0 ? M_SLOW : strcmp(optarg, "idle") == 0 ? M_IDLE : M_PUSH;
