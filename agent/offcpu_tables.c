@@ -54,7 +54,7 @@
 #define MAX_WANT 1024      /* processes taken from uwant per scan (its size) */
 #define SCAN_NS 1000000000ll /* how often uwant is scanned (for messages lost) */
 
-#define RECHECKS 4        /* a process read too early is read again up to this many times */
+#define RECHECKS 7        /* a process read too early is read again up to this many times */
 #define MAX_RECHECK 256
 
 typedef struct recheck {
@@ -314,7 +314,9 @@ static int load(otables *t, uint32_t tgid, bool *early)
 	 * as long as it blocks, so the loader reads it again shortly anyway (see loader). */
 	*early = ldso && nfiles <= 2;
 	qsort(ms->m, ms->n, sizeof(ms->m[0]), map_cmp); /* /proc lists them sorted already */
-	ms->loaded_ns = (uint64_t)strobe_mono_ns();
+	/* Read early, they are marked as read 10 ms ago: the program asks again as soon as a walk
+	 * meets code outside them (libc's, mapped since), rather than 10 ms after this read. */
+	ms->loaded_ns = (uint64_t)strobe_mono_ns() - (*early ? 10000000ull : 0);
 	int rc = bpf_map_update_elem(t->fd_maps, &tgid, ms, BPF_ANY) < 0 ? -errno : 0;
 	free(ms);
 	if (rc == 0)
@@ -349,10 +351,13 @@ static void load_one(otables *t, uint32_t tgid, unsigned tries)
 	bpf_map_delete_elem(t->fd_want, &tgid);
 	if (rc == 0 && t->on_load)
 		t->on_load(t->on_ctx, tgid);
-	/* read too early (see load): again in 10, 20, 40 ... ms, up to RECHECKS times */
+	/* read too early (see load): again in 2, 4, 8 ... 128 ms, up to RECHECKS times. The
+	 * on-CPU program asks at each exec, which is nearly always before the dynamic linker
+	 * mapped the libraries, about a millisecond later for a small program: the first look
+	 * again soon, and one more read of a small maps file for most processes. */
 	if (rc == 0 && early && tries < RECHECKS && t->nrecheck < MAX_RECHECK)
 		t->recheck[t->nrecheck++] = (recheck){tgid, tries + 1,
-						     strobe_mono_ns() + (10000000ll << tries)};
+						     strobe_mono_ns() + (2000000ll << tries)};
 }
 
 /* Loads the processes uwant holds (for messages the ring lost). */

@@ -249,6 +249,12 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	__u32 tgid = p->tgid;
 	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
 	ustack_on_exec(p->tgid, 0);
+	/* The new image's mappings asked for now rather than at its first sample, which would
+	 * be walked without them (one sample of every short-lived process, 2 % of a busy
+	 * host's: scripts/stack_completeness.sh). Read this early, they hold the program and the
+	 * dynamic linker only, and the loader reads them again shortly (offcpu_tables.c). */
+	if (tables && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid)))
+		ask_maps(tgid);
 	py_on_exec(p->tgid);
 	bpf_map_delete_elem(&tlsprocs, &tgid); /* another image: user space looks again */
 	return 0;

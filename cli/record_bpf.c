@@ -171,6 +171,18 @@ int record_bpf_close(record_bpf *b, strobe_profile *p, bool quiet)
 		}
 		if (!quiet)
 			fputc('\n', stderr);
+		if (getenv("STROBE_DEBUG")) /* the kernel walk and its tables (docs/record.md) */
+			fprintf(stderr, "strobe record: on-CPU walks: user %" PRIu64 " before-tables %"
+				PRIu64 " no-maps %" PRIu64 " table-frames %" PRIu64 " fp-frames %" PRIu64
+				" table-stops %" PRIu64 "; tables: processes %" PRIu64 " failed %" PRIu64
+				" binaries %u build-ms %.1f waits %" PRIu64 " wait-ms mean %.2f max %.2f\n",
+				st.user, st.user_prov, st.no_maps, st.table_frames, st.fp_frames,
+				st.table_stops, st.tables.procs_loaded, st.tables.procs_failed,
+				st.tables.binaries, (double)st.tables.build_ns / 1e6, st.tables.waits,
+				st.tables.waits ? (double)st.tables.wait_ns_sum / 1e6 /
+							  (double)st.tables.waits
+						: 0.0,
+				(double)st.tables.wait_ns_max / 1e6);
 	}
 	if (b->ob) {
 		strobe_offcpu_stats st;
