@@ -248,7 +248,7 @@ static json_t *status_json(strobe_agent *a)
 	if (ob)
 		json_object_set_new(
 			ob, "unwind_tables",
-			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s,s:f}",
+			json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:s,s:f}",
 				  "frames",
 				  (json_int_t)st.ob.table_frames, "fp_frames",
 				  (json_int_t)st.ob.fp_frames, "stops", (json_int_t)st.ob.table_stops,
@@ -258,7 +258,8 @@ static json_t *status_json(strobe_agent *a)
 				  (json_int_t)st.ob.tables.procs_loaded, "binaries",
 				  (json_int_t)st.ob.tables.binaries, "binaries_without_tables",
 				  (json_int_t)st.ob.tables.binaries_none, "binaries_full",
-				  (json_int_t)st.ob.tables.binaries_full, "rows",
+				  (json_int_t)st.ob.tables.binaries_full, "binaries_built_apart",
+				  (json_int_t)st.ob.tables.binaries_async, "rows",
 				  (json_int_t)st.ob.tables.rows, "rows_max",
 				  (json_int_t)st.ob.tables.rows_max, "build_seconds",
 				  (double)st.ob.tables.build_ns / 1e9, "load_wait_ms_mean",

@@ -56,11 +56,25 @@
 
 #define RECHECKS 7        /* a process read too early is read again up to this many times */
 #define MAX_RECHECK 256
+#define BIG_BIN (4ull << 20) /* a new binary this large has its rows built by the builder thread */
+#define MAX_WAITING 256    /* processes read again once the builder is done */
 
 typedef struct recheck {
 	uint32_t tgid, tries;
 	int64_t due;
 } recheck;
+
+/* A large binary's rows being built by the builder thread: its identity and an fd of its own,
+ * then the rows (rc: urows_build's). */
+typedef struct bjob {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns;
+	int fd;
+	uint32_t room;
+	int rc;
+	urows lay;
+	int64_t ns;
+} bjob;
 
 typedef struct obin {
 	uint64_t dev, ino, size;
@@ -90,6 +104,20 @@ struct otables {
 	void *on_ctx;
 	recheck recheck[MAX_RECHECK]; /* processes to read again (see load_one) */
 	unsigned nrecheck;
+	/* The builder thread: a large new binary's rows (cc1's 33 MB: 0.5 s) are built there,
+	 * one at a time, while the loader goes on serving requests, the processes that map it
+	 * walking it by frame pointers meanwhile; they are read again once its rows are in.
+	 * Built on the loader, they held up every process that exec'd meanwhile. job: the one
+	 * asked for or being built (busy), then done; bmu and bcond guard it. */
+	pthread_t builder;
+	bool builder_running;
+	pthread_mutex_t bmu;
+	pthread_cond_t bcond;
+	bjob job;
+	bool job_busy, job_done;
+	uint64_t big_bin;              /* BIG_BIN, or otables_set_big_binary's */
+	uint32_t waiting[MAX_WAITING]; /* loader-owned: processes to read again after a build */
+	unsigned nwaiting;
 	char proc_root[256];
 };
 
@@ -108,7 +136,11 @@ otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
 	t->st.rows_max = max_rows;
 	t->last_gc = t->last_scan = strobe_mono_ns();
 	t->ep = t->wake_fd = -1;
+	t->job.fd = -1;
+	t->big_bin = BIG_BIN;
 	pthread_mutex_init(&t->mu, NULL);
+	pthread_mutex_init(&t->bmu, NULL);
+	pthread_cond_init(&t->bcond, NULL);
 	return t;
 }
 
@@ -124,6 +156,18 @@ void otables_free(otables *t)
 		}
 		pthread_join(t->thread, NULL);
 	}
+	if (t->builder_running) {
+		atomic_store(&t->stop, true);
+		pthread_mutex_lock(&t->bmu);
+		pthread_cond_broadcast(&t->bcond);
+		pthread_mutex_unlock(&t->bmu);
+		pthread_join(t->builder, NULL);
+	}
+	if (t->job.fd >= 0) /* asked for, never built */
+		close(t->job.fd);
+	urows_free(&t->job.lay); /* built, never taken */
+	pthread_cond_destroy(&t->bcond);
+	pthread_mutex_destroy(&t->bmu);
 	ring_buffer__free(t->rb);
 	if (t->ep >= 0)
 		close(t->ep);
@@ -149,33 +193,28 @@ static int write_rows(otables *t, const urows *r, uint32_t row0)
 	return 0;
 }
 
-/* The entry of the binary open at fd (built now if new); NULL without memory. */
-static obin *bin_of(otables *t, int fd, const struct stat *sb)
+/* Registers a binary with the rows built for it (rc: urows_build's; lay freed, its segments
+ * kept). NULL without memory. */
+static obin *bin_add(otables *t, uint64_t dev, uint64_t ino, uint64_t size, int64_t mt, int rc,
+		     urows *lay, int64_t build_ns)
 {
-	int64_t mt = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
-	for (uint32_t i = 0; i < t->nbins; i++) {
-		obin *b = &t->bins[i];
-		if (b->ino == (uint64_t)sb->st_ino && b->dev == (uint64_t)sb->st_dev &&
-		    b->size == (uint64_t)sb->st_size && b->mtime_ns == mt)
-			return b;
-	}
 	if (t->nbins == t->cbins) {
-		if (t->cbins >= MAX_BINS)
+		if (t->cbins >= MAX_BINS) {
+			urows_free(lay);
 			return NULL;
+		}
 		uint32_t nc = t->cbins ? t->cbins * 2 : 64;
 		obin *nb = realloc(t->bins, nc * sizeof(*nb));
-		if (!nb)
+		if (!nb) {
+			urows_free(lay);
 			return NULL;
+		}
 		t->bins = nb;
 		t->cbins = nc;
 	}
 	obin *b = &t->bins[t->nbins++];
-	*b = (obin){.dev = (uint64_t)sb->st_dev, .ino = (uint64_t)sb->st_ino,
-		    .size = (uint64_t)sb->st_size, .mtime_ns = mt};
-	int64_t t0 = strobe_mono_ns();
-	uint32_t room = t->max_rows - t->used_rows;
-	int rc = urows_build(fd, room, &b->lay);
-	if (rc == -E2BIG) {
+	*b = (obin){.dev = dev, .ino = ino, .size = size, .mtime_ns = mt, .lay = *lay};
+	if (rc == -E2BIG || (rc == 0 && b->lay.n > t->max_rows - t->used_rows)) {
 		t->st.binaries_full++;
 	} else if (rc == 0 && b->lay.n && write_rows(t, &b->lay, t->used_rows) == 0) {
 		b->row0 = t->used_rows;
@@ -187,8 +226,103 @@ static obin *bin_of(otables *t, int fd, const struct stat *sb)
 		t->st.binaries_none++;
 	}
 	urows_free(&b->lay); /* the segments stay */
-	t->st.build_ns += strobe_mono_ns() - t0;
+	t->st.build_ns += build_ns;
 	return b;
+}
+
+/* The entry of the binary open at fd (built now if new); NULL without memory, and for a large
+ * new binary the builder thread takes (*deferred set: its rows come later). */
+static obin *bin_of(otables *t, int fd, const struct stat *sb, bool *deferred)
+{
+	int64_t mt = (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+	for (uint32_t i = 0; i < t->nbins; i++) {
+		obin *b = &t->bins[i];
+		if (b->ino == (uint64_t)sb->st_ino && b->dev == (uint64_t)sb->st_dev &&
+		    b->size == (uint64_t)sb->st_size && b->mtime_ns == mt)
+			return b;
+	}
+	if (t->builder_running && (uint64_t)sb->st_size > t->big_bin) {
+		pthread_mutex_lock(&t->bmu);
+		bool same = t->job_busy && t->job.ino == (uint64_t)sb->st_ino &&
+			    t->job.dev == (uint64_t)sb->st_dev && t->job.mtime_ns == mt;
+		bool take = !t->job_busy && !t->job_done;
+		int jfd = take ? dup(fd) : -1;
+		if (take && jfd >= 0) {
+			t->job = (bjob){.dev = (uint64_t)sb->st_dev, .ino = (uint64_t)sb->st_ino,
+					.size = (uint64_t)sb->st_size, .mtime_ns = mt, .fd = jfd,
+					.room = t->max_rows - t->used_rows};
+			t->job_busy = true;
+			pthread_cond_signal(&t->bcond);
+		}
+		pthread_mutex_unlock(&t->bmu);
+		/* another large binary while one is built: the process waits for this one too
+		 * (read again after the build, it asks the builder then) */
+		if (same || (take && jfd >= 0) || !take) {
+			*deferred = true;
+			return NULL;
+		}
+	}
+	urows lay = {0};
+	int64_t t0 = strobe_mono_ns();
+	int rc = urows_build(fd, t->max_rows - t->used_rows, &lay);
+	return bin_add(t, (uint64_t)sb->st_dev, (uint64_t)sb->st_ino, (uint64_t)sb->st_size, mt, rc,
+		       &lay, strobe_mono_ns() - t0);
+}
+
+static void load_one(otables *t, uint32_t tgid, unsigned tries);
+
+/* The builder thread: builds the rows of the job it is given, then wakes the loader. */
+static void *builder(void *arg)
+{
+	otables *t = arg;
+	pthread_mutex_lock(&t->bmu);
+	for (;;) {
+		while (!atomic_load(&t->stop) && !(t->job_busy && !t->job_done))
+			pthread_cond_wait(&t->bcond, &t->bmu);
+		if (atomic_load(&t->stop))
+			break;
+		bjob j = t->job;
+		pthread_mutex_unlock(&t->bmu);
+		int64_t t0 = strobe_mono_ns();
+		j.rc = urows_build(j.fd, j.room, &j.lay);
+		j.ns = strobe_mono_ns() - t0;
+		close(j.fd);
+		j.fd = -1;
+		pthread_mutex_lock(&t->bmu);
+		t->job = j;
+		t->job_done = true;
+		if (t->wake_fd >= 0) {
+			uint64_t one = 1;
+			(void)!write(t->wake_fd, &one, sizeof(one));
+		}
+	}
+	pthread_mutex_unlock(&t->bmu);
+	return NULL;
+}
+
+/* On the loader: a build done is registered and its waiting processes are read again. */
+static void take_built(otables *t)
+{
+	pthread_mutex_lock(&t->bmu);
+	bool done = t->job_done;
+	bjob j = t->job;
+	if (done) {
+		t->job_done = t->job_busy = false;
+		t->job.lay = (urows){0};
+	}
+	pthread_mutex_unlock(&t->bmu);
+	if (!done)
+		return;
+	pthread_mutex_lock(&t->mu);
+	bin_add(t, j.dev, j.ino, j.size, j.mtime_ns, j.rc, &j.lay, j.ns);
+	t->st.binaries_async++;
+	pthread_mutex_unlock(&t->mu);
+	unsigned n = t->nwaiting;
+	uint32_t w[MAX_WAITING];
+	memcpy(w, t->waiting, n * sizeof(w[0]));
+	t->nwaiting = 0;
+	for (unsigned i = 0; i < n; i++)
+		load_one(t, w[i], RECHECKS); /* (may wait for another build: listed again) */
 }
 
 static int map_cmp(const void *a, const void *b)
@@ -197,8 +331,8 @@ static int map_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int load(otables *t, uint32_t tgid, bool *early);
-static int load_checked(otables *t, uint32_t tgid, bool *early);
+static int load(otables *t, uint32_t tgid, bool *early, bool *deferred);
+static int load_checked(otables *t, uint32_t tgid, bool *early, bool *deferred);
 
 /* The process's exec count (map uexec; 0 = none seen). */
 static uint32_t execs(const otables *t, uint32_t tgid)
@@ -211,12 +345,12 @@ static uint32_t execs(const otables *t, uint32_t tgid)
 
 int otables_load(otables *t, uint32_t tgid)
 {
-	bool early;
-	return load_checked(t, tgid, &early);
+	bool early, deferred;
+	return load_checked(t, tgid, &early, &deferred);
 }
 
 /* load, again while an exec came in between; early: see load. */
-static int load_checked(otables *t, uint32_t tgid, bool *early)
+static int load_checked(otables *t, uint32_t tgid, bool *early, bool *deferred)
 {
 	pthread_mutex_lock(&t->mu);
 	/* An exec while the mappings are read and written (the program's on_exec counts them)
@@ -226,7 +360,7 @@ static int load_checked(otables *t, uint32_t tgid, bool *early)
 	int rc = 0;
 	for (int tries = 0; tries < 3; tries++) {
 		uint32_t e0 = execs(t, tgid);
-		rc = load(t, tgid, early);
+		rc = load(t, tgid, early, deferred);
 		if (rc < 0 || execs(t, tgid) == e0)
 			break;
 		bpf_map_delete_elem(t->fd_maps, &tgid);
@@ -243,6 +377,7 @@ typedef struct load_walk {
 	struct ob_maps *ms;
 	unsigned nfiles;
 	bool ldso;
+	bool deferred; /* a binary's rows are being built by the builder thread */
 } load_walk;
 
 /* One mapping of the process: an executable one gets an entry, with its binary's rows when it is
@@ -273,7 +408,7 @@ static int load_map(void *ctx, const strobe_maps_entry *e)
 	if (fd < 0)
 		return 0;
 	obin *b = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_ino == e->inode
-			  ? bin_of(w->t, fd, &sb)
+			  ? bin_of(w->t, fd, &sb, &w->deferred)
 			  : NULL;
 	close(fd);
 	uint64_t bias;
@@ -286,9 +421,10 @@ static int load_map(void *ctx, const strobe_maps_entry *e)
 }
 
 /* Loads the mappings of tgid; t->mu held (bins and st are shared with get_stats). */
-static int load(otables *t, uint32_t tgid, bool *early)
+static int load(otables *t, uint32_t tgid, bool *early, bool *deferred)
 {
 	*early = false;
+	*deferred = false;
 	struct ob_maps *ms = calloc(1, sizeof(*ms));
 	if (!ms)
 		return -ENOMEM;
@@ -306,6 +442,7 @@ static int load(otables *t, uint32_t tgid, bool *early)
 	}
 	load_walk w = {.t = t, .tgid = tgid, .ms = ms};
 	strobe_proc_maps_walk(f, load_map, &w); /* closes f */
+	*deferred = w.deferred;
 	unsigned nfiles = w.nfiles;
 	bool ldso = w.ldso;
 	/* The program and the dynamic linker alone: read right after an exec, before the linker
@@ -346,8 +483,8 @@ static void gc(otables *t)
  * the request out, and has its threads' stacks walked without the mappings walked again. */
 static void load_one(otables *t, uint32_t tgid, unsigned tries)
 {
-	bool early = false;
-	int rc = load_checked(t, tgid, &early);
+	bool early = false, deferred = false;
+	int rc = load_checked(t, tgid, &early, &deferred);
 	bpf_map_delete_elem(t->fd_want, &tgid);
 	if (rc == 0 && t->on_load)
 		t->on_load(t->on_ctx, tgid);
@@ -358,6 +495,14 @@ static void load_one(otables *t, uint32_t tgid, unsigned tries)
 	if (rc == 0 && early && tries < RECHECKS && t->nrecheck < MAX_RECHECK)
 		t->recheck[t->nrecheck++] = (recheck){tgid, tries + 1,
 						     strobe_mono_ns() + (2000000ll << tries)};
+	/* a large binary of it being built: read again once its rows are in (take_built) */
+	if (rc == 0 && deferred) {
+		bool known = false;
+		for (unsigned i = 0; i < t->nwaiting && !known; i++)
+			known = t->waiting[i] == tgid;
+		if (!known && t->nwaiting < MAX_WAITING)
+			t->waiting[t->nwaiting++] = tgid;
+	}
 }
 
 /* Loads the processes uwant holds (for messages the ring lost). */
@@ -405,13 +550,17 @@ static void *loader(void *arg)
 			wait_ms = 0;
 		if (t->ep >= 0) {
 			struct epoll_event ev[2];
-			if (epoll_wait(t->ep, ev, 2, (int)wait_ms) > 0)
-				ring_buffer__consume(t->rb); /* (the eventfd: stop, checked above) */
+			if (epoll_wait(t->ep, ev, 2, (int)wait_ms) > 0) {
+				ring_buffer__consume(t->rb);
+				uint64_t v; /* the eventfd: a stop, or a build done */
+				(void)!read(t->wake_fd, &v, sizeof(v));
+			}
 		} else {
 			ring_buffer__poll(t->rb, (int)wait_ms);
 		}
 		if (atomic_load(&t->stop))
 			break;
+		take_built(t);
 		now = strobe_mono_ns();
 		for (unsigned i = 0; i < t->nrecheck;) {
 			if (t->recheck[i].due > now) {
@@ -489,11 +638,19 @@ int otables_start(otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
 		close(t->ep);
 		t->ep = -1;
 	}
+	/* the builder first: the loader hands it large binaries from its first load on (without
+	 * it they are built on the loader) */
+	t->builder_running = pthread_create(&t->builder, NULL, builder, t) == 0;
 	int rc = pthread_create(&t->thread, NULL, loader, t);
 	if (rc != 0)
 		return -rc;
 	t->running = true;
 	return 0;
+}
+
+void otables_set_big_binary(otables *t, uint64_t bytes)
+{
+	t->big_bin = bytes;
 }
 
 void otables_get_stats(otables *t, strobe_otables_stats *st)

@@ -35,5 +35,9 @@ void otables_preload(otables *t, unsigned ms);
 int otables_start(otables *t, int fd_ring, void (*on_load)(void *, uint32_t),
 			 void *ctx);
 void otables_get_stats(otables *t, strobe_otables_stats *st);
+/* Binaries larger than this (4 MiB by default) have their rows built on a thread of their own
+ * once the loader thread runs, their processes read again when the rows are in. Before
+ * otables_start. */
+void otables_set_big_binary(otables *t, uint64_t bytes);
 
 #endif

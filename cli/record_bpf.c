@@ -175,10 +175,12 @@ int record_bpf_close(record_bpf *b, strobe_profile *p, bool quiet)
 			fprintf(stderr, "strobe record: on-CPU walks: user %" PRIu64 " before-tables %"
 				PRIu64 " no-maps %" PRIu64 " table-frames %" PRIu64 " fp-frames %" PRIu64
 				" table-stops %" PRIu64 "; tables: processes %" PRIu64 " failed %" PRIu64
-				" binaries %u build-ms %.1f waits %" PRIu64 " wait-ms mean %.2f max %.2f\n",
+				" binaries %u (%u built apart) build-ms %.1f waits %" PRIu64
+				" wait-ms mean %.2f max %.2f\n",
 				st.user, st.user_prov, st.no_maps, st.table_frames, st.fp_frames,
 				st.table_stops, st.tables.procs_loaded, st.tables.procs_failed,
-				st.tables.binaries, (double)st.tables.build_ns / 1e6, st.tables.waits,
+				st.tables.binaries, st.tables.binaries_async,
+				(double)st.tables.build_ns / 1e6, st.tables.waits,
 				st.tables.waits ? (double)st.tables.wait_ns_sum / 1e6 /
 							  (double)st.tables.waits
 						: 0.0,

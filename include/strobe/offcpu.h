@@ -40,6 +40,7 @@ typedef struct strobe_otables_stats {
 	uint32_t binaries;       /* binaries with rows in the kernel */
 	uint32_t binaries_none;  /* binaries without usable tables (frame pointers there) */
 	uint32_t binaries_full;  /* binaries left out: the rows' map was full */
+	uint32_t binaries_async; /* large binaries whose rows the builder thread made */
 	uint64_t rows;           /* rows in the kernel */
 	uint64_t rows_max;       /* the map's capacity */
 	int64_t build_ns;        /* spent building rows, in all */

@@ -201,6 +201,36 @@ static void test_thread(void **state)
 	close_maps(&f);
 }
 
+/* A binary over the size set is built by the builder thread, not the loader: the process is
+ * loaded at once (that binary walked by frame pointers meanwhile) and read again with its rows
+ * once they are in. */
+static void test_builder(void **state)
+{
+	(void)state;
+	fds f;
+	otables *t = new_tables(&f, 1u << 20);
+	otables_set_big_binary(t, 64 * 1024); /* libc, and most test binaries */
+	assert_int_equal(otables_start(t, f.ring, NULL, NULL), 0);
+	uint32_t me = (uint32_t)getpid();
+	uint8_t one = 1;
+	assert_int_equal(bpf_map_update_elem(f.want, &me, &one, BPF_ANY), 0);
+	uint64_t fn = (uint64_t)(uintptr_t)&gnu_get_libc_version;
+	struct ob_maps ms;
+	const struct ob_map *m = NULL;
+	for (int i = 0; i < 100 && !(m && m->nrows > 1000); i++) { /* up to 5 s */
+		usleep(50000);
+		m = bpf_map_lookup_elem(f.maps, &me, &ms) == 0 ? mapping_of(&ms, fn) : NULL;
+	}
+	assert_non_null(m);
+	assert_true(m->nrows > 1000); /* libc's rows, in after the build */
+	strobe_otables_stats st;
+	otables_get_stats(t, &st);
+	assert_true(st.binaries_async >= 1);
+	assert_true(st.procs_loaded >= 2); /* at once, then again with the rows */
+	otables_free(t); /* stops both threads */
+	close_maps(&f);
+}
+
 int main(void)
 {
 	fds f;
@@ -214,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_load_self),
 		cmocka_unit_test(test_rows_full),
 		cmocka_unit_test(test_thread),
+		cmocka_unit_test(test_builder),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
