@@ -34,6 +34,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u8 kernel_stacks = 1;
 const volatile __u8 per_thread = 1; /* 0: tid 0 in the keys (fewer sums on many-thread hosts) */
 const volatile __u8 announce_new = 0; /* 1: new processes go to the ring `fresh` (opts.fresh) */
+const volatile __u8 ask_at_exec = 0;  /* 1: a new image's tables asked for at its exec */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -249,11 +250,11 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	__u32 tgid = p->tgid;
 	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
 	ustack_on_exec(p->tgid, 0);
-	/* The new image's mappings asked for now rather than at its first sample, which would
-	 * be walked without them (one sample of every short-lived process, 2 % of a busy
-	 * host's: scripts/stack_completeness.sh). Read this early, they hold the program and the
+	/* With ask_at_exec (strobe record), the new image's mappings asked for now rather than
+	 * at its first sample, which would be walked without them (one sample of every
+	 * short-lived process, 2 % of a busy host's: scripts/stack_completeness.sh). Read this early, they hold the program and the
 	 * dynamic linker only, and the loader reads them again shortly (offcpu_tables.c). */
-	if (tables && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid)))
+	if (ask_at_exec && tables && (!filter_tgids || bpf_map_lookup_elem(&targets, &tgid)))
 		ask_maps(tgid);
 	py_on_exec(p->tgid);
 	bpf_map_delete_elem(&tlsprocs, &tgid); /* another image: user space looks again */

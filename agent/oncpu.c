@@ -187,6 +187,7 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 	b->skel->rodata->kernel_stacks = o->kernel;
 	b->skel->rodata->per_thread = !o->no_tid;
 	b->skel->rodata->announce_new = o->fresh;
+	b->skel->rodata->ask_at_exec = o->ask_at_exec;
 	b->skel->rodata->tables = table_rows > 0 || share;
 	bpf_map__set_max_entries(b->skel->maps.urows, table_rows ? table_rows : 1);
 	if (share) {

@@ -80,7 +80,9 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 					 * program asks for each process's tables as it meets it */
 					.preload_ms = 0,
 					/* new images, for the C SDK's label offsets */
-					.fresh = true};
+					.fresh = true,
+					/* their tables at their exec: a recording's first samples */
+					.ask_at_exec = true};
 		if (b->ob && rows && strobe_offcpu_table_maps(b->ob, share) == 0)
 			co.share_tables = share;
 		if (!(b->oc = strobe_oncpu_open(&co, &err)))

@@ -47,6 +47,11 @@ typedef struct strobe_oncpu_opts {
 	 * strobe_oncpu_fresh_fd wakes a caller when there are some); off, the program does not
 	 * track them */
 	bool fresh;
+	/* ask for a new image's unwind tables at its exec rather than at its first sample (which
+	 * is then walked without them): a read of /proc/PID/maps and one more 2 ms later for
+	 * every exec on the host, sampled or not, so for recordings (strobe record), not for the
+	 * always-on agent, whose hosts may exec thousands of processes a second */
+	bool ask_at_exec;
 	void (*note)(void *ctx, const char *msg);
 	void *note_ctx;
 } strobe_oncpu_opts;
