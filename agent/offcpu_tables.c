@@ -144,16 +144,22 @@ otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
 	return t;
 }
 
+/* Wakes the loader thread from its sleep (a stop, or a build done). */
+static void wake_loader(otables *t)
+{
+	if (t->wake_fd >= 0) {
+		uint64_t one = 1;
+		(void)!write(t->wake_fd, &one, sizeof(one));
+	}
+}
+
 void otables_free(otables *t)
 {
 	if (!t)
 		return;
 	if (t->running) {
 		atomic_store(&t->stop, true);
-		if (t->wake_fd >= 0) {
-			uint64_t one = 1;
-			(void)!write(t->wake_fd, &one, sizeof(one));
-		}
+		wake_loader(t);
 		pthread_join(t->thread, NULL);
 	}
 	if (t->builder_running) {
@@ -243,8 +249,6 @@ static obin *bin_of(otables *t, int fd, const struct stat *sb, bool *deferred)
 	}
 	if (t->builder_running && (uint64_t)sb->st_size > t->big_bin) {
 		pthread_mutex_lock(&t->bmu);
-		bool same = t->job_busy && t->job.ino == (uint64_t)sb->st_ino &&
-			    t->job.dev == (uint64_t)sb->st_dev && t->job.mtime_ns == mt;
 		bool take = !t->job_busy && !t->job_done;
 		int jfd = take ? dup(fd) : -1;
 		if (take && jfd >= 0) {
@@ -255,9 +259,9 @@ static obin *bin_of(otables *t, int fd, const struct stat *sb, bool *deferred)
 			pthread_cond_signal(&t->bcond);
 		}
 		pthread_mutex_unlock(&t->bmu);
-		/* another large binary while one is built: the process waits for this one too
-		 * (read again after the build, it asks the builder then) */
-		if (same || (take && jfd >= 0) || !take) {
+		/* the builder busy (with this binary or another): the process waits for it, read
+		 * again after the build (asking the builder then); a dup that failed: built here */
+		if (!take || jfd >= 0) {
 			*deferred = true;
 			return NULL;
 		}
@@ -291,10 +295,7 @@ static void *builder(void *arg)
 		pthread_mutex_lock(&t->bmu);
 		t->job = j;
 		t->job_done = true;
-		if (t->wake_fd >= 0) {
-			uint64_t one = 1;
-			(void)!write(t->wake_fd, &one, sizeof(one));
-		}
+		wake_loader(t);
 	}
 	pthread_mutex_unlock(&t->bmu);
 	return NULL;
