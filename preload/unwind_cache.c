@@ -401,10 +401,15 @@ void strobe_uw_unload_end(strobe_uw_cache *c)
 	__atomic_fetch_sub(&c->unloading, 1, __ATOMIC_ACQ_REL);
 }
 
-static inline strobe_uw_entry *slot_of(strobe_uw_cache *c, uintptr_t pc)
+uint32_t strobe_uw_slot(const strobe_uw_cache *c, uintptr_t pc)
 {
 	uint64_t h = (uint64_t)pc * 0x9E3779B97F4A7C15ULL;
-	return &c->slots[(uint32_t)(h >> 40) & (c->nslots - 1)];
+	return (uint32_t)(h >> 40) & (c->nslots - 1);
+}
+
+static inline strobe_uw_entry *slot_of(strobe_uw_cache *c, uintptr_t pc)
+{
+	return &c->slots[strobe_uw_slot(c, pc)];
 }
 
 /* A seqlock read: false on a miss, a stale generation, or a read torn by a writer. */

@@ -76,6 +76,10 @@ int strobe_uw_backtrace(strobe_uw_cache *c, strobe_uw_req *q) STROBE_UW_HIDDEN;
 int strobe_uw_walk_from(strobe_uw_cache *c, strobe_uw_req *q, uintptr_t ra, uintptr_t sp,
 			uintptr_t bp) STROBE_UW_HIDDEN;
 
+/* The slot return address pc is cached in; two addresses of one walk in one slot evict each
+ * other, so a walk repeated can learn again (exposed for the unit test). */
+uint32_t strobe_uw_slot(const strobe_uw_cache *c, uintptr_t pc) STROBE_UW_HIDDEN;
+
 /* The rule for return address ra read from its FDE (exposed for the unit test). */
 bool strobe_uw_rule(uintptr_t ra, strobe_uw_entry *out) STROBE_UW_HIDDEN;
 

@@ -80,19 +80,68 @@ static int teardown(void **st)
 	return 0;
 }
 
-/* Walks the chain twice: both must equal libgcc's; the second learns nothing. */
-static void check_chain(struct uwc_ctx *c, int depth)
+/* Both walks' frames, named where dladdr can: what a failed comparison shows. */
+static void dump_walks(void)
 {
-	uint64_t learned = 0;
+	uint32_t n = gcc_n > (uint32_t)uw_n ? gcc_n : (uint32_t)uw_n;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t pcs[2] = {i < gcc_n ? gcc_pc[i] : 0, (int)i < uw_n ? uw_pc[i] : 0};
+		const char *names[2] = {"-", "-"};
+		for (int k = 0; k < 2; k++) {
+			Dl_info di;
+			if (pcs[k] && dladdr((void *)(uintptr_t)pcs[k], &di) && di.dli_sname)
+				names[k] = di.dli_sname;
+			else if (pcs[k] && dladdr((void *)(uintptr_t)pcs[k], &di) && di.dli_fname)
+				names[k] = di.dli_fname;
+		}
+		print_message("%3u libgcc %#18llx %-24s cache %#18llx %s\n", i,
+			      (unsigned long long)pcs[0], names[0], (unsigned long long)pcs[1], names[1]);
+	}
+}
+
+/* How many of the walk's distinct return addresses share their cache slot with another one of
+ * them: the direct-mapped cache evicts one for the other, so a repeated walk learns these again
+ * (a 40-deep chain's ~15 addresses collide in a 4096-slot cache in ~3 % of address layouts). */
+static uint64_t colliding(void)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < uw_n; i++) {
+		bool dup = false, shares = false;
+		for (int j = 0; j < uw_n && !dup; j++) {
+			if (uw_pc[j] == uw_pc[i])
+				dup = j < i;
+			else if (strobe_uw_slot(cache, (uintptr_t)uw_pc[j]) ==
+				 strobe_uw_slot(cache, (uintptr_t)uw_pc[i]))
+				shares = true;
+		}
+		n += !dup && shares;
+	}
+	return n;
+}
+
+/* Walks the chain twice: both must equal libgcc's; the second learns nothing, but for the
+ * addresses that evict each other in the cache. */
+static uint64_t check_chain(struct uwc_ctx *c, int depth)
+{
+	uint64_t learned = 0, first = __atomic_load_n(&cache->learned, __ATOMIC_RELAXED);
 	for (int round = 0; round < 2; round++) { /* one call site: the same return addresses */
-		if (round)
+		if (round) {
 			learned = __atomic_load_n(&cache->learned, __ATOMIC_RELAXED);
+			first = learned - first;
+		}
 		run_chain(c, depth);
 		assert_true(gcc_n > (uint32_t)depth);
+		if ((uint32_t)uw_n != gcc_n)
+			dump_walks();
 		assert_int_equal(uw_n, gcc_n);
 		assert_true(same());
 	}
-	assert_int_equal(__atomic_load_n(&cache->learned, __ATOMIC_RELAXED), learned);
+	uint64_t again = __atomic_load_n(&cache->learned, __ATOMIC_RELAXED) - learned;
+	uint64_t evicting = colliding();
+	if (again > evicting)
+		dump_walks();
+	assert_in_range(again, 0, evicting);
+	return first;
 }
 
 static void test_nofp_o2(void **st)
@@ -161,13 +210,14 @@ static void test_invalidate(void **st)
 {
 	(void)st;
 	struct uwc_ctx c = {.steps = {uwc_o2_step, uwc_o0_alloca}, .nsteps = 2};
-	check_chain(&c, 20);
+	uint64_t first = check_chain(&c, 20);
 	uint64_t before = __atomic_load_n(&cache->learned, __ATOMIC_RELAXED);
-	/* without a new generation, the run below learns only its own call site (<= 2 entries) */
+	/* without a new generation, the run below learns only its own call site (<= 2 entries);
+	 * with one, all the first walk learned but that call site */
 	strobe_uw_invalidate(cache);
 	run_chain(&c, 20);
 	assert_true(same());
-	assert_true(__atomic_load_n(&cache->learned, __ATOMIC_RELAXED) >= before + before - 2);
+	assert_true(__atomic_load_n(&cache->learned, __ATOMIC_RELAXED) >= before + first - 2);
 	strobe_uw_unload_begin(cache);
 	run_chain(&c, 20);
 	assert_int_equal(uw_n, -1);
