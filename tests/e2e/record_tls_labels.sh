@@ -94,14 +94,14 @@ near=$(awk -v n="$n" -v w="${want_ns:-0}" 'BEGIN {e = n * 1e9 / 999; print (w > 
 # first rounds (20 ms apart): every request's CPU is spent after that, so nearly all of burn's
 # samples carry a span_id (with 100-ms rounds, 97 % did in a 1.4 s run; without the look, none).
 touch "$T/go2"
-if "$STROBE" record -q -e cpu -F 999 -o "$T/rec.pb.gz" -- "$B/workloads/span_server" "$T/go2" "$T/truth2" 60 \
+if STROBE_DEBUG=1 "$STROBE" record -q -e cpu -F 999 -o "$T/rec.pb.gz" -- "$B/workloads/span_server" "$T/go2" "$T/truth2" 60 \
   >"$T/rec.out" 2>&1; then
   all=$("$STROBE" top --focus '^burn$' "$T/rec.pb.gz" 2>&1 | sed -n 's/.*accounting for \([0-9.]*\)ms.*/\1/p')
   lab=$("$STROBE" top --focus '^burn$' --tagfocus 'span_id=.' "$T/rec.pb.gz" 2>&1 | sed -n 's/.*accounting for \([0-9.]*\)ms.*/\1/p')
   v=$(awk -v a="${all:-0}" -v l="${lab:-0}" 'BEGIN { if (a > 0) printf "%.1f", 100 * l / a; else print -1 }')
   awk -v v="$v" 'BEGIN { exit !(v >= 95) }' &&
     ok record-started "${v}% of burn's ${all} ms labelled" ||
-    fail record-started "${v}% of burn's ${all:-?} ms labelled, want >= 95%"
+    fail record-started "${v}% of burn's ${all:-?} ms labelled, want >= 95%; the profile's top: $("$STROBE" top "$T/rec.pb.gz" 2>&1 | sed -n '3p;5,7p' | tr -s ' \n' ' '); record said: $(tail -c 600 "$T/rec.out" | tr '\n' ' ')"
 else
   fail record-started "strobe record failed: $(tail -c 400 "$T/rec.out")"
 fi
