@@ -32,6 +32,7 @@
 #include "locks.skel.h"
 #include "offcpu_tables.h"
 #include "sampler_ext.h"
+#include "strobe/clock.h"
 #include "strobe/locks.h"
 
 #define DEFAULT_ENTRIES 16384
@@ -240,9 +241,10 @@ int strobe_locks_collect(strobe_locks *l, strobe_sampler *s)
 	int rc = 0;
 	/* each sum taken out with its value at once, so nothing the kernel adds meanwhile is
 	 * lost (in batches: bpf_drain.h) */
+	int64_t taken_ns = strobe_mono_ns();
 	size_t nk = agent_map_take(l->fd_counts, l->keys, l->vals, sizeof(*l->keys),
 				   sizeof(*l->vals), l->max_entries, &l->no_batch);
-	sampler_read_sideband(s); /* the mappings the sums can be in (sampler_ext.h) */
+	sampler_read_sideband(s, taken_ns); /* the mappings the sums can be in (sampler_ext.h) */
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		struct lk_key *k = &l->keys[i];
 		struct lk_val v = l->vals[i];

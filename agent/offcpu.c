@@ -28,6 +28,7 @@
 #include <bpf/libbpf.h>
 #include <linux/types.h>
 
+#include "strobe/clock.h"
 #include "strobe/offcpu.h"
 #include "bpf_drain.h"
 #include "bpf_load.h"
@@ -357,9 +358,10 @@ int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s)
 
 	/* 1. The sums, each taken out with its value at once, so nothing the kernel adds
 	 * meanwhile is lost (in batches: bpf_drain.h). */
+	int64_t taken_ns = strobe_mono_ns();
 	size_t nk = agent_map_take(b->fd_counts, b->keys, b->vals, sizeof(*b->keys),
 				   sizeof(*b->vals), b->max_entries, &b->no_batch);
-	sampler_read_sideband(s); /* the mappings the sums can be in (sampler_ext.h) */
+	sampler_read_sideband(s, taken_ns); /* the mappings the sums can be in (sampler_ext.h) */
 	for (size_t i = 0; i < nk && rc == 0; i++) {
 		struct ob_key *k = &b->keys[i];
 		struct ob_val v = b->vals[i];

@@ -35,6 +35,8 @@ const volatile __u8 kernel_stacks = 1;
 const volatile __u8 per_thread = 1; /* 0: tid 0 in the keys (fewer sums on many-thread hosts) */
 const volatile __u8 announce_new = 0; /* 1: new processes go to the ring `fresh` (opts.fresh) */
 const volatile __u8 ask_at_exec = 0;  /* 1: a new image's tables asked for at its exec */
+const volatile __u8 copy_unwalked = 0; /* 1: a sample the tables did not walk goes to `copies` */
+const volatile __u8 copy_all = 0;      /* 1: so does every other one (tests of the copies) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -66,6 +68,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024); /* 4096 tgids of 16 bytes with the ring's header */
 } fresh SEC(".maps");
+
+/* Samples walked without their process's tables, or stopped at a row the walk cannot follow,
+ * with their stacks (struct oc_copy): sized by
+ * the loader (a page when copy_unwalked is off), read at every collect; no wake-ups. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} copies SEC(".maps");
 
 /* The C SDK's per-thread labels (sdk/strobe_labels.h). User space puts each process that
  * publishes a TLS offset in tlsprocs (oncpu.c); a sample of one of its threads copies the
@@ -147,8 +157,10 @@ struct bpf_perf_event_data;
  * end (ustack.bpf.h): user_stack_key without its per-thread shortcut, which a sample, taken
  * wherever the thread happens to be, would rarely hit, and with one bpf_loop call rather than
  * two, each of which the verifier checks its callback for (half the load time). prov: walked
- * without the process's mappings. */
-static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 *prov)
+ * without the process's mappings; unruled: stopped at a row the walk cannot follow (a PLT
+ * entry's CFA expression), which an unwinder in user space can. */
+static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 *prov,
+					__u32 *unruled)
 {
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
 	__u32 zero = 0;
@@ -161,7 +173,80 @@ static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 
 		return 0;
 	bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
 	*prov = tables && (!w->known || w->stale);
+	*unruled = w->unruled;
 	return intern(b, w->n, gen);
+}
+
+/* Every general register of the saved user state (CO-RE drops the suffix). */
+struct pt_regs___strobe_all {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, ip, sp;
+} __attribute__((preserve_access_index));
+
+struct mm_struct___strobe_stack {
+	unsigned long start_stack; /* where the main thread's stack began (argv, env above) */
+} __attribute__((preserve_access_index));
+
+/* Reserves a copy of the current sample (copy_unwalked: walked without tables, or stopped short
+ * by a row): registers,
+ * kernel stack, the program's user walk (in scratch, n frames) and the user stack from sp up.
+ * NULL when the ring is full (counted: the sample is summed as walked). */
+static __always_inline struct oc_copy *copy_sample(void *ctx, struct task_struct *t, __u32 gen)
+{
+	__u32 zero = 0;
+	struct pt_regs___strobe_all *r = (struct pt_regs___strobe_all *)bpf_task_pt_regs(t);
+	struct uwalk *w = bpf_map_lookup_elem(&uwalks, &zero);
+	struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
+	if (!r || !w || !b)
+		return NULL;
+	struct oc_copy *c = bpf_ringbuf_reserve(&copies, sizeof(*c), 0);
+	if (!c) {
+		count(STROBE_OC_COPY_FULL);
+		return NULL;
+	}
+	c->tgid = t->tgid;
+	c->tid = t->pid;
+	c->gen = gen;
+	c->labels = 0;
+	c->regs[0] = r->ax;
+	c->regs[1] = r->bx;
+	c->regs[2] = r->cx;
+	c->regs[3] = r->dx;
+	c->regs[4] = r->si;
+	c->regs[5] = r->di;
+	c->regs[6] = r->bp;
+	c->regs[7] = r->sp;
+	c->regs[8] = r->ip;
+	c->regs[9] = r->r8;
+	c->regs[10] = r->r9;
+	c->regs[11] = r->r10;
+	c->regs[12] = r->r11;
+	c->regs[13] = r->r12;
+	c->regs[14] = r->r13;
+	c->regs[15] = r->r14;
+	c->regs[16] = r->r15;
+	long len = kernel_stacks ? bpf_get_stack(ctx, c->kips, sizeof(c->kips), 0) : 0;
+	c->nk = len > 0 ? (__u32)len / 8 : 0;
+	__u32 n = w->n < STROBE_OB_MAX_DEPTH ? w->n : STROBE_OB_MAX_DEPTH;
+	/* (copy_all: none, so that a stack is complete only if the copy was unwound) */
+	c->nu = !copy_all && bpf_probe_read_kernel(c->uips, sizeof(c->uips), b->ips) == 0 ? n : 0;
+	/* As much of the stack as is there: the main thread's up to where it started (all of it
+	 * mapped), another thread's by trying shorter reads (a read past the end fails whole). */
+	__u64 sp = r->sp, size = STROBE_OC_COPY_STACK;
+	__u64 top = BPF_CORE_READ((struct mm_struct___strobe_stack *)t->mm, start_stack);
+	if (t->pid == t->tgid && top > sp && top - sp < size)
+		size = top - sp;
+	c->stack_len = 0;
+	for (int i = 0; i < 3; i++) {
+		size &= STROBE_OC_COPY_STACK * 2 - 1;
+		if (size > STROBE_OC_COPY_STACK)
+			size = STROBE_OC_COPY_STACK;
+		if (bpf_probe_read_user(c->stack, size, (void *)sp) == 0) {
+			c->stack_len = (__u32)size;
+			break;
+		}
+		size /= 4;
+	}
+	return c;
 }
 
 SEC("perf_event")
@@ -196,15 +281,26 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 	if (t->mm && !(t->flags & PF_EXITING)) {
-		__u32 prov = 0;
-		k.ustack = user_stack(t, gen, &prov);
+		__u32 prov = 0, unruled = 0;
+		k.ustack = user_stack(t, gen, &prov, &unruled);
+		struct oc_copy *c = NULL;
 		if (k.ustack) {
 			count(STROBE_OC_USER);
 			if (prov)
 				count(STROBE_OC_USER_PROV);
+			if ((prov || unruled || copy_all) && copy_unwalked)
+				c = copy_sample(ctx, t, gen);
 		}
 		k.pystack = py_stack_key(t, tgid, gen);
 		k.labels = tls_labels_key(t, tgid, gen);
+		if (c && k.pystack) { /* (Python frames are merged into sums only) */
+			bpf_ringbuf_discard(c, 0);
+		} else if (c) {
+			c->labels = k.labels;
+			bpf_ringbuf_submit(c, BPF_RB_NO_WAKEUP);
+			count(STROBE_OC_COPIED);
+			return 0;
+		}
 	}
 	void *map = gen & 1 ? (void *)&counts1 : (void *)&counts0;
 	__u64 *v = bpf_map_lookup_elem(map, &k);

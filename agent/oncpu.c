@@ -57,14 +57,18 @@
 #include "sampler_ext.h"
 #include "stack_cap.h"
 #include "stack_table.h"
+#include "strobe/clock.h"
 #include "strobe/oncpu.h"
 #include "tls_labels_user.h"
+#include "unwind.h"
 
 #define MIN_ENTRIES 1024u
 #define MAX_ENTRIES (1u << 18)
 #define MAX_STACK_ENTRIES 16384u /* 1 KiB each, two maps */
 #define MAX_TLS_ENTRIES 4096u    /* label blocks per interval: 528 bytes each, two maps */
 #define TLS_SEEN 16384u          /* processes remembered as looked at (then forgotten at once) */
+_Static_assert(STROBE_OC_COPY_NREGS == STROBE_UNWIND_NREGS, "the copies' registers are the unwinder's");
+#define COPIES_RING (4u << 20)  /* bytes of copied samples between two collects */
 #define TLS_RETRIES 5            /* drains a starting process's SDK gets to publish its offset */
 #define FRESH_MAX 65536u         /* new processes kept between two strobe_oncpu_fresh calls */
 
@@ -110,6 +114,10 @@ struct strobe_oncpu {
 	struct tls_block tlsb;     /* scratch for one block */
 	stack_table stk;                  /* the drained generation's stacks (stack_table.h) */
 	struct ring_buffer *fresh_rb;     /* the program's ring of new processes (NULL: none) */
+	struct ring_buffer *copies_rb;    /* its copied samples (copy_unwalked; NULL: none) */
+	strobe_sampler *copy_s;           /* where they go: the collect's sampler */
+	uint64_t copies_unwound;
+	bool per_thread;
 	pid_t *fresh;                     /* read from it: [fresh_at, nfresh) not handed out yet */
 	unsigned nfresh, cfresh, fresh_at;
 	uint64_t fresh_dropped;           /* read from it, not kept (out of memory, FRESH_MAX) */
@@ -168,6 +176,7 @@ static void tls_look(strobe_oncpu *b, uint32_t tgid, bool again, const char *pro
 }
 
 static int on_fresh(void *ctx, void *data, size_t len);
+static int on_copy(void *ctx, void *data, size_t len);
 
 static uint32_t pow2_at_least(uint64_t n)
 {
@@ -188,6 +197,11 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 	b->skel->rodata->per_thread = !o->no_tid;
 	b->skel->rodata->announce_new = o->fresh;
 	b->skel->rodata->ask_at_exec = o->ask_at_exec;
+	b->skel->rodata->copy_unwalked = o->copy_unwalked && table_rows > 0;
+	b->skel->rodata->copy_all = o->copy_all;
+	/* ~220 copies of 18.5 KiB between two collects; a page when off */
+	bpf_map__set_max_entries(b->skel->maps.copies, o->copy_unwalked && table_rows > 0
+								? COPIES_RING : 4096);
 	b->skel->rodata->tables = table_rows > 0 || share;
 	bpf_map__set_max_entries(b->skel->maps.urows, table_rows ? table_rows : 1);
 	if (share) {
@@ -325,6 +339,16 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		errno = e;
 		return NULL;
 	}
+	if (o->copy_unwalked && b->skel->rodata->copy_unwalked &&
+	    !(b->copies_rb = ring_buffer__new(bpf_map__fd(b->skel->maps.copies), on_copy, b, NULL))) {
+		int e = errno;
+		strobe_errf(err, -e, "cannot load the eBPF on-CPU program: its ring of copied "
+			    "samples: %s", strerror(e));
+		strobe_oncpu_close(b);
+		errno = e;
+		return NULL;
+	}
+	b->per_thread = !o->no_tid;
 	if (!o->no_python &&
 	    (!(b->pyips = malloc(PY_MERGED * sizeof(*b->pyips))) ||
 	     !(b->pynames = malloc(PY_MERGED * sizeof(*b->pynames))) ||
@@ -515,6 +539,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 {
 	uint32_t cur = b->skel->bss->generation, zero = 0;
 	/* 1, 2: the kernel onto cur + 1, and every program run still on cur finished */
+	int64_t taken_ns = strobe_mono_ns();
 	__atomic_store_n(&b->skel->bss->generation, cur + 1, __ATOMIC_RELEASE);
 	if (bpf_map_update_elem(b->sync_fd, &zero, &b->sync_inner, BPF_ANY) < 0)
 		return -errno;
@@ -535,7 +560,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	if (agent_map_take_each(fs, sizeof(uint64_t), sizeof(struct ob_stack), 64,
 				b->stack_entries, keep_stack, b, &b->no_batch) < 0)
 		agent_map_clear(fs, b->stack_entries, &b->no_batch);
-	sampler_read_sideband(s); /* the mappings the sums can be in (sampler_ext.h) */
+	sampler_read_sideband(s, taken_ns); /* the mappings the sums can be in (sampler_ext.h) */
 	int rc = 0;
 	int64_t period = b->period_ns ? b->period_ns : 1000000000ll / 99;
 	for (size_t i = 0; i < nk && rc == 0; i++) {
@@ -568,6 +593,14 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	}
 	if (b->py)
 		pthread_mutex_unlock(&b->py_mu);
+	/* the copied samples, cur's and any of cur + 1's already in: their label blocks are in
+	 * the generation's tlsets, cleared below for cur only */
+	if (b->copies_rb && rc == 0) {
+		b->copy_s = s;
+		if (sampler_unwind_copies(s) == 0 && ring_buffer__consume(b->copies_rb) < 0)
+			rc = -errno;
+		b->copy_s = NULL;
+	}
 	stack_table_reset(&b->stk);
 	if (b->py)
 		agent_map_clear(b->fd_py[cur & 1], b->stack_entries, &b->no_batch);
@@ -610,6 +643,10 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 	st->tls_full = c[STROBE_OC_TLS_FULL];
 	st->tls_processes = b->tls_processes;
 	st->fresh_lost = c[STROBE_OC_FRESH_LOST] + b->fresh_dropped;
+	st->copied = c[STROBE_OC_COPIED];
+	st->copy_full = c[STROBE_OC_COPY_FULL];
+	st->copies_unwound = b->copies_unwound;
+	st->samples += st->copied; /* (collected counts them when unwound) */
 	if (b->py) {
 		py_stats ps;
 		pthread_mutex_lock(&b->py_mu);
@@ -631,6 +668,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 		return;
 	otables_free(b->tables); /* first: its thread uses the maps */
 	ring_buffer__free(b->fresh_rb); /* (maps the ring) */
+	ring_buffer__free(b->copies_rb);
 	free(b->fresh);
 	if (b->skel)
 		strobe_oncpu_detach(b);
@@ -649,6 +687,30 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	free(b->pyips);
 	free(b->pynames);
 	free(b);
+}
+
+/* One copied sample (struct oc_copy) into the collect's sampler, unwound there. */
+static int on_copy(void *ctx, void *data, size_t len)
+{
+	strobe_oncpu *b = ctx;
+	const struct oc_copy *c = data;
+	if (len < sizeof(*c) || !b->copy_s)
+		return 0;
+	sampler_copy sc = {
+		.pid = (int32_t)c->tgid, .tid = b->per_thread ? (int32_t)c->tid : 0,
+		.walk_tid = (int32_t)c->tid, .kips = (const uint64_t *)c->kips,
+		.uips = (const uint64_t *)c->uips,
+		.nk = c->nk < STROBE_OB_MAX_DEPTH ? c->nk : STROBE_OB_MAX_DEPTH,
+		.nu = c->nu < STROBE_OB_MAX_DEPTH ? c->nu : STROBE_OB_MAX_DEPTH,
+		.regs = (const uint64_t *)c->regs,
+		.stack = c->stack,
+		.stack_len = c->stack_len < STROBE_OC_COPY_STACK ? c->stack_len : STROBE_OC_COPY_STACK,
+		.stack_size = STROBE_OC_COPY_STACK,
+		.cpu_ns = b->period_ns ? b->period_ns : 1000000000ll / 99};
+	sc.lset = c->labels ? labels_of(b, b->copy_s, b->fd_tlsets[c->gen & 1], c->labels) : 0;
+	b->copies_unwound++;
+	b->collected++;
+	return sampler_add_oncpu_copy(b->copy_s, &sc) < 0 ? -ENOMEM : 0;
 }
 
 /* One new process from the program's ring, kept until strobe_oncpu_fresh hands it out. */

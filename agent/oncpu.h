@@ -26,6 +26,23 @@ struct oc_key {
 			* (tls_labels.bpf.h), 0: none */
 };
 
+/* A sample walked before its process's unwind tables were in, or stopped at a row the kernel's
+ * walk does not follow (a CFA expression: PLT entries), with copy_unwalked (strobe record): its
+ * registers and a copy of its user stack, unwound in user space by the sampler's
+ * unwinder as the perf path does, rather than summed with the frame-pointer walk it got (ring
+ * `copies`). kips/uips: the kernel's stack, and the program's own user walk, which the unwinder
+ * continues from where its walk stops short (STROBE_CG_AUTO). */
+#define STROBE_OC_COPY_STACK 16384
+#define STROBE_OC_COPY_NREGS 17 /* perf_regs order: AX BX CX DX SI DI BP SP IP, R8-R15 */
+struct oc_copy {
+	__u32 tgid, tid, gen, nk, nu, stack_len;
+	__u64 labels; /* as oc_key's, in the tlsets of generation gen */
+	__u64 regs[STROBE_OC_COPY_NREGS];
+	__u64 kips[STROBE_OB_MAX_DEPTH];
+	__u64 uips[STROBE_OB_MAX_DEPTH];
+	__u8 stack[STROBE_OC_COPY_STACK];
+};
+
 /* Counters of the program's own, after the stack walk's (STROBE_OB_*) in the same map. */
 enum {
 	STROBE_OC_SAMPLES = STROBE_OB_NCOUNTERS, /* samples summed */
@@ -42,6 +59,9 @@ enum {
 	STROBE_OC_TLS_FULL,    /* label blocks not kept: the tlsets map was full */
 	STROBE_OC_FRESH_LOST,  /* new processes not announced: the fresh ring was full (again at
 				  their next sample) */
+	STROBE_OC_COPIED,      /* samples walked without tables, or stopped by a row, sent with
+				  their stack (copies) */
+	STROBE_OC_COPY_FULL,   /* ... not: the ring was full (summed as walked instead) */
 	STROBE_OC_NCOUNTERS
 };
 

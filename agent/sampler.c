@@ -415,6 +415,53 @@ int sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 	return agg_add(&s->agg, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->rs.ids, n, v);
 }
 
+int sampler_unwind_copies(strobe_sampler *s)
+{
+	stack_resolver *r = &s->rs;
+	if (!r->uw) {
+		r->uw = unwinder_new(s->o.unwind_cache_bytes);
+		if (!r->upcs)
+			r->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*r->upcs));
+		if (!r->uact)
+			r->uact = malloc(STROBE_STACK_FRAMES * sizeof(*r->uact));
+		if (!r->uw || !r->upcs || !r->uact) {
+			unwinder_free(r->uw);
+			r->uw = NULL;
+			return -ENOMEM;
+		}
+	}
+	r->call_graph = STROBE_CG_AUTO;
+	return 0;
+}
+
+int sampler_add_oncpu_copy(strobe_sampler *s, const sampler_copy *c)
+{
+	if (!s->rs.uw)
+		return sampler_add_oncpu_lset(s, c->pid, c->tid, c->kips, c->nk, c->uips, NULL,
+					      c->nu, c->lset, 1, c->cpu_ns);
+	/* the call chain as a perf sample carries it: kernel part, then the user walk */
+	uint64_t chain[2 + 2 * STROBE_STACK_DEPTH];
+	uint32_t n = 0;
+	chain[n++] = (uint64_t)PERF_CONTEXT_KERNEL;
+	for (uint32_t i = 0; i < c->nk && i < STROBE_STACK_DEPTH; i++)
+		chain[n++] = c->kips[i];
+	chain[n++] = (uint64_t)PERF_CONTEXT_USER;
+	for (uint32_t i = 0; i < c->nu && i < STROBE_STACK_DEPTH; i++)
+		chain[n++] = c->uips[i];
+	rec_sample sm = {.pid = (uint32_t)c->pid, .tid = (uint32_t)c->walk_tid, .nr = n,
+			 .ips = chain, .abi = PERF_SAMPLE_REGS_ABI_64, .stack = c->stack,
+			 .stack_size = c->stack_size, .stack_dyn = c->stack_len};
+	memcpy(sm.regs, c->regs, sizeof(sm.regs));
+	uint32_t nf = stack_resolve_sample(&s->rs, c->pid, &sm, NULL, s->o.max_stack);
+	thread_for(s, c->tid ? c->tid : c->pid, c->pid);
+	int64_t v[NV] = {0};
+	v[V_SAMPLES] = 1;
+	v[V_CPU_NS] = c->cpu_ns;
+	s->st.samples++;
+	return agg_add(&s->agg, c->pid, c->tid, 0, c->lset < s->lsets.n ? c->lset : 0, s->rs.ids,
+		       nf, v);
+}
+
 int sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
 {
@@ -799,9 +846,15 @@ int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, u
 	return 0;
 }
 
-int sampler_read_sideband(strobe_sampler *s)
+int sampler_read_sideband(strobe_sampler *s, int64_t upto_ns)
 {
-	return read_rings(s);
+	int rc = read_rings(s);
+	/* Everything stamped before upto_ns was in the rings by now (the kernel writes a record
+	 * as it happens; the sums were taken after upto_ns): a record that still comes later
+	 * with an older time is handed on out of order, and counted late. */
+	if (rc == 0 && upto_ns > s->ord.horizon_ns)
+		process_until(s, upto_ns);
+	return rc;
 }
 
 int strobe_sampler_drain(strobe_sampler *s, strobe_err *err)

@@ -26,11 +26,14 @@ tracker *sampler_tracker(strobe_sampler *s);
 struct pollfd;
 int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, unsigned n,
 			     strobe_err *err);
-/* Reads the rings now (their records held for their turn): called by a reader of stacks summed
- * in the kernel after it took them and before it adds them, so that every record of a mapping
- * a stack can be in has been read (a stack of a process with one read since its /proc/PID/maps
- * was, and in none of its known mappings, has them read again: stack_resolve.h). 0/-errno. */
-int sampler_read_sideband(strobe_sampler *s);
+/* Reads the rings now and processes the records stamped before upto_ns (the rest held for
+ * their turn): called by a reader of stacks summed in the kernel after it took them, with the
+ * time it began taking them, and before it adds them, so that every record of a mapping a
+ * stack can be in has been read, and those of the sums' time applied: a process that ran then
+ * and has exited since has its mappings from its records, where /proc has nothing left (a
+ * stack of a live process with a record read since its /proc/PID/maps was, and in none of its
+ * known mappings, has them read again: stack_resolve.h). 0/-errno. */
+int sampler_read_sideband(strobe_sampler *s, int64_t upto_ns);
 /* Whether off-CPU values come from elsewhere (the eBPF aggregation, offcpu.c): the profiles then
  * carry the off-CPU sample types although the sampler opened no off-CPU events. Adding off-CPU
  * sums (sampler_add_offcpu) sets it too. */
@@ -63,6 +66,29 @@ int sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
 				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
 				  int64_t cpu_ns);
+/* One on-CPU sample the eBPF program could not walk by unwind tables (its process's were not
+ * in yet), sent with its registers and a copy of its user stack (oncpu.c's copies). */
+typedef struct sampler_copy {
+	int32_t pid, tid;       /* tid 0: summed per process */
+	int32_t walk_tid;       /* the sampled thread (the unwinder's) */
+	const uint64_t *kips;   /* the kernel's stack, leaf first */
+	const uint64_t *uips;   /* the program's own user walk, leaf first: the unwinder's walk
+				   goes on by it where its own stops short */
+	uint32_t nk, nu;
+	const uint64_t *regs;   /* STROBE_UNWIND_NREGS user registers, perf_regs order */
+	const uint8_t *stack;   /* the user stack from regs' sp up: stack_len bytes of stack_size
+				   asked for */
+	uint32_t stack_len, stack_size;
+	uint32_t lset;          /* sampler_labelset's id, 0: none */
+	int64_t cpu_ns;
+} sampler_copy;
+/* Unwinds such copies from now on (sampler_add_oncpu_copy), as the perf path's samples with
+ * unwind tables and the frame pointers' walk after them: the sampler of cpu_external walks
+ * nothing itself and has no unwinder of its own until asked. 0/-ENOMEM. */
+int sampler_unwind_copies(strobe_sampler *s);
+/* Adds one sample copied with its stack (see sampler_copy); without an unwinder, as the
+ * program walked it. */
+int sampler_add_oncpu_copy(strobe_sampler *s, const sampler_copy *c);
 /* The id of n label pairs (the C SDK's, read in the kernel) for sampler_add_oncpu_lset,
  * valid until the next sampler_reset_agg; 0 when n is 0 or out of memory (the samples
  * then go unlabelled, never lost). Keys the profile sets itself (pid, tid, process, thread,

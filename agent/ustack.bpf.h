@@ -232,6 +232,7 @@ struct uwalk {
 	__u32 end;        /* the walk is over */
 	__u32 cfi;        /* ip was found by a table row's step (a return address for sure) */
 	__u32 rnew;       /* rows found by this walk (for the thread's memo) */
+	__u32 unruled;    /* the walk ended at a row it cannot follow (an expression's CFA) */
 	struct rowmemo rows; /* the thread's, for the first two steps */
 };
 
@@ -397,6 +398,7 @@ static __always_inline long ustep1(struct uwalk *w, struct ob_stack *b,
 			count(STROBE_OB_FP_FRAMES);
 	} else {
 		count(STROBE_OB_TABLE_STOPS);
+		w->unruled = 1;
 		return 1;
 	}
 	/* A return address is not a small number and is below the top of user space. Without the

@@ -82,7 +82,11 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 					/* new images, for the C SDK's label offsets */
 					.fresh = true,
 					/* their tables at their exec: a recording's first samples */
-					.ask_at_exec = true};
+					.ask_at_exec = true,
+					/* ... and those walked before them unwound here */
+					.copy_unwalked = true,
+					/* the e2e tests' way to send every sample that way */
+					.copy_all = getenv("STROBE_TEST_COPY_ALL") != NULL};
 		if (b->ob && rows && strobe_offcpu_table_maps(b->ob, share) == 0)
 			co.share_tables = share;
 		if (!(b->oc = strobe_oncpu_open(&co, &err)))
@@ -176,11 +180,13 @@ int record_bpf_close(record_bpf *b, strobe_profile *p, bool quiet)
 		if (getenv("STROBE_DEBUG")) /* the kernel walk and its tables (docs/record.md) */
 			fprintf(stderr, "strobe record: on-CPU walks: user %" PRIu64 " before-tables %"
 				PRIu64 " no-maps %" PRIu64 " table-frames %" PRIu64 " fp-frames %" PRIu64
-				" table-stops %" PRIu64 "; tables: processes %" PRIu64 " failed %" PRIu64
+				" table-stops %" PRIu64 " copied %" PRIu64 " (unwound %" PRIu64
+				", ring full %" PRIu64 "); tables: processes %" PRIu64 " failed %" PRIu64
 				" binaries %u (%u built apart) build-ms %.1f waits %" PRIu64
 				" wait-ms mean %.2f max %.2f\n",
 				st.user, st.user_prov, st.no_maps, st.table_frames, st.fp_frames,
-				st.table_stops, st.tables.procs_loaded, st.tables.procs_failed,
+				st.table_stops, st.copied, st.copies_unwound, st.copy_full,
+				st.tables.procs_loaded, st.tables.procs_failed,
 				st.tables.binaries, st.tables.binaries_async,
 				(double)st.tables.build_ns / 1e6, st.tables.waits,
 				st.tables.waits ? (double)st.tables.wait_ns_sum / 1e6 /

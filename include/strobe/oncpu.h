@@ -52,6 +52,14 @@ typedef struct strobe_oncpu_opts {
 	 * every exec on the host, sampled or not, so for recordings (strobe record), not for the
 	 * always-on agent, whose hosts may exec thousands of processes a second */
 	bool ask_at_exec;
+	/* a sample walked before its process's tables were in, or stopped by a row the
+	 * kernel's walk cannot follow (a PLT entry's CFA expression), goes to user space with
+	 * its registers and 16 KiB of its user stack, to be unwound there (as the perf path's
+	 * samples are) rather than summed as far as it was walked: a process's first samples
+	 * (between its exec and its tables), so for recordings, whose commands are often
+	 * short-lived; with table_rows > 0 only */
+	bool copy_unwalked;
+	bool copy_all;          /* with copy_unwalked, every sample goes that way (for tests) */
 	void (*note)(void *ctx, const char *msg);
 	void *note_ctx;
 } strobe_oncpu_opts;
@@ -63,6 +71,10 @@ typedef struct strobe_oncpu_stats {
 	uint64_t stack_errors;  /* stacks not kept: the stack map was full */
 	uint64_t user;          /* samples with a user stack */
 	uint64_t user_prov;     /* ... walked before the process's tables were in (frame ptrs) */
+	uint64_t copied;        /* ... of those or stopped by a row, copied for user space to
+				   unwind (copy_unwalked) */
+	uint64_t copy_full;     /* ... not: the ring was full (summed as walked) */
+	uint64_t copies_unwound; /* copies read and unwound in user space */
 	uint64_t table_frames;  /* user frames stepped by unwind tables */
 	uint64_t fp_frames;     /* ... by frame pointers, with tables on (no table there) */
 	uint64_t table_stops;   /* walks ended by a rule the program does not follow */

@@ -13,6 +13,10 @@
 #                ±10 % of the truth, its function directly above its libc frame
 #   path         bpf's summary says the kernel summed the samples and intervals (and perf's does
 #                not): each mode really took its own path
+#   copies       bpf, every sample sent to user space with its stack copy (STROBE_TEST_COPY_ALL)
+#                and unwound there: nofp's split and complete stacks, every sample copied
+#   copies-full  the same at 999 Hz, where the ring of copies fills between two reads: the rest
+#                is summed as walked, and the samples are as many as the CPU used makes
 # Needs root and kernel BTF for the bpf cases (SKIPs otherwise).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -80,4 +84,41 @@ for m in $MODES; do
 		ok "$name" "$(grep -c "summed in the kernel" "$err_cpu" "$err_off" | awk -F: "{ s += \$2 } END { print s }") summary lines of kernel sums"
 	fi
 done
+
+# ---- copies: samples the kernel's walk could not finish, unwound in user space -------------------
+# A sample walked before its process's tables were in (or stopped at a row the program cannot
+# follow) goes to user space with its registers and its stack copy (oncpu.bpf.c copy_sample);
+# STROBE_TEST_COPY_ALL sends every sample that way, so code without frame pointers is complete
+# only if the copy's registers, stack and kernel part are right and the unwinder gets them.
+walks() { sed -n 's/.*on-CPU walks: user \([0-9]*\) .* copied \([0-9]*\) (unwound \([0-9]*\), ring full \([0-9]*\)).*/\1 \2 \3 \4/p' "$1"; }
+if [[ " $MODES " == *" bpf "* ]]; then
+	name=record_bpf/copies
+	if ! STROBE_DEBUG=1 STROBE_TEST_COPY_ALL=1 rec "$name" 60 -F 149 -o "$TMPDIR/copies.folded" -- "$WL/cpu_split-nofp" -c 4 -o "$TMPDIR/copies.truth" 100; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+	else
+		bad="" detail=""
+		split_complete "$TMPDIR/copies.folded" "$TMPDIR/copies.truth" 5
+		read -r user copied unwound full <<<"$(walks "$TMPDIR/$(_fname "$name").err")"
+		if [ -z "$user" ] || [ "$user" = 0 ] || [ "$copied" != "$user" ] || [ "$unwound" != "$copied" ]; then
+			fail "$name" "not every sample went through a copy: user ${user:-?} copied ${copied:-?} unwound ${unwound:-?} ($(recerr "$name"))"
+		elif [ -n "$bad" ]; then fail "$name" "${bad}: $detail"
+		else ok "$name" "$copied samples copied and unwound in user space: ${detail% }"; fi
+	fi
+	# the ring of copies full (999 Hz, rounds of a second): the rest summed as walked, none lost
+	name=record_bpf/copies-full
+	if ! STROBE_DEBUG=1 STROBE_TEST_COPY_ALL=1 rec "$name" 60 -F 999 -o "$TMPDIR/cfull.folded" -- "$WL/cpu_split-nofp" -c 5 -o "$TMPDIR/cfull.truth" 100; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+	else
+		bad="" detail=""
+		split_complete "$TMPDIR/cfull.folded" "$TMPDIR/cfull.truth" 3
+		read -r user copied unwound full <<<"$(walks "$TMPDIR/$(_fname "$name").err")"
+		n=$(awk '{ t += $NF } END { printf "%.0f", t / 1001001 }' "$TMPDIR/cfull.folded")
+		want=$(awk -v c="$(truth "$TMPDIR/cfull.truth" process_cpu_ns)" 'BEGIN { printf "%.0f", c * 999 / 1e9 }')
+		if [ "${full:-0}" = 0 ]; then
+			skip "$name" "the ring never filled (user ${user:-?} copied ${copied:-?}): nothing to judge"
+		elif [ -n "$bad" ]; then fail "$name" "${bad}: $detail"
+		elif ! within_rel "$n" "$want" 15; then fail "$name" "$n samples for $want expected from the CPU the workload used (ring full $full)"
+		else ok "$name" "$copied copied, $full summed as walked with the ring full; $n samples ($want expected)"; fi
+	fi
+fi
 exit $st
