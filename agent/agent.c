@@ -1203,8 +1203,16 @@ static void wait_and_read(strobe_agent *a, int64_t next)
 		unsigned nf;
 		do {
 			nf = strobe_oncpu_fresh(a->oc, fresh, 256);
-			for (unsigned i = 0; i < nf; i++)
+			for (unsigned i = 0; i < nf; i++) {
 				seen_process(a, fresh[i], true);
+				/* Until the first export: the processes that ran before the
+				 * sampler's records began have their mappings only from /proc,
+				 * which a short job has left by the export (all its frames left
+				 * unnamed: a fifth of a busy host's first interval). Later ones
+				 * are told by their records, and read there if not. */
+				if (a->st.intervals == 0)
+					sampler_read_maps_now(a->s, fresh[i]);
+			}
 			strobe_oncpu_fresh_labels(a->oc, fresh, nf);
 			if (nf)
 				a->fresh_ns = strobe_mono_ns();

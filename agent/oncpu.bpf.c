@@ -69,6 +69,18 @@ struct {
 	__uint(max_entries, 64 * 1024); /* 4096 tgids of 16 bytes with the ring's header */
 } fresh SEC(".maps");
 
+/* Processes forked since the program was loaded that have not exec'd since: their samples run
+ * the image they were forked with (the parent's), and a sum carries no time to tell user
+ * space which image its addresses are in, once an exec has replaced it by the drain (a shell's
+ * children: their fork-to-exec work, copy-on-write faults included, is a visible share of a
+ * busy host's). LRU: one that exits without an exec is forgotten at its exit, or pushed out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} forked SEC(".maps");
+
 /* Samples walked without their process's tables, or stopped at a row the walk cannot follow,
  * with their stacks (struct oc_copy): sized by
  * the loader (a page when copy_unwalked is off), read at every collect; no wake-ups. */
@@ -270,7 +282,8 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 	__u32 gen = generation, zero = 0;
-	struct oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0};
+	struct oc_key k = {.tgid = tgid, .tid = per_thread ? tid : 0,
+			   .pre_exec = bpf_map_lookup_elem(&forked, &tgid) != NULL};
 	if (kernel_stacks) {
 		struct ob_stack *b = bpf_map_lookup_elem(&scratch, &zero);
 		if (b) {
@@ -297,6 +310,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			bpf_ringbuf_discard(c, 0);
 		} else if (c) {
 			c->labels = k.labels;
+			c->pre_exec = k.pre_exec;
 			bpf_ringbuf_submit(c, BPF_RB_NO_WAKEUP);
 			count(STROBE_OC_COPIED);
 			return 0;
@@ -333,6 +347,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	py_on_fork(parent->tgid, child->tgid);
 	/* the same image: the same TLS offset (a thread of the same process has its tgid) */
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+	if (ptgid != ctgid)
+		bpf_map_update_elem(&forked, &ctgid, &one, BPF_ANY);
 	struct tls_proc *tp;
 	if (ptgid != ctgid && (tp = bpf_map_lookup_elem(&tlsprocs, &ptgid)))
 		bpf_map_update_elem(&tlsprocs, &ctgid, tp, BPF_ANY);
@@ -345,6 +362,7 @@ int BPF_PROG(on_exec, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
 	bpf_map_delete_elem(&seen, &tgid); /* a new identity: fresh again at its next sample */
+	bpf_map_delete_elem(&forked, &tgid); /* its own image now */
 	ustack_on_exec(p->tgid, 0);
 	/* With ask_at_exec (strobe record), the new image's mappings asked for now rather than
 	 * at its first sample, which would be walked without them (one sample of every
@@ -357,8 +375,8 @@ int BPF_PROG(on_exec, struct task_struct *p)
 	return 0;
 }
 
-/* A process that exits leaves `seen`, so that a new one given its pid is new (fresh) too: user
- * space reads a process's identity again only when it is told of a new image. When its last
+/* A process that exits leaves `forked`, and `seen`, so that a new one given its pid is new
+ * (fresh) too: user space reads a process's identity again only when it is told of a new image. When its last
  * thread exits (the group's count of live threads is down to 0 by the time this tracepoint
  * runs: a leader that exits before its other threads would make the process new again at their
  * last samples). Attached with announce_new only. The kernel types with a suffix CO-RE drops. */
@@ -375,8 +393,10 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
-	if (announce_new &&
-	    BPF_CORE_READ((struct task_struct___strobe_exit *)p, signal, live.counter) == 0)
-		bpf_map_delete_elem(&seen, &tgid);
+	if (BPF_CORE_READ((struct task_struct___strobe_exit *)p, signal, live.counter) == 0) {
+		if (announce_new)
+			bpf_map_delete_elem(&seen, &tgid);
+		bpf_map_delete_elem(&forked, &tgid);
+	}
 	return 0;
 }

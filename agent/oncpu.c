@@ -580,16 +580,17 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 			/* Python frames in place of the interpreter's evaluation frames */
 			uint32_t mn = py_merge(b->py, s, k->tgid, uips, un, &b->pyst, b->pyips,
 						      b->pynames, PY_MERGED);
-			rc = sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
-							   kn, b->pyips, b->pynames, mn, lset,
-							   (int64_t)n, (int64_t)n * period);
+			rc = sampler_add_oncpu_image(s, (int32_t)k->tgid, (int32_t)k->tid, kips,
+						     kn, b->pyips, b->pynames, mn, lset,
+						     k->pre_exec != 0, (int64_t)n,
+						     (int64_t)n * period);
 			continue;
 		}
 		if (b->py) /* a Python process not seen yet (or an exec since) */
 			py_see(b->py, k->tgid, false);
-		rc = sampler_add_oncpu_lset(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn,
-						   uips, NULL, un, lset, (int64_t)n,
-						   (int64_t)n * period);
+		rc = sampler_add_oncpu_image(s, (int32_t)k->tgid, (int32_t)k->tid, kips, kn,
+					     uips, NULL, un, lset, k->pre_exec != 0, (int64_t)n,
+					     (int64_t)n * period);
 	}
 	if (b->py)
 		pthread_mutex_unlock(&b->py_mu);
@@ -708,6 +709,7 @@ static int on_copy(void *ctx, void *data, size_t len)
 		.stack_size = STROBE_OC_COPY_STACK,
 		.cpu_ns = b->period_ns ? b->period_ns : 1000000000ll / 99};
 	sc.lset = c->labels ? labels_of(b, b->copy_s, b->fd_tlsets[c->gen & 1], c->labels) : 0;
+	sc.pre_exec = c->pre_exec != 0;
 	b->copies_unwound++;
 	b->collected++;
 	return sampler_add_oncpu_copy(b->copy_s, &sc) < 0 ? -ENOMEM : 0;

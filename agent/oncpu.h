@@ -24,6 +24,9 @@ struct oc_key {
 	__u64 pystack; /* key of the generation's pystacks map (python.bpf.h), 0: none */
 	__u64 labels;  /* key of the generation's tlsets map: the thread's C SDK label block
 			* (tls_labels.bpf.h), 0: none */
+	__u32 pre_exec; /* 1: the process had not exec'd since its fork (map `forked`): its
+			 * image was its parent's, which an exec may have replaced by the drain */
+	__u32 pad_;
 };
 
 /* A sample walked before its process's unwind tables were in, or stopped at a row the kernel's
@@ -36,6 +39,7 @@ struct oc_key {
 #define STROBE_OC_COPY_NREGS 17 /* perf_regs order: AX BX CX DX SI DI BP SP IP, R8-R15 */
 struct oc_copy {
 	__u32 tgid, tid, gen, nk, nu, stack_len;
+	__u32 pre_exec, pad_; /* as oc_key's */
 	__u64 labels; /* as oc_key's, in the tlsets of generation gen */
 	__u64 regs[STROBE_OC_COPY_NREGS];
 	__u64 kips[STROBE_OB_MAX_DEPTH];

@@ -54,7 +54,22 @@ typedef struct proc {
 				   mappings known are behind /proc (stack_resolve.h) */
 	proc_vma *vma;        /* sorted by start, non-overlapping */
 	uint32_t nvma, cvma;
+	/* The image it ran before its exec, when it was forked in view and exec'd once since
+	 * (image PROC_IMAGE_EXECD): what a stack summed in the kernel between its fork and its exec
+	 * is named by (tracker_find_pre), since a sum carries no time to say which image it was
+	 * in. Kept for two forget passes after the exec (pre_age). */
+	proc_vma *pre_vma;
+	uint32_t pre_nvma;
+	uint8_t image;        /* PROC_IMAGE_* */
+	uint8_t pre_age;
 } proc;
+
+enum {
+	PROC_IMAGE_UNKNOWN = 0, /* met in /proc, or its history is not known */
+	PROC_IMAGE_FORKED,      /* forked in view, no exec since: the parent's image */
+	PROC_IMAGE_EXECD,       /* ... and exec'd once since: pre_vma is the forked image */
+	PROC_IMAGE_LATER,       /* exec'd again: the forked image is gone */
+};
 
 typedef struct proc_thread {
 	int32_t tid, pid;
@@ -124,6 +139,9 @@ int tracker_forget(tracker *t);
 
 /* The mapping id of addr in process pid (STROBE_MAP_NONE when none). */
 uint32_t tracker_find(const proc *p, uint64_t addr);
+/* The mapping holding addr in the image p ran between its fork and its exec (image
+ * PROC_IMAGE_EXECD; otherwise as tracker_find, what it runs now). */
+uint32_t tracker_find_pre(const proc *p, uint64_t addr);
 
 static inline const proc_map *tracker_map(const tracker *t, uint32_t id)
 {

@@ -19,6 +19,13 @@
 
 #define MAX_VMAS 65536 /* per process; /proc/PID/maps of a huge JVM stays well under */
 
+static void drop_pre(proc *p)
+{
+	free(p->pre_vma);
+	p->pre_vma = NULL;
+	p->pre_nvma = 0;
+}
+
 static uint32_t intern_str(tracker *t, const char *s)
 {
 	uint32_t id;
@@ -50,8 +57,10 @@ int tracker_init(tracker *t)
 
 void tracker_free(tracker *t)
 {
-	for (uint32_t i = 0; i < t->pids.n; i++)
+	for (uint32_t i = 0; i < t->pids.n; i++) {
 		free(t->procs[i].vma);
+		free(t->procs[i].pre_vma);
+	}
 	for (uint32_t i = 0; i < t->tids.n; i++)
 		free(t->threads[i].stack);
 	free(t->procs);
@@ -242,6 +251,20 @@ void tracker_comm(tracker *t, int32_t pid, int32_t tid, const char *comm, unsign
 	proc *p = tracker_proc(t, pid, true);
 	if (!p)
 		return;
+	if (how == TRACKER_EXEC && p->image == PROC_IMAGE_FORKED) {
+		/* the forked image, for the sums of its samples still to be read */
+		drop_pre(p);
+		p->pre_vma = p->vma;
+		p->pre_nvma = p->nvma;
+		p->vma = NULL;
+		p->cvma = 0;
+		p->image = PROC_IMAGE_EXECD;
+		p->pre_age = 0;
+	} else if (exec) {
+		drop_pre(p);
+		if (p->image != PROC_IMAGE_UNKNOWN)
+			p->image = PROC_IMAGE_LATER;
+	}
 	if (how == TRACKER_EXEC) {
 		/* A new image: the old mappings are gone, the new ones follow as MMAP2 records. */
 		p->nvma = 0;
@@ -275,8 +298,11 @@ int tracker_fork(tracker *t, int32_t pid, int32_t ppid, int32_t tid, int64_t ns)
 	parent = tracker_proc(t, ppid, false); /* the create may have moved it */
 	child->exited = false;
 	child->exit_age = 0;
-	if (news)
+	if (news) {
 		child->nvma = 0;
+		drop_pre(child);
+		child->image = PROC_IMAGE_FORKED;
+	}
 	if (news && parent && parent->nvma) {
 		child->vma = realloc(child->vma, parent->nvma * sizeof(proc_vma));
 		if (!child->vma) {
@@ -354,8 +380,13 @@ int tracker_forget(tracker *t)
 	for (uint32_t i = 0; i < t->pids.n; i++) {
 		if (drop_p[i]) {
 			free(t->procs[i].vma);
+			free(t->procs[i].pre_vma);
 			forgotten++;
 		} else {
+			/* the forked image is needed until the sums of its samples are read: those
+			 * of the interval of the exec and the next */
+			if (t->procs[i].pre_vma && ++t->procs[i].pre_age > 2)
+				drop_pre(&t->procs[i]);
 			t->procs[w++] = t->procs[i];
 		}
 	}
@@ -381,20 +412,33 @@ oom:
 	return -ENOMEM;
 }
 
-uint32_t tracker_find(const proc *p, uint64_t addr)
+static uint32_t find_in(const proc_vma *v, uint32_t n, uint64_t addr)
 {
-	uint32_t lo = 0, hi = p->nvma;
+	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (p->vma[mid].end <= addr)
+		if (v[mid].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < p->nvma && p->vma[lo].start <= addr && addr < p->vma[lo].end)
-		return p->vma[lo].map;
+	if (lo < n && v[lo].start <= addr && addr < v[lo].end)
+		return v[lo].map;
 	return STROBE_MAP_NONE;
 }
+
+uint32_t tracker_find(const proc *p, uint64_t addr)
+{
+	return find_in(p->vma, p->nvma, addr);
+}
+
+uint32_t tracker_find_pre(const proc *p, uint64_t addr)
+{
+	if (p->image == PROC_IMAGE_EXECD)
+		return find_in(p->pre_vma, p->pre_nvma, addr);
+	return find_in(p->vma, p->nvma, addr);
+}
+
 
 static void read_comm(const char *path, char *comm, size_t cap)
 {

@@ -347,7 +347,7 @@ int sampler_add_offcpu(strobe_sampler *s, int32_t pid, int32_t tid, const uint64
 	s->ext_offcpu = true;
 	/* As for a call chain: every frame but the very first is a return address; kernel frames
 	 * only when asked for. */
-	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, NULL, nu);
+	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, NULL, nu, false);
 	thread_for(s, tid, pid);
 	int64_t v[NV] = {0};
 	v[V_OFF_NS] = off_ns;
@@ -402,8 +402,17 @@ int sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				  const uint32_t *upy, uint32_t nu, uint32_t lset, int64_t samples,
 				  int64_t cpu_ns)
 {
+	return sampler_add_oncpu_image(s, pid, tid, kips, nk, uips, upy, nu, lset, false,
+				       samples, cpu_ns);
+}
+
+int sampler_add_oncpu_image(strobe_sampler *s, int32_t pid, int32_t tid,
+				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
+				  const uint32_t *upy, uint32_t nu, uint32_t lset, bool pre_exec,
+				  int64_t samples, int64_t cpu_ns)
+{
 	/* as for an off-CPU sum: the leaf is where the thread was, the rest return addresses */
-	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, upy, nu);
+	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, upy, nu, pre_exec);
 	if (tid)
 		thread_for(s, tid, pid);
 	else
@@ -436,9 +445,10 @@ int sampler_unwind_copies(strobe_sampler *s)
 
 int sampler_add_oncpu_copy(strobe_sampler *s, const sampler_copy *c)
 {
-	if (!s->rs.uw)
-		return sampler_add_oncpu_lset(s, c->pid, c->tid, c->kips, c->nk, c->uips, NULL,
-					      c->nu, c->lset, 1, c->cpu_ns);
+	/* (a copy from before an exec: unwound by the image now, it would be wrong; as walked) */
+	if (!s->rs.uw || c->pre_exec)
+		return sampler_add_oncpu_image(s, c->pid, c->tid, c->kips, c->nk, c->uips, NULL,
+					       c->nu, c->lset, c->pre_exec, 1, c->cpu_ns);
 	/* the call chain as a perf sample carries it: kernel part, then the user walk */
 	uint64_t chain[2 + 2 * STROBE_STACK_DEPTH];
 	uint32_t n = 0;
@@ -466,7 +476,7 @@ int sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,
 			    const uint64_t *uips, uint32_t nu, int64_t waits, int64_t delay_ns)
 {
 	/* the leaf is where the wait's system call returns to; the rest are return addresses */
-	uint32_t n = stack_resolve_summed(&s->rs, pid, NULL, 0, uips, NULL, nu);
+	uint32_t n = stack_resolve_summed(&s->rs, pid, NULL, 0, uips, NULL, nu, false);
 	thread_for(s, tid, pid);
 	int64_t v[NV] = {0};
 	v[V_WAITS] = waits;
@@ -846,6 +856,13 @@ int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, u
 	return 0;
 }
 
+void sampler_read_maps_now(strobe_sampler *s, int32_t pid)
+{
+	const proc *p = tracker_proc(&s->tr, pid, false);
+	if (!s->offline && (!p || !p->maps_read))
+		stack_proc(&s->rs, pid); /* (reads /proc/PID/maps when not read) */
+}
+
 int sampler_read_sideband(strobe_sampler *s, int64_t upto_ns)
 {
 	int rc = read_rings(s);
@@ -958,8 +975,9 @@ void strobe_sampler_trim(strobe_sampler *s)
 	/* Address ranges of every process seen: frames already name their mapping. */
 	for (uint32_t i = 0; i < s->tr.pids.n; i++) {
 		free(s->tr.procs[i].vma);
-		s->tr.procs[i].vma = NULL;
-		s->tr.procs[i].nvma = s->tr.procs[i].cvma = 0;
+		free(s->tr.procs[i].pre_vma);
+		s->tr.procs[i].vma = s->tr.procs[i].pre_vma = NULL;
+		s->tr.procs[i].nvma = s->tr.procs[i].cvma = s->tr.procs[i].pre_nvma = 0;
 	}
 	malloc_trim(0);
 }

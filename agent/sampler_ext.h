@@ -34,6 +34,9 @@ int sampler_poll_with(strobe_sampler *s, int timeout_ms, struct pollfd *extra, u
  * stack of a live process with a record read since its /proc/PID/maps was, and in none of its
  * known mappings, has them read again: stack_resolve.h). 0/-errno. */
 int sampler_read_sideband(strobe_sampler *s, int64_t upto_ns);
+/* Reads process pid's mappings from /proc now unless they are known (a process met before the
+ * sampler's records began, which may be gone when its sums are read). */
+void sampler_read_maps_now(strobe_sampler *s, int32_t pid);
 /* Whether off-CPU values come from elsewhere (the eBPF aggregation, offcpu.c): the profiles then
  * carry the off-CPU sample types although the sampler opened no off-CPU events. Adding off-CPU
  * sums (sampler_add_offcpu) sets it too. */
@@ -80,6 +83,8 @@ typedef struct sampler_copy {
 				   asked for */
 	uint32_t stack_len, stack_size;
 	uint32_t lset;          /* sampler_labelset's id, 0: none */
+	bool pre_exec;          /* taken before an exec since the process's fork (see
+				   sampler_add_oncpu_image): added as walked, not unwound */
 	int64_t cpu_ns;
 } sampler_copy;
 /* Unwinds such copies from now on (sampler_add_oncpu_copy), as the perf path's samples with
@@ -89,6 +94,12 @@ int sampler_unwind_copies(strobe_sampler *s);
 /* Adds one sample copied with its stack (see sampler_copy); without an unwinder, as the
  * program walked it. */
 int sampler_add_oncpu_copy(strobe_sampler *s, const sampler_copy *c);
+/* As sampler_add_oncpu_lset; pre_exec: counted while the process ran the image it was forked
+ * with, between its fork and its exec (the program's key says so), named by that image. */
+int sampler_add_oncpu_image(strobe_sampler *s, int32_t pid, int32_t tid,
+				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
+				  const uint32_t *upy, uint32_t nu, uint32_t lset, bool pre_exec,
+				  int64_t samples, int64_t cpu_ns);
 /* The id of n label pairs (the C SDK's, read in the kernel) for sampler_add_oncpu_lset,
  * valid until the next sampler_reset_agg; 0 when n is 0 or out of memory (the samples
  * then go unlabelled, never lost). Keys the profile sets itself (pid, tid, process, thread,

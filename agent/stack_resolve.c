@@ -61,6 +61,7 @@ typedef struct stack_walk {
 	int32_t pid;
 	proc *p;
 	bool user_seen, reread;
+	bool pre_exec; /* summed before its exec since its fork: its frames are the forked image's */
 	uint32_t n;
 } stack_walk;
 
@@ -88,7 +89,13 @@ static void add_frame(stack_resolver *r, stack_walk *w, uint64_t ip, bool kernel
 	} else {
 		if (!w->p)
 			w->p = stack_proc(r, w->pid);
-		k.map = w->p ? tracker_find(w->p, ip) : STROBE_MAP_NONE;
+		if (w->p && w->pre_exec && w->p->image == PROC_IMAGE_EXECD) {
+			/* an image /proc no longer shows: nothing to read again */
+			k.map = tracker_find_pre(w->p, ip);
+			w->reread = true;
+		} else {
+			k.map = w->p ? tracker_find(w->p, ip) : STROBE_MAP_NONE;
+		}
 		bool leaf = !w->user_seen;
 		w->user_seen = true;
 		if (k.map == STROBE_MAP_NONE && w->p && !w->p->exited && !w->reread) {
@@ -279,9 +286,10 @@ uint32_t stack_resolve_sample(stack_resolver *r, int32_t pid, const rec_sample *
 }
 
 uint32_t stack_resolve_summed(stack_resolver *r, int32_t pid, const uint64_t *kips, uint32_t nk,
-			      const uint64_t *uips, const uint32_t *upy, uint32_t nu)
+			      const uint64_t *uips, const uint32_t *upy, uint32_t nu,
+			      bool pre_exec)
 {
-	stack_walk w = {.pid = pid};
+	stack_walk w = {.pid = pid, .pre_exec = pre_exec};
 	bool first = true;
 	/* the leaf is where the thread was, the rest return addresses */
 	for (uint32_t i = 0; i < nk && kips[i]; i++) {

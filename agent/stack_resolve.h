@@ -100,9 +100,12 @@ uint32_t stack_resolve_sample(stack_resolver *r, int32_t pid, const rec_sample *
 /* Resolves a stack summed elsewhere into r->ids; returns how many. kips: nk kernel program
  * counters (kept when r->kernel), then nu user ones; upy (may be NULL): where non-zero, a Python
  * frame (an id in the sampler's pynames) in place of uips[i]. Each list ends at its first zero
- * (uips[i] and upy[i] both zero). */
+ * (uips[i] and upy[i] both zero). pre_exec: summed while the process ran the image it was
+ * forked with, which an exec has replaced since (its frames are named by that image: proc.h's
+ * pre_vma). */
 uint32_t stack_resolve_summed(stack_resolver *r, int32_t pid, const uint64_t *kips, uint32_t nk,
-			      const uint64_t *uips, const uint32_t *upy, uint32_t nu);
+			      const uint64_t *uips, const uint32_t *upy, uint32_t nu,
+			      bool pre_exec);
 
 /* The user part of a sample's stack with unwind tables, into r->upcs / r->uact: how many
  * program counters to use there, or -1 to keep the kernel's frame-pointer chain (fp[0..nfp)).

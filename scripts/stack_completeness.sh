@@ -19,7 +19,8 @@
 # name agent:auto and agent:fp: `strobe agent --offcpu` (the eBPF off-CPU mode, whose program
 # walks user stacks in the kernel: by unwind tables, or frame pointers only) pushing to a
 # `strobe server` on loopback for SECONDS, and its off-CPU profile of the workload's processes
-# queried back; there the shares are of off-CPU time, not of samples. Samples of kernel
+# queried back; there the shares are of off-CPU time, not of samples. agentcpu:auto and
+# agentcpu:fp are the agent's on-CPU samples (eBPF, 199 Hz) the same way. Samples of kernel
 # threads (stacks rooted in kthread, ret_from_fork, the idle loop) are left out: they have no user
 # stack; so are those of strobe and perf themselves.
 #
@@ -140,22 +141,27 @@ modes=${MODES:-strobe:fp strobe:dwarf strobe:auto perf:fp perf:dwarf}
 for m in $modes; do
   tool=${m%%:*} cg=${m#*:}
   out=$work/$tool-$cg
-  if [ "$tool" = agent ]; then
+  if [ "$tool" = agent ] || [ "$tool" = agentcpu ]; then
     port=$((20000 + RANDOM % 20000))
-    "$strobe" server --data "$work/srv-$cg" --listen "127.0.0.1:$port" > "$out.srv.log" 2>&1 &
+    "$strobe" server --data "$work/srv-$tool-$cg" --listen "127.0.0.1:$port" > "$out.srv.log" 2>&1 &
     spid=$!
     sleep 1
     t0=$(date +%s)
-    "$strobe" agent --server "http://127.0.0.1:$port" --offcpu --off-cpu-mode bpf -i 2 \
+    if [ "$tool" = agent ]; then
+      args=(--offcpu --off-cpu-mode bpf) type=process_cpu:off_cpu:nanoseconds:cpu:nanoseconds
+    else # on-CPU samples at the rate the recordings use, summed in the kernel
+      args=(-F 199 --on-cpu-mode bpf) type=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+    fi
+    "$strobe" agent --server "http://127.0.0.1:$port" "${args[@]}" -i 2 \
       --call-graph "$cg" --max-cpu 100 --admin 127.0.0.1:0 --log-level warn > "$out.log" 2>&1 &
     apid=$!
     sleep "$secs"
     kill -TERM "$apid"; wait "$apid" || true
     "$strobe" query -s "http://127.0.0.1:$port" -t folded --from "$t0" --to "$(($(date +%s) + 1))" \
-      "process_cpu:off_cpu:nanoseconds:cpu:nanoseconds{comm=~\"^($procs)\$\"}" 2>> "$out.log" |
-      awk '{ n = $NF; sub(/ [0-9]+$/, ""); printf "%s %.3f\n", $0, n / 1e6 }' > "$out.folded"
+      "$type{comm=~\"^($procs)\$\"}" 2>> "$out.log" |
+      awk -v tool="$tool" '{ n = $NF; sub(/ [0-9]+$/, ""); printf "%s %.3f\n", $0, tool == "agent" ? n / 1e6 : n / (1e9 / 199) }' > "$out.folded"
     kill "$spid"; wait "$spid" 2>/dev/null || true
-    summary "$tool:$cg" "$out.folded" "ms off CPU"
+    if [ "$tool" = agent ]; then summary "$tool:$cg" "$out.folded" "ms off CPU"; else summary "$tool:$cg" "$out.folded"; fi
     continue
   elif [ "$tool" = strobe ]; then
     STROBE_DEBUG=1 "$strobe" record -a -F 199 -d "$secs" --call-graph "$cg" -o "$out.pb.gz" "$@" \

@@ -159,7 +159,7 @@ static void test_frame_cap(void **state)
 		u[i] = i % 2 ? EXE + i : 0;
 		py[i] = i % 2 ? 0 : i + 1;
 	}
-	assert_int_equal(stack_resolve_summed(&f->r, 300, k, 100, u, py, N), STROBE_STACK_FRAMES);
+	assert_int_equal(stack_resolve_summed(&f->r, 300, k, 100, u, py, N, false), STROBE_STACK_FRAMES);
 	/* 100 kernel frames and the first 156 user ones: user 154 a Python frame, 155 native */
 	assert_int_equal(key(f, STROBE_STACK_FRAMES - 2)->map, STROBE_MAP_PY);
 	assert_int_equal(key(f, STROBE_STACK_FRAMES - 2)->addr, 155);
@@ -174,7 +174,7 @@ static void test_summed(void **state)
 	const uint64_t k[] = {0xffffffff81000010, 0xffffffff81000020, 0, 0xffffffff81000030};
 	const uint64_t u[] = {EXE + 0x100, 0, LIBC + 0x10, 0, EXE + 0x300};
 	const uint32_t py[] = {0, 42, 0, 0, 0};
-	uint32_t n = stack_resolve_summed(&f->r, 300, k, 4, u, py, 5);
+	uint32_t n = stack_resolve_summed(&f->r, 300, k, 4, u, py, 5, false);
 	assert_int_equal(n, 5); /* each list ends at its first zero */
 	expect(f, 0, 0xffffffff81000010, "(kernel)", false);
 	expect(f, 1, 0xffffffff81000020, "(kernel)", true);
@@ -186,10 +186,10 @@ static void test_summed(void **state)
 	/* without kernel frames the user leaf is still a return address (the thread was in the
 	 * kernel); with no kernel part (the lock form) it is the leaf */
 	f->r.kernel = false;
-	n = stack_resolve_summed(&f->r, 300, k, 4, u, NULL, 5);
+	n = stack_resolve_summed(&f->r, 300, k, 4, u, NULL, 5, false);
 	assert_int_equal(n, 1);
 	expect(f, 0, EXE + 0x100, "/fake/app", true);
-	n = stack_resolve_summed(&f->r, 300, NULL, 0, u + 2, NULL, 3);
+	n = stack_resolve_summed(&f->r, 300, NULL, 0, u + 2, NULL, 3, false);
 	assert_int_equal(n, 1);
 	expect(f, 0, LIBC + 0x10, "/fake/libc.so.6", false);
 	fx_free(f);
@@ -339,7 +339,7 @@ static void fake_maps(int pid)
 static uint32_t summed(fixture *f, int32_t pid, uint64_t leaf, uint64_t caller)
 {
 	const uint64_t u[] = {leaf, caller, EXE + 0x300};
-	return stack_resolve_summed(&f->r, pid, NULL, 0, u, NULL, 3);
+	return stack_resolve_summed(&f->r, pid, NULL, 0, u, NULL, 3, false);
 }
 
 /* pid's maps were last read from its proc root ns ago (negative: later than now, so that no
@@ -476,6 +476,52 @@ static void test_records_after_read(void **state)
 	fx_free(f);
 }
 
+/* A stack summed while a forked child still ran its parent's image, read after the child's exec:
+ * named by the forked image (pre_exec), and by the new one otherwise; not after a second exec,
+ * whose first image is gone; the forked image is dropped two forget passes after the exec. */
+static void test_pre_exec_image(void **state)
+{
+	fixture *f = fx_new(false, STROBE_CG_FP, dir);
+	const uint64_t OTHER = 0x700000;
+	exec_proc(f, 500, true);
+	assert_int_equal(tracker_fork(&f->tr, 501, 500, 501, 0), 0);
+	const uint64_t u[] = {LIBC + 0x2000, EXE + 0x300};
+	/* before the exec: the image now is the forked one, either way */
+	assert_int_equal(stack_resolve_summed(&f->r, 501, NULL, 0, u, NULL, 2, true), 2);
+	expect(f, 0, LIBC + 0x2000, "/fake/libc.so.6", false);
+	tracker_comm(&f->tr, 501, 501, "other", TRACKER_EXEC);
+	assert_int_equal(tracker_mmap(&f->tr, 501, OTHER, 0x10000, 0, 8, 300, NULL, 0, "/fake/other"),
+			 0);
+	/* after it: the forked image for a sum from before it */
+	assert_int_equal(stack_resolve_summed(&f->r, 501, NULL, 0, u, NULL, 2, true), 2);
+	expect(f, 0, LIBC + 0x2000, "/fake/libc.so.6", false);
+	expect(f, 1, EXE + 0x300, "/fake/app", true);
+	/* ... and the new image for one from after it */
+	const uint64_t v[] = {OTHER + 0x100, LIBC + 0x2000};
+	assert_int_equal(stack_resolve_summed(&f->r, 501, NULL, 0, v, NULL, 2, false), 2);
+	expect(f, 0, OTHER + 0x100, "/fake/other", false);
+	expect(f, 1, LIBC + 0x2000, "(none)", true);
+	/* the forked image kept for two forget passes, then dropped */
+	const proc *p = tracker_proc(&f->tr, 501, false);
+	assert_int_equal(p->image, PROC_IMAGE_EXECD);
+	assert_int_equal(p->pre_nvma, 2);
+	assert_int_equal(tracker_forget(&f->tr), 0);
+	assert_int_equal(tracker_forget(&f->tr), 0);
+	assert_non_null(tracker_proc(&f->tr, 501, false)->pre_vma);
+	assert_int_equal(tracker_forget(&f->tr), 0);
+	assert_null(tracker_proc(&f->tr, 501, false)->pre_vma);
+	/* a second exec: the forked image is not the one before it any more */
+	assert_int_equal(tracker_fork(&f->tr, 502, 500, 502, 0), 0);
+	tracker_comm(&f->tr, 502, 502, "sh", TRACKER_EXEC);
+	tracker_comm(&f->tr, 502, 502, "other", TRACKER_EXEC);
+	assert_int_equal(tracker_mmap(&f->tr, 502, OTHER, 0x10000, 0, 8, 300, NULL, 0, "/fake/other"),
+			 0);
+	assert_int_equal(tracker_proc(&f->tr, 502, false)->image, PROC_IMAGE_LATER);
+	assert_int_equal(stack_resolve_summed(&f->r, 502, NULL, 0, u, NULL, 2, true), 2);
+	expect(f, 0, LIBC + 0x2000, "(none)", false);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -487,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_unwind_dwarf_failed),
 		cmocka_unit_test_setup_teardown(test_reread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_records_after_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pre_exec_image, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
