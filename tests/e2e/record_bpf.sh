@@ -90,15 +90,22 @@ done
 # follow) goes to user space with its registers and its stack copy (oncpu.bpf.c copy_sample);
 # STROBE_TEST_COPY_ALL sends every sample that way, so code without frame pointers is complete
 # only if the copy's registers, stack and kernel part are right and the unwinder gets them.
-walks() { sed -n 's/.*on-CPU walks: user \([0-9]*\) .* copied \([0-9]*\) (unwound \([0-9]*\), ring full \([0-9]*\)).*/\1 \2 \3 \4/p' "$1"; }
+# copied NAME FREQ SECONDS TOL: record cpu_split-nofp with every sample copied; the split and
+# completeness into bad/detail, the walk's counters into user copied unwound full; 1 when the
+# record failed (said)
+copied() {
+	local name=$1 f=$TMPDIR/$(_fname "$1")
+	bad="" detail="" user="" copied="" unwound="" full=""
+	if ! STROBE_DEBUG=1 STROBE_TEST_COPY_ALL=1 rec "$name" 60 -F "$2" -o "$f.folded" -- "$WL/cpu_split-nofp" -c "$3" -o "$f.truth" 100; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+		return 1
+	fi
+	split_complete "$f.folded" "$f.truth" "$4"
+	read -r user copied unwound full <<<"$(sed -n 's/.*on-CPU walks: user \([0-9]*\) .* copied \([0-9]*\) (unwound \([0-9]*\), ring full \([0-9]*\)).*/\1 \2 \3 \4/p' "$f.err")"
+}
 if [[ " $MODES " == *" bpf "* ]]; then
 	name=record_bpf/copies
-	if ! STROBE_DEBUG=1 STROBE_TEST_COPY_ALL=1 rec "$name" 60 -F 149 -o "$TMPDIR/copies.folded" -- "$WL/cpu_split-nofp" -c 4 -o "$TMPDIR/copies.truth" 100; then
-		fail "$name" "record failed ($rc): $(recerr "$name")"
-	else
-		bad="" detail=""
-		split_complete "$TMPDIR/copies.folded" "$TMPDIR/copies.truth" 5
-		read -r user copied unwound full <<<"$(walks "$TMPDIR/$(_fname "$name").err")"
+	if copied "$name" 149 4 5; then
 		if [ -z "$user" ] || [ "$user" = 0 ] || [ "$copied" != "$user" ] || [ "$unwound" != "$copied" ]; then
 			fail "$name" "not every sample went through a copy: user ${user:-?} copied ${copied:-?} unwound ${unwound:-?} ($(recerr "$name"))"
 		elif [ -n "$bad" ]; then fail "$name" "${bad}: $detail"
@@ -106,14 +113,10 @@ if [[ " $MODES " == *" bpf "* ]]; then
 	fi
 	# the ring of copies full (999 Hz, rounds of a second): the rest summed as walked, none lost
 	name=record_bpf/copies-full
-	if ! STROBE_DEBUG=1 STROBE_TEST_COPY_ALL=1 rec "$name" 60 -F 999 -o "$TMPDIR/cfull.folded" -- "$WL/cpu_split-nofp" -c 5 -o "$TMPDIR/cfull.truth" 100; then
-		fail "$name" "record failed ($rc): $(recerr "$name")"
-	else
-		bad="" detail=""
-		split_complete "$TMPDIR/cfull.folded" "$TMPDIR/cfull.truth" 3
-		read -r user copied unwound full <<<"$(walks "$TMPDIR/$(_fname "$name").err")"
-		n=$(awk '{ t += $NF } END { printf "%.0f", t / 1001001 }' "$TMPDIR/cfull.folded")
-		want=$(awk -v c="$(truth "$TMPDIR/cfull.truth" process_cpu_ns)" 'BEGIN { printf "%.0f", c * 999 / 1e9 }')
+	if copied "$name" 999 5 3; then
+		f=$TMPDIR/$(_fname "$name")
+		n=$(awk '{ t += $NF } END { printf "%.0f", t / 1001001 }' "$f.folded")
+		want=$(awk -v c="$(truth "$f.truth" process_cpu_ns)" 'BEGIN { printf "%.0f", c * 999 / 1e9 }')
 		if [ "${full:-0}" = 0 ]; then
 			skip "$name" "the ring never filled (user ${user:-?} copied ${copied:-?}): nothing to judge"
 		elif [ -n "$bad" ]; then fail "$name" "${bad}: $detail"

@@ -23,34 +23,30 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static __attribute__((noinline)) int64_t exec_child_burn(int64_t want)
+/* Spins for want ns of the thread's CPU, inlined into each burn so that its samples are the
+ * burn's own. */
+static inline __attribute__((always_inline)) int64_t spin_for(int64_t want, uint64_t acc)
 {
-	uint64_t acc = (uint64_t)want;
 	int64_t t0 = wl_thread_cpu_ns(), t;
 	do
 		WL_SPIN_CHUNK(acc);
 	while ((t = wl_thread_cpu_ns()) - t0 < want);
 	return t - t0;
+}
+
+static __attribute__((noinline)) int64_t exec_child_burn(int64_t want)
+{
+	return spin_for(want, (uint64_t)want);
 }
 
 static __attribute__((noinline)) int64_t fork_child_burn(int64_t want)
 {
-	uint64_t acc = (uint64_t)want + 1;
-	int64_t t0 = wl_thread_cpu_ns(), t;
-	do
-		WL_SPIN_CHUNK(acc);
-	while ((t = wl_thread_cpu_ns()) - t0 < want);
-	return t - t0;
+	return spin_for(want, (uint64_t)want + 1);
 }
 
 static __attribute__((noinline)) int64_t pre_exec_burn(int64_t want)
 {
-	uint64_t acc = (uint64_t)want + 2;
-	int64_t t0 = wl_thread_cpu_ns(), t;
-	do
-		WL_SPIN_CHUNK(acc);
-	while ((t = wl_thread_cpu_ns()) - t0 < want);
-	return t - t0;
+	return spin_for(want, (uint64_t)want + 2);
 }
 
 /* One line per burn on the child's pipe: "NS" for the child's burn, "pNS" for pre_exec_burn. */
