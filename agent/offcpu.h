@@ -49,6 +49,9 @@ enum {
 	STROBE_OB_ROW_BP = 2,  /* CFA = rbp + cfa_off; return address at CFA - 8 */
 	STROBE_OB_ROW_END = 3, /* the outermost frame (return address undefined: _start, clone3) */
 	STROBE_OB_ROW_BAD = 4, /* a rule the walk does not follow (an expression, a signal frame) */
+	STROBE_OB_ROW_PLT = 5, /* a PLT stub's expression: CFA = rsp + cfa_off, 8 more where
+				  (pc & 15) >= rbp_off8 (past the stub's push); the return address
+				  at CFA - 8 */
 	STROBE_OB_ROW_KIND = 7,
 	STROBE_OB_ROW_RBP = 8, /* flag: the caller's rbp is saved at CFA + 8 * rbp_off8 (else
 				  rbp is unchanged) */

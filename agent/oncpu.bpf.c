@@ -169,8 +169,8 @@ struct bpf_perf_event_data;
  * end (ustack.bpf.h): user_stack_key without its per-thread shortcut, which a sample, taken
  * wherever the thread happens to be, would rarely hit, and with one bpf_loop call rather than
  * two, each of which the verifier checks its callback for (half the load time). prov: walked
- * without the process's mappings; unruled: stopped at a row the walk cannot follow (a PLT
- * entry's CFA expression), which an unwinder in user space can. */
+ * without the process's mappings; unruled: stopped at a row the walk cannot follow (a CFA
+ * expression other than a PLT stub's, a signal frame), which an unwinder in user space can. */
 static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 *prov,
 					__u32 *unruled)
 {
@@ -199,9 +199,8 @@ struct mm_struct___strobe_stack {
 } __attribute__((preserve_access_index));
 
 /* Reserves a copy of the current sample (copy_unwalked: walked without tables, or stopped short
- * by a row): registers,
- * kernel stack, the program's user walk (in scratch, n frames) and the user stack from sp up.
- * NULL when the ring is full (counted: the sample is summed as walked). */
+ * by a row): registers, kernel stack, the program's user walk (in scratch, n frames) and the
+ * user stack from sp up. NULL when the ring is full (counted: the sample is summed as walked). */
 static __always_inline struct oc_copy *copy_sample(void *ctx, struct task_struct *t, __u32 gen)
 {
 	__u32 zero = 0;
@@ -219,6 +218,7 @@ static __always_inline struct oc_copy *copy_sample(void *ctx, struct task_struct
 	c->tid = t->pid;
 	c->gen = gen;
 	c->labels = 0;
+	c->pre_exec = c->pad_ = 0;
 	c->regs[0] = r->ax;
 	c->regs[1] = r->bx;
 	c->regs[2] = r->cx;

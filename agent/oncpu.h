@@ -30,7 +30,7 @@ struct oc_key {
 };
 
 /* A sample walked before its process's unwind tables were in, or stopped at a row the kernel's
- * walk does not follow (a CFA expression: PLT entries), with copy_unwalked (strobe record): its
+ * walk does not follow (a CFA expression, a signal frame), with copy_unwalked (strobe record): its
  * registers and a copy of its user stack, unwound in user space by the sampler's
  * unwinder as the perf path does, rather than summed with the frame-pointer walk it got (ring
  * `copies`). kips/uips: the kernel's stack, and the program's own user walk, which the unwinder

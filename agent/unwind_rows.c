@@ -11,8 +11,10 @@
  * Only x86-64 is handled, and of its rules only what the program follows (offcpu.bpf.c): the
  * CFA rsp or rbp plus a 16-bit constant, the return address at CFA - 8 or undefined, rbp
  * unchanged or saved at CFA plus a multiple of 8. Other callee-saved registers are not needed:
- * on x86-64 compilers define the CFA only through rsp or rbp. Anything else becomes a BAD row,
- * where the walk stops (PLT stubs' expression rule, stack-realigning prologues, signal frames).
+ * on x86-64 compilers define the CFA only through rsp or rbp. One expression is followed too,
+ * the one the linker writes for its PLT stubs (rsp + K, 8 more once the stub's push has run: at
+ * (rip & 15) >= N), since a sample can land in a stub of every program. Anything else becomes a
+ * BAD row, where the walk stops (stack-realigning prologues, signal frames).
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -50,6 +52,22 @@ static int reg_rule(Dwarf_Frame *f, int reg, int64_t *off)
 	return -1;
 }
 
+/* A PLT stub's CFA expression (DW_OP_breg7 K; DW_OP_breg16 0; DW_OP_lit15; DW_OP_and;
+ * DW_OP_litN; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus: rsp + K + 8 * ((rip & 15) >= N)):
+ * N with *off = K, or -1 for any other expression. */
+static int plt_rule(const Dwarf_Op *ops, size_t nops, int64_t *off)
+{
+	if (nops != 9 || ops[0].atom != DW_OP_breg0 + R_SP || ops[1].atom != DW_OP_breg16 ||
+	    ops[1].number != 0 || ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and ||
+	    ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit15 || ops[5].atom != DW_OP_ge ||
+	    ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+		return -1;
+	*off = (int64_t)ops[0].number;
+	if (*off <= 0 || *off > INT16_MAX)
+		return -1;
+	return ops[4].atom - DW_OP_lit0;
+}
+
 /* The row of frame f at pc. */
 static struct ob_row classify(Dwarf_Frame *f, uint32_t pc)
 {
@@ -67,7 +85,19 @@ static struct ob_row classify(Dwarf_Frame *f, uint32_t pc)
 		return r;
 	Dwarf_Op *ops;
 	size_t nops;
-	if (dwarf_frame_cfa(f, &ops, &nops) != 0 || nops != 1)
+	if (dwarf_frame_cfa(f, &ops, &nops) != 0)
+		return r;
+	int64_t plt_off;
+	int plt_at = plt_rule(ops, nops, &plt_off);
+	if (plt_at >= 0) {
+		if (reg_rule(f, R_BP, &bp_off) != 1)
+			return r; /* (a stub leaves rbp alone) */
+		r.kind = STROBE_OB_ROW_PLT;
+		r.cfa_off = (int16_t)plt_off;
+		r.rbp_off8 = (int8_t)plt_at;
+		return r;
+	}
+	if (nops != 1)
 		return r;
 	uint64_t reg;
 	int64_t off;

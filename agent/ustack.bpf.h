@@ -368,8 +368,10 @@ static __always_inline long ustep1(struct uwalk *w, struct ob_stack *b,
 	__u32 kind = r.kind & STROBE_OB_ROW_KIND;
 	if (kind == STROBE_OB_ROW_END)
 		return 1;
-	if (kind == STROBE_OB_ROW_SP || kind == STROBE_OB_ROW_BP) {
-		__u64 cfa = (kind == STROBE_OB_ROW_SP ? sp : bp) + (__u64)(__s64)r.cfa_off;
+	if (kind == STROBE_OB_ROW_SP || kind == STROBE_OB_ROW_BP || kind == STROBE_OB_ROW_PLT) {
+		__u64 cfa = (kind == STROBE_OB_ROW_BP ? bp : sp) + (__u64)(__s64)r.cfa_off;
+		if (kind == STROBE_OB_ROW_PLT && (ip & 15) >= (__u64)(__u8)r.rbp_off8)
+			cfa += 8; /* past the stub's push */
 		if (cfa <= sp || cfa - sp > USER_STACK_MAX ||
 		    uread(&ip, 8, cfa - 8, task) < 0 ||
 		    ((r.kind & STROBE_OB_ROW_RBP) &&

@@ -53,7 +53,7 @@ typedef struct strobe_oncpu_opts {
 	 * always-on agent, whose hosts may exec thousands of processes a second */
 	bool ask_at_exec;
 	/* a sample walked before its process's tables were in, or stopped by a row the
-	 * kernel's walk cannot follow (a PLT entry's CFA expression), goes to user space with
+	 * kernel's walk cannot follow (a CFA expression, a signal frame), goes to user space with
 	 * its registers and 16 KiB of its user stack, to be unwound there (as the perf path's
 	 * samples are) rather than summed as far as it was walked: a process's first samples
 	 * (between its exec and its tables), so for recordings, whose commands are often
