@@ -598,7 +598,7 @@ int strobe_oncpu_collect(strobe_oncpu *b, strobe_sampler *s)
 	 * the generation's tlsets, cleared below for cur only */
 	if (b->copies_rb && rc == 0) {
 		b->copy_s = s;
-		if (sampler_unwind_copies(s) == 0 && ring_buffer__consume(b->copies_rb) < 0)
+		if (ring_buffer__consume(b->copies_rb) < 0)
 			rc = -errno;
 		b->copy_s = NULL;
 	}
@@ -710,6 +710,9 @@ static int on_copy(void *ctx, void *data, size_t len)
 		.cpu_ns = b->period_ns ? b->period_ns : 1000000000ll / 99};
 	sc.lset = c->labels ? labels_of(b, b->copy_s, b->fd_tlsets[c->gen & 1], c->labels) : 0;
 	sc.pre_exec = c->pre_exec != 0;
+	/* the unwinder made at the first copy (none may ever come: its tables cost memory);
+	 * without one, the copy is added as walked */
+	sampler_unwind_copies(b->copy_s);
 	b->copies_unwound++;
 	b->collected++;
 	return sampler_add_oncpu_copy(b->copy_s, &sc) < 0 ? -ENOMEM : 0;
