@@ -439,7 +439,6 @@ uint32_t tracker_find_pre(const proc *p, uint64_t addr)
 	return find_in(p->vma, p->nvma, addr);
 }
 
-
 static void read_comm(const char *path, char *comm, size_t cap)
 {
 	FILE *f = fopen(path, "r");
