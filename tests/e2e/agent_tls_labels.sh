@@ -15,7 +15,8 @@
 #   span-query a query by the span_id of three /slow requests (span_id=) holds about each
 #              request's measured CPU (within a third: ~60 samples and the clock reads at its
 #              edges), all under /slow (the same query restricted to /fast is empty); the 120
-#              span IDs (ten a query) give every labelled sample; an unknown span ID gives none
+#              span IDs (ten a query) give every labelled sample (but at most 2 taken between a
+#              request's two label writes); an unknown span ID gives none
 # Needs root and kernel BTF (SKIPs otherwise), x86-64 (the block is found through fsbase).
 set -u
 # shellcheck source=lib/agent.sh
@@ -101,7 +102,11 @@ done < <(awk '$1 == "span" {printf "%s%s", (n % 10 ? "," : ""), $2; if (++n % 10
   END {if (n % 10) print ""}' "$TMPDIR/truth")
 c2=$(qspan "$TMPDIR/none.folded" 00000000deadbeef)
 nn=$(sum "$TMPDIR/none.folded" .)
-detail+="all 120 spans: $na samples, an unknown span: $nn"
-[ "$c1" = 200 ] && [ "$c2" = 200 ] && [ "$na" = "${lab:-x}" ] && [ "$nn" = 0 ] || bad+="all/unknown (HTTP $c1 $c2) "
+detail+="all 120 spans: $na samples of ${lab:-?} labelled, an unknown span: $nn"
+# Every labelled sample is in a span but those taken between a request's two label writes
+# (endpoint set, span_id not yet: ~24 us of CPU in a run, a sample there in ~2 % of runs)
+short=$(( ${lab:-0} - na ))
+[ "$c1" = 200 ] && [ "$c2" = 200 ] && [ "$short" -ge 0 ] && [ "$short" -le 2 ] && [ "$nn" = 0 ] ||
+	bad+="all/unknown (HTTP $c1 $c2) "
 if [ -n "$bad" ]; then fail "$name" "${bad}: $detail"; else ok "$name" "$detail"; fi
 exit $st
