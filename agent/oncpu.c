@@ -91,9 +91,13 @@ struct strobe_oncpu {
 	int ncpus;                  /* possible CPUs: the per-CPU counters' width */
 	unsigned freq;              /* attached at (0: detached) */
 	int64_t period_ns;
-	int *pfds;                  /* one cpu-clock event per online CPU (-1: none) */
+	int *pfds;                  /* the cpu-clock events: one per online CPU, or per target
+				       thread with opts.per_task */
 	int *links;                 /* their BPF links (-1: attached by the event's ioctl) */
-	int nev;
+	int nev, cev;
+	pid_t *task_pids;           /* opts.per_task: the target processes (NULL: per CPU) */
+	unsigned ntask_pids;
+	bool on_exec;               /* opts.enable_on_exec */
 	uint64_t entries, drains, collected;
 	struct oc_key *keys; /* scratch for one drain */
 	uint64_t *vals;             /* their counts */
@@ -117,7 +121,6 @@ struct strobe_oncpu {
 	struct ring_buffer *copies_rb;    /* its copied samples (copy_unwalked; NULL: none) */
 	strobe_sampler *copy_s;           /* where they go: the collect's sampler */
 	uint64_t copies_unwound;
-	bool per_thread;
 	pid_t *fresh;                     /* read from it: [fresh_at, nfresh) not handed out yet */
 	unsigned nfresh, cfresh, fresh_at;
 	uint64_t fresh_dropped;           /* read from it, not kept (out of memory, FRESH_MAX) */
@@ -287,6 +290,16 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	b->stack_entries = b->max_entries < MAX_STACK_ENTRIES ? b->max_entries : MAX_STACK_ENTRIES;
 	b->tls_entries = b->max_entries < MAX_TLS_ENTRIES ? b->max_entries : MAX_TLS_ENTRIES;
 	b->proc_root = o->proc_root;
+	if (o->per_task && o->npids) {
+		if (!(b->task_pids = malloc(o->npids * sizeof(*b->task_pids)))) {
+			strobe_oncpu_close(b);
+			errno = ENOMEM;
+			return NULL;
+		}
+		memcpy(b->task_pids, o->pids, o->npids * sizeof(*b->task_pids));
+		b->ntask_pids = o->npids;
+		b->on_exec = o->enable_on_exec;
+	}
 	b->tls = o->no_labels ? NULL : calloc(TLS_SEEN, sizeof(*b->tls));
 	b->keys = malloc(b->max_entries * sizeof(*b->keys));
 	b->vals = malloc(b->max_entries * sizeof(*b->vals));
@@ -348,7 +361,6 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 		errno = e;
 		return NULL;
 	}
-	b->per_thread = !o->no_tid;
 	if (!o->no_python &&
 	    (!(b->pyips = malloc(PY_MERGED * sizeof(*b->pyips))) ||
 	     !(b->pynames = malloc(PY_MERGED * sizeof(*b->pynames))) ||
@@ -412,6 +424,49 @@ void strobe_oncpu_exec(strobe_oncpu *b, pid_t pid)
 		py_on_load(b, (uint32_t)pid);
 }
 
+/* Attaches the sampling program to one more cpu-clock event. */
+static int attach_event(strobe_oncpu *b, struct perf_event_attr *a, pid_t pid, int cpu,
+			strobe_err *err)
+{
+	if (b->nev == b->cev) {
+		int nc = b->cev ? b->cev * 2 : 16;
+		int *np = realloc(b->pfds, (size_t)nc * sizeof(*np));
+		if (np)
+			b->pfds = np;
+		int *nl = np ? realloc(b->links, (size_t)nc * sizeof(*nl)) : NULL;
+		if (!nl)
+			return strobe_errf(err, -ENOMEM, "out of memory");
+		b->links = nl;
+		b->cev = nc;
+	}
+	int fd = perf_open(a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return fd == -ESRCH ? fd : perf_open_err(err, fd, "the cpu-clock event", pid);
+	b->pfds[b->nev] = fd;
+	int arc = agent_bpf_attach_perf(agent_bpf_prog_fd(&b->progs, b->skel->progs.on_sample), fd,
+					&b->links[b->nev]);
+	b->nev++;
+	if (arc < 0 && pid == -1)
+		return strobe_errf(err, arc, "cannot attach the eBPF on-CPU program to the "
+				   "cpu-clock event of CPU %d: %s", cpu, strerror(-arc));
+	if (arc < 0)
+		return strobe_errf(err, arc, "cannot attach the eBPF on-CPU program to the "
+				   "cpu-clock event of thread %d: %s", (int)pid, strerror(-arc));
+	return 0;
+}
+
+typedef struct task_ctx {
+	strobe_oncpu *b;
+	struct perf_event_attr *a;
+	strobe_err *err;
+} task_ctx;
+
+static int attach_task(void *ctx, pid_t tid)
+{
+	task_ctx *t = ctx;
+	return attach_event(t->b, t->a, tid, -1, t->err);
+}
+
 int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 {
 	if (freq == 0)
@@ -421,39 +476,40 @@ int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err)
 	if (b->freq == freq)
 		return 0;
 	strobe_oncpu_detach(b);
-	int ncpu = perf_cpu_count();
-	b->pfds = malloc((size_t)ncpu * sizeof(*b->pfds));
-	b->links = malloc((size_t)ncpu * sizeof(*b->links));
-	if (!b->pfds || !b->links) {
-		strobe_oncpu_detach(b);
-		return strobe_errf(err, -ENOMEM, "out of memory");
-	}
 	/* Period, not frequency, mode: a fixed period of CPU time is what each sample is worth,
-	 * with no adjusting of the period by the kernel from one sample to the next. */
+	 * with no adjusting of the period by the kernel from one sample to the next.
+	 * Per task (opts.per_task), the event's clock runs only while its thread runs, so a
+	 * sample falls every period of the thread's own CPU time, as the perf path's per-thread
+	 * events do. Per CPU, it runs on the wall clock, and a workload that runs and sleeps in
+	 * a cycle close to the period is sampled at the same phase of its cycle each time: a
+	 * thread burning 6 ms of every 10 took all of a recording's samples at 99 Hz and two
+	 * others, 30 and 10 % of a CPU, none (agent_jit/record). System-wide there is no other
+	 * way (perf -a and bcc's profile share it); for named processes there is. Children and
+	 * threads to come inherit the events (and the program with them). */
 	struct perf_event_attr a = {
 		.type = PERF_TYPE_SOFTWARE,
 		.size = sizeof(a),
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.sample_period = 1000000000ull / freq,
+		.inherit = b->task_pids != NULL,
+		.disabled = b->on_exec,
+		.enable_on_exec = b->on_exec,
 	};
 	int rc = 0;
 	agent_bpf_msg()[0] = 0;
-	for (int c = 0; c < ncpu && rc == 0; c++) {
-		if (!perf_cpu_online(c))
-			continue;
-		int fd = perf_open(&a, -1, c, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			rc = perf_open_err(err, -errno, "the cpu-clock event", -1);
-			break;
+	if (b->task_pids) {
+		task_ctx t = {.b = b, .a = &a, .err = err};
+		for (unsigned i = 0; i < b->ntask_pids && rc == 0; i++) {
+			rc = perf_each_thread(b->proc_root, b->task_pids[i], b->on_exec, attach_task,
+					      &t);
+			if (rc == -ESRCH)
+				rc = strobe_errf(err, rc, "no process %d", (int)b->task_pids[i]);
 		}
-		b->pfds[b->nev] = fd;
-		int arc = agent_bpf_attach_perf(agent_bpf_prog_fd(&b->progs, b->skel->progs.on_sample),
-						fd, &b->links[b->nev]);
-		b->nev++;
-		if (arc < 0)
-			rc = strobe_errf(err, arc, "cannot attach the eBPF on-CPU program to the "
-					 "cpu-clock event of CPU %d: %s", c, strerror(-arc));
 	}
+	int ncpu = b->task_pids ? 0 : perf_cpu_count();
+	for (int c = 0; c < ncpu && rc == 0; c++)
+		if (perf_cpu_online(c))
+			rc = attach_event(b, &a, -1, c, err);
 	if (rc == 0 && b->fork_link < 0) {
 		b->fork_link = agent_bpf_attach_raw_tp(
 			agent_bpf_prog_fd(&b->progs, b->skel->progs.on_fork), NULL);
@@ -492,7 +548,7 @@ void strobe_oncpu_detach(strobe_oncpu *b)
 	free(b->pfds);
 	b->links = NULL;
 	b->pfds = NULL;
-	b->nev = 0;
+	b->nev = b->cev = 0;
 	b->freq = 0;
 	if (b->fork_link >= 0)
 		close(b->fork_link);
@@ -680,6 +736,7 @@ void strobe_oncpu_close(strobe_oncpu *b)
 	if (b->sync_inner >= 0)
 		close(b->sync_inner);
 	free(b->keys);
+	free(b->task_pids);
 	free(b->vals);
 	stack_table_free(&b->stk);
 	free(b->tls);
@@ -698,7 +755,7 @@ static int on_copy(void *ctx, void *data, size_t len)
 	if (len < sizeof(*c) || !b->copy_s)
 		return 0;
 	sampler_copy sc = {
-		.pid = (int32_t)c->tgid, .tid = b->per_thread ? (int32_t)c->tid : 0,
+		.pid = (int32_t)c->tgid, .tid = b->skel->rodata->per_thread ? (int32_t)c->tid : 0,
 		.walk_tid = (int32_t)c->tid, .kips = (const uint64_t *)c->kips,
 		.uips = (const uint64_t *)c->uips,
 		.nk = c->nk < STROBE_OB_MAX_DEPTH ? c->nk : STROBE_OB_MAX_DEPTH,

@@ -8,6 +8,7 @@
 #define STROBE_AGENT_PERF_H
 
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,6 +41,15 @@ int perf_ring_peek(perf_ring *r, uint64_t head,
 		     int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
 int perf_ring_read_to(perf_ring *r, uint64_t head,
 			int (*fn)(const struct perf_event_header *h, void *ctx), void *ctx);
+
+/* Calls fn(ctx, tid) once for each thread of process pid (PROC_ROOT/PID/task), listing them again
+ * until a round finds none new: a thread created before its creator's inheriting event was open
+ * is not inherited. only_pid: pid alone (a forked child waiting to exec has one thread). fn
+ * returns 0, or -ESRCH when the thread exited meanwhile (skipped), or another -errno (which
+ * stops the walk and is returned). 0 when some thread was done; -ESRCH when none was (no such
+ * process, or it exited). */
+int perf_each_thread(const char *proc_root, pid_t pid, bool only_pid,
+		     int (*fn)(void *ctx, pid_t tid), void *ctx);
 
 /* Number of possible CPUs and whether cpu i is online (events can only be opened there). */
 int perf_cpu_count(void);

@@ -189,6 +189,98 @@ static int cpu_list(const char *path, uint64_t *bits, int maxcpu)
 	return top;
 }
 
+/* Thread ids of a process from PROC_ROOT/PID/task. */
+static int list_tids(const char *proc_root, pid_t pid, pid_t **out, unsigned *n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%d/task", proc_root ? proc_root : "/proc", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	unsigned cap = 16, cnt = 0;
+	pid_t *v = malloc(cap * sizeof(*v));
+	struct dirent *e;
+	while (v && (e = readdir(d))) {
+		char *end;
+		long t = strtol(e->d_name, &end, 10);
+		if (*end || t <= 0)
+			continue;
+		if (cnt == cap) {
+			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+			if (!nv) {
+				free(v);
+				v = NULL;
+				break;
+			}
+			v = nv;
+		}
+		v[cnt++] = (pid_t)t;
+	}
+	closedir(d);
+	if (!v)
+		return -ENOMEM;
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+static bool in_list(const pid_t *v, unsigned n, pid_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+int perf_each_thread(const char *proc_root, pid_t pid, bool only_pid,
+		     int (*fn)(void *ctx, pid_t tid), void *ctx)
+{
+	pid_t *done = NULL;
+	unsigned ndone = 0, cdone = 0;
+	int rc = 0;
+	for (int round = 0; round < 20 && rc == 0; round++) {
+		pid_t *tids = NULL;
+		unsigned nt = 0, added = 0;
+		if (only_pid) {
+			if (!(tids = malloc(sizeof(*tids))))
+				rc = -ENOMEM;
+			else
+				tids[nt++] = pid;
+		} else {
+			rc = list_tids(proc_root, pid, &tids, &nt);
+			if (rc == -ESRCH && ndone) /* exited since its threads were done */
+				rc = 0;
+		}
+		for (unsigned i = 0; i < nt && rc == 0; i++) {
+			if (in_list(done, ndone, tids[i]))
+				continue;
+			if ((rc = fn(ctx, tids[i])) == -ESRCH) { /* the thread exited meanwhile */
+				rc = 0;
+				continue;
+			}
+			if (rc < 0)
+				break;
+			if (ndone == cdone) {
+				pid_t *nd = realloc(done, (cdone = cdone ? cdone * 2 : 16) * sizeof(*nd));
+				if (!nd) {
+					rc = -ENOMEM;
+					break;
+				}
+				done = nd;
+			}
+			done[ndone++] = tids[i];
+			added++;
+		}
+		free(tids);
+		if (added == 0 || only_pid)
+			break;
+	}
+	free(done);
+	if (rc == 0 && ndone == 0)
+		rc = -ESRCH;
+	return rc;
+}
+
 int perf_cpu_count(void)
 {
 	int n = cpu_list("/sys/devices/system/cpu/possible", NULL, 4096);

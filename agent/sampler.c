@@ -406,17 +406,12 @@ int sampler_add_oncpu_lset(strobe_sampler *s, int32_t pid, int32_t tid,
 				       samples, cpu_ns);
 }
 
-int sampler_add_oncpu_image(strobe_sampler *s, int32_t pid, int32_t tid,
-				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
-				  const uint32_t *upy, uint32_t nu, uint32_t lset, bool pre_exec,
-				  int64_t samples, int64_t cpu_ns)
+/* On-CPU samples of a stack resolved into s->rs.ids[0, n) into the aggregate. tid 0: summed
+ * per process (named after its main thread). */
+static int add_oncpu_ids(strobe_sampler *s, int32_t pid, int32_t tid, uint32_t n, uint32_t lset,
+			 int64_t samples, int64_t cpu_ns)
 {
-	/* as for an off-CPU sum: the leaf is where the thread was, the rest return addresses */
-	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, upy, nu, pre_exec);
-	if (tid)
-		thread_for(s, tid, pid);
-	else
-		thread_for(s, pid, pid); /* (summed per process: named after its main thread) */
+	thread_for(s, tid ? tid : pid, pid);
 	int64_t v[NV] = {0};
 	v[V_SAMPLES] = samples;
 	v[V_CPU_NS] = cpu_ns;
@@ -424,23 +419,22 @@ int sampler_add_oncpu_image(strobe_sampler *s, int32_t pid, int32_t tid,
 	return agg_add(&s->agg, pid, tid, 0, lset < s->lsets.n ? lset : 0, s->rs.ids, n, v);
 }
 
+int sampler_add_oncpu_image(strobe_sampler *s, int32_t pid, int32_t tid,
+				  const uint64_t *kips, uint32_t nk, const uint64_t *uips,
+				  const uint32_t *upy, uint32_t nu, uint32_t lset, bool pre_exec,
+				  int64_t samples, int64_t cpu_ns)
+{
+	/* as for an off-CPU sum: the leaf is where the thread was, the rest return addresses */
+	uint32_t n = stack_resolve_summed(&s->rs, pid, kips, nk, uips, upy, nu, pre_exec);
+	return add_oncpu_ids(s, pid, tid, n, lset, samples, cpu_ns);
+}
+
 int sampler_unwind_copies(strobe_sampler *s)
 {
-	stack_resolver *r = &s->rs;
-	if (!r->uw) {
-		r->uw = unwinder_new(s->o.unwind_cache_bytes);
-		if (!r->upcs)
-			r->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*r->upcs));
-		if (!r->uact)
-			r->uact = malloc(STROBE_STACK_FRAMES * sizeof(*r->uact));
-		if (!r->uw || !r->upcs || !r->uact) {
-			unwinder_free(r->uw);
-			r->uw = NULL;
-			return -ENOMEM;
-		}
-	}
-	r->call_graph = STROBE_CG_AUTO;
-	return 0;
+	int rc = stack_resolver_add_unwinder(&s->rs, s->o.unwind_cache_bytes);
+	if (rc == 0)
+		s->rs.call_graph = STROBE_CG_AUTO;
+	return rc;
 }
 
 int sampler_add_oncpu_copy(strobe_sampler *s, const sampler_copy *c)
@@ -463,13 +457,7 @@ int sampler_add_oncpu_copy(strobe_sampler *s, const sampler_copy *c)
 			 .stack_size = c->stack_size, .stack_dyn = c->stack_len};
 	memcpy(sm.regs, c->regs, sizeof(sm.regs));
 	uint32_t nf = stack_resolve_sample(&s->rs, c->pid, &sm, NULL, s->o.max_stack);
-	thread_for(s, c->tid ? c->tid : c->pid, c->pid);
-	int64_t v[NV] = {0};
-	v[V_SAMPLES] = 1;
-	v[V_CPU_NS] = c->cpu_ns;
-	s->st.samples++;
-	return agg_add(&s->agg, c->pid, c->tid, 0, c->lset < s->lsets.n ? c->lset : 0, s->rs.ids,
-		       nf, v);
+	return add_oncpu_ids(s, c->pid, c->tid, nf, c->lset, 1, c->cpu_ns);
 }
 
 int sampler_add_lock(strobe_sampler *s, int32_t pid, int32_t tid, uint64_t lock,

@@ -3,7 +3,6 @@
  * The sampler's events and rings (see sampler_events.h): the attributes of each kind of event,
  * opening them per target and CPU, hooking each to its CPU's ring, enabling, disabling, polling.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,104 +190,33 @@ static int open_set(sampler_events *ev, pid_t pid, int cpu, unsigned ring, int t
 	return 0;
 }
 
-/* Thread ids of a process from PROC_ROOT/PID/task. */
-static int list_tids(const char *proc_root, pid_t pid, pid_t **out, unsigned *n)
+typedef struct open_ctx {
+	sampler_events *ev;
+	int ncpu, tp_switch;
+	const int *cpus;
+	strobe_err *err;
+} open_ctx;
+
+/* perf_each_thread's step: one thread's events on every CPU. */
+static int open_thread(void *ctx, pid_t tid)
 {
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%d/task", proc_root ? proc_root : "/proc", (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	unsigned cap = 16, cnt = 0;
-	pid_t *v = malloc(cap * sizeof(*v));
-	struct dirent *e;
-	while (v && (e = readdir(d))) {
-		char *end;
-		long t = strtol(e->d_name, &end, 10);
-		if (*end || t <= 0)
-			continue;
-		if (cnt == cap) {
-			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
-			if (!nv) {
-				free(v);
-				v = NULL;
-				break;
-			}
-			v = nv;
-		}
-		v[cnt++] = (pid_t)t;
-	}
-	closedir(d);
-	if (!v)
-		return -ENOMEM;
-	*out = v;
-	*n = cnt;
-	return 0;
+	open_ctx *c = ctx;
+	int rc = 0;
+	for (int i = 0; i < c->ncpu && rc == 0; i++)
+		rc = open_set(c->ev, tid, c->cpus[i], (unsigned)i, c->tp_switch, c->err);
+	return rc;
 }
 
-static bool in_list(const pid_t *v, unsigned n, pid_t x)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (v[i] == x)
-			return true;
-	return false;
-}
-
-/* Opens events for every thread of pid, rescanning until no thread appeared meanwhile (a thread
- * created before its creator's event existed is not inherited). */
+/* Opens events for every thread of pid (only pid itself for a forked child waiting to exec). */
 static int open_process(sampler_events *ev, pid_t pid, int ncpu, const int *cpus, int tp_switch,
 			strobe_err *err)
 {
-	pid_t *done = NULL;
-	unsigned ndone = 0, cdone = 0;
-	int rc = 0;
-	for (int round = 0; round < 20; round++) {
-		pid_t *tids = NULL;
-		unsigned nt = 0;
-		if (ev->o->enable_on_exec) { /* a forked child waiting to exec: one thread */
-			tids = malloc(sizeof(*tids));
-			if (!tids)
-				return -ENOMEM;
-			tids[0] = pid;
-			nt = 1;
-		} else if ((rc = list_tids(ev->o->proc_root, pid, &tids, &nt)) < 0) {
-			free(done);
-			return strobe_errf(err, rc == -ENOENT ? -ESRCH : rc, "no process %d",
-					   (int)pid);
-		}
-		unsigned added = 0;
-		for (unsigned i = 0; i < nt && rc == 0; i++) {
-			if (in_list(done, ndone, tids[i]))
-				continue;
-			for (int c = 0; c < ncpu && rc == 0; c++) {
-				rc = open_set(ev, tids[i], cpus[c], (unsigned)c, tp_switch, err);
-				if (rc == -ESRCH) /* the thread exited meanwhile: fine */
-					rc = 1;
-			}
-			if (rc == 1) {
-				rc = 0;
-				continue;
-			}
-			if (ndone == cdone) {
-				cdone = cdone ? cdone * 2 : 16;
-				pid_t *nd = realloc(done, cdone * sizeof(*nd));
-				if (!nd) {
-					rc = -ENOMEM;
-					break;
-				}
-				done = nd;
-			}
-			done[ndone++] = tids[i];
-			added++;
-		}
-		free(tids);
-		if (rc < 0 || added == 0 || ev->o->enable_on_exec)
-			break;
-	}
-	if (rc == 0 && ndone == 0)
-		rc = strobe_errf(err, -ESRCH, "no process %d", (int)pid);
-	free(done);
-	return rc;
+	open_ctx c = {.ev = ev, .ncpu = ncpu, .tp_switch = tp_switch, .cpus = cpus, .err = err};
+	int rc = perf_each_thread(ev->o->proc_root, pid, ev->o->enable_on_exec, open_thread, &c);
+	if (rc < 0 && (rc == -ESRCH || !err->msg[0]))
+		return strobe_errf(err, rc, rc == -ESRCH ? "no process %d" : "the threads of process %d: %s",
+				   (int)pid, strerror(-rc));
+	return rc < 0 ? rc : 0;
 }
 
 void sampler_events_init(sampler_events *ev, const strobe_sampler_opts *o)

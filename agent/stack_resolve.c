@@ -20,14 +20,23 @@ int stack_resolver_init(stack_resolver *r, bool unwind, size_t cache_bytes)
 	r->ids = malloc(STROBE_STACK_FRAMES * sizeof(*r->ids));
 	if (!r->ids)
 		return -ENOMEM;
-	if (unwind) {
-		r->uw = unwinder_new(cache_bytes);
+	return unwind ? stack_resolver_add_unwinder(r, cache_bytes) : 0;
+}
+
+int stack_resolver_add_unwinder(stack_resolver *r, size_t cache_bytes)
+{
+	if (r->uw)
+		return 0;
+	r->uw = unwinder_new(cache_bytes);
+	if (!r->upcs)
 		r->upcs = malloc(STROBE_STACK_FRAMES * sizeof(*r->upcs));
+	if (!r->uact)
 		r->uact = malloc(STROBE_STACK_FRAMES * sizeof(*r->uact));
-		if (!r->uw || !r->upcs || !r->uact)
-			return -ENOMEM; /* (stack_resolver_free frees what there is) */
-	}
-	return 0;
+	if (r->uw && r->upcs && r->uact)
+		return 0;
+	unwinder_free(r->uw); /* (the arrays, if any, go with stack_resolver_free) */
+	r->uw = NULL;
+	return -ENOMEM;
 }
 
 void stack_resolver_free(stack_resolver *r)

@@ -85,6 +85,9 @@ typedef struct stack_resolver {
 /* Sets r up (zeroing it first: fill in the fields above after) with an unwinder when unwind,
  * its table cache bounded by cache_bytes (0: its default). 0/-ENOMEM. */
 int stack_resolver_init(stack_resolver *r, bool unwind, size_t cache_bytes);
+/* Gives r its unwinder (and scratch) if it has none yet: for a resolver set up without one
+ * that meets its first stack copy. 0/-ENOMEM (r then still without one). */
+int stack_resolver_add_unwinder(stack_resolver *r, size_t cache_bytes);
 void stack_resolver_free(stack_resolver *r);
 
 /* The process pid, created when absent, with its mappings read from /proc when first met

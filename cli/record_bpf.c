@@ -75,6 +75,9 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 	if (cpu) {
 		int share[5];
 		strobe_oncpu_opts co = {.pids = pids, .npids = npids, .kernel = so->kernel,
+					/* a sample per period of each target thread's CPU time,
+					 * as the perf path's */
+					.per_task = true, .enable_on_exec = so->enable_on_exec,
 					.freq = so->freq, .interval_ms = 1000, .table_rows = rows,
 					/* no preload: the window would start seconds late; the
 					 * program asks for each process's tables as it meets it */

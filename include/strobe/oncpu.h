@@ -26,6 +26,13 @@ typedef struct strobe_oncpu_opts {
 	unsigned npids;
 	bool kernel;            /* kernel stacks too */
 	bool no_tid;            /* sum threads of a process together (tid 0 in the sums) */
+	/* With pids: the sampling events follow the target processes' threads (and their
+	 * children) and count their CPU time, rather than each CPU's wall clock (so a workload
+	 * that runs and sleeps in a cycle near the period is not sampled at one phase of it); for
+	 * recordings of named processes. enable_on_exec: they start at the target's exec (a
+	 * forked command waiting for it). */
+	bool per_task;
+	bool enable_on_exec;
 	unsigned freq;          /* samples per second per CPU (for sizing; attach sets the rate) */
 	unsigned interval_ms;   /* how often collect runs (for sizing), 0 = 10 s */
 	/* Sums per interval the counts map holds (a new stack beyond is counted and dropped;
@@ -109,8 +116,8 @@ typedef struct strobe_oncpu strobe_oncpu;
 /* Loads the programs (not attached). NULL + errno, with the reason in err: no BTF, no
  * privilege, a kernel without the helpers (bpf_loop, bpf_get_current_task_btf). */
 strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err);
-/* Opens a cpu-clock event at freq Hz on every online CPU and attaches the program to each
- * (again at a new freq when attached already). */
+/* Opens a cpu-clock event at freq Hz on every online CPU (opts.per_task: on every thread of
+ * the targets) and attaches the program to each (again at a new freq when attached already). */
 int strobe_oncpu_attach(strobe_oncpu *b, unsigned freq, strobe_err *err);
 void strobe_oncpu_detach(strobe_oncpu *b);
 /* Adds a process (and its children to come) to the pid filter. */

@@ -151,6 +151,6 @@ kill "$j3" 2>/dev/null; wait "$j3" 2>/dev/null; rm -f "/tmp/perf-$j3.map"; j3=
 n=$(grep -c 'JitSplit\.run[0-9]*(' "$TMPDIR/rec.folded" 2>/dev/null)
 if [ "$alive" = 0 ]; then fail "$name/record" "the JVM to record exited before the recording: $(errof "$TMPDIR/j3.out")"
 elif [ "$rc" != 0 ]; then fail "$name/record" "strobe record exited with $rc: $(errof "$TMPDIR/rec.err")"
-elif [ "${n:-0}" -lt 3 ]; then fail "$name/record" "the Java methods are not named in the recording ($n stacks name one; record said: $(grep -o 'duration reached[^;]*' "$TMPDIR/rec.err")): $(sort -t' ' -k2 -rn "$TMPDIR/rec.folded" | head -3 | cut -c1-200 | tr '\n' '|')"
+elif [ "${n:-0}" -lt 3 ]; then fail "$name/record" "the Java methods are not named in the recording ($n stacks name one; record said: $(grep -o 'duration reached[^;]*' "$TMPDIR/rec.err")): $(awk '{ print $NF, $0 }' "$TMPDIR/rec.folded" | sort -rn | head -3 | cut -d' ' -f2- | cut -c1-200 | tr '\n' '|')"
 else ok "$name/record" "$n stacks name run60/run30/run10"; fi
 exit $st

@@ -6,6 +6,11 @@
 #   cpu-MODE     record -F 999 -e cpu -- cpu_split -c 3: each burner's share within ±3 points of
 #                what its thread CPU clock measured; as many samples as 3 s of CPU make at
 #                999 Hz, within 15 %
+#   periodic-MODE  record -F 99 -- cpu_split -P 10101010: three threads, each in one function,
+#                running 60/30/10 % of every 10.1 ms (the sampling period) and sleeping the
+#                rest; each function's share within ±5 points of its thread CPU clock. An event
+#                on each CPU's wall clock meets each thread at one phase of its cycle every
+#                time (one function took 50-100 % of the samples); per-thread events do not
 #   nofp-MODE    record -F 999 -- cpu_split-nofp (no frame pointers anywhere, through glibc's
 #                start_thread): the split, and >= 99 % of each burner's samples under
 #                start_thread;thread_main;run_rounds;burn_X
@@ -30,19 +35,26 @@ if [ "$(id -u)" != 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
 	MODES=perf
 fi
 
+# burn_split FOLDED TRUTH POINTS: burn_60/30/10's shares against the truth file's into bad/detail, the
+# shares themselves into s
+burn_split() {
+	local fn got want
+	bad="" detail=""
+	s=$(shares "$1" burn_60 burn_30 burn_10)
+	for fn in burn_60 burn_30 burn_10; do
+		got=$(pct "$s" "$fn"); want=$(truth_share "$2" "$fn")
+		detail+="$fn ${got}% (truth ${want}%) "
+		within_pp "$got" "$want" "$3" || bad+="$fn "
+	done
+}
+
 for m in $MODES; do
 	# ---- cpu --------------------------------------------------------------------------------
 	name=record_bpf/cpu-$m
 	if ! rec "$name" 60 --mode "$m" -F 999 -o "$TMPDIR/cpu-$m.folded" -- "$WL/cpu_split" -c 3 -o "$TMPDIR/cpu-$m.truth" 100; then
 		fail "$name" "record failed ($rc): $(recerr "$name")"
 	else
-		bad="" detail=""
-		s=$(shares "$TMPDIR/cpu-$m.folded" burn_60 burn_30 burn_10)
-		for fn in burn_60 burn_30 burn_10; do
-			got=$(pct "$s" "$fn"); want=$(truth_share "$TMPDIR/cpu-$m.truth" "$fn")
-			detail+="$fn ${got}% (truth ${want}%) "
-			within_pp "$got" "$want" 3 || bad+="$fn "
-		done
+		burn_split "$TMPDIR/cpu-$m.folded" "$TMPDIR/cpu-$m.truth" 3
 		n=$(awk -v t="$(field "$s" total)" 'BEGIN { printf "%.0f", t / 1001001 }') # ns / period
 		want=$(awk -v c="$(truth "$TMPDIR/cpu-$m.truth" process_cpu_ns)" 'BEGIN { printf "%.0f", c * 999 / 1e9 }')
 		if [ -n "$bad" ]; then fail "$name" "share off by more than 3 pp for $bad: $detail"
@@ -50,6 +62,16 @@ for m in $MODES; do
 		else ok "$name" "$n samples ($want expected); ${detail% }"; fi
 	fi
 	err_cpu=$TMPDIR/$(_fname "$name").err
+
+	# ---- periodic: a workload whose cycle is the sampling period ------------------------------
+	name=record_bpf/periodic-$m
+	if ! rec "$name" 60 --mode "$m" -F 99 -o "$TMPDIR/per-$m.folded" -- "$WL/cpu_split" -P 10101010 -c 4 -o "$TMPDIR/per-$m.truth" 100; then
+		fail "$name" "record failed ($rc): $(recerr "$name")"
+	else
+		burn_split "$TMPDIR/per-$m.folded" "$TMPDIR/per-$m.truth" 5
+		if [ -n "$bad" ]; then fail "$name" "share off by more than 5 pp for $bad(sampled at one phase of the cycle?): $detail"
+		else ok "$name" "${detail% }"; fi
+	fi
 
 	# ---- nofp -------------------------------------------------------------------------------
 	name=record_bpf/nofp-$m

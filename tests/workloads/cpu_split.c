@@ -20,7 +20,15 @@
  * number of samples however busy the machine is; -l LOG has the main thread (THREADS >= 1)
  * append "REALTIME_NS PROCESS_CPU_NS" every 20 ms, so that a test can tell how much CPU the
  * workload got inside a profile's own time window. The burners are leaf functions of ours, compiled with
- * frame pointers, so a sampled stack is thread_main;run_rounds;burn_NN with nothing skipped. */
+ * frame pointers, so a sampled stack is thread_main;run_rounds;burn_NN with nothing skipped.
+ *
+ * -P PERIOD_NS runs and sleeps in a cycle of PERIOD_NS of wall time instead: three burners, each
+ * in one function only (burner-0 in burn_60, burner-1 in burn_30, burner-2 in burn_10), burning
+ * 60, 30 or 10 % of each period and sleeping to the next period's start (absolute deadlines on
+ * one epoch, so the cycle does not drift). With the period a sampler's own, a sampler that fires
+ * on each CPU's wall clock meets every thread at the same phase of its cycle each time (one
+ * thread takes the samples, the others none); one that counts each thread's CPU time gives
+ * each its share (-t is ignored). */
 #include "wl_common.h"
 
 #include <pthread.h>
@@ -30,6 +38,7 @@ struct burner {
 	pthread_t th;
 	int index;
 	int64_t deadline, cpu_budget;
+	int64_t period, epoch; /* -P: the cycle, and when its first period starts */
 	int64_t ns[3];
 	long rounds;
 };
@@ -77,13 +86,35 @@ static __attribute__((noinline)) void run_rounds(struct burner *b)
 	}
 }
 
+/* -P: burner i runs its one function for its share of every period, then sleeps to the next. */
+static __attribute__((noinline)) void run_cycles(struct burner *b)
+{
+	static int64_t (*const fn[3])(int64_t) = {burn_60, burn_30, burn_10};
+	static const int pct[3] = {60, 30, 10};
+	int64_t next = b->epoch;
+	while (wl_mono_ns() < b->deadline && wl_process_cpu_ns() < b->cpu_budget) {
+		b->ns[b->index] += fn[b->index](b->period * pct[b->index] / 100);
+		b->rounds++;
+		int64_t now = wl_mono_ns();
+		do /* (a period overrun on a busy machine: the next start still on the grid) */
+			next += b->period;
+		while (next <= now);
+		struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+}
+
 static __attribute__((noinline)) void *thread_main(void *arg)
 {
 	struct burner *b = arg;
 	char name[16];
 	snprintf(name, sizeof(name), "burner-%d", b->index);
 	pthread_setname_np(pthread_self(), name);
-	run_rounds(b);
+	if (b->period)
+		run_cycles(b);
+	else
+		run_rounds(b);
 	return NULL;
 }
 
@@ -91,9 +122,10 @@ int main(int argc, char **argv)
 {
 	const char *truth = NULL, *ready = NULL, *log = NULL;
 	int nthreads = 1, c;
-	int64_t cpu_budget = INT64_MAX;
-	while ((c = getopt(argc, argv, "t:o:r:c:l:")) != -1) {
+	int64_t cpu_budget = INT64_MAX, period = 0;
+	while ((c = getopt(argc, argv, "t:o:r:c:l:P:")) != -1) {
 		switch (c) {
+		case 'P': period = atoll(optarg); break;
 		case 't': nthreads = atoi(optarg); break;
 		case 'c': cpu_budget = (int64_t)(wl_parse_seconds(optarg, "cpu_split") * 1e9); break;
 		case 'l': log = optarg; break;
@@ -102,8 +134,11 @@ int main(int argc, char **argv)
 		default: goto usage;
 		}
 	}
-	if (optind != argc - 1 || nthreads < 0 || nthreads > 64)
+	if (optind != argc - 1 || nthreads < 0 || nthreads > 64 || period < 0 ||
+	    (period && period < 100000))
 		goto usage;
+	if (period)
+		nthreads = 3;
 	double secs = wl_parse_seconds(argv[optind], "cpu_split");
 	FILE *tf = wl_truth_open(truth, "cpu_split");
 
@@ -114,8 +149,11 @@ int main(int argc, char **argv)
 	if (!b)
 		return 1;
 	int64_t deadline = wl_mono_ns() + (int64_t)(secs * 1e9);
+	int64_t epoch = period ? (wl_mono_ns() / period + 1) * period : 0;
 	for (int i = 0; i < nthreads && !inmain; i++) {
 		b[i].index = i;
+		b[i].period = period;
+		b[i].epoch = epoch;
 		b[i].deadline = deadline;
 		b[i].cpu_budget = cpu_budget;
 		if (pthread_create(&b[i].th, NULL, thread_main, &b[i])) {
@@ -172,6 +210,6 @@ int main(int argc, char **argv)
 	free(b);
 	return 0;
 usage:
-	fprintf(stderr, "usage: cpu_split [-t THREADS] [-o TRUTH] [-r READY] [-c CPU_SECONDS] [-l LOG] SECONDS\n");
+	fprintf(stderr, "usage: cpu_split [-t THREADS | -P PERIOD_NS] [-o TRUTH] [-r READY] [-c CPU_SECONDS] [-l LOG] SECONDS\n");
 	return 2;
 }
