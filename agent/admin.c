@@ -137,6 +137,10 @@ static json_t *status_json(strobe_agent *a)
 	if (samples) {
 		json_object_set_new(samples, "processes_forgotten",
 				    json_integer((json_int_t)st.processes_forgotten));
+		json_object_set_new(samples, "processes_unnamed",
+				    json_integer((json_int_t)st.processes_unnamed));
+		json_object_set_new(samples, "processes_unlooked",
+				    json_integer((json_int_t)st.processes_unlooked));
 		json_object_set_new(samples, "mappings_tracked", json_integer(st.mappings));
 		json_object_set_new(samples, "frames_tracked", json_integer(st.frames));
 	}
@@ -168,7 +172,7 @@ static json_t *status_json(strobe_agent *a)
 	/* on-CPU samples: how they are collected, and the eBPF program's counters */
 	if (j) {
 		json_t *oc = json_pack(
-			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i}",
+			"{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i}",
 			"mode", st.oncpu_mode ? st.oncpu_mode : "perf", "mode_configured",
 			strobe_offcpu_mode_name(o->oncpu_mode), "fallback", st.oncpu_why, "samples",
 			(json_int_t)st.oc.samples, "idle", (json_int_t)st.oc.idle, "dropped_sums_full",
@@ -177,7 +181,7 @@ static json_t *status_json(strobe_agent *a)
 			(json_int_t)st.oc.user_prov, "table_frames", (json_int_t)st.oc.table_frames,
 			"fp_frames", (json_int_t)st.oc.fp_frames, "table_stops",
 			(json_int_t)st.oc.table_stops, "walks_without_maps", (json_int_t)st.oc.no_maps,
-			"sums_read", (json_int_t)st.oc.entries, "drains", (json_int_t)st.oc.drains,
+			"rows_by_file", (json_int_t)st.oc.file_rows, "sums_read", (json_int_t)st.oc.entries, "drains", (json_int_t)st.oc.drains,
 			"max_entries", (int)st.oc.max_entries, "stack_entries",
 			(int)st.oc.stack_entries, "frequency_hz", (int)st.oc.freq);
 		/* Python frames (agent/python.c) */

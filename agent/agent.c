@@ -195,7 +195,7 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 	strobe_err e = {{0}};
 	int code = 0;
 	if (!a->oc) {
-		int share[5];
+		int share[STROBE_TABLE_MAPS];
 		strobe_oncpu_opts oo = {.pids = a->o->pids, .npids = a->o->npids,
 					.proc_root = a->o->proc_root, .kernel = a->so.kernel,
 					.freq = a->so.freq,
@@ -240,7 +240,7 @@ static int use_bpf_oncpu(strobe_agent *a, bool *bpf, strobe_err *err)
 static void open_locks(strobe_agent *a)
 {
 	strobe_err e = {{0}};
-	int share[5];
+	int share[STROBE_TABLE_MAPS];
 	strobe_locks_opts lo = {.pids = a->o->pids, .npids = a->o->npids,
 				.proc_root = a->o->proc_root,
 				.table_rows = a->o->call_graph == STROBE_CG_FP
@@ -741,6 +741,7 @@ static void export_interval(strobe_agent *a)
 	pid_t *lpids = a->lk ? malloc(PIDS_CAP * sizeof(*lpids)) : NULL;
 	unsigned nl = lpids ? sampler_lock_pids(a->s, lpids, PIDS_CAP) : 0;
 	export_counts ec = {0};
+	uint64_t unnamed = 0, unlooked = 0;
 	int64_t t0 = strobe_mono_ns();
 	renew_symbolizer(a, t0);
 	/* with --locks, each process's lock profile (Pyroscope's "mutex") after its CPU one */
@@ -755,6 +756,10 @@ static void export_interval(strobe_agent *a)
 				continue;
 		}
 		proc_entry *pe = proc_lookup(a, pids[i], interval, false);
+		if (!locks) {
+			unlooked += !pe;
+			unnamed += pe && strcmp(pe->info.comm, "unknown") == 0;
+		}
 		if (!pe || !wanted(a, &pe->info))
 			continue;
 		strobe_err err = {{0}};
@@ -805,6 +810,8 @@ static void export_interval(strobe_agent *a)
 	a->st.profile_bytes += nbytes;
 	a->st.export_errors += errors;
 	a->st.processes_forgotten += forgotten;
+	a->st.processes_unnamed += unnamed;
+	a->st.processes_unlooked += unlooked;
 	a->st.last_export_unix = time(NULL);
 	pthread_mutex_unlock(&a->mu);
 	agent_log(a, STROBE_LOG_DEBUG, "interval %" PRId64 ": %" PRIu64 " profiles, %" PRIu64

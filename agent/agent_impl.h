@@ -47,6 +47,9 @@ typedef struct agent_status {
 	uint64_t samples, switches, lost, throttled;
 	uint32_t processes, threads, mappings, frames;
 	uint64_t processes_forgotten; /* exited, dropped from the sampler's tables */
+	/* processes with samples at an export that had no name but "unknown" (gone before their
+	 * identity was read, and never seen by the tracker), or no entry at all (dropped) */
+	uint64_t processes_unnamed, processes_unlooked;
 	uint64_t intervals, profiles, profile_bytes, export_errors, sampler_reopens;
 	uint64_t sym_renewals;    /* the symbolizer's (--symbolizer-renew) */
 	int64_t last_export_unix;

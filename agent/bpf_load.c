@@ -45,6 +45,7 @@
 
 #include "bpf_load.h"
 #include "bpf_msg.h"
+#include "strobe/offcpu.h" /* STROBE_TABLE_MAPS */
 
 #define MAX_FDS 250           /* SCM_RIGHTS carries at most 253 fds a message */
 #define MAX_MAPS 200          /* maps of one object (ours have about 30) */
@@ -315,6 +316,25 @@ void agent_bpf_progs_close(agent_bpf_progs *progs)
 		if (progs->fd[i] >= 0)
 			close(progs->fd[i]);
 	progs->n = 0;
+}
+
+int agent_bpf_share_tables(struct bpf_map *urows, struct bpf_map *umaps, struct bpf_map *uwant,
+			   struct bpf_map *ureq, struct bpf_map *uexec, struct bpf_map *ubins,
+			   const int *fds)
+{
+	struct bpf_map *m[] = {urows, umaps, uwant, ureq, uexec, ubins};
+	_Static_assert(sizeof(m) / sizeof(m[0]) == STROBE_TABLE_MAPS, "strobe_offcpu_table_maps");
+	for (size_t i = 0; i < STROBE_TABLE_MAPS; i++) {
+		int rc = bpf_map__reuse_fd(m[i], fds[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+bool agent_bpf_has_find_vma(void)
+{
+	return libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, NULL) > 0;
 }
 
 int agent_bpf_attach_perf(int prog_fd, int pfd, int *link_fd)

@@ -36,6 +36,15 @@ int agent_bpf_load(struct bpf_object_skeleton *s, agent_bpf_progs *progs);
 int agent_bpf_prog_fd(const agent_bpf_progs *progs, const struct bpf_program *prog);
 void agent_bpf_progs_close(agent_bpf_progs *progs);
 
+/* Before load: the table walk's maps (ustack.bpf.h: urows, umaps, uwant, ureq, uexec, ubins)
+ * are those of fds (strobe_offcpu_table_maps), another program's, so that one loader serves
+ * both. 0 or -errno. */
+int agent_bpf_share_tables(struct bpf_map *urows, struct bpf_map *umaps, struct bpf_map *uwant,
+			   struct bpf_map *ureq, struct bpf_map *uexec, struct bpf_map *ubins,
+			   const int *fds);
+/* Whether this kernel lets a perf_event program call bpf_find_vma (5.17 and later). */
+bool agent_bpf_has_find_vma(void);
+
 /* Attaches program prog_fd to perf event pfd: a BPF link where the kernel has them (*link_fd,
  * to close to detach), else the perf ioctl (*link_fd -1: closing pfd detaches). 0 or -errno. */
 int agent_bpf_attach_perf(int prog_fd, int pfd, int *link_fd);

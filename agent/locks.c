@@ -66,15 +66,13 @@ static int load(strobe_locks *l, const strobe_locks_opts *o, uint32_t table_rows
 	l->skel->rodata->filter_tgids = o->npids > 0;
 	l->skel->rodata->tables = table_rows > 0 || o->share_tables;
 	bpf_map__set_max_entries(l->skel->maps.urows, table_rows ? table_rows : 1);
-	if (o->share_tables) {
-		struct bpf_map *m[] = {l->skel->maps.urows, l->skel->maps.umaps, l->skel->maps.uwant,
-				       l->skel->maps.ureq, l->skel->maps.uexec};
-		for (size_t i = 0; i < 5; i++) {
-			int rc = bpf_map__reuse_fd(m[i], o->share_tables[i]);
-			if (rc < 0)
-				return rc;
-		}
-	}
+	int rc = o->share_tables ? agent_bpf_share_tables(l->skel->maps.urows, l->skel->maps.umaps,
+							  l->skel->maps.uwant, l->skel->maps.ureq,
+							  l->skel->maps.uexec, l->skel->maps.ubins,
+							  o->share_tables)
+				 : 0;
+	if (rc < 0)
+		return rc;
 	bpf_map__set_max_entries(l->skel->maps.counts, n);
 	bpf_map__set_max_entries(l->skel->maps.stacks0, n / 2);
 	bpf_map__set_max_entries(l->skel->maps.stacks1, n / 2);
@@ -145,7 +143,8 @@ strobe_locks *strobe_locks_open(const strobe_locks_opts *o, strobe_err *err)
 	    !(l->tables = otables_new(bpf_map__fd(l->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(l->skel->maps.umaps),
 					     bpf_map__fd(l->skel->maps.uwant),
-					     bpf_map__fd(l->skel->maps.uexec), o->proc_root))) {
+					     bpf_map__fd(l->skel->maps.uexec),
+					     bpf_map__fd(l->skel->maps.ubins), o->proc_root))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF futex-wait program: out of memory");
 		strobe_locks_close(l);
 		errno = ENOMEM;

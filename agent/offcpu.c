@@ -219,7 +219,8 @@ strobe_offcpu *strobe_offcpu_open(const strobe_offcpu_opts *o, strobe_err *err)
 	    !(b->tables = otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 					     bpf_map__fd(b->skel->maps.umaps),
 					     bpf_map__fd(b->skel->maps.uwant),
-					     bpf_map__fd(b->skel->maps.uexec), o->proc_root))) {
+					     bpf_map__fd(b->skel->maps.uexec),
+					     bpf_map__fd(b->skel->maps.ubins), o->proc_root))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF off-CPU programs: out of memory");
 		strobe_offcpu_close(b);
 		errno = ENOMEM;
@@ -451,7 +452,7 @@ void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st)
 	memcpy(st->tables_off, b->tables_off, sizeof(st->tables_off));
 }
 
-int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[5])
+int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[STROBE_TABLE_MAPS])
 {
 	if (!b->tables)
 		return -ENOENT;
@@ -460,6 +461,7 @@ int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[5])
 	fds[2] = bpf_map__fd(b->skel->maps.uwant);
 	fds[3] = bpf_map__fd(b->skel->maps.ureq);
 	fds[4] = bpf_map__fd(b->skel->maps.uexec);
+	fds[5] = bpf_map__fd(b->skel->maps.ubins);
 	return 0;
 }
 

@@ -78,6 +78,44 @@ struct ob_maps {
 	struct ob_map m[STROBE_OB_MAX_MAPS];
 };
 
+/* A binary with rows, by its file (map `ubins`, written by user space with each binary it loads):
+ * for a frame of a process whose mappings are not loaded yet (its first milliseconds after an
+ * exec) or are behind (a library mapped since), found from the frame's own mapping in the
+ * kernel (bpf_find_vma) rather than from umaps. dev is the kernel's encoding (major << 20 |
+ * minor, as the inode's superblock holds it); size guards against a file rewritten in place.
+ * bias = vm_start - vm_pgoff * 4096 + adj (adj: p_offset - p_vaddr of its executable segments,
+ * registered only when they agree), or for a process's own executable start_code - text (text:
+ * its executable segments' lowest p_vaddr); exec: an ET_EXEC file, whose bias must come out 0. */
+struct ob_bin_key {
+	__u64 dev, ino;
+};
+struct ob_bin {
+	__u64 size, text;
+	__s64 adj;
+	__u32 row0, nrows;
+	__u32 exec, pad_;
+};
+
+/* The mappings find_row_by_file learned of a process (map `ufiles`, by tgid, written by the
+ * program alone): n of them, the next to replace at next; maps_ns: umaps' loaded_ns when they
+ * were learned (0: none loaded), for forgetting them when those change. */
+#define STROBE_OB_FILE_SLOTS 8
+struct ob_file {
+	__u64 start, end, bias;
+	__u32 row0, nrows;
+	__u64 chk; /* of the others (ob_file_chk): two CPUs writing one slot leave it torn */
+};
+static inline __u64 ob_file_chk(const struct ob_file *f)
+{
+	return (f->start * 0x9e3779b97f4a7c15ull) ^ (f->end * 0xc2b2ae3d27d4eb4full) ^
+	       f->bias ^ (((__u64)f->row0 << 32) | f->nrows) ^ 0x5354524f4245ull;
+}
+struct ob_files {
+	__u64 maps_ns;
+	__u32 n, next;
+	struct ob_file f[STROBE_OB_FILE_SLOTS];
+};
+
 /* A request for a process's mappings (ring buffer ureq). */
 struct ob_req {
 	__u64 ns; /* when (bpf_ktime_get_ns) */
@@ -100,6 +138,8 @@ enum {
 	STROBE_OB_REWALKS,      /* ... walked again once they were, the thread still off CPU */
 	STROBE_OB_USER_NS,      /* off-CPU ns summed with a user stack */
 	STROBE_OB_PROV_NS,      /* ... of which with one walked without the mappings */
+	STROBE_OB_VMA_ROWS,     /* user frames whose row was found by their file (ubins), the
+				   process's mappings not loaded or behind */
 	STROBE_OB_NCOUNTERS
 };
 

@@ -38,6 +38,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -84,7 +85,7 @@ typedef struct obin {
 } obin;
 
 struct otables {
-	int fd_rows, fd_maps, fd_want, fd_exec;
+	int fd_rows, fd_maps, fd_want, fd_exec, fd_bins;
 	uint32_t max_rows, used_rows;
 	obin *bins;
 	uint32_t nbins, cbins;
@@ -122,13 +123,14 @@ struct otables {
 };
 
 otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
-				   int fd_exec, const char *proc_root)
+				   int fd_exec, int fd_bins, const char *proc_root)
 {
 	otables *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	snprintf(t->proc_root, sizeof(t->proc_root), "%s", proc_root ? proc_root : "/proc");
 	t->fd_exec = fd_exec;
+	t->fd_bins = fd_bins;
 	t->fd_rows = fd_rows;
 	t->fd_maps = fd_maps;
 	t->fd_want = fd_want;
@@ -199,6 +201,32 @@ static int write_rows(otables *t, const urows *r, uint32_t row0)
 	return 0;
 }
 
+/* Tells the program the binary's rows by its file (map ubins), for frames of processes whose
+ * mappings are not loaded yet: when its executable segments share one offset - address
+ * difference (else a mapping's bias depends on which it maps, which the program does not
+ * look at). */
+static void publish_bin(otables *t, const obin *b)
+{
+	if (t->fd_bins < 0 || !b->nrows || !b->lay.nload)
+		return;
+	int64_t adj = (int64_t)(b->lay.load[0].p_offset - b->lay.load[0].p_vaddr);
+	uint64_t text = b->lay.load[0].p_vaddr;
+	for (unsigned i = 1; i < b->lay.nload; i++) {
+		if ((int64_t)(b->lay.load[i].p_offset - b->lay.load[i].p_vaddr) != adj)
+			return;
+		if (b->lay.load[i].p_vaddr < text)
+			text = b->lay.load[i].p_vaddr;
+	}
+	/* the kernel's dev_t: 12 bits of major, 20 of minor */
+	struct ob_bin_key k = {.dev = ((uint64_t)major((dev_t)b->dev) << 20) | minor((dev_t)b->dev),
+			       .ino = b->ino};
+	struct ob_bin v = {.size = b->size, .text = text, .adj = adj, .row0 = b->row0,
+			   .nrows = b->nrows,
+			   .exec = b->lay.e_type == ET_EXEC};
+	if (bpf_map_update_elem(t->fd_bins, &k, &v, BPF_ANY) == 0)
+		t->st.binaries_by_file++;
+}
+
 /* Registers a binary with the rows built for it (rc: urows_build's; lay freed, its segments
  * kept). NULL without memory. */
 static obin *bin_add(otables *t, uint64_t dev, uint64_t ino, uint64_t size, int64_t mt, int rc,
@@ -228,6 +256,7 @@ static obin *bin_add(otables *t, uint64_t dev, uint64_t ino, uint64_t size, int6
 		t->used_rows += b->lay.n;
 		t->st.rows = t->used_rows;
 		t->st.binaries++;
+		publish_bin(t, b);
 	} else {
 		t->st.binaries_none++;
 	}
@@ -387,11 +416,11 @@ static int load_map(void *ctx, const strobe_maps_entry *e)
 {
 	load_walk *w = ctx;
 	struct ob_maps *ms = w->ms;
-	if (ms->n >= STROBE_OB_MAX_MAPS)
-		return -E2BIG; /* full: what it holds is used */
 	if (!strobe_maps_exec(e) || e->end <= e->start || e->end > 0x800000000000ull)
 		return 0;
-	struct ob_map *m = &ms->m[ms->n++];
+	/* Beyond what the table holds, the binary is still loaded: the program finds such a
+	 * frame's rows by its file (ubins) */
+	struct ob_map spare, *m = ms->n < STROBE_OB_MAX_MAPS ? &ms->m[ms->n++] : &spare;
 	*m = (struct ob_map){.start = e->start, .end = e->end};
 	if (e->path[0] != '/' || !e->inode)
 		return 0; /* anonymous (JIT), [vdso]: frame pointers */

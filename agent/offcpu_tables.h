@@ -15,11 +15,12 @@
 typedef struct otables otables;
 
 
-/* fds of the maps urows (max_rows entries), umaps, uwant and uexec. NULL + errno. */
+/* fds of the maps urows (max_rows entries), umaps, uwant, uexec and ubins (-1: none).
+ * NULL + errno. */
 /* proc_root: where /proc is (the agent's --proc-root; NULL: /proc), for PID/maps and the
  * binaries under PID/root. */
 otables *otables_new(int fd_rows, uint32_t max_rows, int fd_maps, int fd_want,
-				   int fd_exec, const char *proc_root);
+				   int fd_exec, int fd_bins, const char *proc_root);
 void otables_free(otables *t);
 /* Loads (again) the mappings of process tgid. 0 or -errno (-ESRCH: gone). */
 int otables_load(otables *t, uint32_t tgid);

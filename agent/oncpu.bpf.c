@@ -169,7 +169,7 @@ struct bpf_perf_event_data;
  * end (ustack.bpf.h): user_stack_key without its per-thread shortcut, which a sample, taken
  * wherever the thread happens to be, would rarely hit, and with one bpf_loop call rather than
  * two, each of which the verifier checks its callback for (half the load time). prov: walked
- * without the process's mappings; unruled: stopped at a row the walk cannot follow (a CFA
+ * without the process's mappings (walked_blind); unruled: stopped at a row the walk cannot follow (a CFA
  * expression other than a PLT stub's, a signal frame), which an unwinder in user space can. */
 static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 *prov,
 					__u32 *unruled)
@@ -184,7 +184,7 @@ static __always_inline __u64 user_stack(struct task_struct *t, __u32 gen, __u32 
 	if (!w->ip)
 		return 0;
 	bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
-	*prov = tables && (!w->known || w->stale);
+	*prov = walked_blind(w);
 	*unruled = w->unruled;
 	return intern(b, w->n, gen);
 }

@@ -207,15 +207,18 @@ static int load(strobe_oncpu *b, const strobe_oncpu_opts *o, uint32_t table_rows
 								? COPIES_RING : 4096);
 	b->skel->rodata->tables = table_rows > 0 || share;
 	bpf_map__set_max_entries(b->skel->maps.urows, table_rows ? table_rows : 1);
-	if (share) {
-		struct bpf_map *m[] = {b->skel->maps.urows, b->skel->maps.umaps, b->skel->maps.uwant,
-				       b->skel->maps.ureq, b->skel->maps.uexec};
-		for (size_t i = 0; i < 5; i++) {
-			int rc = bpf_map__reuse_fd(m[i], share[i]);
-			if (rc < 0)
-				return rc;
-		}
-	}
+	/* a new process's frames by their files, before its mappings are in (the walk's only
+	 * program that runs in the sampled task itself, where bpf_find_vma looks) */
+	b->skel->rodata->by_file = b->skel->rodata->tables && !o->no_by_file &&
+				   agent_bpf_has_find_vma();
+	if (b->skel->rodata->by_file) /* 272 bytes a process, preallocated (an LRU map) */
+		bpf_map__set_max_entries(b->skel->maps.ufiles, 4096);
+	int rc = share ? agent_bpf_share_tables(b->skel->maps.urows, b->skel->maps.umaps,
+						b->skel->maps.uwant, b->skel->maps.ureq,
+						b->skel->maps.uexec, b->skel->maps.ubins, share)
+		       : 0;
+	if (rc < 0)
+		return rc;
 	bpf_map__set_max_entries(b->skel->maps.counts0, b->max_entries);
 	bpf_map__set_max_entries(b->skel->maps.counts1, b->max_entries);
 	bpf_map__set_max_entries(b->skel->maps.stacks0, b->stack_entries);
@@ -375,7 +378,8 @@ strobe_oncpu *strobe_oncpu_open(const strobe_oncpu_opts *o, strobe_err *err)
 	    !(b->tables = otables_new(bpf_map__fd(b->skel->maps.urows), o->table_rows,
 				      bpf_map__fd(b->skel->maps.umaps),
 				      bpf_map__fd(b->skel->maps.uwant),
-				      bpf_map__fd(b->skel->maps.uexec), o->proc_root))) {
+				      bpf_map__fd(b->skel->maps.uexec),
+				      bpf_map__fd(b->skel->maps.ubins), o->proc_root))) {
 		strobe_errf(err, -ENOMEM, "cannot load the eBPF on-CPU program: out of memory");
 		strobe_oncpu_close(b);
 		errno = ENOMEM;
@@ -683,6 +687,7 @@ void strobe_oncpu_get_stats(strobe_oncpu *b, strobe_oncpu_stats *st)
 		.table_frames = c[STROBE_OB_TABLE_FRAMES],
 		.fp_frames = c[STROBE_OB_FP_FRAMES],
 		.table_stops = c[STROBE_OB_TABLE_STOPS],
+		.file_rows = c[STROBE_OB_VMA_ROWS],
 		.no_maps = c[STROBE_OB_NO_MAPS],
 		.entries = b->entries,
 		.drains = b->drains,

@@ -61,12 +61,39 @@ struct pt_regs {
 	unsigned long bp, sp, ip, orig_ax;
 } __attribute__((preserve_access_index));
 
+/* What a frame's mapping says of its file (find_row_by_file). */
+struct super_block {
+	__u32 s_dev;
+} __attribute__((preserve_access_index));
+struct inode {
+	unsigned long i_ino;
+	long long i_size;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+struct file {
+	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+struct vm_area_struct {
+	unsigned long vm_start, vm_end, vm_pgoff, vm_flags;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+/* The executable's text (the ELF loader's start_code: its executable segments' lowest address,
+ * end_code: their end) and file. */
+struct mm_struct___strobe_exe {
+	unsigned long start_code, end_code;
+	struct file *exe_file;
+} __attribute__((preserve_access_index));
+
 #define PF_EXITING 0x00000004 /* include/linux/sched.h */
+#define VM_EXEC 0x00000004    /* include/linux/mm.h */
 #define USER_STACK_MAX (8ull << 20) /* a frame pointer this far above sp is not one */
 
 /* Set by the loader before load. */
 const volatile __u8 filter_tgids = 0; /* 1: only tgids in `targets` (and their children) */
 const volatile __u8 tables = 0; /* 1: user stacks by unwind tables where loaded (see uwalk) */
+/* 1: a frame of a process whose mappings are not loaded, or in none of them, has its row looked
+ * up by its file (find_row_by_file); for walks of the current task, where bpf_find_vma loads */
+const volatile __u8 by_file = 0;
 
 /* Written by user space while running. */
 __u32 generation = 0;
@@ -166,6 +193,31 @@ struct {
 	__type(value, __u8);
 } uwant SEC(".maps");
 
+/* Every binary with rows, by its file (struct ob_bin); filled by user space as it loads them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct ob_bin_key);
+	__type(value, struct ob_bin);
+} ubins SEC(".maps");
+
+/* What find_row_by_file learned of each process's mappings (struct ob_files); sized by the
+ * loader where by_file is on. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ob_files);
+} ufiles SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ob_files);
+} ufiles_new SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 64 * 1024);
@@ -233,6 +285,9 @@ struct uwalk {
 	__u32 cfi;        /* ip was found by a table row's step (a return address for sure) */
 	__u32 rnew;       /* rows found by this walk (for the thread's memo) */
 	__u32 unruled;    /* the walk ended at a row it cannot follow (an expression's CFA) */
+	__u32 vma_asked;  /* this walk called bpf_find_vma (once a run: find_row_by_file) */
+	__u32 file_rows, file_misses; /* frames out of the mappings loaded (or with none loaded):
+					 rows found by their file, or not */
 	struct rowmemo rows; /* the thread's, for the first two steps */
 };
 
@@ -268,16 +323,183 @@ static __always_inline void want_maps(struct uwalk *w)
 	w->asked = 1;
 }
 
+/* The row at ELF address rel among rows [row0, row0 + nrows); kind FP when there is none. */
+static __always_inline struct ob_row rows_find(__u32 row0, __u32 nrows, __u64 rel)
+{
+	struct ob_row none = {.kind = STROBE_OB_ROW_FP};
+	if (!nrows || rel >= 0xffffffffull)
+		return none;
+	__u32 rlo = row0, rhi = row0 + nrows;
+	for (int k = 0; k < ROWS_STEPS && rlo < rhi; k++) { /* the first row above rel */
+		__u32 mid = rlo + (rhi - rlo) / 2;
+		struct ob_row *r = bpf_map_lookup_elem(&urows, &mid);
+		if (!r)
+			return none;
+		if (r->pc <= rel)
+			rlo = mid + 1;
+		else
+			rhi = mid;
+	}
+	if (rlo == row0)
+		return none;
+	__u32 at = rlo - 1;
+	struct ob_row *r = bpf_map_lookup_elem(&urows, &at);
+	return r ? *r : none;
+}
+
+/* The executable mapping bpf_find_vma found at an address: its start, offset and file. */
+struct vma_file {
+	__u64 start, end, pgoff, ino, size;
+	__u32 dev, found; /* found: 1 a mapping, 2 an executable one of a file */
+};
+
+static long vma_file_of(struct task_struct *task, struct vm_area_struct *vma, void *ctx)
+{
+	struct vma_file *v = ctx;
+	v->found = 1;
+	struct file *f = vma->vm_file;
+	if (!f || !(vma->vm_flags & VM_EXEC))
+		return 0;
+	struct inode *in = f->f_inode;
+	if (!in)
+		return 0;
+	struct super_block *sb = in->i_sb;
+	if (!sb)
+		return 0;
+	v->start = vma->vm_start;
+	v->end = vma->vm_end;
+	v->pgoff = vma->vm_pgoff;
+	v->ino = in->i_ino;
+	v->size = (__u64)in->i_size;
+	v->dev = sb->s_dev;
+	v->found = 2;
+	return 0;
+}
+
+/*
+ * The row for pc by the file mapped there, for a process whose mappings user space has not
+ * loaded (a new process's first milliseconds: the dynamic linker, the program's own start) or
+ * loaded before this code was mapped (a library since), or whose mappings are more than its
+ * table holds (STROBE_OB_MAX_MAPS). The binaries are mostly known already, mapped by other
+ * processes (libc, ld.so, the program run before); their rows are in ubins by device and inode.
+ *
+ * The executable's own text is found from the process (mm's start_code, end_code, exe_file);
+ * other files by bpf_find_vma, but only once per program run where interrupts are off (it
+ * queues the mapping lock's release as per-CPU irq work, and a second call finds that busy):
+ * what it found is kept in the process's ufiles, so each walk learns one mapping, and the next
+ * walks of the process use what the earlier ones learned. ufiles is emptied when user space's
+ * mappings of the process change (their loaded_ns), so what it holds is never older than them.
+ * *mapped: pc is in some mapping (0: no code address at all).
+ */
+static __always_inline struct ob_row find_row_by_file(struct uwalk *w, struct ob_maps *ms,
+						      __u64 pc, int *mapped)
+{
+	struct ob_row none = {.kind = STROBE_OB_ROW_FP};
+	*mapped = 1;
+	__u64 maps_ns = ms ? ms->loaded_ns : 0;
+	struct ob_files *fs = bpf_map_lookup_elem(&ufiles, &w->tgid);
+	if (fs && fs->maps_ns != maps_ns) {
+		fs->n = 0;
+		fs->maps_ns = maps_ns;
+	}
+	for (int i = 0; fs && i < STROBE_OB_FILE_SLOTS; i++) {
+		struct ob_file *f = &fs->f[i];
+		if (i < fs->n && pc >= f->start && pc < f->end && f->chk == ob_file_chk(f)) {
+			count(STROBE_OB_VMA_ROWS);
+			return rows_find(f->row0, f->nrows, pc - f->bias);
+		}
+	}
+	/* The program's own text needs no lookup: the process says where it is, and which file */
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct mm_struct___strobe_exe *mm = (struct mm_struct___strobe_exe *)t->mm;
+	struct vma_file v = {0};
+	__u64 bias;
+	int exe = 0;
+	if (mm) {
+		__u64 lo = BPF_CORE_READ(mm, start_code), hi = BPF_CORE_READ(mm, end_code);
+		if (pc >= lo && pc < hi) {
+			struct inode *in = BPF_CORE_READ(mm, exe_file, f_inode);
+			v.ino = BPF_CORE_READ(in, i_ino);
+			v.size = (__u64)BPF_CORE_READ(in, i_size);
+			v.dev = BPF_CORE_READ(in, i_sb, s_dev);
+			v.start = lo;
+			v.end = hi;
+			exe = 1;
+		}
+	}
+	if (!exe) {
+		if (w->vma_asked)
+			return none; /* (unknown here: frame pointers, as without the file) */
+		w->vma_asked = 1;
+		long rc = bpf_find_vma(t, pc, vma_file_of, &v, 0);
+		if (rc < 0) { /* -EBUSY: the lock taken, or its release still queued */
+			*mapped = rc != -2 /* -ENOENT: in no mapping */;
+			return none;
+		}
+		*mapped = v.found != 0;
+		if (v.found != 2)
+			return none;
+	}
+	struct ob_bin_key k = {.dev = v.dev, .ino = v.ino};
+	struct ob_bin *bin = bpf_map_lookup_elem(&ubins, &k);
+	if (!bin || bin->size != v.size)
+		return none; /* (not kept: its rows may come) */
+	bias = exe ? v.start - bin->text : v.start - (v.pgoff << 12) + (__u64)bin->adj;
+	if (bin->exec && bias)
+		return none;
+	if (!fs && !exe) {
+		/* A new entry from a map: on the stack of the walk's bpf_loop callback, its 336
+		 * bytes broke the off-CPU program's walks (which never run this: the frames of the
+		 * first two steps went missing, on 6.18), the callback's frame and its caller's
+		 * together past the 512 bytes a program has */
+		__u32 zero = 0;
+		struct ob_files *nf = bpf_map_lookup_elem(&ufiles_new, &zero);
+		if (nf) {
+			nf->maps_ns = maps_ns;
+			nf->n = nf->next = 0;
+			bpf_map_update_elem(&ufiles, &w->tgid, nf, BPF_ANY);
+			fs = bpf_map_lookup_elem(&ufiles, &w->tgid);
+		}
+	}
+	if (fs && !exe) {
+		__u32 at = fs->next % STROBE_OB_FILE_SLOTS;
+		struct ob_file slot = {.start = v.start, .end = v.end, .bias = bias,
+				       .row0 = bin->row0, .nrows = bin->nrows};
+		slot.chk = ob_file_chk(&slot);
+		fs->f[at] = slot;
+		fs->next = at + 1;
+		if (fs->n < STROBE_OB_FILE_SLOTS)
+			fs->n++;
+	}
+	count(STROBE_OB_VMA_ROWS);
+	return rows_find(bin->row0, bin->nrows, pc - bias);
+}
+
+/* Counts a frame find_row_by_file was asked for: found a row (by_file_rows) or not. */
+static __always_inline void file_seen(struct uwalk *w, struct ob_row r)
+{
+	if ((r.kind & STROBE_OB_ROW_KIND) == STROBE_OB_ROW_FP)
+		w->file_misses++;
+	else
+		w->file_rows++;
+}
+
 /* The row for address pc of the walk's process; kind FP when there is none. */
 static __always_inline struct ob_row find_row(struct uwalk *w, __u64 pc, int leaf)
 {
 	struct ob_row none = {.kind = STROBE_OB_ROW_FP};
 	struct ob_maps *ms = bpf_map_lookup_elem(&umaps, &w->tgid);
+	int mapped = 1;
 	if (!ms) {
 		if (!w->asked)
 			count(STROBE_OB_NO_MAPS);
 		want_maps(w);
-		return none;
+		if (!by_file)
+			return none;
+		struct ob_row r = find_row_by_file(w, 0, pc, &mapped);
+		w->outside = !mapped;
+		file_seen(w, r);
+		return r;
 	}
 	w->known = 1;
 	__u32 lo = 0, hi = ms->n < STROBE_OB_MAX_MAPS ? ms->n : STROBE_OB_MAX_MAPS;
@@ -296,33 +518,23 @@ static __always_inline struct ob_row find_row(struct uwalk *w, __u64 pc, int lea
 		 * table row's step found (the program's own function called from libc's qsort,
 		 * with libc mapped since: without this its samples stopped at libc until a leaf
 		 * there asked). For one a frame-pointer step read, which may be whatever the
-		 * register held, once a second. */
-		if (bpf_ktime_get_ns() - ms->loaded_ns > (leaf || w->cfi ? 10000000ull : 1000000000ull))
-			want_maps(w);
-		w->outside = 1;
+		 * register held, once a second. Meanwhile its file may say. */
 		if (leaf)
 			w->stale = 1;
-		return none;
+		struct ob_row r = none;
+		if (by_file) {
+			r = find_row_by_file(w, ms, pc, &mapped);
+			file_seen(w, r);
+		}
+		w->outside = !by_file || !mapped || (r.kind & STROBE_OB_ROW_KIND) == STROBE_OB_ROW_FP;
+		/* (found by its file: asking again would read the same mappings, a process with
+		 * more than the table holds at every walk) */
+		if (w->outside &&
+		    bpf_ktime_get_ns() - ms->loaded_ns > (leaf || w->cfi ? 10000000ull : 1000000000ull))
+			want_maps(w);
+		return r;
 	}
-	__u64 rel = pc - m->bias;
-	if (!m->nrows || rel >= 0xffffffffull)
-		return none;
-	__u32 r0 = m->row0, rlo = m->row0, rhi = m->row0 + m->nrows;
-	for (int k = 0; k < ROWS_STEPS && rlo < rhi; k++) { /* the first row above rel */
-		__u32 mid = rlo + (rhi - rlo) / 2;
-		struct ob_row *r = bpf_map_lookup_elem(&urows, &mid);
-		if (!r)
-			return none;
-		if (r->pc <= rel)
-			rlo = mid + 1;
-		else
-			rhi = mid;
-	}
-	if (rlo == r0)
-		return none;
-	__u32 at = rlo - 1;
-	struct ob_row *r = bpf_map_lookup_elem(&urows, &at);
-	return r ? *r : none;
+	return rows_find(m->row0, m->nrows, pc - m->bias);
 }
 
 /* Reads user memory of the current task (task NULL), or of task from a sleepable program. */
@@ -414,6 +626,13 @@ static __always_inline long ustep1(struct uwalk *w, struct ob_stack *b,
 	w->sp = sp;
 	w->bp = bp;
 	return 0;
+}
+
+/* Whether the walk went without the process's mappings (or beyond them), and not wholly by
+ * rows found by the frames' files: its frame-pointer steps there may have stopped short. */
+static __always_inline int walked_blind(const struct uwalk *w)
+{
+	return tables && (!w->known || w->stale) && (w->file_misses || !w->file_rows);
 }
 
 /* ustep1 for bpf_loop (verified once, however many frames it runs for). */
@@ -510,7 +729,7 @@ static __always_inline __u64 user_stack_key(struct task_struct *t, __u32 gen, __
 	if (!end)
 		bpf_loop(STROBE_OB_MAX_DEPTH, ustep, NULL, 0);
 	__u64 key = intern(b, w->n, gen);
-	*prov = tables && (!w->known || w->stale);
+	*prov = walked_blind(w);
 	if (c) {
 		c->uprov = *prov;
 		c->uip = ip;
@@ -561,6 +780,8 @@ static __always_inline void ustack_on_exec(__u32 tgid, struct ucache *c)
 	else
 		bpf_map_update_elem(&uexec, &tgid, &one, BPF_ANY);
 	bpf_map_delete_elem(&umaps, &tgid);
+	if (by_file)
+		bpf_map_delete_elem(&ufiles, &tgid);
 	if (c)
 		c->rows.valid = 0;
 }

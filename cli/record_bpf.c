@@ -73,7 +73,7 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 			goto fail;
 	}
 	if (cpu) {
-		int share[5];
+		int share[STROBE_TABLE_MAPS];
 		strobe_oncpu_opts co = {.pids = pids, .npids = npids, .kernel = so->kernel,
 					/* a sample per period of each target thread's CPU time,
 					 * as the perf path's */
@@ -86,10 +86,13 @@ record_bpf *record_bpf_open(const char *cmd, strobe_sampler_opts *so, int mode)
 					.fresh = true,
 					/* their tables at their exec: a recording's first samples */
 					.ask_at_exec = true,
-					/* ... and those walked before them unwound here */
-					.copy_unwalked = true,
+					/* ... and those walked before them unwound here (not in
+					 * the e2e tests that measure the kernel's walk alone) */
+					.copy_unwalked = getenv("STROBE_TEST_NO_COPIES") == NULL,
 					/* the e2e tests' way to send every sample that way */
-					.copy_all = getenv("STROBE_TEST_COPY_ALL") != NULL};
+					.copy_all = getenv("STROBE_TEST_COPY_ALL") != NULL,
+					/* ... and theirs to show what finding rows by file does */
+					.no_by_file = getenv("STROBE_TEST_NO_BY_FILE") != NULL};
 		if (b->ob && rows && strobe_offcpu_table_maps(b->ob, share) == 0)
 			co.share_tables = share;
 		if (!(b->oc = strobe_oncpu_open(&co, &err)))
@@ -183,12 +186,14 @@ int record_bpf_close(record_bpf *b, strobe_profile *p, bool quiet)
 		if (getenv("STROBE_DEBUG")) /* the kernel walk and its tables (docs/record.md) */
 			fprintf(stderr, "strobe record: on-CPU walks: user %" PRIu64 " before-tables %"
 				PRIu64 " no-maps %" PRIu64 " table-frames %" PRIu64 " fp-frames %" PRIu64
-				" table-stops %" PRIu64 " copied %" PRIu64 " (unwound %" PRIu64
+				" table-stops %" PRIu64 " file-rows %" PRIu64 " copied %" PRIu64
+				" (unwound %" PRIu64
 				", ring full %" PRIu64 "); tables: processes %" PRIu64 " failed %" PRIu64
 				" binaries %u (%u built apart) build-ms %.1f waits %" PRIu64
 				" wait-ms mean %.2f max %.2f\n",
 				st.user, st.user_prov, st.no_maps, st.table_frames, st.fp_frames,
-				st.table_stops, st.copied, st.copies_unwound, st.copy_full,
+				st.table_stops, st.file_rows, st.copied, st.copies_unwound,
+				st.copy_full,
 				st.tables.procs_loaded, st.tables.procs_failed,
 				st.tables.binaries, st.tables.binaries_async,
 				(double)st.tables.build_ns / 1e6, st.tables.waits,

@@ -41,6 +41,8 @@ typedef struct strobe_otables_stats {
 	uint32_t binaries_none;  /* binaries without usable tables (frame pointers there) */
 	uint32_t binaries_full;  /* binaries left out: the rows' map was full */
 	uint32_t binaries_async; /* large binaries whose rows the builder thread made */
+	uint32_t binaries_by_file; /* ... findable by their file, for processes whose mappings are
+				      not loaded yet (map ubins) */
 	uint64_t rows;           /* rows in the kernel */
 	uint64_t rows_max;       /* the map's capacity */
 	int64_t build_ns;        /* spent building rows, in all */
@@ -80,10 +82,11 @@ void strobe_offcpu_detach(strobe_offcpu *b);
 /* Moves the sums collected since the last call into s (see sampler_add_offcpu). */
 int strobe_offcpu_collect(strobe_offcpu *b, strobe_sampler *s);
 void strobe_offcpu_get_stats(strobe_offcpu *b, strobe_offcpu_stats *st);
-/* The table walk's maps (urows, umaps, uwant, ureq, uexec, in that order), for another program
- * to share them and this program's table loader (strobe_locks_opts.share_tables); -ENOENT when
- * the walk is off. The fds stay owned by b. */
-int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[5]);
+/* The table walk's maps (urows, umaps, uwant, ureq, uexec, ubins, in that order), for another
+ * program to share them and this program's table loader (strobe_locks_opts.share_tables);
+ * -ENOENT when the walk is off. The fds stay owned by b. */
+#define STROBE_TABLE_MAPS 6
+int strobe_offcpu_table_maps(const strobe_offcpu *b, int fds[STROBE_TABLE_MAPS]);
 void strobe_offcpu_close(strobe_offcpu *b);
 
 #endif

@@ -67,6 +67,9 @@ typedef struct strobe_oncpu_opts {
 	 * short-lived; with table_rows > 0 only */
 	bool copy_unwalked;
 	bool copy_all;          /* with copy_unwalked, every sample goes that way (for tests) */
+	/* do not look up the rows of a frame by its file (bpf_find_vma) when its process's
+	 * mappings are not loaded yet: frame pointers there, as before (for tests, to measure) */
+	bool no_by_file;
 	void (*note)(void *ctx, const char *msg);
 	void *note_ctx;
 } strobe_oncpu_opts;
@@ -85,6 +88,8 @@ typedef struct strobe_oncpu_stats {
 	uint64_t table_frames;  /* user frames stepped by unwind tables */
 	uint64_t fp_frames;     /* ... by frame pointers, with tables on (no table there) */
 	uint64_t table_stops;   /* walks ended by a rule the program does not follow */
+	uint64_t file_rows;     /* user frames whose row was found by their file, the process's
+				   mappings not loaded yet or behind (bpf_find_vma) */
 	uint64_t no_maps;       /* walks of processes whose mappings were not loaded yet */
 	uint64_t entries;       /* sums read */
 	uint64_t drains;        /* collects */

@@ -110,7 +110,7 @@ want=$(( $(truth children_cpu_ns) + $(truth parent_cpu_ns) ))
 pids=$(curl -s -G "$url/api/v1/label/pid/values" --data-urlencode "query=$CPU{comm=\"$churn\"}" \
 	--data-urlencode "from=$((t0 - 5))" --data-urlencode "to=$((t1 + 5))" | grep -o '"[0-9]*"' | wc -l)
 if ! within_rel "${got:-0}" "$want" 35; then
-	fail "$name" "the store has $(awk -v g="${got:-0}" 'BEGIN { printf "%.2f", g / 1e9 }') s of CPU for proc_churn, the workload measured $(awk -v w="$want" 'BEGIN { printf "%.2f", w / 1e9 }') s (want within 35 %)"
+	fail "$name" "the store has $(awk -v g="${got:-0}" 'BEGIN { printf "%.2f", g / 1e9 }') s of CPU for proc_churn from $pids processes, the workload measured $(awk -v w="$want" 'BEGIN { printf "%.2f", w / 1e9 }') s (want within 35 %; agent: $(status_field samples.lost) records lost, $(status_field samples.processes_unnamed) processes exported as unknown, $(status_field samples.processes_unlooked) without an entry, $(status_field oncpu.dropped_sums_full) on-CPU sums dropped; log: $(grep -ci warn "$TMPDIR/agent.log") warnings, $(grep -i warn "$TMPDIR/agent.log" | tail -2 | cut -c1-160 | tr '\n' ' '))"
 else
 	ok "$name" "$(awk -v g="$got" 'BEGIN { printf "%.2f", g / 1e9 }') s of CPU in the store against $(awk -v w="$want" 'BEGIN { printf "%.2f", w / 1e9 }') s measured by the workload, from $pids processes"
 fi

@@ -18,6 +18,13 @@
 #                7 to 47 of some 800 samples had raw libc frames, in every run). The kernel's walk
 #                asks for the mappings again when a return address a table row found is in none of
 #                them (before: it waited for a leaf in libc, and 13% of the samples stopped there)
+#   many-maps    --mode bpf, qsort_cmp -x 80: 80 anonymous executable mappings below the program,
+#                so its code and libc's lie beyond the 64 mappings the kernel walk's table of a
+#                process holds (as in a process with many libraries), and no sample is copied
+#                for the recorder to unwind (STROBE_TEST_NO_COPIES: the kernel's walk alone):
+#                >= 99% of cmp_hot's samples complete, the frames found by their file (the
+#                program's from its mm, libc's by bpf_find_vma; the binaries' rows by device and
+#                inode; STROBE_DEBUG's file-rows > 0). Without: 0% (the walk ends at cmp_hot)
 #   qsort-nofp   the same on qsort_cmp-nofp (no frame pointers anywhere), --call-graph dwarf
 #   split-nofp   cpu_split-nofp: the 60/30/10 split within ±3 pp, and >= 99% of the burn
 #                samples under clone3/start_thread;thread_main;run_rounds;burn_X
@@ -105,6 +112,20 @@ else
 	else
 		ok "$name" "$all samples of cmp_hot, none with a raw address below a named caller, ${c}% complete"
 	fi
+fi
+
+# ---- many-maps: libc beyond the kernel walk's 64 mappings of a process -----------------------
+name=record_unwind/many-maps
+if [ "$(id -u)" != 0 ] || [ ! -r /sys/kernel/btf/vmlinux ]; then
+	skip "$name" "needs root and kernel BTF (/sys/kernel/btf/vmlinux) for the eBPF walk"
+elif ! STROBE_DEBUG=1 STROBE_TEST_NO_COPIES=1 rec "$name" 60 --mode bpf -F 999 -o "$TMPDIR/mm.pb.gz" -- "$WL/qsort_cmp" -x 80 -o "$TMPDIR/mm.truth" 2; then
+	fail "$name" "strobe record failed (exit $rc): $(recerr "$name")"
+elif ! fold "$TMPDIR/mm.pb.gz" "$TMPDIR/mm.folded" samples; then
+	fail "$name" "convert failed: $(errof "$TMPDIR/mm.folded.err")"
+elif check_qsort "$name" "$TMPDIR/mm.folded" "$TMPDIR/mm.truth"; then
+	fr=$(grep -o 'file-rows [0-9]*' "$TMPDIR/$(_fname "$name").err" | awk '{ print $2 }')
+	if ! [ "${fr:-0}" -gt 0 ]; then fail "$name" "complete, but no frame's row was found by its file (file-rows ${fr:-?}): did libc lie beyond the 64 mappings? $detail"
+	else ok "$name" "$detail; $fr frames' rows found by their file"; fi
 fi
 
 # ---- qsort-nofp: dwarf, no frame pointers anywhere ------------------------------------------

@@ -31,7 +31,7 @@
 #include "../../agent/unwind_rows.h"
 
 typedef struct fds {
-	int rows, maps, want, exec, ring;
+	int rows, maps, want, exec, ring, bins;
 } fds;
 
 static int make_maps(fds *f, uint32_t max_rows)
@@ -44,7 +44,10 @@ static int make_maps(fds *f, uint32_t max_rows)
 	f->want = bpf_map_create(BPF_MAP_TYPE_HASH, "t_uwant", 4, 1, 64, NULL);
 	f->exec = bpf_map_create(BPF_MAP_TYPE_HASH, "t_uexec", 4, 4, 64, NULL);
 	f->ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "t_ureq", 0, 0, 4096, NULL);
-	return f->rows >= 0 && f->maps >= 0 && f->want >= 0 && f->exec >= 0 && f->ring >= 0
+	f->bins = bpf_map_create(BPF_MAP_TYPE_HASH, "t_ubins", sizeof(struct ob_bin_key),
+				 sizeof(struct ob_bin), 64, &nopre);
+	return f->rows >= 0 && f->maps >= 0 && f->want >= 0 && f->exec >= 0 && f->ring >= 0 &&
+			       f->bins >= 0
 		       ? 0
 		       : -errno;
 }
@@ -53,7 +56,7 @@ static int make_maps(fds *f, uint32_t max_rows)
 static otables *new_tables(fds *f, uint32_t max_rows)
 {
 	assert_int_equal(make_maps(f, max_rows), 0);
-	otables *t = otables_new(f->rows, max_rows, f->maps, f->want, f->exec, NULL);
+	otables *t = otables_new(f->rows, max_rows, f->maps, f->want, f->exec, f->bins, NULL);
 	assert_non_null(t);
 	return t;
 }
@@ -65,6 +68,31 @@ static void close_maps(fds *f)
 	close(f->want);
 	close(f->exec);
 	close(f->ring);
+	close(f->bins);
+}
+
+/* The mapping of this process holding address a, from /proc/self/maps: its start, offset,
+ * device (the kernel's encoding) and inode. */
+static void self_mapping(uint64_t a, uint64_t *start, uint64_t *off, uint64_t *kdev,
+			 uint64_t *ino)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	char line[4352];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, o, ma, mi, in;
+		if (sscanf(line, "%lx-%lx %*s %lx %lx:%lx %lu", &lo, &hi, &o, &ma, &mi, &in) == 6 &&
+		    a >= lo && a < hi) {
+			*start = lo;
+			*off = o;
+			*kdev = (ma << 20) | mi;
+			*ino = in;
+			found = true;
+		}
+	}
+	fclose(f);
+	assert_true(found);
 }
 
 /* The mapping of ms holding address a, or NULL. */
@@ -130,12 +158,31 @@ static void test_load_self(void **state)
 	assert_int_equal(bpf_map_lookup_elem(f.rows, &k, &got), 0);
 	assert_memory_equal(&got, want, sizeof(got));
 	assert_true(got.pc <= rel);
+	uint64_t text = r.load[0].p_vaddr; /* its executable segments' lowest address */
+	for (unsigned i = 1; i < r.nload; i++)
+		if (r.load[i].p_vaddr < text)
+			text = r.load[i].p_vaddr;
 	urows_free(&r);
+
+	/* libc by its file (ubins), as the program finds it from the mapping at an address: the
+	 * same rows, and the same bias from the mapping's start and offset */
+	uint64_t start, off, kdev, ino;
+	self_mapping(fn, &start, &off, &kdev, &ino);
+	struct ob_bin_key bk = {.dev = kdev, .ino = ino};
+	struct ob_bin bin;
+	assert_int_equal(bpf_map_lookup_elem(f.bins, &bk, &bin), 0);
+	assert_int_equal(bin.row0, m->row0);
+	assert_int_equal(bin.nrows, m->nrows);
+	assert_int_equal(bin.exec, 0);
+	assert_true(bin.size > 0);
+	assert_int_equal(start - off + (uint64_t)bin.adj, m->bias);
+	assert_int_equal(bin.text, text);
 
 	strobe_otables_stats st;
 	otables_get_stats(t, &st);
 	assert_int_equal(st.procs_loaded, 1);
 	assert_true(st.binaries >= 2);
+	assert_true(st.binaries_by_file >= 2); /* (libc and ld.so at least) */
 	uint64_t rows = st.rows;
 	uint32_t bins = st.binaries;
 

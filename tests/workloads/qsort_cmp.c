@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* qsort_cmp: a hot comparator called back from libc's qsort, for the unwinder's truth tests.
  *
- *   qsort_cmp [-o TRUTH] SECONDS
+ *   qsort_cmp [-x MAPPINGS] [-o TRUTH] SECONDS
  *
  * main -> sort_rounds -> sort_once -> qsort(3) -> glibc's merge sort (built without frame
  * pointers) -> cmp_hot, alternating with other_work, which burns half as much CPU as the sort
@@ -11,9 +11,15 @@
  * Truth ("key value" lines): "cmp_hot NS" is the thread CPU time spent inside the qsort calls,
  * "other_work NS" that of other_work, "process_cpu_ns" the process's, and share_X = X / process.
  * The comparator spins about 4000 multiply-adds per call, so qsort's own work (a few ns per
- * comparison) is well under 0.5% of the time charged to it. */
+ * comparison) is well under 0.5% of the time charged to it.
+ *
+ * -x MAPPINGS first maps that many one-page anonymous executable regions (separate mappings,
+ * below the program and the libraries), so that their code lies beyond the first 64 executable
+ * mappings, the most the eBPF walk's per-process table holds (STROBE_OB_MAX_MAPS): as in a
+ * process with many libraries, their frames are then found by their file or not at all. */
 #include "wl_common.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define N 1024
@@ -63,10 +69,35 @@ static __attribute__((noinline)) void sort_rounds(int64_t deadline, int64_t ns[2
 	}
 }
 
+/* n executable one-page mappings: every other page of a read-only region made executable, so
+ * that no two merge into one */
+static void exec_maps(long n)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	/* (a hint far below where the program is loaded; the kernel takes it when it is free) */
+	char *p = mmap((void *)0x10000000ul, (size_t)(2 * n * pg), PROT_READ,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("qsort_cmp: mmap");
+		exit(1);
+	}
+	for (long i = 0; i < n; i++)
+		if (mprotect(p + 2 * i * pg, (size_t)pg, PROT_READ | PROT_EXEC) < 0) {
+			perror("qsort_cmp: mprotect");
+			exit(1);
+		}
+}
+
 int main(int argc, char **argv)
 {
 	const char *truth;
 	double secs;
+	if (argc > 2 && strcmp(argv[1], "-x") == 0) {
+		exec_maps(atol(argv[2]));
+		argv[2] = argv[0];
+		argc -= 2;
+		argv += 2;
+	}
 	wl_args_truth_seconds(argc, argv, "qsort_cmp", &truth, &secs);
 	FILE *tf = wl_truth_open(truth, "qsort_cmp");
 	int64_t ns[2] = {0, 0};
